@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""Build a synthetic Llama-shaped decoder ONNX model with the `onnx` package
+only (no torch), for benchmarks with many layers.
+
+    python3 tools/make_llama_synthetic.py --layers 32 -o /tmp/llama32.onnx
+    python3 tools/make_llama_synthetic.py --layers 2 -o /tmp/l2.onnx --check
+
+The graph follows what the TorchScript exporter emits for LlamaForCausalLM
+(eager attention, no KV cache), opset 17, input `input_ids` int64
+[batch, seq], output `logits` float [batch, seq, vocab]:
+
+  Gather(embed_tokens)
+  per layer:
+    RMSNorm        Pow, ReduceMean, Add(eps), Sqrt, Div, Mul(weight)
+    q/k/v_proj     MatMul
+    to heads       Reshape with shape Concat(Unsqueeze(Gather(Shape(x))), ...)
+                   Transpose [0,2,1,3]
+    RoPE           Slice(cos/sin tables to seq), Unsqueeze, Mul, Slice, Neg,
+                   Concat (rotate_half), Mul, Add
+    GQA            Unsqueeze, Expand, Reshape of K and V
+    attention      Transpose(K), MatMul, Div(sqrt(head_dim)), Add(causal
+                   mask sliced from an initializer), Softmax, MatMul,
+                   Transpose, Reshape, o_proj MatMul, residual Add
+    MLP            RMSNorm, gate MatMul, Sigmoid, Mul (SiLU), up MatMul, Mul,
+                   down MatMul, residual Add
+  final RMSNorm, lm_head MatMul
+
+Weights are random (numpy seed --seed), stored as [in, out] initializers the
+way the legacy exporter stores transposed Linear weights.  --check runs
+onnx.checker and onnxruntime on batch=2, seq=8 and compares with a numpy
+reference implementation.
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+INT64_MAX = np.iinfo(np.int64).max
+
+
+class Builder:
+    def __init__(self):
+        self.nodes = []
+        self.inits = []
+        self.n = 0
+
+    def name(self, hint):
+        self.n += 1
+        return f"{hint}_{self.n}"
+
+    def op(self, op_type, inputs, prefix, n_out=1, **attrs):
+        nm = f"{prefix}/{op_type}_{self.n}"
+        outs = [f"{nm}_output_{i}" for i in range(n_out)]
+        self.n += 1
+        self.nodes.append(helper.make_node(op_type, inputs, outs, name=nm, **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    def const(self, value, prefix, dtype=np.int64):
+        """A Constant node, as the TorchScript exporter emits for small values."""
+        arr = np.array(value, dtype=dtype)
+        out = f"{prefix}/Constant_{self.n}_output_0"
+        self.n += 1
+        self.nodes.append(helper.make_node(
+            "Constant", [], [out], name=f"{prefix}/Constant_{self.n}",
+            value=numpy_helper.from_array(arr, out)))
+        return out
+
+    def init(self, name, arr):
+        self.inits.append(numpy_helper.from_array(arr, name))
+        return name
+
+
+def make_weights(args):
+    rng = np.random.default_rng(args.seed)
+    H, V, nh, nkv = args.hidden, args.vocab, args.heads, args.kv_heads
+    hd = H // nh
+    I = args.intermediate
+
+    def w(*shape, scale=0.02):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    def norm_w():
+        return (1.0 + 0.1 * rng.standard_normal(H)).astype(np.float32)
+
+    W = {"embed": w(V, H, scale=1.0), "layers": []}
+    for _ in range(args.layers):
+        W["layers"].append(dict(
+            in_norm=norm_w(), q=w(H, nh * hd), k=w(H, nkv * hd), v=w(H, nkv * hd),
+            o=w(nh * hd, H), post_norm=norm_w(), gate=w(H, I), up=w(H, I), down=w(I, H)))
+    W["norm"] = norm_w()
+    W["lm_head"] = w(H, V)
+    inv_freq = 1.0 / (args.rope_theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd))
+    t = np.arange(args.max_pos, dtype=np.float64)
+    freqs = np.outer(t, inv_freq)
+    emb = np.concatenate([freqs, freqs], axis=-1)
+    W["cos"] = np.cos(emb).astype(np.float32)
+    W["sin"] = np.sin(emb).astype(np.float32)
+    mask = np.triu(np.full((args.max_pos, args.max_pos), np.finfo(np.float32).min,
+                           dtype=np.float32), k=1)
+    W["mask"] = mask
+    return W
+
+
+def build(args, W):
+    H, V, nh, nkv = args.hidden, args.vocab, args.heads, args.kv_heads
+    hd = H // nh
+    rep = nh // nkv
+    eps = args.eps
+    b = Builder()
+
+    ids = "input_ids"
+    b.init("model.embed_tokens.weight", W["embed"])
+    b.init("model.rotary_emb.cos_cached", W["cos"])
+    b.init("model.rotary_emb.sin_cached", W["sin"])
+    b.init("model.causal_mask", W["mask"])
+
+    # shapes from the input: batch, seq as 1-D tensors
+    p = "/model"
+    shp = b.op("Shape", [ids], p)
+    bsz = b.op("Gather", [shp, b.const(0, p)], p, axis=0)
+    seq = b.op("Gather", [shp, b.const(1, p)], p, axis=0)
+    bsz_u = b.op("Unsqueeze", [bsz, b.const([0], p)], p)
+    seq_u = b.op("Unsqueeze", [seq, b.const([0], p)], p)
+
+    h = b.op("Gather", ["model.embed_tokens.weight", ids], f"{p}/embed_tokens", axis=0)
+
+    # rotary tables and the causal mask sliced to seq
+    pr = f"{p}/rotary_emb"
+    cos = b.op("Slice", ["model.rotary_emb.cos_cached", b.const([0], pr), seq_u,
+                         b.const([0], pr)], pr)
+    sin = b.op("Slice", ["model.rotary_emb.sin_cached", b.const([0], pr), seq_u,
+                         b.const([0], pr)], pr)
+    cos = b.op("Unsqueeze", [cos, b.const([0, 1], pr)], pr)  # [1,1,S,hd]
+    sin = b.op("Unsqueeze", [sin, b.const([0, 1], pr)], pr)
+    pm = f"{p}/mask"
+    ends = b.op("Concat", [seq_u, seq_u], pm, axis=0)
+    mask = b.op("Slice", ["model.causal_mask", b.const([0, 0], pm), ends,
+                          b.const([0, 1], pm)], pm)
+    mask = b.op("Unsqueeze", [mask, b.const([0, 1], pm)], pm)  # [1,1,S,S]
+
+    def rmsnorm(x, wname, prefix):
+        sq = b.op("Pow", [x, b.const(2.0, prefix, np.float32)], prefix)
+        mean = b.op("ReduceMean", [sq], prefix, axes=[-1], keepdims=1)
+        var = b.op("Add", [mean, b.const(eps, prefix, np.float32)], prefix)
+        rms = b.op("Sqrt", [var], prefix)
+        y = b.op("Div", [x, rms], prefix)
+        return b.op("Mul", [wname, y], prefix)
+
+    def heads(x, n, prefix):
+        shape = b.op("Concat", [bsz_u, seq_u, b.const([n], prefix), b.const([hd], prefix)],
+                     prefix, axis=0)
+        r = b.op("Reshape", [x, shape], prefix)
+        return b.op("Transpose", [r], prefix, perm=[0, 2, 1, 3])  # [B,n,S,hd]
+
+    def rope(x, prefix):
+        x1 = b.op("Slice", [x, b.const([0], prefix), b.const([hd // 2], prefix),
+                            b.const([3], prefix)], prefix)
+        x2 = b.op("Slice", [x, b.const([hd // 2], prefix), b.const([INT64_MAX], prefix),
+                            b.const([3], prefix)], prefix)
+        rot = b.op("Concat", [b.op("Neg", [x2], prefix), x1], prefix, axis=-1)
+        return b.op("Add", [b.op("Mul", [x, cos], prefix), b.op("Mul", [rot, sin], prefix)],
+                    prefix)
+
+    def repeat_kv(x, prefix):
+        if rep == 1:
+            return x
+        u = b.op("Unsqueeze", [x, b.const([2], prefix)], prefix)  # [B,kv,1,S,hd]
+        eshape = b.op("Concat", [bsz_u, b.const([nkv], prefix), b.const([rep], prefix),
+                                 seq_u, b.const([hd], prefix)], prefix, axis=0)
+        e = b.op("Expand", [u, eshape], prefix)
+        rshape = b.op("Concat", [bsz_u, b.const([nh], prefix), seq_u, b.const([hd], prefix)],
+                      prefix, axis=0)
+        return b.op("Reshape", [e, rshape], prefix)
+
+    for i, L in enumerate(W["layers"]):
+        pl = f"{p}/layers.{i}"
+        wn = f"model.layers.{i}"
+        for k, arr in (("input_layernorm.weight", L["in_norm"]),
+                       ("self_attn.q_proj.weight", L["q"]), ("self_attn.k_proj.weight", L["k"]),
+                       ("self_attn.v_proj.weight", L["v"]), ("self_attn.o_proj.weight", L["o"]),
+                       ("post_attention_layernorm.weight", L["post_norm"]),
+                       ("mlp.gate_proj.weight", L["gate"]), ("mlp.up_proj.weight", L["up"]),
+                       ("mlp.down_proj.weight", L["down"])):
+            b.init(f"{wn}.{k}", arr)
+        pa = f"{pl}/self_attn"
+        x = rmsnorm(h, f"{wn}.input_layernorm.weight", f"{pl}/input_layernorm")
+        # like the real export, each attention block re-derives batch/seq from
+        # the shape of its own input (the closures below read these)
+        lshp = b.op("Shape", [x], pa)
+        bsz_u = b.op("Unsqueeze", [b.op("Gather", [lshp, b.const(0, pa)], pa, axis=0),
+                                   b.const([0], pa)], pa)
+        seq_u = b.op("Unsqueeze", [b.op("Gather", [lshp, b.const(1, pa)], pa, axis=0),
+                                   b.const([0], pa)], pa)
+        q = b.op("MatMul", [x, f"{wn}.self_attn.q_proj.weight"], f"{pa}/q_proj")
+        k = b.op("MatMul", [x, f"{wn}.self_attn.k_proj.weight"], f"{pa}/k_proj")
+        v = b.op("MatMul", [x, f"{wn}.self_attn.v_proj.weight"], f"{pa}/v_proj")
+        q = rope(heads(q, nh, pa), pa)
+        k = repeat_kv(rope(heads(k, nkv, pa), pa), pa)
+        v = repeat_kv(heads(v, nkv, pa), pa)
+        kt = b.op("Transpose", [k], pa, perm=[0, 1, 3, 2])
+        s = b.op("MatMul", [q, kt], pa)
+        s = b.op("Div", [s, b.const(float(np.sqrt(hd)), pa, np.float32)], pa)
+        s = b.op("Add", [s, mask], pa)
+        pmat = b.op("Softmax", [s], pa, axis=-1)
+        o = b.op("MatMul", [pmat, v], pa)
+        o = b.op("Transpose", [o], pa, perm=[0, 2, 1, 3])
+        oshape = b.op("Concat", [bsz_u, seq_u, b.const([nh * hd], pa)], pa, axis=0)
+        o = b.op("Reshape", [o, oshape], pa)
+        o = b.op("MatMul", [o, f"{wn}.self_attn.o_proj.weight"], f"{pa}/o_proj")
+        h = b.op("Add", [h, o], pl)
+
+        pmlp = f"{pl}/mlp"
+        x = rmsnorm(h, f"{wn}.post_attention_layernorm.weight", f"{pl}/post_attention_layernorm")
+        g = b.op("MatMul", [x, f"{wn}.mlp.gate_proj.weight"], f"{pmlp}/gate_proj")
+        g = b.op("Mul", [g, b.op("Sigmoid", [g], f"{pmlp}/act_fn")], f"{pmlp}/act_fn")
+        u = b.op("MatMul", [x, f"{wn}.mlp.up_proj.weight"], f"{pmlp}/up_proj")
+        m = b.op("Mul", [g, u], pmlp)
+        d = b.op("MatMul", [m, f"{wn}.mlp.down_proj.weight"], f"{pmlp}/down_proj")
+        h = b.op("Add", [h, d], pl)
+
+    b.init("model.norm.weight", W["norm"])
+    b.init("lm_head.weight", W["lm_head"])
+    x = rmsnorm(h, "model.norm.weight", f"{p}/norm")
+    logits = b.op("MatMul", [x, "lm_head.weight"], "/lm_head")
+    b.nodes.append(helper.make_node("Identity", [logits], ["logits"], name="/lm_head/Identity"))
+
+    graph = helper.make_graph(
+        b.nodes, f"llama_synthetic_{args.layers}l",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "seq", V])],
+        initializer=b.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                              producer_name="tpc-make_llama_synthetic")
+    model.ir_version = 8
+    return model
+
+
+def reference(args, W, ids):
+    """numpy Llama forward, for --check."""
+    H, nh, nkv = args.hidden, args.heads, args.kv_heads
+    hd = H // nh
+    B, S = ids.shape
+
+    def rms(x, w):
+        return w * (x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + args.eps))
+
+    def rot(x):
+        return np.concatenate([-x[..., hd // 2:], x[..., :hd // 2]], axis=-1)
+
+    cos, sin = W["cos"][:S], W["sin"][:S]
+    mask = W["mask"][:S, :S]
+    h = W["embed"][ids]
+    for L in W["layers"]:
+        x = rms(h, L["in_norm"])
+        q = (x @ L["q"]).reshape(B, S, nh, hd).transpose(0, 2, 1, 3)
+        k = (x @ L["k"]).reshape(B, S, nkv, hd).transpose(0, 2, 1, 3)
+        v = (x @ L["v"]).reshape(B, S, nkv, hd).transpose(0, 2, 1, 3)
+        q = q * cos + rot(q) * sin
+        k = k * cos + rot(k) * sin
+        k = np.repeat(k, nh // nkv, axis=1)
+        v = np.repeat(v, nh // nkv, axis=1)
+        s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(hd) + mask
+        s = np.exp(s - s.max(-1, keepdims=True))
+        s /= s.sum(-1, keepdims=True)
+        o = (s @ v).transpose(0, 2, 1, 3).reshape(B, S, H)
+        h = h + o @ L["o"]
+        x = rms(h, L["post_norm"])
+        g = x @ L["gate"]
+        h = h + ((g / (1 + np.exp(-g))) * (x @ L["up"])) @ L["down"]
+    return rms(h, W["norm"]) @ W["lm_head"]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-o", "--output", required=True, help="output .onnx file")
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--kv-heads", type=int, default=2)
+    ap.add_argument("--intermediate", type=int, default=None,
+                    help="MLP size (default: 8/3*hidden rounded up to a multiple of 16)")
+    ap.add_argument("--vocab", type=int, default=512)
+    ap.add_argument("--max-pos", type=int, default=128,
+                    help="rows of the cos/sin tables and causal mask (max seq)")
+    ap.add_argument("--rope-theta", type=float, default=10000.0)
+    ap.add_argument("--eps", type=float, default=1e-6)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--check", action="store_true",
+                    help="run onnx.checker and onnxruntime (batch 2, seq 8) vs numpy")
+    a = ap.parse_args(argv)
+    if a.hidden % a.heads or a.heads % a.kv_heads or (a.hidden // a.heads) % 2:
+        ap.error("need hidden % heads == 0, heads % kv_heads == 0 and an even head_dim")
+    if a.intermediate is None:
+        a.intermediate = -(-(a.hidden * 8 // 3) // 16) * 16
+
+    W = make_weights(a)
+    model = build(a, W)
+    if model.ByteSize() >= 2 ** 31 - 1024:
+        ap.error("model would exceed 2 GiB protobuf limit; lower --hidden/--vocab/--layers")
+    onnx.save(model, a.output)
+    n_params = sum(int(np.prod(t.dims)) for t in model.graph.initializer)
+    print(f"wrote {a.output}: {os.path.getsize(a.output)} bytes, {len(model.graph.node)} nodes, "
+          f"{n_params} initializer elements, layers={a.layers} hidden={a.hidden} "
+          f"heads={a.heads} kv_heads={a.kv_heads} intermediate={a.intermediate} vocab={a.vocab}")
+
+    if a.check:
+        import onnxruntime as ort
+        onnx.checker.check_model(a.output, full_check=True)
+        ids = np.random.default_rng(0).integers(0, a.vocab, size=(2, 8), dtype=np.int64)
+        sess = ort.InferenceSession(a.output, providers=["CPUExecutionProvider"])
+        (got,) = sess.run(None, {"input_ids": ids})
+        want = reference(a, W, ids)
+        err = float(np.abs(got - want).max())
+        ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-4)
+        print(f"check: checker ok, onnxruntime logits {list(got.shape)}, "
+              f"max abs err vs numpy {err:.3g}: {'OK' if ok else 'MISMATCH'}")
+        return 0 if ok else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
