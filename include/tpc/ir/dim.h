@@ -1,0 +1,73 @@
+// A tensor dimension: a known integer, a symbolic expression over named dims
+// (`batch`, `seq*64`, `past+seq`), or unknown (`?`).
+//
+// Symbolic dims are kept as polynomials with integer coefficients in a canonical
+// form, so two dims are equal exactly when their printed forms are equal. That is
+// enough for what shape computations of transformer exports do: products for
+// flattening (`batch*seq`), sums for concatenation (`past+seq`), exact division for
+// reshapes with -1 and for splitting a dim across ranks.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tpc::ir {
+
+class Dim {
+ public:
+  // A monomial: coefficient × product of symbols (sorted, repeated for powers).
+  struct Term {
+    int64_t coeff = 0;
+    std::vector<std::string> symbols;
+    bool operator==(const Term&) const = default;
+  };
+
+  // Unknown dim.
+  Dim() = default;
+  // Known integer dim.
+  Dim(int64_t value);  // NOLINT(google-explicit-constructor): dims read as numbers.
+  static Dim Unknown() { return Dim(); }
+  static Dim Symbol(std::string_view name);
+
+  bool is_unknown() const { return !known_; }
+  // True when the dim is a plain integer.
+  bool is_static() const;
+  // The integer value; only valid when is_static().
+  int64_t value() const;
+  // True when the dim is a single symbol with coefficient 1 (`batch`).
+  bool is_symbol() const;
+  const std::vector<Term>& terms() const { return terms_; }
+
+  // Arithmetic; any unknown operand gives unknown.
+  friend Dim operator+(const Dim& a, const Dim& b);
+  friend Dim operator-(const Dim& a, const Dim& b);
+  friend Dim operator*(const Dim& a, const Dim& b);
+  // a / b when the division is exact in the polynomial ring (b a single monomial);
+  // nullopt otherwise (also when either is unknown or b is zero).
+  std::optional<Dim> DivExact(const Dim& b) const;
+
+  bool operator==(const Dim& other) const = default;
+
+  // Canonical text: `64`, `batch`, `batch*seq`, `2*seq+1`, `?`. Symbols that are not
+  // identifiers are quoted.
+  std::string ToString() const;
+
+ private:
+  static Dim FromTerms(std::vector<Term> terms);
+  bool known_ = false;
+  std::vector<Term> terms_;  // canonical: sorted, merged, no zero coefficients
+};
+
+// `[batch, seq, 64]`
+std::string DimsToString(const std::vector<Dim>& dims);
+// Product of all dims (1 for an empty list).
+Dim Product(const std::vector<Dim>& dims);
+
+// True when `name` can be printed without quotes ([A-Za-z_][A-Za-z0-9_]*).
+bool IsPlainIdentifier(std::string_view name);
+
+}  // namespace tpc::ir

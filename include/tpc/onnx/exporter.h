@@ -1,0 +1,37 @@
+// IR → ONNX. The result passes onnx.checker and runs in onnxruntime with the results of
+// the model it came from.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "onnx/onnx_pb.h"
+#include "tpc/ir/graph.h"
+
+namespace tpc::onnx {
+
+struct ExportOptions {
+  // File name (relative to the model's folder) for external data; empty keeps every
+  // tensor inside the model.
+  std::string weights_file;
+  // Tensors of at least this many bytes go to `weights_file`.
+  int64_t external_threshold_bytes = 1024;
+  // Offsets in the weights file are multiples of this (page-friendly for mmap).
+  int64_t alignment = 64;
+  // Write value_info entries with the inferred types of intermediate values.
+  bool value_info = true;
+  std::string producer_name = "tpc";
+};
+
+// Writes `graph` to `onnx_path` (and `weights_file` beside it). Weight bytes stream
+// from their mapped source into the file; nothing is copied in memory.
+absl::Status ExportModel(const ir::Graph& graph, const std::string& onnx_path,
+                         const ExportOptions& options = {});
+
+// The model with every tensor inline (small graphs, tests).
+absl::StatusOr<::onnx::ModelProto> ExportModelProto(const ir::Graph& graph,
+                                                    const ExportOptions& options = {});
+
+}  // namespace tpc::onnx

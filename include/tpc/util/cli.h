@@ -1,0 +1,54 @@
+// A small command-line parser for tpc's tools: `--name value`, `--name=value`, flags,
+// repeated options and positional arguments, with a generated --help text. Bad usage
+// is an error the tools turn into exit code 2.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tpc::cli {
+
+struct OptionSpec {
+  std::string name;        // without dashes: "tp"
+  std::string value_name;  // "N"; empty for a flag without value
+  std::string help;
+  std::string default_value;  // shown in --help
+  bool repeated = false;
+};
+
+class Args {
+ public:
+  bool has(const std::string& name) const { return values_.count(name) > 0; }
+  // The last value given, or `def`.
+  std::string get(const std::string& name, const std::string& def = "") const;
+  const std::vector<std::string>& all(const std::string& name) const;
+  const std::vector<std::string>& positional() const { return positional_; }
+  bool help() const { return help_; }
+
+ private:
+  friend class Parser;
+  std::map<std::string, std::vector<std::string>> values_;
+  std::vector<std::string> positional_;
+  bool help_ = false;
+};
+
+class Parser {
+ public:
+  Parser(std::string program, std::string synopsis, std::string description)
+      : program_(std::move(program)), synopsis_(std::move(synopsis)),
+        description_(std::move(description)) {}
+  void Add(OptionSpec spec) { specs_.push_back(std::move(spec)); }
+  // `-h`/`--help` sets Args::help(); unknown options and missing values are errors.
+  absl::StatusOr<Args> Parse(int argc, char** argv) const;
+  std::string Usage() const;
+
+ private:
+  const OptionSpec* Find(const std::string& name) const;
+  std::string program_, synopsis_, description_;
+  std::vector<OptionSpec> specs_;
+};
+
+}  // namespace tpc::cli

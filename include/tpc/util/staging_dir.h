@@ -1,0 +1,36 @@
+// Writing an output folder all or nothing: files go to a hidden temporary folder beside
+// the target, which is renamed into place by Commit(). A failure, an exception or
+// Ctrl-C leaves no half-written target behind.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace tpc {
+
+class StagingDir {
+ public:
+  // Fails when `target` exists and is not an empty folder, unless `force`; fails when
+  // the parent folder cannot be written.
+  static absl::StatusOr<StagingDir> Create(const std::string& target, bool force);
+  StagingDir(StagingDir&& other) noexcept;
+  StagingDir& operator=(StagingDir&&) = delete;
+  ~StagingDir();
+
+  // The temporary folder to write into.
+  const std::string& path() const { return temp_; }
+  std::string File(const std::string& name) const { return temp_ + "/" + name; }
+  // Moves the temporary folder to the target (replacing an old one when forced).
+  absl::Status Commit();
+
+ private:
+  StagingDir(std::string target, std::string temp, bool force)
+      : target_(std::move(target)), temp_(std::move(temp)), force_(force) {}
+  std::string target_;
+  std::string temp_;
+  bool force_ = false;
+  bool committed_ = false;
+};
+
+}  // namespace tpc

@@ -1,0 +1,150 @@
+#include "tpc/ir/dim.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "tpc/ir/text_escape.h"
+
+namespace tpc::ir {
+namespace {
+
+// Terms are ordered by degree (highest first), then by symbols, so `batch*seq+seq+1`.
+bool TermLess(const Dim::Term& a, const Dim::Term& b) {
+  if (a.symbols.size() != b.symbols.size()) return a.symbols.size() > b.symbols.size();
+  return a.symbols < b.symbols;
+}
+
+}  // namespace
+
+Dim::Dim(int64_t value) : known_(true) {
+  if (value != 0) terms_.push_back({value, {}});
+}
+
+Dim Dim::Symbol(std::string_view name) {
+  Dim d;
+  d.known_ = true;
+  d.terms_.push_back({1, {std::string(name)}});
+  return d;
+}
+
+Dim Dim::FromTerms(std::vector<Term> terms) {
+  std::map<std::vector<std::string>, int64_t> merged;
+  for (auto& t : terms) {
+    std::sort(t.symbols.begin(), t.symbols.end());
+    merged[t.symbols] += t.coeff;
+  }
+  Dim d;
+  d.known_ = true;
+  for (auto& [symbols, coeff] : merged) {
+    if (coeff != 0) d.terms_.push_back({coeff, symbols});
+  }
+  std::sort(d.terms_.begin(), d.terms_.end(), TermLess);
+  return d;
+}
+
+bool Dim::is_static() const {
+  return known_ && (terms_.empty() || (terms_.size() == 1 && terms_[0].symbols.empty()));
+}
+
+int64_t Dim::value() const { return terms_.empty() ? 0 : terms_[0].coeff; }
+
+bool Dim::is_symbol() const {
+  return known_ && terms_.size() == 1 && terms_[0].coeff == 1 && terms_[0].symbols.size() == 1;
+}
+
+Dim operator+(const Dim& a, const Dim& b) {
+  if (!a.known_ || !b.known_) return Dim();
+  std::vector<Dim::Term> terms = a.terms_;
+  terms.insert(terms.end(), b.terms_.begin(), b.terms_.end());
+  return Dim::FromTerms(std::move(terms));
+}
+
+Dim operator-(const Dim& a, const Dim& b) {
+  if (!a.known_ || !b.known_) return Dim();
+  std::vector<Dim::Term> terms = a.terms_;
+  for (Dim::Term t : b.terms_) {
+    t.coeff = -t.coeff;
+    terms.push_back(std::move(t));
+  }
+  return Dim::FromTerms(std::move(terms));
+}
+
+Dim operator*(const Dim& a, const Dim& b) {
+  if (!a.known_ || !b.known_) return Dim();
+  std::vector<Dim::Term> terms;
+  for (const Dim::Term& x : a.terms_) {
+    for (const Dim::Term& y : b.terms_) {
+      Dim::Term t{x.coeff * y.coeff, x.symbols};
+      t.symbols.insert(t.symbols.end(), y.symbols.begin(), y.symbols.end());
+      terms.push_back(std::move(t));
+    }
+  }
+  return Dim::FromTerms(std::move(terms));
+}
+
+std::optional<Dim> Dim::DivExact(const Dim& b) const {
+  if (!known_ || !b.known_ || b.terms_.size() != 1) return std::nullopt;
+  const Term& divisor = b.terms_[0];
+  std::vector<Term> out;
+  for (const Term& t : terms_) {
+    if (t.coeff % divisor.coeff != 0) return std::nullopt;
+    // Remove each symbol of the divisor once from the (sorted) term.
+    std::vector<std::string> rest = t.symbols;
+    for (const std::string& s : divisor.symbols) {
+      auto it = std::find(rest.begin(), rest.end(), s);
+      if (it == rest.end()) return std::nullopt;
+      rest.erase(it);
+    }
+    out.push_back({t.coeff / divisor.coeff, std::move(rest)});
+  }
+  return FromTerms(std::move(out));
+}
+
+std::string Dim::ToString() const {
+  if (!known_) return "?";
+  if (terms_.empty()) return "0";
+  std::string out;
+  for (size_t i = 0; i < terms_.size(); ++i) {
+    const Term& t = terms_[i];
+    int64_t c = t.coeff;
+    if (i > 0) {
+      out += c < 0 ? "-" : "+";
+      if (c < 0) c = -c;
+    } else if (c < 0 && !t.symbols.empty()) {
+      out += "-";
+      c = -c;
+    }
+    std::vector<std::string> factors;
+    if (c != 1 || t.symbols.empty()) factors.push_back(absl::StrCat(c));
+    for (const std::string& s : t.symbols) factors.push_back(QuoteIfNeeded(s));
+    out += absl::StrJoin(factors, "*");
+  }
+  return out;
+}
+
+std::string DimsToString(const std::vector<Dim>& dims) {
+  return absl::StrCat(
+      "[",
+      absl::StrJoin(dims, ", ", [](std::string* out, const Dim& d) { out->append(d.ToString()); }),
+      "]");
+}
+
+Dim Product(const std::vector<Dim>& dims) {
+  Dim p(1);
+  for (const Dim& d : dims) p = p * d;
+  return p;
+}
+
+bool IsPlainIdentifier(std::string_view name) {
+  if (name.empty()) return false;
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (!alpha(name[0])) return false;
+  for (char c : name) {
+    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+}  // namespace tpc::ir

@@ -1,0 +1,71 @@
+#include "tpc/ir/sharding.h"
+
+#include <charconv>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tpc::ir {
+namespace {
+
+std::string_view ReduceOpName(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kMax:
+      return "max";
+    case ReduceOp::kMin:
+      return "min";
+    case ReduceOp::kAvg:
+      return "avg";
+  }
+  return "sum";
+}
+
+std::optional<ReduceOp> ReduceOpFromName(std::string_view name) {
+  if (name == "sum") return ReduceOp::kSum;
+  if (name == "max") return ReduceOp::kMax;
+  if (name == "min") return ReduceOp::kMin;
+  if (name == "avg") return ReduceOp::kAvg;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string Placement::ToString() const {
+  switch (kind) {
+    case Kind::kReplicate:
+      return "R";
+    case Kind::kShard:
+      return absl::StrCat("S(", dim, ")");
+    case Kind::kPartial:
+      return absl::StrCat("P(", std::string(ReduceOpName(reduce)), ")");
+  }
+  return "R";
+}
+
+std::optional<Placement> Placement::Parse(std::string_view text) {
+  if (text == "R") return Replicate();
+  if (text.size() < 4 || text[1] != '(' || text.back() != ')') return std::nullopt;
+  std::string_view arg = text.substr(2, text.size() - 3);
+  if (text[0] == 'S') {
+    int64_t d = 0;
+    auto [ptr, ec] = std::from_chars(arg.data(), arg.data() + arg.size(), d);
+    if (ec != std::errc() || ptr != arg.data() + arg.size()) return std::nullopt;
+    return Shard(d);
+  }
+  if (text[0] == 'P') {
+    std::optional<ReduceOp> op = ReduceOpFromName(arg);
+    if (!op) return std::nullopt;
+    return Partial(*op);
+  }
+  return std::nullopt;
+}
+
+std::string Sharding::ToString() const {
+  return absl::StrJoin(placements, ", ",
+                       [](std::string* out, const Placement& p) { out->append(p.ToString()); });
+}
+
+}  // namespace tpc::ir

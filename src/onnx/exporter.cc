@@ -1,0 +1,194 @@
+#include "tpc/onnx/exporter.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "tpc/onnx/tensor_proto.h"
+#include "tpc/util/status_macros.h"
+
+namespace tpc::onnx {
+namespace {
+
+// ONNX IR version written: 8 is what opsets up to 17 need; 10 covers the newest
+// opsets tpc reads.
+int64_t IrVersionFor(int64_t opset) { return opset <= 17 ? 8 : 10; }
+
+void SetType(const ir::TensorType& type, ::onnx::TypeProto* out) {
+  auto* tt = out->mutable_tensor_type();
+  tt->set_elem_type(static_cast<int32_t>(type.dtype));
+  if (!type.shape) return;
+  auto* shape = tt->mutable_shape();
+  for (const ir::Dim& d : *type.shape) {
+    auto* dim = shape->add_dim();
+    if (d.is_static()) {
+      dim->set_dim_value(d.value());
+    } else if (!d.is_unknown()) {
+      dim->set_dim_param(d.ToString());
+    }
+  }
+}
+
+absl::Status SetAttribute(const std::string& name, const ir::AttrValue& value,
+                          ::onnx::AttributeProto* a) {
+  using AP = ::onnx::AttributeProto;
+  a->set_name(name);
+  if (const auto* v = std::get_if<int64_t>(&value)) {
+    a->set_type(AP::INT);
+    a->set_i(*v);
+  } else if (const auto* v = std::get_if<float>(&value)) {
+    a->set_type(AP::FLOAT);
+    a->set_f(*v);
+  } else if (const auto* v = std::get_if<std::string>(&value)) {
+    a->set_type(AP::STRING);
+    a->set_s(*v);
+  } else if (const auto* v = std::get_if<std::vector<int64_t>>(&value)) {
+    a->set_type(AP::INTS);
+    for (int64_t x : *v) a->add_ints(x);
+  } else if (const auto* v = std::get_if<std::vector<float>>(&value)) {
+    a->set_type(AP::FLOATS);
+    for (float x : *v) a->add_floats(x);
+  } else if (const auto* v = std::get_if<std::vector<std::string>>(&value)) {
+    a->set_type(AP::STRINGS);
+    for (const auto& x : *v) a->add_strings(x);
+  } else if (const auto* v = std::get_if<ir::Tensor>(&value)) {
+    if (!v->has_data()) {
+      return absl::FailedPreconditionError(absl::StrCat("attribute '", name, "' has no data"));
+    }
+    a->set_type(AP::TENSOR);
+    *a->mutable_t() = TensorToProto(*v, "");
+  }
+  return absl::OkStatus();
+}
+
+// Builds the model; tensors at or above the threshold are registered in `external`
+// (written later by the caller) instead of being copied into the proto.
+absl::StatusOr<::onnx::ModelProto> BuildModel(const ir::Graph& graph, const ExportOptions& options,
+                                              std::vector<std::pair<const ir::Tensor*, int64_t>>* external) {
+  ::onnx::ModelProto model;
+  model.set_ir_version(IrVersionFor(graph.onnx_opset()));
+  model.set_producer_name(options.producer_name);
+  for (const auto& [domain, version] : graph.opsets()) {
+    auto* op = model.add_opset_import();
+    op->set_domain(domain);
+    op->set_version(version);
+  }
+  ::onnx::GraphProto* g = model.mutable_graph();
+  g->set_name(graph.name().empty() ? "main" : graph.name());
+  int64_t offset = 0;
+  for (ir::Node* node : graph.nodes()) {
+    switch (node->kind()) {
+      case ir::NodeKind::kPlaceholder: {
+        auto* in = g->add_input();
+        in->set_name(node->output(0)->name());
+        SetType(node->output(0)->type(), in->mutable_type());
+        break;
+      }
+      case ir::NodeKind::kConstant: {
+        const ir::Tensor& t = node->tensor();
+        if (!t.has_data()) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("constant '", node->output(0)->name(), "' has no data (elided)"));
+        }
+        ::onnx::TensorProto* proto = g->add_initializer();
+        const bool ext = !options.weights_file.empty() &&
+                         static_cast<int64_t>(t.nbytes()) >= options.external_threshold_bytes;
+        if (!ext) {
+          *proto = TensorToProto(t, node->output(0)->name());
+          break;
+        }
+        proto->set_name(node->output(0)->name());
+        proto->set_data_type(static_cast<int32_t>(t.dtype()));
+        for (int64_t d : t.shape()) proto->add_dims(d);
+        offset = (offset + options.alignment - 1) / options.alignment * options.alignment;
+        proto->set_data_location(::onnx::TensorProto::EXTERNAL);
+        auto add = [&](const char* k, const std::string& v) {
+          auto* kv = proto->add_external_data();
+          kv->set_key(k);
+          kv->set_value(v);
+        };
+        add("location", options.weights_file);
+        add("offset", absl::StrCat(offset));
+        add("length", absl::StrCat(t.nbytes()));
+        external->emplace_back(&t, offset);
+        offset += static_cast<int64_t>(t.nbytes());
+        break;
+      }
+      case ir::NodeKind::kCall: {
+        auto* n = g->add_node();
+        n->set_name(node->name());
+        n->set_op_type(node->op_type());
+        if (!node->domain().empty()) n->set_domain(node->domain());
+        for (ir::Value* in : node->inputs()) n->add_input(in == nullptr ? "" : in->name());
+        for (int i = 0; i < node->num_outputs(); ++i) n->add_output(node->output(i)->name());
+        for (const auto& [name, value] : node->attrs()) {
+          TPC_RETURN_IF_ERROR(SetAttribute(name, value, n->add_attribute()));
+        }
+        if (options.value_info) {
+          for (int i = 0; i < node->num_outputs(); ++i) {
+            auto* vi = g->add_value_info();
+            vi->set_name(node->output(i)->name());
+            SetType(node->output(i)->type(), vi->mutable_type());
+          }
+        }
+        break;
+      }
+      case ir::NodeKind::kOutput:
+        for (ir::Value* v : node->inputs()) {
+          auto* out = g->add_output();
+          out->set_name(v->name());
+          SetType(v->type(), out->mutable_type());
+        }
+        break;
+    }
+  }
+  // Graph outputs are declared by g->output(); a value_info for them is redundant.
+  return model;
+}
+
+}  // namespace
+
+absl::StatusOr<::onnx::ModelProto> ExportModelProto(const ir::Graph& graph,
+                                                    const ExportOptions& options) {
+  ExportOptions inline_all = options;
+  inline_all.weights_file.clear();
+  std::vector<std::pair<const ir::Tensor*, int64_t>> external;
+  return BuildModel(graph, inline_all, &external);
+}
+
+absl::Status ExportModel(const ir::Graph& graph, const std::string& onnx_path,
+                         const ExportOptions& options) {
+  std::vector<std::pair<const ir::Tensor*, int64_t>> external;
+  TPC_ASSIGN_OR_RETURN(::onnx::ModelProto model, BuildModel(graph, options, &external));
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(onnx_path).parent_path();
+  if (!options.weights_file.empty()) {
+    fs::path weights = dir / options.weights_file;
+    std::ofstream out(weights, std::ios::binary | std::ios::trunc);
+    if (!out) return absl::PermissionDeniedError(absl::StrCat(weights.string(), ": cannot write"));
+    int64_t pos = 0;
+    static const char kZeros[256] = {};
+    for (const auto& [tensor, offset] : external) {
+      while (pos < offset) {
+        int64_t pad = std::min<int64_t>(offset - pos, sizeof(kZeros));
+        out.write(kZeros, pad);
+        pos += pad;
+      }
+      out.write(reinterpret_cast<const char*>(tensor->data()),
+                static_cast<std::streamsize>(tensor->nbytes()));
+      pos += static_cast<int64_t>(tensor->nbytes());
+    }
+    if (!out.flush()) {
+      return absl::DataLossError(absl::StrCat(weights.string(), ": write failed (disk full?)"));
+    }
+  }
+  std::ofstream out(onnx_path, std::ios::binary | std::ios::trunc);
+  if (!out) return absl::PermissionDeniedError(absl::StrCat(onnx_path, ": cannot write"));
+  if (!model.SerializeToOstream(&out) || !out.flush()) {
+    return absl::DataLossError(absl::StrCat(onnx_path, ": write failed"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tpc::onnx

@@ -1,0 +1,395 @@
+#include "tpc/onnx/importer.h"
+
+#include <filesystem>
+#include <queue>
+#include <set>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "tpc/ir/verifier.h"
+#include "tpc/onnx/function_inliner.h"
+#include "tpc/onnx/shape_inference.h"
+#include "tpc/onnx/tensor_proto.h"
+#include "tpc/util/status_macros.h"
+
+namespace tpc::onnx {
+namespace {
+
+std::string CanonicalDomain(const std::string& domain) {
+  return domain == "ai.onnx" ? std::string() : domain;
+}
+
+std::string NodeLabel(const ::onnx::NodeProto& node) {
+  std::string op = node.domain().empty() || node.domain() == "ai.onnx"
+                       ? node.op_type()
+                       : absl::StrCat(node.domain(), "::", node.op_type());
+  if (!node.name().empty()) return absl::StrCat("node '", node.name(), "' (", op, ")");
+  if (node.output_size() > 0) return absl::StrCat("node producing '", node.output(0), "' (", op, ")");
+  return absl::StrCat("node (", op, ")");
+}
+
+absl::StatusOr<ir::TensorType> TypeFromProto(const ::onnx::TypeProto& type,
+                                             const std::string& what) {
+  if (!type.has_tensor_type()) {
+    return absl::UnimplementedError(absl::StrCat(what, ": only tensor types are supported"));
+  }
+  const auto& tt = type.tensor_type();
+  if (!ir::IsKnownOnnxDType(tt.elem_type()) || tt.elem_type() == ::onnx::TensorProto::STRING) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": unsupported or missing element type ", tt.elem_type()));
+  }
+  ir::TensorType out;
+  out.dtype = static_cast<ir::DType>(tt.elem_type());
+  if (tt.has_shape()) {
+    std::vector<ir::Dim> dims;
+    for (const auto& d : tt.shape().dim()) {
+      if (d.has_dim_value()) {
+        dims.emplace_back(d.dim_value());
+      } else if (d.has_dim_param() && !d.dim_param().empty()) {
+        dims.push_back(ir::Dim::Symbol(d.dim_param()));
+      } else {
+        dims.emplace_back();
+      }
+    }
+    out.shape = std::move(dims);
+  }
+  return out;
+}
+
+class Importer {
+ public:
+  Importer(const ModelFile& model, std::string model_dir, const ImportOptions& options)
+      : model_(model),
+        external_(std::move(model_dir)),
+        options_(options),
+        graph_(std::make_unique<ir::Graph>()) {}
+
+  absl::StatusOr<std::unique_ptr<ir::Graph>> Run() {
+    const ::onnx::GraphProto& g = model_.proto.graph();
+    graph_->set_name(g.name());
+    TPC_RETURN_IF_ERROR(ImportOpsets());
+    TPC_RETURN_IF_ERROR(ImportInputs());
+    TPC_RETURN_IF_ERROR(ImportInitializers());
+    TPC_ASSIGN_OR_RETURN(std::vector<::onnx::NodeProto> nodes, InlineLocalFunctions(model_.proto));
+    TPC_RETURN_IF_ERROR(ImportNodes(nodes));
+    TPC_RETURN_IF_ERROR(ImportOutputs());
+    if (options_.infer_shapes) {
+      TPC_RETURN_IF_ERROR(InferShapes(*graph_));
+      TPC_RETURN_IF_ERROR(CheckDeclaredTypes());
+    }
+    if (options_.verify) TPC_RETURN_IF_ERROR(ir::VerifyGraph(*graph_));
+    return std::move(graph_);
+  }
+
+ private:
+  absl::Status Error(absl::Status status) const {
+    return absl::Status(status.code(), absl::StrCat(model_.path, ": ", status.message()));
+  }
+
+  absl::Status ImportOpsets() {
+    for (const auto& op : model_.proto.opset_import()) {
+      graph_->opsets()[CanonicalDomain(op.domain())] = op.version();
+    }
+    int64_t opset = graph_->onnx_opset();
+    if (opset == 0) {
+      return absl::InvalidArgumentError("the model imports no opset of the default ONNX domain");
+    }
+    if (opset < kMinOpset || opset > kMaxOpset) {
+      return absl::UnimplementedError(absl::StrCat("opset ", opset, " is not supported (tpc reads ",
+                                                   kMinOpset, " to ", kMaxOpset, ")"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ImportInputs() {
+    const ::onnx::GraphProto& g = model_.proto.graph();
+    absl::flat_hash_set<std::string> initializers;
+    for (const auto& t : g.initializer()) initializers.insert(t.name());
+    for (const auto& in : g.input()) {
+      // Before IR version 4, initializers were listed as inputs too; they are constants.
+      if (initializers.contains(in.name())) continue;
+      if (in.name().empty()) return absl::InvalidArgumentError("a graph input has no name");
+      if (env_.contains(in.name())) {
+        return absl::InvalidArgumentError(absl::StrCat("graph input '", in.name(), "' is listed twice"));
+      }
+      TPC_ASSIGN_OR_RETURN(ir::TensorType type,
+                           TypeFromProto(in.type(), absl::StrCat("graph input '", in.name(), "'")));
+      env_[in.name()] = graph_->AddPlaceholder(in.name(), std::move(type));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ImportInitializers() {
+    const ::onnx::GraphProto& g = model_.proto.graph();
+    for (int i = 0; i < g.initializer_size(); ++i) {
+      const ::onnx::TensorProto& t = g.initializer(i);
+      if (t.name().empty()) return absl::InvalidArgumentError("an initializer has no name");
+      if (env_.contains(t.name())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("initializer '", t.name(), "' is defined twice"));
+      }
+      const std::optional<ByteSpan>& raw = model_.raw_data[static_cast<size_t>(i)];
+      TPC_ASSIGN_OR_RETURN(ir::Tensor tensor, TensorFromProto(t, raw, model_.file, &external_));
+      env_[t.name()] = graph_->AddConstant(t.name(), std::move(tensor));
+    }
+    return absl::OkStatus();
+  }
+
+  // Orders nodes topologically (stable: the file's order where it is valid) and reports
+  // missing inputs and cycles.
+  absl::StatusOr<std::vector<int>> TopologicalOrder(const std::vector<::onnx::NodeProto>& nodes) {
+    absl::flat_hash_map<std::string, int> producer;
+    for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
+      for (const auto& o : nodes[i].output()) {
+        if (o.empty()) continue;
+        if (env_.contains(o) || !producer.emplace(o, i).second) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              NodeLabel(nodes[i]), ": value '", o, "' is already defined (ONNX values are SSA)"));
+        }
+      }
+    }
+    std::vector<int> pending(nodes.size(), 0);
+    std::vector<std::vector<int>> users(nodes.size());
+    for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
+      std::set<int> deps;
+      for (const auto& in : nodes[i].input()) {
+        if (in.empty() || env_.contains(in)) continue;
+        auto it = producer.find(in);
+        if (it == producer.end()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(NodeLabel(nodes[i]), ": input '", in,
+                           "' is not defined (no graph input, initializer or node output has "
+                           "this name)"));
+        }
+        deps.insert(it->second);
+      }
+      pending[i] = static_cast<int>(deps.size());
+      for (int d : deps) users[d].push_back(i);
+    }
+    std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+    for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
+      if (pending[i] == 0) ready.push(i);
+    }
+    std::vector<int> order;
+    order.reserve(nodes.size());
+    while (!ready.empty()) {
+      int i = ready.top();
+      ready.pop();
+      order.push_back(i);
+      for (int u : users[i]) {
+        if (--pending[u] == 0) ready.push(u);
+      }
+    }
+    if (order.size() != nodes.size()) {
+      std::vector<std::string> stuck;
+      for (int i = 0; i < static_cast<int>(nodes.size()) && stuck.size() < 4; ++i) {
+        if (pending[i] > 0) stuck.push_back(NodeLabel(nodes[i]));
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the graph has a cycle through ", absl::StrJoin(stuck, ", "),
+          nodes.size() - order.size() > stuck.size() ? ", ..." : ""));
+    }
+    return order;
+  }
+
+  absl::StatusOr<ir::AttrValue> ConvertAttribute(const ::onnx::NodeProto& node,
+                                                 const ::onnx::AttributeProto& a) {
+    using AP = ::onnx::AttributeProto;
+    switch (a.type()) {
+      case AP::INT: return ir::AttrValue(static_cast<int64_t>(a.i()));
+      case AP::FLOAT: return ir::AttrValue(a.f());
+      case AP::STRING: return ir::AttrValue(a.s());
+      case AP::INTS: return ir::AttrValue(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+      case AP::FLOATS: return ir::AttrValue(std::vector<float>(a.floats().begin(), a.floats().end()));
+      case AP::STRINGS:
+        return ir::AttrValue(std::vector<std::string>(a.strings().begin(), a.strings().end()));
+      case AP::TENSOR: {
+        TPC_ASSIGN_OR_RETURN(ir::Tensor t, TensorFromProto(a.t(), std::nullopt, model_.file, &external_));
+        return ir::AttrValue(std::move(t));
+      }
+      case AP::GRAPH:
+      case AP::GRAPHS:
+        return absl::UnimplementedError(absl::StrCat(
+            NodeLabel(node), ": attribute '", a.name(),
+            "' is a subgraph; control flow (If, Loop, Scan) is not supported"));
+      default:
+        return absl::UnimplementedError(absl::StrCat(NodeLabel(node), ": attribute '", a.name(),
+                                                     "' has an unsupported type ", a.type()));
+    }
+  }
+
+  // `Constant` nodes become IR constants.
+  absl::Status ImportConstantNode(const ::onnx::NodeProto& node, const ir::Attributes& attrs) {
+    if (node.output_size() != 1 || attrs.size() != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(NodeLabel(node), ": a Constant needs one output and one value attribute"));
+    }
+    const auto& [key, value] = *attrs.begin();
+    ir::Tensor tensor;
+    if (key == "value") {
+      tensor = std::get<ir::Tensor>(value);
+    } else if (key == "value_float") {
+      tensor = ir::Tensor::FromFloat({}, {std::get<float>(value)});
+    } else if (key == "value_floats") {
+      const auto& v = std::get<std::vector<float>>(value);
+      tensor = ir::Tensor::FromFloat({static_cast<int64_t>(v.size())}, v);
+    } else if (key == "value_int") {
+      tensor = ir::Tensor::FromInt64({}, {std::get<int64_t>(value)});
+    } else if (key == "value_ints") {
+      const auto& v = std::get<std::vector<int64_t>>(value);
+      tensor = ir::Tensor::FromInt64({static_cast<int64_t>(v.size())}, v);
+    } else {
+      return absl::UnimplementedError(
+          absl::StrCat(NodeLabel(node), ": Constant attribute '", key, "' is not supported"));
+    }
+    // Constants stay ahead of every call, as initializers do, so that exporting and
+    // re-importing gives the same IR.
+    env_[node.output(0)] = first_call_ == nullptr
+                               ? graph_->AddConstant(node.output(0), std::move(tensor))
+                               : graph_->InsertConstantBefore(first_call_, node.output(0),
+                                                              std::move(tensor));
+    return absl::OkStatus();
+  }
+
+  absl::Status ImportNodes(const std::vector<::onnx::NodeProto>& nodes) {
+    TPC_ASSIGN_OR_RETURN(std::vector<int> order, TopologicalOrder(nodes));
+    absl::flat_hash_set<std::string> graph_outputs;
+    for (const auto& o : model_.proto.graph().output()) graph_outputs.insert(o.name());
+    absl::flat_hash_set<std::string> consumed;
+    for (const auto& n : nodes) {
+      for (const auto& in : n.input()) consumed.insert(in);
+    }
+
+    for (int index : order) {
+      const ::onnx::NodeProto& node = nodes[static_cast<size_t>(index)];
+      const std::string domain = CanonicalDomain(node.domain());
+      ir::Attributes attrs;
+      for (const auto& a : node.attribute()) {
+        TPC_ASSIGN_OR_RETURN(attrs[a.name()], ConvertAttribute(node, a));
+      }
+      if (domain.empty() && node.op_type() == "Constant") {
+        TPC_RETURN_IF_ERROR(ImportConstantNode(node, attrs));
+        continue;
+      }
+      std::vector<ir::Value*> inputs;
+      for (const auto& in : node.input()) inputs.push_back(in.empty() ? nullptr : env_.at(in));
+
+      // Identity, and Dropout in inference, forward their input: the value is aliased
+      // unless its name must survive as a graph output.
+      if (domain.empty() && (node.op_type() == "Identity" || node.op_type() == "Dropout") &&
+          !inputs.empty() && inputs[0] != nullptr && !graph_outputs.contains(node.output(0))) {
+        bool mask_used = node.output_size() > 1 && !node.output(1).empty() &&
+                         (consumed.contains(node.output(1)) || graph_outputs.contains(node.output(1)));
+        if (!mask_used) {
+          env_[node.output(0)] = inputs[0];
+          continue;
+        }
+      }
+
+      std::vector<std::string> outputs;
+      for (int i = 0; i < node.output_size(); ++i) {
+        const std::string& o = node.output(i);
+        // An omitted optional output still gets a value in the IR, with a fresh name.
+        outputs.push_back(o.empty() ? graph_->UniqueName(absl::StrCat(
+                                          node.name().empty() ? node.op_type() : node.name(),
+                                          "_unused_", i))
+                                    : o);
+      }
+      ir::Node* n = graph_->AddCall(domain, node.op_type(), std::move(inputs), outputs,
+                                    std::move(attrs), node.name());
+      if (first_call_ == nullptr) first_call_ = n;
+      for (int i = 0; i < node.output_size(); ++i) {
+        if (!node.output(i).empty()) env_[node.output(i)] = n->output(i);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ImportOutputs() {
+    std::vector<ir::Value*> outputs;
+    for (const auto& o : model_.proto.graph().output()) {
+      auto it = env_.find(o.name());
+      if (it == env_.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("graph output '", o.name(), "' is not produced by any node"));
+      }
+      outputs.push_back(it->second);
+    }
+    if (outputs.empty()) return absl::InvalidArgumentError("the graph has no outputs");
+    graph_->SetOutputs(std::move(outputs));
+    return absl::OkStatus();
+  }
+
+  // The types the model declares (value_info, outputs) must agree with what the nodes
+  // produce.
+  absl::Status CheckDeclared(const ::onnx::ValueInfoProto& info) {
+    auto it = env_.find(info.name());
+    if (it == env_.end() || !info.type().has_tensor_type()) return absl::OkStatus();
+    ir::Value* v = it->second;
+    auto declared = TypeFromProto(info.type(), absl::StrCat("value '", info.name(), "'"));
+    if (!declared.ok()) return absl::OkStatus();  // an unusable declaration says nothing
+    const ir::TensorType& inferred = v->type();
+    std::string where = v->producer()->is_call() ? v->producer()->Describe()
+                                                 : ir::NodeKindName(v->producer()->kind());
+    if (declared->dtype != inferred.dtype) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "type mismatch: value '", info.name(), "' is declared ", ir::DTypeName(declared->dtype),
+          " but ", where, " produces ", ir::DTypeName(inferred.dtype)));
+    }
+    if (declared->shape && inferred.shape) {
+      const auto& a = *declared->shape;
+      const auto& b = *inferred.shape;
+      bool conflict = a.size() != b.size();
+      for (size_t i = 0; !conflict && i < a.size(); ++i) {
+        conflict = a[i].is_static() && b[i].is_static() && a[i].value() != b[i].value();
+      }
+      if (conflict) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "shape mismatch: value '", info.name(), "' is declared ", ir::DimsToString(a), " but ",
+            where, " produces ", ir::DimsToString(b)));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckDeclaredTypes() {
+    const ::onnx::GraphProto& g = model_.proto.graph();
+    for (const auto& info : g.value_info()) TPC_RETURN_IF_ERROR(CheckDeclared(info));
+    for (const auto& info : g.output()) TPC_RETURN_IF_ERROR(CheckDeclared(info));
+    return absl::OkStatus();
+  }
+
+  const ModelFile& model_;
+  ExternalDataFiles external_;
+  ImportOptions options_;
+  std::unique_ptr<ir::Graph> graph_;
+  absl::flat_hash_map<std::string, ir::Value*> env_;  // ONNX name → IR value (with aliases)
+  ir::Node* first_call_ = nullptr;
+
+ public:
+  absl::StatusOr<std::unique_ptr<ir::Graph>> RunWithContext() {
+    auto result = Run();
+    if (!result.ok()) return Error(result.status());
+    return result;
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ir::Graph>> ImportModelFile(const ModelFile& model,
+                                                           const std::string& model_dir,
+                                                           const ImportOptions& options) {
+  Importer importer(model, model_dir, options);
+  return importer.RunWithContext();
+}
+
+absl::StatusOr<std::unique_ptr<ir::Graph>> ImportModel(const std::string& path,
+                                                       const ImportOptions& options) {
+  TPC_ASSIGN_OR_RETURN(ModelFile model, ReadModelFile(path));
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return ImportModelFile(model, dir, options);
+}
+
+}  // namespace tpc::onnx

@@ -1,0 +1,93 @@
+// The driver of shape inference: walks the graph in order, gives constants their known
+// values and runs the rule of every call (the rules live in shape_rules/).
+#include "tpc/onnx/shape_inference.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "shape_rules/rules.h"
+
+namespace tpc::onnx {
+
+const ir::Tensor* InferenceContext::input_constant(int i) const {
+  const ir::Value* v = node_.optional_input(i);
+  if (v == nullptr || v->producer() == nullptr) return nullptr;
+  const ir::Node* producer = v->producer();
+  if (producer->kind() != ir::NodeKind::kConstant) return nullptr;
+  return &producer->tensor();
+}
+
+absl::Status InferenceContext::Error(std::string_view message) const {
+  return absl::InvalidArgumentError(absl::StrCat(node_.Describe(), ": ", std::string(message)));
+}
+
+namespace {
+
+// Known value of a small integer (or bool) constant (rank 0 or 1 usually; any rank up to
+// kMaxKnownValueElements elements).
+void SetConstantValue(ir::Node* node) {
+  ir::Value* out = node->output(0);
+  out->set_known_value(std::nullopt);
+  const ir::Tensor& t = node->tensor();
+  if (!t.has_data() || !shape_rules::TracksValues(t.dtype()) ||
+      t.num_elements() > kMaxKnownValueElements) {
+    return;
+  }
+  std::vector<ir::Dim> value;
+  value.reserve(static_cast<size_t>(t.num_elements()));
+  for (int64_t v : t.ToInt64()) value.emplace_back(v);
+  out->set_known_value(std::move(value));
+}
+
+absl::Status InferCall(ir::Node* node, int64_t opset) {
+  for (int i = 0; i < node->num_inputs(); ++i) {
+    const ir::Value* in = node->input(i);
+    if (in != nullptr && in->type().dtype == ir::DType::kUndefined) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(node->Describe(), ": input ", i, " ('", in->name(), "') has no type"));
+    }
+  }
+  ShapeRule rule = FindShapeRule(node->domain(), node->op_type());
+  if (rule == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(node->Describe(), ": unsupported operator '",
+                                                 node->op_type(), "' (no shape rule)"));
+  }
+  for (ir::Value* out : node->outputs()) {
+    out->set_type(ir::TensorType());
+    out->set_known_value(std::nullopt);
+  }
+  InferenceContext ctx(*node, opset);
+  TPC_RETURN_IF_ERROR(rule(ctx));
+  for (int i = 0; i < node->num_outputs(); ++i) {
+    if (node->output(i)->type().dtype == ir::DType::kUndefined) {
+      return absl::InternalError(absl::StrCat(node->Describe(), ": shape rule left output ", i,
+                                              " ('", node->output(i)->name(), "') untyped"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status InferShapes(ir::Graph& graph) {
+  const int64_t opset = graph.onnx_opset();
+  for (ir::Node* node : graph.nodes()) {
+    switch (node->kind()) {
+      case ir::NodeKind::kConstant:
+        SetConstantValue(node);
+        break;
+      case ir::NodeKind::kCall:
+        TPC_RETURN_IF_ERROR(InferCall(node, opset));
+        break;
+      case ir::NodeKind::kPlaceholder:
+      case ir::NodeKind::kOutput:
+        break;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tpc::onnx

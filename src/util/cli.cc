@@ -1,0 +1,91 @@
+#include "tpc/util/cli.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace tpc::cli {
+
+std::string Args::get(const std::string& name, const std::string& def) const {
+  auto it = values_.find(name);
+  return it == values_.end() || it->second.empty() ? def : it->second.back();
+}
+
+const std::vector<std::string>& Args::all(const std::string& name) const {
+  static const std::vector<std::string> kEmpty;
+  auto it = values_.find(name);
+  return it == values_.end() ? kEmpty : it->second;
+}
+
+const OptionSpec* Parser::Find(const std::string& name) const {
+  for (const auto& s : specs_) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<Args> Parser::Parse(int argc, char** argv) const {
+  Args args;
+  bool only_positional = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (only_positional || arg.size() < 2 || arg[0] != '-' || arg == "-") {
+      args.positional_.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      only_positional = true;
+      continue;
+    }
+    if (arg == "-h" || arg == "--help") {
+      args.help_ = true;
+      continue;
+    }
+    std::string name = arg.substr(arg[1] == '-' ? 2 : 1);
+    std::string value;
+    bool has_inline = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_inline = true;
+    }
+    // Single-letter aliases: -o for --output.
+    if (name == "o") name = "output";
+    const OptionSpec* spec = Find(name);
+    if (spec == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown option '", arg, "'"));
+    }
+    if (spec->value_name.empty()) {
+      if (has_inline) {
+        return absl::InvalidArgumentError(absl::StrCat("option --", name, " takes no value"));
+      }
+      value = "1";
+    } else if (!has_inline) {
+      if (i + 1 >= argc) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("option --", name, " needs a value (", spec->value_name, ")"));
+      }
+      value = argv[++i];
+    }
+    auto& slot = args.values_[name];
+    if (!slot.empty() && !spec->repeated) slot.clear();
+    slot.push_back(value);
+  }
+  return args;
+}
+
+std::string Parser::Usage() const {
+  std::string out = absl::StrCat("usage: ", program_, " ", synopsis_, "\n\n", description_, "\n\noptions:\n");
+  for (const auto& s : specs_) {
+    std::string left = absl::StrCat("  --", s.name, s.value_name.empty() ? "" : " " + s.value_name);
+    if (s.name == "output") left = absl::StrCat("  -o, --output ", s.value_name);
+    if (left.size() < 26) left.resize(26, ' ');
+    else left += "\n" + std::string(26, ' ');
+    absl::StrAppend(&out, left, s.help);
+    if (!s.default_value.empty()) absl::StrAppend(&out, " (default: ", s.default_value, ")");
+    if (s.repeated) absl::StrAppend(&out, " (repeatable)");
+    absl::StrAppend(&out, "\n");
+  }
+  absl::StrAppend(&out, "  -h, --help                show this help\n");
+  return out;
+}
+
+}  // namespace tpc::cli

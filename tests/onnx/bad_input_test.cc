@@ -1,0 +1,261 @@
+// Bad input: each case gives an error that names the file or node and the reason.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "onnx/onnx_pb.h"
+#include "test_util.h"
+#include "tpc/onnx/importer.h"
+
+namespace {
+
+using tpc::testing::ReadFile;
+using tpc::testing::SourcePath;
+using tpc::testing::TempDir;
+using tpc::testing::WriteFile;
+
+// y = MatMul(x, w) + b, with w and b initializers: the smallest useful model.
+::onnx::ModelProto TinyModel() {
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("tiny");
+  auto add_value = [](::onnx::ValueInfoProto* vi, const std::string& name,
+                      std::vector<std::string> dims) {
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(::onnx::TensorProto::FLOAT);
+    for (const auto& d : dims) {
+      auto* dim = tt->mutable_shape()->add_dim();
+      if (std::isdigit(static_cast<unsigned char>(d[0]))) {
+        dim->set_dim_value(std::stoll(d));
+      } else {
+        dim->set_dim_param(d);
+      }
+    }
+  };
+  add_value(g->add_input(), "x", {"batch", "4"});
+  add_value(g->add_output(), "y", {"batch", "2"});
+  auto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(::onnx::TensorProto::FLOAT);
+  w->add_dims(4);
+  w->add_dims(2);
+  for (int i = 0; i < 8; ++i) w->add_float_data(static_cast<float>(i));
+  auto* b = g->add_initializer();
+  b->set_name("b");
+  b->set_data_type(::onnx::TensorProto::FLOAT);
+  b->add_dims(2);
+  b->add_float_data(1.0f);
+  b->add_float_data(2.0f);
+  auto* mm = g->add_node();
+  mm->set_name("mm");
+  mm->set_op_type("MatMul");
+  mm->add_input("x");
+  mm->add_input("w");
+  mm->add_output("xw");
+  auto* add = g->add_node();
+  add->set_name("add");
+  add->set_op_type("Add");
+  add->add_input("xw");
+  add->add_input("b");
+  add->add_output("y");
+  return m;
+}
+
+std::string Save(const ::onnx::ModelProto& m, const std::string& dir, const std::string& name) {
+  std::string path = dir + "/" + name;
+  WriteFile(path, m.SerializeAsString());
+  return path;
+}
+
+// The import error's message (the import must fail).
+std::string ImportError(const std::string& path) {
+  auto graph = tpc::onnx::ImportModel(path);
+  REQUIRE_FALSE(graph.ok());
+  return std::string(graph.status().message());
+}
+
+// Moves initializer `name`'s data to `location` at `offset` (writing the bytes there
+// when `write` is set).
+void MakeExternal(::onnx::ModelProto& m, const std::string& dir, const std::string& name,
+                  const std::string& location, bool write) {
+  for (auto& t : *m.mutable_graph()->mutable_initializer()) {
+    if (t.name() != name) continue;
+    std::string bytes(reinterpret_cast<const char*>(t.float_data().data()),
+                      static_cast<size_t>(t.float_data_size()) * 4);
+    t.clear_float_data();
+    t.set_data_location(::onnx::TensorProto::EXTERNAL);
+    auto* kv = t.add_external_data();
+    kv->set_key("location");
+    kv->set_value(location);
+    if (write) WriteFile(dir + "/" + location, bytes);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the tiny model imports (the cases below break it one way each)", "[onnx][bad]") {
+  std::string dir = TempDir("tiny");
+  auto graph = tpc::onnx::ImportModel(Save(TinyModel(), dir, "tiny.onnx"));
+  REQUIRE(graph.ok());
+  CHECK((*graph)->outputs().size() == 1);
+}
+
+TEST_CASE("not a protobuf", "[onnx][bad]") {
+  std::string dir = TempDir("notpb");
+  std::string path = dir + "/text.onnx";
+  WriteFile(path, "this is a text file, not an ONNX model\n");
+  std::string msg = ImportError(path);
+  CHECK_THAT(msg, Catch::Contains(path));
+  CHECK_THAT(msg, Catch::Contains("not a valid ONNX protobuf") ||
+                      Catch::Contains("not an ONNX model"));
+}
+
+TEST_CASE("empty and missing files", "[onnx][bad]") {
+  std::string dir = TempDir("empty");
+  WriteFile(dir + "/empty.onnx", "");
+  CHECK_THAT(ImportError(dir + "/empty.onnx"), Catch::Contains("empty file"));
+  CHECK_THAT(ImportError(dir + "/missing.onnx"), Catch::Contains("no such file"));
+}
+
+TEST_CASE("truncated file", "[onnx][bad]") {
+  std::string dir = TempDir("trunc");
+  std::string whole = ReadFile(SourcePath("models/mlp.onnx"));
+  REQUIRE(whole.size() > 1000);
+  std::string path = dir + "/truncated.onnx";
+  WriteFile(path, whole.substr(0, whole.size() / 2));
+  std::string msg = ImportError(path);
+  CHECK_THAT(msg, Catch::Contains(path));
+  CHECK_THAT(msg, Catch::Contains("truncated"));
+}
+
+TEST_CASE("missing initializer or input", "[onnx][bad]") {
+  std::string dir = TempDir("missing");
+  auto m = TinyModel();
+  m.mutable_graph()->mutable_initializer()->RemoveLast();  // drop "b"
+  std::string msg = ImportError(Save(m, dir, "m.onnx"));
+  CHECK_THAT(msg, Catch::Contains("node 'add' (Add)"));
+  CHECK_THAT(msg, Catch::Contains("input 'b' is not defined"));
+}
+
+TEST_CASE("graph output nobody produces", "[onnx][bad]") {
+  std::string dir = TempDir("noout");
+  auto m = TinyModel();
+  m.mutable_graph()->mutable_output(0)->set_name("nothing");
+  CHECK_THAT(ImportError(Save(m, dir, "m.onnx")),
+             Catch::Contains("graph output 'nothing' is not produced"));
+}
+
+TEST_CASE("cycle", "[onnx][bad]") {
+  std::string dir = TempDir("cycle");
+  auto m = TinyModel();
+  // mm now reads add's output: mm -> add -> mm.
+  m.mutable_graph()->mutable_node(0)->set_input(0, "y");
+  std::string msg = ImportError(Save(m, dir, "m.onnx"));
+  CHECK_THAT(msg, Catch::Contains("cycle"));
+  CHECK_THAT(msg, Catch::Contains("node 'mm' (MatMul)"));
+}
+
+TEST_CASE("value defined twice", "[onnx][bad]") {
+  std::string dir = TempDir("ssa");
+  auto m = TinyModel();
+  m.mutable_graph()->mutable_node(1)->set_output(0, "xw");
+  CHECK_THAT(ImportError(Save(m, dir, "m.onnx")),
+             Catch::Contains("value 'xw' is already defined"));
+}
+
+TEST_CASE("type mismatch", "[onnx][bad]") {
+  std::string dir = TempDir("type");
+  auto m = TinyModel();
+  m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      ::onnx::TensorProto::INT64);
+  std::string msg = ImportError(Save(m, dir, "m.onnx"));
+  CHECK_THAT(msg, Catch::Contains("type mismatch"));
+  CHECK_THAT(msg, Catch::Contains("'y' is declared i64"));
+  CHECK_THAT(msg, Catch::Contains("node 'add' (Add) produces f32"));
+}
+
+TEST_CASE("unsupported operator", "[onnx][bad]") {
+  std::string dir = TempDir("unsupported");
+  auto m = TinyModel();
+  m.mutable_graph()->mutable_node(0)->set_op_type("FancyConvolution");
+  std::string msg = ImportError(Save(m, dir, "m.onnx"));
+  CHECK_THAT(msg, Catch::Contains("node 'mm' (FancyConvolution)"));
+  CHECK_THAT(msg, Catch::Contains("unsupported operator"));
+}
+
+TEST_CASE("control flow is reported as unsupported", "[onnx][bad]") {
+  std::string dir = TempDir("if");
+  auto m = TinyModel();
+  auto* node = m.mutable_graph()->mutable_node(0);
+  node->set_op_type("If");
+  auto* a = node->add_attribute();
+  a->set_name("then_branch");
+  a->set_type(::onnx::AttributeProto::GRAPH);
+  a->mutable_g()->set_name("then");
+  std::string msg = ImportError(Save(m, dir, "m.onnx"));
+  CHECK_THAT(msg, Catch::Contains("node 'mm' (If)"));
+  CHECK_THAT(msg, Catch::Contains("control flow"));
+}
+
+TEST_CASE("external data: present, missing, absolute, escaping", "[onnx][bad]") {
+  std::string dir = TempDir("ext");
+  {
+    auto m = TinyModel();
+    MakeExternal(m, dir, "w", "w.bin", /*write=*/true);
+    auto graph = tpc::onnx::ImportModel(Save(m, dir, "ok.onnx"));
+    REQUIRE(graph.ok());
+    const tpc::ir::Node* w = (*graph)->FindValue("w")->producer();
+    CHECK(w->tensor().is_mapped());
+    CHECK(w->tensor().ElementAsDouble(5) == 5.0);
+  }
+  {
+    auto m = TinyModel();
+    MakeExternal(m, dir, "w", "gone.bin", /*write=*/false);
+    std::string msg = ImportError(Save(m, dir, "missing.onnx"));
+    CHECK_THAT(msg, Catch::Contains("initializer 'w'"));
+    CHECK_THAT(msg, Catch::Contains("external data file 'gone.bin' cannot be read"));
+  }
+  {
+    auto m = TinyModel();
+    MakeExternal(m, dir, "w", "/etc/passwd", /*write=*/false);
+    CHECK_THAT(ImportError(Save(m, dir, "abs.onnx")), Catch::Contains("is absolute"));
+  }
+  {
+    std::string inner = dir + "/inner";
+    std::filesystem::create_directories(inner);
+    auto m = TinyModel();
+    MakeExternal(m, inner, "w", "../w.bin", /*write=*/false);
+    std::string msg = ImportError(Save(m, inner, "escape.onnx"));
+    CHECK_THAT(msg, Catch::Contains("initializer 'w'"));
+    CHECK_THAT(msg, Catch::Contains("leaves the model's folder"));
+  }
+  {
+    // The file is there but shorter than the tensor.
+    auto m = TinyModel();
+    MakeExternal(m, dir, "w", "short.bin", /*write=*/false);
+    WriteFile(dir + "/short.bin", "abcd");
+    CHECK_THAT(ImportError(Save(m, dir, "short.onnx")), Catch::Contains("past the end"));
+  }
+}
+
+TEST_CASE("initializer with the wrong number of bytes", "[onnx][bad]") {
+  std::string dir = TempDir("bytes");
+  auto m = TinyModel();
+  m.mutable_graph()->mutable_initializer(1)->add_float_data(3.0f);  // b: 3 floats for [2]
+  std::string msg = ImportError(Save(m, dir, "m.onnx"));
+  CHECK_THAT(msg, Catch::Contains("tensor 'b'"));
+  CHECK_THAT(msg, Catch::Contains("holds 12 bytes"));
+}
+
+TEST_CASE("unsupported opset", "[onnx][bad]") {
+  std::string dir = TempDir("opset");
+  auto m = TinyModel();
+  m.mutable_opset_import(0)->set_version(7);
+  CHECK_THAT(ImportError(Save(m, dir, "m.onnx")), Catch::Contains("opset 7 is not supported"));
+}

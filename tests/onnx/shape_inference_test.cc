@@ -1,0 +1,380 @@
+#include "tpc/onnx/shape_inference.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "tpc/ir/graph.h"
+
+namespace tpc::onnx {
+namespace {
+
+using ir::Dim;
+using ir::DType;
+using ir::Graph;
+using ir::TensorType;
+using ir::Value;
+
+constexpr int64_t kMax = INT64_MAX;
+
+Dim Sym(const char* name) { return Dim::Symbol(name); }
+
+std::string ShapeOf(const Value* v) {
+  return v->type().shape.has_value() ? ir::DimsToString(*v->type().shape) : "[*]";
+}
+
+std::string ValueOf(const Value* v) {
+  return v->known_value().has_value() ? ir::DimsToString(*v->known_value()) : "none";
+}
+
+class Builder {
+ public:
+  explicit Builder(int64_t opset) { g.opsets()[""] = opset; }
+
+  Value* Input(const std::string& name, DType t, std::vector<Dim> dims) {
+    return g.AddPlaceholder(name, TensorType(t, std::move(dims)));
+  }
+  Value* Ints(std::vector<int64_t> values) {
+    const int64_t n = static_cast<int64_t>(values.size());
+    return g.AddConstant(g.UniqueName("c"), ir::Tensor::FromInt64({n}, values));
+  }
+  Value* Scalar(int64_t value) {
+    return g.AddConstant(g.UniqueName("s"), ir::Tensor::FromInt64({}, {value}));
+  }
+  ir::Node* Node(const std::string& op, std::vector<Value*> inputs, ir::Attributes attrs = {},
+                 int outputs = 1, const std::string& domain = "") {
+    std::vector<std::string> names;
+    for (int i = 0; i < outputs; ++i)
+      names.push_back(g.UniqueName(op + "_out" + std::to_string(i)));
+    return g.AddCall(domain, op, std::move(inputs), std::move(names), std::move(attrs),
+                     "/" + op + "_" + std::to_string(++count_));
+  }
+  Value* Op(const std::string& op, std::vector<Value*> inputs, ir::Attributes attrs = {}) {
+    return Node(op, std::move(inputs), std::move(attrs))->output(0);
+  }
+  absl::Status Infer() { return InferShapes(g); }
+
+  Graph g;
+
+ private:
+  int count_ = 0;
+};
+
+void RequireOk(const absl::Status& s) {
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+}
+
+TEST_CASE("GPT-2 shape sub-graph evaluates a symbolic reshape target", "[shape]") {
+  Builder b(17);
+  Value* x = b.Input("x", DType::kF32, {Sym("batch"), Sym("seq"), 64});
+  Value* shape = b.Op("Shape", {x});
+  Value* d0 = b.Op("Gather", {shape, b.Scalar(0)}, {{"axis", int64_t{0}}});
+  Value* d1 = b.Op("Gather", {shape, b.Scalar(1)});
+  Value* u0 = b.Op("Unsqueeze", {d0, b.Ints({0})});
+  Value* u1 = b.Op("Unsqueeze", {d1, b.Ints({0})});
+  Value* target = b.Op("Concat", {u0, u1, b.Ints({4}), b.Ints({16})}, {{"axis", int64_t{0}}});
+  Value* y = b.Op("Reshape", {x, target});
+  RequireOk(b.Infer());
+  CHECK(ShapeOf(shape) == "[3]");
+  CHECK(shape->type().dtype == DType::kI64);
+  CHECK(ValueOf(shape) == "[batch, seq, 64]");
+  CHECK(ShapeOf(d0) == "[]");
+  CHECK(ValueOf(d0) == "[batch]");
+  CHECK(ValueOf(u1) == "[seq]");
+  CHECK(ValueOf(target) == "[batch, seq, 4, 16]");
+  CHECK(ShapeOf(y) == "[batch, seq, 4, 16]");
+  CHECK(y->type().dtype == DType::kF32);
+}
+
+TEST_CASE("Reshape with -1 and 0", "[shape]") {
+  Builder b(17);
+  Value* x = b.Input("x", DType::kF32, {Sym("batch"), Sym("seq"), 64});
+  Value* flat = b.Op("Reshape", {x, b.Ints({-1, 64})});
+  Value* heads = b.Op("Reshape", {x, b.Ints({0, 0, 4, -1})});
+  Value* back = b.Op("Reshape", {flat, b.Ints({-1, 32})});
+  RequireOk(b.Infer());
+  CHECK(ShapeOf(flat) == "[batch*seq, 64]");
+  CHECK(ShapeOf(heads) == "[batch, seq, 4, 16]");
+  CHECK(ShapeOf(back) == "[2*batch*seq, 32]");
+
+  Builder bad(17);
+  Value* z = bad.Input("z", DType::kF32, {2, 3});
+  bad.Op("Reshape", {z, bad.Ints({4, 2})});
+  absl::Status s = bad.Infer();
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(std::string(s.message()).find("cannot reshape [2, 3] to [4, 2]") != std::string::npos);
+}
+
+TEST_CASE("Broadcasting with symbolic dims", "[shape]") {
+  Builder b(17);
+  Value* a = b.Input("a", DType::kF32, {Sym("batch"), 1, Sym("seq")});
+  Value* c = b.Input("c", DType::kF32, {1, 8, 1});
+  Value* d = b.Input("d", DType::kF32, {3});
+  Value* e = b.Input("e", DType::kF32, {Sym("seq")});
+  Value* f = b.Input("f", DType::kF32, {Sym("past")});
+  Value* ac = b.Op("Add", {a, c});
+  Value* ad = b.Op("Mul", {a, d});
+  Value* ae = b.Op("Sub", {a, e});
+  Value* ef = b.Op("Div", {e, f});
+  Value* cmp = b.Op("Less", {a, c});
+  Value* w = b.Op("Where", {cmp, a, c});
+  RequireOk(b.Infer());
+  CHECK(ShapeOf(ac) == "[batch, 8, seq]");
+  CHECK(ShapeOf(ad) == "[batch, 1, 3]");  // seq must be 1 or 3: 3
+  CHECK(ShapeOf(ae) == "[batch, 1, seq]");
+  CHECK(ShapeOf(ef) == "[?]");  // two different symbols
+  CHECK(cmp->type().dtype == DType::kBool);
+  CHECK(ShapeOf(w) == "[batch, 8, seq]");
+  CHECK(w->type().dtype == DType::kF32);
+}
+
+TEST_CASE("Broadcast mismatch names the node", "[shape]") {
+  Builder b(17);
+  Value* x = b.Input("x", DType::kF32, {Sym("batch"), 3});
+  Value* y = b.Input("y", DType::kF32, {4});
+  b.g.AddCall("", "Add", {x, y}, {"z"}, {}, "/h.0/Add");
+  absl::Status s = b.Infer();
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(std::string(s.message()) == "node '/h.0/Add' (Add): cannot broadcast [batch, 3] with [4]");
+}
+
+TEST_CASE("Unsupported operator", "[shape]") {
+  Builder b(17);
+  Value* x = b.Input("x", DType::kF32, {2});
+  b.g.AddCall("", "FooBar", {x}, {"y"}, {}, "/foo");
+  absl::Status s = b.Infer();
+  CHECK(s.code() == absl::StatusCode::kUnimplemented);
+  CHECK(std::string(s.message()) ==
+        "node '/foo' (FooBar): unsupported operator 'FooBar' (no shape rule)");
+}
+
+TEST_CASE("MatMul and Gemm", "[shape]") {
+  Builder b(17);
+  Value* q = b.Input("q", DType::kF16, {Sym("batch"), 12, Sym("seq"), 64});
+  Value* k = b.Input("k", DType::kF16, {Sym("batch"), 12, 64, Sym("seq")});
+  Value* h = b.Input("h", DType::kF16, {Sym("batch"), Sym("seq"), 768});
+  Value* w = b.Input("w", DType::kF16, {768, 3072});
+  Value* v = b.Input("v", DType::kF16, {768});
+  Value* a = b.Input("a", DType::kF32, {Sym("batch"), 64});
+  Value* bt = b.Input("bt", DType::kF32, {32, 64});
+  Value* at = b.Input("at", DType::kF32, {64, Sym("batch")});
+  Value* bias = b.Input("bias", DType::kF32, {32});
+  Value* qk = b.Op("MatMul", {q, k});
+  Value* hw = b.Op("MatMul", {h, w});
+  Value* hv = b.Op("MatMul", {h, v});
+  Value* vw = b.Op("MatMul", {v, w});
+  Value* g1 = b.Op("Gemm", {a, bt, bias}, {{"transB", int64_t{1}}});
+  Value* g2 = b.Op("Gemm", {at, bt}, {{"transA", int64_t{1}}, {"transB", int64_t{1}}});
+  RequireOk(b.Infer());
+  CHECK(ShapeOf(qk) == "[batch, 12, seq, seq]");
+  CHECK(qk->type().dtype == DType::kF16);
+  CHECK(ShapeOf(hw) == "[batch, seq, 3072]");
+  CHECK(ShapeOf(hv) == "[batch, seq]");
+  CHECK(ShapeOf(vw) == "[3072]");
+  CHECK(ShapeOf(g1) == "[batch, 32]");
+  CHECK(ShapeOf(g2) == "[batch, 32]");
+
+  Builder bad(17);
+  Value* x = bad.Input("x", DType::kF32, {2, 3});
+  bad.Op("MatMul", {x, x});
+  CHECK(std::string(bad.Infer().message()).find("cannot multiply [2, 3] by [2, 3]") !=
+        std::string::npos);
+}
+
+TEST_CASE("ReduceMean axes as attribute or input", "[shape]") {
+  Builder old(13);
+  Value* x = old.Input("x", DType::kF32, {Sym("batch"), Sym("seq"), 64});
+  Value* m = old.Op("ReduceMean", {x}, {{"axes", std::vector<int64_t>{-1}}});
+  Value* s = old.Op("ReduceSum", {x, old.Ints({1})}, {{"keepdims", int64_t{0}}});
+  Value* all = old.Op("ReduceMax", {x}, {{"keepdims", int64_t{0}}});
+  Value* am = old.Op("ArgMax", {x}, {{"axis", int64_t{-1}}, {"keepdims", int64_t{0}}});
+  RequireOk(old.Infer());
+  CHECK(ShapeOf(m) == "[batch, seq, 1]");
+  CHECK(ShapeOf(s) == "[batch, 64]");
+  CHECK(ShapeOf(all) == "[]");
+  CHECK(ShapeOf(am) == "[batch, seq]");
+  CHECK(am->type().dtype == DType::kI64);
+
+  Builder b(18);
+  Value* y = b.Input("y", DType::kF32, {Sym("batch"), Sym("seq"), 64});
+  Value* m2 = b.Op("ReduceMean", {y, b.Ints({-1})}, {{"keepdims", int64_t{0}}});
+  Value* noop = b.Op("ReduceMean", {y}, {{"noop_with_empty_axes", int64_t{1}}});
+  RequireOk(b.Infer());
+  CHECK(ShapeOf(m2) == "[batch, seq]");
+  CHECK(ShapeOf(noop) == "[batch, seq, 64]");
+}
+
+TEST_CASE("Split old and new signatures", "[shape]") {
+  Builder old(11);
+  Value* x = old.Input("x", DType::kF32, {Sym("batch"), Sym("seq"), 96});
+  ir::Node* s1 =
+      old.Node("Split", {x}, {{"axis", int64_t{-1}}, {"split", std::vector<int64_t>{32, 64}}}, 2);
+  ir::Node* s2 = old.Node("Split", {x}, {{"axis", int64_t{2}}}, 3);
+  RequireOk(old.Infer());
+  CHECK(ShapeOf(s1->output(0)) == "[batch, seq, 32]");
+  CHECK(ShapeOf(s1->output(1)) == "[batch, seq, 64]");
+  CHECK(ShapeOf(s2->output(2)) == "[batch, seq, 32]");
+
+  Builder b(18);
+  Value* y = b.Input("y", DType::kF32, {Sym("batch"), Sym("seq") * Dim(2), 64});
+  ir::Node* s3 = b.Node("Split", {y, b.Ints({16, 48})}, {{"axis", int64_t{2}}}, 2);
+  ir::Node* s4 = b.Node("Split", {y}, {{"axis", int64_t{2}}, {"num_outputs", int64_t{3}}}, 3);
+  ir::Node* s5 = b.Node("Split", {y}, {{"axis", int64_t{1}}, {"num_outputs", int64_t{2}}}, 2);
+  RequireOk(b.Infer());
+  CHECK(ShapeOf(s3->output(1)) == "[batch, 2*seq, 48]");
+  CHECK(ShapeOf(s4->output(0)) == "[batch, 2*seq, 22]");
+  CHECK(ShapeOf(s4->output(2)) == "[batch, 2*seq, 20]");
+  CHECK(ShapeOf(s5->output(1)) == "[batch, seq, 64]");
+
+  Builder bad(13);
+  Value* z = bad.Input("z", DType::kF32, {10});
+  bad.Node("Split", {z, bad.Ints({3, 3})}, {}, 2);
+  CHECK(std::string(bad.Infer().message()).find("do not add up to 10") != std::string::npos);
+}
+
+TEST_CASE("Squeeze and Unsqueeze old and new", "[shape]") {
+  Builder old(11);
+  Value* x = old.Input("x", DType::kF32, {Sym("batch"), 1, Sym("seq"), 1});
+  Value* sq = old.Op("Squeeze", {x}, {{"axes", std::vector<int64_t>{1}}});
+  Value* all = old.Op("Squeeze", {x});
+  Value* un = old.Op("Unsqueeze", {x}, {{"axes", std::vector<int64_t>{0, -1}}});
+  RequireOk(old.Infer());
+  CHECK(ShapeOf(sq) == "[batch, seq, 1]");
+  CHECK(ShapeOf(all) == "[batch, seq]");
+  CHECK(ShapeOf(un) == "[1, batch, 1, seq, 1, 1]");
+
+  Builder b(13);
+  Value* y = b.Input("y", DType::kF32, {Sym("batch"), 1, Sym("seq"), 1});
+  Value* sq2 = b.Op("Squeeze", {y, b.Ints({-1, 1})});
+  Value* un2 = b.Op("Unsqueeze", {y, b.Ints({1})});
+  b.Op("Squeeze", {y, b.Ints({0})});  // batch is taken to be 1
+  b.Op("Squeeze", {b.Input("z", DType::kF32, {3, 1}), b.Ints({0})});
+  absl::Status s = b.Infer();
+  CHECK(ShapeOf(sq2) == "[batch, seq]");
+  CHECK(ShapeOf(un2) == "[batch, 1, 1, seq, 1]");
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(std::string(s.message()).find("cannot squeeze dim 0 of [3, 1] (not 1)") !=
+        std::string::npos);
+}
+
+TEST_CASE("Slice on symbolic dims", "[shape]") {
+  Builder b(17);
+  Value* x = b.Input("x", DType::kF32, {Sym("batch"), Sym("seq"), 64});
+  Value* mask = b.Input("mask", DType::kBool, {1, 1, 1024, 1024});
+  Value* all = b.Op("Slice", {x, b.Ints({0}), b.Ints({kMax}), b.Ints({1})});
+  Value* drop_last = b.Op("Slice", {x, b.Ints({0}), b.Ints({-1}), b.Ints({1})});
+  Value* last = b.Op("Slice", {x, b.Ints({-1}), b.Ints({kMax}), b.Ints({1})});
+  Value* from2 = b.Op("Slice", {x, b.Ints({2}), b.Ints({kMax}), b.Ints({-2})});
+  Value* down = b.Op("Slice", {x, b.Ints({60}), b.Ints({0}), b.Ints({2}), b.Ints({-2})});
+  Value* reversed =
+      b.Op("Slice", {x, b.Ints({-1}), b.Ints({INT64_MIN}), b.Ints({-1}), b.Ints({-1})});
+  Value* shape = b.Op("Shape", {x});
+  Value* seq = b.Op("Slice", {shape, b.Ints({1}), b.Ints({2})});
+  Value* causal = b.Op(
+      "Slice",
+      {mask, b.Ints({0, 0}), b.Op("Concat", {seq, seq}, {{"axis", int64_t{0}}}), b.Ints({2, 3})});
+  RequireOk(b.Infer());
+  CHECK(ShapeOf(all) == "[batch, seq, 64]");
+  CHECK(ShapeOf(drop_last) == "[batch, seq-1, 64]");
+  CHECK(ShapeOf(last) == "[batch, 1, 64]");
+  CHECK(ShapeOf(from2) == "[batch, seq-2, 64]");
+  CHECK(ShapeOf(down) == "[batch, seq, 30]");
+  CHECK(ShapeOf(reversed) == "[batch, seq, 64]");
+  CHECK(ValueOf(seq) == "[seq]");
+  CHECK(ShapeOf(causal) == "[1, 1, seq, seq]");
+}
+
+TEST_CASE("Range, ConstantOfShape, Equal and Where on known values", "[shape]") {
+  Builder b(17);
+  Value* x = b.Input("x", DType::kF32, {Sym("batch"), Sym("seq"), 64});
+  Value* shape = b.Op("Shape", {x});
+  Value* seq = b.Op("Gather", {shape, b.Scalar(1)});
+  Value* positions = b.Op("Range", {b.Scalar(0), seq, b.Scalar(1)});
+  Value* small = b.Op("Range", {b.Scalar(1), b.Scalar(10), b.Scalar(3)});
+  // HF pattern: Where(Equal(target, -1), ones, target).
+  Value* target = b.Op("Concat", {b.Ints({-1}), b.Op("Slice", {shape, b.Ints({1}), b.Ints({3})})},
+                       {{"axis", int64_t{0}}});
+  Value* eq = b.Op("Equal", {target, b.Scalar(-1)});
+  Value* ones =
+      b.Op("ConstantOfShape", {b.Ints({3})}, {{"value", ir::Tensor::FromInt64({1}, {1})}});
+  Value* fixed = b.Op("Where", {eq, ones, target});
+  Value* seq_plus = b.Op("Add", {seq, b.Scalar(2)});
+  Value* halves = b.Op("Div", {b.Op("Mul", {seq, b.Scalar(4)}), b.Scalar(2)});
+  Value* sz = b.Op("Size", {x});
+  RequireOk(b.Infer());
+  CHECK(ShapeOf(positions) == "[seq]");
+  CHECK(positions->type().dtype == DType::kI64);
+  CHECK(ValueOf(small) == "[1, 4, 7]");
+  CHECK(ValueOf(target) == "[-1, seq, 64]");
+  CHECK(eq->type().dtype == DType::kBool);
+  CHECK(ValueOf(eq) == "[1, 0, 0]");
+  CHECK(ValueOf(ones) == "[1, 1, 1]");
+  CHECK(ones->type().dtype == DType::kI64);
+  CHECK(ValueOf(fixed) == "[1, seq, 64]");
+  CHECK(ValueOf(seq_plus) == "[seq+2]");
+  CHECK(ValueOf(halves) == "[2*seq]");
+  CHECK(ValueOf(sz) == "[64*batch*seq]");
+}
+
+TEST_CASE("Expand for grouped-query attention", "[shape]") {
+  Builder b(17);
+  Value* k = b.Input("k", DType::kF16, {Sym("batch"), 2, Sym("seq"), 16});
+  Value* k5 = b.Op("Unsqueeze", {k, b.Ints({2})});
+  Value* shape = b.Op("Shape", {k});
+  Value* bd = b.Op("Unsqueeze", {b.Op("Gather", {shape, b.Scalar(0)}), b.Ints({0})});
+  Value* sd = b.Op("Unsqueeze", {b.Op("Gather", {shape, b.Scalar(2)}), b.Ints({0})});
+  Value* target = b.Op("Concat", {bd, b.Ints({2, 2}), sd, b.Ints({16})}, {{"axis", int64_t{0}}});
+  Value* e = b.Op("Expand", {k5, target});
+  Value* r = b.Op("Reshape", {e, b.Ints({0, 4, -1, 16})});
+  RequireOk(b.Infer());
+  CHECK(ShapeOf(k5) == "[batch, 2, 1, seq, 16]");
+  CHECK(ShapeOf(e) == "[batch, 2, 2, seq, 16]");
+  CHECK(ShapeOf(r) == "[batch, 4, seq, 16]");
+}
+
+TEST_CASE("Losses, TopK, LayerNormalization, Transpose, Einsum", "[shape]") {
+  Builder b(17);
+  Value* scores = b.Input("scores", DType::kF32, {Sym("n"), 50257});
+  Value* labels = b.Input("labels", DType::kI64, {Sym("n")});
+  ir::Node* mean = b.Node("SoftmaxCrossEntropyLoss", {scores, labels}, {}, 2);
+  ir::Node* none =
+      b.Node("SoftmaxCrossEntropyLoss", {scores, labels}, {{"reduction", std::string("none")}});
+  Value* nll =
+      b.Op("NegativeLogLikelihoodLoss", {scores, labels}, {{"reduction", std::string("sum")}});
+  ir::Node* topk = b.Node("TopK", {scores, b.Ints({5})}, {}, 2);
+  Value* x = b.Input("x", DType::kF16, {Sym("batch"), Sym("seq"), 64});
+  Value* w = b.Input("w", DType::kF16, {64});
+  ir::Node* ln = b.Node("LayerNormalization", {x, w, w}, {}, 3);
+  Value* t = b.Op("Transpose", {x}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
+  Value* es = b.Op("Einsum", {x, b.Input("y", DType::kF16, {Sym("batch"), 64, 8})},
+                   {{"equation", std::string("bsh,bhk->bsk")}});
+  RequireOk(b.Infer());
+  CHECK(ShapeOf(mean->output(0)) == "[]");
+  CHECK(ShapeOf(mean->output(1)) == "[n, 50257]");
+  CHECK(ShapeOf(none->output(0)) == "[n]");
+  CHECK(none->output(0)->type().dtype == DType::kF32);
+  CHECK(ShapeOf(nll) == "[]");
+  CHECK(ShapeOf(topk->output(0)) == "[n, 5]");
+  CHECK(topk->output(1)->type().dtype == DType::kI64);
+  CHECK(ShapeOf(ln->output(0)) == "[batch, seq, 64]");
+  CHECK(ShapeOf(ln->output(1)) == "[batch, seq, 1]");
+  CHECK(ln->output(2)->type().dtype == DType::kF32);
+  CHECK(ShapeOf(t) == "[seq, batch, 64]");
+  CHECK(ShapeOf(es) == "[batch, seq, 8]");
+}
+
+TEST_CASE("Rule table", "[shape]") {
+  std::vector<std::string> ops = SupportedOps();
+  CHECK(std::is_sorted(ops.begin(), ops.end()));
+  CHECK(std::adjacent_find(ops.begin(), ops.end()) == ops.end());
+  CHECK(FindShapeRule("ai.onnx", "MatMul") != nullptr);
+  CHECK(FindShapeRule("", "MatMul") == FindShapeRule("ai.onnx", "MatMul"));
+  CHECK(FindShapeRule("com.microsoft", "Gelu") != nullptr);
+  CHECK(FindShapeRule("", "NoSuchOp") == nullptr);
+}
+
+}  // namespace
+}  // namespace tpc::onnx
