@@ -87,6 +87,15 @@ absl::Status InferShapes(ir::Graph& graph) {
         break;
     }
   }
+  // Values of rank 2 and more (torch lowers Pad's pads through a [2, 2] reshape) only
+  // serve while inferring: the IR keeps known values for rank 0 and 1.
+  for (ir::Node* node : graph.nodes()) {
+    for (ir::Value* out : node->outputs()) {
+      if (out->known_value().has_value() && out->type().rank() != 0 && out->type().rank() != 1) {
+        out->set_known_value(std::nullopt);
+      }
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -362,5 +362,22 @@ TEST_CASE("Text: parse errors name line and column", "[ir]") {
         "line 2:6: expected ':', found 'f'");
 }
 
+TEST_CASE("Text: truncated or damaged input is an error, never a crash", "[ir]") {
+  const std::string golden = kGolden;
+  for (size_t n = 0; n + 2 < golden.size(); ++n) {
+    auto g = ParseGraph(golden.substr(0, n));
+    CHECK_FALSE(g.ok());
+  }
+  // Replacing any one character either still parses or fails with a line:col message.
+  for (size_t i = 0; i < golden.size(); ++i) {
+    for (char c : {'%', '"', '[', ']', '(', ')', '{', '}', ',', '=', ':', '_', '-', 'x', '9'}) {
+      std::string text = golden;
+      text[i] = c;
+      auto g = ParseGraph(text);
+      if (!g.ok()) CHECK_THAT(std::string(g.status().message()), Catch::StartsWith("line "));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tpc::ir

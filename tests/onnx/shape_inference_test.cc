@@ -366,6 +366,26 @@ TEST_CASE("Losses, TopK, LayerNormalization, Transpose, Einsum", "[shape]") {
   CHECK(ShapeOf(es) == "[batch, seq, 8]");
 }
 
+TEST_CASE("torch Pad lowering evaluates pads through a rank-2 value", "[shape]") {
+  Builder b(17);
+  Value* labels = b.Input("labels", DType::kI64, {Sym("batch"), Sym("seq")});
+  Value* zeros =
+      b.Op("ConstantOfShape", {b.Ints({2})}, {{"value", ir::Tensor::FromInt64({1}, {0})}});
+  Value* pairs = b.Op("Reshape", {b.Op("Concat", {b.Ints({0, 1}), zeros}, {{"axis", int64_t{0}}}),
+                                  b.Ints({-1, 2})});
+  Value* rev =
+      b.Op("Slice", {pairs, b.Ints({-1}), b.Ints({INT64_MIN + 1}), b.Ints({0}), b.Ints({-1})});
+  Value* pads = b.Op(
+      "Reshape", {b.Op("Transpose", {rev}, {{"perm", std::vector<int64_t>{1, 0}}}), b.Ints({-1})});
+  Value* padded = b.Op("Pad", {labels, pads, b.Scalar(-100)});
+  Value* shifted = b.Op("Slice", {padded, b.Ints({1}), b.Ints({kMax}), b.Ints({1})});
+  RequireOk(b.Infer());
+  CHECK(ValueOf(pads) == "[0, 0, 0, 1]");
+  CHECK(ValueOf(pairs) == "none");  // rank 2: used while inferring, then dropped
+  CHECK(ShapeOf(padded) == "[batch, seq+1]");
+  CHECK(ShapeOf(shifted) == "[batch, seq]");
+}
+
 TEST_CASE("Rule table", "[shape]") {
   std::vector<std::string> ops = SupportedOps();
   CHECK(std::is_sorted(ops.begin(), ops.end()));

@@ -20,8 +20,7 @@ absl::Status InferConstant(InferenceContext& ctx) {
     const auto* t = std::get_if<ir::Tensor>(&it->second);
     if (t == nullptr) return ctx.Error("attribute 'value' is not a tensor");
     ctx.set_output_type(0, TensorType(t->dtype(), Dims(t->shape().begin(), t->shape().end())));
-    if (t->has_data() && TracksValues(t->dtype()) &&
-        t->num_elements() <= kMaxKnownValueElements) {
+    if (t->has_data() && TracksValues(t->dtype()) && t->num_elements() <= kMaxKnownValueElements) {
       std::vector<int64_t> v = t->ToInt64();
       MaybeSetValue(ctx, 0, Dims(v.begin(), v.end()));
     }

@@ -97,7 +97,8 @@ void ConcatValues(InferenceContext& ctx, int64_t axis, const Dims& out) {
     const std::vector<int64_t> in_strides = Strides(dims[i]);
     int64_t src = 0;
     for (size_t k = 0; k < o.size(); ++k) src += o[k] * in_strides[k];
-    joined[static_cast<size_t>(f)] = (*ctx.input_value(static_cast<int>(i)))[static_cast<size_t>(src)];
+    joined[static_cast<size_t>(f)] =
+        (*ctx.input_value(static_cast<int>(i)))[static_cast<size_t>(src)];
   }
   MaybeSetValue(ctx, 0, std::move(joined));
 }

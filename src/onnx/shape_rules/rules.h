@@ -45,7 +45,8 @@ absl::StatusOr<std::optional<Dims>> BroadcastInputs(const InferenceContext& ctx,
 bool TracksValues(ir::DType t);
 // Sets output i's known value when its type admits one: integer or bool, static dims
 // whose product is the element count (row-major), at most kMaxKnownValueElements. Rank 0
-// and 1 are the usual case; small rank-2 values occur in torch's Pad lowering.
+// and 1 are the usual case; small rank-2 values occur in torch's Pad lowering (InferShapes
+// drops values of rank 2 and more when done, as the IR keeps ranks 0 and 1 only).
 void MaybeSetValue(InferenceContext& ctx, int i, Dims value);
 // The dims as integers when all are static.
 std::optional<std::vector<int64_t>> StaticShape(const std::optional<Dims>& shape);

@@ -243,8 +243,8 @@ absl::Status InferExpand(InferenceContext& ctx) {
   TPC_ASSIGN_OR_RETURN(Dims out, BroadcastShapes(ctx, *in, *target));
   ctx.set_output_type(0, TensorType(t, out));
   const auto& value = ctx.input_value(0);
-  if (value.has_value() && value->size() == 1 && out.size() <= 1) {
-    const Dim n = out.empty() ? Dim(1) : out[0];
+  if (value.has_value() && value->size() == 1) {
+    const Dim n = ir::Product(out);
     if (n.is_static() && n.value() <= kMaxKnownValueElements) {
       MaybeSetValue(ctx, 0, Dims(static_cast<size_t>(n.value()), (*value)[0]));
     }
