@@ -31,4 +31,32 @@ if command -v python3 >/dev/null; then
       echo "deps: pip install failed; the onnxruntime cross-checks will be skipped" >&2
   fi
 fi
+# ONNX backend node tests (model + inputs + expected outputs per operator) for the
+# runtime's conformance test. onnx 1.23 no longer ships them; onnx 1.17.0's wheel
+# does. Only that folder is extracted into .cache/ (git-ignored); the installed onnx
+# is left alone. Offline: skipped, and the conformance test skips itself.
+root=$(cd "$(dirname "$0")/.." && pwd)
+node_tests=$root/.cache/onnx-node-tests
+if [ ! -d "$node_tests/node" ] && command -v python3 >/dev/null; then
+  whl_dir=$root/.cache/wheels
+  mkdir -p "$whl_dir"
+  if python3 -m pip download -q --no-deps onnx==1.17.0 -d "$whl_dir" >/dev/null 2>&1; then
+    python3 - "$whl_dir" "$node_tests" <<'PY' || echo "deps: could not extract the ONNX node tests" >&2
+import glob, os, sys, zipfile
+whl = sorted(glob.glob(os.path.join(sys.argv[1], "onnx-1.17.0-*.whl")))[-1]
+prefix = "onnx/backend/test/data/node/"
+tmp = sys.argv[2] + ".tmp"
+with zipfile.ZipFile(whl) as z:
+    for name in z.namelist():
+        if name.startswith(prefix) and not name.endswith("/"):
+            dest = os.path.join(tmp, "node", name[len(prefix):])
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            with z.open(name) as src, open(dest, "wb") as out:
+                out.write(src.read())
+os.replace(tmp, sys.argv[2])
+PY
+  else
+    echo "deps: could not download onnx==1.17.0 (offline?); the ONNX node conformance test will skip" >&2
+  fi
+fi
 exit 0
