@@ -38,7 +38,7 @@ std::string Placement::ToString() const {
     case Kind::kReplicate:
       return "R";
     case Kind::kShard:
-      return absl::StrCat("S(", dim, ")");
+      return blocks == 1 ? absl::StrCat("S(", dim, ")") : absl::StrCat("S(", dim, "/", blocks, ")");
     case Kind::kPartial:
       return absl::StrCat("P(", std::string(ReduceOpName(reduce)), ")");
   }
@@ -51,9 +51,17 @@ std::optional<Placement> Placement::Parse(std::string_view text) {
   std::string_view arg = text.substr(2, text.size() - 3);
   if (text[0] == 'S') {
     int64_t d = 0;
-    auto [ptr, ec] = std::from_chars(arg.data(), arg.data() + arg.size(), d);
-    if (ec != std::errc() || ptr != arg.data() + arg.size()) return std::nullopt;
-    return Shard(d);
+    int64_t blocks = 1;
+    const char* end = arg.data() + arg.size();
+    auto [ptr, ec] = std::from_chars(arg.data(), end, d);
+    if (ec != std::errc()) return std::nullopt;
+    if (ptr != end && *ptr == '/') {
+      auto [p2, ec2] = std::from_chars(ptr + 1, end, blocks);
+      if (ec2 != std::errc() || blocks < 2) return std::nullopt;
+      ptr = p2;
+    }
+    if (ptr != end) return std::nullopt;
+    return Shard(d, blocks);
   }
   if (text[0] == 'P') {
     std::optional<ReduceOp> op = ReduceOpFromName(arg);

@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tpc/util/half.h"
+#include "tpc/util/status_macros.h"
 
 namespace tpc::runtime {
 
@@ -27,6 +29,35 @@ int64_t Tensor::num_elements() const {
 
 std::string Tensor::TypeString() const {
   return absl::StrCat(ir::DTypeName(dtype_), ShapeString(shape_));
+}
+
+bool IsHalfType(ir::DType t) { return t == ir::DType::kF16 || t == ir::DType::kBF16; }
+
+void ConvertFloats(const Tensor& src, const Tensor& dst) {
+  const int64_t n = src.num_elements();
+  TPC_CHECK(n == dst.num_elements());
+  using ir::DType;
+  if (src.dtype() == dst.dtype()) {
+    std::memcpy(dst.raw(), src.raw(), src.nbytes());
+  } else if (src.dtype() == DType::kF32) {
+    const float* s = src.data<float>();
+    uint16_t* d = dst.data<uint16_t>();
+    const bool half = dst.dtype() == DType::kF16;
+    TPC_CHECK(IsHalfType(dst.dtype()));
+    for (int64_t i = 0; i < n; ++i) d[i] = half ? FloatToHalf(s[i]) : FloatToBFloat16(s[i]);
+  } else {
+    TPC_CHECK(IsHalfType(src.dtype()) && dst.dtype() == DType::kF32);
+    const uint16_t* s = src.data<uint16_t>();
+    float* d = dst.data<float>();
+    const bool half = src.dtype() == DType::kF16;
+    for (int64_t i = 0; i < n; ++i) d[i] = half ? HalfToFloat(s[i]) : BFloat16ToFloat(s[i]);
+  }
+}
+
+Tensor ConvertFloats(const Tensor& src, ir::DType to) {
+  Tensor out = Tensor::Allocate(to, src.shape());
+  ConvertFloats(src, out);
+  return out;
 }
 
 std::string ShapeString(const std::vector<int64_t>& shape) {

@@ -15,13 +15,19 @@ struct Placement {
   enum class Kind { kReplicate, kShard, kPartial };
   Kind kind = Kind::kReplicate;
   int64_t dim = 0;                 // for kShard
+  // For kShard: dim `dim` is viewed as `blocks` equal blocks and each block is split
+  // N ways (a fused QKV projection split so every rank holds its part of Q, K and V).
+  // Printed `S(2/3)`; 1 is a plain contiguous split, `S(2)`.
+  int64_t blocks = 1;
   ReduceOp reduce = ReduceOp::kSum;  // for kPartial
 
   static Placement Replicate() { return {}; }
-  static Placement Shard(int64_t d) { return {Kind::kShard, d, ReduceOp::kSum}; }
-  static Placement Partial(ReduceOp op) { return {Kind::kPartial, 0, op}; }
+  static Placement Shard(int64_t d, int64_t blocks = 1) {
+    return {Kind::kShard, d, blocks, ReduceOp::kSum};
+  }
+  static Placement Partial(ReduceOp op) { return {Kind::kPartial, 0, 1, op}; }
   bool operator==(const Placement&) const = default;
-  // `R`, `S(2)`, `P(sum)`.
+  // `R`, `S(2)`, `S(2/3)`, `P(sum)`.
   std::string ToString() const;
   static std::optional<Placement> Parse(std::string_view text);
 };

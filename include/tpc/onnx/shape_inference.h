@@ -54,7 +54,8 @@ class InferenceContext {
 
 using ShapeRule = absl::Status (*)(InferenceContext&);
 
-// The rule for an op of the default ONNX domain (or "com.microsoft"), or null.
+// The rule for an op of the default ONNX domain (or "com.microsoft", or "tpc" for the
+// collectives of per-rank plans), or null.
 ShapeRule FindShapeRule(std::string_view domain, std::string_view op_type);
 // Op types that have a rule, sorted (for docs and tests).
 std::vector<std::string> SupportedOps();

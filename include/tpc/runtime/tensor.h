@@ -47,6 +47,12 @@ class Tensor {
   std::shared_ptr<void> owner_;
 };
 
+// True for f16 and bf16, which CPU kernels compute in f32.
+bool IsHalfType(ir::DType t);
+// Converts between f32 and f16/bf16 (host memory): into `dst` (same shape) or a new tensor.
+void ConvertFloats(const Tensor& src, const Tensor& dst);
+Tensor ConvertFloats(const Tensor& src, ir::DType to);
+
 // `[2, 8, 64]`
 std::string ShapeString(const std::vector<int64_t>& shape);
 

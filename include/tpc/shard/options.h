@@ -40,6 +40,10 @@ struct ShardOptions {
   // Placements of graph inputs / outputs by name; default R.
   std::map<std::string, ir::Placement> input_placements;
   std::map<std::string, ir::Placement> output_placements;
+
+  // Filled by the shard pass, not by users: block counts of equal Splits/Concats on
+  // float values (3 for a fused QKV), tried as blocked splits `S(d/k)`.
+  std::set<int64_t> block_counts;
 };
 
 }  // namespace tpc::shard

@@ -13,9 +13,10 @@ namespace {
 using namespace shape_rules;  // NOLINT(google-build-using-namespace): the rule functions.
 
 constexpr std::string_view kMicrosoft = "com.microsoft";
+constexpr std::string_view kTpc = "tpc";
 
 struct Entry {
-  std::string_view domain;  // "" (ai.onnx) or com.microsoft
+  std::string_view domain;  // "" (ai.onnx), com.microsoft or tpc (collectives)
   std::string_view op_type;
   ShapeRule rule;
 };
@@ -126,6 +127,11 @@ constexpr Entry kRules[] = {
     {kMicrosoft, "SimplifiedLayerNormalization", InferLayerNorm},
     {kMicrosoft, "SkipLayerNormalization", InferSkipLayerNorm},
     {kMicrosoft, "SkipSimplifiedLayerNormalization", InferSkipLayerNorm},
+    {kTpc, "AllGather", InferAllGather},
+    {kTpc, "AllReduce", InferAllReduce},
+    {kTpc, "AllToAll", InferAllToAll},
+    {kTpc, "Rank", InferRank},
+    {kTpc, "ReduceScatter", InferReduceScatter},
 };
 
 }  // namespace

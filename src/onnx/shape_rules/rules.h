@@ -140,4 +140,11 @@ absl::Status InferDropout(InferenceContext& ctx);
 absl::Status InferSoftmaxCrossEntropyLoss(InferenceContext& ctx);
 absl::Status InferNegativeLogLikelihoodLoss(InferenceContext& ctx);
 
+// ---- Collectives of the `tpc` domain (collectives.cc) ----
+absl::Status InferAllGather(InferenceContext& ctx);
+absl::Status InferAllReduce(InferenceContext& ctx);
+absl::Status InferAllToAll(InferenceContext& ctx);
+absl::Status InferRank(InferenceContext& ctx);
+absl::Status InferReduceScatter(InferenceContext& ctx);
+
 }  // namespace tpc::onnx::shape_rules

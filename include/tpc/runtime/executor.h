@@ -1,0 +1,95 @@
+// Runs one rank's graph: checks the inputs, binds the symbolic dims, plans one arena by
+// value lifetimes (cached per binding), and runs the kernels of the backend in order.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tpc/ir/graph.h"
+#include "tpc/runtime/backend.h"
+#include "tpc/runtime/communicator.h"
+#include "tpc/runtime/memory_plan.h"
+#include "tpc/runtime/shape_eval.h"
+#include "tpc/runtime/tensor.h"
+
+namespace tpc::runtime {
+
+struct ExecutorOptions {
+  // Place intermediate values in one planned arena (off: a buffer per value, freed
+  // after its last use; for comparisons).
+  bool plan_memory = true;
+  // Time every kernel (RunStats::op_seconds).
+  bool profile = false;
+};
+
+struct RunStats {
+  int64_t arena_bytes = 0;          // the planned arena (peak of planned values)
+  int64_t planned_total_bytes = 0;  // the same values without reuse
+  int64_t unplanned_peak_bytes = 0; // peak of values with no planned slot (dynamic shapes)
+  int64_t output_bytes = 0;         // graph outputs (owned by the caller)
+  int planned_values = 0;
+  int unplanned_values = 0;
+  double seconds = 0;
+  std::map<std::string, double> op_seconds;  // per op type, with `profile`
+};
+
+struct IoSpec {
+  std::string name;
+  ir::TensorType type;
+};
+
+class Executor {
+ public:
+  // The graph must outlive the executor; constants are views of its tensors. Fails when
+  // an operator has no kernel in `backend` or a constant has no data, naming the node.
+  static absl::StatusOr<std::unique_ptr<Executor>> Create(const ir::Graph& graph,
+                                                          Backend& backend, Communicator* comm,
+                                                          ExecutorOptions options = {});
+  ~Executor();
+
+  const std::vector<IoSpec>& inputs() const { return inputs_; }
+  const std::vector<IoSpec>& outputs() const { return outputs_; }
+
+  // Checks names, element types, ranks and dims of `inputs` (all of the graph's, no
+  // others) and returns the symbol bindings; nothing runs.
+  absl::StatusOr<SymbolBindings> CheckInputs(const std::map<std::string, Tensor>& inputs) const;
+
+  // The graph's outputs, in order, owned by the caller.
+  absl::StatusOr<std::vector<Tensor>> Run(const std::map<std::string, Tensor>& inputs);
+
+  const RunStats& last_stats() const { return stats_; }
+
+ private:
+  struct Step;
+  struct Plan;
+  class StepAllocator;
+  Executor(const ir::Graph& graph, Backend& backend, Communicator* comm, ExecutorOptions options);
+  absl::Status Build();
+  const Plan& PlanFor(const SymbolBindings& bindings);
+  absl::Status RunStep(const Step& step, const Plan& plan, std::vector<Tensor>& values);
+
+  const ir::Graph& graph_;
+  Backend& backend_;
+  Communicator* comm_;
+  ExecutorOptions options_;
+  std::vector<IoSpec> inputs_, outputs_;
+  std::vector<const ir::Value*> slot_values_;  // slot -> value
+  std::map<const ir::Value*, int> slot_of_;
+  std::vector<int> input_slots_, output_slots_;
+  std::vector<std::pair<int, Tensor>> constants_;
+  std::vector<ir::Tensor> constant_refs_;  // keeps the mapped data alive
+  std::vector<Step> steps_;
+  std::vector<int64_t> last_use_;  // per slot; -1: never read; INT64_MAX: pinned
+  std::map<std::string, std::unique_ptr<Plan>> plans_;
+  uint8_t* arena_ = nullptr;
+  int64_t arena_capacity_ = 0;
+  int64_t unplanned_live_ = 0;
+  int64_t unplanned_peak_ = 0;
+  RunStats stats_;
+};
+
+}  // namespace tpc::runtime

@@ -1,0 +1,88 @@
+// What a kernel sees of one node at run time, and the kernel signature every backend's
+// kernels share.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "tpc/ir/graph.h"
+#include "tpc/runtime/communicator.h"
+#include "tpc/runtime/tensor.h"
+#include "tpc/runtime/thread_pool.h"
+
+namespace tpc::runtime {
+
+// Gives a kernel the memory for its outputs (the executor: a slot of its arena when
+// the output's shape was planned, else a buffer of its own).
+class OutputAllocator {
+ public:
+  virtual ~OutputAllocator() = default;
+  virtual absl::StatusOr<Tensor> AllocateOutput(int index, ir::DType dtype,
+                                                const std::vector<int64_t>& shape) = 0;
+};
+
+class KernelContext {
+ public:
+  KernelContext(const ir::Node& node, std::vector<const Tensor*> inputs,
+                std::vector<ir::DType> output_dtypes, OutputAllocator& allocator,
+                Communicator* comm, ThreadPool& pool, int64_t opset)
+      : node_(node), inputs_(std::move(inputs)), output_dtypes_(std::move(output_dtypes)),
+        outputs_(output_dtypes_.size()), allocator_(allocator), comm_(comm), pool_(pool),
+        opset_(opset) {}
+
+  const ir::Node& node() const { return node_; }
+  // Opset of the default domain.
+  int64_t opset() const { return opset_; }
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  bool has_input(int i) const { return i < num_inputs() && inputs_[static_cast<size_t>(i)]; }
+  // Input i; must be present (the executor checks required inputs).
+  const Tensor& input(int i) const { return *inputs_[static_cast<size_t>(i)]; }
+  const Tensor* optional_input(int i) const {
+    return has_input(i) ? inputs_[static_cast<size_t>(i)] : nullptr;
+  }
+
+  int num_outputs() const { return static_cast<int>(outputs_.size()); }
+  // True when output i is used or is a graph output (optional outputs may be skipped).
+  bool wants_output(int i) const {
+    return i < num_outputs() && (wanted_.empty() || wanted_[static_cast<size_t>(i)]);
+  }
+  void set_wanted(std::vector<bool> wanted) { wanted_ = std::move(wanted); }
+  ir::DType output_dtype(int i) const { return output_dtypes_[static_cast<size_t>(i)]; }
+  // Allocates output i with the node's declared element type (or `dtype`).
+  absl::StatusOr<Tensor*> Output(int i, const std::vector<int64_t>& shape);
+  absl::StatusOr<Tensor*> Output(int i, const std::vector<int64_t>& shape, ir::DType dtype);
+  Tensor& output(int i) { return outputs_[static_cast<size_t>(i)]; }
+  std::vector<Tensor>& outputs() { return outputs_; }
+
+  Communicator* comm() const { return comm_; }
+  ThreadPool& pool() const { return pool_; }
+
+  // InvalidArgument naming the node: `node '/h.0/Add' (Add): <message>`.
+  absl::Status Error(std::string_view message) const;
+
+ private:
+  const ir::Node& node_;
+  std::vector<const Tensor*> inputs_;
+  std::vector<ir::DType> output_dtypes_;
+  std::vector<Tensor> outputs_;
+  std::vector<bool> wanted_;
+  OutputAllocator& allocator_;
+  Communicator* comm_;
+  ThreadPool& pool_;
+  int64_t opset_;
+};
+
+using KernelFn = absl::Status (*)(KernelContext&);
+
+struct Kernel {
+  KernelFn fn = nullptr;
+  // The kernel handles f16 and bf16 itself (movement ops, Cast). Otherwise the executor
+  // hands it f32 copies of f16/bf16 inputs and converts its f32 outputs back.
+  bool any_float = false;
+};
+
+}  // namespace tpc::runtime

@@ -1,0 +1,51 @@
+// Running a plan: every rank's graph (`DIR/rank{i}.onnx`) on its own thread of this
+// process, with the in-process communicator between them.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tpc/ir/graph.h"
+#include "tpc/runtime/backend.h"
+#include "tpc/runtime/communicator.h"
+#include "tpc/runtime/executor.h"
+
+namespace tpc::runtime {
+
+// Imports DIR/rank0.onnx, rank1.onnx, ... (as many as there are, contiguous from 0), each
+// with its weights mapped. Errors name the folder or file.
+absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlan(const std::string& dir);
+
+struct PlanRunnerOptions {
+  // Threads in total; each rank gets an equal share (at least 1). 0: DefaultThreadCount().
+  int threads = 0;
+  ExecutorOptions executor;
+  // How long a rank waits in a collective before the run fails.
+  std::chrono::milliseconds timeout = std::chrono::seconds(120);
+};
+
+class PlanRunner {
+ public:
+  // `graphs` must outlive the runner.
+  static absl::StatusOr<std::unique_ptr<PlanRunner>> Create(const std::vector<const ir::Graph*>& graphs,
+                                                            PlanRunnerOptions options = {});
+
+  int num_ranks() const { return static_cast<int>(executors_.size()); }
+  Executor& executor(int rank) { return *executors_[static_cast<size_t>(rank)]; }
+
+  // Runs every rank on the same inputs (checked first on every rank, before anything
+  // runs); returns each rank's outputs. A failing rank stops the others; the error names
+  // it.
+  absl::StatusOr<std::vector<std::vector<Tensor>>> Run(const std::map<std::string, Tensor>& inputs);
+
+ private:
+  std::vector<std::unique_ptr<Communicator>> comms_;
+  std::vector<std::unique_ptr<Backend>> backends_;
+  std::vector<std::unique_ptr<Executor>> executors_;
+};
+
+}  // namespace tpc::runtime

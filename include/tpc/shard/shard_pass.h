@@ -1,0 +1,77 @@
+// The shard stage: decides a placement for every value of the graph.
+//
+// Values split into fixed ones (graph inputs at their given placement, small
+// constants, anything computed only from replicated values: shape computations,
+// masks) and decisions (weights, and every op that touches a weight or a split value,
+// through its strategies). The decisions and their costs form a min-sum problem
+// (min_sum.h) solved exactly; the answer is written into each value's sharding slot.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "tpc/ir/graph.h"
+#include "tpc/shard/min_sum.h"
+#include "tpc/shard/options.h"
+#include "tpc/shard/strategy.h"
+
+namespace tpc::shard {
+
+// Restrictions from the user (styles file, --input/--output-placement aside).
+struct Constraints {
+  struct Allowed {
+    std::vector<ir::Placement> placements;
+    std::string origin;  // "styles.txt:3" — named in errors
+  };
+  // Placements a value may take.
+  std::map<const ir::Value*, Allowed> allowed;
+  // Strategy names a node may run (`colwise` on a node: "split n (column)").
+  std::map<const ir::Node*, Allowed> node_strategies;
+  // Values that must share one placement (merged transitively).
+  std::vector<std::vector<const ir::Value*>> groups;
+};
+
+// One collective of the forward pass, as the chosen placements imply it.
+struct PlannedCollective {
+  CollectiveKind kind;
+  ir::ReduceOp reduce = ir::ReduceOp::kSum;
+  double bytes = 0;                 // whole-tensor bytes at the --dim sizes
+  const ir::Value* value = nullptr;  // the value moved (null for a strategy's own)
+  const ir::Node* user = nullptr;    // the consumer (null: graph output)
+  ir::Placement from, to;
+  bool internal = false;  // run inside an op (vocab-parallel softmax or loss)
+};
+
+struct ShardResult {
+  // The strategy each call runs. Calls on replicated values only are absent (they
+  // run replicated).
+  absl::flat_hash_map<const ir::Node*, Strategy> strategies;
+  // Ops with no sharding rule; they ran replicated.
+  std::vector<const ir::Node*> fallback_ops;
+  std::vector<PlannedCollective> collectives;
+  Cost cost;
+  int decisions = 0;
+  int64_t largest_table = 0;
+  // Per-rank bytes of all constants, and their total unsharded.
+  double weight_bytes_per_rank = 0;
+  double weight_bytes_total = 0;
+};
+
+// Decides and writes every value's sharding. Errors: a constraint that cannot hold
+// (naming its origin), an input placement on a dim that does not split.
+absl::StatusOr<ShardResult> ShardGraph(ir::Graph& graph, const ShardOptions& options,
+                                       const Constraints& constraints = {});
+
+// Why `value_name` got its placement: the rule and strategy, the alternatives with
+// their total costs, and the splits that were not candidates and why. Runs the solver
+// once per alternative.
+absl::StatusOr<std::string> ExplainValue(ir::Graph& graph, const ShardOptions& options,
+                                         const Constraints& constraints,
+                                         const std::string& value_name);
+
+}  // namespace tpc::shard

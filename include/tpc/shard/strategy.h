@@ -1,0 +1,119 @@
+// Sharding rules: for each operator, the ways it can run on the tensor-parallel axis.
+//
+// A strategy names the placement every input must arrive in and the placement of every
+// output. Rules are written as einsum-like factor specs (see FactorSpec): each dim of
+// each operand carries a factor; sharding a factor shards every dim that carries it.
+// A factor the op reduces over gives a partial result; a factor the op needs whole
+// (softmax's axis, a norm's hidden dim) is never sharded. Ops that are linear in an
+// operand also run on partial values (P(sum) in, P(sum) out).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tpc/ir/graph.h"
+#include "tpc/shard/cost_model.h"
+#include "tpc/shard/options.h"
+
+namespace tpc::shard {
+
+// A collective a strategy runs inside the op itself (the vocab-parallel softmax and
+// loss: all-reduces of per-row max, sum of exponentials and target logit).
+struct InternalCollective {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  ir::ReduceOp reduce = ir::ReduceOp::kSum;
+  double bytes = 0;  // whole-tensor size
+};
+
+struct Strategy {
+  // For --explain and the report: "replicate", "shard dim 2", "column", "vocab-parallel".
+  std::string name;
+  // Required placement of each input; nullopt: the op only reads the input's shape
+  // (Shape, Size) or the input is absent, so any placement will do.
+  std::vector<std::optional<ir::Placement>> inputs;
+  std::vector<ir::Placement> outputs;
+  // Share of the op's work one rank does (1/N when split, 1 when replicated).
+  double compute_fraction = 1.0;
+  std::vector<InternalCollective> internal;
+};
+
+// What a rule sees: the node, the mesh, and the sizes the cost model assumes.
+class RuleContext {
+ public:
+  RuleContext(const ir::Node& node, const ShardOptions& options)
+      : node_(node), options_(options) {}
+
+  const ir::Node& node() const { return node_; }
+  const ShardOptions& options() const { return options_; }
+  int64_t n() const { return options_.mesh.tp(); }
+
+  int num_inputs() const { return node_.num_inputs(); }
+  bool has_input(int i) const { return node_.optional_input(i) != nullptr; }
+  const ir::TensorType& input_type(int i) const { return node_.input(i)->type(); }
+  int64_t input_rank(int i) const { return node_.input(i)->type().rank(); }
+  const std::vector<ir::Dim>& input_dims(int i) const { return *node_.input(i)->type().shape; }
+  const std::vector<ir::Dim>& output_dims(int o) const { return *node_.output(o)->type().shape; }
+  // Known integer values of input i (constant or evaluated shape computation).
+  std::optional<std::vector<int64_t>> input_ints(int i) const;
+
+  // Whether `d` splits into N equal parts (static and divisible, or symbolic in a
+  // symbol the user declared divisible).
+  bool Divisible(const ir::Dim& d) const;
+  // Whether `d` splits into `blocks` equal blocks each split N ways (static dims only).
+  bool DivisibleInBlocks(const ir::Dim& d, int64_t blocks) const;
+  // Modelled size of `d` (symbols take their --dim size).
+  double Size(const ir::Dim& d) const;
+  double Bytes(const ir::Value& v) const;
+
+ private:
+  const ir::Node& node_;
+  const ShardOptions& options_;
+};
+
+// How the dims of an op's operands correspond.
+struct FactorSpec {
+  enum class Kind {
+    kPass,           // appears in the result: sharding it shards the result there
+    kReduceSum,      // reduced over (MatMul's k, ReduceSum's axes): result P(sum)
+    kReduceMax,      // ReduceMax: P(max)
+    kReduceMin,      // ReduceMin: P(min)
+    kReduceAvg,      // ReduceMean: P(avg)
+    kNeedWhole,      // the op needs the dim whole (softmax axis, norm dims, concat axis)
+  };
+  struct Factor {
+    Kind kind = Kind::kPass;
+    ir::Dim size;
+    std::string name;  // "m", "k", "n", "d2": for --explain
+  };
+  std::vector<Factor> factors;
+  // Factor index of each dim of each input (-1: the dim carries no factor, e.g. a
+  // broadcast 1); an input with no entry (shorter vector) must be R.
+  std::vector<std::vector<int>> inputs;
+  std::vector<std::vector<int>> outputs;
+
+  int AddFactor(Kind kind, ir::Dim size, std::string name);
+};
+
+// Strategies of a factor spec: one per factor that can be sharded.
+void AddFactorStrategies(const RuleContext& ctx, const FactorSpec& spec,
+                         std::vector<Strategy>* out);
+// All inputs in `partial_inputs` P(sum), the others R, every output P(sum): for ops
+// linear in those inputs (Add of partials, Mul by a replicated value, reshapes).
+void AddPartialStrategy(const RuleContext& ctx, const std::vector<int>& partial_inputs,
+                        std::vector<Strategy>* out);
+// Every input and output R.
+Strategy ReplicateStrategy(const ir::Node& node);
+
+using RuleFn = void (*)(const RuleContext&, std::vector<Strategy>*);
+
+// The rule of an op, or null (the op then runs replicated and is reported).
+RuleFn FindShardRule(const std::string& domain, const std::string& op_type);
+
+// All strategies of a node: its rule's (deduplicated, each checked against the types),
+// always including replicate first. `has_rule` tells whether a rule was found.
+std::vector<Strategy> StrategiesFor(const ir::Node& node, const ShardOptions& options,
+                                    bool* has_rule);
+
+}  // namespace tpc::shard

@@ -1,0 +1,272 @@
+#include "tpc/runtime/inprocess_communicator.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "tpc/util/half.h"
+#include "tpc/util/status_macros.h"
+
+namespace tpc::runtime {
+
+absl::Status ParseReduceOp(const std::string& name, ReduceOp* op) {
+  if (name == "sum") *op = ReduceOp::kSum;
+  else if (name == "max") *op = ReduceOp::kMax;
+  else if (name == "min") *op = ReduceOp::kMin;
+  else if (name == "avg") *op = ReduceOp::kAvg;
+  else
+    return absl::InvalidArgumentError(
+        absl::StrCat("reduce '", name, "' is not one of sum, max, min, avg"));
+  return absl::OkStatus();
+}
+
+const char* ReduceOpName(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return "sum";
+    case ReduceOp::kMax: return "max";
+    case ReduceOp::kMin: return "min";
+    case ReduceOp::kAvg: return "avg";
+  }
+  return "?";
+}
+
+// What every rank posts before the first barrier of a collective.
+struct Post {
+  const void* in = nullptr;
+  void* out = nullptr;
+  int64_t count = 0;
+  ir::DType dtype = ir::DType::kUndefined;
+  int op = 0;
+  const char* what = "";
+};
+
+// The state the ranks of one group share: posted buffers and a generation-counted
+// barrier with an abort flag.
+class Rendezvous {
+ public:
+  Rendezvous(int size, std::chrono::milliseconds timeout)
+      : size_(size), timeout_(timeout), posts_(static_cast<size_t>(size)),
+        last_gen_(static_cast<size_t>(size), -1) {}
+
+  int size() const { return size_; }
+  Post& post(int rank) { return posts_[static_cast<size_t>(rank)]; }
+  const Post& post(int rank) const { return posts_[static_cast<size_t>(rank)]; }
+
+  absl::Status Wait(int rank, const char* what) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (aborted_) return absl::AbortedError(abort_message_);
+    last_gen_[static_cast<size_t>(rank)] = generation_;
+    if (++arrived_ == size_) {
+      arrived_ = 0;
+      ++generation_;
+      cv_.notify_all();
+      return absl::OkStatus();
+    }
+    const int64_t gen = generation_;
+    bool done = cv_.wait_for(lock, timeout_, [&] { return generation_ != gen || aborted_; });
+    if (generation_ != gen) return absl::OkStatus();
+    if (!done && !aborted_) {
+      std::vector<int> missing;
+      for (int r = 0; r < size_; ++r) {
+        if (last_gen_[static_cast<size_t>(r)] != gen) missing.push_back(r);
+      }
+      aborted_ = true;
+      abort_message_ = absl::StrCat(
+          "rank ", rank, ": timed out after ", timeout_.count(), " ms in ", what,
+          " waiting for rank(s) ", absl::StrJoin(missing, ", "));
+      cv_.notify_all();
+    }
+    return absl::AbortedError(abort_message_);
+  }
+
+  void Abort(int rank, const absl::Status& reason) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (aborted_) return;
+    aborted_ = true;
+    abort_message_ = absl::StrCat("rank ", rank, " failed: ", std::string(reason.message()));
+    cv_.notify_all();
+  }
+
+ private:
+  const int size_;
+  const std::chrono::milliseconds timeout_;
+  std::vector<Post> posts_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t generation_ = 0;
+  int arrived_ = 0;
+  std::vector<int64_t> last_gen_;  // the generation each rank last waited in
+  bool aborted_ = false;
+  std::string abort_message_;
+};
+
+namespace {
+
+template <typename T>
+T Combine(T a, T b, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kMax: return std::max(a, b);
+    case ReduceOp::kMin: return std::min(a, b);
+    default: return a + b;
+  }
+}
+
+// out[i] = op over k of src(k)[i] for i in [begin, end), written to every `dsts`.
+template <typename T, typename Load, typename Store>
+void ReduceRange(int n, const std::vector<const uint8_t*>& srcs, const std::vector<uint8_t*>& dsts,
+                 int64_t begin, int64_t end, ReduceOp op, Load load, Store store) {
+  for (int64_t i = begin; i < end; ++i) {
+    T acc = load(srcs[0], i);
+    for (int k = 1; k < n; ++k) acc = Combine(acc, load(srcs[static_cast<size_t>(k)], i), op);
+    if (op == ReduceOp::kAvg) acc = static_cast<T>(acc / static_cast<T>(n));
+    for (uint8_t* d : dsts) store(d, i, acc);
+  }
+}
+
+absl::Status Reduce(ir::DType dtype, int n, const std::vector<const uint8_t*>& srcs,
+                    const std::vector<uint8_t*>& dsts, int64_t begin, int64_t end, ReduceOp op) {
+  auto native = [&]<typename T>() {
+    ReduceRange<T>(
+        n, srcs, dsts, begin, end, op,
+        [](const uint8_t* p, int64_t i) { return reinterpret_cast<const T*>(p)[i]; },
+        [](uint8_t* p, int64_t i, T v) { reinterpret_cast<T*>(p)[i] = v; });
+  };
+  switch (dtype) {
+    case ir::DType::kF32: native.operator()<float>(); break;
+    case ir::DType::kF64: native.operator()<double>(); break;
+    case ir::DType::kI32: native.operator()<int32_t>(); break;
+    case ir::DType::kI64: native.operator()<int64_t>(); break;
+    case ir::DType::kF16:
+    case ir::DType::kBF16: {
+      const bool half = dtype == ir::DType::kF16;
+      ReduceRange<float>(
+          n, srcs, dsts, begin, end, op,
+          [half](const uint8_t* p, int64_t i) {
+            uint16_t v = reinterpret_cast<const uint16_t*>(p)[i];
+            return half ? HalfToFloat(v) : BFloat16ToFloat(v);
+          },
+          [half](uint8_t* p, int64_t i, float v) {
+            reinterpret_cast<uint16_t*>(p)[i] = half ? FloatToHalf(v) : FloatToBFloat16(v);
+          });
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("reductions over ", ir::DTypeName(dtype), " are not supported"));
+  }
+  return absl::OkStatus();
+}
+
+class InProcessCommunicator final : public Communicator {
+ public:
+  InProcessCommunicator(std::shared_ptr<Rendezvous> rv, int rank) : rv_(std::move(rv)), rank_(rank) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return rv_->size(); }
+
+  absl::Status AllReduce(const void* in, void* out, int64_t count, ir::DType dtype,
+                         ReduceOp op) override {
+    TPC_RETURN_IF_ERROR(Enter("AllReduce", in, out, count, dtype, static_cast<int>(op)));
+    // Rank r reduces the r-th chunk of the elements and writes it to every rank.
+    const int n = size();
+    int64_t begin = count * rank_ / n, end = count * (rank_ + 1) / n;
+    std::vector<const uint8_t*> srcs;
+    std::vector<uint8_t*> dsts;
+    for (int k = 0; k < n; ++k) {
+      srcs.push_back(static_cast<const uint8_t*>(rv_->post(k).in));
+      dsts.push_back(static_cast<uint8_t*>(rv_->post(k).out));
+    }
+    absl::Status s = Reduce(dtype, n, srcs, dsts, begin, end, op);
+    return Leave("AllReduce", s);
+  }
+
+  absl::Status AllGather(const void* in, void* out, int64_t count, ir::DType dtype) override {
+    TPC_RETURN_IF_ERROR(Enter("AllGather", in, out, count, dtype, 0));
+    const size_t block = static_cast<size_t>(count * ir::DTypeSize(dtype));
+    for (int k = 0; k < size(); ++k) {
+      uint8_t* dst = static_cast<uint8_t*>(out) + block * static_cast<size_t>(k);
+      const void* src = rv_->post(k).in;
+      if (dst != src && block > 0) std::memcpy(dst, src, block);
+    }
+    return Leave("AllGather", absl::OkStatus());
+  }
+
+  absl::Status ReduceScatter(const void* in, void* out, int64_t count, ir::DType dtype,
+                             ReduceOp op) override {
+    TPC_RETURN_IF_ERROR(Enter("ReduceScatter", in, out, count, dtype, static_cast<int>(op)));
+    const int n = size();
+    const size_t offset = static_cast<size_t>(count * rank_ * ir::DTypeSize(dtype));
+    std::vector<const uint8_t*> srcs;
+    for (int k = 0; k < n; ++k) srcs.push_back(static_cast<const uint8_t*>(rv_->post(k).in) + offset);
+    absl::Status s = Reduce(dtype, n, srcs, {static_cast<uint8_t*>(out)}, 0, count, op);
+    return Leave("ReduceScatter", s);
+  }
+
+  absl::Status AllToAll(const void* in, void* out, int64_t count, ir::DType dtype) override {
+    if (in == out && size() > 1) {
+      return absl::InvalidArgumentError("AllToAll: in and out must be different buffers");
+    }
+    TPC_RETURN_IF_ERROR(Enter("AllToAll", in, out, count, dtype, 0));
+    const size_t block = static_cast<size_t>(count * ir::DTypeSize(dtype));
+    for (int k = 0; k < size(); ++k) {
+      const uint8_t* src = static_cast<const uint8_t*>(rv_->post(k).in) + block * static_cast<size_t>(rank_);
+      if (block > 0) std::memcpy(static_cast<uint8_t*>(out) + block * static_cast<size_t>(k), src, block);
+    }
+    return Leave("AllToAll", absl::OkStatus());
+  }
+
+  absl::Status Barrier() override { return rv_->Wait(rank_, "Barrier"); }
+
+  void Abort(const absl::Status& reason) override { rv_->Abort(rank_, reason); }
+
+ private:
+  // Posts this rank's buffers and waits for every rank; checks they agree.
+  absl::Status Enter(const char* what, const void* in, void* out, int64_t count, ir::DType dtype,
+                     int op) {
+    rv_->post(rank_) = Post{in, out, count, dtype, op, what};
+    TPC_RETURN_IF_ERROR(rv_->Wait(rank_, what));
+    const Post& mine = rv_->post(rank_);
+    for (int k = 0; k < size(); ++k) {
+      const Post& p = rv_->post(k);
+      if (p.count != mine.count || p.dtype != mine.dtype || p.op != mine.op ||
+          std::string(p.what) != what) {
+        absl::Status s = absl::InvalidArgumentError(absl::StrCat(
+            "rank ", rank_, ": collective mismatch: ", what, " of ", mine.count, " ",
+            ir::DTypeName(mine.dtype), " here, ", p.what, " of ", p.count, " ",
+            ir::DTypeName(p.dtype), " on rank ", k));
+        rv_->Abort(rank_, s);
+        return s;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Waits until every rank is done reading the posted buffers.
+  absl::Status Leave(const char* what, const absl::Status& work) {
+    if (!work.ok()) {
+      rv_->Abort(rank_, work);
+      return work;
+    }
+    return rv_->Wait(rank_, what);
+  }
+
+  std::shared_ptr<Rendezvous> rv_;
+  int rank_;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Communicator>> MakeInProcessGroup(int size,
+                                                              std::chrono::milliseconds timeout) {
+  auto rv = std::make_shared<Rendezvous>(size, timeout);
+  std::vector<std::unique_ptr<Communicator>> out;
+  for (int r = 0; r < size; ++r) out.push_back(std::make_unique<InProcessCommunicator>(rv, r));
+  return out;
+}
+
+}  // namespace tpc::runtime

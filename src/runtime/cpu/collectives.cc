@@ -1,0 +1,120 @@
+// Kernels of the `tpc` collective ops (docs/collectives.md). The communicator moves
+// flat blocks in rank order; an axis other than the outermost is re-laid around it.
+#include "kernels.h"
+
+namespace tpc::runtime::cpu {
+namespace {
+
+// src [a, b, blk bytes] -> dst [b, a, blk bytes].
+void SwapOuter(const uint8_t* src, uint8_t* dst, int64_t a, int64_t b, int64_t blk) {
+  for (int64_t i = 0; i < a; ++i) {
+    for (int64_t j = 0; j < b; ++j) {
+      std::memcpy(dst + (j * a + i) * blk, src + (i * b + j) * blk, static_cast<size_t>(blk));
+    }
+  }
+}
+
+// The group size the node was compiled for must be the communicator's.
+absl::StatusOr<int> GroupSize(const KernelContext& ctx) {
+  const int64_t n = ctx.node().attr_int("group_size", 1);
+  const int have = ctx.comm() ? ctx.comm()->size() : 1;
+  if (n != have) {
+    return ctx.Error(absl::StrCat("the plan was compiled for group_size ", n, ", but this run has ",
+                                  have, " rank(s)"));
+  }
+  return have;
+}
+
+// Product of dims before / from `axis` (in bytes for the inner part).
+void OuterInner(const Tensor& t, int64_t axis, int64_t* outer, int64_t* inner_bytes) {
+  *outer = 1;
+  *inner_bytes = ir::DTypeSize(t.dtype());
+  for (int64_t d = 0; d < t.rank(); ++d) (d < axis ? *outer : *inner_bytes) *= t.dim(d);
+}
+
+}  // namespace
+
+absl::Status AllReduce(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(int n, GroupSize(ctx));
+  ReduceOp op;
+  TPC_RETURN_IF_ERROR(ParseReduceOp(ctx.node().attr_string("reduce", "sum"), &op));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  if (n == 1) return CopyWithShape(ctx, x.shape());
+  return ctx.comm()->AllReduce(x.raw(), y->raw(), x.num_elements(), x.dtype(), op);
+}
+
+absl::Status AllGather(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(int n, GroupSize(ctx));
+  TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), x.rank()));
+  Shape out = x.shape();
+  out[static_cast<size_t>(axis)] *= n;
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
+  if (n == 1) return CopyWithShape(ctx, out);
+  int64_t outer, inner;
+  OuterInner(x, axis, &outer, &inner);
+  if (outer == 1) return ctx.comm()->AllGather(x.raw(), y->raw(), x.num_elements(), x.dtype());
+  Tensor tmp = Tensor::Allocate(x.dtype(), {n * x.num_elements()});
+  TPC_RETURN_IF_ERROR(ctx.comm()->AllGather(x.raw(), tmp.raw(), x.num_elements(), x.dtype()));
+  SwapOuter(tmp.raw(), y->raw(), n, outer, inner);  // [N, outer, blk] -> [outer, N, blk]
+  return absl::OkStatus();
+}
+
+absl::Status ReduceScatter(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(int n, GroupSize(ctx));
+  TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), x.rank()));
+  ReduceOp op;
+  TPC_RETURN_IF_ERROR(ParseReduceOp(ctx.node().attr_string("reduce", "sum"), &op));
+  if (x.dim(axis) % n != 0) {
+    return ctx.Error(absl::StrCat("dim ", axis, " = ", x.dim(axis), " does not divide by ", n));
+  }
+  Shape out = x.shape();
+  out[static_cast<size_t>(axis)] /= n;
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
+  if (n == 1) return CopyWithShape(ctx, out);
+  int64_t outer, inner;
+  OuterInner(x, axis, &outer, &inner);
+  const int64_t count = x.num_elements() / n;
+  if (outer == 1) return ctx.comm()->ReduceScatter(x.raw(), y->raw(), count, x.dtype(), op);
+  Tensor tmp = Tensor::Allocate(x.dtype(), x.shape());
+  SwapOuter(x.raw(), tmp.raw(), outer, n, inner / n);  // [outer, N, blk] -> [N, outer, blk]
+  return ctx.comm()->ReduceScatter(tmp.raw(), y->raw(), count, x.dtype(), op);
+}
+
+absl::Status AllToAll(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(int n, GroupSize(ctx));
+  TPC_ASSIGN_OR_RETURN(int64_t split, NormalizeAxis(ctx, ctx.node().attr_int("split_axis", 0), x.rank()));
+  TPC_ASSIGN_OR_RETURN(int64_t concat, NormalizeAxis(ctx, ctx.node().attr_int("concat_axis", 0), x.rank()));
+  if (x.dim(split) % n != 0) {
+    return ctx.Error(absl::StrCat("dim ", split, " = ", x.dim(split), " does not divide by ", n));
+  }
+  Shape block = x.shape();
+  block[static_cast<size_t>(split)] /= n;
+  Shape out = block;
+  out[static_cast<size_t>(concat)] *= n;
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
+  if (n == 1) return CopyWithShape(ctx, out);
+  const int64_t count = x.num_elements() / n;
+  int64_t outer, inner;
+  OuterInner(x, split, &outer, &inner);
+  Tensor send = Tensor::Allocate(x.dtype(), x.shape());
+  Tensor recv = Tensor::Allocate(x.dtype(), x.shape());
+  SwapOuter(x.raw(), send.raw(), outer, n, inner / n);  // block j of the split axis -> slot j
+  TPC_RETURN_IF_ERROR(ctx.comm()->AllToAll(send.raw(), recv.raw(), count, x.dtype()));
+  // recv is [N, block]; concatenate the blocks on `concat` in rank order.
+  Tensor b(x.dtype(), block, nullptr);
+  OuterInner(b, concat, &outer, &inner);
+  SwapOuter(recv.raw(), y->raw(), n, outer, inner);
+  return absl::OkStatus();
+}
+
+absl::Status Rank(KernelContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {}, ir::DType::kI64));
+  y->data<int64_t>()[0] = ctx.comm() ? ctx.comm()->rank() : 0;
+  return absl::OkStatus();
+}
+
+}  // namespace tpc::runtime::cpu

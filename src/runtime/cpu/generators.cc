@@ -1,0 +1,83 @@
+// Casts and tensor generators: Cast, CastLike, ConstantOfShape, Range, Shape, Size.
+#include <cmath>
+
+#include "kernels.h"
+
+namespace tpc::runtime::cpu {
+
+absl::Status Cast(KernelContext& ctx) {
+  const ir::DType to = static_cast<ir::DType>(ctx.node().attr_int("to", 1));
+  TPC_ASSIGN_OR_RETURN(Tensor converted, CastTensor(ctx, ctx.input(0), to));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, converted.shape(), to));
+  if (converted.nbytes() > 0) std::memcpy(y->raw(), converted.raw(), converted.nbytes());
+  return absl::OkStatus();
+}
+
+absl::Status CastLike(KernelContext& ctx) {
+  const ir::DType to = ctx.input(1).dtype();
+  TPC_ASSIGN_OR_RETURN(Tensor converted, CastTensor(ctx, ctx.input(0), to));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, converted.shape(), to));
+  if (converted.nbytes() > 0) std::memcpy(y->raw(), converted.raw(), converted.nbytes());
+  return absl::OkStatus();
+}
+
+absl::Status ConstantOfShape(KernelContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(Shape shape, ReadInts(ctx, ctx.input(0)));
+  ir::DType dtype = ir::DType::kF32;
+  const uint8_t* value = nullptr;
+  auto it = ctx.node().attrs().find("value");
+  if (it != ctx.node().attrs().end()) {
+    const auto* t = std::get_if<ir::Tensor>(&it->second);
+    if (t == nullptr || t->num_elements() != 1 || !t->has_data()) {
+      return ctx.Error("attribute 'value' must be a one-element tensor");
+    }
+    dtype = t->dtype();
+    value = t->data();
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, shape, dtype));
+  const size_t es = static_cast<size_t>(ir::DTypeSize(dtype));
+  if (value == nullptr) {
+    std::memset(y->raw(), 0, y->nbytes());
+    return absl::OkStatus();
+  }
+  for (int64_t i = 0; i < y->num_elements(); ++i) std::memcpy(y->raw() + i * es, value, es);
+  return absl::OkStatus();
+}
+
+absl::Status Range(KernelContext& ctx) {
+  const Tensor& start = ctx.input(0);
+  return VisitNumeric(
+      ctx, start.dtype(),
+      [&]<typename T>() -> absl::Status {
+        const T s = start.data<T>()[0], limit = ctx.input(1).data<T>()[0], delta = ctx.input(2).data<T>()[0];
+        if (delta == 0) return ctx.Error("delta is zero");
+        const double count = std::ceil((static_cast<double>(limit) - static_cast<double>(s)) /
+                                       static_cast<double>(delta));
+        const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
+        TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {n}, start.dtype()));
+        for (int64_t i = 0; i < n; ++i) y->data<T>()[i] = static_cast<T>(s + static_cast<T>(i) * delta);
+        return absl::OkStatus();
+      });
+}
+
+absl::Status Shape_(KernelContext& ctx) {
+  const Shape& shape = ctx.input(0).shape();
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  int64_t start = ctx.node().attr_int("start", 0);
+  int64_t end = ctx.node().attr_int("end", rank);
+  auto clamp = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+  start = clamp(start);
+  end = clamp(end);
+  const int64_t n = std::max<int64_t>(0, end - start);
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {n}, ir::DType::kI64));
+  for (int64_t i = 0; i < n; ++i) y->data<int64_t>()[i] = shape[static_cast<size_t>(start + i)];
+  return absl::OkStatus();
+}
+
+absl::Status Size(KernelContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {}, ir::DType::kI64));
+  y->data<int64_t>()[0] = ctx.input(0).num_elements();
+  return absl::OkStatus();
+}
+
+}  // namespace tpc::runtime::cpu

@@ -1,0 +1,305 @@
+// Indexing: Slice, Gather, GatherElements, GatherND, ScatterND, ScatterElements, Pad,
+// Trilu.
+#include <algorithm>
+
+#include "kernels.h"
+
+namespace tpc::runtime::cpu {
+namespace {
+
+// Index `i` of a dim of size `dim`, negative counting from the end; error out of range.
+absl::StatusOr<int64_t> CheckIndex(const KernelContext& ctx, int64_t i, int64_t dim) {
+  if (i < -dim || i >= dim) {
+    return ctx.Error(absl::StrCat("index ", i, " is out of range for a dim of ", dim));
+  }
+  return i < 0 ? i + dim : i;
+}
+
+// Multi-index of flat element i of `shape`.
+void Unravel(int64_t i, const Shape& shape, Shape& idx) {
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = shape[d] == 0 ? 0 : i % shape[d];
+    i = shape[d] == 0 ? 0 : i / shape[d];
+  }
+}
+
+template <typename T>
+T Combine(const std::string& reduction, T a, T b) {
+  if (reduction == "add") return static_cast<T>(a + b);
+  if (reduction == "mul") return static_cast<T>(a * b);
+  if (reduction == "max") return std::max(a, b);
+  if (reduction == "min") return std::min(a, b);
+  return b;
+}
+
+}  // namespace
+
+absl::Status Slice(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t rank = x.rank();
+  TPC_ASSIGN_OR_RETURN(auto starts, ReadInts(ctx, ctx.input(1)));
+  TPC_ASSIGN_OR_RETURN(auto ends, ReadInts(ctx, ctx.input(2)));
+  std::vector<int64_t> axes, steps;
+  if (ctx.has_input(3)) {
+    TPC_ASSIGN_OR_RETURN(axes, ReadInts(ctx, ctx.input(3)));
+  } else {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  if (ctx.has_input(4)) {
+    TPC_ASSIGN_OR_RETURN(steps, ReadInts(ctx, ctx.input(4)));
+  } else {
+    steps.assign(starts.size(), 1);
+  }
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+    return ctx.Error("starts, ends, axes and steps differ in length");
+  }
+  Shape begin(static_cast<size_t>(rank), 0), step(static_cast<size_t>(rank), 1), out = x.shape();
+  for (size_t i = 0; i < starts.size(); ++i) {
+    TPC_ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(ctx, axes[i], rank));
+    const int64_t dim = x.dim(a);
+    const int64_t s = steps[i];
+    if (s == 0) return ctx.Error("a step is zero");
+    int64_t st = starts[i], en = ends[i];
+    if (st < 0) st += dim;
+    if (en < 0) en += dim;
+    if (s > 0) {
+      st = std::clamp<int64_t>(st, 0, dim);
+      en = std::clamp<int64_t>(en, 0, dim);
+    } else {
+      st = std::clamp<int64_t>(st, 0, dim - 1);
+      en = std::clamp<int64_t>(en, -1, dim - 1);
+    }
+    const int64_t len = s > 0 ? (en - st + s - 1) / s : (st - en + (-s) - 1) / (-s);
+    begin[static_cast<size_t>(a)] = st;
+    step[static_cast<size_t>(a)] = s;
+    out[static_cast<size_t>(a)] = std::max<int64_t>(0, len);
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
+  const Shape strides = Strides(x.shape());
+  return VisitBySize(ctx, x.dtype(), [&]<typename U>() {
+    const U* px = x.data<U>();
+    U* py = y->data<U>();
+    Shape idx(static_cast<size_t>(rank));
+    for (int64_t i = 0; i < y->num_elements(); ++i) {
+      Unravel(i, out, idx);
+      int64_t off = 0;
+      for (size_t d = 0; d < static_cast<size_t>(rank); ++d) off += (begin[d] + idx[d] * step[d]) * strides[d];
+      py[i] = px[off];
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Gather(KernelContext& ctx) {
+  const Tensor& data = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), data.rank()));
+  TPC_ASSIGN_OR_RETURN(auto idx, ReadInts(ctx, indices));
+  Shape out(data.shape().begin(), data.shape().begin() + axis);
+  out.insert(out.end(), indices.shape().begin(), indices.shape().end());
+  out.insert(out.end(), data.shape().begin() + axis + 1, data.shape().end());
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, data.dtype()));
+  int64_t outer = 1, inner = ir::DTypeSize(data.dtype());
+  for (int64_t d = 0; d < data.rank(); ++d) {
+    if (d < axis) outer *= data.dim(d);
+    if (d > axis) inner *= data.dim(d);
+  }
+  const int64_t dim = data.dim(axis);
+  const int64_t n = static_cast<int64_t>(idx.size());
+  for (int64_t& i : idx) {
+    TPC_ASSIGN_OR_RETURN(i, CheckIndex(ctx, i, dim));
+  }
+  ctx.pool().ParallelFor(outer * n, std::max<int64_t>(1, 65536 / std::max<int64_t>(inner, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      const int64_t o = k / n, j = k % n;
+      std::memcpy(y->raw() + k * inner, data.raw() + (o * dim + idx[static_cast<size_t>(j)]) * inner,
+                  static_cast<size_t>(inner));
+    }
+  });
+  return absl::OkStatus();
+}
+
+absl::Status GatherElements(KernelContext& ctx) {
+  const Tensor& data = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), data.rank()));
+  if (indices.rank() != data.rank()) return ctx.Error("indices and data differ in rank");
+  TPC_ASSIGN_OR_RETURN(auto idx, ReadInts(ctx, indices));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, indices.shape(), data.dtype()));
+  const Shape strides = Strides(data.shape());
+  return VisitBySize(ctx, data.dtype(), [&]<typename U>() -> absl::Status {
+    Shape pos(indices.shape().size());
+    for (int64_t i = 0; i < y->num_elements(); ++i) {
+      Unravel(i, indices.shape(), pos);
+      TPC_ASSIGN_OR_RETURN(pos[static_cast<size_t>(axis)], CheckIndex(ctx, idx[static_cast<size_t>(i)], data.dim(axis)));
+      int64_t off = 0;
+      for (size_t d = 0; d < pos.size(); ++d) off += pos[d] * strides[d];
+      y->data<U>()[i] = data.data<U>()[off];
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status GatherND(KernelContext& ctx) {
+  const Tensor& data = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  const int64_t b = ctx.node().attr_int("batch_dims", 0);
+  TPC_ASSIGN_OR_RETURN(auto idx, ReadInts(ctx, indices));
+  const int64_t q = indices.rank();
+  const int64_t last = indices.dim(q - 1);
+  if (last + b > data.rank()) return ctx.Error("indices address more dims than data has");
+  Shape out(indices.shape().begin(), indices.shape().end() - 1);
+  out.insert(out.end(), data.shape().begin() + b + last, data.shape().end());
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, data.dtype()));
+  int64_t batch = 1, slice = ir::DTypeSize(data.dtype());
+  for (int64_t d = 0; d < b; ++d) batch *= data.dim(d);
+  for (int64_t d = b + last; d < data.rank(); ++d) slice *= data.dim(d);
+  const Shape strides = Strides(data.shape());
+  const int64_t tuples = static_cast<int64_t>(idx.size()) / std::max<int64_t>(last, 1);
+  const int64_t per_batch = tuples / std::max<int64_t>(batch, 1);
+  const int64_t es = ir::DTypeSize(data.dtype());
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t off = (t / std::max<int64_t>(per_batch, 1)) * (b > 0 ? strides[static_cast<size_t>(b - 1)] : 0);
+    for (int64_t k = 0; k < last; ++k) {
+      TPC_ASSIGN_OR_RETURN(int64_t i, CheckIndex(ctx, idx[static_cast<size_t>(t * last + k)], data.dim(b + k)));
+      off += i * strides[static_cast<size_t>(b + k)];
+    }
+    std::memcpy(y->raw() + t * slice, data.raw() + off * es, static_cast<size_t>(slice));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ScatterND(KernelContext& ctx) {
+  const Tensor& data = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  const Tensor& updates = ctx.input(2);
+  const std::string reduction = ctx.node().attr_string("reduction", "none");
+  TPC_ASSIGN_OR_RETURN(auto idx, ReadInts(ctx, indices));
+  TPC_RETURN_IF_ERROR(CopyWithShape(ctx, data.shape()));
+  Tensor& y = ctx.output(0);
+  const int64_t last = indices.dim(indices.rank() - 1);
+  int64_t slice = 1;
+  for (int64_t d = last; d < data.rank(); ++d) slice *= data.dim(d);
+  const Shape strides = Strides(data.shape());
+  const int64_t tuples = last == 0 ? 1 : static_cast<int64_t>(idx.size()) / last;
+  return VisitType(ctx, data.dtype(), [&]<typename T>() -> absl::Status {
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t off = 0;
+      for (int64_t k = 0; k < last; ++k) {
+        TPC_ASSIGN_OR_RETURN(int64_t i, CheckIndex(ctx, idx[static_cast<size_t>(t * last + k)], data.dim(k)));
+        off += i * strides[static_cast<size_t>(k)];
+      }
+      for (int64_t j = 0; j < slice; ++j) {
+        T& dst = y.data<T>()[off + j];
+        dst = Combine<T>(reduction, dst, updates.data<T>()[t * slice + j]);
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status ScatterElements(KernelContext& ctx) {
+  const Tensor& data = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  const Tensor& updates = ctx.input(2);
+  const std::string reduction = ctx.node().attr_string("reduction", "none");
+  TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), data.rank()));
+  TPC_ASSIGN_OR_RETURN(auto idx, ReadInts(ctx, indices));
+  TPC_RETURN_IF_ERROR(CopyWithShape(ctx, data.shape()));
+  Tensor& y = ctx.output(0);
+  const Shape strides = Strides(data.shape());
+  return VisitType(ctx, data.dtype(), [&]<typename T>() -> absl::Status {
+    Shape pos(indices.shape().size());
+    for (int64_t i = 0; i < indices.num_elements(); ++i) {
+      Unravel(i, indices.shape(), pos);
+      TPC_ASSIGN_OR_RETURN(pos[static_cast<size_t>(axis)], CheckIndex(ctx, idx[static_cast<size_t>(i)], data.dim(axis)));
+      int64_t off = 0;
+      for (size_t d = 0; d < pos.size(); ++d) off += pos[d] * strides[d];
+      T& dst = y.data<T>()[off];
+      dst = Combine<T>(reduction, dst, updates.data<T>()[i]);
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Pad(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t rank = x.rank();
+  const std::string mode = ctx.node().attr_string("mode", "constant");
+  TPC_ASSIGN_OR_RETURN(auto pads_in, ReadInts(ctx, ctx.input(1)));
+  std::vector<int64_t> axes;
+  if (ctx.has_input(3)) {
+    TPC_ASSIGN_OR_RETURN(axes, ReadInts(ctx, ctx.input(3)));
+  } else {
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  }
+  if (pads_in.size() != 2 * axes.size()) return ctx.Error("pads must hold two values per axis");
+  Shape before(static_cast<size_t>(rank), 0), out = x.shape();
+  for (size_t i = 0; i < axes.size(); ++i) {
+    TPC_ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(ctx, axes[i], rank));
+    before[static_cast<size_t>(a)] = pads_in[i];
+    out[static_cast<size_t>(a)] += pads_in[i] + pads_in[i + axes.size()];
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
+  const Tensor* cv = ctx.optional_input(2);
+  const Shape strides = Strides(x.shape());
+  return VisitBySize(ctx, x.dtype(), [&]<typename U>() -> absl::Status {
+    U fill{};
+    if (cv != nullptr && cv->num_elements() > 0) std::memcpy(&fill, cv->raw(), sizeof(U));
+    Shape idx(static_cast<size_t>(rank));
+    for (int64_t i = 0; i < y->num_elements(); ++i) {
+      Unravel(i, out, idx);
+      int64_t off = 0;
+      bool outside = false;
+      for (size_t d = 0; d < static_cast<size_t>(rank); ++d) {
+        int64_t p = idx[d] - before[d];
+        const int64_t n = x.shape()[d];
+        if (p < 0 || p >= n) {
+          if (mode == "constant" || n == 0) {
+            outside = true;
+            break;
+          }
+          if (mode == "edge") {
+            p = std::clamp<int64_t>(p, 0, n - 1);
+          } else if (mode == "wrap") {
+            p = ((p % n) + n) % n;
+          } else {  // reflect
+            const int64_t period = std::max<int64_t>(2 * (n - 1), 1);
+            p = ((p % period) + period) % period;
+            if (p >= n) p = period - p;
+          }
+        }
+        off += p * strides[d];
+      }
+      y->data<U>()[i] = outside ? fill : x.data<U>()[off];
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Trilu(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 2) return ctx.Error("Trilu needs rank >= 2");
+  int64_t k = 0;
+  if (ctx.has_input(1)) {
+    TPC_ASSIGN_OR_RETURN(auto kv, ReadInts(ctx, ctx.input(1)));
+    if (!kv.empty()) k = kv[0];
+  }
+  const bool upper = ctx.node().attr_int("upper", 1) != 0;
+  TPC_RETURN_IF_ERROR(CopyWithShape(ctx, x.shape()));
+  Tensor& y = ctx.output(0);
+  const int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
+  const int64_t es = ir::DTypeSize(x.dtype());
+  const int64_t mats = rows * cols == 0 ? 0 : x.num_elements() / (rows * cols);
+  for (int64_t m = 0; m < mats; ++m) {
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) {
+        const bool keep = upper ? j - i >= k : j - i <= k;
+        if (!keep) std::memset(y.raw() + ((m * rows + i) * cols + j) * es, 0, static_cast<size_t>(es));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tpc::runtime::cpu

@@ -1,0 +1,249 @@
+// Internal to the CPU backend: helpers the kernel families share and the kernel
+// functions that registry.cc puts in its table. Only registry.cc names operators.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "tpc/runtime/kernel.h"
+#include "tpc/util/status_macros.h"
+
+namespace tpc::runtime::cpu {
+
+using Shape = std::vector<int64_t>;
+
+// ---- Element types (common.cc) ----
+
+// Calls `f.template operator()<T>()` with the C++ type of `t` (numeric types and bool),
+// or returns an error naming the node.
+template <bool kAllowBool = true, typename F>
+absl::Status VisitType(const KernelContext& ctx, ir::DType t, F&& f) {
+  using ir::DType;
+  switch (t) {
+    case DType::kF32: return f.template operator()<float>();
+    case DType::kF64: return f.template operator()<double>();
+    case DType::kI64: return f.template operator()<int64_t>();
+    case DType::kI32: return f.template operator()<int32_t>();
+    case DType::kI16: return f.template operator()<int16_t>();
+    case DType::kI8: return f.template operator()<int8_t>();
+    case DType::kU8: return f.template operator()<uint8_t>();
+    case DType::kU16: return f.template operator()<uint16_t>();
+    case DType::kU32: return f.template operator()<uint32_t>();
+    case DType::kU64: return f.template operator()<uint64_t>();
+    case DType::kBool:
+      if constexpr (kAllowBool) return f.template operator()<bool>();
+      break;
+    default: break;
+  }
+  return ctx.Error(absl::StrCat("element type ", ir::DTypeName(t), " is not supported"));
+}
+// Numeric types only (no bool).
+template <typename F>
+absl::Status VisitNumeric(const KernelContext& ctx, ir::DType t, F&& f) {
+  return VisitType<false>(ctx, t, std::forward<F>(f));
+}
+// Only f32 and f64.
+template <typename F>
+absl::Status VisitFloat(const KernelContext& ctx, ir::DType t, F&& f) {
+  if (t == ir::DType::kF32) return f.template operator()<float>();
+  if (t == ir::DType::kF64) return f.template operator()<double>();
+  return ctx.Error(absl::StrCat("element type ", ir::DTypeName(t), " is not supported (float only)"));
+}
+
+// A copy of `src` converted to `to` (numeric types, bool, f16, bf16).
+absl::StatusOr<Tensor> CastTensor(const KernelContext& ctx, const Tensor& src, ir::DType to);
+// An integer tensor (i32 or i64) as int64 values.
+absl::StatusOr<std::vector<int64_t>> ReadInts(const KernelContext& ctx, const Tensor& t);
+// Element i of a numeric tensor as a double.
+double ElementAsDouble(const Tensor& t, int64_t i);
+
+// ---- Shapes (common.cc) ----
+
+int64_t NumElements(const Shape& shape);
+Shape Strides(const Shape& shape);
+// `axis` in [-rank, rank) made non-negative, or an error naming the node.
+absl::StatusOr<int64_t> NormalizeAxis(const KernelContext& ctx, int64_t axis, int64_t rank);
+// Numpy broadcasting of several shapes.
+absl::StatusOr<Shape> BroadcastShapes(const KernelContext& ctx, const std::vector<Shape>& shapes);
+// Strides of `in` read as `out` (0 on broadcast dims); `in` is right-aligned.
+Shape BroadcastStrides(const Shape& in, const Shape& out);
+
+// Calls f(i, offsets) for every element i of `out` with the element offset of each of
+// the N inputs; large loops are split across the pool.
+template <size_t N, typename F>
+void ForEachBroadcast(ThreadPool& pool, const Shape& out, const std::array<Shape, N>& in_shapes,
+                      F f) {
+  const int64_t total = NumElements(out);
+  bool same = true;
+  for (const Shape& s : in_shapes) same = same && s == out;
+  if (same) {
+    pool.ParallelFor(total, 1 << 15, [&](int64_t b, int64_t e) {
+      std::array<int64_t, N> off;
+      for (int64_t i = b; i < e; ++i) {
+        off.fill(i);
+        f(i, off);
+      }
+    });
+    return;
+  }
+  std::array<Shape, N> strides;
+  for (size_t k = 0; k < N; ++k) strides[k] = BroadcastStrides(in_shapes[k], out);
+  const size_t rank = out.size();
+  pool.ParallelFor(total, 1 << 15, [&](int64_t b, int64_t e) {
+    Shape idx(rank, 0);
+    std::array<int64_t, N> off{};
+    int64_t rem = b;
+    for (size_t d = rank; d-- > 0;) {
+      idx[d] = out[d] == 0 ? 0 : rem % out[d];
+      rem = out[d] == 0 ? 0 : rem / out[d];
+      for (size_t k = 0; k < N; ++k) off[k] += idx[d] * strides[k][d];
+    }
+    for (int64_t i = b; i < e; ++i) {
+      f(i, off);
+      for (size_t d = rank; d-- > 0;) {
+        for (size_t k = 0; k < N; ++k) off[k] += strides[k][d];
+        if (++idx[d] < out[d]) break;
+        for (size_t k = 0; k < N; ++k) off[k] -= idx[d] * strides[k][d];
+        idx[d] = 0;
+      }
+    }
+  });
+}
+
+// Calls `f.template operator()<U>()` with an unsigned type of the element size of `t`
+// (for kernels that move elements without looking at them).
+template <typename F>
+absl::Status VisitBySize(const KernelContext& ctx, ir::DType t, F&& f) {
+  switch (ir::DTypeSize(t)) {
+    case 1: return f.template operator()<uint8_t>();
+    case 2: return f.template operator()<uint16_t>();
+    case 4: return f.template operator()<uint32_t>();
+    case 8: return f.template operator()<uint64_t>();
+    default: break;
+  }
+  return ctx.Error(absl::StrCat("element type ", ir::DTypeName(t), " is not supported"));
+}
+
+// Axes from attribute `name` or (newer opsets) input `input`; nullopt when neither.
+absl::StatusOr<std::optional<std::vector<int64_t>>> AxesFromAttrOrInput(const KernelContext& ctx,
+                                                                        const std::string& name,
+                                                                        int input);
+// Output 0 as a copy of input 0's bytes with a new shape (Reshape, Squeeze, ...).
+absl::Status CopyWithShape(KernelContext& ctx, const Shape& shape);
+
+// ---- Elementwise (elementwise.cc, unary.cc) ----
+absl::Status Abs(KernelContext& ctx);
+absl::Status Add(KernelContext& ctx);
+absl::Status And(KernelContext& ctx);
+absl::Status Ceil(KernelContext& ctx);
+absl::Status Clip(KernelContext& ctx);
+absl::Status Cos(KernelContext& ctx);
+absl::Status Div(KernelContext& ctx);
+absl::Status Elu(KernelContext& ctx);
+absl::Status Equal(KernelContext& ctx);
+absl::Status Erf(KernelContext& ctx);
+absl::Status Exp(KernelContext& ctx);
+absl::Status Floor(KernelContext& ctx);
+absl::Status Gelu(KernelContext& ctx);
+absl::Status Greater(KernelContext& ctx);
+absl::Status GreaterOrEqual(KernelContext& ctx);
+absl::Status HardSigmoid(KernelContext& ctx);
+absl::Status HardSwish(KernelContext& ctx);
+absl::Status IsInf(KernelContext& ctx);
+absl::Status IsNaN(KernelContext& ctx);
+absl::Status LeakyRelu(KernelContext& ctx);
+absl::Status Less(KernelContext& ctx);
+absl::Status LessOrEqual(KernelContext& ctx);
+absl::Status Log(KernelContext& ctx);
+absl::Status Max(KernelContext& ctx);
+absl::Status Mean(KernelContext& ctx);
+absl::Status Min(KernelContext& ctx);
+absl::Status Mish(KernelContext& ctx);
+absl::Status Mod(KernelContext& ctx);
+absl::Status Mul(KernelContext& ctx);
+absl::Status Neg(KernelContext& ctx);
+absl::Status Not(KernelContext& ctx);
+absl::Status Or(KernelContext& ctx);
+absl::Status Pow(KernelContext& ctx);
+absl::Status PRelu(KernelContext& ctx);
+absl::Status Reciprocal(KernelContext& ctx);
+absl::Status Relu(KernelContext& ctx);
+absl::Status Round(KernelContext& ctx);
+absl::Status Selu(KernelContext& ctx);
+absl::Status Sigmoid(KernelContext& ctx);
+absl::Status Sign(KernelContext& ctx);
+absl::Status Sin(KernelContext& ctx);
+absl::Status Softplus(KernelContext& ctx);
+absl::Status Sqrt(KernelContext& ctx);
+absl::Status Sub(KernelContext& ctx);
+absl::Status Sum(KernelContext& ctx);
+absl::Status Tan(KernelContext& ctx);
+absl::Status Tanh(KernelContext& ctx);
+absl::Status Where(KernelContext& ctx);
+absl::Status Xor(KernelContext& ctx);
+
+// ---- Casts and generators (generators.cc) ----
+absl::Status Cast(KernelContext& ctx);
+absl::Status CastLike(KernelContext& ctx);
+absl::Status ConstantOfShape(KernelContext& ctx);
+absl::Status Range(KernelContext& ctx);
+absl::Status Shape_(KernelContext& ctx);
+absl::Status Size(KernelContext& ctx);
+
+// ---- Linear algebra (matmul.cc) ----
+absl::Status Gemm(KernelContext& ctx);
+absl::Status MatMul(KernelContext& ctx);
+
+// ---- Reductions (reduce.cc) ----
+absl::Status ArgMax(KernelContext& ctx);
+absl::Status ArgMin(KernelContext& ctx);
+absl::Status CumSum(KernelContext& ctx);
+absl::Status Reduce(KernelContext& ctx);  // every Reduce* op, by op type
+absl::Status TopK(KernelContext& ctx);
+
+// ---- Softmax and norms (norms.cc) ----
+absl::Status LayerNormalization(KernelContext& ctx);
+absl::Status LogSoftmax(KernelContext& ctx);
+absl::Status RMSNormalization(KernelContext& ctx);
+absl::Status Softmax(KernelContext& ctx);
+
+// ---- Shape and movement (movement.cc, indexing.cc) ----
+absl::Status Concat(KernelContext& ctx);
+absl::Status Dropout(KernelContext& ctx);
+absl::Status Expand(KernelContext& ctx);
+absl::Status Flatten(KernelContext& ctx);
+absl::Status Gather(KernelContext& ctx);
+absl::Status GatherElements(KernelContext& ctx);
+absl::Status GatherND(KernelContext& ctx);
+absl::Status Identity(KernelContext& ctx);
+absl::Status Pad(KernelContext& ctx);
+absl::Status Reshape(KernelContext& ctx);
+absl::Status ScatterElements(KernelContext& ctx);
+absl::Status ScatterND(KernelContext& ctx);
+absl::Status Slice(KernelContext& ctx);
+absl::Status Split(KernelContext& ctx);
+absl::Status Squeeze(KernelContext& ctx);
+absl::Status Tile(KernelContext& ctx);
+absl::Status Transpose(KernelContext& ctx);
+absl::Status Trilu(KernelContext& ctx);
+absl::Status Unsqueeze(KernelContext& ctx);
+
+// ---- Losses (loss.cc) ----
+absl::Status NegativeLogLikelihoodLoss(KernelContext& ctx);
+absl::Status SoftmaxCrossEntropyLoss(KernelContext& ctx);
+
+// ---- Collectives of the `tpc` domain (collectives.cc) ----
+absl::Status AllGather(KernelContext& ctx);
+absl::Status AllReduce(KernelContext& ctx);
+absl::Status AllToAll(KernelContext& ctx);
+absl::Status Rank(KernelContext& ctx);
+absl::Status ReduceScatter(KernelContext& ctx);
+
+}  // namespace tpc::runtime::cpu

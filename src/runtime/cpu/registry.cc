@@ -1,0 +1,181 @@
+// The CPU backend and its kernel table: the one place that names operators.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "kernels.h"
+#include "tpc/runtime/backend.h"
+
+namespace tpc::runtime {
+namespace {
+
+using namespace cpu;  // NOLINT(google-build-using-namespace): the kernel functions.
+
+constexpr std::string_view kTpc = "tpc";
+constexpr std::string_view kMicrosoft = "com.microsoft";
+
+struct Entry {
+  std::string_view domain;  // "" (ai.onnx), "tpc" or "com.microsoft"
+  std::string_view op_type;
+  Kernel kernel;
+};
+
+// `any` marks kernels that move f16/bf16 elements themselves (no f32 conversion).
+constexpr bool any = true;
+
+// Sorted by domain, then op type; one line per operator.
+const Entry kKernels[] = {
+    {"", "Abs", {Abs}},
+    {"", "Add", {Add}},
+    {"", "And", {And}},
+    {"", "ArgMax", {ArgMax}},
+    {"", "ArgMin", {ArgMin}},
+    {"", "Cast", {Cast, any}},
+    {"", "CastLike", {CastLike, any}},
+    {"", "Ceil", {Ceil}},
+    {"", "Clip", {Clip}},
+    {"", "Concat", {Concat, any}},
+    {"", "ConstantOfShape", {ConstantOfShape, any}},
+    {"", "Cos", {Cos}},
+    {"", "CumSum", {CumSum}},
+    {"", "Div", {Div}},
+    {"", "Dropout", {Dropout, any}},
+    {"", "Elu", {Elu}},
+    {"", "Equal", {Equal}},
+    {"", "Erf", {Erf}},
+    {"", "Exp", {Exp}},
+    {"", "Expand", {Expand, any}},
+    {"", "Flatten", {Flatten, any}},
+    {"", "Floor", {Floor}},
+    {"", "Gather", {Gather, any}},
+    {"", "GatherElements", {GatherElements, any}},
+    {"", "GatherND", {GatherND, any}},
+    {"", "Gelu", {Gelu}},
+    {"", "Gemm", {Gemm}},
+    {"", "Greater", {Greater}},
+    {"", "GreaterOrEqual", {GreaterOrEqual}},
+    {"", "HardSigmoid", {HardSigmoid}},
+    {"", "HardSwish", {HardSwish}},
+    {"", "Identity", {Identity, any}},
+    {"", "IsInf", {IsInf}},
+    {"", "IsNaN", {IsNaN}},
+    {"", "LayerNormalization", {LayerNormalization}},
+    {"", "LeakyRelu", {LeakyRelu}},
+    {"", "Less", {Less}},
+    {"", "LessOrEqual", {LessOrEqual}},
+    {"", "Log", {Log}},
+    {"", "LogSoftmax", {LogSoftmax}},
+    {"", "MatMul", {MatMul}},
+    {"", "Max", {Max}},
+    {"", "Mean", {Mean}},
+    {"", "Min", {Min}},
+    {"", "Mish", {Mish}},
+    {"", "Mod", {Mod}},
+    {"", "Mul", {Mul}},
+    {"", "Neg", {Neg}},
+    {"", "NegativeLogLikelihoodLoss", {NegativeLogLikelihoodLoss}},
+    {"", "Not", {Not}},
+    {"", "Or", {Or}},
+    {"", "PRelu", {PRelu}},
+    {"", "Pad", {Pad, any}},
+    {"", "Pow", {Pow}},
+    {"", "RMSNormalization", {RMSNormalization}},
+    {"", "Range", {Range}},
+    {"", "Reciprocal", {Reciprocal}},
+    {"", "ReduceL1", {Reduce}},
+    {"", "ReduceL2", {Reduce}},
+    {"", "ReduceLogSum", {Reduce}},
+    {"", "ReduceLogSumExp", {Reduce}},
+    {"", "ReduceMax", {Reduce}},
+    {"", "ReduceMean", {Reduce}},
+    {"", "ReduceMin", {Reduce}},
+    {"", "ReduceProd", {Reduce}},
+    {"", "ReduceSum", {Reduce}},
+    {"", "ReduceSumSquare", {Reduce}},
+    {"", "Relu", {Relu}},
+    {"", "Reshape", {Reshape, any}},
+    {"", "Round", {Round}},
+    {"", "ScatterElements", {ScatterElements}},
+    {"", "ScatterND", {ScatterND}},
+    {"", "Selu", {Selu}},
+    {"", "Shape", {Shape_, any}},
+    {"", "Sigmoid", {Sigmoid}},
+    {"", "Sign", {Sign}},
+    {"", "SimplifiedLayerNormalization", {RMSNormalization}},
+    {"", "Sin", {Sin}},
+    {"", "Size", {Size, any}},
+    {"", "Slice", {Slice, any}},
+    {"", "Softmax", {Softmax}},
+    {"", "SoftmaxCrossEntropyLoss", {SoftmaxCrossEntropyLoss}},
+    {"", "Softplus", {Softplus}},
+    {"", "Split", {Split, any}},
+    {"", "Sqrt", {Sqrt}},
+    {"", "Squeeze", {Squeeze, any}},
+    {"", "Sub", {Sub}},
+    {"", "Sum", {Sum}},
+    {"", "Tan", {Tan}},
+    {"", "Tanh", {Tanh}},
+    {"", "Tile", {Tile, any}},
+    {"", "TopK", {TopK}},
+    {"", "Transpose", {Transpose, any}},
+    {"", "Trilu", {Trilu, any}},
+    {"", "Unsqueeze", {Unsqueeze, any}},
+    {"", "Where", {Where, any}},
+    {"", "Xor", {Xor}},
+    {kMicrosoft, "SimplifiedLayerNormalization", {RMSNormalization}},
+    {kTpc, "AllGather", {AllGather, any}},
+    {kTpc, "AllReduce", {AllReduce, any}},
+    {kTpc, "AllToAll", {AllToAll, any}},
+    {kTpc, "Rank", {Rank, any}},
+    {kTpc, "ReduceScatter", {ReduceScatter, any}},
+};
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int threads) : pool_(threads) {
+    // BLAS uses the same number of threads as the kernels' loops.
+    openblas_set_num_threads(threads);
+  }
+
+  std::string name() const override { return "cpu"; }
+
+  const Kernel* FindKernel(std::string_view domain, std::string_view op_type) const override {
+    if (domain == "ai.onnx") domain = "";
+    for (const Entry& e : kKernels) {
+      if (e.domain == domain && e.op_type == op_type) return &e.kernel;
+    }
+    return nullptr;
+  }
+
+  void* Allocate(size_t bytes) override {
+    return std::aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64);
+  }
+  void Free(void* p) override { std::free(p); }
+  void CopyFromHost(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void CopyToHost(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  ThreadPool& pool() override { return pool_; }
+
+ private:
+  ThreadPool pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> MakeCpuBackend(int threads) {
+  return std::make_unique<CpuBackend>(threads > 0 ? threads : DefaultThreadCount());
+}
+
+std::vector<std::string> CpuKernelOps() {
+  std::vector<std::string> out;
+  for (const Entry& e : kKernels) {
+    out.push_back(e.domain.empty() ? std::string(e.op_type)
+                                   : absl::StrCat(std::string(e.domain), "::", std::string(e.op_type)));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace tpc::runtime

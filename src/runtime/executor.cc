@@ -1,0 +1,330 @@
+#include "tpc/runtime/executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "tpc/util/status_macros.h"
+
+namespace tpc::runtime {
+
+namespace {
+constexpr int64_t kPinned = std::numeric_limits<int64_t>::max();
+using Clock = std::chrono::steady_clock;
+}  // namespace
+
+struct Executor::Step {
+  const ir::Node* node;
+  const Kernel* kernel;
+  std::vector<int> in_slots;   // -1: omitted optional input
+  std::vector<int> out_slots;
+  std::vector<bool> wanted;
+  std::vector<int> frees;  // slots whose last use is this step
+};
+
+// Concrete shapes of one binding and the arena offsets they get.
+struct Executor::Plan {
+  std::vector<std::optional<std::vector<int64_t>>> shapes;  // per slot
+  std::vector<int64_t> offsets;                             // per slot; -1: not in the arena
+  std::vector<int64_t> bytes;                               // per slot, when planned
+  MemoryPlan memory;
+};
+
+// Outputs of one step: the planned arena slot when the shape matches the plan.
+class Executor::StepAllocator final : public OutputAllocator {
+ public:
+  StepAllocator(Executor& ex, const Step& step, const Plan& plan)
+      : ex_(ex), step_(step), plan_(plan) {}
+
+  absl::StatusOr<Tensor> AllocateOutput(int index, ir::DType dtype,
+                                        const std::vector<int64_t>& shape) override {
+    const int slot = step_.out_slots[static_cast<size_t>(index)];
+    const ir::Value* v = ex_.slot_values_[static_cast<size_t>(slot)];
+    Tensor t(dtype, shape, nullptr);
+    const int64_t offset = plan_.offsets[static_cast<size_t>(slot)];
+    if (offset >= 0 && dtype == v->type().dtype) {
+      if (static_cast<int64_t>(t.nbytes()) != plan_.bytes[static_cast<size_t>(slot)]) {
+        return absl::InternalError(absl::StrCat(
+            "node ", step_.node->Describe(), ": output '", v->name(), "' is ", t.TypeString(),
+            " at run time, but shape inference planned ", v->type().ToString(), " = ",
+            ShapeString(*plan_.shapes[static_cast<size_t>(slot)])));
+      }
+      return Tensor(dtype, shape, ex_.arena_ + offset);
+    }
+    // Not planned (dynamic shape, graph output, or an f32 stand-in for a half output).
+    const size_t bytes = std::max<size_t>(t.nbytes(), 1);
+    void* p = ex_.backend_.Allocate(bytes);
+    if (p == nullptr) {
+      return absl::ResourceExhaustedError(absl::StrCat("node ", step_.node->Describe(),
+                                                       ": cannot allocate ", bytes, " bytes"));
+    }
+    Tensor out(dtype, shape, p);
+    ex_.unplanned_live_ += static_cast<int64_t>(bytes);
+    ex_.unplanned_peak_ = std::max(ex_.unplanned_peak_, ex_.unplanned_live_);
+    // Values of a run never outlive it (outputs are copied out), so `ex_` is alive here.
+    Executor* ex = &ex_;
+    out.set_owner(std::shared_ptr<void>(p, [ex, bytes](void* q) {
+      ex->backend_.Free(q);
+      ex->unplanned_live_ -= static_cast<int64_t>(bytes);
+    }));
+    return out;
+  }
+
+ private:
+  Executor& ex_;
+  const Step& step_;
+  const Plan& plan_;
+};
+
+Executor::Executor(const ir::Graph& graph, Backend& backend, Communicator* comm,
+                   ExecutorOptions options)
+    : graph_(graph), backend_(backend), comm_(comm), options_(options) {}
+
+Executor::~Executor() {
+  if (arena_ != nullptr) backend_.Free(arena_);
+}
+
+absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const ir::Graph& graph,
+                                                           Backend& backend, Communicator* comm,
+                                                           ExecutorOptions options) {
+  std::unique_ptr<Executor> ex(new Executor(graph, backend, comm, options));
+  TPC_RETURN_IF_ERROR(ex->Build());
+  return ex;
+}
+
+absl::Status Executor::Build() {
+  auto slot_for = [&](const ir::Value* v) {
+    auto [it, inserted] = slot_of_.emplace(v, static_cast<int>(slot_values_.size()));
+    if (inserted) slot_values_.push_back(v);
+    return it->second;
+  };
+  for (ir::Node* n : graph_.nodes()) {
+    switch (n->kind()) {
+      case ir::NodeKind::kPlaceholder:
+        input_slots_.push_back(slot_for(n->output()));
+        inputs_.push_back({n->output()->name(), n->output()->type()});
+        break;
+      case ir::NodeKind::kConstant: {
+        const ir::Tensor& t = n->tensor();
+        if (!t.has_data()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("constant '", n->output()->name(), "' has no data (elided)"));
+        }
+        Tensor view(t.dtype(), t.shape(), const_cast<uint8_t*>(t.data()));
+        const int64_t esize = std::max<int64_t>(ir::DTypeSize(t.dtype()), 1);
+        if (reinterpret_cast<uintptr_t>(t.data()) % static_cast<uintptr_t>(esize) != 0) {
+          // Embedded raw_data can sit at any offset of the model file: copy it once.
+          Tensor copy = Tensor::Allocate(t.dtype(), t.shape());
+          std::memcpy(copy.raw(), t.data(), t.nbytes());
+          view = copy;
+        }
+        constants_.emplace_back(slot_for(n->output()), view);
+        constant_refs_.push_back(t);
+        break;
+      }
+      case ir::NodeKind::kCall: {
+        Step step;
+        step.node = n;
+        step.kernel = backend_.FindKernel(n->domain(), n->op_type());
+        if (step.kernel == nullptr) {
+          return absl::UnimplementedError(absl::StrCat("node ", n->Describe(), ": the ",
+                                                       backend_.name(), " backend has no kernel for ",
+                                                       n->domain().empty() ? "" : n->domain() + "::",
+                                                       n->op_type()));
+        }
+        for (ir::Value* in : n->inputs()) step.in_slots.push_back(in ? slot_for(in) : -1);
+        for (ir::Value* out : n->outputs()) {
+          step.out_slots.push_back(slot_for(out));
+          step.wanted.push_back(out->has_uses());
+        }
+        steps_.push_back(std::move(step));
+        break;
+      }
+      case ir::NodeKind::kOutput:
+        for (ir::Value* v : n->inputs()) {
+          output_slots_.push_back(slot_for(v));
+          outputs_.push_back({v->name(), v->type()});
+        }
+        break;
+    }
+  }
+  // Lifetimes: the last step that reads each slot; graph outputs are pinned.
+  last_use_.assign(slot_values_.size(), -1);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    for (int s : steps_[i].in_slots) {
+      if (s >= 0) last_use_[static_cast<size_t>(s)] = static_cast<int64_t>(i);
+    }
+  }
+  for (int s : output_slots_) last_use_[static_cast<size_t>(s)] = kPinned;
+  for (Step& step : steps_) {
+    for (size_t k = 0; k < step.out_slots.size(); ++k) {
+      if (last_use_[static_cast<size_t>(step.out_slots[k])] == kPinned) step.wanted[k] = true;
+    }
+  }
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    for (int s : steps_[i].in_slots) {
+      if (s >= 0 && last_use_[static_cast<size_t>(s)] == static_cast<int64_t>(i) &&
+          std::find(steps_[i].frees.begin(), steps_[i].frees.end(), s) == steps_[i].frees.end()) {
+        steps_[i].frees.push_back(s);
+      }
+    }
+    for (int s : steps_[i].out_slots) {
+      if (last_use_[static_cast<size_t>(s)] == -1) steps_[i].frees.push_back(s);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SymbolBindings> Executor::CheckInputs(
+    const std::map<std::string, Tensor>& inputs) const {
+  SymbolBindings bindings;
+  for (const auto& [name, t] : inputs) {
+    if (std::none_of(inputs_.begin(), inputs_.end(), [&](const IoSpec& s) { return s.name == name; })) {
+      std::vector<std::string> names;
+      for (const IoSpec& s : inputs_) names.push_back(s.name);
+      return absl::InvalidArgumentError(absl::StrCat("unknown input '", name,
+                                                     "' (the model's inputs: ",
+                                                     absl::StrJoin(names, ", "), ")"));
+    }
+  }
+  for (const IoSpec& spec : inputs_) {
+    auto it = inputs.find(spec.name);
+    if (it == inputs.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("missing input '", spec.name, "' (", spec.type.ToString(), ")"));
+    }
+    TPC_RETURN_IF_ERROR(BindInput(spec.name, spec.type, it->second.dtype(), it->second.shape(), bindings));
+  }
+  return bindings;
+}
+
+const Executor::Plan& Executor::PlanFor(const SymbolBindings& bindings) {
+  const std::string key = BindingsKey(bindings);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return *it->second;
+  auto plan = std::make_unique<Plan>();
+  const size_t n = slot_values_.size();
+  plan->shapes.resize(n);
+  plan->offsets.assign(n, -1);
+  plan->bytes.assign(n, 0);
+  std::vector<BufferRequest> requests;
+  std::vector<int> request_slots;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    for (int s : steps_[i].out_slots) {
+      const ir::Value* v = slot_values_[static_cast<size_t>(s)];
+      plan->shapes[static_cast<size_t>(s)] = EvaluateShape(v->type(), bindings);
+      const int64_t last = last_use_[static_cast<size_t>(s)];
+      if (!options_.plan_memory || !plan->shapes[static_cast<size_t>(s)] || last == kPinned) continue;
+      int64_t elems = 1;
+      for (int64_t d : *plan->shapes[static_cast<size_t>(s)]) elems *= d;
+      const int64_t bytes = elems * ir::DTypeSize(v->type().dtype);
+      plan->bytes[static_cast<size_t>(s)] = bytes;
+      requests.push_back({bytes, static_cast<int64_t>(i), std::max<int64_t>(last, static_cast<int64_t>(i))});
+      request_slots.push_back(s);
+    }
+  }
+  plan->memory = PlanMemory(requests);
+  for (size_t r = 0; r < requests.size(); ++r) {
+    plan->offsets[static_cast<size_t>(request_slots[r])] = plan->memory.offsets[r];
+  }
+  if (plan->memory.arena_bytes > arena_capacity_) {
+    if (arena_ != nullptr) backend_.Free(arena_);
+    arena_ = static_cast<uint8_t*>(backend_.Allocate(static_cast<size_t>(plan->memory.arena_bytes)));
+    arena_capacity_ = plan->memory.arena_bytes;
+  }
+  return *plans_.emplace(key, std::move(plan)).first->second;
+}
+
+absl::Status Executor::RunStep(const Step& step, const Plan& plan, std::vector<Tensor>& values) {
+  const ir::Node& node = *step.node;
+  std::vector<const Tensor*> ins;
+  std::vector<Tensor> converted;  // f32 stand-ins of half inputs
+  converted.reserve(step.in_slots.size());
+  for (size_t k = 0; k < step.in_slots.size(); ++k) {
+    const int s = step.in_slots[k];
+    const Tensor* t = s >= 0 ? &values[static_cast<size_t>(s)] : nullptr;
+    if (t != nullptr && t->raw() == nullptr && t->num_elements() > 0) {
+      return absl::InternalError(absl::StrCat("node ", node.Describe(), ": input ", k, " ('",
+                                              slot_values_[static_cast<size_t>(s)]->name(),
+                                              "') has no data"));
+    }
+    if (t != nullptr && !step.kernel->any_float && IsHalfType(t->dtype())) {
+      converted.push_back(ConvertFloats(*t, ir::DType::kF32));
+      t = &converted.back();
+    }
+    ins.push_back(t);
+  }
+  std::vector<ir::DType> out_types;
+  for (int s : step.out_slots) {
+    ir::DType t = slot_values_[static_cast<size_t>(s)]->type().dtype;
+    out_types.push_back(!step.kernel->any_float && IsHalfType(t) ? ir::DType::kF32 : t);
+  }
+  StepAllocator alloc(*this, step, plan);
+  KernelContext ctx(node, std::move(ins), std::move(out_types), alloc, comm_, backend_.pool(),
+                    graph_.onnx_opset());
+  ctx.set_wanted(step.wanted);
+  TPC_RETURN_IF_ERROR(step.kernel->fn(ctx));
+  for (size_t k = 0; k < step.out_slots.size(); ++k) {
+    Tensor& out = ctx.output(static_cast<int>(k));
+    const ir::Value* v = slot_values_[static_cast<size_t>(step.out_slots[k])];
+    if (out.dtype() == ir::DType::kUndefined) {
+      if (step.wanted[k]) {
+        return absl::InternalError(absl::StrCat("node ", node.Describe(), ": the kernel produced no output ", k));
+      }
+      continue;
+    }
+    if (out.dtype() != v->type().dtype && IsHalfType(v->type().dtype)) {
+      TPC_ASSIGN_OR_RETURN(Tensor half, alloc.AllocateOutput(static_cast<int>(k), v->type().dtype, out.shape()));
+      ConvertFloats(out, half);
+      out = half;
+    }
+    values[static_cast<size_t>(step.out_slots[k])] = std::move(out);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Tensor>& inputs) {
+  const auto t0 = Clock::now();
+  TPC_ASSIGN_OR_RETURN(SymbolBindings bindings, CheckInputs(inputs));
+  const Plan& plan = PlanFor(bindings);
+  stats_ = RunStats();
+  stats_.arena_bytes = plan.memory.arena_bytes;
+  stats_.planned_total_bytes = plan.memory.total_bytes;
+  for (int64_t o : plan.offsets) (o >= 0 ? stats_.planned_values : stats_.unplanned_values)++;
+  stats_.unplanned_values -= static_cast<int>(input_slots_.size() + constants_.size());
+
+  std::vector<Tensor> values(slot_values_.size());
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    values[static_cast<size_t>(input_slots_[i])] = inputs.at(inputs_[i].name);
+  }
+  for (const auto& [slot, t] : constants_) values[static_cast<size_t>(slot)] = t;
+
+  unplanned_live_ = 0;
+  unplanned_peak_ = 0;
+  for (const Step& step : steps_) {
+    const auto ts = Clock::now();
+    TPC_RETURN_IF_ERROR(RunStep(step, plan, values));
+    for (int f : step.frees) values[static_cast<size_t>(f)] = Tensor();
+    if (options_.profile) {
+      stats_.op_seconds[step.node->op_type()] += std::chrono::duration<double>(Clock::now() - ts).count();
+    }
+  }
+  // Outputs are copied to host tensors the caller owns, independent of the executor.
+  std::vector<Tensor> outputs;
+  for (int s : output_slots_) {
+    const Tensor& t = values[static_cast<size_t>(s)];
+    Tensor host = Tensor::Allocate(t.dtype(), t.shape());
+    if (t.nbytes() > 0) backend_.CopyToHost(host.raw(), t.raw(), t.nbytes());
+    stats_.output_bytes += static_cast<int64_t>(t.nbytes());
+    outputs.push_back(std::move(host));
+  }
+  values.clear();
+  stats_.unplanned_peak_bytes = unplanned_peak_;
+  stats_.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return outputs;
+}
+
+}  // namespace tpc::runtime

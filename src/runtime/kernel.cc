@@ -1,0 +1,28 @@
+#include "tpc/runtime/kernel.h"
+
+#include "absl/strings/str_cat.h"
+#include "tpc/util/status_macros.h"
+
+namespace tpc::runtime {
+
+absl::StatusOr<Tensor*> KernelContext::Output(int i, const std::vector<int64_t>& shape) {
+  return Output(i, shape, output_dtype(i));
+}
+
+absl::StatusOr<Tensor*> KernelContext::Output(int i, const std::vector<int64_t>& shape,
+                                              ir::DType dtype) {
+  TPC_CHECK(i >= 0 && i < num_outputs());
+  for (int64_t d : shape) {
+    if (d < 0) return Error(absl::StrCat("output ", i, " would have a negative dim: ", ShapeString(shape)));
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor t, allocator_.AllocateOutput(i, dtype, shape));
+  outputs_[static_cast<size_t>(i)] = std::move(t);
+  return &outputs_[static_cast<size_t>(i)];
+}
+
+absl::Status KernelContext::Error(std::string_view message) const {
+  return absl::InvalidArgumentError(
+      absl::StrCat("node ", node_.Describe(), ": ", std::string(message)));
+}
+
+}  // namespace tpc::runtime

@@ -1,0 +1,92 @@
+#include "tpc/runtime/plan_runner.h"
+
+#include <filesystem>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "tpc/onnx/importer.h"
+#include "tpc/runtime/inprocess_communicator.h"
+#include "tpc/util/status_macros.h"
+
+namespace tpc::runtime {
+
+absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlan(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat(dir, ": not a plan folder (no such directory)"));
+  }
+  std::vector<std::unique_ptr<ir::Graph>> graphs;
+  for (int r = 0;; ++r) {
+    const std::string path = absl::StrCat(dir, "/rank", r, ".onnx");
+    if (!fs::exists(path, ec)) break;
+    auto g = tpc::onnx::ImportModel(path);
+    if (!g.ok()) return absl::Status(g.status().code(), absl::StrCat("rank ", r, ": ", std::string(g.status().message())));
+    graphs.push_back(std::move(*g));
+  }
+  if (graphs.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir, ": no rank0.onnx in this folder (write a plan with tp-compile MODEL -o ", dir, ")"));
+  }
+  return graphs;
+}
+
+absl::StatusOr<std::unique_ptr<PlanRunner>> PlanRunner::Create(const std::vector<const ir::Graph*>& graphs,
+                                                               PlanRunnerOptions options) {
+  auto runner = std::unique_ptr<PlanRunner>(new PlanRunner());
+  const int n = static_cast<int>(graphs.size());
+  const int total = options.threads > 0 ? options.threads : DefaultThreadCount();
+  const int per_rank = std::max(1, total / std::max(n, 1));
+  runner->comms_ = MakeInProcessGroup(n, options.timeout);
+  for (int r = 0; r < n; ++r) {
+    runner->backends_.push_back(MakeCpuBackend(per_rank));
+    auto ex = Executor::Create(*graphs[static_cast<size_t>(r)], *runner->backends_.back(),
+                               runner->comms_[static_cast<size_t>(r)].get(), options.executor);
+    if (!ex.ok()) return absl::Status(ex.status().code(), absl::StrCat("rank ", r, ": ", std::string(ex.status().message())));
+    runner->executors_.push_back(std::move(*ex));
+  }
+  return runner;
+}
+
+absl::StatusOr<std::vector<std::vector<Tensor>>> PlanRunner::Run(const std::map<std::string, Tensor>& inputs) {
+  const int n = num_ranks();
+  for (int r = 0; r < n; ++r) {
+    auto checked = executors_[static_cast<size_t>(r)]->CheckInputs(inputs);
+    if (!checked.ok()) {
+      return n == 1 ? checked.status()
+                    : absl::Status(checked.status().code(), absl::StrCat("rank ", r, ": ", std::string(checked.status().message())));
+    }
+  }
+  std::vector<absl::StatusOr<std::vector<Tensor>>> results(static_cast<size_t>(n));
+  auto run_rank = [&](int r) {
+    auto out = executors_[static_cast<size_t>(r)]->Run(inputs);
+    if (!out.ok()) comms_[static_cast<size_t>(r)]->Abort(out.status());
+    results[static_cast<size_t>(r)] = std::move(out);
+  };
+  if (n == 1) {
+    run_rank(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r) threads.emplace_back(run_rank, r);
+    for (auto& t : threads) t.join();
+  }
+  // Report the rank that failed first-hand over the ones it aborted.
+  const absl::Status* first = nullptr;
+  for (int r = 0; r < n; ++r) {
+    const auto& res = results[static_cast<size_t>(r)];
+    if (res.ok()) continue;
+    if (first == nullptr || (first->code() == absl::StatusCode::kAborted && res.status().code() != absl::StatusCode::kAborted)) {
+      first = &res.status();
+      if (res.status().code() != absl::StatusCode::kAborted) {
+        return n == 1 ? res.status()
+                      : absl::Status(res.status().code(), absl::StrCat("rank ", r, ": ", std::string(res.status().message())));
+      }
+    }
+  }
+  if (first != nullptr) return *first;
+  std::vector<std::vector<Tensor>> out;
+  for (auto& res : results) out.push_back(std::move(*res));
+  return out;
+}
+
+}  // namespace tpc::runtime

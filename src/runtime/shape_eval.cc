@@ -1,0 +1,79 @@
+#include "tpc/runtime/shape_eval.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "tpc/runtime/tensor.h"
+
+namespace tpc::runtime {
+
+std::optional<int64_t> EvaluateDim(const ir::Dim& dim, const SymbolBindings& bindings) {
+  if (dim.is_unknown()) return std::nullopt;
+  if (dim.is_static()) return dim.value();
+  int64_t total = 0;
+  for (const ir::Dim::Term& term : dim.terms()) {
+    int64_t v = term.coeff;
+    for (const std::string& s : term.symbols) {
+      auto it = bindings.find(s);
+      if (it == bindings.end()) return std::nullopt;
+      v *= it->second;
+    }
+    total += v;
+  }
+  return total;
+}
+
+std::optional<std::vector<int64_t>> EvaluateShape(const ir::TensorType& type,
+                                                  const SymbolBindings& bindings) {
+  if (!type.shape) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const ir::Dim& d : *type.shape) {
+    auto v = EvaluateDim(d, bindings);
+    if (!v) return std::nullopt;
+    out.push_back(*v);
+  }
+  return out;
+}
+
+absl::Status BindInput(const std::string& name, const ir::TensorType& type, ir::DType dtype,
+                       const std::vector<int64_t>& shape, SymbolBindings& bindings) {
+  auto fail = [&](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat("input '", name, "': expected ", type.ToString(),
+                                                   ", got ", ir::DTypeName(dtype),
+                                                   ShapeString(shape), ": ", why));
+  };
+  if (dtype != type.dtype) {
+    return fail(absl::StrCat("element type ", ir::DTypeName(dtype), " is not ",
+                             ir::DTypeName(type.dtype)));
+  }
+  if (!type.shape) return absl::OkStatus();
+  const auto& dims = *type.shape;
+  if (dims.size() != shape.size()) {
+    return fail(absl::StrCat("rank ", shape.size(), " is not ", dims.size()));
+  }
+  // Single symbols first, so polynomial dims (`seq+1`) can be checked afterwards.
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (!dims[i].is_symbol()) continue;
+    const std::string& sym = dims[i].terms()[0].symbols[0];
+    auto [it, inserted] = bindings.emplace(sym, shape[i]);
+    if (!inserted && it->second != shape[i]) {
+      return fail(absl::StrCat("dim ", i, " is ", sym, " = ", shape[i], ", but ", sym, " = ",
+                               it->second, " from an earlier input"));
+    }
+  }
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i].is_unknown() || dims[i].is_symbol()) continue;
+    auto v = EvaluateDim(dims[i], bindings);
+    if (v && *v != shape[i]) {
+      return fail(absl::StrCat("dim ", i, " must be ", dims[i].ToString(),
+                               dims[i].is_static() ? "" : absl::StrCat(" = ", *v), ", not ",
+                               shape[i]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string BindingsKey(const SymbolBindings& bindings) {
+  return absl::StrJoin(bindings, ",", absl::PairFormatter("="));
+}
+
+}  // namespace tpc::runtime

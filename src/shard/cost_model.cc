@@ -1,0 +1,90 @@
+#include "tpc/shard/cost_model.h"
+
+namespace tpc::shard {
+
+using ir::Placement;
+using Kind = ir::Placement::Kind;
+
+// Figures are the usual public ones: NVLink 4 gives H100 450 GB/s per direction,
+// NVLink 3 gives A100 300 GB/s, PCIe 4 x16 about 25 GB/s; dense bf16 rates of
+// ~990 and ~312 TFLOP/s are derated to what large GEMMs reach.
+DeviceProfile DeviceProfile::H100NvLink() { return {"h100-nvlink", 450e9, 3e-6, 8e-6, 700e12}; }
+DeviceProfile DeviceProfile::A100NvLink() { return {"a100-nvlink", 300e9, 5e-6, 8e-6, 250e12}; }
+DeviceProfile DeviceProfile::Pcie4() { return {"pcie4", 25e9, 10e-6, 10e-6, 250e12}; }
+
+std::optional<DeviceProfile> DeviceProfile::ByName(const std::string& name) {
+  if (name == "h100-nvlink") return H100NvLink();
+  if (name == "a100-nvlink") return A100NvLink();
+  if (name == "pcie4") return Pcie4();
+  return std::nullopt;
+}
+
+std::vector<std::string> DeviceProfile::Names() { return {"h100-nvlink", "a100-nvlink", "pcie4"}; }
+
+
+const char* CollectiveName(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce: return "all-reduce";
+    case CollectiveKind::kAllGather: return "all-gather";
+    case CollectiveKind::kReduceScatter: return "reduce-scatter";
+    case CollectiveKind::kAllToAll: return "all-to-all";
+  }
+  return "?";
+}
+
+namespace {
+
+// Seconds a ring collective spends in latency and on the links.
+double RingSeconds(const DeviceProfile& p, CollectiveKind kind, double steps, double frac,
+                   double bytes, int64_t n) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return 2 * steps * p.latency_s + 2 * frac * bytes / p.link_bandwidth_bytes_per_s;
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+      return steps * p.latency_s + frac * bytes / p.link_bandwidth_bytes_per_s;
+    case CollectiveKind::kAllToAll:
+      return steps * p.latency_s + frac * bytes / static_cast<double>(n) / p.link_bandwidth_bytes_per_s;
+  }
+  return 0;
+}
+
+}  // namespace
+
+double CollectiveSeconds(const DeviceProfile& p, CollectiveKind kind, int64_t n, double bytes) {
+  if (n <= 1) return 0;
+  const double frac = static_cast<double>(n - 1) / static_cast<double>(n);
+  const double steps = static_cast<double>(n - 1);
+  return p.launch_s + RingSeconds(p, kind, steps, frac, bytes, n);
+}
+
+
+bool TransitionPossible(const Placement& from, const Placement& to) {
+  if (from == to) return true;
+  if (to.kind == Kind::kPartial) {
+    // R → P(sum): keep the value on one rank; R → P(max|min|avg): the value itself.
+    // S → P(sum): zero-pad the local block. Nothing else becomes partial locally.
+    if (from.kind == Kind::kReplicate) return true;
+    return from.kind == Kind::kShard && to.reduce == ir::ReduceOp::kSum;
+  }
+  // S → R, S → S', P → R, P → S: a collective.
+  return true;
+}
+
+std::optional<CollectiveKind> TransitionCollective(const Placement& from, const Placement& to) {
+  if (from == to || from.kind == Kind::kReplicate) return std::nullopt;
+  if (to.kind == Kind::kPartial) return std::nullopt;  // local, see TransitionPossible
+  if (from.kind == Kind::kShard) {
+    return to.kind == Kind::kReplicate ? CollectiveKind::kAllGather : CollectiveKind::kAllToAll;
+  }
+  // from partial
+  return to.kind == Kind::kReplicate ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
+}
+
+double TransitionSeconds(const DeviceProfile& profile, const Placement& from, const Placement& to,
+                         int64_t n, double bytes) {
+  auto kind = TransitionCollective(from, to);
+  return kind ? CollectiveSeconds(profile, *kind, n, bytes) : 0.0;
+}
+
+}  // namespace tpc::shard

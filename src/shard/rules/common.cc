@@ -1,0 +1,78 @@
+#include "rules.h"
+
+namespace tpc::shard::rules {
+
+int64_t NormalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < 0) axis += rank;
+  return axis >= 0 && axis < rank ? axis : -1;
+}
+
+FactorSpec BroadcastSpec(const RuleContext& ctx, const std::vector<int>& inputs) {
+  FactorSpec spec;
+  const std::vector<ir::Dim>& out = ctx.output_dims(0);
+  const int64_t rank = static_cast<int64_t>(out.size());
+  for (int64_t d = 0; d < rank; ++d) {
+    spec.AddFactor(FactorSpec::Kind::kPass, out[static_cast<size_t>(d)], "d" + std::to_string(d));
+  }
+  spec.inputs.resize(static_cast<size_t>(ctx.num_inputs()));
+  for (int i : inputs) {
+    if (!ctx.has_input(i)) continue;
+    const std::vector<ir::Dim>& in = ctx.input_dims(i);
+    const int64_t offset = rank - static_cast<int64_t>(in.size());
+    std::vector<int>& f = spec.inputs[static_cast<size_t>(i)];
+    for (size_t d = 0; d < in.size(); ++d) {
+      const int64_t od = static_cast<int64_t>(d) + offset;
+      f.push_back(od >= 0 && in[d] == out[static_cast<size_t>(od)] ? static_cast<int>(od) : -1);
+    }
+  }
+  std::vector<int> all(static_cast<size_t>(rank));
+  for (int64_t d = 0; d < rank; ++d) all[static_cast<size_t>(d)] = static_cast<int>(d);
+  spec.outputs.assign(static_cast<size_t>(ctx.node().num_outputs()), all);
+  return spec;
+}
+
+bool ReshapeFactors(const RuleContext& ctx, const std::vector<ir::Dim>& in,
+                    const std::vector<ir::Dim>& out, FactorSpec* spec, std::vector<int>* in_f,
+                    std::vector<int>* out_f) {
+  in_f->assign(in.size(), -1);
+  out_f->assign(out.size(), -1);
+  const ir::Dim one(1);
+  size_t i = 0;
+  size_t j = 0;
+  while (i < in.size() || j < out.size()) {
+    if (i < in.size() && in[i] == one) {
+      ++i;
+      continue;
+    }
+    if (j < out.size() && out[j] == one) {
+      ++j;
+      continue;
+    }
+    if (i == in.size() || j == out.size()) return false;
+    const size_t gi = i;
+    const size_t gj = j;
+    ir::Dim pa = in[i++];
+    ir::Dim pb = out[j++];
+    // Grow the side whose product divides the other's until the products match.
+    while (!(pa == pb)) {
+      if (pa.is_unknown() || pb.is_unknown()) return false;
+      if (auto q = pb.DivExact(pa); q && i < in.size()) {
+        pa = pa * in[i++];
+      } else if (auto r = pa.DivExact(pb); r && j < out.size()) {
+        pb = pb * out[j++];
+      } else {
+        return false;
+      }
+    }
+    // Splitting the major dim of a group N ways cuts the flattened group into the same
+    // N contiguous chunks on both sides.
+    if (ctx.Divisible(in[gi]) && ctx.Divisible(out[gj])) {
+      int f = spec->AddFactor(FactorSpec::Kind::kPass, in[gi], "d" + std::to_string(gj));
+      (*in_f)[gi] = f;
+      (*out_f)[gj] = f;
+    }
+  }
+  return true;
+}
+
+}  // namespace tpc::shard::rules

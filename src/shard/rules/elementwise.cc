@@ -1,0 +1,71 @@
+// Elementwise operators: dims map one to one (with numpy broadcasting), and partial
+// sums pass through the operators that are linear in an operand.
+#include "rules.h"
+
+namespace tpc::shard::rules {
+namespace {
+
+std::vector<int> AllInputs(const RuleContext& ctx) {
+  std::vector<int> v;
+  for (int i = 0; i < ctx.num_inputs(); ++i) v.push_back(i);
+  return v;
+}
+
+bool FloatOutputs(const RuleContext& ctx) {
+  for (const ir::Value* o : ctx.node().outputs()) {
+    if (!ir::IsFloating(o->type().dtype)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void Unary(const RuleContext& ctx, std::vector<Strategy>* out) {
+  AddFactorStrategies(ctx, BroadcastSpec(ctx, AllInputs(ctx)), out);
+}
+
+// Identity-like ops (Neg, Identity, Dropout): linear in their input.
+void UnaryLinear(const RuleContext& ctx, std::vector<Strategy>* out) {
+  Unary(ctx, out);
+  AddPartialStrategy(ctx, {0}, out);
+}
+
+void Binary(const RuleContext& ctx, std::vector<Strategy>* out) {
+  AddFactorStrategies(ctx, BroadcastSpec(ctx, AllInputs(ctx)), out);
+}
+
+// P + P → P; P + R is not P, but R → P(sum) is free, so that case is P + P too.
+void AddSub(const RuleContext& ctx, std::vector<Strategy>* out) {
+  Binary(ctx, out);
+  if (FloatOutputs(ctx)) AddPartialStrategy(ctx, AllInputs(ctx), out);
+}
+
+// P × R → P, R × P → P.
+void Mul(const RuleContext& ctx, std::vector<Strategy>* out) {
+  Binary(ctx, out);
+  if (!FloatOutputs(ctx)) return;
+  AddPartialStrategy(ctx, {0}, out);
+  AddPartialStrategy(ctx, {1}, out);
+}
+
+// P / R → P.
+void Div(const RuleContext& ctx, std::vector<Strategy>* out) {
+  Binary(ctx, out);
+  if (FloatOutputs(ctx)) AddPartialStrategy(ctx, {0}, out);
+}
+
+// Where(c, P, P) → P: selecting between two sums is the sum of the selections.
+void Where(const RuleContext& ctx, std::vector<Strategy>* out) {
+  Binary(ctx, out);
+  if (FloatOutputs(ctx)) AddPartialStrategy(ctx, {1, 2}, out);
+}
+
+// A float-to-float cast is linear (up to rounding); others are plain unary.
+void Cast(const RuleContext& ctx, std::vector<Strategy>* out) {
+  Unary(ctx, out);
+  if (ir::IsFloating(ctx.input_type(0).dtype) && FloatOutputs(ctx)) {
+    AddPartialStrategy(ctx, {0}, out);
+  }
+}
+
+}  // namespace tpc::shard::rules

@@ -1,0 +1,89 @@
+// MatMul and Gemm: `[b.., m, k] × [b.., k, n] → [b.., m, n]`. Splitting n is the
+// column-parallel layout (weight split on its output dim), splitting k the row-parallel
+// one (a partial sum), splitting m or a batch dim splits the activations. Both operands
+// may be activations (attention scores: batch and head dims pass through).
+#include "rules.h"
+
+namespace tpc::shard::rules {
+
+void MatMul(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& a = ctx.input_dims(0);
+  const std::vector<ir::Dim>& b = ctx.input_dims(1);
+  const std::vector<ir::Dim>& y = ctx.output_dims(0);
+  if (a.empty() || b.empty()) return;
+  FactorSpec spec;
+  using Kind = FactorSpec::Kind;
+  const bool a_vec = a.size() == 1;
+  const bool b_vec = b.size() == 1;
+  const int k = spec.AddFactor(Kind::kReduceSum, a.back(), "k (row)");
+  const int m = a_vec ? -1 : spec.AddFactor(Kind::kPass, a[a.size() - 2], "m");
+  const int n = b_vec ? -1 : spec.AddFactor(Kind::kPass, b.back(), "n (column)");
+  // Batch dims of the output, broadcast from both operands.
+  const size_t y_batch = y.size() - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
+  std::vector<int> batch(y_batch);
+  for (size_t d = 0; d < y_batch; ++d) {
+    batch[d] = spec.AddFactor(Kind::kPass, y[d], "b" + std::to_string(d));
+  }
+  auto operand = [&](const std::vector<ir::Dim>& dims, bool vec, std::vector<int> tail) {
+    std::vector<int> f;
+    const size_t nb = vec ? 0 : dims.size() - 2;
+    for (size_t d = 0; d < nb; ++d) {
+      const size_t yd = y_batch - nb + d;
+      f.push_back(dims[d] == y[yd] ? batch[yd] : -1);
+    }
+    f.insert(f.end(), tail.begin(), tail.end());
+    return f;
+  };
+  spec.inputs.push_back(operand(a, a_vec, a_vec ? std::vector<int>{k} : std::vector<int>{m, k}));
+  spec.inputs.push_back(operand(b, b_vec, b_vec ? std::vector<int>{k} : std::vector<int>{k, n}));
+  std::vector<int> yf(batch.begin(), batch.end());
+  if (!a_vec) yf.push_back(m);
+  if (!b_vec) yf.push_back(n);
+  spec.outputs.push_back(yf);
+  AddFactorStrategies(ctx, spec, out);
+  AddPartialStrategy(ctx, {0}, out);
+  AddPartialStrategy(ctx, {1}, out);
+}
+
+// Gemm: Y = alpha·A'·B' + beta·C with A' = transA ? Aᵀ : A. C broadcasts onto [M, N];
+// when K is split C must be partial too (added on one rank only).
+void Gemm(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& a = ctx.input_dims(0);
+  const std::vector<ir::Dim>& b = ctx.input_dims(1);
+  if (a.size() != 2 || b.size() != 2) return;
+  const bool ta = ctx.node().attr_int("transA", 0) != 0;
+  const bool tb = ctx.node().attr_int("transB", 0) != 0;
+  using Kind = FactorSpec::Kind;
+  FactorSpec spec;
+  const int m = spec.AddFactor(Kind::kPass, ta ? a[1] : a[0], "m");
+  const int k = spec.AddFactor(Kind::kReduceSum, ta ? a[0] : a[1], "k (row)");
+  const int n = spec.AddFactor(Kind::kPass, tb ? b[0] : b[1], "n (column)");
+  spec.inputs.push_back(ta ? std::vector<int>{k, m} : std::vector<int>{m, k});
+  spec.inputs.push_back(tb ? std::vector<int>{n, k} : std::vector<int>{k, n});
+  if (ctx.has_input(2)) {
+    const std::vector<ir::Dim>& c = ctx.input_dims(2);
+    const std::vector<ir::Dim>& y = ctx.output_dims(0);
+    std::vector<int> cf;
+    const std::vector<int> yf = {m, n};
+    for (size_t d = 0; d < c.size(); ++d) {
+      const size_t yd = d + 2 - c.size();
+      cf.push_back(c[d] == y[yd] ? yf[yd] : -1);
+    }
+    spec.inputs.push_back(cf);
+  }
+  spec.outputs.push_back({m, n});
+  std::vector<Strategy> local;
+  AddFactorStrategies(ctx, spec, &local);
+  for (Strategy& s : local) {
+    // Splitting K: the bias must be added once, so it arrives partial.
+    if (ctx.has_input(2) && s.outputs[0].kind == ir::Placement::Kind::kPartial) {
+      s.inputs[2] = ir::Placement::Partial(ir::ReduceOp::kSum);
+    }
+    out->push_back(std::move(s));
+  }
+  const bool bias = ctx.has_input(2);
+  AddPartialStrategy(ctx, bias ? std::vector<int>{0, 2} : std::vector<int>{0}, out);
+  AddPartialStrategy(ctx, bias ? std::vector<int>{1, 2} : std::vector<int>{1}, out);
+}
+
+}  // namespace tpc::shard::rules

@@ -1,0 +1,82 @@
+// Softmax, LogSoftmax, LayerNormalization, TopK, CumSum: the reduced dims must be
+// whole; other dims pass through. Softmax and LogSoftmax also run vocab-parallel on a
+// split axis (all-reduce of the row max and of the row sum of exponentials).
+#include "rules.h"
+
+namespace tpc::shard::rules {
+namespace {
+
+// One pass factor per dim of input 0, `whole` dims need-whole; every output with the
+// same rank as the input carries the same factors; lower-rank outputs (TopK's values
+// are full rank, LayerNorm's mean keeps rank with 1s) follow the dims that match.
+FactorSpec AxisSpec(const RuleContext& ctx, const std::vector<bool>& whole) {
+  FactorSpec spec;
+  const std::vector<ir::Dim>& in = ctx.input_dims(0);
+  std::vector<int> f;
+  for (size_t d = 0; d < in.size(); ++d) {
+    f.push_back(spec.AddFactor(whole[d] ? FactorSpec::Kind::kNeedWhole : FactorSpec::Kind::kPass,
+                               in[d], "d" + std::to_string(d)));
+  }
+  spec.inputs.push_back(f);
+  for (int o = 0; o < ctx.node().num_outputs(); ++o) {
+    const std::vector<ir::Dim>& y = ctx.output_dims(o);
+    std::vector<int> yf;
+    for (size_t d = 0; d < y.size(); ++d) {
+      yf.push_back(d < in.size() && y[d] == in[d] ? f[d] : -1);
+    }
+    spec.outputs.push_back(yf);
+  }
+  return spec;
+}
+
+}  // namespace
+
+void Softmax(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& in = ctx.input_dims(0);
+  const int64_t rank = static_cast<int64_t>(in.size());
+  const int64_t axis = NormalizeAxis(ctx.node().attr_int("axis", -1), rank);
+  if (axis < 0) return;
+  std::vector<bool> whole(in.size(), false);
+  whole[static_cast<size_t>(axis)] = true;
+  AddFactorStrategies(ctx, AxisSpec(ctx, whole), out);
+  if (ctx.Divisible(in[static_cast<size_t>(axis)])) {
+    Strategy s;
+    s.name = "vocab-parallel softmax";
+    s.inputs = {ir::Placement::Shard(axis)};
+    s.outputs = {ir::Placement::Shard(axis)};
+    s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
+    const double row = ctx.Bytes(*ctx.node().output(0)) / ctx.Size(in[static_cast<size_t>(axis)]);
+    s.internal = {{CollectiveKind::kAllReduce, ir::ReduceOp::kMax, row},
+                  {CollectiveKind::kAllReduce, ir::ReduceOp::kSum, row}};
+    out->push_back(std::move(s));
+  }
+}
+
+void LayerNormalization(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& in = ctx.input_dims(0);
+  const int64_t rank = static_cast<int64_t>(in.size());
+  const int64_t axis = NormalizeAxis(ctx.node().attr_int("axis", -1), rank);
+  if (axis < 0) return;
+  std::vector<bool> whole(in.size(), false);
+  for (int64_t d = axis; d < rank; ++d) whole[static_cast<size_t>(d)] = true;
+  // Scale and bias stay whole (they cover only the normalized dims).
+  AddFactorStrategies(ctx, AxisSpec(ctx, whole), out);
+}
+
+void AxisWhole(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& in = ctx.input_dims(0);
+  const int64_t rank = static_cast<int64_t>(in.size());
+  int64_t axis = ctx.node().attr_int("axis", -1);
+  if (ctx.node().op_type() == "CumSum") {  // the axis is an input
+    auto known = ctx.input_ints(1);
+    if (!known || known->size() != 1) return;
+    axis = (*known)[0];
+  }
+  axis = NormalizeAxis(axis, rank);
+  if (axis < 0) return;
+  std::vector<bool> whole(in.size(), false);
+  whole[static_cast<size_t>(axis)] = true;
+  AddFactorStrategies(ctx, AxisSpec(ctx, whole), out);
+}
+
+}  // namespace tpc::shard::rules

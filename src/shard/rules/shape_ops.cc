@@ -1,0 +1,164 @@
+// Shape operators. Reshape, Flatten, Squeeze and Unsqueeze map split dims through the
+// factorisation of sizes (`[B,S,H·D] ↔ [B,S,H,D]` keeps a split of H·D as a split of
+// H); Transpose permutes; Expand broadcasts; Concat, Split and Slice need their axis
+// whole. All are linear, so partial values pass through. The shape tensors they read
+// are replicated values every rank computes (the partition stage makes them per-rank).
+#include "rules.h"
+
+namespace tpc::shard::rules {
+
+void Reshape(const RuleContext& ctx, std::vector<Strategy>* out) {
+  FactorSpec spec;
+  std::vector<int> in_f;
+  std::vector<int> out_f;
+  if (ReshapeFactors(ctx, ctx.input_dims(0), ctx.output_dims(0), &spec, &in_f, &out_f)) {
+    spec.inputs.push_back(in_f);
+    spec.outputs.push_back(out_f);
+    AddFactorStrategies(ctx, spec, out);
+  }
+  AddPartialStrategy(ctx, {0}, out);
+}
+
+void Transpose(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& in = ctx.input_dims(0);
+  std::vector<int64_t> perm = ctx.node().attr_ints("perm");
+  if (perm.empty()) {
+    for (int64_t d = static_cast<int64_t>(in.size()) - 1; d >= 0; --d) perm.push_back(d);
+  }
+  if (perm.size() != in.size()) return;
+  FactorSpec spec;
+  std::vector<int> in_f;
+  for (size_t d = 0; d < in.size(); ++d) {
+    in_f.push_back(spec.AddFactor(FactorSpec::Kind::kPass, in[d], "d" + std::to_string(d)));
+  }
+  std::vector<int> out_f;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(in.size())) return;
+    out_f.push_back(in_f[static_cast<size_t>(p)]);
+  }
+  spec.inputs.push_back(in_f);
+  spec.outputs.push_back(out_f);
+  AddFactorStrategies(ctx, spec, out);
+  AddPartialStrategy(ctx, {0}, out);
+}
+
+void Expand(const RuleContext& ctx, std::vector<Strategy>* out) {
+  AddFactorStrategies(ctx, BroadcastSpec(ctx, {0}), out);
+  AddPartialStrategy(ctx, {0}, out);
+}
+
+void Concat(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& y = ctx.output_dims(0);
+  const int64_t axis = NormalizeAxis(ctx.node().attr_int("axis", 0), static_cast<int64_t>(y.size()));
+  if (axis < 0) return;
+  FactorSpec spec;
+  std::vector<int> f;
+  for (size_t d = 0; d < y.size(); ++d) {
+    const bool whole = static_cast<int64_t>(d) == axis;
+    f.push_back(spec.AddFactor(whole ? FactorSpec::Kind::kNeedWhole : FactorSpec::Kind::kPass, y[d],
+                               "d" + std::to_string(d)));
+  }
+  std::vector<int> all;
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    spec.inputs.push_back(f);
+    all.push_back(i);
+  }
+  spec.outputs.push_back(f);
+  AddFactorStrategies(ctx, spec, out);
+  AddPartialStrategy(ctx, all, out);
+  // Equal parts each split: the result is a blocked split.
+  const int k = ctx.num_inputs();
+  if (k < 2) return;
+  const ir::Dim part = ctx.input_dims(0)[static_cast<size_t>(axis)];
+  for (int i = 1; i < k; ++i) {
+    if (!(ctx.input_dims(i)[static_cast<size_t>(axis)] == part)) return;
+  }
+  if (!ctx.Divisible(part) || !ctx.DivisibleInBlocks(y[static_cast<size_t>(axis)], k)) return;
+  Strategy s;
+  s.name = "concatenate split parts";
+  s.inputs.assign(static_cast<size_t>(k), ir::Placement::Shard(axis));
+  s.outputs = {ir::Placement::Shard(axis, k)};
+  s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
+  out->push_back(std::move(s));
+}
+
+void Split(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& in = ctx.input_dims(0);
+  const int64_t axis = NormalizeAxis(ctx.node().attr_int("axis", 0), static_cast<int64_t>(in.size()));
+  if (axis < 0) return;
+  FactorSpec spec;
+  std::vector<int> f;
+  for (size_t d = 0; d < in.size(); ++d) {
+    const bool whole = static_cast<int64_t>(d) == axis;
+    f.push_back(spec.AddFactor(whole ? FactorSpec::Kind::kNeedWhole : FactorSpec::Kind::kPass,
+                               in[d], "d" + std::to_string(d)));
+  }
+  spec.inputs.push_back(f);
+  spec.outputs.assign(static_cast<size_t>(ctx.node().num_outputs()), f);
+  AddFactorStrategies(ctx, spec, out);
+  AddPartialStrategy(ctx, {0}, out);
+  // Equal parts of a blocked split: rank r holds its slice of every part (a fused QKV
+  // projection split Megatron's way).
+  const int k = ctx.node().num_outputs();
+  if (k < 2) return;
+  const ir::Dim part = ctx.output_dims(0)[static_cast<size_t>(axis)];
+  for (int o = 1; o < k; ++o) {
+    if (!(ctx.output_dims(o)[static_cast<size_t>(axis)] == part)) return;
+  }
+  if (!ctx.Divisible(part) || !ctx.DivisibleInBlocks(in[static_cast<size_t>(axis)], k)) return;
+  Strategy s;
+  s.name = "split each part";
+  s.inputs.assign(static_cast<size_t>(ctx.num_inputs()), ir::Placement::Replicate());
+  s.inputs[0] = ir::Placement::Shard(axis, k);
+  s.outputs.assign(static_cast<size_t>(k), ir::Placement::Shard(axis));
+  s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
+  out->push_back(std::move(s));
+}
+
+void Slice(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& in = ctx.input_dims(0);
+  const std::vector<ir::Dim>& y = ctx.output_dims(0);
+  const int64_t rank = static_cast<int64_t>(in.size());
+  std::vector<int64_t> axes;
+  if (ctx.has_input(3)) {
+    auto known = ctx.input_ints(3);
+    if (!known) {
+      AddPartialStrategy(ctx, {0}, out);
+      return;
+    }
+    axes = *known;
+  } else {
+    auto starts = ctx.input_ints(1);
+    if (!starts) return;
+    for (size_t d = 0; d < starts->size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  }
+  std::vector<bool> whole(in.size(), false);
+  for (int64_t a : axes) {
+    a = NormalizeAxis(a, rank);
+    if (a < 0) return;
+    // A slice that keeps the whole dim does not constrain it.
+    whole[static_cast<size_t>(a)] = !(in[static_cast<size_t>(a)] == y[static_cast<size_t>(a)]);
+  }
+  FactorSpec spec;
+  std::vector<int> f;
+  for (size_t d = 0; d < in.size(); ++d) {
+    f.push_back(spec.AddFactor(whole[d] ? FactorSpec::Kind::kNeedWhole : FactorSpec::Kind::kPass,
+                               in[d], "d" + std::to_string(d)));
+  }
+  spec.inputs.push_back(f);
+  spec.outputs.push_back(f);
+  AddFactorStrategies(ctx, spec, out);
+  AddPartialStrategy(ctx, {0}, out);
+}
+
+// Shape and Size read only the shape: any placement of the input will do (the
+// partition stage gives the global shape).
+void ShapeOf(const RuleContext& ctx, std::vector<Strategy>* out) {
+  Strategy s;
+  s.name = "shape only";
+  s.inputs.assign(static_cast<size_t>(ctx.num_inputs()), std::nullopt);
+  s.outputs.assign(static_cast<size_t>(ctx.node().num_outputs()), ir::Placement::Replicate());
+  out->push_back(std::move(s));
+}
+
+}  // namespace tpc::shard::rules

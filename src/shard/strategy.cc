@@ -1,0 +1,227 @@
+#include "tpc/shard/strategy.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace tpc::shard {
+
+using ir::Placement;
+
+std::optional<std::vector<int64_t>> RuleContext::input_ints(int i) const {
+  if (!has_input(i)) return std::nullopt;
+  const ir::Value* v = node_.input(i);
+  if (v->producer()->kind() == ir::NodeKind::kConstant && v->producer()->tensor().has_data()) {
+    return v->producer()->tensor().ToInt64();
+  }
+  if (v->known_value()) {
+    std::vector<int64_t> out;
+    for (const ir::Dim& d : *v->known_value()) {
+      if (!d.is_static()) return std::nullopt;
+      out.push_back(d.value());
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+bool RuleContext::Divisible(const ir::Dim& d) const {
+  const int64_t n = this->n();
+  if (d.is_unknown()) return false;
+  if (d.is_static()) return d.value() > 0 && d.value() % n == 0;
+  // A polynomial is divisible when every term is: its coefficient is, or one of its
+  // symbols is declared divisible (by --divisible or a --dim size N divides).
+  for (const ir::Dim::Term& t : d.terms()) {
+    bool ok = t.coeff % n == 0;
+    for (const std::string& s : t.symbols) {
+      if (options_.divisible.count(s) > 0) ok = true;
+      auto it = options_.dim_sizes.find(s);
+      if (it != options_.dim_sizes.end() && it->second % n == 0) ok = true;
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool RuleContext::DivisibleInBlocks(const ir::Dim& d, int64_t blocks) const {
+  if (blocks == 1) return Divisible(d);
+  return d.is_static() && d.value() > 0 && d.value() % (blocks * n()) == 0;
+}
+
+double RuleContext::Size(const ir::Dim& d) const {
+  if (d.is_unknown()) return static_cast<double>(options_.default_dim_size);
+  double total = 0;
+  for (const ir::Dim::Term& t : d.terms()) {
+    double term = static_cast<double>(t.coeff);
+    for (const std::string& s : t.symbols) {
+      auto it = options_.dim_sizes.find(s);
+      term *= static_cast<double>(it != options_.dim_sizes.end() ? it->second
+                                                                  : options_.default_dim_size);
+    }
+    total += term;
+  }
+  return total;
+}
+
+double RuleContext::Bytes(const ir::Value& v) const {
+  double n = static_cast<double>(ir::DTypeSize(v.type().dtype));
+  if (!v.type().shape) return n * static_cast<double>(options_.default_dim_size);
+  for (const ir::Dim& d : *v.type().shape) n *= Size(d);
+  return n;
+}
+
+int FactorSpec::AddFactor(Kind kind, ir::Dim size, std::string name) {
+  factors.push_back({kind, std::move(size), std::move(name)});
+  return static_cast<int>(factors.size()) - 1;
+}
+
+namespace {
+
+std::optional<Placement> PlacementFor(const std::vector<int>& dims, int factor, int64_t blocks) {
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] == factor) return Placement::Shard(static_cast<int64_t>(d), blocks);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void AddFactorStrategies(const RuleContext& ctx, const FactorSpec& spec,
+                         std::vector<Strategy>* out) {
+  using Kind = FactorSpec::Kind;
+  const ir::Node& node = ctx.node();
+  std::vector<int64_t> block_counts = {1};
+  block_counts.insert(block_counts.end(), ctx.options().block_counts.begin(),
+                      ctx.options().block_counts.end());
+  for (int f = 0; f < static_cast<int>(spec.factors.size()); ++f) {
+   for (int64_t blocks : block_counts) {
+    const FactorSpec::Factor& factor = spec.factors[static_cast<size_t>(f)];
+    if (factor.kind == Kind::kNeedWhole || !ctx.DivisibleInBlocks(factor.size, blocks)) continue;
+    // Blocked splits only make sense for dims the result keeps.
+    if (blocks > 1 && factor.kind != Kind::kPass) continue;
+    Strategy s;
+    s.name = blocks == 1 ? absl::StrCat("split ", factor.name)
+                         : absl::StrCat("split ", factor.name, " in ", blocks, " blocks");
+    s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
+    s.inputs.assign(static_cast<size_t>(node.num_inputs()), Placement::Replicate());
+    for (int i = 0; i < node.num_inputs(); ++i) {
+      if (!ctx.has_input(i)) {
+        s.inputs[static_cast<size_t>(i)] = std::nullopt;
+        continue;
+      }
+      if (static_cast<size_t>(i) < spec.inputs.size()) {
+        if (auto p = PlacementFor(spec.inputs[static_cast<size_t>(i)], f, blocks)) {
+          s.inputs[static_cast<size_t>(i)] = *p;
+        }
+      }
+    }
+    bool valid = true;
+    for (int o = 0; o < node.num_outputs(); ++o) {
+      std::optional<Placement> p;
+      if (static_cast<size_t>(o) < spec.outputs.size()) {
+        p = PlacementFor(spec.outputs[static_cast<size_t>(o)], f, blocks);
+      }
+      if (!p) {
+        switch (factor.kind) {
+          case Kind::kReduceSum: p = Placement::Partial(ir::ReduceOp::kSum); break;
+          case Kind::kReduceMax: p = Placement::Partial(ir::ReduceOp::kMax); break;
+          case Kind::kReduceMin: p = Placement::Partial(ir::ReduceOp::kMin); break;
+          case Kind::kReduceAvg: p = Placement::Partial(ir::ReduceOp::kAvg); break;
+          default:
+            // A pass-through factor missing from an output: each rank would hold a
+            // different value where the output needs one; not a valid strategy.
+            valid = false;
+        }
+      }
+      if (!valid) break;
+      s.outputs.push_back(*p);
+    }
+    if (valid) out->push_back(std::move(s));
+   }
+  }
+}
+
+void AddPartialStrategy(const RuleContext& ctx, const std::vector<int>& partial_inputs,
+                        std::vector<Strategy>* out) {
+  const ir::Node& node = ctx.node();
+  for (ir::Value* o : node.outputs()) {
+    if (!ir::IsFloating(o->type().dtype)) return;  // partial sums of integers: no
+  }
+  Strategy s;
+  s.name = "partial";
+  s.compute_fraction = 1.0;
+  for (int i = 0; i < node.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) {
+      s.inputs.push_back(std::nullopt);
+    } else if (std::find(partial_inputs.begin(), partial_inputs.end(), i) != partial_inputs.end()) {
+      s.inputs.push_back(Placement::Partial(ir::ReduceOp::kSum));
+    } else {
+      s.inputs.push_back(Placement::Replicate());
+    }
+  }
+  s.outputs.assign(static_cast<size_t>(node.num_outputs()), Placement::Partial(ir::ReduceOp::kSum));
+  out->push_back(std::move(s));
+}
+
+Strategy ReplicateStrategy(const ir::Node& node) {
+  Strategy s;
+  s.name = "replicate";
+  for (int i = 0; i < node.num_inputs(); ++i) {
+    s.inputs.push_back(node.input(i) == nullptr ? std::nullopt
+                                                : std::optional<Placement>(Placement::Replicate()));
+  }
+  s.outputs.assign(static_cast<size_t>(node.num_outputs()), Placement::Replicate());
+  return s;
+}
+
+namespace {
+
+// A strategy is well formed when every split names a dim the value has.
+bool Consistent(const ir::Node& node, const Strategy& s) {
+  if (s.inputs.size() != static_cast<size_t>(node.num_inputs()) ||
+      s.outputs.size() != static_cast<size_t>(node.num_outputs())) {
+    return false;
+  }
+  auto fits = [](const ir::Value* v, const Placement& p) {
+    if (p.kind != Placement::Kind::kShard) return true;
+    return v->type().has_rank() && p.dim >= 0 && p.dim < v->type().rank();
+  };
+  for (int i = 0; i < node.num_inputs(); ++i) {
+    const auto& p = s.inputs[static_cast<size_t>(i)];
+    if (p && node.input(i) != nullptr && !fits(node.input(i), *p)) return false;
+  }
+  for (int o = 0; o < node.num_outputs(); ++o) {
+    if (!fits(node.output(o), s.outputs[static_cast<size_t>(o)])) return false;
+  }
+  return true;
+}
+
+bool SameStrategy(const Strategy& a, const Strategy& b) {
+  return a.inputs == b.inputs && a.outputs == b.outputs;
+}
+
+}  // namespace
+
+std::vector<Strategy> StrategiesFor(const ir::Node& node, const ShardOptions& options,
+                                    bool* has_rule) {
+  std::vector<Strategy> out;
+  out.push_back(ReplicateStrategy(node));
+  RuleFn rule = FindShardRule(node.domain(), node.op_type());
+  *has_rule = rule != nullptr;
+  if (rule == nullptr || options.mesh.tp() <= 1) return out;
+  for (const ir::Value* v : node.inputs()) {
+    if (v != nullptr && !v->type().has_rank()) return out;
+  }
+  RuleContext ctx(node, options);
+  std::vector<Strategy> candidates;
+  rule(ctx, &candidates);
+  for (Strategy& s : candidates) {
+    if (!Consistent(node, s)) continue;
+    bool dup = false;
+    for (const Strategy& seen : out) dup = dup || SameStrategy(seen, s);
+    if (!dup) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace tpc::shard
