@@ -151,6 +151,7 @@ absl::Status Executor::Build() {
         break;
     }
   }
+  TPC_RETURN_IF_ERROR(FoldConstantSteps());
   // Lifetimes: the last step that reads each slot; graph outputs are pinned.
   last_use_.assign(slot_values_.size(), -1);
   for (size_t i = 0; i < steps_.size(); ++i) {
@@ -175,6 +176,35 @@ absl::Status Executor::Build() {
       if (last_use_[static_cast<size_t>(s)] == -1) steps_[i].frees.push_back(s);
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::FoldConstantSteps() {
+  // Steps whose inputs are all constants (a transposed weight, a mask) run once here;
+  // their outputs become constants. Collectives never fold: every rank must call them.
+  std::vector<bool> is_const(slot_values_.size(), false);
+  std::vector<Tensor> values(slot_values_.size());
+  for (const auto& [slot, t] : constants_) {
+    is_const[static_cast<size_t>(slot)] = true;
+    values[static_cast<size_t>(slot)] = t;
+  }
+  Plan unplanned;
+  unplanned.offsets.assign(slot_values_.size(), -1);
+  std::vector<Step> kept;
+  for (Step& step : steps_) {
+    bool foldable = step.node->domain() != "tpc";
+    for (int s : step.in_slots) foldable = foldable && (s < 0 || is_const[static_cast<size_t>(s)]);
+    if (!foldable) {
+      kept.push_back(std::move(step));
+      continue;
+    }
+    TPC_RETURN_IF_ERROR(RunStep(step, unplanned, values));
+    for (int s : step.out_slots) {
+      is_const[static_cast<size_t>(s)] = true;
+      constants_.emplace_back(s, values[static_cast<size_t>(s)]);
+    }
+  }
+  steps_ = std::move(kept);
   return absl::OkStatus();
 }
 

@@ -1,5 +1,7 @@
 #include "tpc/shard/cost_model.h"
 
+#include <cmath>
+
 namespace tpc::shard {
 
 using ir::Placement;
@@ -8,9 +10,9 @@ using Kind = ir::Placement::Kind;
 // Figures are the usual public ones: NVLink 4 gives H100 450 GB/s per direction,
 // NVLink 3 gives A100 300 GB/s, PCIe 4 x16 about 25 GB/s; dense bf16 rates of
 // ~990 and ~312 TFLOP/s are derated to what large GEMMs reach.
-DeviceProfile DeviceProfile::H100NvLink() { return {"h100-nvlink", 450e9, 3e-6, 8e-6, 700e12}; }
-DeviceProfile DeviceProfile::A100NvLink() { return {"a100-nvlink", 300e9, 5e-6, 8e-6, 250e12}; }
-DeviceProfile DeviceProfile::Pcie4() { return {"pcie4", 25e9, 10e-6, 10e-6, 250e12}; }
+DeviceProfile DeviceProfile::H100NvLink() { return {"h100-nvlink", 450e9, 3e-6, 700e12}; }
+DeviceProfile DeviceProfile::A100NvLink() { return {"a100-nvlink", 300e9, 5e-6, 250e12}; }
+DeviceProfile DeviceProfile::Pcie4() { return {"pcie4", 25e9, 10e-6, 250e12}; }
 
 std::optional<DeviceProfile> DeviceProfile::ByName(const std::string& name) {
   if (name == "h100-nvlink") return H100NvLink();
@@ -32,32 +34,22 @@ const char* CollectiveName(CollectiveKind kind) {
   return "?";
 }
 
-namespace {
-
-// Seconds a ring collective spends in latency and on the links.
-double RingSeconds(const DeviceProfile& p, CollectiveKind kind, double steps, double frac,
-                   double bytes, int64_t n) {
+double CollectivePicos(const DeviceProfile& p, CollectiveKind kind, int64_t n, double bytes) {
+  if (n <= 1) return 0;
+  const double steps = static_cast<double>(n - 1);
+  const double frac = steps / static_cast<double>(n);
+  // One pass around the ring: what an all-gather or a reduce-scatter costs.
+  const double pass = std::round((steps * p.latency_s + frac * bytes / p.link_bandwidth_bytes_per_s) * 1e12);
   switch (kind) {
-    case CollectiveKind::kAllReduce:
-      return 2 * steps * p.latency_s + 2 * frac * bytes / p.link_bandwidth_bytes_per_s;
+    case CollectiveKind::kAllReduce: return 2 * pass;
     case CollectiveKind::kAllGather:
-    case CollectiveKind::kReduceScatter:
-      return steps * p.latency_s + frac * bytes / p.link_bandwidth_bytes_per_s;
+    case CollectiveKind::kReduceScatter: return pass;
     case CollectiveKind::kAllToAll:
-      return steps * p.latency_s + frac * bytes / static_cast<double>(n) / p.link_bandwidth_bytes_per_s;
+      return std::round((steps * p.latency_s +
+                         frac * bytes / static_cast<double>(n) / p.link_bandwidth_bytes_per_s) * 1e12);
   }
   return 0;
 }
-
-}  // namespace
-
-double CollectiveSeconds(const DeviceProfile& p, CollectiveKind kind, int64_t n, double bytes) {
-  if (n <= 1) return 0;
-  const double frac = static_cast<double>(n - 1) / static_cast<double>(n);
-  const double steps = static_cast<double>(n - 1);
-  return p.launch_s + RingSeconds(p, kind, steps, frac, bytes, n);
-}
-
 
 bool TransitionPossible(const Placement& from, const Placement& to) {
   if (from == to) return true;
@@ -81,10 +73,10 @@ std::optional<CollectiveKind> TransitionCollective(const Placement& from, const 
   return to.kind == Kind::kReplicate ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
 }
 
-double TransitionSeconds(const DeviceProfile& profile, const Placement& from, const Placement& to,
-                         int64_t n, double bytes) {
+double TransitionPicos(const DeviceProfile& profile, const Placement& from, const Placement& to,
+                       int64_t n, double bytes) {
   auto kind = TransitionCollective(from, to);
-  return kind ? CollectiveSeconds(profile, *kind, n, bytes) : 0.0;
+  return kind ? CollectivePicos(profile, *kind, n, bytes) : 0.0;
 }
 
 }  // namespace tpc::shard

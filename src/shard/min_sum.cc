@@ -21,7 +21,7 @@ bool Cost::ApproxEqual(const Cost& o, double rel) const {
 }
 
 std::string Cost::ToString() const {
-  return absl::StrFormat("(%g, %g, %g, %g)", v[0], v[1], v[2], v[3]);
+  return absl::StrFormat("(%g, %g, %g, %g, %g)", v[0], v[1], v[2], v[3], v[4]);
 }
 
 int MinSumProblem::AddVariable(int domain_size) {

@@ -69,6 +69,7 @@ class Executor {
   class StepAllocator;
   Executor(const ir::Graph& graph, Backend& backend, Communicator* comm, ExecutorOptions options);
   absl::Status Build();
+  absl::Status FoldConstantSteps();
   const Plan& PlanFor(const SymbolBindings& bindings);
   absl::Status RunStep(const Step& step, const Plan& plan, std::vector<Tensor>& values);
 

@@ -3,9 +3,10 @@
 // A ring all-reduce over N ranks moves 2(N−1)/N of the bytes through every link in
 // 2(N−1) steps; all-gather and reduce-scatter move (N−1)/N in N−1 steps; all-to-all
 // moves (N−1)/N of the per-rank part. Each step pays the latency α; each byte on a
-// link pays 1/bandwidth; each collective pays a launch cost (so one all-reduce beats
-// the reduce-scatter + all-gather that move the same bytes). Compute runs at the
-// profile's dense rate.
+// link pays 1/bandwidth. An all-reduce costs exactly a reduce-scatter plus an
+// all-gather (it is one); the solver prefers fewer collectives only on ties. Times are
+// whole picoseconds, so equal plans have equal sums whatever the order of addition.
+// Compute runs at the profile's dense rate.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +22,6 @@ struct DeviceProfile {
   std::string name;
   double link_bandwidth_bytes_per_s = 0;  // per direction, per link of the ring
   double latency_s = 0;                   // per ring step
-  double launch_s = 0;                    // fixed cost of starting one collective
   double flops_per_s = 0;                 // dense fp32/bf16 compute the model assumes
 
   static DeviceProfile H100NvLink();
@@ -35,10 +35,9 @@ struct DeviceProfile {
 enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kAllToAll };
 const char* CollectiveName(CollectiveKind kind);
 
-// Modelled seconds of one collective over `n` ranks; `bytes` is the size of the whole
-// (unsharded) tensor.
-double CollectiveSeconds(const DeviceProfile& profile, CollectiveKind kind, int64_t n,
-                         double bytes);
+// Modelled picoseconds of one collective over `n` ranks; `bytes` is the size of the
+// whole (unsharded) tensor.
+double CollectivePicos(const DeviceProfile& profile, CollectiveKind kind, int64_t n, double bytes);
 
 // The collective that turns placement `from` into `to` (nullopt when the transition
 // is local: equal placements, R → S, R → P, S → P).
@@ -47,8 +46,8 @@ std::optional<CollectiveKind> TransitionCollective(const ir::Placement& from,
 // Whether a transition is possible at all (P(max) → P(sum) is not, for example).
 bool TransitionPossible(const ir::Placement& from, const ir::Placement& to);
 
-// Modelled seconds of the transition for a tensor of `bytes` (whole-tensor size).
-double TransitionSeconds(const DeviceProfile& profile, const ir::Placement& from,
-                         const ir::Placement& to, int64_t n, double bytes);
+// Modelled picoseconds of the transition for a tensor of `bytes` (whole-tensor size).
+double TransitionPicos(const DeviceProfile& profile, const ir::Placement& from,
+                       const ir::Placement& to, int64_t n, double bytes);
 
 }  // namespace tpc::shard

@@ -24,7 +24,7 @@ namespace tpc::shard {
 // A cost compared lexicographically, component 0 first (what the objective puts
 // first: weight bytes, or step time).
 struct Cost {
-  static constexpr int kComponents = 4;
+  static constexpr int kComponents = 5;
   std::array<double, kComponents> v{};
 
   static Cost Zero() { return Cost{}; }

@@ -54,6 +54,10 @@ struct ShardResult {
   // Ops with no sharding rule; they ran replicated.
   std::vector<const ir::Node*> fallback_ops;
   std::vector<PlannedCollective> collectives;
+  // Values with several consumers that are converted once, to this placement, before
+  // their consumers take what they need from it (absent: consumers convert from the
+  // produced placement).
+  absl::flat_hash_map<const ir::Value*, ir::Placement> materialized;
   Cost cost;
   int decisions = 0;
   int64_t largest_table = 0;

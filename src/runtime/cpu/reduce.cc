@@ -111,7 +111,7 @@ absl::Status Reduce(KernelContext& ctx) {
     else if (op == "ReduceL2") a = std::sqrt(a);
     else if (op == "ReduceLogSum" || op == "ReduceLogSumExp") a = std::log(a);
   }
-  return VisitNumeric(
+  return VisitType(
       ctx, x.dtype(),
       [&]<typename T>() {
         for (int64_t i = 0; i < out_n; ++i) {

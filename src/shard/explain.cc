@@ -1,0 +1,90 @@
+// --explain: why a value got its placement, with the alternatives and their costs.
+#include "absl/strings/str_cat.h"
+#include "problem_builder.h"
+#include "tpc/shard/shard_pass.h"
+#include "tpc/util/status_macros.h"
+
+namespace tpc::shard {
+namespace internal {
+ShardOptions WithBlockCounts(const ir::Graph& graph, const ShardOptions& options);
+absl::StatusOr<std::pair<std::unique_ptr<ProblemBuilder>, MinSumSolution>> BuildAndSolve(
+    const ir::Graph& graph, const ShardOptions& options, const Constraints& constraints);
+}  // namespace internal
+
+namespace {
+
+std::string CostText(const ShardOptions& options, const Cost& c) {
+  if (c.is_infinite()) return "impossible";
+  if (options.objective == Objective::kTime) {
+    return absl::StrCat("step ", c.v[0] * 1e-6, " us, weights ", c.v[1], " B/rank, ", c.v[2],
+                        " collectives");
+  }
+  std::string out = absl::StrCat("matrix weights ", c.v[0], " B/rank, collectives ",
+                                 c.v[1] * 1e-6, " us (", c.v[3], ")");
+  if (options.sequence_parallel) absl::StrAppend(&out, ", ", c.v[2], " values off sequence shards");
+  absl::StrAppend(&out, ", vectors ", c.v[4], " B/rank");
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ExplainValue(ir::Graph& graph, const ShardOptions& raw_options,
+                                         const Constraints& constraints,
+                                         const std::string& value_name) {
+  const ShardOptions options = internal::WithBlockCounts(graph, raw_options);
+  ir::Value* v = graph.FindValue(value_name);
+  if (v == nullptr) return absl::NotFoundError(absl::StrCat("--explain: no value named '", value_name, "'"));
+  TPC_ASSIGN_OR_RETURN(auto solved, internal::BuildAndSolve(graph, options, constraints));
+  const internal::ProblemBuilder& b = *solved.first;
+  const MinSumSolution& best = solved.second;
+  const ir::Node* producer = v->producer();
+  std::string out = absl::StrCat(v->name(), ": ", v->type().ToString(), " → ",
+                                 b.PlacementOf(v, best.assignment).ToString(), "\n  produced by ",
+                                 producer->is_call() ? producer->Describe() : ir::NodeKindName(producer->kind()),
+                                 "\n");
+  // Splits that were never candidates, and why.
+  RuleContext ctx(*producer, options);
+  if (v->type().shape) {
+    for (size_t d = 0; d < v->type().shape->size(); ++d) {
+      const ir::Dim& dim = (*v->type().shape)[d];
+      if (ctx.Divisible(dim)) continue;
+      const std::string why =
+          dim.is_static()
+              ? absl::StrCat(dim.value(), " is not divisible by ", options.mesh.tp())
+              : absl::StrCat(dim.ToString(), " is symbolic and not declared divisible (--divisible ",
+                             dim.ToString(), " or --dim ", dim.ToString(), "=K with K divisible by ",
+                             options.mesh.tp(), ")");
+      absl::StrAppend(&out, "  S(", d, ") is not a candidate: dim ", d, " = ", why, "\n");
+    }
+  }
+  if (b.Fixed(v)) {
+    absl::StrAppend(&out, "  not a decision: ",
+                    producer->kind() == ir::NodeKind::kPlaceholder
+                        ? "a graph input, placed by --input-placement (default R)"
+                    : producer->kind() == ir::NodeKind::kConstant
+                        ? "a constant with no dim that splits (or not a float tensor)"
+                        : "computed from replicated values only, so every rank computes it whole",
+                    "\n");
+    return out;
+  }
+  const int var = *b.VarOf(producer);
+  const internal::Decision& d = b.decisions()[static_cast<size_t>(var)];
+  absl::StrAppend(&out, "  alternatives, each with the best plan that takes it:\n");
+  for (int c = 0; c < d.size(); ++c) {
+    internal::ProblemBuilder clamped(graph, options, constraints);
+    TPC_RETURN_IF_ERROR(clamped.Build());
+    clamped.Clamp(var, c);
+    auto sol = SolveMinSum(clamped.problem());
+    const std::string name =
+        d.kind == internal::Decision::Kind::kConstant
+            ? d.placements[static_cast<size_t>(c)].ToString()
+            : absl::StrCat(d.strategies[static_cast<size_t>(c)].name, " → ",
+                           d.OutputPlacement(c, v->index()).ToString());
+    const bool chosen = best.assignment[static_cast<size_t>(var)] == c;
+    absl::StrAppend(&out, chosen ? "  * " : "    ", name, ": ",
+                    sol.ok() ? CostText(options, sol->cost) : std::string(sol.status().message()), "\n");
+  }
+  return out;
+}
+
+}  // namespace tpc::shard

@@ -1,0 +1,219 @@
+// CPU kernels on small graphs: broadcasting, indexing, axes, norms and losses.
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "tpc/ir/graph.h"
+#include "tpc/onnx/shape_inference.h"
+#include "tpc/runtime/executor.h"
+
+namespace tpc::runtime {
+namespace {
+
+using ir::Dim;
+using ir::DType;
+
+Tensor F32(std::vector<int64_t> shape, std::vector<float> v) {
+  Tensor t = Tensor::Allocate(DType::kF32, std::move(shape));
+  REQUIRE(static_cast<int64_t>(v.size()) == t.num_elements());
+  std::copy(v.begin(), v.end(), t.data<float>());
+  return t;
+}
+Tensor I64(std::vector<int64_t> shape, std::vector<int64_t> v) {
+  Tensor t = Tensor::Allocate(DType::kI64, std::move(shape));
+  std::copy(v.begin(), v.end(), t.data<int64_t>());
+  return t;
+}
+std::vector<float> Floats(const Tensor& t) { return {t.data<float>(), t.data<float>() + t.num_elements()}; }
+
+// A one-op graph over placeholders (given inputs) and constants.
+struct OneOp {
+  ir::Graph g;
+  std::map<std::string, Tensor> feeds;
+  std::vector<ir::Value*> ins;
+
+  explicit OneOp(int64_t opset = 18) { g.opsets()[""] = opset; }
+  void Input(const std::string& name, Tensor t) {
+    std::vector<Dim> dims(t.shape().begin(), t.shape().end());
+    ins.push_back(g.AddPlaceholder(name, ir::TensorType(t.dtype(), dims)));
+    feeds[name] = t;
+  }
+  void Ints(std::vector<int64_t> v) {
+    const int64_t n = static_cast<int64_t>(v.size());
+    ins.push_back(g.AddConstant("c" + std::to_string(ins.size()), ir::Tensor::FromInt64({n}, v)));
+  }
+  void None() { ins.push_back(nullptr); }
+  std::vector<Tensor> Run(const std::string& op, ir::Attributes attrs = {}, int outputs = 1) {
+    std::vector<std::string> names;
+    for (int i = 0; i < outputs; ++i) names.push_back("y" + std::to_string(i));
+    ir::Node* n = g.AddCall("", op, ins, names, std::move(attrs), "the_op");
+    g.SetOutputs(n->outputs());
+    REQUIRE(onnx::InferShapes(g).ok());
+    auto backend = MakeCpuBackend(2);
+    auto ex = Executor::Create(g, *backend, nullptr);
+    REQUIRE(ex.ok());
+    auto out = (*ex)->Run(feeds);
+    INFO(out.status().ToString());
+    REQUIRE(out.ok());
+    return *out;
+  }
+};
+
+TEST_CASE("Binary ops broadcast numpy-style", "[runtime][kernels]") {
+  OneOp t;
+  t.Input("a", F32({2, 1, 3}, {1, 2, 3, 4, 5, 6}));
+  t.Input("b", F32({4, 1}, {10, 20, 30, 40}));
+  auto y = t.Run("Add");
+  REQUIRE(y[0].shape() == std::vector<int64_t>{2, 4, 3});
+  REQUIRE(y[0].data<float>()[0] == 11);
+  REQUIRE(y[0].data<float>()[5] == 23);   // a[0,0,2] + b[1]
+  REQUIRE(y[0].data<float>()[23] == 46);  // a[1,0,2] + b[3]
+}
+
+TEST_CASE("Where broadcasts its three operands", "[runtime][kernels]") {
+  OneOp t;
+  Tensor c = Tensor::Allocate(DType::kBool, {1, 3});
+  c.data<bool>()[0] = true;
+  c.data<bool>()[2] = true;
+  t.Input("c", c);
+  t.Input("x", F32({2, 1}, {1, 2}));
+  t.Input("y", F32({}, {-1}));
+  auto y = t.Run("Where");
+  REQUIRE(Floats(y[0]) == std::vector<float>{1, -1, 1, 2, -1, 2});
+}
+
+TEST_CASE("Gather takes negative indices", "[runtime][kernels]") {
+  OneOp t;
+  t.Input("data", F32({3, 2}, {0, 1, 10, 11, 20, 21}));
+  t.Input("idx", I64({2, 2}, {-1, 0, 1, -3}));
+  auto y = t.Run("Gather", {{"axis", int64_t{0}}});
+  REQUIRE(y[0].shape() == std::vector<int64_t>{2, 2, 2});
+  REQUIRE(Floats(y[0]) == std::vector<float>{20, 21, 0, 1, 10, 11, 0, 1});
+}
+
+TEST_CASE("Gather on axis 1", "[runtime][kernels]") {
+  OneOp t;
+  t.Input("data", F32({2, 3}, {0, 1, 2, 10, 11, 12}));
+  t.Input("idx", I64({1}, {-1}));
+  auto y = t.Run("Gather", {{"axis", int64_t{1}}});
+  REQUIRE(Floats(y[0]) == std::vector<float>{2, 12});
+}
+
+TEST_CASE("Slice with negative steps and clamped bounds", "[runtime][kernels]") {
+  OneOp t;
+  t.Input("x", F32({2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  t.Ints({-1, 100});    // starts
+  t.Ints({-100, -6});   // ends (clamped)
+  t.Ints({1, 0});       // axes
+  t.Ints({-2, -1});     // steps
+  auto y = t.Run("Slice");
+  // axis 1: 4, 2, 0; axis 0: rows 1, 0.
+  REQUIRE(y[0].shape() == std::vector<int64_t>{2, 3});
+  REQUIRE(Floats(y[0]) == std::vector<float>{9, 7, 5, 4, 2, 0});
+}
+
+TEST_CASE("Softmax on a middle axis", "[runtime][kernels]") {
+  OneOp t;
+  t.Input("x", F32({2, 2}, {0, 1, 0, 3}));
+  auto y = t.Run("Softmax", {{"axis", int64_t{0}}});
+  const auto v = Floats(y[0]);
+  REQUIRE(v[0] == Approx(0.5));
+  REQUIRE(v[2] == Approx(0.5));
+  REQUIRE(v[1] == Approx(1 / (1 + std::exp(2.0))));
+  REQUIRE(v[3] == Approx(std::exp(2.0) / (1 + std::exp(2.0))));
+}
+
+TEST_CASE("LayerNormalization with scale, bias and statistics", "[runtime][kernels]") {
+  OneOp t;
+  t.Input("x", F32({2, 2}, {1, 3, 2, 4}));
+  t.Input("g", F32({2}, {2, 1}));
+  t.Input("b", F32({2}, {0, 1}));
+  auto y = t.Run("LayerNormalization", {{"epsilon", 0.0f}}, 3);
+  const auto v = Floats(y[0]);
+  REQUIRE(v[0] == Approx(-2));
+  REQUIRE(v[1] == Approx(2));
+  REQUIRE(v[2] == Approx(-2));
+  REQUIRE(y[1].data<float>()[0] == Approx(2));
+  REQUIRE(y[2].data<float>()[0] == Approx(1));
+}
+
+TEST_CASE("SoftmaxCrossEntropyLoss with ignore_index and reductions", "[runtime][kernels]") {
+  const std::vector<float> logits = {0, 0, 0, 1, 2, 3};  // [N=2, C=3]
+  const double lse1 = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
+  for (std::string reduction : {"mean", "sum", "none"}) {
+    OneOp t;
+    t.Input("scores", F32({2, 3}, logits));
+    t.Input("labels", I64({2}, {1, 2}));
+    auto y = t.Run("SoftmaxCrossEntropyLoss", {{"reduction", reduction}}, 2);
+    const double l0 = std::log(3.0), l1 = lse1 - 3;
+    if (reduction == "mean") REQUIRE(y[0].data<float>()[0] == Approx((l0 + l1) / 2));
+    if (reduction == "sum") REQUIRE(y[0].data<float>()[0] == Approx(l0 + l1));
+    if (reduction == "none") {
+      REQUIRE(y[0].data<float>()[0] == Approx(l0));
+      REQUIRE(y[0].data<float>()[1] == Approx(l1));
+    }
+  }
+  OneOp t;
+  t.Input("scores", F32({2, 3}, logits));
+  t.Input("labels", I64({2}, {-100, 2}));
+  auto y = t.Run("SoftmaxCrossEntropyLoss", {{"ignore_index", int64_t{-100}}});
+  REQUIRE(y[0].data<float>()[0] == Approx(lse1 - 3));  // mean over the one kept label
+}
+
+TEST_CASE("MatMul broadcasts batch dims and handles vectors", "[runtime][kernels]") {
+  OneOp t;
+  t.Input("a", F32({2, 1, 2, 3}, {1, 2, 3, 4, 5, 6, 1, 0, 0, 0, 1, 0}));
+  t.Input("b", F32({3, 3, 1}, {1, 1, 1, 0, 1, 0, 1, 0, 0}));
+  auto y = t.Run("MatMul");
+  REQUIRE(y[0].shape() == std::vector<int64_t>{2, 3, 2, 1});
+  REQUIRE(Floats(y[0]) == std::vector<float>{6, 15, 2, 5, 1, 4, 1, 1, 0, 1, 1, 0});
+  OneOp v;
+  v.Input("a", F32({3}, {1, 2, 3}));
+  v.Input("b", F32({3}, {4, 5, 6}));
+  auto d = v.Run("MatMul");
+  REQUIRE(d[0].rank() == 0);
+  REQUIRE(d[0].data<float>()[0] == 32);
+}
+
+TEST_CASE("Reshape with 0 and -1, Transpose, Concat and Split", "[runtime][kernels]") {
+  OneOp r;
+  r.Input("x", F32({2, 3, 2}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+  r.Ints({0, -1});
+  REQUIRE(r.Run("Reshape")[0].shape() == std::vector<int64_t>{2, 6});
+  OneOp tr;
+  tr.Input("x", F32({2, 3}, {0, 1, 2, 3, 4, 5}));
+  REQUIRE(Floats(tr.Run("Transpose", {{"perm", std::vector<int64_t>{1, 0}}})[0]) == std::vector<float>{0, 3, 1, 4, 2, 5});
+  OneOp c;
+  c.Input("a", F32({2, 1}, {0, 1}));
+  c.Input("b", F32({2, 2}, {2, 3, 4, 5}));
+  REQUIRE(Floats(c.Run("Concat", {{"axis", int64_t{-1}}})[0]) == std::vector<float>{0, 2, 3, 1, 4, 5});
+  OneOp s;
+  s.Input("x", F32({1, 5}, {0, 1, 2, 3, 4}));
+  s.Ints({2, 3});
+  auto parts = s.Run("Split", {{"axis", int64_t{1}}}, 2);
+  REQUIRE(Floats(parts[0]) == std::vector<float>{0, 1});
+  REQUIRE(Floats(parts[1]) == std::vector<float>{2, 3, 4});
+}
+
+TEST_CASE("ReduceMean over an input axes list, keepdims off", "[runtime][kernels]") {
+  OneOp t;
+  t.Input("x", F32({2, 3}, {0, 1, 2, 3, 4, 5}));
+  t.Ints({0});
+  auto y = t.Run("ReduceMean", {{"keepdims", int64_t{0}}});
+  REQUIRE(Floats(y[0]) == std::vector<float>{1.5, 2.5, 3.5});
+}
+
+TEST_CASE("f16 inputs are computed in f32 and converted back", "[runtime][kernels]") {
+  OneOp t;
+  Tensor a = ConvertFloats(F32({3}, {1.5f, -2.0f, 0.25f}), DType::kF16);
+  t.Input("a", a);
+  t.Input("b", a);
+  auto y = t.Run("Mul");
+  REQUIRE(y[0].dtype() == DType::kF16);
+  REQUIRE(Floats(ConvertFloats(y[0], DType::kF32)) == std::vector<float>{2.25f, 4.0f, 0.0625f});
+}
+
+}  // namespace
+}  // namespace tpc::runtime
