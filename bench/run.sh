@@ -26,3 +26,11 @@ for model, r in sorted(rows.items()):
     print(f"{model:28} {r['ProtobufParse']:12.2f} {r['ReadModelFile']:9.2f} {r['Import']:10.2f} "
           f"{r['Import'] / r['ProtobufParse']:16.2f}")
 PY
+
+# Executor: tpc's CPU runtime vs onnxruntime (same inputs, same thread count) on a
+# GPT-2-small shaped model (generated, ~370 MB of random weights, never committed) and
+# the committed models.
+g=$out/gpt2_small.onnx
+[ -f "$g" ] || python3 tools/make_gpt2_synthetic.py -o "$g"
+python3 bench/executor_bench.py --build "$build" --threads "$(nproc)" --batch 1 --seq 128 --repeat 10 \
+  "$g" models/*.onnx

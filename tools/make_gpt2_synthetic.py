@@ -85,7 +85,9 @@ def build(layers, hidden, heads, vocab, positions, seed):
         nodes, "gpt2_small_synthetic",
         [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "seq", vocab])], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], producer_name="tpc-bench")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], producer_name="tpc-bench")
+    model.ir_version = 10  # what onnxruntime 1.2x reads
+    return model
 
 
 def main():

@@ -210,13 +210,14 @@ void ProblemBuilder::AddCall(const ir::Node* node) {
   }
   bool has_rule = false;
   std::vector<Strategy> strategies = StrategiesFor(*node, options_, &has_rule);
-  if (!has_rule) fallback_.push_back(node);
   if (all_replicated) {
     // Computed from replicated values only (shape computations, masks): every rank
     // computes it whole.
     for (const ir::Value* o : node->outputs()) fixed_[o] = Placement::Replicate();
     return;
   }
+  // An op with no rule on values that may be split: it runs replicated, reported.
+  if (!has_rule) fallback_.push_back(node);
   Decision d;
   d.kind = Kind::kCall;
   d.node = node;

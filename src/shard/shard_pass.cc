@@ -136,4 +136,12 @@ absl::StatusOr<ShardResult> ShardGraph(ir::Graph& graph, const ShardOptions& raw
   return Collect(graph, *solved.first, options, solved.second);
 }
 
+absl::StatusOr<MinSumProblem> BuildShardProblem(const ir::Graph& graph, const ShardOptions& raw_options,
+                                                const Constraints& constraints) {
+  const ShardOptions options = internal::WithBlockCounts(graph, raw_options);
+  ProblemBuilder builder(graph, options, constraints);
+  TPC_RETURN_IF_ERROR(builder.Build());
+  return builder.problem();
+}
+
 }  // namespace tpc::shard

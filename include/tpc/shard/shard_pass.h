@@ -51,7 +51,8 @@ struct ShardResult {
   // The strategy each call runs. Calls on replicated values only are absent (they
   // run replicated).
   absl::flat_hash_map<const ir::Node*, Strategy> strategies;
-  // Ops with no sharding rule; they ran replicated.
+  // Ops with no sharding rule that touch values which may be split; they run
+  // replicated (inputs gathered first). Ops on replicated values only are not listed.
   std::vector<const ir::Node*> fallback_ops;
   std::vector<PlannedCollective> collectives;
   // Values with several consumers that are converted once, to this placement, before
@@ -70,6 +71,11 @@ struct ShardResult {
 // (naming its origin), an input placement on a dim that does not split.
 absl::StatusOr<ShardResult> ShardGraph(ir::Graph& graph, const ShardOptions& options,
                                        const Constraints& constraints = {});
+
+// The optimisation problem ShardGraph solves, and the decision each value's producer
+// maps to (tests compare SolveMinSum against exhaustive search on it).
+absl::StatusOr<MinSumProblem> BuildShardProblem(const ir::Graph& graph, const ShardOptions& options,
+                                                const Constraints& constraints = {});
 
 // Why `value_name` got its placement: the rule and strategy, the alternatives with
 // their total costs, and the splits that were not candidates and why. Runs the solver

@@ -1,0 +1,296 @@
+#include "tpc/shard/styles.h"
+
+#include <fnmatch.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "tpc/util/status_macros.h"
+
+namespace tpc::shard {
+namespace {
+
+using ir::Placement;
+
+std::string Trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+bool Matches(const std::string& pattern, const std::string& name) {
+  return !name.empty() && ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
+}
+
+// `R`, `S(1)`, `S(-1)`, `S(2/3)`, `P(sum)`; negative dims count from `rank`.
+std::optional<Placement> ParsePlacementFor(const std::string& text, int64_t rank) {
+  std::string t = text;
+  if (t.size() > 3 && t[0] == 'S' && t[1] == '(' && t[2] == '-' && rank > 0) {
+    // Normalise S(-k[/b]) to S(rank-k[/b]).
+    const auto close = t.find_first_of("/)");
+    int64_t k = 0;
+    if (!absl::SimpleAtoi(t.substr(3, close - 3), &k)) return std::nullopt;
+    t = absl::StrCat("S(", rank - k, t.substr(close));
+  }
+  auto p = Placement::Parse(t);
+  if (p && p->kind == Placement::Kind::kShard && (p->dim < 0 || p->dim >= rank)) return std::nullopt;
+  return p;
+}
+
+class StyleParser {
+ public:
+  StyleParser(const std::string& origin, const ir::Graph& graph, const ShardOptions& options)
+      : origin_(origin), graph_(graph), options_(options) {}
+
+  absl::Status Line(int number, const std::string& raw) {
+    std::string line = Trim(raw.substr(0, raw.find('#')));
+    if (line.empty()) return absl::OkStatus();
+    where_ = absl::StrCat(origin_, ":", number);
+    const auto colon = line.rfind(':');
+    if (colon == std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(where_, ": expected 'PATTERN: STYLE', got '", line, "'"));
+    }
+    const std::string pattern = Trim(line.substr(0, colon));
+    const std::string style = Trim(line.substr(colon + 1));
+    if (pattern == "group") return Group(style);
+    if (pattern.empty() || style.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(where_, ": expected 'PATTERN: STYLE', got '", line, "'"));
+    }
+    static const char* kStyles[] = {"colwise", "rowwise", "replicate", "sequence"};
+    bool known = false;
+    for (const char* s : kStyles) known = known || style == s;
+    if (!known && !Placement::Parse(style) && !(style.size() > 3 && style.rfind("S(-", 0) == 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where_, ": unknown style '", style,
+          "' (colwise, rowwise, replicate, sequence, or a placement like R, S(0), S(-1), S(2/3))"));
+    }
+    bool matched = false;
+    for (ir::Node* n : graph_.nodes()) {
+      if (n->kind() == ir::NodeKind::kConstant && Matches(pattern, n->output(0)->name())) {
+        matched = true;
+        TPC_RETURN_IF_ERROR(ApplyToWeight(n->output(0), style));
+      } else if (n->is_call() && Matches(pattern, n->name())) {
+        matched = true;
+        TPC_RETURN_IF_ERROR(ApplyToNode(*n, style));
+      } else if (n->is_call()) {
+        for (const ir::Value* v : n->outputs()) {
+          if (!Matches(pattern, v->name())) continue;
+          matched = true;
+          TPC_RETURN_IF_ERROR(ApplyToValue(v, style));
+        }
+      }
+    }
+    if (!matched) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where_, ": pattern '", pattern, "' matches no initializer, node or value"));
+    }
+    return absl::OkStatus();
+  }
+
+  Constraints Take() { return std::move(constraints_); }
+
+ private:
+  absl::Status Allow(const ir::Value* v, Placement p) {
+    auto& slot = constraints_.allowed[v];
+    if (!slot.placements.empty() && !(slot.placements[0] == p)) {
+      return absl::InvalidArgumentError(absl::StrCat(where_, ": ", v->name(), " is already constrained to ",
+                                                     slot.placements[0].ToString(), " by ", slot.origin));
+    }
+    slot.placements = {p};
+    slot.origin = where_;
+    return absl::OkStatus();
+  }
+
+  // The split a consumer gives colwise (output features) or rowwise (input features)
+  // of a weight it reads at `input`, through Transposes; nullopt when unknown.
+  std::optional<int64_t> FeatureDim(const ir::Value* w, bool colwise, int depth = 0) const {
+    const int64_t rank = w->type().rank();
+    for (const ir::Use& use : w->uses()) {
+      const ir::Node& n = *use.user;
+      if (!n.is_call()) continue;
+      const std::string& op = n.op_type();
+      if (op == "MatMul" && use.index == 1 && rank >= 2) return colwise ? rank - 1 : rank - 2;
+      if (op == "MatMul" && use.index == 0 && rank >= 2) return colwise ? rank - 2 : rank - 1;
+      if (op == "Gemm" && use.index == 1 && rank == 2) {
+        const bool tb = n.attr_int("transB", 0) != 0;
+        return colwise == tb ? 0 : 1;
+      }
+      if (op == "Gemm" && use.index == 2 && rank == 1) {
+        if (colwise) return 0;
+        return std::nullopt;
+      }
+      if (op == "Gather" && use.index == 0 && rank == 2) return colwise ? 1 : 0;
+      if (op == "Transpose" && use.index == 0 && depth < 4) {
+        std::vector<int64_t> perm = n.attr_ints("perm");
+        if (perm.empty()) {
+          for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
+        }
+        if (auto d = FeatureDim(n.output(0), colwise, depth + 1)) {
+          return perm[static_cast<size_t>(*d)];
+        }
+      }
+      if ((op == "Add") && rank == 1 && colwise) return 0;  // a column-parallel bias
+    }
+    return std::nullopt;
+  }
+
+  absl::Status ApplyToWeight(const ir::Value* w, const std::string& style) {
+    const int64_t rank = w->type().rank();
+    if (style == "replicate") return Allow(w, Placement::Replicate());
+    if (style == "sequence") {
+      return absl::InvalidArgumentError(absl::StrCat(where_, ": 'sequence' applies to activations, not to the weight ", w->name()));
+    }
+    if (style == "colwise" || style == "rowwise") {
+      auto dim = FeatureDim(w, style == "colwise");
+      if (!dim) {
+        if (style == "rowwise" && rank == 1) return Allow(w, Placement::Replicate());
+        return absl::InvalidArgumentError(absl::StrCat(
+            where_, ": cannot tell which dim of ", w->name(), " is its ",
+            style == "colwise" ? "output" : "input",
+            " features (no MatMul, Gemm or Gather reads it); give a placement like S(0)"));
+      }
+      return Allow(w, Placement::Shard(*dim));
+    }
+    auto p = ParsePlacementFor(style, rank);
+    if (!p) {
+      return absl::InvalidArgumentError(absl::StrCat(where_, ": ", style, " does not fit ", w->name(), " of type ",
+                                                     w->type().ToString()));
+    }
+    return Allow(w, *p);
+  }
+
+  absl::Status ApplyToNode(const ir::Node& n, const std::string& style) {
+    if (style == "colwise" || style == "rowwise") {
+      bool any = false;
+      for (const ir::Value* in : n.inputs()) {
+        if (in == nullptr || in->producer()->kind() != ir::NodeKind::kConstant) continue;
+        if (!ir::IsFloating(in->type().dtype) || in->type().rank() < 1) continue;
+        if (in->type().rank() == 1 && style == "rowwise") continue;  // bias after the reduction
+        TPC_RETURN_IF_ERROR(ApplyToWeight(in, style));
+        any = true;
+      }
+      if (!any) {
+        return absl::InvalidArgumentError(absl::StrCat(where_, ": ", n.Describe(), " has no weight input for '", style, "'"));
+      }
+      return absl::OkStatus();
+    }
+    return ApplyToValue(n.output(0), style);
+  }
+
+  absl::Status ApplyToValue(const ir::Value* v, const std::string& style) {
+    const int64_t rank = v->type().rank();
+    if (style == "replicate") return Allow(v, Placement::Replicate());
+    if (style == "sequence") {
+      if (!v->type().shape) return absl::InvalidArgumentError(absl::StrCat(where_, ": ", v->name(), " has no shape"));
+      for (size_t d = 0; d < v->type().shape->size(); ++d) {
+        const ir::Dim& dim = (*v->type().shape)[d];
+        if (dim.is_symbol() && dim.terms()[0].symbols[0] == options_.seq_symbol) {
+          return Allow(v, Placement::Shard(static_cast<int64_t>(d)));
+        }
+      }
+      return absl::InvalidArgumentError(absl::StrCat(where_, ": ", v->name(), " of type ", v->type().ToString(),
+                                                     " has no '", options_.seq_symbol, "' dim"));
+    }
+    if (style == "colwise") return Allow(v, Placement::Shard(rank - 1));
+    if (style == "rowwise") return Allow(v, Placement::Partial(ir::ReduceOp::kSum));
+    auto p = ParsePlacementFor(style, rank);
+    if (!p) {
+      return absl::InvalidArgumentError(absl::StrCat(where_, ": ", style, " does not fit ", v->name(), " of type ",
+                                                     v->type().ToString()));
+    }
+    return Allow(v, *p);
+  }
+
+  absl::Status Group(const std::string& list) {
+    std::vector<const ir::Value*> members;
+    for (absl::string_view part : absl::StrSplit(list, ',', absl::SkipWhitespace())) {
+      const std::string pattern = Trim(std::string(part));
+      bool matched = false;
+      for (ir::Node* n : graph_.nodes()) {
+        for (const ir::Value* v : n->outputs()) {
+          if (Matches(pattern, v->name())) {
+            members.push_back(v);
+            matched = true;
+          }
+        }
+      }
+      if (!matched) {
+        return absl::InvalidArgumentError(absl::StrCat(where_, ": group member '", pattern, "' matches no value"));
+      }
+    }
+    if (members.size() < 2) {
+      return absl::InvalidArgumentError(absl::StrCat(where_, ": a group needs at least two values"));
+    }
+    // Groups that share a member merge.
+    for (auto& g : constraints_.groups) {
+      for (const ir::Value* m : members) {
+        if (std::find(g.begin(), g.end(), m) != g.end()) {
+          for (const ir::Value* x : members) {
+            if (std::find(g.begin(), g.end(), x) == g.end()) g.push_back(x);
+          }
+          return absl::OkStatus();
+        }
+      }
+    }
+    constraints_.groups.push_back(std::move(members));
+    return absl::OkStatus();
+  }
+
+  std::string origin_;
+  const ir::Graph& graph_;
+  const ShardOptions& options_;
+  std::string where_;
+  Constraints constraints_;
+};
+
+}  // namespace
+
+absl::StatusOr<Constraints> ParseStyles(const std::string& text, const std::string& origin,
+                                        const ir::Graph& graph, const ShardOptions& options) {
+  StyleParser parser(origin, graph, options);
+  std::istringstream in(text);
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) TPC_RETURN_IF_ERROR(parser.Line(++number, line));
+  return parser.Take();
+}
+
+absl::StatusOr<Constraints> LoadStyles(const std::string& path, const ir::Graph& graph,
+                                       const ShardOptions& options) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("--styles ", path, ": cannot read the file"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseStyles(ss.str(), path, graph, options);
+}
+
+absl::StatusOr<std::pair<std::string, Placement>> ParseNamedPlacement(const std::string& arg,
+                                                                      const ir::Graph& graph, bool input) {
+  const char* flag = input ? "--input-placement" : "--output-placement";
+  const auto eq = arg.find('=');
+  if (eq == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " ", arg, ": expected NAME=PLACEMENT"));
+  }
+  const std::string name = arg.substr(0, eq);
+  const auto values = input ? graph.inputs() : graph.outputs();
+  const ir::Value* v = nullptr;
+  for (const ir::Value* x : values) {
+    if (x->name() == name) v = x;
+  }
+  if (v == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " ", arg, ": the model has no graph ", input ? "input" : "output", " '", name, "'"));
+  }
+  auto p = ParsePlacementFor(arg.substr(eq + 1), v->type().rank());
+  if (!p || p->kind == Placement::Kind::kPartial) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " ", arg, ": '", arg.substr(eq + 1),
+                                                   "' is not R or S(d) for ", v->type().ToString()));
+  }
+  return std::make_pair(name, *p);
+}
+
+}  // namespace tpc::shard
