@@ -1,20 +1,33 @@
-// tp-compile: ONNX model → per-rank plans.
+// tp-compile: an ONNX model → one plan per tensor-parallel rank.
 //
-// This first form imports, verifies and exports the model (`DIR/rank0.onnx` with its
-// weights in `DIR/rank0.weights`); sharding for --tp > 1 is the next stage.
+//   import → shard (rules + solver) → partition (collectives, per-rank shapes) → plan
+//
+// Writes DIR/rank{i}.onnx + DIR/rank{i}.weights for every rank, DIR/plan.json (the
+// manifest) and DIR/report.json, all or nothing (a temporary folder renamed into
+// place), and prints a short summary.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "tpc/ir/printer.h"
-#include "tpc/onnx/exporter.h"
+#include "tpc/ir/verifier.h"
 #include "tpc/onnx/importer.h"
+#include "tpc/partition/partition.h"
+#include "tpc/plan/plan_writer.h"
+#include "tpc/shard/report.h"
+#include "tpc/shard/shard_pass.h"
+#include "tpc/shard/styles.h"
 #include "tpc/util/cli.h"
+#include "tpc/util/json_writer.h"
 #include "tpc/util/staging_dir.h"
 #include "tpc/util/status_macros.h"
 
@@ -27,13 +40,33 @@ double Seconds(Clock::time_point since) {
 }
 
 tpc::cli::Parser MakeParser() {
-  tpc::cli::Parser p("tp-compile", "MODEL.onnx -o DIR [options]",
-                     "Compiles an ONNX model into per-rank tensor-parallel plans: DIR/rank{i}.onnx\n"
-                     "with each rank's weights in DIR/rank{i}.weights. DIR is written all or\n"
-                     "nothing (a temporary folder renamed into place).");
+  tpc::cli::Parser p(
+      "tp-compile", "MODEL.onnx -o DIR [--tp N] [options]",
+      "Compiles an ONNX model into tensor-parallel plans: DIR/rank{i}.onnx with each rank's\n"
+      "weights in DIR/rank{i}.weights, the manifest DIR/plan.json and DIR/report.json.\n"
+      "Every tensor's split is chosen by a cost model and an exact solver (no annotations\n"
+      "needed); DIR is written all or nothing.");
   p.Add({"output", "DIR", "output folder for the plans (required)", "", false});
   p.Add({"tp", "N", "number of tensor-parallel ranks", "1", false});
-  p.Add({"dump-ir", "FILE", "write the imported IR text to FILE ('-' for stdout)", "", false});
+  p.Add({"objective", "KIND", "memory: weight bytes per rank first, then collective time; "
+                              "time: modelled step time (compute + collectives)", "memory", false});
+  p.Add({"memory-budget", "BYTES", "with --objective time: most weight bytes per rank", "", false});
+  p.Add({"device-profile", "NAME", "h100-nvlink, a100-nvlink or pcie4", "h100-nvlink", false});
+  p.Add({"dim", "NAME=SIZE", "size of a symbolic dim for the cost model (unset dims: 512); a "
+                             "size N divides also makes the dim divisible", "", true});
+  p.Add({"divisible", "NAME", "assume the symbolic dim NAME divides by N", "", true});
+  p.Add({"sequence-parallel", "", "keep activations between blocks split on the sequence "
+                                  "(dim 'seq'; all-gather before / reduce-scatter after blocks)", "", false});
+  p.Add({"seq-dim", "NAME", "name of the sequence dim for --sequence-parallel", "seq", false});
+  p.Add({"styles", "FILE", "user constraints: lines 'PATTERN: colwise|rowwise|replicate|"
+                           "sequence|PLACEMENT' (see README)", "", false});
+  p.Add({"input-placement", "NAME=P", "placement of a graph input (R, S(d), S(-1))", "R", true});
+  p.Add({"output-placement", "NAME=P", "placement of a graph output; S(-1) on logits skips "
+                                       "the final gather", "R", true});
+  p.Add({"explain", "NAME", "print why value NAME got its placement", "", true});
+  p.Add({"dump-ir", "FILE", "where --dump-ir-after writes ('-' for stdout); alone, dumps "
+                            "the IR after sharding", "-", false});
+  p.Add({"dump-ir-after", "STAGE", "dump the IR after import, shard or partition", "", true});
   p.Add({"force", "", "replace DIR if it exists and is not empty", "", false});
   p.Add({"quiet", "", "print nothing but errors", "", false});
   return p;
@@ -51,75 +84,241 @@ int ExitCodeFor(const absl::Status& s) {
   }
 }
 
-absl::Status WriteText(const std::string& target, const std::string& text) {
+absl::Status WriteText(const std::string& target, const std::string& text, bool append) {
   if (target == "-") {
     std::cout << text;
     std::cout.flush();
     return absl::OkStatus();
   }
-  std::ofstream out(target, std::ios::binary | std::ios::trunc);
+  std::ofstream out(target, std::ios::binary | (append ? std::ios::app : std::ios::trunc));
   if (!out || !(out << text) || !out.flush()) {
     return absl::PermissionDeniedError(absl::StrCat(target, ": cannot write the IR dump"));
   }
   return absl::OkStatus();
 }
 
-absl::Status Run(const tpc::cli::Args& args) {
-  if (args.positional().size() != 1) {
-    return absl::InvalidArgumentError("expected exactly one MODEL.onnx (see --help)");
+absl::StatusOr<int64_t> PositiveInt(const std::string& flag, const std::string& text) {
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(text, &v) || v < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, " must be a positive integer, got '", text, "'"));
   }
-  const std::string model_path = args.positional()[0];
-  const std::string out_dir = args.get("output");
-  if (out_dir.empty()) return absl::InvalidArgumentError("missing -o DIR (see --help)");
-  int64_t tp = 0;
-  if (!absl::SimpleAtoi(args.get("tp", "1"), &tp) || tp < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--tp must be a positive integer, got '",
-                                                   args.get("tp"), "'"));
-  }
-  if (tp != 1) {
-    return absl::UnimplementedError(
-        absl::StrCat("--tp ", tp, ": sharding across ranks is not built yet; only --tp 1 works"));
-  }
-  const bool quiet = args.has("quiet");
-
-  // Refuse a bad output folder before any work.
-  TPC_ASSIGN_OR_RETURN(tpc::StagingDir staging, tpc::StagingDir::Create(out_dir, args.has("force")));
-
-  auto t0 = Clock::now();
-  TPC_ASSIGN_OR_RETURN(auto graph, tpc::onnx::ImportModel(model_path));
-  double import_s = Seconds(t0);
-
-  if (args.has("dump-ir")) {
-    TPC_RETURN_IF_ERROR(WriteText(args.get("dump-ir"), tpc::ir::PrintGraph(*graph)));
-  }
-
-  auto t1 = Clock::now();
-  tpc::onnx::ExportOptions options;
-  options.weights_file = "rank0.weights";
-  TPC_RETURN_IF_ERROR(tpc::onnx::ExportModel(*graph, staging.File("rank0.onnx"), options));
-  TPC_RETURN_IF_ERROR(staging.Commit());
-  double export_s = Seconds(t1);
-
-  if (!quiet) {
-    int64_t calls = 0;
-    int64_t constants = 0;
-    int64_t weight_bytes = 0;
-    for (tpc::ir::Node* n : graph->nodes()) {
-      if (n->is_call()) ++calls;
-      if (n->kind() == tpc::ir::NodeKind::kConstant) {
-        ++constants;
-        weight_bytes += static_cast<int64_t>(n->tensor().nbytes());
-      }
-    }
-    std::fprintf(stderr,
-                 "tp-compile: %s: %lld ops, %lld constants (%.2f MiB), opset %lld\n"
-                 "tp-compile: wrote %s/rank0.onnx (tp=1); import %.3f s, export %.3f s\n",
-                 model_path.c_str(), static_cast<long long>(calls),
-                 static_cast<long long>(constants), weight_bytes / 1048576.0,
-                 static_cast<long long>(graph->onnx_opset()), out_dir.c_str(), import_s, export_s);
-  }
-  return absl::OkStatus();
+  return v;
 }
+
+class Compiler {
+ public:
+  explicit Compiler(const tpc::cli::Args& args) : args_(args) {}
+
+  absl::Status Run() {
+    if (args_.positional().size() != 1) {
+      return absl::InvalidArgumentError("expected exactly one MODEL.onnx (see --help)");
+    }
+    model_path_ = args_.positional()[0];
+    const std::string out_dir = args_.get("output");
+    if (out_dir.empty()) return absl::InvalidArgumentError("missing -o DIR (see --help)");
+    TPC_ASSIGN_OR_RETURN(tp_, PositiveInt("tp", args_.get("tp", "1")));
+    TPC_RETURN_IF_ERROR(ParseDumpStages());
+    quiet_ = args_.has("quiet");
+
+    // Refuse a bad output folder before any work.
+    TPC_ASSIGN_OR_RETURN(tpc::StagingDir staging, tpc::StagingDir::Create(out_dir, args_.has("force")));
+
+    auto t = Clock::now();
+    TPC_ASSIGN_OR_RETURN(graph_, tpc::onnx::ImportModel(model_path_));
+    times_["import"] = Seconds(t);
+    TPC_RETURN_IF_ERROR(Dump("import"));
+
+    TPC_RETURN_IF_ERROR(ShardOptionsFromArgs());
+    t = Clock::now();
+    TPC_ASSIGN_OR_RETURN(tpc::shard::Constraints constraints, ConstraintsFromArgs());
+    for (const std::string& name : args_.all("explain")) {
+      TPC_ASSIGN_OR_RETURN(std::string text, tpc::shard::ExplainValue(*graph_, options_, constraints, name));
+      std::cout << text;
+    }
+    TPC_ASSIGN_OR_RETURN(shard_, tpc::shard::ShardGraph(*graph_, options_, constraints));
+    times_["shard"] = Seconds(t);
+    TPC_RETURN_IF_ERROR(Dump("shard"));
+    shard_report_ = ShardReportJson();
+    shard_summary_ = tpc::shard::ShardSummary(shard_, options_);  // before partition changes nodes
+
+    t = Clock::now();
+    TPC_ASSIGN_OR_RETURN(partition_, tpc::partition::PartitionGraph(*graph_, shard_, options_));
+    TPC_RETURN_IF_ERROR(tpc::ir::VerifyGraph(*graph_));
+    times_["partition"] = Seconds(t);
+    TPC_RETURN_IF_ERROR(Dump("partition"));
+
+    t = Clock::now();
+    tpc::plan::PlanOptions po;
+    po.tp = tp_;
+    po.source_model = model_path_;
+    po.options = RecordedOptions();
+    if (!quiet_ && ::isatty(2)) po.progress = Progress;
+    TPC_ASSIGN_OR_RETURN(ranks_, tpc::plan::WriteRankFiles(*graph_, staging.path(), po));
+    if (po.progress) std::fprintf(stderr, "\n");
+    TPC_RETURN_IF_ERROR(tpc::plan::WriteManifest(*graph_, ranks_, staging.path(), po));
+    times_["plan"] = Seconds(t);
+    TPC_RETURN_IF_ERROR(WriteReport(staging.File("report.json")));
+    TPC_RETURN_IF_ERROR(staging.Commit());
+    if (!quiet_) PrintSummary(out_dir);
+    return absl::OkStatus();
+  }
+
+ private:
+  static void Progress(int64_t done, int64_t total) {
+    if (total < (int64_t{64} << 20)) return;  // small models: no bar
+    std::fprintf(stderr, "\rtp-compile: writing weights %3d%% (%.2f / %.2f GiB)",
+                 static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total)),
+                 static_cast<double>(done) / (1 << 30), static_cast<double>(total) / (1 << 30));
+  }
+
+  absl::Status ParseDumpStages() {
+    for (const std::string& s : args_.all("dump-ir-after")) {
+      if (s != "import" && s != "shard" && s != "partition") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--dump-ir-after ", s, ": expected import, shard or partition"));
+      }
+      dump_after_.push_back(s);
+    }
+    if (dump_after_.empty() && args_.has("dump-ir")) dump_after_.push_back("shard");
+    return absl::OkStatus();
+  }
+
+  absl::Status Dump(const std::string& stage) {
+    if (std::find(dump_after_.begin(), dump_after_.end(), stage) == dump_after_.end()) return absl::OkStatus();
+    std::string text = tpc::ir::PrintGraph(*graph_);
+    if (dump_after_.size() > 1) text = absl::StrCat("# IR after ", stage, "\n", text);
+    const bool append = dumped_;
+    dumped_ = true;
+    return WriteText(args_.get("dump-ir", "-"), text, append);
+  }
+
+  absl::Status ShardOptionsFromArgs() {
+    options_.mesh = tpc::shard::Mesh::Tp(tp_);
+    const std::string objective = args_.get("objective", "memory");
+    if (objective == "memory") {
+      options_.objective = tpc::shard::Objective::kMemory;
+    } else if (objective == "time") {
+      options_.objective = tpc::shard::Objective::kTime;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("--objective ", objective, ": expected memory or time"));
+    }
+    if (args_.has("memory-budget")) {
+      TPC_ASSIGN_OR_RETURN(int64_t budget, PositiveInt("memory-budget", args_.get("memory-budget")));
+      options_.memory_budget_bytes = budget;
+    }
+    const std::string profile = args_.get("device-profile", "h100-nvlink");
+    auto p = tpc::shard::DeviceProfile::ByName(profile);
+    if (!p) {
+      return absl::InvalidArgumentError(absl::StrCat("--device-profile ", profile, ": expected one of ",
+                                                     absl::StrJoin(tpc::shard::DeviceProfile::Names(), ", ")));
+    }
+    options_.profile = *p;
+    for (const std::string& d : args_.all("dim")) {
+      const auto eq = d.find('=');
+      int64_t size = 0;
+      if (eq == std::string::npos || !absl::SimpleAtoi(d.substr(eq + 1), &size) || size < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("--dim ", d, ": expected NAME=SIZE with SIZE > 0"));
+      }
+      options_.dim_sizes[d.substr(0, eq)] = size;
+    }
+    for (const std::string& d : args_.all("divisible")) options_.divisible.insert(d);
+    options_.sequence_parallel = args_.has("sequence-parallel");
+    options_.seq_symbol = args_.get("seq-dim", "seq");
+    for (const std::string& a : args_.all("input-placement")) {
+      TPC_ASSIGN_OR_RETURN(auto np, tpc::shard::ParseNamedPlacement(a, *graph_, true));
+      options_.input_placements[np.first] = np.second;
+    }
+    for (const std::string& a : args_.all("output-placement")) {
+      TPC_ASSIGN_OR_RETURN(auto np, tpc::shard::ParseNamedPlacement(a, *graph_, false));
+      options_.output_placements[np.first] = np.second;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<tpc::shard::Constraints> ConstraintsFromArgs() {
+    if (!args_.has("styles")) return tpc::shard::Constraints{};
+    return tpc::shard::LoadStyles(args_.get("styles"), *graph_, options_);
+  }
+
+  std::map<std::string, std::string> RecordedOptions() const {
+    std::map<std::string, std::string> out;
+    for (const char* key : {"objective", "memory-budget", "device-profile", "styles", "seq-dim"}) {
+      if (args_.has(key)) out[key] = args_.get(key);
+    }
+    for (const char* key : {"dim", "divisible", "input-placement", "output-placement"}) {
+      if (args_.has(key)) out[key] = absl::StrJoin(args_.all(key), " ");
+    }
+    if (args_.has("sequence-parallel")) out["sequence-parallel"] = "true";
+    out["tp"] = absl::StrCat(tp_);
+    return out;
+  }
+
+  // The shard stage's part of the report, taken before partitioning rewrites values.
+  std::string ShardReportJson() {
+    tpc::JsonWriter json;
+    json.BeginObject();
+    tpc::shard::WriteShardReport(*graph_, shard_, options_, json);
+    json.EndObject();
+    return json.Finish();
+  }
+
+  absl::Status WriteReport(const std::string& path) {
+    tpc::JsonWriter json;
+    json.BeginObject();
+    json.Field("tpc_version", std::string(tpc::plan::Version()));
+    json.Field("model", model_path_);
+    json.Field("tp", tp_);
+    json.Key("per_rank_weight_bytes").BeginArray();
+    for (const auto& r : ranks_) json.Int(r.weight_bytes);
+    json.EndArray();
+    json.Key("partition").BeginObject();
+    json.Field("collectives_inserted", static_cast<int64_t>(partition_.collectives));
+    json.Field("local_shards", static_cast<int64_t>(partition_.local_shards));
+    json.Field("lowered_ops", static_cast<int64_t>(partition_.lowered_ops));
+    json.Field("removed_nodes", static_cast<int64_t>(partition_.removed_nodes));
+    json.EndObject();
+    json.Key("compile_seconds").BeginObject();
+    for (const auto& [stage, s] : times_) json.Field(stage, s);
+    json.EndObject();
+    json.EndObject();
+    // Splice the shard fields into the same object.
+    std::string head = json.Finish();
+    head.resize(head.rfind('}'));
+    while (!head.empty() && (head.back() == '\n' || head.back() == ' ')) head.pop_back();
+    std::string shard = shard_report_.substr(shard_report_.find('{') + 1);
+    const std::string text = absl::StrCat(head, ",", shard);
+    std::ofstream out(path, std::ios::trunc);
+    if (!out || !(out << text) || !out.flush()) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write"));
+    return absl::OkStatus();
+  }
+
+  void PrintSummary(const std::string& out_dir) {
+    int64_t calls = 0;
+    for (tpc::ir::Node* n : graph_->nodes()) calls += n->is_call() ? 1 : 0;
+    std::cout << absl::StrFormat("tp-compile: %s → %s (tp=%d%s)\n", model_path_, out_dir, tp_,
+                                 options_.sequence_parallel ? ", sequence parallel" : "");
+    std::cout << shard_summary_;
+    std::cout << absl::StrFormat("  per rank: %d ops; inserted %d collectives, %d local shards, %d lowered ops\n",
+                                 calls, partition_.collectives, partition_.local_shards, partition_.lowered_ops);
+    std::cout << absl::StrFormat("  time: import %.3f s, shard %.3f s, partition %.3f s, plan %.3f s\n",
+                                 times_["import"], times_["shard"], times_["partition"], times_["plan"]);
+  }
+
+  const tpc::cli::Args& args_;
+  std::string model_path_;
+  int64_t tp_ = 1;
+  bool quiet_ = false;
+  std::vector<std::string> dump_after_;
+  bool dumped_ = false;
+  std::unique_ptr<tpc::ir::Graph> graph_;
+  tpc::shard::ShardOptions options_;
+  tpc::shard::ShardResult shard_;
+  tpc::partition::PartitionStats partition_;
+  std::vector<tpc::plan::RankFiles> ranks_;
+  std::string shard_report_;
+  std::string shard_summary_;
+  std::map<std::string, double> times_;
+};
 
 }  // namespace
 
@@ -134,7 +333,8 @@ int main(int argc, char** argv) {
     std::cout << parser.Usage();
     return 0;
   }
-  absl::Status status = Run(*args);
+  Compiler compiler(*args);
+  absl::Status status = compiler.Run();
   if (!status.ok()) {
     std::fprintf(stderr, "tp-compile: error: %s\n", std::string(status.message()).c_str());
     return ExitCodeFor(status);

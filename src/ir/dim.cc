@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -30,28 +31,52 @@ Dim Dim::Symbol(std::string_view name) {
 }
 
 Dim Dim::FromTerms(std::vector<Term> terms) {
-  std::map<std::vector<std::string>, int64_t> merged;
+  // Sum the fractions of equal monomials: a/b + c/d = (ad + cb) / bd, then reduce.
+  std::map<std::vector<std::string>, std::pair<int64_t, int64_t>> merged;
   for (auto& t : terms) {
     std::sort(t.symbols.begin(), t.symbols.end());
-    merged[t.symbols] += t.coeff;
+    auto [it, fresh] = merged.try_emplace(t.symbols, t.coeff, t.den);
+    if (!fresh) {
+      auto& [num, den] = it->second;
+      num = num * t.den + t.coeff * den;
+      den = den * t.den;
+      const int64_t g = std::gcd(num, den);
+      if (g > 1) {
+        num /= g;
+        den /= g;
+      }
+    }
   }
   Dim d;
   d.known_ = true;
-  for (auto& [symbols, coeff] : merged) {
-    if (coeff != 0) d.terms_.push_back({coeff, symbols});
+  for (auto& [symbols, frac] : merged) {
+    int64_t num = frac.first;
+    int64_t den = frac.second;
+    if (num == 0) continue;
+    const int64_t g = std::gcd(num, den);
+    d.terms_.push_back({num / g, symbols, den / g});
   }
   std::sort(d.terms_.begin(), d.terms_.end(), TermLess);
   return d;
 }
 
+Dim Dim::DivideBy(int64_t n) const {
+  if (!known_) return Dim();
+  std::vector<Term> out = terms_;
+  for (Term& t : out) t.den *= n;
+  return FromTerms(std::move(out));
+}
+
 bool Dim::is_static() const {
-  return known_ && (terms_.empty() || (terms_.size() == 1 && terms_[0].symbols.empty()));
+  return known_ &&
+         (terms_.empty() || (terms_.size() == 1 && terms_[0].symbols.empty() && terms_[0].den == 1));
 }
 
 int64_t Dim::value() const { return terms_.empty() ? 0 : terms_[0].coeff; }
 
 bool Dim::is_symbol() const {
-  return known_ && terms_.size() == 1 && terms_[0].coeff == 1 && terms_[0].symbols.size() == 1;
+  return known_ && terms_.size() == 1 && terms_[0].coeff == 1 && terms_[0].den == 1 &&
+         terms_[0].symbols.size() == 1;
 }
 
 Dim operator+(const Dim& a, const Dim& b) {
@@ -76,7 +101,7 @@ Dim operator*(const Dim& a, const Dim& b) {
   std::vector<Dim::Term> terms;
   for (const Dim::Term& x : a.terms_) {
     for (const Dim::Term& y : b.terms_) {
-      Dim::Term t{x.coeff * y.coeff, x.symbols};
+      Dim::Term t{x.coeff * y.coeff, x.symbols, x.den * y.den};
       t.symbols.insert(t.symbols.end(), y.symbols.begin(), y.symbols.end());
       terms.push_back(std::move(t));
     }
@@ -89,7 +114,10 @@ std::optional<Dim> Dim::DivExact(const Dim& b) const {
   const Term& divisor = b.terms_[0];
   std::vector<Term> out;
   for (const Term& t : terms_) {
-    if (t.coeff % divisor.coeff != 0) return std::nullopt;
+    // (a/b) / (c/d) = ad / bc must come out whole.
+    const int64_t num = t.coeff * divisor.den;
+    const int64_t den = t.den * divisor.coeff;
+    if (num % den != 0) return std::nullopt;
     // Remove each symbol of the divisor once from the (sorted) term.
     std::vector<std::string> rest = t.symbols;
     for (const std::string& s : divisor.symbols) {
@@ -97,7 +125,7 @@ std::optional<Dim> Dim::DivExact(const Dim& b) const {
       if (it == rest.end()) return std::nullopt;
       rest.erase(it);
     }
-    out.push_back({t.coeff / divisor.coeff, std::move(rest)});
+    out.push_back({num / den, std::move(rest)});
   }
   return FromTerms(std::move(out));
 }
@@ -120,6 +148,7 @@ std::string Dim::ToString() const {
     if (c != 1 || t.symbols.empty()) factors.push_back(absl::StrCat(c));
     for (const std::string& s : t.symbols) factors.push_back(QuoteIfNeeded(s));
     out += absl::StrJoin(factors, "*");
+    if (t.den != 1) absl::StrAppend(&out, "/", t.den);
   }
   return out;
 }

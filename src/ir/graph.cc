@@ -238,6 +238,15 @@ void Graph::MoveBefore(Node* node, Node* pos) {
   nodes_.splice(pos->self_, nodes_, node->self_);
 }
 
+void Graph::RenameValue(Value* v, std::string name) {
+  TPC_CHECK(v->producer()->graph_ == this);
+  if (name == v->name_) return;
+  TPC_CHECK(values_by_name_.find(name) == values_by_name_.end());
+  values_by_name_.erase(v->name_);
+  v->name_ = std::move(name);
+  values_by_name_[v->name_] = v;
+}
+
 Value* Graph::FindValue(std::string_view name) const {
   auto it = values_by_name_.find(std::string(name));
   return it == values_by_name_.end() ? nullptr : it->second;

@@ -236,9 +236,17 @@ class Parser {
     Dim sign(Consume('-') ? -1 : 1);
     while (true) {
       TPC_ASSIGN_OR_RETURN(Dim term, ReadFactor());
-      while (Consume('*')) {
-        TPC_ASSIGN_OR_RETURN(Dim f, ReadFactor());
-        term = term * f;
+      while (true) {
+        if (Consume('*')) {
+          TPC_ASSIGN_OR_RETURN(Dim f, ReadFactor());
+          term = term * f;
+        } else if (Consume('/')) {
+          TPC_ASSIGN_OR_RETURN(Dim f, ReadFactor());
+          if (!f.is_static() || f.value() <= 0) return Error("a dim divides only by a positive integer");
+          term = term.DivideBy(f.value());
+        } else {
+          break;
+        }
       }
       result = result + sign * term;
       if (Consume('+')) {

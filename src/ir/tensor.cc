@@ -25,6 +25,7 @@ class MappedStorage final : public Storage {
   explicit MappedStorage(std::shared_ptr<const MappedFile> file) : file_(std::move(file)) {}
   const uint8_t* data() const override { return file_->data(); }
   size_t size() const override { return file_->size(); }
+  const MappedFile* file() const { return file_.get(); }
 
  private:
   std::shared_ptr<const MappedFile> file_;
@@ -112,6 +113,11 @@ const uint8_t* Tensor::data() const {
 
 bool Tensor::is_mapped() const {
   return dynamic_cast<const MappedStorage*>(storage_.get()) != nullptr;
+}
+
+const MappedFile* Tensor::mapped_file() const {
+  const auto* m = dynamic_cast<const MappedStorage*>(storage_.get());
+  return m == nullptr ? nullptr : m->file();
 }
 
 double Tensor::ElementAsDouble(int64_t i) const {

@@ -51,10 +51,21 @@ absl::Status VerifyConstant(const Node* n) {
     return Fail(n, absl::StrCat("constant data of dtype ", std::string(DTypeName(t.dtype())),
                                 " does not match the type ", type.ToString()));
   }
+  // A per-rank constant (sharded S(d) after partitioning) holds the whole data and is
+  // typed as one rank's part: dim d of the data is a multiple of dim d of the type.
+  int64_t split_dim = -1;
+  if (v->sharding() && !v->sharding()->placements.empty() &&
+      v->sharding()->placements[0].kind == Placement::Kind::kShard) {
+    split_dim = v->sharding()->placements[0].dim;
+  }
   bool shape_ok = type.has_rank() && type.rank() == static_cast<int64_t>(t.shape().size());
   for (size_t i = 0; shape_ok && i < t.shape().size(); ++i) {
     const Dim& d = (*type.shape)[i];
-    shape_ok = d.is_static() && d.value() == t.shape()[i];
+    if (static_cast<int64_t>(i) == split_dim && d.is_static() && d.value() > 0) {
+      shape_ok = t.shape()[i] % d.value() == 0;
+    } else {
+      shape_ok = d.is_static() && d.value() == t.shape()[i];
+    }
   }
   if (!shape_ok) {
     std::vector<Dim> dims(t.shape().begin(), t.shape().end());

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "tpc/onnx/tensor_proto.h"
@@ -62,10 +63,35 @@ absl::Status SetAttribute(const std::string& name, const ir::AttrValue& value,
   return absl::OkStatus();
 }
 
+// A tensor written to the weights file: its node, where, how many bytes, and whether
+// the plan writer's `write_constant` provides them.
+struct ExternalTensor {
+  const ir::Node* node;
+  int64_t offset;
+  int64_t nbytes;
+  bool sliced;
+};
+
+// The dims a constant is exported with: its value's type (per-rank constants are
+// smaller than their data).
+absl::StatusOr<std::vector<int64_t>> ConstantDims(const ir::Node& node) {
+  const ir::TensorType& type = node.output(0)->type();
+  if (!type.shape) return node.tensor().shape();
+  std::vector<int64_t> dims;
+  for (const ir::Dim& d : *type.shape) {
+    if (!d.is_static()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("constant '", node.output(0)->name(), "' has a non-static type ", type.ToString()));
+    }
+    dims.push_back(d.value());
+  }
+  return dims;
+}
+
 // Builds the model; tensors at or above the threshold are registered in `external`
 // (written later by the caller) instead of being copied into the proto.
 absl::StatusOr<::onnx::ModelProto> BuildModel(const ir::Graph& graph, const ExportOptions& options,
-                                              std::vector<std::pair<const ir::Tensor*, int64_t>>* external) {
+                                              std::vector<ExternalTensor>* external) {
   ::onnx::ModelProto model;
   model.set_ir_version(IrVersionFor(graph.onnx_opset()));
   model.set_producer_name(options.producer_name);
@@ -91,16 +117,32 @@ absl::StatusOr<::onnx::ModelProto> BuildModel(const ir::Graph& graph, const Expo
           return absl::FailedPreconditionError(
               absl::StrCat("constant '", node->output(0)->name(), "' has no data (elided)"));
         }
+        TPC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ConstantDims(*node));
+        const bool sliced = dims != t.shape();
+        if (sliced && !options.write_constant) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "constant '", node->output(0)->name(), "' is per-rank; export it through a plan writer"));
+        }
+        int64_t nbytes = ir::DTypeSize(t.dtype());
+        for (int64_t d : dims) nbytes *= d;
         ::onnx::TensorProto* proto = g->add_initializer();
-        const bool ext = !options.weights_file.empty() &&
-                         static_cast<int64_t>(t.nbytes()) >= options.external_threshold_bytes;
+        const bool ext = !options.weights_file.empty() && nbytes >= options.external_threshold_bytes;
         if (!ext) {
-          *proto = TensorToProto(t, node->output(0)->name());
+          if (!sliced) {
+            *proto = TensorToProto(t, node->output(0)->name());
+            break;
+          }
+          std::ostringstream bytes;
+          TPC_RETURN_IF_ERROR(options.write_constant(*node, bytes));
+          proto->set_name(node->output(0)->name());
+          proto->set_data_type(static_cast<int32_t>(t.dtype()));
+          for (int64_t d : dims) proto->add_dims(d);
+          proto->set_raw_data(bytes.str());
           break;
         }
         proto->set_name(node->output(0)->name());
         proto->set_data_type(static_cast<int32_t>(t.dtype()));
-        for (int64_t d : t.shape()) proto->add_dims(d);
+        for (int64_t d : dims) proto->add_dims(d);
         offset = (offset + options.alignment - 1) / options.alignment * options.alignment;
         proto->set_data_location(::onnx::TensorProto::EXTERNAL);
         auto add = [&](const char* k, const std::string& v) {
@@ -110,9 +152,9 @@ absl::StatusOr<::onnx::ModelProto> BuildModel(const ir::Graph& graph, const Expo
         };
         add("location", options.weights_file);
         add("offset", absl::StrCat(offset));
-        add("length", absl::StrCat(t.nbytes()));
-        external->emplace_back(&t, offset);
-        offset += static_cast<int64_t>(t.nbytes());
+        add("length", absl::StrCat(nbytes));
+        external->push_back({node, offset, nbytes, sliced});
+        offset += nbytes;
         break;
       }
       case ir::NodeKind::kCall: {
@@ -153,13 +195,13 @@ absl::StatusOr<::onnx::ModelProto> ExportModelProto(const ir::Graph& graph,
                                                     const ExportOptions& options) {
   ExportOptions inline_all = options;
   inline_all.weights_file.clear();
-  std::vector<std::pair<const ir::Tensor*, int64_t>> external;
+  std::vector<ExternalTensor> external;
   return BuildModel(graph, inline_all, &external);
 }
 
 absl::Status ExportModel(const ir::Graph& graph, const std::string& onnx_path,
                          const ExportOptions& options) {
-  std::vector<std::pair<const ir::Tensor*, int64_t>> external;
+  std::vector<ExternalTensor> external;
   TPC_ASSIGN_OR_RETURN(::onnx::ModelProto model, BuildModel(graph, options, &external));
   namespace fs = std::filesystem;
   fs::path dir = fs::path(onnx_path).parent_path();
@@ -169,15 +211,19 @@ absl::Status ExportModel(const ir::Graph& graph, const std::string& onnx_path,
     if (!out) return absl::PermissionDeniedError(absl::StrCat(weights.string(), ": cannot write"));
     int64_t pos = 0;
     static const char kZeros[256] = {};
-    for (const auto& [tensor, offset] : external) {
-      while (pos < offset) {
-        int64_t pad = std::min<int64_t>(offset - pos, sizeof(kZeros));
+    for (const ExternalTensor& e : external) {
+      while (pos < e.offset) {
+        int64_t pad = std::min<int64_t>(e.offset - pos, sizeof(kZeros));
         out.write(kZeros, pad);
         pos += pad;
       }
-      out.write(reinterpret_cast<const char*>(tensor->data()),
-                static_cast<std::streamsize>(tensor->nbytes()));
-      pos += static_cast<int64_t>(tensor->nbytes());
+      if (e.sliced) {
+        TPC_RETURN_IF_ERROR(options.write_constant(*e.node, out));
+      } else {
+        const ir::Tensor& t = e.node->tensor();
+        out.write(reinterpret_cast<const char*>(t.data()), static_cast<std::streamsize>(t.nbytes()));
+      }
+      pos += e.nbytes;
     }
     if (!out.flush()) {
       return absl::DataLossError(absl::StrCat(weights.string(), ": write failed (disk full?)"));

@@ -32,7 +32,11 @@ void SetConstantValue(ir::Node* node) {
   ir::Value* out = node->output(0);
   out->set_known_value(std::nullopt);
   const ir::Tensor& t = node->tensor();
-  if (!t.has_data() || !shape_rules::TracksValues(t.dtype()) ||
+  // A per-rank constant (split across ranks by the partition stage) has different
+  // values on every rank: nothing is known of it here.
+  const bool per_rank = out->sharding() && !out->sharding()->placements.empty() &&
+                        out->sharding()->placements[0].kind == ir::Placement::Kind::kShard;
+  if (per_rank || !t.has_data() || !shape_rules::TracksValues(t.dtype()) ||
       t.num_elements() > kMaxKnownValueElements) {
     return;
   }

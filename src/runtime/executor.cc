@@ -19,7 +19,7 @@ using Clock = std::chrono::steady_clock;
 struct Executor::Step {
   const ir::Node* node;
   const Kernel* kernel;
-  std::vector<int> in_slots;   // -1: omitted optional input
+  std::vector<int> in_slots;  // -1: omitted optional input
   std::vector<int> out_slots;
   std::vector<bool> wanted;
   std::vector<int> frees;  // slots whose last use is this step
@@ -58,8 +58,8 @@ class Executor::StepAllocator final : public OutputAllocator {
     const size_t bytes = std::max<size_t>(t.nbytes(), 1);
     void* p = ex_.backend_.Allocate(bytes);
     if (p == nullptr) {
-      return absl::ResourceExhaustedError(absl::StrCat("node ", step_.node->Describe(),
-                                                       ": cannot allocate ", bytes, " bytes"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("node ", step_.node->Describe(), ": cannot allocate ", bytes, " bytes"));
     }
     Tensor out(dtype, shape, p);
     ex_.unplanned_live_ += static_cast<int64_t>(bytes);
@@ -87,8 +87,8 @@ Executor::~Executor() {
   if (arena_ != nullptr) backend_.Free(arena_);
 }
 
-absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const ir::Graph& graph,
-                                                           Backend& backend, Communicator* comm,
+absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const ir::Graph& graph, Backend& backend,
+                                                           Communicator* comm,
                                                            ExecutorOptions options) {
   std::unique_ptr<Executor> ex(new Executor(graph, backend, comm, options));
   TPC_RETURN_IF_ERROR(ex->Build());
@@ -130,10 +130,9 @@ absl::Status Executor::Build() {
         step.node = n;
         step.kernel = backend_.FindKernel(n->domain(), n->op_type());
         if (step.kernel == nullptr) {
-          return absl::UnimplementedError(absl::StrCat("node ", n->Describe(), ": the ",
-                                                       backend_.name(), " backend has no kernel for ",
-                                                       n->domain().empty() ? "" : n->domain() + "::",
-                                                       n->op_type()));
+          return absl::UnimplementedError(absl::StrCat(
+              "node ", n->Describe(), ": the ", backend_.name(), " backend has no kernel for ",
+              n->domain().empty() ? "" : n->domain() + "::", n->op_type()));
         }
         for (ir::Value* in : n->inputs()) step.in_slots.push_back(in ? slot_for(in) : -1);
         for (ir::Value* out : n->outputs()) {
@@ -212,12 +211,12 @@ absl::StatusOr<SymbolBindings> Executor::CheckInputs(
     const std::map<std::string, Tensor>& inputs) const {
   SymbolBindings bindings;
   for (const auto& [name, t] : inputs) {
-    if (std::none_of(inputs_.begin(), inputs_.end(), [&](const IoSpec& s) { return s.name == name; })) {
+    if (std::none_of(inputs_.begin(), inputs_.end(),
+                     [&](const IoSpec& s) { return s.name == name; })) {
       std::vector<std::string> names;
       for (const IoSpec& s : inputs_) names.push_back(s.name);
-      return absl::InvalidArgumentError(absl::StrCat("unknown input '", name,
-                                                     "' (the model's inputs: ",
-                                                     absl::StrJoin(names, ", "), ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown input '", name, "' (the model's inputs: ", absl::StrJoin(names, ", "), ")"));
     }
   }
   for (const IoSpec& spec : inputs_) {
@@ -226,7 +225,8 @@ absl::StatusOr<SymbolBindings> Executor::CheckInputs(
       return absl::InvalidArgumentError(
           absl::StrCat("missing input '", spec.name, "' (", spec.type.ToString(), ")"));
     }
-    TPC_RETURN_IF_ERROR(BindInput(spec.name, spec.type, it->second.dtype(), it->second.shape(), bindings));
+    TPC_RETURN_IF_ERROR(
+        BindInput(spec.name, spec.type, it->second.dtype(), it->second.shape(), bindings));
   }
   return bindings;
 }
@@ -247,12 +247,14 @@ const Executor::Plan& Executor::PlanFor(const SymbolBindings& bindings) {
       const ir::Value* v = slot_values_[static_cast<size_t>(s)];
       plan->shapes[static_cast<size_t>(s)] = EvaluateShape(v->type(), bindings);
       const int64_t last = last_use_[static_cast<size_t>(s)];
-      if (!options_.plan_memory || !plan->shapes[static_cast<size_t>(s)] || last == kPinned) continue;
+      if (!options_.plan_memory || !plan->shapes[static_cast<size_t>(s)] || last == kPinned)
+        continue;
       int64_t elems = 1;
       for (int64_t d : *plan->shapes[static_cast<size_t>(s)]) elems *= d;
       const int64_t bytes = elems * ir::DTypeSize(v->type().dtype);
       plan->bytes[static_cast<size_t>(s)] = bytes;
-      requests.push_back({bytes, static_cast<int64_t>(i), std::max<int64_t>(last, static_cast<int64_t>(i))});
+      requests.push_back(
+          {bytes, static_cast<int64_t>(i), std::max<int64_t>(last, static_cast<int64_t>(i))});
       request_slots.push_back(s);
     }
   }
@@ -262,7 +264,8 @@ const Executor::Plan& Executor::PlanFor(const SymbolBindings& bindings) {
   }
   if (plan->memory.arena_bytes > arena_capacity_) {
     if (arena_ != nullptr) backend_.Free(arena_);
-    arena_ = static_cast<uint8_t*>(backend_.Allocate(static_cast<size_t>(plan->memory.arena_bytes)));
+    arena_ =
+        static_cast<uint8_t*>(backend_.Allocate(static_cast<size_t>(plan->memory.arena_bytes)));
     arena_capacity_ = plan->memory.arena_bytes;
   }
   return *plans_.emplace(key, std::move(plan)).first->second;
@@ -302,12 +305,14 @@ absl::Status Executor::RunStep(const Step& step, const Plan& plan, std::vector<T
     const ir::Value* v = slot_values_[static_cast<size_t>(step.out_slots[k])];
     if (out.dtype() == ir::DType::kUndefined) {
       if (step.wanted[k]) {
-        return absl::InternalError(absl::StrCat("node ", node.Describe(), ": the kernel produced no output ", k));
+        return absl::InternalError(
+            absl::StrCat("node ", node.Describe(), ": the kernel produced no output ", k));
       }
       continue;
     }
     if (out.dtype() != v->type().dtype && IsHalfType(v->type().dtype)) {
-      TPC_ASSIGN_OR_RETURN(Tensor half, alloc.AllocateOutput(static_cast<int>(k), v->type().dtype, out.shape()));
+      TPC_ASSIGN_OR_RETURN(Tensor half,
+                           alloc.AllocateOutput(static_cast<int>(k), v->type().dtype, out.shape()));
       ConvertFloats(out, half);
       out = half;
     }
@@ -339,7 +344,8 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
     TPC_RETURN_IF_ERROR(RunStep(step, plan, values));
     for (int f : step.frees) values[static_cast<size_t>(f)] = Tensor();
     if (options_.profile) {
-      stats_.op_seconds[step.node->op_type()] += std::chrono::duration<double>(Clock::now() - ts).count();
+      stats_.op_seconds[step.node->op_type()] +=
+          std::chrono::duration<double>(Clock::now() - ts).count();
     }
   }
   // Outputs are copied to host tensors the caller owns, independent of the executor.

@@ -13,7 +13,8 @@ absl::StatusOr<Tensor*> KernelContext::Output(int i, const std::vector<int64_t>&
                                               ir::DType dtype) {
   TPC_CHECK(i >= 0 && i < num_outputs());
   for (int64_t d : shape) {
-    if (d < 0) return Error(absl::StrCat("output ", i, " would have a negative dim: ", ShapeString(shape)));
+    if (d < 0)
+      return Error(absl::StrCat("output ", i, " would have a negative dim: ", ShapeString(shape)));
   }
   TPC_ASSIGN_OR_RETURN(Tensor t, allocator_.AllocateOutput(i, dtype, shape));
   outputs_[static_cast<size_t>(i)] = std::move(t);

@@ -28,7 +28,8 @@ MemoryPlan PlanMemory(const std::vector<BufferRequest>& requests, int64_t alignm
     for (size_t p : placed) {
       const BufferRequest& q = requests[p];
       if (q.first <= r.last && r.first <= q.last) {
-        busy.emplace_back(plan.offsets[p], plan.offsets[p] + aligned(std::max<int64_t>(q.bytes, 1)));
+        busy.emplace_back(plan.offsets[p],
+                          plan.offsets[p] + aligned(std::max<int64_t>(q.bytes, 1)));
       }
     }
     std::sort(busy.begin(), busy.end());

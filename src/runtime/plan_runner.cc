@@ -21,18 +21,20 @@ absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlan(const std::stri
     const std::string path = absl::StrCat(dir, "/rank", r, ".onnx");
     if (!fs::exists(path, ec)) break;
     auto g = tpc::onnx::ImportModel(path);
-    if (!g.ok()) return absl::Status(g.status().code(), absl::StrCat("rank ", r, ": ", std::string(g.status().message())));
+    if (!g.ok())
+      return absl::Status(g.status().code(),
+                          absl::StrCat("rank ", r, ": ", std::string(g.status().message())));
     graphs.push_back(std::move(*g));
   }
   if (graphs.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(dir, ": no rank0.onnx in this folder (write a plan with tp-compile MODEL -o ", dir, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        dir, ": no rank0.onnx in this folder (write a plan with tp-compile MODEL -o ", dir, ")"));
   }
   return graphs;
 }
 
-absl::StatusOr<std::unique_ptr<PlanRunner>> PlanRunner::Create(const std::vector<const ir::Graph*>& graphs,
-                                                               PlanRunnerOptions options) {
+absl::StatusOr<std::unique_ptr<PlanRunner>> PlanRunner::Create(
+    const std::vector<const ir::Graph*>& graphs, PlanRunnerOptions options) {
   auto runner = std::unique_ptr<PlanRunner>(new PlanRunner());
   const int n = static_cast<int>(graphs.size());
   const int total = options.threads > 0 ? options.threads : DefaultThreadCount();
@@ -42,19 +44,24 @@ absl::StatusOr<std::unique_ptr<PlanRunner>> PlanRunner::Create(const std::vector
     runner->backends_.push_back(MakeCpuBackend(per_rank));
     auto ex = Executor::Create(*graphs[static_cast<size_t>(r)], *runner->backends_.back(),
                                runner->comms_[static_cast<size_t>(r)].get(), options.executor);
-    if (!ex.ok()) return absl::Status(ex.status().code(), absl::StrCat("rank ", r, ": ", std::string(ex.status().message())));
+    if (!ex.ok())
+      return absl::Status(ex.status().code(),
+                          absl::StrCat("rank ", r, ": ", std::string(ex.status().message())));
     runner->executors_.push_back(std::move(*ex));
   }
   return runner;
 }
 
-absl::StatusOr<std::vector<std::vector<Tensor>>> PlanRunner::Run(const std::map<std::string, Tensor>& inputs) {
+absl::StatusOr<std::vector<std::vector<Tensor>>> PlanRunner::Run(
+    const std::map<std::string, Tensor>& inputs) {
   const int n = num_ranks();
   for (int r = 0; r < n; ++r) {
     auto checked = executors_[static_cast<size_t>(r)]->CheckInputs(inputs);
     if (!checked.ok()) {
       return n == 1 ? checked.status()
-                    : absl::Status(checked.status().code(), absl::StrCat("rank ", r, ": ", std::string(checked.status().message())));
+                    : absl::Status(
+                          checked.status().code(),
+                          absl::StrCat("rank ", r, ": ", std::string(checked.status().message())));
     }
   }
   std::vector<absl::StatusOr<std::vector<Tensor>>> results(static_cast<size_t>(n));
@@ -75,11 +82,14 @@ absl::StatusOr<std::vector<std::vector<Tensor>>> PlanRunner::Run(const std::map<
   for (int r = 0; r < n; ++r) {
     const auto& res = results[static_cast<size_t>(r)];
     if (res.ok()) continue;
-    if (first == nullptr || (first->code() == absl::StatusCode::kAborted && res.status().code() != absl::StatusCode::kAborted)) {
+    if (first == nullptr || (first->code() == absl::StatusCode::kAborted &&
+                             res.status().code() != absl::StatusCode::kAborted)) {
       first = &res.status();
       if (res.status().code() != absl::StatusCode::kAborted) {
         return n == 1 ? res.status()
-                      : absl::Status(res.status().code(), absl::StrCat("rank ", r, ": ", std::string(res.status().message())));
+                      : absl::Status(
+                            res.status().code(),
+                            absl::StrCat("rank ", r, ": ", std::string(res.status().message())));
       }
     }
   }

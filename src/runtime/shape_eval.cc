@@ -9,7 +9,10 @@ namespace tpc::runtime {
 std::optional<int64_t> EvaluateDim(const ir::Dim& dim, const SymbolBindings& bindings) {
   if (dim.is_unknown()) return std::nullopt;
   if (dim.is_static()) return dim.value();
-  int64_t total = 0;
+  // Σ coeff·Π symbols / den; per-rank dims (`seq/4`) have fractional coefficients,
+  // summed over a common denominator so that the result is exact.
+  int64_t num = 0;
+  int64_t den = 1;
   for (const ir::Dim::Term& term : dim.terms()) {
     int64_t v = term.coeff;
     for (const std::string& s : term.symbols) {
@@ -17,9 +20,11 @@ std::optional<int64_t> EvaluateDim(const ir::Dim& dim, const SymbolBindings& bin
       if (it == bindings.end()) return std::nullopt;
       v *= it->second;
     }
-    total += v;
+    num = num * term.den + v * den;
+    den *= term.den;
   }
-  return total;
+  if (num % den != 0) return std::nullopt;
+  return num / den;
 }
 
 std::optional<std::vector<int64_t>> EvaluateShape(const ir::TensorType& type,
@@ -42,8 +47,8 @@ absl::Status BindInput(const std::string& name, const ir::TensorType& type, ir::
                                                    ShapeString(shape), ": ", why));
   };
   if (dtype != type.dtype) {
-    return fail(absl::StrCat("element type ", ir::DTypeName(dtype), " is not ",
-                             ir::DTypeName(type.dtype)));
+    return fail(
+        absl::StrCat("element type ", ir::DTypeName(dtype), " is not ", ir::DTypeName(type.dtype)));
   }
   if (!type.shape) return absl::OkStatus();
   const auto& dims = *type.shape;

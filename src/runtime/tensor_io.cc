@@ -74,7 +74,8 @@ absl::StatusOr<NamedTensor> ReadTensorProtoFile(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not an ONNX TensorProto"));
   }
   auto t = tpc::onnx::TensorFromProto(proto, std::nullopt, nullptr, nullptr);
-  if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", std::string(t.status().message())));
+  if (!t.ok())
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", std::string(t.status().message())));
   Tensor out = Tensor::Allocate(t->dtype(), t->shape());
   if (out.nbytes() > 0) std::memcpy(out.raw(), t->data(), out.nbytes());
   return NamedTensor{proto.name(), std::move(out)};
@@ -82,17 +83,22 @@ absl::StatusOr<NamedTensor> ReadTensorProtoFile(const std::string& path) {
 
 absl::StatusOr<Tensor> ReadNpyFile(const std::string& path) {
   TPC_ASSIGN_OR_RETURN(std::string bytes, ReadAll(path));
-  auto bad = [&](const std::string& why) { return absl::InvalidArgumentError(absl::StrCat(path, ": ", why)); };
+  auto bad = [&](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", why));
+  };
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return bad("not a .npy file");
   const int major = static_cast<uint8_t>(bytes[6]);
   size_t header_len, start;
   if (major == 1) {
-    header_len = static_cast<uint8_t>(bytes[8]) | (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
+    header_len =
+        static_cast<uint8_t>(bytes[8]) | (static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8);
     start = 10;
   } else {
     if (bytes.size() < 12) return bad("truncated header");
     header_len = 0;
-    for (int i = 0; i < 4; ++i) header_len |= static_cast<size_t>(static_cast<uint8_t>(bytes[8 + static_cast<size_t>(i)])) << (8 * i);
+    for (int i = 0; i < 4; ++i)
+      header_len |= static_cast<size_t>(static_cast<uint8_t>(bytes[8 + static_cast<size_t>(i)]))
+                    << (8 * i);
     start = 12;
   }
   if (start + header_len > bytes.size()) return bad("truncated header");
@@ -110,7 +116,8 @@ absl::StatusOr<Tensor> ReadNpyFile(const std::string& path) {
   if (HeaderField(header, "fortran_order") != "False") return bad("Fortran order is not supported");
   std::string shape_text = HeaderField(header, "shape");
   std::vector<int64_t> shape;
-  for (std::string part : std::vector<std::string>(absl::StrSplit(shape_text.substr(1, shape_text.size() - 2), ','))) {
+  for (std::string part :
+       std::vector<std::string>(absl::StrSplit(shape_text.substr(1, shape_text.size() - 2), ','))) {
     part.erase(std::remove(part.begin(), part.end(), ' '), part.end());
     if (part.empty()) continue;
     int64_t d;
@@ -124,7 +131,8 @@ absl::StatusOr<Tensor> ReadNpyFile(const std::string& path) {
   return t;
 }
 
-absl::Status WriteTensorProtoFile(const std::string& path, const Tensor& t, const std::string& name) {
+absl::Status WriteTensorProtoFile(const std::string& path, const Tensor& t,
+                                  const std::string& name) {
   ::onnx::TensorProto proto;
   proto.set_name(name);
   proto.set_data_type(static_cast<int32_t>(t.dtype()));
@@ -143,11 +151,13 @@ absl::Status WriteNpyFile(const std::string& path, const Tensor& t) {
     if (n.dtype == t.dtype()) descr = n.descr;
   }
   if (descr == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": .npy cannot hold ", ir::DTypeName(t.dtype())));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": .npy cannot hold ", ir::DTypeName(t.dtype())));
   }
   std::string shape = absl::StrJoin(t.shape(), ", ");
   if (t.rank() == 1) shape += ",";
-  std::string dict = absl::StrCat("{'descr': '", descr, "', 'fortran_order': False, 'shape': (", shape, "), }");
+  std::string dict =
+      absl::StrCat("{'descr': '", descr, "', 'fortran_order': False, 'shape': (", shape, "), }");
   // Header padded with spaces to a multiple of 64 bytes, ending in a newline.
   size_t total = 10 + dict.size() + 1;
   dict.append((64 - total % 64) % 64, ' ');
@@ -162,14 +172,17 @@ absl::Status WriteNpyFile(const std::string& path, const Tensor& t) {
 }
 
 absl::StatusOr<Tensor> RandomTensor(const std::string& name, const ir::TensorType& type,
-                                    const SymbolBindings& bindings, uint64_t seed, int64_t int_high) {
-  if (!type.shape) return absl::InvalidArgumentError(absl::StrCat("input '", name, "' has an unknown rank"));
+                                    const SymbolBindings& bindings, uint64_t seed,
+                                    int64_t int_high) {
+  if (!type.shape)
+    return absl::InvalidArgumentError(absl::StrCat("input '", name, "' has an unknown rank"));
   std::vector<int64_t> shape;
   for (const ir::Dim& d : *type.shape) {
     auto v = EvaluateDim(d, bindings);
     if (!v) {
-      return absl::InvalidArgumentError(absl::StrCat("input '", name, "' (", type.ToString(), "): dim ",
-                                                     d.ToString(), " is not bound; give it with --dim NAME=VALUE"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", name, "' (", type.ToString(), "): dim ", d.ToString(),
+                       " is not bound; give it with --dim NAME=VALUE"));
     }
     shape.push_back(*v);
   }
@@ -181,16 +194,31 @@ absl::StatusOr<Tensor> RandomTensor(const std::string& name, const ir::TensorTyp
   using ir::DType;
   for (int64_t i = 0; i < n; ++i) {
     switch (type.dtype) {
-      case DType::kF32: t.data<float>()[i] = static_cast<float>(real(rng)); break;
-      case DType::kF64: t.data<double>()[i] = real(rng); break;
-      case DType::kF16: t.data<uint16_t>()[i] = FloatToHalf(static_cast<float>(real(rng))); break;
-      case DType::kBF16: t.data<uint16_t>()[i] = FloatToBFloat16(static_cast<float>(real(rng))); break;
-      case DType::kI64: t.data<int64_t>()[i] = integer(rng); break;
-      case DType::kI32: t.data<int32_t>()[i] = static_cast<int32_t>(integer(rng)); break;
-      case DType::kBool: t.data<bool>()[i] = (rng() & 1) != 0; break;
+      case DType::kF32:
+        t.data<float>()[i] = static_cast<float>(real(rng));
+        break;
+      case DType::kF64:
+        t.data<double>()[i] = real(rng);
+        break;
+      case DType::kF16:
+        t.data<uint16_t>()[i] = FloatToHalf(static_cast<float>(real(rng)));
+        break;
+      case DType::kBF16:
+        t.data<uint16_t>()[i] = FloatToBFloat16(static_cast<float>(real(rng)));
+        break;
+      case DType::kI64:
+        t.data<int64_t>()[i] = integer(rng);
+        break;
+      case DType::kI32:
+        t.data<int32_t>()[i] = static_cast<int32_t>(integer(rng));
+        break;
+      case DType::kBool:
+        t.data<bool>()[i] = (rng() & 1) != 0;
+        break;
       default:
         return absl::InvalidArgumentError(absl::StrCat("input '", name, "': random values of ",
-                                                       ir::DTypeName(type.dtype), " are not supported"));
+                                                       ir::DTypeName(type.dtype),
+                                                       " are not supported"));
     }
   }
   return t;

@@ -15,6 +15,7 @@ bool Cost::ApproxEqual(const Cost& o, double rel) const {
     const double a = v[static_cast<size_t>(i)];
     const double b = o.v[static_cast<size_t>(i)];
     if (a == b) continue;
+    if (std::isinf(a) || std::isinf(b)) return false;  // inf − x is inf, and so is rel · inf
     if (std::abs(a - b) > rel * std::max({std::abs(a), std::abs(b), 1e-30})) return false;
   }
   return true;

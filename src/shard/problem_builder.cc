@@ -97,6 +97,10 @@ Cost ProblemBuilder::Transition(const Placement& from, const Placement& to, doub
   // Tensor parallelism keeps weights where they are stored: moving a weight every step
   // is what FSDP does, not TP.
   if (stationary && TransitionCollective(from, to)) return Cost::Infinite();
+  // Nor is a split weight padded back to its whole size (S → P(sum)).
+  if (stationary && from.kind == Placement::Kind::kShard && to.kind == Placement::Kind::kPartial) {
+    return Cost::Infinite();
+  }
   if (!TransitionCollective(from, to)) return Cost::Zero();
   return Collective(TransitionPicos(options_.profile, from, to, n(), bytes));
 }

@@ -32,7 +32,7 @@ bool RuleContext::Divisible(const ir::Dim& d) const {
   // A polynomial is divisible when every term is: its coefficient is, or one of its
   // symbols is declared divisible (by --divisible or a --dim size N divides).
   for (const ir::Dim::Term& t : d.terms()) {
-    bool ok = t.coeff % n == 0;
+    bool ok = t.den == 1 && t.coeff % n == 0;
     for (const std::string& s : t.symbols) {
       if (options_.divisible.count(s) > 0) ok = true;
       auto it = options_.dim_sizes.find(s);
@@ -52,7 +52,7 @@ double RuleContext::Size(const ir::Dim& d) const {
   if (d.is_unknown()) return static_cast<double>(options_.default_dim_size);
   double total = 0;
   for (const ir::Dim::Term& t : d.terms()) {
-    double term = static_cast<double>(t.coeff);
+    double term = static_cast<double>(t.coeff) / static_cast<double>(t.den);
     for (const std::string& s : t.symbols) {
       auto it = options_.dim_sizes.find(s);
       term *= static_cast<double>(it != options_.dim_sizes.end() ? it->second

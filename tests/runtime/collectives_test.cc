@@ -13,19 +13,23 @@ using ir::DType;
 
 // Runs fn(comm) on every rank of a group of n, each on its own thread.
 template <typename F>
-std::vector<absl::Status> OnRanks(int n, F fn, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+std::vector<absl::Status> OnRanks(int n, F fn,
+                                  std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
   auto group = MakeInProcessGroup(n, timeout);
   std::vector<absl::Status> status(static_cast<size_t>(n));
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] { status[static_cast<size_t>(r)] = fn(*group[static_cast<size_t>(r)]); });
+    threads.emplace_back(
+        [&, r] { status[static_cast<size_t>(r)] = fn(*group[static_cast<size_t>(r)]); });
   }
   for (auto& t : threads) t.join();
   return status;
 }
 
 // Rank r's value i: distinct per rank and element, not exactly representable sums.
-float Value(int r, int64_t i) { return 0.1f * static_cast<float>(r + 1) + 0.37f * static_cast<float>(i % 7) - 1.3f; }
+float Value(int r, int64_t i) {
+  return 0.1f * static_cast<float>(r + 1) + 0.37f * static_cast<float>(i % 7) - 1.3f;
+}
 
 TEST_CASE("AllReduce sum/max/min/avg match a rank-ordered reduction", "[runtime][collectives]") {
   for (int n : {1, 2, 3, 4, 8}) {
@@ -35,14 +39,17 @@ TEST_CASE("AllReduce sum/max/min/avg match a rank-ordered reduction", "[runtime]
       auto status = OnRanks(n, [&](Communicator& c) {
         std::vector<float> in(count);
         for (int64_t i = 0; i < count; ++i) in[static_cast<size_t>(i)] = Value(c.rank(), i);
-        return c.AllReduce(in.data(), out[static_cast<size_t>(c.rank())].data(), count, DType::kF32, op);
+        return c.AllReduce(in.data(), out[static_cast<size_t>(c.rank())].data(), count, DType::kF32,
+                           op);
       });
       for (const auto& s : status) REQUIRE(s.ok());
       for (int64_t i = 0; i < count; ++i) {
         float want = Value(0, i);
         for (int r = 1; r < n; ++r) {
           const float v = Value(r, i);
-          want = op == ReduceOp::kMax ? std::max(want, v) : op == ReduceOp::kMin ? std::min(want, v) : want + v;
+          want = op == ReduceOp::kMax   ? std::max(want, v)
+                 : op == ReduceOp::kMin ? std::min(want, v)
+                                        : want + v;
         }
         if (op == ReduceOp::kAvg) want /= static_cast<float>(n);
         for (int r = 0; r < n; ++r) {
@@ -65,7 +72,9 @@ TEST_CASE("AllReduce works in place and on integers", "[runtime][collectives]") 
     });
     for (const auto& s : status) REQUIRE(s.ok());
     for (int r = 0; r < n; ++r) {
-      for (int64_t i = 0; i < 10; ++i) REQUIRE(buf[static_cast<size_t>(r)][static_cast<size_t>(i)] == 100 * n * (n - 1) / 2 + n * i);
+      for (int64_t i = 0; i < 10; ++i)
+        REQUIRE(buf[static_cast<size_t>(r)][static_cast<size_t>(i)] ==
+                100 * n * (n - 1) / 2 + n * i);
     }
   }
 }
@@ -73,7 +82,8 @@ TEST_CASE("AllReduce works in place and on integers", "[runtime][collectives]") 
 TEST_CASE("AllGather concatenates in rank order", "[runtime][collectives]") {
   for (int n : {1, 2, 3, 4, 8}) {
     const int64_t count = 5;
-    std::vector<std::vector<float>> out(static_cast<size_t>(n), std::vector<float>(static_cast<size_t>(n * count)));
+    std::vector<std::vector<float>> out(static_cast<size_t>(n),
+                                        std::vector<float>(static_cast<size_t>(n * count)));
     auto status = OnRanks(n, [&](Communicator& c) {
       std::vector<float> in(count);
       for (int64_t i = 0; i < count; ++i) in[static_cast<size_t>(i)] = Value(c.rank(), i);
@@ -82,7 +92,8 @@ TEST_CASE("AllGather concatenates in rank order", "[runtime][collectives]") {
     for (const auto& s : status) REQUIRE(s.ok());
     for (int r = 0; r < n; ++r) {
       for (int k = 0; k < n; ++k) {
-        for (int64_t i = 0; i < count; ++i) REQUIRE(out[static_cast<size_t>(r)][static_cast<size_t>(k * count + i)] == Value(k, i));
+        for (int64_t i = 0; i < count; ++i)
+          REQUIRE(out[static_cast<size_t>(r)][static_cast<size_t>(k * count + i)] == Value(k, i));
       }
     }
   }
@@ -95,7 +106,8 @@ TEST_CASE("ReduceScatter gives rank r the r-th block of the sum", "[runtime][col
     auto status = OnRanks(n, [&](Communicator& c) {
       std::vector<float> in(static_cast<size_t>(n * count));
       for (int64_t i = 0; i < n * count; ++i) in[static_cast<size_t>(i)] = Value(c.rank(), i);
-      return c.ReduceScatter(in.data(), out[static_cast<size_t>(c.rank())].data(), count, DType::kF32, ReduceOp::kSum);
+      return c.ReduceScatter(in.data(), out[static_cast<size_t>(c.rank())].data(), count,
+                             DType::kF32, ReduceOp::kSum);
     });
     for (const auto& s : status) REQUIRE(s.ok());
     for (int r = 0; r < n; ++r) {
@@ -111,12 +123,15 @@ TEST_CASE("ReduceScatter gives rank r the r-th block of the sum", "[runtime][col
 TEST_CASE("AllToAll sends block j to rank j", "[runtime][collectives]") {
   for (int n : {1, 2, 3, 4, 8}) {
     const int64_t count = 3;
-    std::vector<std::vector<int32_t>> out(static_cast<size_t>(n), std::vector<int32_t>(static_cast<size_t>(n * count)));
+    std::vector<std::vector<int32_t>> out(static_cast<size_t>(n),
+                                          std::vector<int32_t>(static_cast<size_t>(n * count)));
     auto status = OnRanks(n, [&](Communicator& c) {
       std::vector<int32_t> in(static_cast<size_t>(n * count));
       // Element i of block j on rank r: r*1000 + j*10 + i.
       for (int j = 0; j < n; ++j) {
-        for (int64_t i = 0; i < count; ++i) in[static_cast<size_t>(j * count + i)] = static_cast<int32_t>(c.rank() * 1000 + j * 10 + i);
+        for (int64_t i = 0; i < count; ++i)
+          in[static_cast<size_t>(j * count + i)] =
+              static_cast<int32_t>(c.rank() * 1000 + j * 10 + i);
       }
       return c.AllToAll(in.data(), out[static_cast<size_t>(c.rank())].data(), count, DType::kI32);
     });
@@ -124,7 +139,8 @@ TEST_CASE("AllToAll sends block j to rank j", "[runtime][collectives]") {
     for (int r = 0; r < n; ++r) {
       for (int k = 0; k < n; ++k) {
         for (int64_t i = 0; i < count; ++i) {
-          REQUIRE(out[static_cast<size_t>(r)][static_cast<size_t>(k * count + i)] == k * 1000 + r * 10 + i);
+          REQUIRE(out[static_cast<size_t>(r)][static_cast<size_t>(k * count + i)] ==
+                  k * 1000 + r * 10 + i);
         }
       }
     }
@@ -137,7 +153,8 @@ TEST_CASE("Barrier and repeated collectives keep ranks in step", "[runtime][coll
       for (int iter = 0; iter < 50; ++iter) {
         float v = static_cast<float>(c.rank() + iter), s = 0;
         if (auto st = c.AllReduce(&v, &s, 1, DType::kF32, ReduceOp::kSum); !st.ok()) return st;
-        if (s != static_cast<float>(n * iter + n * (n - 1) / 2)) return absl::InternalError("wrong sum");
+        if (s != static_cast<float>(n * iter + n * (n - 1) / 2))
+          return absl::InternalError("wrong sum");
         if (auto st = c.Barrier(); !st.ok()) return st;
       }
       return absl::OkStatus();
@@ -158,7 +175,8 @@ TEST_CASE("A failing rank stops the others with an error naming it", "[runtime][
   });
   for (int r : {0, 1, 3}) {
     REQUIRE(status[static_cast<size_t>(r)].code() == absl::StatusCode::kAborted);
-    REQUIRE_THAT(std::string(status[static_cast<size_t>(r)].message()), Catch::Contains("rank 2 failed: kernel exploded"));
+    REQUIRE_THAT(std::string(status[static_cast<size_t>(r)].message()),
+                 Catch::Contains("rank 2 failed: kernel exploded"));
   }
   REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
 }
@@ -185,7 +203,8 @@ TEST_CASE("Mismatched collectives are an error, not a hang", "[runtime][collecti
   });
   REQUIRE_FALSE(status[0].ok());
   REQUIRE_FALSE(status[1].ok());
-  REQUIRE_THAT(std::string(status[0].message()) + std::string(status[1].message()), Catch::Contains("mismatch"));
+  REQUIRE_THAT(std::string(status[0].message()) + std::string(status[1].message()),
+               Catch::Contains("mismatch"));
 }
 
 }  // namespace

@@ -37,12 +37,14 @@ TEST_CASE("PlanMemory reuses buffers whose lifetimes do not overlap", "[runtime]
 
 TEST_CASE("PlanMemory never overlaps live buffers", "[runtime][memory]") {
   std::vector<BufferRequest> reqs;
-  for (int i = 0; i < 200; ++i) reqs.push_back({(i * 7919) % 5000 + 1, (i * 31) % 50, (i * 31) % 50 + (i % 9)});
+  for (int i = 0; i < 200; ++i)
+    reqs.push_back({(i * 7919) % 5000 + 1, (i * 31) % 50, (i * 31) % 50 + (i % 9)});
   MemoryPlan plan = PlanMemory(reqs);
   for (size_t a = 0; a < reqs.size(); ++a) {
     for (size_t b = a + 1; b < reqs.size(); ++b) {
       const bool live = reqs[a].first <= reqs[b].last && reqs[b].first <= reqs[a].last;
-      const bool overlap = plan.offsets[a] < plan.offsets[b] + reqs[b].bytes && plan.offsets[b] < plan.offsets[a] + reqs[a].bytes;
+      const bool overlap = plan.offsets[a] < plan.offsets[b] + reqs[b].bytes &&
+                           plan.offsets[b] < plan.offsets[a] + reqs[a].bytes;
       REQUIRE(!(live && overlap));
     }
   }
@@ -53,7 +55,8 @@ TEST_CASE("PlanMemory never overlaps live buffers", "[runtime][memory]") {
 std::unique_ptr<ir::Graph> Chain(int n) {
   auto g = std::make_unique<ir::Graph>();
   g->opsets()[""] = 18;
-  ir::Value* v = g->AddPlaceholder("x", ir::TensorType(DType::kF32, {Dim::Symbol("batch"), Dim(256)}));
+  ir::Value* v =
+      g->AddPlaceholder("x", ir::TensorType(DType::kF32, {Dim::Symbol("batch"), Dim(256)}));
   for (int i = 0; i < n; ++i) {
     v = g->AddCall("", i % 2 ? "Abs" : "Neg", {v}, {"v" + std::to_string(i)})->output();
   }
@@ -76,7 +79,8 @@ TEST_CASE("The executor's arena reuses buffers on a chain", "[runtime][memory]")
   REQUIRE(st.arena_bytes == 2 * 4 * 256 * 4);
   REQUIRE(st.arena_bytes < st.planned_total_bytes);
   // Neg, Abs, ...: the result is abs(x).
-  for (int64_t i = 0; i < x.num_elements(); ++i) REQUIRE((*out)[0].data<float>()[i] == std::abs(x.data<float>()[i]));
+  for (int64_t i = 0; i < x.num_elements(); ++i)
+    REQUIRE((*out)[0].data<float>()[i] == std::abs(x.data<float>()[i]));
   // Another binding gets its own plan.
   Tensor x2 = Tensor::Allocate(DType::kF32, {8, 256});
   REQUIRE((*ex)->Run({{"x", x2}}).ok());
@@ -89,11 +93,15 @@ TEST_CASE("Bad inputs are refused before anything runs", "[runtime][executor]") 
   auto backend = MakeCpuBackend(1);
   auto ex = Executor::Create(**g, *backend, nullptr);
   REQUIRE(ex.ok());
-  auto run = [&](std::map<std::string, Tensor> in) { return std::string((*ex)->Run(in).status().message()); };
+  auto run = [&](std::map<std::string, Tensor> in) {
+    return std::string((*ex)->Run(in).status().message());
+  };
   REQUIRE_THAT(run({{"input_ids", Tensor::Allocate(DType::kF32, {2, 8})}}),
                Catch::Contains("input 'input_ids': expected i64[batch, seq], got f32[2, 8]"));
-  REQUIRE_THAT(run({{"input_ids", Tensor::Allocate(DType::kI64, {2, 8, 1})}}), Catch::Contains("rank 3 is not 2"));
-  REQUIRE_THAT(run({{"ids", Tensor::Allocate(DType::kI64, {2, 8})}}), Catch::Contains("unknown input 'ids'"));
+  REQUIRE_THAT(run({{"input_ids", Tensor::Allocate(DType::kI64, {2, 8, 1})}}),
+               Catch::Contains("rank 3 is not 2"));
+  REQUIRE_THAT(run({{"ids", Tensor::Allocate(DType::kI64, {2, 8})}}),
+               Catch::Contains("unknown input 'ids'"));
   REQUIRE_THAT(run({}), Catch::Contains("missing input 'input_ids'"));
 }
 
@@ -107,20 +115,24 @@ TEST_CASE("Inconsistent symbol bindings are refused", "[runtime][executor]") {
   auto backend = MakeCpuBackend(1);
   auto ex = Executor::Create(g, *backend, nullptr);
   REQUIRE(ex.ok());
-  auto s = (*ex)->Run({{"a", Tensor::Allocate(DType::kF32, {2, 4})}, {"b", Tensor::Allocate(DType::kF32, {3, 4})}});
+  auto s = (*ex)->Run(
+      {{"a", Tensor::Allocate(DType::kF32, {2, 4})}, {"b", Tensor::Allocate(DType::kF32, {3, 4})}});
   REQUIRE_THAT(std::string(s.status().message()), Catch::Contains("batch = 3, but batch = 2"));
-  auto d = (*ex)->Run({{"a", Tensor::Allocate(DType::kF32, {2, 5})}, {"b", Tensor::Allocate(DType::kF32, {2, 4})}});
+  auto d = (*ex)->Run(
+      {{"a", Tensor::Allocate(DType::kF32, {2, 5})}, {"b", Tensor::Allocate(DType::kF32, {2, 4})}});
   REQUIRE_THAT(std::string(d.status().message()), Catch::Contains("dim 1 must be 4, not 5"));
 }
 
 TEST_CASE("Every committed model, unsharded, equals its torch outputs", "[runtime][models]") {
-  for (const char* name : {"mlp", "mlp_dynamo", "gpt2", "gpt2_dynamo", "gpt2_loss", "llama", "mistral", "bert"}) {
+  for (const char* name :
+       {"mlp", "mlp_dynamo", "gpt2", "gpt2_dynamo", "gpt2_loss", "llama", "mistral", "bert"}) {
     INFO("model " << name);
     auto g = onnx::ImportModel(testing::SourcePath(std::string("models/") + name + ".onnx"));
     REQUIRE(g.ok());
     auto runner = PlanRunner::Create({g->get()});
     REQUIRE(runner.ok());
-    const std::string data = testing::SourcePath(std::string("models/") + name + "/test_data_set_0");
+    const std::string data =
+        testing::SourcePath(std::string("models/") + name + "/test_data_set_0");
     std::map<std::string, Tensor> inputs;
     for (int k = 0; std::filesystem::exists(data + "/input_" + std::to_string(k) + ".pb"); ++k) {
       auto t = ReadTensorProtoFile(data + "/input_" + std::to_string(k) + ".pb");
@@ -145,7 +157,8 @@ TEST_CASE("Every committed model, unsharded, equals its torch outputs", "[runtim
 }
 
 // y = Collective(x) on n ranks, x on rank r = r*100 + iota, from an IR graph.
-std::vector<std::vector<Tensor>> RunCollective(int n, const std::string& op, ir::Attributes attrs, std::vector<int64_t> shape) {
+std::vector<std::vector<Tensor>> RunCollective(int n, const std::string& op, ir::Attributes attrs,
+                                               std::vector<int64_t> shape) {
   std::vector<std::unique_ptr<ir::Graph>> graphs;
   std::vector<const ir::Graph*> ptrs;
   for (int r = 0; r < n; ++r) {
@@ -185,7 +198,8 @@ TEST_CASE("tpc collective ops across ranks", "[runtime][collectives]") {
     // AllReduce sum: iota * n + 100 * n(n-1)/2.
     auto ar = RunCollective(n, "AllReduce", {{"reduce", std::string("sum")}}, {2, 3});
     for (int r = 0; r < n; ++r) {
-      for (int64_t i = 0; i < 6; ++i) REQUIRE(ar[r][0].data<float>()[i] == static_cast<float>(i * n + 100 * n * (n - 1) / 2));
+      for (int64_t i = 0; i < 6; ++i)
+        REQUIRE(ar[r][0].data<float>()[i] == static_cast<float>(i * n + 100 * n * (n - 1) / 2));
     }
     // AllGather on axis 1 of [2, 3]: [2, 3n], block k from rank k.
     auto ag = RunCollective(n, "AllGather", {{"axis", int64_t{1}}}, {2, 3});
@@ -193,7 +207,9 @@ TEST_CASE("tpc collective ops across ranks", "[runtime][collectives]") {
       REQUIRE(ag[r][0].shape() == std::vector<int64_t>{2, 3 * n});
       for (int64_t row = 0; row < 2; ++row) {
         for (int k = 0; k < n; ++k) {
-          for (int64_t j = 0; j < 3; ++j) REQUIRE(ag[r][0].data<float>()[row * 3 * n + k * 3 + j] == static_cast<float>(k * 100 + row * 3 + j));
+          for (int64_t j = 0; j < 3; ++j)
+            REQUIRE(ag[r][0].data<float>()[row * 3 * n + k * 3 + j] ==
+                    static_cast<float>(k * 100 + row * 3 + j));
         }
       }
     }
@@ -204,16 +220,19 @@ TEST_CASE("tpc collective ops across ranks", "[runtime][collectives]") {
       for (int64_t row = 0; row < 2; ++row) {
         for (int64_t j = 0; j < 2; ++j) {
           const int64_t col = 2 * r + j;
-          REQUIRE(rs[r][0].data<float>()[row * 2 + j] == static_cast<float>((row * 2 * n + col) * n + 100 * n * (n - 1) / 2));
+          REQUIRE(rs[r][0].data<float>()[row * 2 + j] ==
+                  static_cast<float>((row * 2 * n + col) * n + 100 * n * (n - 1) / 2));
         }
       }
     }
     // AllToAll [n, 2] split on 0, concat on 1: rank r gets row r of every rank, side by side.
-    auto aa = RunCollective(n, "AllToAll", {{"split_axis", int64_t{0}}, {"concat_axis", int64_t{1}}}, {n, 2});
+    auto aa = RunCollective(n, "AllToAll",
+                            {{"split_axis", int64_t{0}}, {"concat_axis", int64_t{1}}}, {n, 2});
     for (int r = 0; r < n; ++r) {
       REQUIRE(aa[r][0].shape() == std::vector<int64_t>{1, 2 * n});
       for (int k = 0; k < n; ++k) {
-        for (int64_t j = 0; j < 2; ++j) REQUIRE(aa[r][0].data<float>()[k * 2 + j] == static_cast<float>(k * 100 + r * 2 + j));
+        for (int64_t j = 0; j < 2; ++j)
+          REQUIRE(aa[r][0].data<float>()[k * 2 + j] == static_cast<float>(k * 100 + r * 2 + j));
       }
     }
   }

@@ -26,7 +26,9 @@ Tensor I64(std::vector<int64_t> shape, std::vector<int64_t> v) {
   std::copy(v.begin(), v.end(), t.data<int64_t>());
   return t;
 }
-std::vector<float> Floats(const Tensor& t) { return {t.data<float>(), t.data<float>() + t.num_elements()}; }
+std::vector<float> Floats(const Tensor& t) {
+  return {t.data<float>(), t.data<float>() + t.num_elements()};
+}
 
 // A one-op graph over placeholders (given inputs) and constants.
 struct OneOp {
@@ -104,10 +106,10 @@ TEST_CASE("Gather on axis 1", "[runtime][kernels]") {
 TEST_CASE("Slice with negative steps and clamped bounds", "[runtime][kernels]") {
   OneOp t;
   t.Input("x", F32({2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
-  t.Ints({-1, 100});    // starts
-  t.Ints({-100, -6});   // ends (clamped)
-  t.Ints({1, 0});       // axes
-  t.Ints({-2, -1});     // steps
+  t.Ints({-1, 100});   // starts
+  t.Ints({-100, -6});  // ends (clamped)
+  t.Ints({1, 0});      // axes
+  t.Ints({-2, -1});    // steps
   auto y = t.Run("Slice");
   // axis 1: 4, 2, 0; axis 0: rows 1, 0.
   REQUIRE(y[0].shape() == std::vector<int64_t>{2, 3});
@@ -184,11 +186,13 @@ TEST_CASE("Reshape with 0 and -1, Transpose, Concat and Split", "[runtime][kerne
   REQUIRE(r.Run("Reshape")[0].shape() == std::vector<int64_t>{2, 6});
   OneOp tr;
   tr.Input("x", F32({2, 3}, {0, 1, 2, 3, 4, 5}));
-  REQUIRE(Floats(tr.Run("Transpose", {{"perm", std::vector<int64_t>{1, 0}}})[0]) == std::vector<float>{0, 3, 1, 4, 2, 5});
+  REQUIRE(Floats(tr.Run("Transpose", {{"perm", std::vector<int64_t>{1, 0}}})[0]) ==
+          std::vector<float>{0, 3, 1, 4, 2, 5});
   OneOp c;
   c.Input("a", F32({2, 1}, {0, 1}));
   c.Input("b", F32({2, 2}, {2, 3, 4, 5}));
-  REQUIRE(Floats(c.Run("Concat", {{"axis", int64_t{-1}}})[0]) == std::vector<float>{0, 2, 3, 1, 4, 5});
+  REQUIRE(Floats(c.Run("Concat", {{"axis", int64_t{-1}}})[0]) ==
+          std::vector<float>{0, 2, 3, 1, 4, 5});
   OneOp s;
   s.Input("x", F32({1, 5}, {0, 1, 2, 3, 4}));
   s.Ints({2, 3});

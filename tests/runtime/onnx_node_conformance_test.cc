@@ -26,38 +26,57 @@ namespace fs = std::filesystem;
 // Tests of supported operators that need what tpc deliberately lacks.
 const std::set<std::string> kExcluded = {
     // Training-mode Dropout draws random masks; tpc runs inference (Dropout = identity).
-    "test_dropout_random_old", "test_training_dropout", "test_training_dropout_default",
-    "test_training_dropout_default_mask", "test_training_dropout_mask",
-    "test_training_dropout_zero_ratio", "test_training_dropout_zero_ratio_mask",
+    "test_dropout_random_old",
+    "test_training_dropout",
+    "test_training_dropout_default",
+    "test_training_dropout_default_mask",
+    "test_training_dropout_mask",
+    "test_training_dropout_zero_ratio",
+    "test_training_dropout_zero_ratio_mask",
     // String tensors: tpc has no string element type.
     "test_cast_FLOAT_to_STRING",
     // These files store bfloat16 tensors as uint16 (a quirk of onnx 1.17's test data), so
     // the inputs do not have the model's declared type.
-    "test_cast_BFLOAT16_to_FLOAT", "test_cast_FLOAT_to_BFLOAT16", "test_castlike_BFLOAT16_to_FLOAT",
-    "test_castlike_BFLOAT16_to_FLOAT_expanded", "test_castlike_FLOAT_to_BFLOAT16",
+    "test_cast_BFLOAT16_to_FLOAT",
+    "test_cast_FLOAT_to_BFLOAT16",
+    "test_castlike_BFLOAT16_to_FLOAT",
+    "test_castlike_BFLOAT16_to_FLOAT_expanded",
+    "test_castlike_FLOAT_to_BFLOAT16",
     "test_castlike_FLOAT_to_BFLOAT16_expanded",
 };
 
 double At(const Tensor& t, int64_t i) {
   using ir::DType;
   switch (t.dtype()) {
-    case DType::kF32: return t.data<float>()[i];
-    case DType::kF64: return t.data<double>()[i];
-    case DType::kI64: return static_cast<double>(t.data<int64_t>()[i]);
-    case DType::kI32: return t.data<int32_t>()[i];
-    case DType::kI16: return t.data<int16_t>()[i];
-    case DType::kI8: return t.data<int8_t>()[i];
-    case DType::kU8: return t.data<uint8_t>()[i];
-    case DType::kU16: return t.data<uint16_t>()[i];
-    case DType::kU32: return t.data<uint32_t>()[i];
-    case DType::kU64: return static_cast<double>(t.data<uint64_t>()[i]);
-    case DType::kBool: return t.data<bool>()[i];
+    case DType::kF32:
+      return t.data<float>()[i];
+    case DType::kF64:
+      return t.data<double>()[i];
+    case DType::kI64:
+      return static_cast<double>(t.data<int64_t>()[i]);
+    case DType::kI32:
+      return t.data<int32_t>()[i];
+    case DType::kI16:
+      return t.data<int16_t>()[i];
+    case DType::kI8:
+      return t.data<int8_t>()[i];
+    case DType::kU8:
+      return t.data<uint8_t>()[i];
+    case DType::kU16:
+      return t.data<uint16_t>()[i];
+    case DType::kU32:
+      return t.data<uint32_t>()[i];
+    case DType::kU64:
+      return static_cast<double>(t.data<uint64_t>()[i]);
+    case DType::kBool:
+      return t.data<bool>()[i];
     case DType::kF16:
     case DType::kBF16: {
       Tensor one(t.dtype(), {1}, t.raw() + 2 * i);
       return ConvertFloats(one, DType::kF32).data<float>()[0];
     }
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
@@ -158,8 +177,9 @@ TEST_CASE("ONNX backend node tests pass for every supported operator", "[runtime
       failures.push_back(absl::StrCat(name, ": ", why));
     }
   }
-  WARN("ONNX node tests: " << run << " run, " << passed << " passed, " << failures.size() << " failed; "
-                           << unsupported << " use an operator without a CPU kernel, " << not_imported
+  WARN("ONNX node tests: " << run << " run, " << passed << " passed, " << failures.size()
+                           << " failed; " << unsupported
+                           << " use an operator without a CPU kernel, " << not_imported
                            << " are refused by the importer, " << excluded << " excluded");
   INFO("failing:\n  " << absl::StrJoin(failures, "\n  "));
   REQUIRE(failures.empty());

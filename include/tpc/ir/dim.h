@@ -19,10 +19,12 @@ namespace tpc::ir {
 
 class Dim {
  public:
-  // A monomial: coefficient × product of symbols (sorted, repeated for powers).
+  // A monomial: coeff/den × product of symbols (sorted, repeated for powers). The
+  // denominator is 1 except in per-rank dims (`seq/4`: a sequence split four ways).
   struct Term {
     int64_t coeff = 0;
     std::vector<std::string> symbols;
+    int64_t den = 1;  // > 0, coprime with coeff
     bool operator==(const Term&) const = default;
   };
 
@@ -49,10 +51,13 @@ class Dim {
   // a / b when the division is exact in the polynomial ring (b a single monomial);
   // nullopt otherwise (also when either is unknown or b is zero).
   std::optional<Dim> DivExact(const Dim& b) const;
+  // This dim split `n` ways: exact division, with a fractional coefficient where a
+  // symbol is not a multiple of n (`seq/4`); the caller knows the result is whole.
+  Dim DivideBy(int64_t n) const;
 
   bool operator==(const Dim& other) const = default;
 
-  // Canonical text: `64`, `batch`, `batch*seq`, `2*seq+1`, `?`. Symbols that are not
+  // Canonical text: `64`, `batch`, `batch*seq`, `2*seq+1`, `seq/4`, `?`. Symbols that are not
   // identifiers are quoted.
   std::string ToString() const;
 

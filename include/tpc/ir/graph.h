@@ -211,6 +211,8 @@ class Graph {
   void Erase(Node* node);
   // Moves `node` to just before `pos`.
   void MoveBefore(Node* node, Node* pos);
+  // Gives `v` the name `name`, which must be unused.
+  void RenameValue(Value* v, std::string name);
 
   // ---- Names ----
   Value* FindValue(std::string_view name) const;

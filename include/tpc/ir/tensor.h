@@ -48,6 +48,8 @@ class Tensor {
   const uint8_t* data() const;
   // True when the bytes are a view of a mapped file (not an owned copy).
   bool is_mapped() const;
+  // The mapped file the bytes view, or null.
+  const MappedFile* mapped_file() const;
 
   // Element i converted to double / int64 (any numeric dtype). Requires has_data().
   double ElementAsDouble(int64_t i) const;

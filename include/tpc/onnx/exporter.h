@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <ostream>
 #include <string>
 
 #include "absl/status/status.h"
@@ -23,6 +25,10 @@ struct ExportOptions {
   // Write value_info entries with the inferred types of intermediate values.
   bool value_info = true;
   std::string producer_name = "tpc";
+  // Writes the bytes of a constant whose value's type differs from its data (a
+  // per-rank constant: each rank's file holds its slice). Called with the constant
+  // node; must write exactly the bytes of the value's type.
+  std::function<absl::Status(const ir::Node& constant, std::ostream& out)> write_constant;
 };
 
 // Writes `graph` to `onnx_path` (and `weights_file` beside it). Weight bytes stream

@@ -27,10 +27,10 @@ struct ExecutorOptions {
 };
 
 struct RunStats {
-  int64_t arena_bytes = 0;          // the planned arena (peak of planned values)
-  int64_t planned_total_bytes = 0;  // the same values without reuse
-  int64_t unplanned_peak_bytes = 0; // peak of values with no planned slot (dynamic shapes)
-  int64_t output_bytes = 0;         // graph outputs (owned by the caller)
+  int64_t arena_bytes = 0;           // the planned arena (peak of planned values)
+  int64_t planned_total_bytes = 0;   // the same values without reuse
+  int64_t unplanned_peak_bytes = 0;  // peak of values with no planned slot (dynamic shapes)
+  int64_t output_bytes = 0;          // graph outputs (owned by the caller)
   int planned_values = 0;
   int unplanned_values = 0;
   double seconds = 0;
@@ -46,8 +46,8 @@ class Executor {
  public:
   // The graph must outlive the executor; constants are views of its tensors. Fails when
   // an operator has no kernel in `backend` or a constant has no data, naming the node.
-  static absl::StatusOr<std::unique_ptr<Executor>> Create(const ir::Graph& graph,
-                                                          Backend& backend, Communicator* comm,
+  static absl::StatusOr<std::unique_ptr<Executor>> Create(const ir::Graph& graph, Backend& backend,
+                                                          Communicator* comm,
                                                           ExecutorOptions options = {});
   ~Executor();
 

@@ -30,8 +30,13 @@ class KernelContext {
   KernelContext(const ir::Node& node, std::vector<const Tensor*> inputs,
                 std::vector<ir::DType> output_dtypes, OutputAllocator& allocator,
                 Communicator* comm, ThreadPool& pool, int64_t opset)
-      : node_(node), inputs_(std::move(inputs)), output_dtypes_(std::move(output_dtypes)),
-        outputs_(output_dtypes_.size()), allocator_(allocator), comm_(comm), pool_(pool),
+      : node_(node),
+        inputs_(std::move(inputs)),
+        output_dtypes_(std::move(output_dtypes)),
+        outputs_(output_dtypes_.size()),
+        allocator_(allocator),
+        comm_(comm),
+        pool_(pool),
         opset_(opset) {}
 
   const ir::Node& node() const { return node_; }

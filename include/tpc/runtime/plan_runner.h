@@ -31,8 +31,8 @@ struct PlanRunnerOptions {
 class PlanRunner {
  public:
   // `graphs` must outlive the runner.
-  static absl::StatusOr<std::unique_ptr<PlanRunner>> Create(const std::vector<const ir::Graph*>& graphs,
-                                                            PlanRunnerOptions options = {});
+  static absl::StatusOr<std::unique_ptr<PlanRunner>> Create(
+      const std::vector<const ir::Graph*>& graphs, PlanRunnerOptions options = {});
 
   int num_ranks() const { return static_cast<int>(executors_.size()); }
   Executor& executor(int rank) { return *executors_[static_cast<size_t>(rank)]; }

@@ -22,7 +22,8 @@ absl::StatusOr<NamedTensor> ReadTensorFile(const std::string& path);
 absl::StatusOr<NamedTensor> ReadTensorProtoFile(const std::string& path);
 absl::StatusOr<Tensor> ReadNpyFile(const std::string& path);
 
-absl::Status WriteTensorProtoFile(const std::string& path, const Tensor& t, const std::string& name);
+absl::Status WriteTensorProtoFile(const std::string& path, const Tensor& t,
+                                  const std::string& name);
 absl::Status WriteNpyFile(const std::string& path, const Tensor& t);
 
 // A tensor of `type` with its symbols bound by `bindings` (an error names the unbound

@@ -21,6 +21,9 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // OK while the file is still where it was, at least as large as when mapped; an
+  // error naming it once it was deleted or truncated (its pages may be gone).
+  absl::Status CheckIntact() const;
 
  private:
   MappedFile(std::string path, const uint8_t* data, size_t size)

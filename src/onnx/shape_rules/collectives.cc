@@ -30,9 +30,8 @@ absl::StatusOr<ir::Dim> DivideDim(const InferenceContext& ctx, const ir::Dim& d,
   if (d.is_static() && d.value() % n != 0) {
     return ctx.Error(absl::StrCat("dim ", d.ToString(), " does not divide by group_size ", n));
   }
-  auto q = d.DivExact(ir::Dim(n));
-  if (!q) return ctx.Error(absl::StrCat("dim ", d.ToString(), " is not known to divide by ", n));
-  return *q;
+  // Symbolic dims split exactly (the plan asserts it): `seq` over 4 ranks is `seq/4`.
+  return d.DivideBy(n);
 }
 
 }  // namespace
@@ -63,7 +62,8 @@ absl::Status InferReduceScatter(InferenceContext& ctx) {
   TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0),
                                                    static_cast<int64_t>(dims->size())));
   Dims out = *dims;
-  TPC_ASSIGN_OR_RETURN(out[static_cast<size_t>(axis)], DivideDim(ctx, out[static_cast<size_t>(axis)], n));
+  TPC_ASSIGN_OR_RETURN(out[static_cast<size_t>(axis)],
+                       DivideDim(ctx, out[static_cast<size_t>(axis)], n));
   ctx.set_output_type(0, ir::TensorType(ctx.input_type(0).dtype, std::move(out)));
   return absl::OkStatus();
 }
@@ -72,11 +72,25 @@ absl::Status InferAllToAll(InferenceContext& ctx) {
   TPC_ASSIGN_OR_RETURN(const Dims* dims, RankedInput(ctx, 0));
   TPC_ASSIGN_OR_RETURN(int64_t n, GroupSize(ctx));
   const int64_t rank = static_cast<int64_t>(dims->size());
-  TPC_ASSIGN_OR_RETURN(int64_t split, NormalizeAxis(ctx, ctx.node().attr_int("split_axis", 0), rank));
-  TPC_ASSIGN_OR_RETURN(int64_t concat, NormalizeAxis(ctx, ctx.node().attr_int("concat_axis", 0), rank));
+  TPC_ASSIGN_OR_RETURN(int64_t split,
+                       NormalizeAxis(ctx, ctx.node().attr_int("split_axis", 0), rank));
+  TPC_ASSIGN_OR_RETURN(int64_t concat,
+                       NormalizeAxis(ctx, ctx.node().attr_int("concat_axis", 0), rank));
   Dims out = *dims;
-  TPC_ASSIGN_OR_RETURN(out[static_cast<size_t>(split)], DivideDim(ctx, out[static_cast<size_t>(split)], n));
+  TPC_ASSIGN_OR_RETURN(out[static_cast<size_t>(split)],
+                       DivideDim(ctx, out[static_cast<size_t>(split)], n));
   out[static_cast<size_t>(concat)] = out[static_cast<size_t>(concat)] * ir::Dim(n);
+  ctx.set_output_type(0, ir::TensorType(ctx.input_type(0).dtype, std::move(out)));
+  return absl::OkStatus();
+}
+
+absl::Status InferShard(InferenceContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(const Dims* dims, RankedInput(ctx, 0));
+  TPC_ASSIGN_OR_RETURN(int64_t n, GroupSize(ctx));
+  TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0),
+                                                   static_cast<int64_t>(dims->size())));
+  Dims out = *dims;
+  TPC_ASSIGN_OR_RETURN(out[static_cast<size_t>(axis)], DivideDim(ctx, out[static_cast<size_t>(axis)], n));
   ctx.set_output_type(0, ir::TensorType(ctx.input_type(0).dtype, std::move(out)));
   return absl::OkStatus();
 }

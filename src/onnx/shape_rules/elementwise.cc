@@ -70,7 +70,7 @@ std::optional<int64_t> LowerBound(const Dim& d) {
   int64_t sum = 0;
   for (const Dim::Term& t : d.terms()) {
     if (t.coeff <= 0) return std::nullopt;
-    sum += t.coeff;
+    sum += t.coeff / t.den;  // symbols are at least 1; floor keeps it a bound
   }
   return sum;
 }

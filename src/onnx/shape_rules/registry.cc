@@ -132,6 +132,7 @@ constexpr Entry kRules[] = {
     {kTpc, "AllToAll", InferAllToAll},
     {kTpc, "Rank", InferRank},
     {kTpc, "ReduceScatter", InferReduceScatter},
+    {kTpc, "Shard", InferShard},
 };
 
 }  // namespace

@@ -15,10 +15,14 @@
 namespace tpc::runtime {
 
 absl::Status ParseReduceOp(const std::string& name, ReduceOp* op) {
-  if (name == "sum") *op = ReduceOp::kSum;
-  else if (name == "max") *op = ReduceOp::kMax;
-  else if (name == "min") *op = ReduceOp::kMin;
-  else if (name == "avg") *op = ReduceOp::kAvg;
+  if (name == "sum")
+    *op = ReduceOp::kSum;
+  else if (name == "max")
+    *op = ReduceOp::kMax;
+  else if (name == "min")
+    *op = ReduceOp::kMin;
+  else if (name == "avg")
+    *op = ReduceOp::kAvg;
   else
     return absl::InvalidArgumentError(
         absl::StrCat("reduce '", name, "' is not one of sum, max, min, avg"));
@@ -27,10 +31,14 @@ absl::Status ParseReduceOp(const std::string& name, ReduceOp* op) {
 
 const char* ReduceOpName(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kMax: return "max";
-    case ReduceOp::kMin: return "min";
-    case ReduceOp::kAvg: return "avg";
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kMax:
+      return "max";
+    case ReduceOp::kMin:
+      return "min";
+    case ReduceOp::kAvg:
+      return "avg";
   }
   return "?";
 }
@@ -50,7 +58,9 @@ struct Post {
 class Rendezvous {
  public:
   Rendezvous(int size, std::chrono::milliseconds timeout)
-      : size_(size), timeout_(timeout), posts_(static_cast<size_t>(size)),
+      : size_(size),
+        timeout_(timeout),
+        posts_(static_cast<size_t>(size)),
         last_gen_(static_cast<size_t>(size), -1) {}
 
   int size() const { return size_; }
@@ -76,9 +86,9 @@ class Rendezvous {
         if (last_gen_[static_cast<size_t>(r)] != gen) missing.push_back(r);
       }
       aborted_ = true;
-      abort_message_ = absl::StrCat(
-          "rank ", rank, ": timed out after ", timeout_.count(), " ms in ", what,
-          " waiting for rank(s) ", absl::StrJoin(missing, ", "));
+      abort_message_ =
+          absl::StrCat("rank ", rank, ": timed out after ", timeout_.count(), " ms in ", what,
+                       " waiting for rank(s) ", absl::StrJoin(missing, ", "));
       cv_.notify_all();
     }
     return absl::AbortedError(abort_message_);
@@ -110,9 +120,12 @@ namespace {
 template <typename T>
 T Combine(T a, T b, ReduceOp op) {
   switch (op) {
-    case ReduceOp::kMax: return std::max(a, b);
-    case ReduceOp::kMin: return std::min(a, b);
-    default: return a + b;
+    case ReduceOp::kMax:
+      return std::max(a, b);
+    case ReduceOp::kMin:
+      return std::min(a, b);
+    default:
+      return a + b;
   }
 }
 
@@ -137,10 +150,18 @@ absl::Status Reduce(ir::DType dtype, int n, const std::vector<const uint8_t*>& s
         [](uint8_t* p, int64_t i, T v) { reinterpret_cast<T*>(p)[i] = v; });
   };
   switch (dtype) {
-    case ir::DType::kF32: native.operator()<float>(); break;
-    case ir::DType::kF64: native.operator()<double>(); break;
-    case ir::DType::kI32: native.operator()<int32_t>(); break;
-    case ir::DType::kI64: native.operator()<int64_t>(); break;
+    case ir::DType::kF32:
+      native.operator()<float>();
+      break;
+    case ir::DType::kF64:
+      native.operator()<double>();
+      break;
+    case ir::DType::kI32:
+      native.operator()<int32_t>();
+      break;
+    case ir::DType::kI64:
+      native.operator()<int64_t>();
+      break;
     case ir::DType::kF16:
     case ir::DType::kBF16: {
       const bool half = dtype == ir::DType::kF16;
@@ -164,7 +185,8 @@ absl::Status Reduce(ir::DType dtype, int n, const std::vector<const uint8_t*>& s
 
 class InProcessCommunicator final : public Communicator {
  public:
-  InProcessCommunicator(std::shared_ptr<Rendezvous> rv, int rank) : rv_(std::move(rv)), rank_(rank) {}
+  InProcessCommunicator(std::shared_ptr<Rendezvous> rv, int rank)
+      : rv_(std::move(rv)), rank_(rank) {}
 
   int rank() const override { return rank_; }
   int size() const override { return rv_->size(); }
@@ -202,7 +224,8 @@ class InProcessCommunicator final : public Communicator {
     const int n = size();
     const size_t offset = static_cast<size_t>(count * rank_ * ir::DTypeSize(dtype));
     std::vector<const uint8_t*> srcs;
-    for (int k = 0; k < n; ++k) srcs.push_back(static_cast<const uint8_t*>(rv_->post(k).in) + offset);
+    for (int k = 0; k < n; ++k)
+      srcs.push_back(static_cast<const uint8_t*>(rv_->post(k).in) + offset);
     absl::Status s = Reduce(dtype, n, srcs, {static_cast<uint8_t*>(out)}, 0, count, op);
     return Leave("ReduceScatter", s);
   }
@@ -214,8 +237,10 @@ class InProcessCommunicator final : public Communicator {
     TPC_RETURN_IF_ERROR(Enter("AllToAll", in, out, count, dtype, 0));
     const size_t block = static_cast<size_t>(count * ir::DTypeSize(dtype));
     for (int k = 0; k < size(); ++k) {
-      const uint8_t* src = static_cast<const uint8_t*>(rv_->post(k).in) + block * static_cast<size_t>(rank_);
-      if (block > 0) std::memcpy(static_cast<uint8_t*>(out) + block * static_cast<size_t>(k), src, block);
+      const uint8_t* src =
+          static_cast<const uint8_t*>(rv_->post(k).in) + block * static_cast<size_t>(rank_);
+      if (block > 0)
+        std::memcpy(static_cast<uint8_t*>(out) + block * static_cast<size_t>(k), src, block);
     }
     return Leave("AllToAll", absl::OkStatus());
   }
@@ -235,10 +260,10 @@ class InProcessCommunicator final : public Communicator {
       const Post& p = rv_->post(k);
       if (p.count != mine.count || p.dtype != mine.dtype || p.op != mine.op ||
           std::string(p.what) != what) {
-        absl::Status s = absl::InvalidArgumentError(absl::StrCat(
-            "rank ", rank_, ": collective mismatch: ", what, " of ", mine.count, " ",
-            ir::DTypeName(mine.dtype), " here, ", p.what, " of ", p.count, " ",
-            ir::DTypeName(p.dtype), " on rank ", k));
+        absl::Status s = absl::InvalidArgumentError(
+            absl::StrCat("rank ", rank_, ": collective mismatch: ", what, " of ", mine.count, " ",
+                         ir::DTypeName(mine.dtype), " here, ", p.what, " of ", p.count, " ",
+                         ir::DTypeName(p.dtype), " on rank ", k));
         rv_->Abort(rank_, s);
         return s;
       }

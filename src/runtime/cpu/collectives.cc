@@ -32,6 +32,20 @@ void OuterInner(const Tensor& t, int64_t axis, int64_t* outer, int64_t* inner_by
   for (int64_t d = 0; d < t.rank(); ++d) (d < axis ? *outer : *inner_bytes) *= t.dim(d);
 }
 
+// A blocked split (placement S(d/k)): the axis is k equal blocks, each split across the
+// ranks, so the collective sees k times more outer rows of a k times smaller inner part.
+absl::Status ApplyBlocks(const KernelContext& ctx, const Tensor& t, int64_t axis, int64_t* outer,
+                         int64_t* inner_bytes) {
+  const int64_t k = ctx.node().attr_int("blocks", 1);
+  if (k == 1) return absl::OkStatus();
+  if (k < 1 || t.dim(axis) % k != 0) {
+    return ctx.Error(absl::StrCat("dim ", axis, " = ", t.dim(axis), " does not split into ", k, " blocks"));
+  }
+  *outer *= k;
+  *inner_bytes /= k;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status AllReduce(KernelContext& ctx) {
@@ -54,6 +68,7 @@ absl::Status AllGather(KernelContext& ctx) {
   if (n == 1) return CopyWithShape(ctx, out);
   int64_t outer, inner;
   OuterInner(x, axis, &outer, &inner);
+  TPC_RETURN_IF_ERROR(ApplyBlocks(ctx, x, axis, &outer, &inner));
   if (outer == 1) return ctx.comm()->AllGather(x.raw(), y->raw(), x.num_elements(), x.dtype());
   Tensor tmp = Tensor::Allocate(x.dtype(), {n * x.num_elements()});
   TPC_RETURN_IF_ERROR(ctx.comm()->AllGather(x.raw(), tmp.raw(), x.num_elements(), x.dtype()));
@@ -76,6 +91,7 @@ absl::Status ReduceScatter(KernelContext& ctx) {
   if (n == 1) return CopyWithShape(ctx, out);
   int64_t outer, inner;
   OuterInner(x, axis, &outer, &inner);
+  TPC_RETURN_IF_ERROR(ApplyBlocks(ctx, x, axis, &outer, &inner));
   const int64_t count = x.num_elements() / n;
   if (outer == 1) return ctx.comm()->ReduceScatter(x.raw(), y->raw(), count, x.dtype(), op);
   Tensor tmp = Tensor::Allocate(x.dtype(), x.shape());
@@ -86,8 +102,10 @@ absl::Status ReduceScatter(KernelContext& ctx) {
 absl::Status AllToAll(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   TPC_ASSIGN_OR_RETURN(int n, GroupSize(ctx));
-  TPC_ASSIGN_OR_RETURN(int64_t split, NormalizeAxis(ctx, ctx.node().attr_int("split_axis", 0), x.rank()));
-  TPC_ASSIGN_OR_RETURN(int64_t concat, NormalizeAxis(ctx, ctx.node().attr_int("concat_axis", 0), x.rank()));
+  TPC_ASSIGN_OR_RETURN(int64_t split,
+                       NormalizeAxis(ctx, ctx.node().attr_int("split_axis", 0), x.rank()));
+  TPC_ASSIGN_OR_RETURN(int64_t concat,
+                       NormalizeAxis(ctx, ctx.node().attr_int("concat_axis", 0), x.rank()));
   if (x.dim(split) % n != 0) {
     return ctx.Error(absl::StrCat("dim ", split, " = ", x.dim(split), " does not divide by ", n));
   }
@@ -108,6 +126,39 @@ absl::Status AllToAll(KernelContext& ctx) {
   Tensor b(x.dtype(), block, nullptr);
   OuterInner(b, concat, &outer, &inner);
   SwapOuter(recv.raw(), y->raw(), n, outer, inner);
+  return absl::OkStatus();
+}
+
+// This rank's part of a replicated value: block by block along `axis` (no
+// communication).
+absl::Status Shard(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int n = ctx.comm() ? ctx.comm()->size() : 1;
+  const int64_t group = ctx.node().attr_int("group_size", 1);
+  if (group != n) {
+    return ctx.Error(absl::StrCat("the plan was compiled for group_size ", group, ", but this run has ",
+                                  n, " rank(s)"));
+  }
+  const int r = ctx.comm() ? ctx.comm()->rank() : 0;
+  TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), x.rank()));
+  const int64_t k = ctx.node().attr_int("blocks", 1);
+  if (k < 1 || x.dim(axis) % (k * n) != 0) {
+    return ctx.Error(absl::StrCat("dim ", axis, " = ", x.dim(axis), " does not split into ", k,
+                                  " blocks of ", n, " parts"));
+  }
+  Shape out = x.shape();
+  out[static_cast<size_t>(axis)] /= n;
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
+  int64_t outer, inner;
+  OuterInner(x, axis, &outer, &inner);
+  outer *= k;
+  inner /= k;                      // bytes of one block (all ranks' parts)
+  const int64_t part = inner / n;  // bytes of this rank's part of a block
+  const uint8_t* src = x.raw();
+  uint8_t* dst = y->raw();
+  for (int64_t o = 0; o < outer; ++o) {
+    std::memcpy(dst + o * part, src + o * inner + r * part, static_cast<size_t>(part));
+  }
   return absl::OkStatus();
 }
 

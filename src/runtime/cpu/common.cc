@@ -22,20 +22,34 @@ T FromDouble(double v) {
 double ElementAsDouble(const Tensor& t, int64_t i) {
   using ir::DType;
   switch (t.dtype()) {
-    case DType::kF32: return t.data<float>()[i];
-    case DType::kF64: return t.data<double>()[i];
-    case DType::kI64: return static_cast<double>(t.data<int64_t>()[i]);
-    case DType::kI32: return t.data<int32_t>()[i];
-    case DType::kI16: return t.data<int16_t>()[i];
-    case DType::kI8: return t.data<int8_t>()[i];
-    case DType::kU8: return t.data<uint8_t>()[i];
-    case DType::kU16: return t.data<uint16_t>()[i];
-    case DType::kU32: return t.data<uint32_t>()[i];
-    case DType::kU64: return static_cast<double>(t.data<uint64_t>()[i]);
-    case DType::kBool: return t.data<bool>()[i] ? 1.0 : 0.0;
-    case DType::kF16: return HalfToFloat(t.data<uint16_t>()[i]);
-    case DType::kBF16: return BFloat16ToFloat(t.data<uint16_t>()[i]);
-    default: return 0;
+    case DType::kF32:
+      return t.data<float>()[i];
+    case DType::kF64:
+      return t.data<double>()[i];
+    case DType::kI64:
+      return static_cast<double>(t.data<int64_t>()[i]);
+    case DType::kI32:
+      return t.data<int32_t>()[i];
+    case DType::kI16:
+      return t.data<int16_t>()[i];
+    case DType::kI8:
+      return t.data<int8_t>()[i];
+    case DType::kU8:
+      return t.data<uint8_t>()[i];
+    case DType::kU16:
+      return t.data<uint16_t>()[i];
+    case DType::kU32:
+      return t.data<uint32_t>()[i];
+    case DType::kU64:
+      return static_cast<double>(t.data<uint64_t>()[i]);
+    case DType::kBool:
+      return t.data<bool>()[i] ? 1.0 : 0.0;
+    case DType::kF16:
+      return HalfToFloat(t.data<uint16_t>()[i]);
+    case DType::kBF16:
+      return BFloat16ToFloat(t.data<uint16_t>()[i]);
+    default:
+      return 0;
   }
 }
 
@@ -156,7 +170,8 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> AxesFromAttrOrInput(const Ke
 absl::Status CopyWithShape(KernelContext& ctx, const Shape& shape) {
   const Tensor& x = ctx.input(0);
   if (NumElements(shape) != x.num_elements()) {
-    return ctx.Error(absl::StrCat("cannot give ", x.TypeString(), " the shape ", ShapeString(shape)));
+    return ctx.Error(
+        absl::StrCat("cannot give ", x.TypeString(), " the shape ", ShapeString(shape)));
   }
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, shape, x.dtype()));
   if (x.nbytes() > 0 && y->raw() != x.raw()) std::memcpy(y->raw(), x.raw(), x.nbytes());

@@ -15,8 +15,9 @@ absl::Status BinaryLoop(KernelContext& ctx, const Tensor& a, const Tensor& b, F 
   const In* pa = a.data<In>();
   const In* pb = b.data<In>();
   Out* py = y->data<Out>();
-  ForEachBroadcast<2>(ctx.pool(), shape, {a.shape(), b.shape()},
-                      [&](int64_t i, const std::array<int64_t, 2>& o) { py[i] = f(pa[o[0]], pb[o[1]]); });
+  ForEachBroadcast<2>(
+      ctx.pool(), shape, {a.shape(), b.shape()},
+      [&](int64_t i, const std::array<int64_t, 2>& o) { py[i] = f(pa[o[0]], pb[o[1]]); });
   return absl::OkStatus();
 }
 
@@ -32,9 +33,10 @@ absl::Status CheckSameType(KernelContext& ctx) {
 template <typename F>
 absl::Status Arithmetic(KernelContext& ctx, F f) {
   TPC_RETURN_IF_ERROR(CheckSameType(ctx));
-  return VisitNumeric(
-      ctx, ctx.input(0).dtype(),
-      [&]<typename T>() { return BinaryLoop<T, T>(ctx, ctx.input(0), ctx.input(1), [&](T x, T y) { return static_cast<T>(f(x, y)); }); });
+  return VisitNumeric(ctx, ctx.input(0).dtype(), [&]<typename T>() {
+    return BinaryLoop<T, T>(ctx, ctx.input(0), ctx.input(1),
+                            [&](T x, T y) { return static_cast<T>(f(x, y)); });
+  });
 }
 
 // Comparisons: y is bool.
@@ -58,24 +60,25 @@ absl::Status Variadic(KernelContext& ctx, F f, bool mean = false) {
   for (int i = 0; i < ctx.num_inputs(); ++i) shapes.push_back(ctx.input(i).shape());
   TPC_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(ctx, shapes));
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, shape));
-  return VisitNumeric(
-      ctx, y->dtype(),
-      [&]<typename T>() -> absl::Status {
-        T* py = y->data<T>();
-        const Tensor& first = ctx.input(0);
-        ForEachBroadcast<1>(ctx.pool(), shape, {first.shape()},
-                            [&](int64_t i, const std::array<int64_t, 1>& o) { py[i] = first.data<T>()[o[0]]; });
-        for (int k = 1; k < ctx.num_inputs(); ++k) {
-          const Tensor& in = ctx.input(k);
-          ForEachBroadcast<1>(ctx.pool(), shape, {in.shape()}, [&](int64_t i, const std::array<int64_t, 1>& o) {
-            py[i] = static_cast<T>(f(py[i], in.data<T>()[o[0]]));
-          });
-        }
-        if (mean) {
-          for (int64_t i = 0; i < y->num_elements(); ++i) py[i] = static_cast<T>(py[i] / static_cast<T>(ctx.num_inputs()));
-        }
-        return absl::OkStatus();
-      });
+  return VisitNumeric(ctx, y->dtype(), [&]<typename T>() -> absl::Status {
+    T* py = y->data<T>();
+    const Tensor& first = ctx.input(0);
+    ForEachBroadcast<1>(
+        ctx.pool(), shape, {first.shape()},
+        [&](int64_t i, const std::array<int64_t, 1>& o) { py[i] = first.data<T>()[o[0]]; });
+    for (int k = 1; k < ctx.num_inputs(); ++k) {
+      const Tensor& in = ctx.input(k);
+      ForEachBroadcast<1>(ctx.pool(), shape, {in.shape()},
+                          [&](int64_t i, const std::array<int64_t, 1>& o) {
+                            py[i] = static_cast<T>(f(py[i], in.data<T>()[o[0]]));
+                          });
+    }
+    if (mean) {
+      for (int64_t i = 0; i < y->num_elements(); ++i)
+        py[i] = static_cast<T>(py[i] / static_cast<T>(ctx.num_inputs()));
+    }
+    return absl::OkStatus();
+  });
 }
 
 template <typename T>
@@ -131,17 +134,15 @@ absl::Status Pow(KernelContext& ctx) {
     // The exponent may have another type; compute in the base's type.
     TPC_ASSIGN_OR_RETURN(b, CastTensor(ctx, b, a.dtype()));
   }
-  return VisitNumeric(
-      ctx, a.dtype(),
-      [&]<typename T>() {
-        return BinaryLoop<T, T>(ctx, a, b, [](T x, T y) {
-          if constexpr (std::is_same_v<T, float>) {
-            return y == 2.0f ? x * x : (y == 0.5f ? std::sqrt(x) : std::pow(x, y));
-          } else {
-            return static_cast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
-          }
-        });
-      });
+  return VisitNumeric(ctx, a.dtype(), [&]<typename T>() {
+    return BinaryLoop<T, T>(ctx, a, b, [](T x, T y) {
+      if constexpr (std::is_same_v<T, float>) {
+        return y == 2.0f ? x * x : (y == 0.5f ? std::sqrt(x) : std::pow(x, y));
+      } else {
+        return static_cast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+      }
+    });
+  });
 }
 absl::Status PRelu(KernelContext& ctx) {
   return Arithmetic(ctx, [](auto x, auto s) { return x < 0 ? x * s : x; });
@@ -193,7 +194,8 @@ absl::Status Sum(KernelContext& ctx) {
   return Variadic(ctx, [](auto a, auto b) { return a + b; });
 }
 absl::Status Mean(KernelContext& ctx) {
-  return Variadic(ctx, [](auto a, auto b) { return a + b; }, /*mean=*/true);
+  return Variadic(
+      ctx, [](auto a, auto b) { return a + b; }, /*mean=*/true);
 }
 
 absl::Status Where(KernelContext& ctx) {
@@ -212,15 +214,22 @@ absl::Status Where(KernelContext& ctx) {
     const U* py = y.data<U>();
     U* po = out->data<U>();
     ForEachBroadcast<3>(ctx.pool(), shape, {c.shape(), x.shape(), y.shape()},
-                        [&](int64_t i, const std::array<int64_t, 3>& o) { po[i] = pc[o[0]] ? px[o[1]] : py[o[2]]; });
+                        [&](int64_t i, const std::array<int64_t, 3>& o) {
+                          po[i] = pc[o[0]] ? px[o[1]] : py[o[2]];
+                        });
     return absl::OkStatus();
   };
   switch (es) {
-    case 1: return run.operator()<uint8_t>();
-    case 2: return run.operator()<uint16_t>();
-    case 4: return run.operator()<uint32_t>();
-    case 8: return run.operator()<uint64_t>();
-    default: return ctx.Error("unsupported element size");
+    case 1:
+      return run.operator()<uint8_t>();
+    case 2:
+      return run.operator()<uint16_t>();
+    case 4:
+      return run.operator()<uint32_t>();
+    case 8:
+      return run.operator()<uint64_t>();
+    default:
+      return ctx.Error("unsupported element size");
   }
 }
 

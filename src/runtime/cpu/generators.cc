@@ -46,18 +46,17 @@ absl::Status ConstantOfShape(KernelContext& ctx) {
 
 absl::Status Range(KernelContext& ctx) {
   const Tensor& start = ctx.input(0);
-  return VisitNumeric(
-      ctx, start.dtype(),
-      [&]<typename T>() -> absl::Status {
-        const T s = start.data<T>()[0], limit = ctx.input(1).data<T>()[0], delta = ctx.input(2).data<T>()[0];
-        if (delta == 0) return ctx.Error("delta is zero");
-        const double count = std::ceil((static_cast<double>(limit) - static_cast<double>(s)) /
-                                       static_cast<double>(delta));
-        const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
-        TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {n}, start.dtype()));
-        for (int64_t i = 0; i < n; ++i) y->data<T>()[i] = static_cast<T>(s + static_cast<T>(i) * delta);
-        return absl::OkStatus();
-      });
+  return VisitNumeric(ctx, start.dtype(), [&]<typename T>() -> absl::Status {
+    const T s = start.data<T>()[0], limit = ctx.input(1).data<T>()[0],
+            delta = ctx.input(2).data<T>()[0];
+    if (delta == 0) return ctx.Error("delta is zero");
+    const double count = std::ceil((static_cast<double>(limit) - static_cast<double>(s)) /
+                                   static_cast<double>(delta));
+    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
+    TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {n}, start.dtype()));
+    for (int64_t i = 0; i < n; ++i) y->data<T>()[i] = static_cast<T>(s + static_cast<T>(i) * delta);
+    return absl::OkStatus();
+  });
 }
 
 absl::Status Shape_(KernelContext& ctx) {

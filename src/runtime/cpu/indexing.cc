@@ -50,7 +50,8 @@ absl::Status Slice(KernelContext& ctx) {
   } else {
     steps.assign(starts.size(), 1);
   }
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size()) {
     return ctx.Error("starts, ends, axes and steps differ in length");
   }
   Shape begin(static_cast<size_t>(rank), 0), step(static_cast<size_t>(rank), 1), out = x.shape();
@@ -83,7 +84,8 @@ absl::Status Slice(KernelContext& ctx) {
     for (int64_t i = 0; i < y->num_elements(); ++i) {
       Unravel(i, out, idx);
       int64_t off = 0;
-      for (size_t d = 0; d < static_cast<size_t>(rank); ++d) off += (begin[d] + idx[d] * step[d]) * strides[d];
+      for (size_t d = 0; d < static_cast<size_t>(rank); ++d)
+        off += (begin[d] + idx[d] * step[d]) * strides[d];
       py[i] = px[off];
     }
     return absl::OkStatus();
@@ -93,7 +95,8 @@ absl::Status Slice(KernelContext& ctx) {
 absl::Status Gather(KernelContext& ctx) {
   const Tensor& data = ctx.input(0);
   const Tensor& indices = ctx.input(1);
-  TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), data.rank()));
+  TPC_ASSIGN_OR_RETURN(int64_t axis,
+                       NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), data.rank()));
   TPC_ASSIGN_OR_RETURN(auto idx, ReadInts(ctx, indices));
   Shape out(data.shape().begin(), data.shape().begin() + axis);
   out.insert(out.end(), indices.shape().begin(), indices.shape().end());
@@ -109,20 +112,24 @@ absl::Status Gather(KernelContext& ctx) {
   for (int64_t& i : idx) {
     TPC_ASSIGN_OR_RETURN(i, CheckIndex(ctx, i, dim));
   }
-  ctx.pool().ParallelFor(outer * n, std::max<int64_t>(1, 65536 / std::max<int64_t>(inner, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t k = b; k < e; ++k) {
-      const int64_t o = k / n, j = k % n;
-      std::memcpy(y->raw() + k * inner, data.raw() + (o * dim + idx[static_cast<size_t>(j)]) * inner,
-                  static_cast<size_t>(inner));
-    }
-  });
+  ctx.pool().ParallelFor(outer * n, std::max<int64_t>(1, 65536 / std::max<int64_t>(inner, 1)),
+                         [&](int64_t b, int64_t e) {
+                           for (int64_t k = b; k < e; ++k) {
+                             const int64_t o = k / n, j = k % n;
+                             std::memcpy(
+                                 y->raw() + k * inner,
+                                 data.raw() + (o * dim + idx[static_cast<size_t>(j)]) * inner,
+                                 static_cast<size_t>(inner));
+                           }
+                         });
   return absl::OkStatus();
 }
 
 absl::Status GatherElements(KernelContext& ctx) {
   const Tensor& data = ctx.input(0);
   const Tensor& indices = ctx.input(1);
-  TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), data.rank()));
+  TPC_ASSIGN_OR_RETURN(int64_t axis,
+                       NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), data.rank()));
   if (indices.rank() != data.rank()) return ctx.Error("indices and data differ in rank");
   TPC_ASSIGN_OR_RETURN(auto idx, ReadInts(ctx, indices));
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, indices.shape(), data.dtype()));
@@ -131,7 +138,8 @@ absl::Status GatherElements(KernelContext& ctx) {
     Shape pos(indices.shape().size());
     for (int64_t i = 0; i < y->num_elements(); ++i) {
       Unravel(i, indices.shape(), pos);
-      TPC_ASSIGN_OR_RETURN(pos[static_cast<size_t>(axis)], CheckIndex(ctx, idx[static_cast<size_t>(i)], data.dim(axis)));
+      TPC_ASSIGN_OR_RETURN(pos[static_cast<size_t>(axis)],
+                           CheckIndex(ctx, idx[static_cast<size_t>(i)], data.dim(axis)));
       int64_t off = 0;
       for (size_t d = 0; d < pos.size(); ++d) off += pos[d] * strides[d];
       y->data<U>()[i] = data.data<U>()[off];
@@ -159,9 +167,11 @@ absl::Status GatherND(KernelContext& ctx) {
   const int64_t per_batch = tuples / std::max<int64_t>(batch, 1);
   const int64_t es = ir::DTypeSize(data.dtype());
   for (int64_t t = 0; t < tuples; ++t) {
-    int64_t off = (t / std::max<int64_t>(per_batch, 1)) * (b > 0 ? strides[static_cast<size_t>(b - 1)] : 0);
+    int64_t off =
+        (t / std::max<int64_t>(per_batch, 1)) * (b > 0 ? strides[static_cast<size_t>(b - 1)] : 0);
     for (int64_t k = 0; k < last; ++k) {
-      TPC_ASSIGN_OR_RETURN(int64_t i, CheckIndex(ctx, idx[static_cast<size_t>(t * last + k)], data.dim(b + k)));
+      TPC_ASSIGN_OR_RETURN(
+          int64_t i, CheckIndex(ctx, idx[static_cast<size_t>(t * last + k)], data.dim(b + k)));
       off += i * strides[static_cast<size_t>(b + k)];
     }
     std::memcpy(y->raw() + t * slice, data.raw() + off * es, static_cast<size_t>(slice));
@@ -186,7 +196,8 @@ absl::Status ScatterND(KernelContext& ctx) {
     for (int64_t t = 0; t < tuples; ++t) {
       int64_t off = 0;
       for (int64_t k = 0; k < last; ++k) {
-        TPC_ASSIGN_OR_RETURN(int64_t i, CheckIndex(ctx, idx[static_cast<size_t>(t * last + k)], data.dim(k)));
+        TPC_ASSIGN_OR_RETURN(int64_t i,
+                             CheckIndex(ctx, idx[static_cast<size_t>(t * last + k)], data.dim(k)));
         off += i * strides[static_cast<size_t>(k)];
       }
       for (int64_t j = 0; j < slice; ++j) {
@@ -203,7 +214,8 @@ absl::Status ScatterElements(KernelContext& ctx) {
   const Tensor& indices = ctx.input(1);
   const Tensor& updates = ctx.input(2);
   const std::string reduction = ctx.node().attr_string("reduction", "none");
-  TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), data.rank()));
+  TPC_ASSIGN_OR_RETURN(int64_t axis,
+                       NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), data.rank()));
   TPC_ASSIGN_OR_RETURN(auto idx, ReadInts(ctx, indices));
   TPC_RETURN_IF_ERROR(CopyWithShape(ctx, data.shape()));
   Tensor& y = ctx.output(0);
@@ -212,7 +224,8 @@ absl::Status ScatterElements(KernelContext& ctx) {
     Shape pos(indices.shape().size());
     for (int64_t i = 0; i < indices.num_elements(); ++i) {
       Unravel(i, indices.shape(), pos);
-      TPC_ASSIGN_OR_RETURN(pos[static_cast<size_t>(axis)], CheckIndex(ctx, idx[static_cast<size_t>(i)], data.dim(axis)));
+      TPC_ASSIGN_OR_RETURN(pos[static_cast<size_t>(axis)],
+                           CheckIndex(ctx, idx[static_cast<size_t>(i)], data.dim(axis)));
       int64_t off = 0;
       for (size_t d = 0; d < pos.size(); ++d) off += pos[d] * strides[d];
       T& dst = y.data<T>()[off];
@@ -295,7 +308,8 @@ absl::Status Trilu(KernelContext& ctx) {
     for (int64_t i = 0; i < rows; ++i) {
       for (int64_t j = 0; j < cols; ++j) {
         const bool keep = upper ? j - i >= k : j - i <= k;
-        if (!keep) std::memset(y.raw() + ((m * rows + i) * cols + j) * es, 0, static_cast<size_t>(es));
+        if (!keep)
+          std::memset(y.raw() + ((m * rows + i) * cols + j) * es, 0, static_cast<size_t>(es));
       }
     }
   }

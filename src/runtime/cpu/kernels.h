@@ -27,20 +27,31 @@ template <bool kAllowBool = true, typename F>
 absl::Status VisitType(const KernelContext& ctx, ir::DType t, F&& f) {
   using ir::DType;
   switch (t) {
-    case DType::kF32: return f.template operator()<float>();
-    case DType::kF64: return f.template operator()<double>();
-    case DType::kI64: return f.template operator()<int64_t>();
-    case DType::kI32: return f.template operator()<int32_t>();
-    case DType::kI16: return f.template operator()<int16_t>();
-    case DType::kI8: return f.template operator()<int8_t>();
-    case DType::kU8: return f.template operator()<uint8_t>();
-    case DType::kU16: return f.template operator()<uint16_t>();
-    case DType::kU32: return f.template operator()<uint32_t>();
-    case DType::kU64: return f.template operator()<uint64_t>();
+    case DType::kF32:
+      return f.template operator()<float>();
+    case DType::kF64:
+      return f.template operator()<double>();
+    case DType::kI64:
+      return f.template operator()<int64_t>();
+    case DType::kI32:
+      return f.template operator()<int32_t>();
+    case DType::kI16:
+      return f.template operator()<int16_t>();
+    case DType::kI8:
+      return f.template operator()<int8_t>();
+    case DType::kU8:
+      return f.template operator()<uint8_t>();
+    case DType::kU16:
+      return f.template operator()<uint16_t>();
+    case DType::kU32:
+      return f.template operator()<uint32_t>();
+    case DType::kU64:
+      return f.template operator()<uint64_t>();
     case DType::kBool:
       if constexpr (kAllowBool) return f.template operator()<bool>();
       break;
-    default: break;
+    default:
+      break;
   }
   return ctx.Error(absl::StrCat("element type ", ir::DTypeName(t), " is not supported"));
 }
@@ -54,7 +65,8 @@ template <typename F>
 absl::Status VisitFloat(const KernelContext& ctx, ir::DType t, F&& f) {
   if (t == ir::DType::kF32) return f.template operator()<float>();
   if (t == ir::DType::kF64) return f.template operator()<double>();
-  return ctx.Error(absl::StrCat("element type ", ir::DTypeName(t), " is not supported (float only)"));
+  return ctx.Error(
+      absl::StrCat("element type ", ir::DTypeName(t), " is not supported (float only)"));
 }
 
 // A copy of `src` converted to `to` (numeric types, bool, f16, bf16).
@@ -122,11 +134,16 @@ void ForEachBroadcast(ThreadPool& pool, const Shape& out, const std::array<Shape
 template <typename F>
 absl::Status VisitBySize(const KernelContext& ctx, ir::DType t, F&& f) {
   switch (ir::DTypeSize(t)) {
-    case 1: return f.template operator()<uint8_t>();
-    case 2: return f.template operator()<uint16_t>();
-    case 4: return f.template operator()<uint32_t>();
-    case 8: return f.template operator()<uint64_t>();
-    default: break;
+    case 1:
+      return f.template operator()<uint8_t>();
+    case 2:
+      return f.template operator()<uint16_t>();
+    case 4:
+      return f.template operator()<uint32_t>();
+    case 8:
+      return f.template operator()<uint64_t>();
+    default:
+      break;
   }
   return ctx.Error(absl::StrCat("element type ", ir::DTypeName(t), " is not supported"));
 }
@@ -244,6 +261,7 @@ absl::Status AllGather(KernelContext& ctx);
 absl::Status AllReduce(KernelContext& ctx);
 absl::Status AllToAll(KernelContext& ctx);
 absl::Status Rank(KernelContext& ctx);
+absl::Status Shard(KernelContext& ctx);
 absl::Status ReduceScatter(KernelContext& ctx);
 
 }  // namespace tpc::runtime::cpu

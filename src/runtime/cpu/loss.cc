@@ -20,7 +20,8 @@ absl::Status NllLoss(KernelContext& ctx, const T* logp, const Shape& shape, cons
   int64_t inner = 1;
   for (size_t d = 2; d < shape.size(); ++d) inner *= shape[d];
   TPC_ASSIGN_OR_RETURN(auto labels, ReadInts(ctx, target));
-  if (static_cast<int64_t>(labels.size()) != n * inner) return ctx.Error("labels do not match the scores");
+  if (static_cast<int64_t>(labels.size()) != n * inner)
+    return ctx.Error("labels do not match the scores");
   std::vector<double> loss(labels.size(), 0.0);
   double weight_sum = 0;
   for (int64_t b = 0; b < n; ++b) {
@@ -50,7 +51,8 @@ absl::Status NllLoss(KernelContext& ctx, const T* logp, const Shape& shape, cons
   }
   double total = 0;
   for (double v : loss) total += v;
-  if (reduction == "mean") total = weight_sum == 0 ? std::numeric_limits<double>::quiet_NaN() : total / weight_sum;
+  if (reduction == "mean")
+    total = weight_sum == 0 ? std::numeric_limits<double>::quiet_NaN() : total / weight_sum;
   y->data<T>()[0] = static_cast<T>(total);
   return absl::OkStatus();
 }
@@ -81,9 +83,11 @@ absl::Status SoftmaxCrossEntropyLoss(KernelContext& ctx) {
         T mx = -std::numeric_limits<T>::infinity();
         for (int64_t j = 0; j < c; ++j) mx = std::max(mx, x[base + j * inner]);
         double sum = 0;
-        for (int64_t j = 0; j < c; ++j) sum += std::exp(static_cast<double>(x[base + j * inner] - mx));
+        for (int64_t j = 0; j < c; ++j)
+          sum += std::exp(static_cast<double>(x[base + j * inner] - mx));
         const double lse = std::log(sum);
-        for (int64_t j = 0; j < c; ++j) logp[base + j * inner] = static_cast<T>(x[base + j * inner] - mx - lse);
+        for (int64_t j = 0; j < c; ++j)
+          logp[base + j * inner] = static_cast<T>(x[base + j * inner] - mx - lse);
       }
     }
     return NllLoss<T>(ctx, logp, shape, ctx.input(1), ctx.optional_input(2));

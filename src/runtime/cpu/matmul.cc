@@ -28,7 +28,8 @@ void Gemm2D(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T*
         for (int64_t p = 0; p < k; ++p) {
           acc += (ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
         }
-        c[i * ldc + j] = static_cast<T>(alpha * acc + (beta == T(0) ? T(0) : beta * c[i * ldc + j]));
+        c[i * ldc + j] =
+            static_cast<T>(alpha * acc + (beta == T(0) ? T(0) : beta * c[i * ldc + j]));
       }
     }
   }
@@ -55,36 +56,34 @@ absl::Status MatMul(KernelContext& ctx) {
   if (!vec_a) out.push_back(m);
   if (!vec_b) out.push_back(n);
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, a.dtype()));
-  return VisitNumeric(
-      ctx, a.dtype(),
-      [&]<typename T>() -> absl::Status {
-        const T* pa = a.data<T>();
-        const T* pb = b.data<T>();
-        T* py = y->data<T>();
-        if (NumElements(batch_b) == 1) {
-          // B shared by every batch: one GEMM over all rows of A (A is contiguous).
-          const int64_t rows = NumElements(batch) * m;
-          if (NumElements(batch_a) == NumElements(batch)) {
-            Gemm2D<T>(false, false, rows, n, k, T(1), pa, k, pb, n, T(0), py, n);
-            return absl::OkStatus();
-          }
-        }
-        const int64_t nb = NumElements(batch);
-        Shape sa_b = BroadcastStrides(batch_a, batch), sb_b = BroadcastStrides(batch_b, batch);
-        Shape bs = Strides(batch);
-        for (int64_t i = 0; i < nb; ++i) {
-          int64_t oa = 0, ob = 0, rem = i;
-          for (size_t d = 0; d < batch.size(); ++d) {
-            const int64_t idx = rem / bs[d];
-            rem %= bs[d];
-            oa += idx * sa_b[d];
-            ob += idx * sb_b[d];
-          }
-          Gemm2D<T>(false, false, m, n, k, T(1), pa + oa * m * k, k, pb + ob * k * n, n, T(0),
-                    py + i * m * n, n);
-        }
+  return VisitNumeric(ctx, a.dtype(), [&]<typename T>() -> absl::Status {
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* py = y->data<T>();
+    if (NumElements(batch_b) == 1) {
+      // B shared by every batch: one GEMM over all rows of A (A is contiguous).
+      const int64_t rows = NumElements(batch) * m;
+      if (NumElements(batch_a) == NumElements(batch)) {
+        Gemm2D<T>(false, false, rows, n, k, T(1), pa, k, pb, n, T(0), py, n);
         return absl::OkStatus();
-      });
+      }
+    }
+    const int64_t nb = NumElements(batch);
+    Shape sa_b = BroadcastStrides(batch_a, batch), sb_b = BroadcastStrides(batch_b, batch);
+    Shape bs = Strides(batch);
+    for (int64_t i = 0; i < nb; ++i) {
+      int64_t oa = 0, ob = 0, rem = i;
+      for (size_t d = 0; d < batch.size(); ++d) {
+        const int64_t idx = rem / bs[d];
+        rem %= bs[d];
+        oa += idx * sa_b[d];
+        ob += idx * sb_b[d];
+      }
+      Gemm2D<T>(false, false, m, n, k, T(1), pa + oa * m * k, k, pb + ob * k * n, n, T(0),
+                py + i * m * n, n);
+    }
+    return absl::OkStatus();
+  });
 }
 
 absl::Status Gemm(KernelContext& ctx) {
@@ -102,23 +101,22 @@ absl::Status Gemm(KernelContext& ctx) {
     return ctx.Error(absl::StrCat("inner dims differ: ", a.TypeString(), " x ", b.TypeString()));
   }
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {m, n}, a.dtype()));
-  return VisitNumeric(
-      ctx, a.dtype(),
-      [&]<typename T>() -> absl::Status {
-        T* py = y->data<T>();
-        T beta_t = T(0);
-        if (c != nullptr && beta != 0) {
-          TPC_ASSIGN_OR_RETURN(Shape s, BroadcastShapes(ctx, {c->shape(), {m, n}}));
-          if (s != Shape{m, n}) return ctx.Error("C does not broadcast to [M, N]");
-          ForEachBroadcast<1>(ctx.pool(), {m, n}, {c->shape()}, [&](int64_t i, const std::array<int64_t, 1>& o) {
-            py[i] = static_cast<T>(beta * c->data<T>()[o[0]]);
-          });
-          beta_t = T(1);
-        }
-        Gemm2D<T>(ta, tb, m, n, k, static_cast<T>(alpha), a.data<T>(), a.dim(1), b.data<T>(),
-                  b.dim(1), beta_t, py, n);
-        return absl::OkStatus();
-      });
+  return VisitNumeric(ctx, a.dtype(), [&]<typename T>() -> absl::Status {
+    T* py = y->data<T>();
+    T beta_t = T(0);
+    if (c != nullptr && beta != 0) {
+      TPC_ASSIGN_OR_RETURN(Shape s, BroadcastShapes(ctx, {c->shape(), {m, n}}));
+      if (s != Shape{m, n}) return ctx.Error("C does not broadcast to [M, N]");
+      ForEachBroadcast<1>(ctx.pool(), {m, n}, {c->shape()},
+                          [&](int64_t i, const std::array<int64_t, 1>& o) {
+                            py[i] = static_cast<T>(beta * c->data<T>()[o[0]]);
+                          });
+      beta_t = T(1);
+    }
+    Gemm2D<T>(ta, tb, m, n, k, static_cast<T>(alpha), a.data<T>(), a.dim(1), b.data<T>(), b.dim(1),
+              beta_t, py, n);
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace tpc::runtime::cpu

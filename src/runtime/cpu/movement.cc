@@ -16,7 +16,8 @@ absl::Status Reshape(KernelContext& ctx) {
   int infer = -1;
   for (size_t i = 0; i < target.size(); ++i) {
     if (target[i] == 0 && !allowzero) {
-      if (i >= x.shape().size()) return ctx.Error("0 in the target shape has no matching input dim");
+      if (i >= x.shape().size())
+        return ctx.Error("0 in the target shape has no matching input dim");
       target[i] = x.dim(static_cast<int64_t>(i));
     }
     if (target[i] == -1) {
@@ -28,7 +29,8 @@ absl::Status Reshape(KernelContext& ctx) {
   }
   if (infer >= 0) {
     if (known == 0 || x.num_elements() % known != 0) {
-      return ctx.Error(absl::StrCat("cannot reshape ", x.TypeString(), " to ", ShapeString(target)));
+      return ctx.Error(
+          absl::StrCat("cannot reshape ", x.TypeString(), " to ", ShapeString(target)));
     }
     target[static_cast<size_t>(infer)] = x.num_elements() / known;
   }
@@ -52,7 +54,8 @@ absl::Status Squeeze(KernelContext& ctx) {
   if (axes) {
     for (int64_t a : *axes) {
       TPC_ASSIGN_OR_RETURN(int64_t ax, NormalizeAxis(ctx, a, x.rank()));
-      if (x.dim(ax) != 1) return ctx.Error(absl::StrCat("cannot squeeze dim ", ax, " of ", x.TypeString()));
+      if (x.dim(ax) != 1)
+        return ctx.Error(absl::StrCat("cannot squeeze dim ", ax, " of ", x.TypeString()));
       drop[static_cast<size_t>(ax)] = true;
     }
   } else {
@@ -77,7 +80,8 @@ absl::Status Unsqueeze(KernelContext& ctx) {
   }
   Shape out;
   size_t next = 0;
-  for (int64_t i = 0; i < rank; ++i) out.push_back(added[static_cast<size_t>(i)] ? 1 : x.shape()[next++]);
+  for (int64_t i = 0; i < rank; ++i)
+    out.push_back(added[static_cast<size_t>(i)] ? 1 : x.shape()[next++]);
   return CopyWithShape(ctx, out);
 }
 
@@ -118,17 +122,19 @@ absl::Status Transpose(KernelContext& ctx) {
     const int64_t last = out[rank - 1];
     const int64_t last_stride = strides[rank - 1];
     const int64_t rows = last == 0 ? 0 : y->num_elements() / last;
-    ctx.pool().ParallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(last, 1)), [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) {
-        int64_t rem = r, off = 0;
-        for (size_t d = rank - 1; d-- > 0;) {
-          off += (rem % out[d]) * strides[d];
-          rem /= out[d];
-        }
-        U* dst = py + r * last;
-        for (int64_t j = 0; j < last; ++j) dst[j] = px[off + j * last_stride];
-      }
-    });
+    ctx.pool().ParallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(last, 1)),
+                           [&](int64_t b, int64_t e) {
+                             for (int64_t r = b; r < e; ++r) {
+                               int64_t rem = r, off = 0;
+                               for (size_t d = rank - 1; d-- > 0;) {
+                                 off += (rem % out[d]) * strides[d];
+                                 rem /= out[d];
+                               }
+                               U* dst = py + r * last;
+                               for (int64_t j = 0; j < last; ++j)
+                                 dst[j] = px[off + j * last_stride];
+                             }
+                           });
     return absl::OkStatus();
   });
 }
@@ -141,7 +147,8 @@ absl::Status Expand(KernelContext& ctx) {
   return VisitBySize(ctx, x.dtype(), [&]<typename U>() {
     const U* px = x.data<U>();
     U* py = y->data<U>();
-    ForEachBroadcast<1>(ctx.pool(), out, {x.shape()}, [&](int64_t i, const std::array<int64_t, 1>& o) { py[i] = px[o[0]]; });
+    ForEachBroadcast<1>(ctx.pool(), out, {x.shape()},
+                        [&](int64_t i, const std::array<int64_t, 1>& o) { py[i] = px[o[0]]; });
     return absl::OkStatus();
   });
 }
@@ -149,7 +156,8 @@ absl::Status Expand(KernelContext& ctx) {
 absl::Status Tile(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   TPC_ASSIGN_OR_RETURN(Shape repeats, ReadInts(ctx, ctx.input(1)));
-  if (static_cast<int64_t>(repeats.size()) != x.rank()) return ctx.Error("repeats must have one value per dim");
+  if (static_cast<int64_t>(repeats.size()) != x.rank())
+    return ctx.Error("repeats must have one value per dim");
   Shape out(repeats.size());
   for (size_t i = 0; i < out.size(); ++i) out[i] = x.shape()[i] * repeats[i];
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
@@ -174,12 +182,14 @@ absl::Status Concat(KernelContext& ctx) {
   }
   if (ins.empty()) return ctx.Error("no inputs");
   const Tensor& first = *ins[0];
-  TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), first.rank()));
+  TPC_ASSIGN_OR_RETURN(int64_t axis,
+                       NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), first.rank()));
   Shape out = first.shape();
   out[static_cast<size_t>(axis)] = 0;
   for (const Tensor* t : ins) {
     if (t->rank() != first.rank() || t->dtype() != first.dtype()) {
-      return ctx.Error(absl::StrCat("inputs ", first.TypeString(), " and ", t->TypeString(), " do not concatenate"));
+      return ctx.Error(absl::StrCat("inputs ", first.TypeString(), " and ", t->TypeString(),
+                                    " do not concatenate"));
     }
     for (int64_t d = 0; d < t->rank(); ++d) {
       if (d != axis && t->dim(d) != first.dim(d)) {
@@ -200,7 +210,8 @@ absl::Status Concat(KernelContext& ctx) {
   for (const Tensor* t : ins) {
     const int64_t chunk = t->dim(axis) * inner;
     for (int64_t o = 0; o < outer; ++o) {
-      if (chunk > 0) std::memcpy(y->raw() + o * row + offset, t->raw() + o * chunk, static_cast<size_t>(chunk));
+      if (chunk > 0)
+        std::memcpy(y->raw() + o * row + offset, t->raw() + o * chunk, static_cast<size_t>(chunk));
     }
     offset += chunk;
   }
@@ -220,9 +231,11 @@ absl::Status Split(KernelContext& ctx) {
   } else {
     // Equal parts; with opset 18's num_outputs the last part may be smaller.
     const int64_t part = (dim + n - 1) / n;
-    for (int i = 0; i < n; ++i) sizes.push_back(std::max<int64_t>(0, std::min(part, dim - part * i)));
+    for (int i = 0; i < n; ++i)
+      sizes.push_back(std::max<int64_t>(0, std::min(part, dim - part * i)));
   }
-  if (static_cast<int>(sizes.size()) != n || std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != dim) {
+  if (static_cast<int>(sizes.size()) != n ||
+      std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != dim) {
     return ctx.Error(absl::StrCat("split sizes do not add up to dim ", axis, " = ", dim));
   }
   int64_t outer = 1, inner = ir::DTypeSize(x.dtype());
@@ -237,7 +250,9 @@ absl::Status Split(KernelContext& ctx) {
     TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(i, shape, x.dtype()));
     const int64_t chunk = sizes[static_cast<size_t>(i)] * inner;
     for (int64_t o = 0; o < outer; ++o) {
-      if (chunk > 0) std::memcpy(y->raw() + o * chunk, x.raw() + o * dim * inner + offset, static_cast<size_t>(chunk));
+      if (chunk > 0)
+        std::memcpy(y->raw() + o * chunk, x.raw() + o * dim * inner + offset,
+                    static_cast<size_t>(chunk));
     }
     offset += chunk;
   }

@@ -131,6 +131,7 @@ const Entry kKernels[] = {
     {kTpc, "AllToAll", {AllToAll, any}},
     {kTpc, "Rank", {Rank, any}},
     {kTpc, "ReduceScatter", {ReduceScatter, any}},
+    {kTpc, "Shard", {Shard, any}},
 };
 
 class CpuBackend final : public Backend {
@@ -154,8 +155,12 @@ class CpuBackend final : public Backend {
     return std::aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64);
   }
   void Free(void* p) override { std::free(p); }
-  void CopyFromHost(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void CopyToHost(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void CopyFromHost(void* dst, const void* src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void CopyToHost(void* dst, const void* src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
   ThreadPool& pool() override { return pool_; }
 
  private:
@@ -171,8 +176,9 @@ std::unique_ptr<Backend> MakeCpuBackend(int threads) {
 std::vector<std::string> CpuKernelOps() {
   std::vector<std::string> out;
   for (const Entry& e : kKernels) {
-    out.push_back(e.domain.empty() ? std::string(e.op_type)
-                                   : absl::StrCat(std::string(e.domain), "::", std::string(e.op_type)));
+    out.push_back(e.domain.empty()
+                      ? std::string(e.op_type)
+                      : absl::StrCat(std::string(e.domain), "::", std::string(e.op_type)));
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -28,14 +28,12 @@ template <typename F>
 absl::Status NumericUnary(KernelContext& ctx, F f) {
   const Tensor& x = ctx.input(0);
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
-  return VisitNumeric(
-      ctx, x.dtype(),
-      [&]<typename T>() {
-        const T* px = x.data<T>();
-        T* py = y->data<T>();
-        for (int64_t i = 0; i < x.num_elements(); ++i) py[i] = static_cast<T>(f(px[i]));
-        return absl::OkStatus();
-      });
+  return VisitNumeric(ctx, x.dtype(), [&]<typename T>() {
+    const T* px = x.data<T>();
+    T* py = y->data<T>();
+    for (int64_t i = 0; i < x.num_elements(); ++i) py[i] = static_cast<T>(f(px[i]));
+    return absl::OkStatus();
+  });
 }
 
 // y = pred(x) as bool (IsNaN, IsInf).
@@ -119,7 +117,8 @@ absl::Status Softplus(KernelContext& ctx) {
   return FloatUnary(ctx, [](auto v) { return v > 20 ? v : std::log1p(std::exp(v)); });
 }
 absl::Status Mish(KernelContext& ctx) {
-  return FloatUnary(ctx, [](auto v) { return v * std::tanh(v > 20 ? v : std::log1p(std::exp(v))); });
+  return FloatUnary(ctx,
+                    [](auto v) { return v * std::tanh(v > 20 ? v : std::log1p(std::exp(v))); });
 }
 absl::Status Gelu(KernelContext& ctx) {
   const bool tanh = ctx.node().attr_string("approximate", "none") == "tanh";
@@ -129,7 +128,8 @@ absl::Status Gelu(KernelContext& ctx) {
       const T c = static_cast<T>(0.7978845608028654);  // sqrt(2 / pi)
       // tanh(u) = 1 - 2 / (exp(2u) + 1): one exp, much cheaper than std::tanh.
       const T u = c * (v + T(0.044715) * v * v * v);
-      const T t = u > T(20) ? T(1) : (u < T(-20) ? T(-1) : T(1) - T(2) / (std::exp(T(2) * u) + T(1)));
+      const T t =
+          u > T(20) ? T(1) : (u < T(-20) ? T(-1) : T(1) - T(2) / (std::exp(T(2) * u) + T(1)));
       return T(0.5) * v * (T(1) + t);
     }
     return T(0.5) * v * (T(1) + std::erf(v * static_cast<T>(0.7071067811865476)));
@@ -161,7 +161,8 @@ absl::Status IsNaN(KernelContext& ctx) {
 absl::Status IsInf(KernelContext& ctx) {
   const bool pos = ctx.node().attr_int("detect_positive", 1) != 0;
   const bool neg = ctx.node().attr_int("detect_negative", 1) != 0;
-  return FloatPredicate(ctx, [=](auto v) { return std::isinf(v) && ((v > 0 && pos) || (v < 0 && neg)); });
+  return FloatPredicate(
+      ctx, [=](auto v) { return std::isinf(v) && ((v > 0 && pos) || (v < 0 && neg)); });
 }
 absl::Status Not(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -173,20 +174,18 @@ absl::Status Not(KernelContext& ctx) {
 absl::Status Clip(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
-  return VisitNumeric(
-      ctx, x.dtype(),
-      [&]<typename T>() {
-        T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
-        if (ctx.node().has_attr("min")) lo = static_cast<T>(ctx.node().attr_float("min", 0));
-        if (ctx.node().has_attr("max")) hi = static_cast<T>(ctx.node().attr_float("max", 0));
-        if (const Tensor* t = ctx.optional_input(1); t && t->num_elements() > 0) lo = t->data<T>()[0];
-        if (const Tensor* t = ctx.optional_input(2); t && t->num_elements() > 0) hi = t->data<T>()[0];
-        for (int64_t i = 0; i < x.num_elements(); ++i) {
-          T v = x.data<T>()[i];
-          y->data<T>()[i] = v < lo ? lo : (v > hi ? hi : v);
-        }
-        return absl::OkStatus();
-      });
+  return VisitNumeric(ctx, x.dtype(), [&]<typename T>() {
+    T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
+    if (ctx.node().has_attr("min")) lo = static_cast<T>(ctx.node().attr_float("min", 0));
+    if (ctx.node().has_attr("max")) hi = static_cast<T>(ctx.node().attr_float("max", 0));
+    if (const Tensor* t = ctx.optional_input(1); t && t->num_elements() > 0) lo = t->data<T>()[0];
+    if (const Tensor* t = ctx.optional_input(2); t && t->num_elements() > 0) hi = t->data<T>()[0];
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      T v = x.data<T>()[i];
+      y->data<T>()[i] = v < lo ? lo : (v > hi ? hi : v);
+    }
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace tpc::runtime::cpu

@@ -35,7 +35,8 @@ void Gather(const RuleContext& ctx, std::vector<Strategy>* out) {
   AddPartialStrategy(ctx, {0}, out);
 
   const ir::DType t = ctx.node().output(0)->type().dtype;
-  if (ir::IsFloating(t) && ctx.Divisible(data[static_cast<size_t>(axis)])) {
+  // The masked lookup is lowered for the embedding form: gathering rows (axis 0).
+  if (axis == 0 && ir::IsFloating(t) && ctx.Divisible(data[0])) {
     Strategy s;
     s.name = "vocab-parallel (masked lookup)";
     s.inputs = {ir::Placement::Shard(axis), ir::Placement::Replicate()};

@@ -1,0 +1,42 @@
+// How the partition stage creates collectives. The rewrite only asks this factory for
+// "an all-reduce of x"; the default makes ops of the `tpc` ONNX domain (see
+// docs/collectives.md), and tests or another runtime can substitute their own.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "tpc/ir/graph.h"
+
+namespace tpc::partition {
+
+// Every function inserts its op right before `before` and returns the result value,
+// whose type the caller sets.
+struct CollectiveFactory {
+  std::function<ir::Value*(ir::Graph&, ir::Node* before, ir::Value* x, ir::ReduceOp op)> all_reduce;
+  // `blocks` > 1: the axis is `blocks` equal blocks, each split across the ranks
+  // (placement S(d/k)); the collective works block by block.
+  std::function<ir::Value*(ir::Graph&, ir::Node* before, ir::Value* x, int64_t axis, int64_t blocks)>
+      all_gather;
+  std::function<ir::Value*(ir::Graph&, ir::Node* before, ir::Value* x, int64_t axis, int64_t blocks,
+                           ir::ReduceOp op)>
+      reduce_scatter;
+  std::function<ir::Value*(ir::Graph&, ir::Node* before, ir::Value* x, int64_t split_axis,
+                           int64_t concat_axis)>
+      all_to_all;
+  // Not a collective: this rank's part of a replicated value (R → S(d/k)).
+  std::function<ir::Value*(ir::Graph&, ir::Node* before, ir::Value* x, int64_t axis, int64_t blocks)>
+      shard;
+};
+
+// The tpc-domain ops (`tpc::AllReduce`, `tpc::AllGather`, `tpc::ReduceScatter`,
+// `tpc::AllToAll`, `tpc::Shard`, all with `group_size`).
+CollectiveFactory TpcCollectives(int64_t group_size);
+
+// The ONNX domain and opset version of those ops.
+inline constexpr const char* kTpcDomain = "tpc";
+inline constexpr int64_t kTpcOpsetVersion = 1;
+
+const char* ReduceOpName(ir::ReduceOp op);
+
+}  // namespace tpc::partition

@@ -1,0 +1,59 @@
+// Weight slicing: one rank's part of a per-rank constant (a constant with an S(d)
+// sharding), written straight from the mapped source in contiguous runs, so slicing a
+// large model never holds a copy of a weight in memory.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+
+#include "absl/status/status.h"
+#include "tpc/ir/sharding.h"
+#include "tpc/ir/tensor.h"
+
+namespace tpc::partition {
+
+// Bytes of rank `rank`'s part of `full` placed `p` over `n` ranks.
+int64_t SliceBytes(const ir::Tensor& full, const ir::Placement& p, int64_t n);
+
+// Calls `write(pointer, bytes)` for each contiguous run of the slice, in order.
+template <typename Write>
+absl::Status ForEachSliceRun(const ir::Tensor& full, const ir::Placement& p, int64_t rank, int64_t n,
+                             Write&& write);
+
+// Writes the slice to `out`.
+absl::Status WriteSlice(const ir::Tensor& full, const ir::Placement& p, int64_t rank, int64_t n,
+                        std::ostream& out);
+
+// ---- implementation ----
+
+template <typename Write>
+absl::Status ForEachSliceRun(const ir::Tensor& full, const ir::Placement& p, int64_t rank, int64_t n,
+                             Write&& write) {
+  if (!full.has_data()) return absl::FailedPreconditionError("a sliced constant has no data");
+  const uint8_t* base = full.data();
+  if (p.kind != ir::Placement::Kind::kShard) {
+    write(base, static_cast<int64_t>(full.nbytes()));
+    return absl::OkStatus();
+  }
+  const auto& shape = full.shape();
+  const int64_t d = p.dim;
+  const int64_t k = p.blocks;
+  if (d < 0 || d >= static_cast<int64_t>(shape.size()) || shape[static_cast<size_t>(d)] % (k * n) != 0) {
+    return absl::InvalidArgumentError("a constant's split does not fit its shape");
+  }
+  int64_t outer = 1;
+  for (int64_t i = 0; i < d; ++i) outer *= shape[static_cast<size_t>(i)];
+  int64_t inner = ir::DTypeSize(full.dtype());
+  for (size_t i = static_cast<size_t>(d) + 1; i < shape.size(); ++i) inner *= shape[i];
+  const int64_t block = shape[static_cast<size_t>(d)] / k;  // rows per block
+  const int64_t part = block / n;                           // rows per rank per block
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t b = 0; b < k; ++b) {
+      const int64_t row = b * block + rank * part;
+      write(base + (o * shape[static_cast<size_t>(d)] + row) * inner, part * inner);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tpc::partition

@@ -1,0 +1,172 @@
+#include "tpc/plan/plan_writer.h"
+
+#include <fstream>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
+#include "onnx/onnx_pb.h"
+#include "tpc/onnx/exporter.h"
+#include "tpc/partition/weight_slice.h"
+#include "tpc/proto/plan.pb.h"
+#include "tpc/util/sha256.h"
+#include "tpc/util/status_macros.h"
+
+#ifndef TPC_VERSION
+#define TPC_VERSION "0.0.0"
+#endif
+
+namespace tpc::plan {
+namespace {
+
+const ir::Placement* ShardOf(const ir::Value& v) {
+  if (!v.sharding() || v.sharding()->placements.empty()) return nullptr;
+  const ir::Placement& p = v.sharding()->placements[0];
+  return p.kind == ir::Placement::Kind::kShard ? &p : nullptr;
+}
+
+// Bytes of one rank's weights (constants as the rank's file holds them).
+int64_t RankWeightBytes(const ir::Graph& graph, int64_t n) {
+  int64_t total = 0;
+  for (ir::Node* node : graph.nodes()) {
+    if (node->kind() != ir::NodeKind::kConstant) continue;
+    const ir::Placement* p = ShardOf(*node->output(0));
+    total += p != nullptr ? partition::SliceBytes(node->tensor(), *p, n)
+                          : static_cast<int64_t>(node->tensor().nbytes());
+  }
+  return total;
+}
+
+absl::Status CheckSources(const ir::Graph& graph) {
+  std::set<const MappedFile*> files;
+  for (ir::Node* node : graph.nodes()) {
+    if (node->kind() == ir::NodeKind::kConstant && node->tensor().mapped_file() != nullptr) {
+      files.insert(node->tensor().mapped_file());
+    }
+  }
+  for (const MappedFile* f : files) TPC_RETURN_IF_ERROR(f->CheckIntact());
+  return absl::OkStatus();
+}
+
+proto::Placement ToProto(const ir::Placement& p) {
+  proto::Placement out;
+  switch (p.kind) {
+    case ir::Placement::Kind::kReplicate: out.set_kind(proto::Placement::REPLICATE); break;
+    case ir::Placement::Kind::kShard:
+      out.set_kind(proto::Placement::SHARD);
+      out.set_dim(p.dim);
+      break;
+    case ir::Placement::Kind::kPartial: {
+      out.set_kind(proto::Placement::PARTIAL);
+      static const char* kReduce[] = {"sum", "max", "min", "avg"};
+      out.set_reduce(kReduce[static_cast<int>(p.reduce)]);
+      break;
+    }
+  }
+  return out;
+}
+
+void AddPlacements(const std::vector<ir::Value*>& values,
+                   google::protobuf::RepeatedPtrField<proto::ValuePlacement>* out) {
+  for (const ir::Value* v : values) {
+    proto::ValuePlacement* vp = out->Add();
+    vp->set_value(v->name());
+    *vp->add_placements() =
+        ToProto(v->sharding() ? v->sharding()->placements[0] : ir::Placement::Replicate());
+  }
+}
+
+// The weight shard index of a written rank model: where each external initializer is.
+absl::Status AddShardIndex(const std::string& model_path, proto::RankPlan* rp) {
+  std::ifstream in(model_path, std::ios::binary);
+  ::onnx::ModelProto model;
+  if (!model.ParseFromIstream(&in)) return absl::InternalError(absl::StrCat(model_path, ": cannot re-read"));
+  for (const auto& t : model.graph().initializer()) {
+    if (t.data_location() != ::onnx::TensorProto::EXTERNAL) continue;
+    proto::WeightShard* w = rp->add_shards();
+    w->set_name(t.name());
+    w->set_source(t.name());
+    for (int64_t d : t.dims()) w->add_shape(d);
+    for (const auto& kv : t.external_data()) {
+      if (kv.key() == "location") w->set_file(kv.value());
+      if (kv.key() == "offset") w->set_offset(std::stoll(kv.value()));
+      if (kv.key() == "length") w->set_length(std::stoll(kv.value()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const char* Version() { return TPC_VERSION; }
+
+absl::StatusOr<std::vector<RankFiles>> WriteRankFiles(const ir::Graph& graph, const std::string& dir,
+                                                      const PlanOptions& options) {
+  const int64_t n = options.tp;
+  const int64_t per_rank = RankWeightBytes(graph, n);
+  const int64_t total = per_rank * n;
+  int64_t done = 0;
+  std::vector<RankFiles> ranks;
+  for (int64_t r = 0; r < n; ++r) {
+    TPC_RETURN_IF_ERROR(CheckSources(graph));
+    RankFiles files;
+    files.rank = r;
+    files.model = absl::StrCat("rank", r, ".onnx");
+    files.weights = absl::StrCat("rank", r, ".weights");
+    files.weight_bytes = per_rank;
+    onnx::ExportOptions eo;
+    eo.weights_file = files.weights;
+    eo.write_constant = [&](const ir::Node& constant, std::ostream& out) -> absl::Status {
+      const ir::Placement* p = ShardOf(*constant.output(0));
+      if (p == nullptr) return absl::InternalError("write_constant on a whole constant");
+      TPC_RETURN_IF_ERROR(partition::WriteSlice(constant.tensor(), *p, r, n, out));
+      done += partition::SliceBytes(constant.tensor(), *p, n);
+      if (options.progress) options.progress(done, total);
+      return absl::OkStatus();
+    };
+    TPC_RETURN_IF_ERROR(onnx::ExportModel(graph, absl::StrCat(dir, "/", files.model), eo));
+    TPC_ASSIGN_OR_RETURN(files.model_sha256, Sha256File(absl::StrCat(dir, "/", files.model)));
+    TPC_ASSIGN_OR_RETURN(files.weights_sha256, Sha256File(absl::StrCat(dir, "/", files.weights)));
+    ranks.push_back(std::move(files));
+  }
+  TPC_RETURN_IF_ERROR(CheckSources(graph));
+  return ranks;
+}
+
+absl::Status WriteManifest(const ir::Graph& graph, const std::vector<RankFiles>& ranks,
+                           const std::string& dir, const PlanOptions& options) {
+  proto::Plan plan;
+  plan.set_tpc_version(Version());
+  plan.set_source_model(options.source_model);
+  TPC_ASSIGN_OR_RETURN(std::string source_hash, Sha256File(options.source_model));
+  plan.set_source_sha256(source_hash);
+  proto::MeshAxis* axis = plan.mutable_mesh()->add_axes();
+  axis->set_name("tp");
+  axis->set_size(options.tp);
+  for (const RankFiles& f : ranks) {
+    proto::RankPlan* rp = plan.add_ranks();
+    rp->set_rank(f.rank);
+    rp->set_model(f.model);
+    rp->set_sha256(f.model_sha256);
+    rp->set_weights(f.weights);
+    rp->set_weights_sha256(f.weights_sha256);
+    rp->set_weight_bytes(f.weight_bytes);
+    TPC_RETURN_IF_ERROR(AddShardIndex(absl::StrCat(dir, "/", f.model), rp));
+  }
+  AddPlacements(graph.inputs(), plan.mutable_inputs());
+  AddPlacements(graph.outputs(), plan.mutable_outputs());
+  for (const auto& [k, v] : options.options) (*plan.mutable_options())[k] = v;
+  std::string json;
+  google::protobuf::util::JsonPrintOptions jo;
+  jo.add_whitespace = true;
+  jo.preserve_proto_field_names = true;
+  auto status = google::protobuf::util::MessageToJsonString(plan, &json, jo);
+  if (!status.ok()) return absl::InternalError(absl::StrCat("plan.json: ", status.ToString()));
+  std::ofstream out(absl::StrCat(dir, "/plan.json"), std::ios::trunc);
+  if (!out || !(out << json) || !out.flush()) {
+    return absl::PermissionDeniedError(absl::StrCat(dir, "/plan.json: cannot write"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tpc::plan
