@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <string>
 
 #include "absl/strings/numbers.h"
@@ -137,6 +138,13 @@ class Compiler {
     }
     TPC_ASSIGN_OR_RETURN(shard_, tpc::shard::ShardGraph(*graph_, options_, constraints));
     times_["shard"] = Seconds(t);
+    if (tp_ > 1 && shard_.weight_bytes_total > 0 &&
+        shard_.weight_bytes_per_rank >= shard_.weight_bytes_total) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--tp ", tp_, ": no weight of ", model_path_, " splits into ", tp_,
+          " equal parts, so every rank would hold the whole model (try a --tp that divides the "
+          "hidden size)"));
+    }
     TPC_RETURN_IF_ERROR(Dump("shard"));
     shard_report_ = ShardReportJson();
     shard_summary_ = tpc::shard::ShardSummary(shard_, options_);  // before partition changes nodes
@@ -224,6 +232,17 @@ class Compiler {
     for (const std::string& d : args_.all("divisible")) options_.divisible.insert(d);
     options_.sequence_parallel = args_.has("sequence-parallel");
     options_.seq_symbol = args_.get("seq-dim", "seq");
+    // A dim declared divisible (or split by sequence parallelism) must be, at the size given.
+    std::set<std::string> must_divide = options_.divisible;
+    if (options_.sequence_parallel) must_divide.insert(options_.seq_symbol);
+    for (const std::string& name : must_divide) {
+      auto it = options_.dim_sizes.find(name);
+      if (it != options_.dim_sizes.end() && it->second % tp_ != 0) {
+        return absl::InvalidArgumentError(absl::StrCat("--dim ", name, "=", it->second, " is not divisible by --tp ",
+                                                       tp_, ", but ", name, " must split across the ranks",
+                                                       options_.sequence_parallel ? " (--sequence-parallel)" : ""));
+      }
+    }
     for (const std::string& a : args_.all("input-placement")) {
       TPC_ASSIGN_OR_RETURN(auto np, tpc::shard::ParseNamedPlacement(a, *graph_, true));
       options_.input_placements[np.first] = np.second;

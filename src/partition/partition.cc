@@ -67,9 +67,10 @@ class Partitioner {
   absl::Status HandleCall(ir::Node* node) {
     auto it = result_.strategies.find(node);
     if (it == result_.strategies.end()) {
-      // Computed from replicated values only: runs as it is.
+      // Computed from replicated values only, or the shape of a value: runs as it is
+      // (Shape and Size of a split value are scaled to the whole shape).
       for (ir::Value* v : node->outputs()) Localize(v);
-      return absl::OkStatus();
+      return internal::FixShapeInputs(rw_, node, {}, {});
     }
     const shard::Strategy& s = it->second;
     for (int i = 0; i < node->num_inputs(); ++i) {

@@ -212,6 +212,12 @@ void ProblemBuilder::AddCall(const ir::Node* node) {
   if (from_inputs) {
     for (const ir::Value* o : node->outputs()) depends_on_inputs_.insert(o);
   }
+  // Shape and Size read only the shape: their result is replicated whatever the input's
+  // placement (the partition stage makes it the whole shape), so the shape computations
+  // downstream are no decisions either.
+  if (node->domain().empty() && (node->op_type() == "Shape" || node->op_type() == "Size")) {
+    all_replicated = true;
+  }
   bool has_rule = false;
   std::vector<Strategy> strategies = StrategiesFor(*node, options_, &has_rule);
   if (all_replicated) {

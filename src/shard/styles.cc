@@ -50,6 +50,9 @@ class StyleParser {
     std::string line = Trim(raw.substr(0, raw.find('#')));
     if (line.empty()) return absl::OkStatus();
     where_ = absl::StrCat(origin_, ":", number);
+    // Before splitting at the last colon: group members may contain colons themselves
+    // (the legacy exporter's `onnx::MatMul_NNN`).
+    if (line.rfind("group:", 0) == 0) return Group(Trim(line.substr(6)));
     const auto colon = line.rfind(':');
     if (colon == std::string::npos) {
       return absl::InvalidArgumentError(absl::StrCat(where_, ": expected 'PATTERN: STYLE', got '", line, "'"));
