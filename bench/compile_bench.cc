@@ -171,7 +171,8 @@ void BM_Pipeline(benchmark::State& state, std::string path) {
 void BM_WriteRankFiles(benchmark::State& state, std::string path) {
   Pipeline p;
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("tpc_bench_compile_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("tpc_bench_compile_" + std::to_string(::getpid()));
   int64_t weight_bytes = 0;
   for (auto _ : state) {
     state.PauseTiming();

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Generates the synthetic Llama-shaped models and runs the import benchmark, then
-# prints each import time as a ratio of the bare protobuf parse of the same file.
+# Generates the synthetic Llama-shaped models and runs the import and compile-time
+# benchmarks (each time as a ratio of the bare protobuf parse of the same file), the
+# executor benchmark against onnxruntime, and, with BENCH_BIG=1, the weight-slicing
+# throughput of tp-compile against cp on a generated ~2.3 GB model (needs ~5 GB of disk:
+# the model and two copies of its weights, under BUILD_DIR/bench/big/).
 #   bench/run.sh [BUILD_DIR]
+#   BENCH_BIG=1 bench/run.sh [BUILD_DIR]
 set -euo pipefail
 build=${1:-build}
 out=$build/bench
@@ -27,6 +31,39 @@ for model, r in sorted(rows.items()):
           f"{r['Import'] / r['ProtobufParse']:16.2f}")
 PY
 
+# Compile time (tp-compile's stages for N = 4) on the same models, and the shard stage
+# alone on a ~100k-node graph (840 layers, hidden 32).
+tiny=$out/llama_synthetic_840_tiny.onnx
+[ -f "$tiny" ] || python3 tools/make_llama_synthetic.py --layers 840 --hidden 32 --heads 4 \
+  --kv-heads 2 --intermediate 64 --vocab 128 --max-pos 32 -o "$tiny"
+"$build/bench/bench_compile" --tp=4 --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+  --benchmark_out="$out/compile.json" --benchmark_out_format=json \
+  "$out/llama_synthetic_32.onnx" "$out/llama_synthetic_80.onnx" --shard-only="$tiny"
+python3 - "$out/compile.json" <<'PY'
+import json, sys
+rows, nodes = {}, {}
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    if b.get("aggregate_name") != "median":
+        continue
+    kind, model = b["run_name"].split("/", 1)
+    rows.setdefault(model, {})[kind] = b["real_time"]
+    if "ir_nodes" in b:
+        nodes[model] = max(nodes.get(model, 0), b["ir_nodes"])
+stages = ["ProtobufParse", "Import", "Shard", "Partition", "Export", "Pipeline", "WriteRankFiles"]
+print(f"\ncompile time, N = 4 (ms, medians; Export = every rank's graph, weights excluded)")
+print(f"{'model':32} {'nodes':>7} " + " ".join(f"{s:>9.9}" for s in stages) + f" {'pipe/parse':>10}")
+for model, r in sorted(rows.items(), key=lambda kv: nodes.get(kv[0], 0)):
+    cells = " ".join(f"{r[s]:9.1f}" if s in r else f"{'-':>9}" for s in stages)
+    ratio = f"{r['Pipeline'] / r['ProtobufParse']:10.2f}" if "Pipeline" in r else f"{'-':>10}"
+    print(f"{model:32} {nodes.get(model, 0):7.0f} {cells} {ratio}")
+print(f"\nshard stage per node")
+for model, r in sorted(rows.items(), key=lambda kv: nodes.get(kv[0], 0)):
+    n = nodes.get(model, 0)
+    if n and "Shard" in r:
+        print(f"{model:32} {n:7.0f} nodes  shard {r['Shard']:9.1f} ms  {1e3 * r['Shard'] / n:6.2f} us/node"
+              f"  shard/parse {r['Shard'] / r['ProtobufParse']:5.2f}")
+PY
+
 # Executor: tpc's CPU runtime vs onnxruntime (same inputs, same thread count) on a
 # GPT-2-small shaped model (generated, ~370 MB of random weights, never committed) and
 # the committed models.
@@ -34,3 +71,10 @@ g=$out/gpt2_small.onnx
 [ -f "$g" ] || python3 tools/make_gpt2_synthetic.py -o "$g"
 python3 bench/executor_bench.py --build "$build" --threads "$(nproc)" --batch 1 --seq 128 --repeat 10 \
   "$g" models/*.onnx
+
+# Weight slicing: tp-compile --tp 4 against cp of the same files (BENCH_BIG=1 only).
+if [ "${BENCH_BIG:-0}" = 1 ]; then
+  big=$out/big/llama_big.onnx
+  [ -f "$big" ] || python3 tools/make_big_model.py -o "$big"
+  python3 bench/weight_slicing.py --build "$build" --tp 4 --runs 2 "$big"
+fi

@@ -286,6 +286,14 @@ double ProblemBuilder::Flops(const ir::Node& node) const {
 
 // ---------------------------------------------------------------- edges
 
+size_t ProblemBuilder::Consumers(const ir::Value* v) const {
+  size_t n = 0;
+  for (const ir::Use& use : v->uses()) {
+    if (use.user->kind() == ir::NodeKind::kOutput || VarOf(use.user)) ++n;
+  }
+  return n;
+}
+
 std::vector<Placement> ProblemBuilder::Candidates(const ir::Value* v) const {
   std::vector<Placement> out = {Placement::Replicate()};
   auto add = [&](const Placement& p) {
@@ -323,13 +331,15 @@ void ProblemBuilder::AddEdges() {
       problem_.AddUnary(static_cast<int>(var), std::move(costs));
     }
   }
-  // Values decisions produce, to each of their consumers.
+  // Values decisions produce, to each of their consumers (a consumer with no decision
+  // reads only the value's shape: Shape, Size).
   for (size_t var = 0; var < num_decisions; ++var) {
     const ir::Node* node = decisions_[var].node;
     for (int o = 0; o < node->num_outputs(); ++o) {
       const ir::Value* v = node->output(o);
-      if (v->uses().empty()) continue;
-      if (v->uses().size() == 1) {
+      const size_t consumers = Consumers(v);
+      if (consumers == 0) continue;
+      if (consumers == 1) {
         AddEdge(static_cast<int>(var), v);
         continue;
       }
@@ -365,6 +375,7 @@ void ProblemBuilder::AddEdge(int from, const ir::Value* v) {
                                          : fd.OutputPlacement(a, v->index());
   };
   for (const ir::Use& use : v->uses()) {
+    if (use.user->kind() == ir::NodeKind::kCall && !VarOf(use.user)) continue;  // reads the shape
     if (use.user->kind() == ir::NodeKind::kOutput) {
       Placement want = Placement::Replicate();
       auto it = options_.output_placements.find(v->name());

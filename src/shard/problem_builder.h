@@ -87,6 +87,8 @@ class ProblemBuilder {
   absl::Status ApplyConstraints();
   absl::Status Tie(const ir::Value* a, const ir::Value* b, bool transposed);
   std::vector<ir::Placement> Candidates(const ir::Value* v) const;
+  // Uses of `v` that carry a cost: decisions and graph outputs.
+  size_t Consumers(const ir::Value* v) const;
   // Where each kind of cost goes in the lexicographic Cost (see the file comment).
   struct Slots {
     int weights;    // matrix weight bytes per rank

@@ -115,8 +115,8 @@ std::string Compare(const Tensor& actual, const Tensor& expected, double rtol, d
   why << actual.TypeString() << ": max abs err " << max_abs << ", max rel err " << max_rel << ", "
       << bad << " of " << actual.num_elements() << " elements above tolerance";
   if (first_bad >= 0) {
-    why << " (first: element " << first_bad << " = " << Element(actual, first_bad)
-        << ", expected " << Element(expected, first_bad) << ")";
+    why << " (first: element " << first_bad << " = " << Element(actual, first_bad) << ", expected "
+        << Element(expected, first_bad) << ")";
   }
   if (nan_mismatch > 0) why << ", " << nan_mismatch << " NaN mismatches";
   return why.str();
@@ -198,8 +198,8 @@ void CheckModel(const std::string& model) {
           const std::string why = Compare(outs[k], want[k], kRtol, kAtol);
           if (!why.empty()) {
             all = false;
-            FAIL_CHECK(label.str() << " rank " << r << " output '" << got->names[k]
-                                   << "': " << why);
+            FAIL_CHECK(label.str()
+                       << " rank " << r << " output '" << got->names[k] << "': " << why);
           }
         }
       }
