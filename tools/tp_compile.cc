@@ -138,7 +138,8 @@ class Compiler {
     }
     TPC_ASSIGN_OR_RETURN(shard_, tpc::shard::ShardGraph(*graph_, options_, constraints));
     times_["shard"] = Seconds(t);
-    if (tp_ > 1 && shard_.weight_bytes_total > 0 &&
+    // Under the memory objective every weight that can split does; none did.
+    if (tp_ > 1 && options_.objective == tpc::shard::Objective::kMemory && shard_.weight_bytes_total > 0 &&
         shard_.weight_bytes_per_rank >= shard_.weight_bytes_total) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--tp ", tp_, ": no weight of ", model_path_, " splits into ", tp_,

@@ -108,7 +108,12 @@ Cost ProblemBuilder::Transition(const Placement& from, const Placement& to, doub
 Cost ProblemBuilder::WeightCost(double bytes, bool matrix) const {
   // Memory objective: matrices first; vectors (biases, norm scales) last, so that
   // splitting one never pays for a collective.
-  return Cost::Component(matrix ? slots().weights : slots().vectors, bytes);
+  Cost c = Cost::Component(matrix ? slots().weights : slots().vectors, bytes);
+  // Under a memory budget the time objective also prices weight bytes.
+  if (options_.objective == Objective::kTime && options_.weight_price_ps_per_byte > 0) {
+    c.v[static_cast<size_t>(slots().time)] += std::round(options_.weight_price_ps_per_byte * bytes);
+  }
+  return c;
 }
 
 int ProblemBuilder::NewVar(Decision d) {

@@ -45,7 +45,8 @@ void WriteShardReport(const ir::Graph& graph, const ShardResult& result, const S
   json.Key("solver").BeginObject();
   json.Field("decisions", static_cast<int64_t>(result.decisions));
   json.Field("largest_table", result.largest_table);
-  json.Field("optimal", true);
+  json.Field("optimal", result.optimal);
+  if (!result.note.empty()) json.Field("note", result.note);
   json.EndObject();
 
   json.Key("weights").BeginObject();

@@ -53,12 +53,60 @@ std::set<const ir::Value*> SequenceParallelValues(const ir::Graph& graph, const 
   return out;
 }
 
+// --objective time --memory-budget B when the fastest plan holds more than B weight
+// bytes per rank: weight bytes get a price in step time, raised (doubling, then
+// bisection) until the plan fits. Each price's plan is optimal for time + price·bytes;
+// the cheapest that fits is kept.
+absl::StatusOr<std::pair<std::unique_ptr<ProblemBuilder>, MinSumSolution>> SolveUnderBudget(
+    const ir::Graph& graph, const ShardOptions& options, const Constraints& constraints) {
+  const double budget = static_cast<double>(*options.memory_budget_bytes);
+  auto solve = [&](double price)
+      -> absl::StatusOr<std::pair<std::unique_ptr<ProblemBuilder>, MinSumSolution>> {
+    ShardOptions priced = options;
+    priced.weight_price_ps_per_byte = price;
+    auto b = std::make_unique<ProblemBuilder>(graph, priced, constraints);
+    TPC_RETURN_IF_ERROR(b->Build());
+    TPC_ASSIGN_OR_RETURN(MinSumSolution s, Solve(*b));
+    return std::make_pair(std::move(b), std::move(s));
+  };
+  double lo = 0;
+  double hi = 1e-6;
+  std::optional<std::pair<std::unique_ptr<ProblemBuilder>, MinSumSolution>> best;
+  for (int i = 0; i < 80 && !best; ++i, hi *= 4) {
+    TPC_ASSIGN_OR_RETURN(auto s, solve(hi));
+    if (s.second.cost.v[1] <= budget) best = std::move(s);
+    else lo = hi;
+  }
+  if (!best) {
+    return absl::InvalidArgumentError(absl::StrCat("--memory-budget ", budget,
+                                                   " bytes: no plan holds so few weight bytes per rank"));
+  }
+  for (int i = 0; i < 30; ++i) {
+    const double mid = (lo + hi) / 2;
+    TPC_ASSIGN_OR_RETURN(auto s, solve(mid));
+    if (s.second.cost.v[1] <= budget) {
+      hi = mid;
+      best = std::move(s);
+    } else {
+      lo = mid;
+    }
+  }
+  // Report the plan's true step time (without the price of its bytes).
+  TPC_ASSIGN_OR_RETURN(auto plain, solve(0));
+  best->second.cost.v[0] = plain.first->problem().Evaluate(best->second.assignment).v[0];
+  return std::move(*best);
+}
+
 // Builds and solves, with the sequence-parallel second round when asked.
 absl::StatusOr<std::pair<std::unique_ptr<ProblemBuilder>, MinSumSolution>> BuildAndSolve(
     const ir::Graph& graph, const ShardOptions& options, const Constraints& constraints) {
   auto builder = std::make_unique<ProblemBuilder>(graph, options, constraints);
   TPC_RETURN_IF_ERROR(builder->Build());
   TPC_ASSIGN_OR_RETURN(MinSumSolution sol, Solve(*builder));
+  if (options.objective == Objective::kTime && options.memory_budget_bytes &&
+      sol.cost.v[1] > static_cast<double>(*options.memory_budget_bytes)) {
+    return SolveUnderBudget(graph, options, constraints);
+  }
   if (options.sequence_parallel && options.objective == Objective::kMemory) {
     auto sp = SequenceParallelValues(graph, *builder, sol);
     builder = std::make_unique<ProblemBuilder>(graph, options, constraints, std::move(sp));
@@ -133,7 +181,21 @@ absl::StatusOr<ShardResult> ShardGraph(ir::Graph& graph, const ShardOptions& raw
                                        const Constraints& constraints) {
   const ShardOptions options = internal::WithBlockCounts(graph, raw_options);
   TPC_ASSIGN_OR_RETURN(auto solved, internal::BuildAndSolve(graph, options, constraints));
-  return Collect(graph, *solved.first, options, solved.second);
+  ShardResult result = Collect(graph, *solved.first, options, solved.second);
+  if (options.objective == Objective::kTime && options.memory_budget_bytes &&
+      solved.first->problem().num_variables() > 0 &&
+      options.weight_price_ps_per_byte == 0) {
+    // Whether the budget bound: compare with the unconstrained fastest plan.
+    ProblemBuilder free_builder(graph, options, constraints);
+    TPC_RETURN_IF_ERROR(free_builder.Build());
+    TPC_ASSIGN_OR_RETURN(MinSumSolution fastest, internal::Solve(free_builder));
+    if (fastest.cost.v[1] > static_cast<double>(*options.memory_budget_bytes)) {
+      result.optimal = false;
+      result.note = "the memory budget was met by pricing weight bytes (Lagrangian relaxation): "
+                    "the plan fits, a faster one that fits may exist";
+    }
+  }
+  return result;
 }
 
 absl::StatusOr<MinSumProblem> BuildShardProblem(const ir::Graph& graph, const ShardOptions& raw_options,

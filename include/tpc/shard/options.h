@@ -44,6 +44,9 @@ struct ShardOptions {
   // Filled by the shard pass, not by users: block counts of equal Splits/Concats on
   // float values (3 for a fused QKV), tried as blocked splits `S(d/k)`.
   std::set<int64_t> block_counts;
+  // Set by the shard pass under --memory-budget: the price of a weight byte in
+  // picoseconds of step time (the Lagrange multiplier of the budget).
+  double weight_price_ps_per_byte = 0;
 };
 
 }  // namespace tpc::shard

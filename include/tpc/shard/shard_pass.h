@@ -60,6 +60,10 @@ struct ShardResult {
   // produced placement).
   absl::flat_hash_map<const ir::Value*, ir::Placement> materialized;
   Cost cost;
+  // False when the memory budget was met by pricing weight bytes (a Lagrangian
+  // relaxation): the plan fits the budget but a faster one may exist; `note` says so.
+  bool optimal = true;
+  std::string note;
   int decisions = 0;
   int64_t largest_table = 0;
   // Per-rank bytes of all constants, and their total unsharded.
