@@ -96,6 +96,9 @@ def main(argv=None):
     ap.add_argument("test_data_dir")
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--atol", type=float, default=1e-5)
+    ap.add_argument("--tpc-outputs", metavar="DIR",
+                    help="also compare DIR/output_K.pb (written by tp-run) with the "
+                         "original's onnxruntime outputs")
     a = ap.parse_args(argv)
 
     global np, onnx, ort
@@ -134,6 +137,13 @@ def main(argv=None):
         ok = False
     for k, (g, (_, w, fname)) in enumerate(zip(out_orig, expected)):
         ok &= _compare(f"output {k} ({onames[k]}) original vs {fname}", g, w, a.rtol, a.atol)
+    if a.tpc_outputs:
+        got = _load_tensors(a.tpc_outputs, "output")
+        if len(got) != len(out_orig):
+            print(f"FAIL: {len(got)} tp-run outputs, the original has {len(out_orig)}")
+            ok = False
+        for k, ((_, g, fname), w) in enumerate(zip(got, out_orig)):
+            ok &= _compare(f"output {k} ({onames[k]}) tp-run vs onnxruntime", g, w, a.rtol, a.atol)
     print("PASS" if ok else "MISMATCH")
     return 0 if ok else 1
 

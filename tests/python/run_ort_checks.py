@@ -3,7 +3,8 @@
 
 For each models/NAME.onnx: compiles it to WORK/NAME/, checks WORK/NAME/rank0.onnx with
 onnx.checker, and runs check_ort_equivalence.py (original vs rank0.onnx on
-models/NAME/test_data_set_0, and the original vs the torch outputs stored there).
+models/NAME/test_data_set_0, the original vs the torch outputs stored there, and with
+--tp-run the unsharded tp-run outputs vs onnxruntime).
 
 Exit status: 0 all pass, 1 a model failed, 77 onnx/onnxruntime/numpy not importable
 (ctest reports the test as skipped).
@@ -24,6 +25,7 @@ def main():
     ap.add_argument("--tp-compile", required=True)
     ap.add_argument("--models", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--tp-run", help="also run the plan with tp-run and compare its outputs")
     args = ap.parse_args()
     try:
         import numpy  # noqa: F401
@@ -57,8 +59,19 @@ def main():
             failed.append(name)
             continue
         data = os.path.join(args.models, name, "test_data_set_0")
+        extra = []
+        if args.tp_run:
+            outputs = os.path.join(args.work, name + ".outputs")
+            shutil.rmtree(outputs, ignore_errors=True)
+            r = subprocess.run([args.tp_run, out, "--input-dir", data, "--output-dir", outputs,
+                                "--quiet"], capture_output=True, text=True)
+            if r.returncode != 0:
+                print(f"FAIL {name}: tp-run exited {r.returncode}: {r.stderr.strip()}")
+                failed.append(name)
+                continue
+            extra = ["--tpc-outputs", outputs]
         r = subprocess.run([sys.executable, os.path.join(HERE, "check_ort_equivalence.py"),
-                            model, rank0, data], capture_output=True, text=True)
+                            model, rank0, data] + extra, capture_output=True, text=True)
         print(r.stdout.rstrip())
         if r.returncode != 0:
             print(f"FAIL {name}: {r.stderr.strip()}")
