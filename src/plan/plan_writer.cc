@@ -160,6 +160,7 @@ absl::Status WriteManifest(const ir::Graph& graph, const std::vector<RankFiles>&
   google::protobuf::util::JsonPrintOptions jo;
   jo.add_whitespace = true;
   jo.preserve_proto_field_names = true;
+  jo.always_print_primitive_fields = true;  // rank 0 and offset 0 too
   auto status = google::protobuf::util::MessageToJsonString(plan, &json, jo);
   if (!status.ok()) return absl::InternalError(absl::StrCat("plan.json: ", status.ToString()));
   std::ofstream out(absl::StrCat(dir, "/plan.json"), std::ios::trunc);

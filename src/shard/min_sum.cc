@@ -94,7 +94,6 @@ class Eliminator {
     var_factors_.resize(domains_.size());
     for (const auto& f : p.factors()) AddFactor(f.vars, f.table);
     eliminated_.assign(domains_.size(), false);
-    version_.assign(domains_.size(), 0);
   }
 
   absl::StatusOr<MinSumSolution> Run() {
@@ -112,9 +111,8 @@ class Eliminator {
       auto [score, x] = queue.top();
       queue.pop();
       if (eliminated_[static_cast<size_t>(x)] || score != queued[static_cast<size_t>(x)]) continue;
-      std::vector<int> scope;
       TPC_ASSIGN_OR_RETURN(Elimination e, Eliminate(x, &sol.largest_table));
-      scope = e.scope;
+      const std::vector<int> scope = e.scope;
       order.push_back(std::move(e));
       for (int u : scope) {
         double s = Score(u);
@@ -267,7 +265,6 @@ class Eliminator {
   std::vector<LiveFactor> factors_;
   std::vector<std::vector<int>> var_factors_;
   std::vector<bool> eliminated_;
-  std::vector<int> version_;
   Cost constant_;
 };
 

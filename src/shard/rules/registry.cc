@@ -114,12 +114,12 @@ const std::map<std::string, RuleFn>& Microsoft() {
 }  // namespace
 
 RuleFn FindShardRule(const std::string& domain, const std::string& op_type) {
-  const auto& table = domain.empty() || domain == "ai.onnx" ? DefaultDomain()
-                      : domain == "com.microsoft"           ? Microsoft()
-                                                            : DefaultDomain();
-  if (!domain.empty() && domain != "ai.onnx" && domain != "com.microsoft") return nullptr;
-  auto it = table.find(op_type);
-  return it == table.end() ? nullptr : it->second;
+  const std::map<std::string, RuleFn>* table = nullptr;
+  if (domain.empty() || domain == "ai.onnx") table = &DefaultDomain();
+  if (domain == "com.microsoft") table = &Microsoft();
+  if (table == nullptr) return nullptr;
+  auto it = table->find(op_type);
+  return it == table->end() ? nullptr : it->second;
 }
 
 }  // namespace tpc::shard
