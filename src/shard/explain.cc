@@ -71,7 +71,7 @@ absl::StatusOr<std::string> ExplainValue(ir::Graph& graph, const ShardOptions& r
   const internal::Decision& d = b.decisions()[static_cast<size_t>(var)];
   absl::StrAppend(&out, "  alternatives, each with the best plan that takes it:\n");
   for (int c = 0; c < d.size(); ++c) {
-    internal::ProblemBuilder clamped(graph, options, constraints);
+    internal::ProblemBuilder clamped(graph, options, constraints, b.sp_values());
     TPC_RETURN_IF_ERROR(clamped.Build());
     clamped.Clamp(var, c);
     auto sol = SolveMinSum(clamped.problem());

@@ -61,6 +61,7 @@ class ProblemBuilder {
   const MinSumProblem& problem() const { return problem_; }
   const std::vector<Decision>& decisions() const { return decisions_; }
   const std::vector<const ir::Node*>& fallback_ops() const { return fallback_; }
+  const std::set<const ir::Value*>& sp_values() const { return sp_values_; }
   std::optional<int> VarOf(const ir::Node* n) const;
   std::optional<ir::Placement> Fixed(const ir::Value* v) const;
   // The materialize decision of a value with several consumers, if any.
