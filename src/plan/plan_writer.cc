@@ -25,14 +25,18 @@ const ir::Placement* ShardOf(const ir::Value& v) {
   return p.kind == ir::Placement::Kind::kShard ? &p : nullptr;
 }
 
-// Bytes of one rank's weights (constants as the rank's file holds them).
-int64_t RankWeightBytes(const ir::Graph& graph, int64_t n) {
+// Bytes of one rank's weights (constants as the rank's file holds them); `sliced`
+// counts only the per-rank slices (what the progress callback reports).
+int64_t RankWeightBytes(const ir::Graph& graph, int64_t n, bool sliced_only = false) {
   int64_t total = 0;
   for (ir::Node* node : graph.nodes()) {
     if (node->kind() != ir::NodeKind::kConstant) continue;
     const ir::Placement* p = ShardOf(*node->output(0));
-    total += p != nullptr ? partition::SliceBytes(node->tensor(), *p, n)
-                          : static_cast<int64_t>(node->tensor().nbytes());
+    if (p != nullptr) {
+      total += partition::SliceBytes(node->tensor(), *p, n);
+    } else if (!sliced_only) {
+      total += static_cast<int64_t>(node->tensor().nbytes());
+    }
   }
   return total;
 }
@@ -104,7 +108,7 @@ absl::StatusOr<std::vector<RankFiles>> WriteRankFiles(const ir::Graph& graph, co
                                                       const PlanOptions& options) {
   const int64_t n = options.tp;
   const int64_t per_rank = RankWeightBytes(graph, n);
-  const int64_t total = per_rank * n;
+  const int64_t total = RankWeightBytes(graph, n, /*sliced_only=*/true) * n;
   int64_t done = 0;
   std::vector<RankFiles> ranks;
   for (int64_t r = 0; r < n; ++r) {

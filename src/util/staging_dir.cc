@@ -62,6 +62,9 @@ absl::StatusOr<StagingDir> StagingDir::Create(const std::string& target, bool fo
     }
   }
   fs::path parent = t.parent_path();
+  if (fs::exists(parent, ec) && !fs::is_directory(parent, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat(target, ": ", parent.string(), " is not a folder"));
+  }
   if (!fs::is_directory(parent, ec)) {
     return absl::NotFoundError(absl::StrCat(target, ": parent folder ", parent.string(),
                                             " does not exist"));

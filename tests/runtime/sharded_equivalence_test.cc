@@ -41,8 +41,7 @@ std::map<std::string, Tensor> TestInputs(const std::string& model) {
   std::map<std::string, Tensor> inputs;
   for (int k = 0; std::filesystem::exists(data + "/input_" + std::to_string(k) + ".pb"); ++k) {
     auto t = ReadTensorProtoFile(data + "/input_" + std::to_string(k) + ".pb");
-    INFO(t.status().ToString());
-    REQUIRE(t.ok());
+    if (!t.ok()) FAIL(t.status().ToString());
     inputs[t->name] = t->tensor;
   }
   REQUIRE(!inputs.empty());
@@ -125,6 +124,7 @@ std::string Compare(const Tensor& actual, const Tensor& expected, double rtol, d
 struct Compiled {
   std::string dir;
   partition::PartitionStats stats;
+  int64_t weight_bytes_per_rank = 0;
   std::vector<std::unique_ptr<ir::Graph>> ranks;  // the plan as the runtime loads it
 };
 
@@ -148,6 +148,7 @@ absl::StatusOr<Compiled> Compile(const std::string& model, int64_t n, bool sp) {
   po.source_model = ModelPath(model);
   auto files = plan::WriteRankFiles(**graph, c.dir, po);
   if (!files.ok()) return files.status();
+  c.weight_bytes_per_rank = files->at(0).weight_bytes;
   if (auto s = plan::WriteManifest(**graph, *files, c.dir, po); !s.ok()) return s;
   auto ranks = LoadPlan(c.dir);
   if (!ranks.ok()) return ranks.status();
@@ -160,13 +161,12 @@ absl::StatusOr<Compiled> Compile(const std::string& model, int64_t n, bool sp) {
 void CheckModel(const std::string& model) {
   const std::map<std::string, Tensor> inputs = TestInputs(model);
   auto original = onnx::ImportModel(ModelPath(model));
-  INFO(model << ": " << original.status().ToString());
-  REQUIRE(original.ok());
+  if (!original.ok()) FAIL(model << ": import failed: " << original.status().ToString());
   auto reference = RunRanks({original->get()}, inputs);
-  INFO(model << " unsharded: " << reference.status().ToString());
-  REQUIRE(reference.ok());
+  if (!reference.ok()) FAIL(model << " unsharded: run failed: " << reference.status().ToString());
   const std::vector<Tensor>& want = reference->per_rank[0];
 
+  int64_t unsharded_weight_bytes = 0;
   for (int64_t n : {1, 2, 4}) {
     for (bool sp : {false, true}) {
       std::ostringstream label;
@@ -179,6 +179,13 @@ void CheckModel(const std::string& model) {
       if (static_cast<int64_t>(compiled->ranks.size()) != n) {
         FAIL_CHECK(label.str() << ": the plan has " << compiled->ranks.size() << " ranks");
         continue;
+      }
+      // For N > 1 the plan must really be split: less weight per rank than unsharded.
+      if (n == 1) {
+        unsharded_weight_bytes = compiled->weight_bytes_per_rank;
+      } else if (compiled->weight_bytes_per_rank >= unsharded_weight_bytes) {
+        FAIL_CHECK(label.str() << ": " << compiled->weight_bytes_per_rank
+                               << " weight bytes per rank, unsharded " << unsharded_weight_bytes);
       }
       std::vector<const ir::Graph*> ptrs;
       for (const auto& g : compiled->ranks) ptrs.push_back(g.get());

@@ -1,0 +1,211 @@
+// Bad input to a tensor-parallel compile: each case exits 2 with a message naming what
+// is wrong, leaves no output folder (or leaves the existing one untouched) and no
+// temporary folder (".tmp-") beside it. The last case, weights that vanish while a plan
+// is written, runs through the library: through the binary the moment between import
+// and weight slicing cannot be hit reliably from outside the process.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "onnx/onnx_pb.h"
+#include "test_util.h"
+#include "tpc/onnx/importer.h"
+#include "tpc/partition/partition.h"
+#include "tpc/plan/plan_writer.h"
+#include "tpc/shard/shard_pass.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using tpc::testing::ReadFile;
+using tpc::testing::SourcePath;
+using tpc::testing::TempDir;
+using tpc::testing::WriteFile;
+
+struct Result {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+std::string TpCompile() {
+  const char* env = std::getenv("TPC_TP_COMPILE");
+  return env != nullptr ? env : std::string(TPC_BINARY_DIR) + "/tp-compile";
+}
+
+Result Run(const std::string& args) {
+  Result r{-1, ""};
+  FILE* pipe = ::popen((TpCompile() + " " + args + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) r.output.append(buf, n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// True when `dir` holds no leftover temporary folder of tp-compile.
+bool NoTemporaries(const std::string& dir) {
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().find(".tmp-") != std::string::npos) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("tp-compile --tp 7: no weight splits into 7 equal parts", "[plan][bad]") {
+  const std::string dir = TempDir("tp7");
+  const Result r = Run(SourcePath("models/mlp.onnx") + " --tp 7 -o " + dir + "/plan");
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("splits into 7"));
+  CHECK_FALSE(fs::exists(dir + "/plan"));
+  CHECK(NoTemporaries(dir));
+}
+
+TEST_CASE("tp-compile --sequence-parallel with a seq size N does not divide", "[plan][bad]") {
+  const std::string dir = TempDir("seq7");
+  const Result r = Run(SourcePath("models/gpt2.onnx") +
+                       " --tp 2 --sequence-parallel --dim seq=7 -o " + dir + "/plan");
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("tp-compile: error: "));
+  CHECK_THAT(r.output, Catch::Contains("seq"));
+  CHECK_FALSE(fs::exists(dir + "/plan"));
+  CHECK(NoTemporaries(dir));
+}
+
+// A parent made read-only does not stop root, so the unwritable output is a path
+// under a regular file.
+TEST_CASE("tp-compile -o under a regular file", "[plan][bad]") {
+  const std::string dir = TempDir("under_file");
+  WriteFile(dir + "/FILE", "a file, not a folder");
+  const Result r = Run(SourcePath("models/mlp.onnx") + " --tp 2 -o " + dir + "/FILE/plan");
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains(dir + "/FILE/plan"));
+  CHECK_THAT(r.output, Catch::Contains("does not exist") || Catch::Contains("not a folder"));
+  CHECK(ReadFile(dir + "/FILE") == "a file, not a folder");
+  CHECK(NoTemporaries(dir));
+}
+
+TEST_CASE("tp-compile --tp 2 into a non-empty folder without --force", "[plan][bad]") {
+  const std::string dir = TempDir("nonempty");
+  const std::string out = dir + "/plan";
+  fs::create_directories(out);
+  WriteFile(out + "/keep.txt", "precious");
+  const std::string model = SourcePath("models/gpt2.onnx");
+  const Result r = Run(model + " --tp 2 -o " + out);
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains(out));
+  CHECK_THAT(r.output, Catch::Contains("not empty"));
+  CHECK(ReadFile(out + "/keep.txt") == "precious");
+  CHECK(std::distance(fs::directory_iterator(out), fs::directory_iterator{}) == 1);
+  CHECK(NoTemporaries(dir));
+  // With --force the folder is replaced by the plan.
+  const Result forced = Run(model + " --tp 2 --quiet --force -o " + out);
+  INFO(forced.output);
+  CHECK(forced.exit_code == 0);
+  CHECK_FALSE(fs::exists(out + "/keep.txt"));
+  CHECK(fs::exists(out + "/rank1.onnx"));
+  CHECK(NoTemporaries(dir));
+}
+
+namespace {
+
+// models/mlp.onnx saved in `dir` with its big initializers in `dir/mlp.weights`.
+std::string MlpWithExternalData(const std::string& dir) {
+  ::onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(ReadFile(SourcePath("models/mlp.onnx"))));
+  std::string weights;
+  int moved = 0;
+  for (auto& t : *m.mutable_graph()->mutable_initializer()) {
+    if (!t.has_raw_data() || t.raw_data().size() < 4096) continue;
+    const int64_t offset = static_cast<int64_t>(weights.size());
+    weights += t.raw_data();
+    const int64_t length = static_cast<int64_t>(t.raw_data().size());
+    t.clear_raw_data();
+    t.set_data_location(::onnx::TensorProto::EXTERNAL);
+    const std::vector<std::pair<std::string, std::string>> entries = {
+        {"location", "mlp.weights"},
+        {"offset", std::to_string(offset)},
+        {"length", std::to_string(length)}};
+    for (const auto& [k, v] : entries) {
+      auto* kv = t.add_external_data();
+      kv->set_key(k);
+      kv->set_value(v);
+    }
+    ++moved;
+  }
+  REQUIRE(moved >= 2);  // the two weight matrices
+  WriteFile(dir + "/mlp.weights", weights);
+  WriteFile(dir + "/mlp.onnx", m.SerializeAsString());
+  return dir + "/mlp.onnx";
+}
+
+struct Partitioned {
+  std::unique_ptr<tpc::ir::Graph> graph;
+};
+
+Partitioned ImportAndPartition(const std::string& model, int64_t n) {
+  auto graph = tpc::onnx::ImportModel(model);
+  INFO(graph.status().ToString());
+  REQUIRE(graph.ok());
+  tpc::shard::ShardOptions options;
+  options.mesh = tpc::shard::Mesh::Tp(n);
+  auto result = tpc::shard::ShardGraph(**graph, options);
+  INFO(result.status().ToString());
+  REQUIRE(result.ok());
+  auto stats = tpc::partition::PartitionGraph(**graph, *result, options);
+  INFO(stats.status().ToString());
+  REQUIRE(stats.ok());
+  return {std::move(*graph)};
+}
+
+}  // namespace
+
+TEST_CASE("WriteRankFiles: an external data file that vanished or shrank", "[plan][bad]") {
+  const std::string dir = TempDir("vanish");
+  const std::string model = MlpWithExternalData(dir);
+  const std::string weights = dir + "/mlp.weights";
+  tpc::plan::PlanOptions po;
+  po.tp = 2;
+  po.source_model = model;
+
+  SECTION("intact: the plan is written") {
+    Partitioned p = ImportAndPartition(model, 2);
+    const std::string out = TempDir("vanish_ok");
+    auto ranks = tpc::plan::WriteRankFiles(*p.graph, out, po);
+    INFO(ranks.status().ToString());
+    REQUIRE(ranks.ok());
+    CHECK(ranks->size() == 2);
+  }
+  SECTION("deleted after import") {
+    Partitioned p = ImportAndPartition(model, 2);
+    fs::remove(weights);
+    auto ranks = tpc::plan::WriteRankFiles(*p.graph, TempDir("vanish_gone"), po);
+    REQUIRE_FALSE(ranks.ok());
+    CHECK(ranks.status().code() == absl::StatusCode::kFailedPrecondition);
+    CHECK_THAT(std::string(ranks.status().message()), Catch::Contains(weights));
+    CHECK_THAT(std::string(ranks.status().message()), Catch::Contains("vanished"));
+  }
+  SECTION("truncated after import") {
+    Partitioned p = ImportAndPartition(model, 2);
+    fs::resize_file(weights, 16);
+    auto ranks = tpc::plan::WriteRankFiles(*p.graph, TempDir("vanish_short"), po);
+    REQUIRE_FALSE(ranks.ok());
+    CHECK(ranks.status().code() == absl::StatusCode::kFailedPrecondition);
+    CHECK_THAT(std::string(ranks.status().message()), Catch::Contains(weights));
+    CHECK_THAT(std::string(ranks.status().message()), Catch::Contains("shrank"));
+  }
+}
