@@ -32,20 +32,24 @@ for model, r in sorted(rows.items()):
 PY
 
 # Compile time (tp-compile's stages for N = 4) on the same models, and the shard stage
-# alone on a ~100k-node graph (840 layers, hidden 32).
-tiny=$out/llama_synthetic_840_tiny.onnx
-[ -f "$tiny" ] || python3 tools/make_llama_synthetic.py --layers 840 --hidden 32 --heads 4 \
-  --kv-heads 2 --intermediate 64 --vocab 128 --max-pos 32 -o "$tiny"
+# alone on graphs of ~12k to ~100k nodes (105 to 840 layers, hidden 32).
+tiny=()
+for layers in 105 210 420 840; do
+  f=$out/llama_synthetic_${layers}_tiny.onnx
+  [ -f "$f" ] || python3 tools/make_llama_synthetic.py --layers "$layers" --hidden 32 --heads 4 \
+    --kv-heads 2 --intermediate 64 --vocab 128 --max-pos 32 -o "$f"
+  tiny+=("--shard-only=$f")
+done
 "$build/bench/bench_compile" --tp=4 --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
   --benchmark_out="$out/compile.json" --benchmark_out_format=json \
-  "$out/llama_synthetic_32.onnx" "$out/llama_synthetic_80.onnx" --shard-only="$tiny"
+  "$out/llama_synthetic_32.onnx" "$out/llama_synthetic_80.onnx" "${tiny[@]}"
 python3 - "$out/compile.json" <<'PY'
 import json, sys
 rows, nodes = {}, {}
 for b in json.load(open(sys.argv[1]))["benchmarks"]:
     if b.get("aggregate_name") != "median":
         continue
-    kind, model = b["run_name"].split("/", 1)
+    kind, model = b["run_name"].split("/")[:2]  # drops "/iterations:N"
     rows.setdefault(model, {})[kind] = b["real_time"]
     if "ir_nodes" in b:
         nodes[model] = max(nodes.get(model, 0), b["ir_nodes"])

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -23,6 +24,52 @@ TempDirs& Dirs() {
 }
 
 }  // namespace
+
+const char* const kCommittedModels[8] = {"mlp",       "mlp_dynamo", "gpt2",    "gpt2_dynamo",
+                                         "gpt2_loss", "llama",      "mistral", "bert"};
+
+namespace {
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+}  // namespace
+
+std::string CheckGolden(const std::string& relative, const std::string& text, bool* rewritten) {
+  const std::string path = SourcePath(relative);
+  *rewritten = false;
+  const char* env = std::getenv("TPC_UPDATE_GOLDENS");
+  if (env != nullptr && std::string(env) == "1") {
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    WriteFile(path, text);
+    *rewritten = true;
+    return "";
+  }
+  if (!std::filesystem::exists(path)) {
+    return path + " does not exist (TPC_UPDATE_GOLDENS=1 writes it)";
+  }
+  const std::string want = ReadFile(path);
+  if (want == text) return "";
+  const std::vector<std::string> a = Lines(want);
+  const std::vector<std::string> b = Lines(text);
+  std::string where = "the files differ only in their final newline";
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    const std::string x = i < a.size() ? a[i] : "<end of file>";
+    const std::string y = i < b.size() ? b[i] : "<end of output>";
+    if (x != y) {
+      where = "first difference at line " + std::to_string(i + 1) + ":\n  golden: " + x +
+              "\n  actual: " + y;
+      break;
+    }
+  }
+  return path + ": " + where +
+         "\n(if the change is intended, TPC_UPDATE_GOLDENS=1 rewrites the goldens: review the diff)";
+}
 
 std::string SourcePath(const std::string& relative) {
   return std::string(TPC_SOURCE_DIR) + "/" + relative;

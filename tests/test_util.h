@@ -12,4 +12,12 @@ std::string TempDir(const std::string& tag);
 std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& contents);
 
+// The committed models (models/<name>.onnx), in a fixed order.
+extern const char* const kCommittedModels[8];
+
+// Golden files: compares `text` with the file at `relative` (in the source tree) and
+// returns "" when equal, else the first differing line. With TPC_UPDATE_GOLDENS=1 it
+// rewrites the file instead and sets `*rewritten`.
+std::string CheckGolden(const std::string& relative, const std::string& text, bool* rewritten);
+
 }  // namespace tpc::testing

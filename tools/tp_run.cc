@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tpc/onnx/importer.h"
+#include "tpc/runtime/compare.h"
 #include "tpc/runtime/plan_runner.h"
 #include "tpc/runtime/tensor_io.h"
 #include "tpc/util/cli.h"
@@ -158,56 +159,6 @@ absl::Status FillRandomInputs(const tpc::cli::Args& args, const std::vector<rt::
   return absl::OkStatus();
 }
 
-struct Comparison {
-  double max_abs = 0;
-  double max_rel = 0;
-  bool pass = true;
-  std::string note;
-};
-
-// numpy.allclose(actual, expected, rtol, atol) and the largest errors; relative errors
-// only where |expected| > atol, so zeros do not dominate.
-Comparison Compare(const rt::Tensor& actual, const rt::Tensor& expected, double rtol, double atol) {
-  Comparison c;
-  if (actual.dtype() != expected.dtype() || actual.shape() != expected.shape()) {
-    c.pass = false;
-    c.note = absl::StrCat(actual.TypeString(), " vs ", expected.TypeString());
-    return c;
-  }
-  auto value = [](const rt::Tensor& t, int64_t i) -> double {
-    using tpc::ir::DType;
-    switch (t.dtype()) {
-      case DType::kF32:
-        return t.data<float>()[i];
-      case DType::kF64:
-        return t.data<double>()[i];
-      case DType::kI64:
-        return static_cast<double>(t.data<int64_t>()[i]);
-      case DType::kI32:
-        return t.data<int32_t>()[i];
-      case DType::kBool:
-        return t.data<bool>()[i];
-      default: {
-        rt::Tensor one(t.dtype(), {1}, t.raw() + i * tpc::ir::DTypeSize(t.dtype()));
-        return rt::ConvertFloats(one, tpc::ir::DType::kF32).data<float>()[0];
-      }
-    }
-  };
-  for (int64_t i = 0; i < actual.num_elements(); ++i) {
-    const double a = value(actual, i), e = value(expected, i);
-    if (std::isnan(a) != std::isnan(e)) {
-      c.pass = false;
-      continue;
-    }
-    if (std::isnan(a)) continue;
-    const double err = std::abs(a - e);
-    c.max_abs = std::max(c.max_abs, err);
-    if (std::abs(e) > atol) c.max_rel = std::max(c.max_rel, err / std::abs(e));
-    if (err > atol + rtol * std::abs(e)) c.pass = false;
-  }
-  return c;
-}
-
 absl::Status WriteOutputs(const std::string& dir, const std::vector<rt::IoSpec>& specs,
                           const std::vector<rt::Tensor>& outputs) {
   std::error_code ec;
@@ -338,10 +289,10 @@ absl::StatusOr<int> Run(const tpc::cli::Args& args) {
               "result");
   bool all = true;
   for (size_t k = 0; k < outputs[0].size(); ++k) {
-    Comparison c = Compare(outputs[0][k], reference[0][k], rtol, atol);
+    rt::Comparison c = rt::CompareTensors(outputs[0][k], reference[0][k], rtol, atol);
     // Every rank holds the whole output; they must agree too.
     for (int r = 1; r < runner->num_ranks(); ++r) {
-      Comparison cr = Compare(outputs[static_cast<size_t>(r)][k], reference[0][k], rtol, atol);
+      rt::Comparison cr = rt::CompareTensors(outputs[static_cast<size_t>(r)][k], reference[0][k], rtol, atol);
       if (!cr.pass) {
         c.pass = false;
         c.note = absl::StrCat("rank ", r, " differs");

@@ -7,9 +7,8 @@
 #include "absl/strings/str_join.h"
 
 namespace tpc::ir {
-namespace {
 
-std::string_view ReduceOpName(ReduceOp op) {
+const char* ReduceOpName(ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
       return "sum";
@@ -31,7 +30,6 @@ std::optional<ReduceOp> ReduceOpFromName(std::string_view name) {
   return std::nullopt;
 }
 
-}  // namespace
 
 std::string Placement::ToString() const {
   switch (kind) {
@@ -40,7 +38,7 @@ std::string Placement::ToString() const {
     case Kind::kShard:
       return blocks == 1 ? absl::StrCat("S(", dim, ")") : absl::StrCat("S(", dim, "/", blocks, ")");
     case Kind::kPartial:
-      return absl::StrCat("P(", std::string(ReduceOpName(reduce)), ")");
+      return absl::StrCat("P(", ReduceOpName(reduce), ")");
   }
   return "R";
 }

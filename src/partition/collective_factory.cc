@@ -2,15 +2,6 @@
 
 namespace tpc::partition {
 
-const char* ReduceOpName(ir::ReduceOp op) {
-  switch (op) {
-    case ir::ReduceOp::kSum: return "sum";
-    case ir::ReduceOp::kMax: return "max";
-    case ir::ReduceOp::kMin: return "min";
-    case ir::ReduceOp::kAvg: return "avg";
-  }
-  return "sum";
-}
 
 namespace {
 
@@ -27,7 +18,7 @@ CollectiveFactory TpcCollectives(int64_t group_size) {
   CollectiveFactory f;
   f.all_reduce = [group_size](ir::Graph& g, ir::Node* before, ir::Value* x, ir::ReduceOp op) {
     return Make(g, before, "AllReduce", x,
-                {{"reduce", std::string(ReduceOpName(op))}, {"group_size", group_size}});
+                {{"reduce", std::string(ir::ReduceOpName(op))}, {"group_size", group_size}});
   };
   f.all_gather = [group_size](ir::Graph& g, ir::Node* before, ir::Value* x, int64_t axis,
                               int64_t blocks) {
@@ -37,7 +28,7 @@ CollectiveFactory TpcCollectives(int64_t group_size) {
   f.reduce_scatter = [group_size](ir::Graph& g, ir::Node* before, ir::Value* x, int64_t axis,
                                   int64_t blocks, ir::ReduceOp op) {
     return Make(g, before, "ReduceScatter", x,
-                {{"axis", axis}, {"blocks", blocks}, {"reduce", std::string(ReduceOpName(op))},
+                {{"axis", axis}, {"blocks", blocks}, {"reduce", std::string(ir::ReduceOpName(op))},
                  {"group_size", group_size}});
   };
   f.all_to_all = [group_size](ir::Graph& g, ir::Node* before, ir::Value* x, int64_t split_axis,

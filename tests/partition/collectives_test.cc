@@ -169,7 +169,7 @@ struct Collective {
   std::string what;                  // for messages
 };
 
-const char* ReduceName(tpc::ir::ReduceOp op) { return tpc::partition::ReduceOpName(op); }
+const char* ReduceName(tpc::ir::ReduceOp op) { return tpc::ir::ReduceOpName(op); }
 
 // Size of a dim at the --dim sizes (every symbol the committed models use is set).
 double DimSize(const tpc::ir::Dim& d, const std::map<std::string, int64_t>& sizes) {

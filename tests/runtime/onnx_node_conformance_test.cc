@@ -15,6 +15,7 @@
 #include "catch2/catch.hpp"
 #include "tpc/onnx/importer.h"
 #include "tpc/onnx/model_file.h"
+#include "tpc/runtime/compare.h"
 #include "tpc/runtime/executor.h"
 #include "tpc/runtime/tensor_io.h"
 
@@ -45,55 +46,13 @@ const std::set<std::string> kExcluded = {
     "test_castlike_FLOAT_to_BFLOAT16_expanded",
 };
 
-double At(const Tensor& t, int64_t i) {
-  using ir::DType;
-  switch (t.dtype()) {
-    case DType::kF32:
-      return t.data<float>()[i];
-    case DType::kF64:
-      return t.data<double>()[i];
-    case DType::kI64:
-      return static_cast<double>(t.data<int64_t>()[i]);
-    case DType::kI32:
-      return t.data<int32_t>()[i];
-    case DType::kI16:
-      return t.data<int16_t>()[i];
-    case DType::kI8:
-      return t.data<int8_t>()[i];
-    case DType::kU8:
-      return t.data<uint8_t>()[i];
-    case DType::kU16:
-      return t.data<uint16_t>()[i];
-    case DType::kU32:
-      return t.data<uint32_t>()[i];
-    case DType::kU64:
-      return static_cast<double>(t.data<uint64_t>()[i]);
-    case DType::kBool:
-      return t.data<bool>()[i];
-    case DType::kF16:
-    case DType::kBF16: {
-      Tensor one(t.dtype(), {1}, t.raw() + 2 * i);
-      return ConvertFloats(one, DType::kF32).data<float>()[0];
-    }
-    default:
-      return 0;
-  }
-}
-
 // Empty when `got` matches `want` (rtol 1e-3, atol 1e-4; NaN equals NaN).
 std::string Mismatch(const Tensor& got, const Tensor& want) {
-  if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
-    return absl::StrCat("got ", got.TypeString(), ", expected ", want.TypeString());
-  }
-  for (int64_t i = 0; i < got.num_elements(); ++i) {
-    const double a = At(got, i), e = At(want, i);
-    if (std::isnan(a) && std::isnan(e)) continue;
-    if (std::isinf(e) && a == e) continue;
-    if (!(std::abs(a - e) <= 1e-4 + 1e-3 * std::abs(e))) {
-      return absl::StrCat("element ", i, ": got ", a, ", expected ", e);
-    }
-  }
-  return "";
+  const Comparison c = CompareTensors(got, want, 1e-3, 1e-4);
+  if (!c.note.empty()) return absl::StrCat("got ", got.TypeString(), ", expected ", want.TypeString());
+  if (c.pass) return "";
+  return absl::StrCat("element ", c.first_bad, ": got ", ElementAsDouble(got, c.first_bad), ", expected ",
+                      ElementAsDouble(want, c.first_bad));
 }
 
 // Why a test cannot run ("" when it can): an operator without a kernel.

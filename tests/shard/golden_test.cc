@@ -15,45 +15,8 @@
 #include "tpc/onnx/importer.h"
 #include "tpc/shard/shard_pass.h"
 
-namespace {
-
-const char* kModels[] = {"mlp",       "mlp_dynamo", "gpt2",    "gpt2_dynamo",
-                         "gpt2_loss", "llama",      "mistral", "bert"};
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(line);
-  return out;
-}
-
-// "" when equal, else where they first differ.
-std::string FirstDifference(const std::string& want, const std::string& got) {
-  if (want == got) return "";
-  const std::vector<std::string> a = Lines(want);
-  const std::vector<std::string> b = Lines(got);
-  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
-    const std::string x = i < a.size() ? a[i] : "<end of file>";
-    const std::string y = i < b.size() ? b[i] : "<end of output>";
-    if (x != y) {
-      return "first difference at line " + std::to_string(i + 1) + ":\n  golden: " + x +
-             "\n  actual: " + y + "\n(golden " + std::to_string(a.size()) + " lines, actual " +
-             std::to_string(b.size()) + " lines)";
-    }
-  }
-  return "the files differ only in their final newline";
-}
-
-bool Updating() {
-  const char* env = std::getenv("TPC_UPDATE_GOLDENS");
-  return env != nullptr && std::string(env) == "1";
-}
-
-}  // namespace
-
 TEST_CASE("golden: sharded IR of every committed model", "[shard][golden]") {
-  for (const char* model : kModels) {
+  for (const char* model : tpc::testing::kCommittedModels) {
     for (int n : {2, 4}) {
       for (bool sp : {false, true}) {
         const std::string name =
@@ -70,17 +33,11 @@ TEST_CASE("golden: sharded IR of every committed model", "[shard][golden]") {
           REQUIRE(result.ok());
           const std::string text = tpc::ir::PrintGraph(**graph);
           CHECK(text.size() < 200 * 1024);
-          const std::string path = tpc::testing::SourcePath("tests/golden/shard/" + name);
-          if (Updating()) {
-            std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-            tpc::testing::WriteFile(path, text);
-            WARN("rewrote " << path);
-            continue;
-          }
-          REQUIRE(std::filesystem::exists(path));
-          const std::string diff = FirstDifference(tpc::testing::ReadFile(path), text);
-          INFO(path << ": " << diff
-                    << "\n(if the change is intended: TPC_UPDATE_GOLDENS=1 rewrites the goldens)");
+          bool rewritten = false;
+          const std::string diff =
+              tpc::testing::CheckGolden("tests/golden/shard/" + name, text, &rewritten);
+          if (rewritten) WARN("rewrote tests/golden/shard/" << name);
+          INFO(diff);
           CHECK(diff.empty());
         }
       }

@@ -10,6 +10,9 @@
 namespace tpc::ir {
 
 enum class ReduceOp { kSum, kMax, kMin, kAvg };
+// "sum", "max", "min", "avg" (the `reduce` attribute of the tpc collectives).
+const char* ReduceOpName(ReduceOp op);
+std::optional<ReduceOp> ReduceOpFromName(std::string_view name);
 
 struct Placement {
   enum class Kind { kReplicate, kShard, kPartial };

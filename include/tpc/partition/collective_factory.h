@@ -37,6 +37,5 @@ CollectiveFactory TpcCollectives(int64_t group_size);
 inline constexpr const char* kTpcDomain = "tpc";
 inline constexpr int64_t kTpcOpsetVersion = 1;
 
-const char* ReduceOpName(ir::ReduceOp op);
 
 }  // namespace tpc::partition

@@ -13,14 +13,15 @@
 
 #include "absl/status/status.h"
 #include "tpc/ir/dtype.h"
+#include "tpc/ir/sharding.h"
 
 namespace tpc::runtime {
 
-enum class ReduceOp { kSum, kMax, kMin, kAvg };
+// The reductions of the collectives, as the IR names them.
+using ReduceOp = ir::ReduceOp;
 
 // "sum", "max", "min", "avg"; nullopt-like failure as InvalidArgument.
 absl::Status ParseReduceOp(const std::string& name, ReduceOp* op);
-const char* ReduceOpName(ReduceOp op);
 
 class Communicator {
  public:

@@ -15,32 +15,12 @@
 namespace tpc::runtime {
 
 absl::Status ParseReduceOp(const std::string& name, ReduceOp* op) {
-  if (name == "sum")
-    *op = ReduceOp::kSum;
-  else if (name == "max")
-    *op = ReduceOp::kMax;
-  else if (name == "min")
-    *op = ReduceOp::kMin;
-  else if (name == "avg")
-    *op = ReduceOp::kAvg;
-  else
-    return absl::InvalidArgumentError(
-        absl::StrCat("reduce '", name, "' is not one of sum, max, min, avg"));
-  return absl::OkStatus();
-}
-
-const char* ReduceOpName(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return "sum";
-    case ReduceOp::kMax:
-      return "max";
-    case ReduceOp::kMin:
-      return "min";
-    case ReduceOp::kAvg:
-      return "avg";
+  auto parsed = ir::ReduceOpFromName(name);
+  if (!parsed) {
+    return absl::InvalidArgumentError(absl::StrCat("reduce '", name, "' is not one of sum, max, min, avg"));
   }
-  return "?";
+  *op = *parsed;
+  return absl::OkStatus();
 }
 
 // What every rank posts before the first barrier of a collective.

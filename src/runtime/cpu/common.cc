@@ -19,39 +19,6 @@ T FromDouble(double v) {
 
 }  // namespace
 
-double ElementAsDouble(const Tensor& t, int64_t i) {
-  using ir::DType;
-  switch (t.dtype()) {
-    case DType::kF32:
-      return t.data<float>()[i];
-    case DType::kF64:
-      return t.data<double>()[i];
-    case DType::kI64:
-      return static_cast<double>(t.data<int64_t>()[i]);
-    case DType::kI32:
-      return t.data<int32_t>()[i];
-    case DType::kI16:
-      return t.data<int16_t>()[i];
-    case DType::kI8:
-      return t.data<int8_t>()[i];
-    case DType::kU8:
-      return t.data<uint8_t>()[i];
-    case DType::kU16:
-      return t.data<uint16_t>()[i];
-    case DType::kU32:
-      return t.data<uint32_t>()[i];
-    case DType::kU64:
-      return static_cast<double>(t.data<uint64_t>()[i]);
-    case DType::kBool:
-      return t.data<bool>()[i] ? 1.0 : 0.0;
-    case DType::kF16:
-      return HalfToFloat(t.data<uint16_t>()[i]);
-    case DType::kBF16:
-      return BFloat16ToFloat(t.data<uint16_t>()[i]);
-    default:
-      return 0;
-  }
-}
 
 absl::StatusOr<Tensor> CastTensor(const KernelContext& ctx, const Tensor& src, ir::DType to) {
   Tensor out = Tensor::Allocate(to, src.shape());

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "tpc/runtime/compare.h"
 #include "tpc/runtime/kernel.h"
 #include "tpc/util/status_macros.h"
 
@@ -73,8 +74,7 @@ absl::Status VisitFloat(const KernelContext& ctx, ir::DType t, F&& f) {
 absl::StatusOr<Tensor> CastTensor(const KernelContext& ctx, const Tensor& src, ir::DType to);
 // An integer tensor (i32 or i64) as int64 values.
 absl::StatusOr<std::vector<int64_t>> ReadInts(const KernelContext& ctx, const Tensor& t);
-// Element i of a numeric tensor as a double.
-double ElementAsDouble(const Tensor& t, int64_t i);
+
 
 // ---- Shapes (common.cc) ----
 
