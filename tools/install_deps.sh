@@ -5,7 +5,7 @@
 set -euo pipefail
 
 debs=(cmake ninja-build g++ ccache libonnx-dev libprotobuf-dev protobuf-compiler libabsl-dev
-      catch2 libopenblas-dev libbenchmark-dev)
+      catch2 libopenblas-dev libbenchmark-dev libssl-dev)
 # python3 may come from elsewhere (pyenv); only ask apt when there is none at all.
 command -v python3 >/dev/null || debs+=(python3 python3-pip)
 missing=()

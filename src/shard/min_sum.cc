@@ -4,6 +4,7 @@
 #include <cmath>
 #include <queue>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tpc/util/status_macros.h"
@@ -92,6 +93,8 @@ class Eliminator {
       : domains_(static_cast<size_t>(p.num_variables())), cap_(cap) {
     for (int v = 0; v < p.num_variables(); ++v) domains_[static_cast<size_t>(v)] = p.domain_size(v);
     var_factors_.resize(domains_.size());
+    neighbors_.resize(domains_.size());
+    log_score_.assign(domains_.size(), 0.0);
     for (const auto& f : p.factors()) AddFactor(f.vars, f.table);
     eliminated_.assign(domains_.size(), false);
   }
@@ -150,38 +153,37 @@ class Eliminator {
     }
     const int id = static_cast<int>(factors_.size());
     for (int v : vars) var_factors_[static_cast<size_t>(v)].push_back(id);
+    // Neighbour sets and scores are kept up to date as factors come and go, so a
+    // decision shared by every layer costs nothing extra per elimination.
+    for (int a : vars) {
+      for (int b : vars) {
+        if (a != b && neighbors_[static_cast<size_t>(a)].insert(b).second) {
+          log_score_[static_cast<size_t>(a)] += std::log(static_cast<double>(domains_[static_cast<size_t>(b)]));
+        }
+      }
+    }
     factors_.push_back({std::move(vars), std::move(table), true});
   }
 
   // Variables sharing a live factor with x (ascending, without x).
-  std::vector<int> Neighbors(int x) {
-    std::vector<int> out;
-    auto& ids = var_factors_[static_cast<size_t>(x)];
-    ids.erase(std::remove_if(ids.begin(), ids.end(),
-                             [&](int id) { return !factors_[static_cast<size_t>(id)].alive; }),
-              ids.end());
-    for (int id : ids) {
-      for (int v : factors_[static_cast<size_t>(id)].vars) {
-        if (v != x) out.push_back(v);
-      }
-    }
+  std::vector<int> Neighbors(int x) const {
+    const auto& set = neighbors_[static_cast<size_t>(x)];
+    std::vector<int> out(set.begin(), set.end());
     std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
   }
 
-  // Size of the table eliminating x would build.
-  double Score(int x) {
-    double s = 1;
-    for (int v : Neighbors(x)) s *= domains_[static_cast<size_t>(v)];
-    return s;
-  }
+  // Log of the size of the table eliminating x would build.
+  double Score(int x) const { return log_score_[static_cast<size_t>(x)]; }
 
   absl::StatusOr<Elimination> Eliminate(int x, int64_t* largest) {
     Elimination e;
     e.var = x;
     e.scope = Neighbors(x);
-    const std::vector<int> ids = var_factors_[static_cast<size_t>(x)];
+    std::vector<int> ids;
+    for (int id : var_factors_[static_cast<size_t>(x)]) {
+      if (factors_[static_cast<size_t>(id)].alive) ids.push_back(id);
+    }
     double entries = 1;
     for (int v : e.scope) entries *= domains_[static_cast<size_t>(v)];
     if (entries > static_cast<double>(cap_)) {
@@ -255,6 +257,12 @@ class Eliminator {
       factors_[static_cast<size_t>(id)].table.shrink_to_fit();
     }
     var_factors_[static_cast<size_t>(x)].clear();
+    const double log_dx = std::log(static_cast<double>(dx));
+    for (int u : e.scope) {
+      neighbors_[static_cast<size_t>(u)].erase(x);
+      log_score_[static_cast<size_t>(u)] -= log_dx;
+    }
+    neighbors_[static_cast<size_t>(x)].clear();
     eliminated_[static_cast<size_t>(x)] = true;
     AddFactor(e.scope, std::move(table));
     return e;
@@ -264,6 +272,8 @@ class Eliminator {
   int64_t cap_;
   std::vector<LiveFactor> factors_;
   std::vector<std::vector<int>> var_factors_;
+  std::vector<absl::flat_hash_set<int>> neighbors_;
+  std::vector<double> log_score_;
   std::vector<bool> eliminated_;
   Cost constant_;
 };

@@ -1,99 +1,36 @@
 #include "tpc/util/sha256.h"
 
+#include <openssl/evp.h>
+
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "tpc/util/status_macros.h"
 
 namespace tpc {
-namespace {
 
-constexpr uint32_t kK[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-
-uint32_t Rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-
-}  // namespace
-
-Sha256::Sha256()
-    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
-
-void Sha256::Block(const uint8_t* p) {
-  uint32_t w[64];
-  for (int i = 0; i < 16; ++i) {
-    w[i] = (uint32_t{p[4 * i]} << 24) | (uint32_t{p[4 * i + 1]} << 16) | (uint32_t{p[4 * i + 2]} << 8) |
-           uint32_t{p[4 * i + 3]};
-  }
-  for (int i = 16; i < 64; ++i) {
-    uint32_t s0 = Rotr(w[i - 15], 7) ^ Rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    uint32_t s1 = Rotr(w[i - 2], 17) ^ Rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-  }
-  uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
-  for (int i = 0; i < 64; ++i) {
-    uint32_t s1 = Rotr(e, 6) ^ Rotr(e, 11) ^ Rotr(e, 25);
-    uint32_t ch = (e & f) ^ (~e & g);
-    uint32_t t1 = h + s1 + ch + kK[i] + w[i];
-    uint32_t s0 = Rotr(a, 2) ^ Rotr(a, 13) ^ Rotr(a, 22);
-    uint32_t maj = (a & b) ^ (a & c) ^ (b & c);
-    uint32_t t2 = s0 + maj;
-    h = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = c;
-    c = b;
-    b = a;
-    a = t1 + t2;
-  }
-  h_[0] += a; h_[1] += b; h_[2] += c; h_[3] += d;
-  h_[4] += e; h_[5] += f; h_[6] += g; h_[7] += h;
+// OpenSSL's SHA-256 (SHA-NI / AVX2 where the CPU has them): several GB/s, so hashing
+// the weight files of a large plan costs little next to writing them.
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
+  TPC_CHECK(ctx_ != nullptr && EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) == 1);
 }
 
+Sha256::~Sha256() { EVP_MD_CTX_free(ctx_); }
+
 void Sha256::Update(const void* data, size_t size) {
-  const uint8_t* p = static_cast<const uint8_t*>(data);
-  total_ += size;
-  while (size > 0) {
-    if (buf_len_ == 0 && size >= 64) {
-      Block(p);
-      p += 64;
-      size -= 64;
-      continue;
-    }
-    size_t take = std::min(size, 64 - buf_len_);
-    std::memcpy(buf_ + buf_len_, p, take);
-    buf_len_ += take;
-    p += take;
-    size -= take;
-    if (buf_len_ == 64) {
-      Block(buf_);
-      buf_len_ = 0;
-    }
-  }
+  TPC_CHECK(EVP_DigestUpdate(ctx_, data, size) == 1);
 }
 
 std::string Sha256::HexDigest() {
-  const uint64_t bits = total_ * 8;
-  const uint8_t pad = 0x80;
-  Update(&pad, 1);
-  const uint8_t zero = 0;
-  while (buf_len_ != 56) Update(&zero, 1);
-  uint8_t len[8];
-  for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
-  Update(len, 8);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  TPC_CHECK(EVP_DigestFinal_ex(ctx_, digest, &len) == 1);
   std::string out;
-  char hex[9];
-  for (uint32_t v : h_) {
-    std::snprintf(hex, sizeof(hex), "%08x", v);
+  char hex[3];
+  for (unsigned int i = 0; i < len; ++i) {
+    std::snprintf(hex, sizeof(hex), "%02x", digest[i]);
     out += hex;
   }
   return out;
@@ -103,7 +40,7 @@ absl::StatusOr<std::string> Sha256File(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read"));
   Sha256 h;
-  std::vector<char> buf(1 << 20);
+  std::vector<char> buf(1 << 22);
   while (in) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
     h.Update(buf.data(), static_cast<size_t>(in.gcount()));

@@ -1,27 +1,29 @@
-// SHA-256 (FIPS 180-4), for the file hashes in plan manifests.
+// SHA-256 of files and byte streams, for the hashes in plan manifests (OpenSSL's
+// libcrypto does the work).
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
+
+typedef struct evp_md_ctx_st EVP_MD_CTX;
 
 namespace tpc {
 
 class Sha256 {
  public:
   Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+
   void Update(const void* data, size_t size);
   // Lowercase hex digest; the object is spent afterwards.
   std::string HexDigest();
 
  private:
-  void Block(const uint8_t* p);
-  uint32_t h_[8];
-  uint8_t buf_[64];
-  size_t buf_len_ = 0;
-  uint64_t total_ = 0;
+  EVP_MD_CTX* ctx_;
 };
 
 // Digest of a whole file, read in chunks.
