@@ -68,7 +68,8 @@ std::string CheckGolden(const std::string& relative, const std::string& text, bo
     }
   }
   return path + ": " + where +
-         "\n(if the change is intended, TPC_UPDATE_GOLDENS=1 rewrites the goldens: review the diff)";
+         "\n(if the change is intended, TPC_UPDATE_GOLDENS=1 rewrites the goldens: review the "
+         "diff)";
 }
 
 std::string SourcePath(const std::string& relative) {
@@ -77,9 +78,9 @@ std::string SourcePath(const std::string& relative) {
 
 std::string TempDir(const std::string& tag) {
   static int counter = 0;
-  std::filesystem::path p = std::filesystem::temp_directory_path() /
-                            ("tpc_test_" + std::to_string(::getpid()) + "_" + tag + "_" +
-                             std::to_string(counter++));
+  std::filesystem::path p =
+      std::filesystem::temp_directory_path() /
+      ("tpc_test_" + std::to_string(::getpid()) + "_" + tag + "_" + std::to_string(counter++));
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
   Dirs().paths.push_back(p);

@@ -49,24 +49,36 @@ tpc::cli::Parser MakeParser() {
       "needed); DIR is written all or nothing.");
   p.Add({"output", "DIR", "output folder for the plans (required)", "", false});
   p.Add({"tp", "N", "number of tensor-parallel ranks", "1", false});
-  p.Add({"objective", "KIND", "memory: weight bytes per rank first, then collective time; "
-                              "time: modelled step time (compute + collectives)", "memory", false});
+  p.Add({"objective", "KIND",
+         "memory: weight bytes per rank first, then collective time; "
+         "time: modelled step time (compute + collectives)",
+         "memory", false});
   p.Add({"memory-budget", "BYTES", "with --objective time: most weight bytes per rank", "", false});
   p.Add({"device-profile", "NAME", "h100-nvlink, a100-nvlink or pcie4", "h100-nvlink", false});
-  p.Add({"dim", "NAME=SIZE", "size of a symbolic dim for the cost model (unset dims: 512); a "
-                             "size N divides also makes the dim divisible", "", true});
+  p.Add({"dim", "NAME=SIZE",
+         "size of a symbolic dim for the cost model (unset dims: 512); a "
+         "size N divides also makes the dim divisible",
+         "", true});
   p.Add({"divisible", "NAME", "assume the symbolic dim NAME divides by N", "", true});
-  p.Add({"sequence-parallel", "", "keep activations between blocks split on the sequence "
-                                  "(dim 'seq'; all-gather before / reduce-scatter after blocks)", "", false});
+  p.Add({"sequence-parallel", "",
+         "keep activations between blocks split on the sequence "
+         "(dim 'seq'; all-gather before / reduce-scatter after blocks)",
+         "", false});
   p.Add({"seq-dim", "NAME", "name of the sequence dim for --sequence-parallel", "seq", false});
-  p.Add({"styles", "FILE", "user constraints: lines 'PATTERN: colwise|rowwise|replicate|"
-                           "sequence|PLACEMENT' (see README)", "", false});
+  p.Add({"styles", "FILE",
+         "user constraints: lines 'PATTERN: colwise|rowwise|replicate|"
+         "sequence|PLACEMENT' (see README)",
+         "", false});
   p.Add({"input-placement", "NAME=P", "placement of a graph input (R, S(d), S(-1))", "R", true});
-  p.Add({"output-placement", "NAME=P", "placement of a graph output; S(-1) on logits skips "
-                                       "the final gather", "R", true});
+  p.Add({"output-placement", "NAME=P",
+         "placement of a graph output; S(-1) on logits skips "
+         "the final gather",
+         "R", true});
   p.Add({"explain", "NAME", "print why value NAME got its placement", "", true});
-  p.Add({"dump-ir", "FILE", "where --dump-ir-after writes ('-' for stdout); alone, dumps "
-                            "the IR after sharding", "-", false});
+  p.Add({"dump-ir", "FILE",
+         "where --dump-ir-after writes ('-' for stdout); alone, dumps "
+         "the IR after sharding",
+         "-", false});
   p.Add({"dump-ir-after", "STAGE", "dump the IR after import, shard or partition", "", true});
   p.Add({"force", "", "replace DIR if it exists and is not empty", "", false});
   p.Add({"quiet", "", "print nothing but errors", "", false});
@@ -101,7 +113,8 @@ absl::Status WriteText(const std::string& target, const std::string& text, bool 
 absl::StatusOr<int64_t> PositiveInt(const std::string& flag, const std::string& text) {
   int64_t v = 0;
   if (!absl::SimpleAtoi(text, &v) || v < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--", flag, " must be a positive integer, got '", text, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " must be a positive integer, got '", text, "'"));
   }
   return v;
 }
@@ -122,7 +135,8 @@ class Compiler {
     quiet_ = args_.has("quiet");
 
     // Refuse a bad output folder before any work.
-    TPC_ASSIGN_OR_RETURN(tpc::StagingDir staging, tpc::StagingDir::Create(out_dir, args_.has("force")));
+    TPC_ASSIGN_OR_RETURN(tpc::StagingDir staging,
+                         tpc::StagingDir::Create(out_dir, args_.has("force")));
 
     auto t = Clock::now();
     TPC_ASSIGN_OR_RETURN(graph_, tpc::onnx::ImportModel(model_path_));
@@ -133,13 +147,15 @@ class Compiler {
     t = Clock::now();
     TPC_ASSIGN_OR_RETURN(tpc::shard::Constraints constraints, ConstraintsFromArgs());
     for (const std::string& name : args_.all("explain")) {
-      TPC_ASSIGN_OR_RETURN(std::string text, tpc::shard::ExplainValue(*graph_, options_, constraints, name));
+      TPC_ASSIGN_OR_RETURN(std::string text,
+                           tpc::shard::ExplainValue(*graph_, options_, constraints, name));
       std::cout << text;
     }
     TPC_ASSIGN_OR_RETURN(shard_, tpc::shard::ShardGraph(*graph_, options_, constraints));
     times_["shard"] = Seconds(t);
     // Under the memory objective every weight that can split does; none did.
-    if (tp_ > 1 && options_.objective == tpc::shard::Objective::kMemory && shard_.weight_bytes_total > 0 &&
+    if (tp_ > 1 && options_.objective == tpc::shard::Objective::kMemory &&
+        shard_.weight_bytes_total > 0 &&
         shard_.weight_bytes_per_rank >= shard_.weight_bytes_total) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--tp ", tp_, ": no weight of ", model_path_, " splits into ", tp_,
@@ -193,7 +209,8 @@ class Compiler {
   }
 
   absl::Status Dump(const std::string& stage) {
-    if (std::find(dump_after_.begin(), dump_after_.end(), stage) == dump_after_.end()) return absl::OkStatus();
+    if (std::find(dump_after_.begin(), dump_after_.end(), stage) == dump_after_.end())
+      return absl::OkStatus();
     std::string text = tpc::ir::PrintGraph(*graph_);
     if (dump_after_.size() > 1) text = absl::StrCat("# IR after ", stage, "\n", text);
     const bool append = dumped_;
@@ -209,24 +226,28 @@ class Compiler {
     } else if (objective == "time") {
       options_.objective = tpc::shard::Objective::kTime;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("--objective ", objective, ": expected memory or time"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--objective ", objective, ": expected memory or time"));
     }
     if (args_.has("memory-budget")) {
-      TPC_ASSIGN_OR_RETURN(int64_t budget, PositiveInt("memory-budget", args_.get("memory-budget")));
+      TPC_ASSIGN_OR_RETURN(int64_t budget,
+                           PositiveInt("memory-budget", args_.get("memory-budget")));
       options_.memory_budget_bytes = budget;
     }
     const std::string profile = args_.get("device-profile", "h100-nvlink");
     auto p = tpc::shard::DeviceProfile::ByName(profile);
     if (!p) {
-      return absl::InvalidArgumentError(absl::StrCat("--device-profile ", profile, ": expected one of ",
-                                                     absl::StrJoin(tpc::shard::DeviceProfile::Names(), ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--device-profile ", profile, ": expected one of ",
+                       absl::StrJoin(tpc::shard::DeviceProfile::Names(), ", ")));
     }
     options_.profile = *p;
     for (const std::string& d : args_.all("dim")) {
       const auto eq = d.find('=');
       int64_t size = 0;
       if (eq == std::string::npos || !absl::SimpleAtoi(d.substr(eq + 1), &size) || size < 1) {
-        return absl::InvalidArgumentError(absl::StrCat("--dim ", d, ": expected NAME=SIZE with SIZE > 0"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--dim ", d, ": expected NAME=SIZE with SIZE > 0"));
       }
       options_.dim_sizes[d.substr(0, eq)] = size;
     }
@@ -239,9 +260,10 @@ class Compiler {
     for (const std::string& name : must_divide) {
       auto it = options_.dim_sizes.find(name);
       if (it != options_.dim_sizes.end() && it->second % tp_ != 0) {
-        return absl::InvalidArgumentError(absl::StrCat("--dim ", name, "=", it->second, " is not divisible by --tp ",
-                                                       tp_, ", but ", name, " must split across the ranks",
-                                                       options_.sequence_parallel ? " (--sequence-parallel)" : ""));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--dim ", name, "=", it->second, " is not divisible by --tp ", tp_,
+                         ", but ", name, " must split across the ranks",
+                         options_.sequence_parallel ? " (--sequence-parallel)" : ""));
       }
     }
     for (const std::string& a : args_.all("input-placement")) {
@@ -308,7 +330,8 @@ class Compiler {
     std::string shard = shard_report_.substr(shard_report_.find('{') + 1);
     const std::string text = absl::StrCat(head, ",", shard);
     std::ofstream out(path, std::ios::trunc);
-    if (!out || !(out << text) || !out.flush()) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write"));
+    if (!out || !(out << text) || !out.flush())
+      return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write"));
     return absl::OkStatus();
   }
 
@@ -318,10 +341,12 @@ class Compiler {
     std::cout << absl::StrFormat("tp-compile: %s → %s (tp=%d%s)\n", model_path_, out_dir, tp_,
                                  options_.sequence_parallel ? ", sequence parallel" : "");
     std::cout << shard_summary_;
-    std::cout << absl::StrFormat("  per rank: %d ops; inserted %d collectives, %d local shards, %d lowered ops\n",
-                                 calls, partition_.collectives, partition_.local_shards, partition_.lowered_ops);
-    std::cout << absl::StrFormat("  time: import %.3f s, shard %.3f s, partition %.3f s, plan %.3f s\n",
-                                 times_["import"], times_["shard"], times_["partition"], times_["plan"]);
+    std::cout << absl::StrFormat(
+        "  per rank: %d ops; inserted %d collectives, %d local shards, %d lowered ops\n", calls,
+        partition_.collectives, partition_.local_shards, partition_.lowered_ops);
+    std::cout << absl::StrFormat(
+        "  time: import %.3f s, shard %.3f s, partition %.3f s, plan %.3f s\n", times_["import"],
+        times_["shard"], times_["partition"], times_["plan"]);
   }
 
   const tpc::cli::Args& args_;

@@ -292,7 +292,8 @@ absl::StatusOr<int> Run(const tpc::cli::Args& args) {
     rt::Comparison c = rt::CompareTensors(outputs[0][k], reference[0][k], rtol, atol);
     // Every rank holds the whole output; they must agree too.
     for (int r = 1; r < runner->num_ranks(); ++r) {
-      rt::Comparison cr = rt::CompareTensors(outputs[static_cast<size_t>(r)][k], reference[0][k], rtol, atol);
+      rt::Comparison cr =
+          rt::CompareTensors(outputs[static_cast<size_t>(r)][k], reference[0][k], rtol, atol);
       if (!cr.pass) {
         c.pass = false;
         c.note = absl::StrCat("rank ", r, " differs");

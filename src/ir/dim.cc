@@ -68,8 +68,8 @@ Dim Dim::DivideBy(int64_t n) const {
 }
 
 bool Dim::is_static() const {
-  return known_ &&
-         (terms_.empty() || (terms_.size() == 1 && terms_[0].symbols.empty() && terms_[0].den == 1));
+  return known_ && (terms_.empty() ||
+                    (terms_.size() == 1 && terms_[0].symbols.empty() && terms_[0].den == 1));
 }
 
 int64_t Dim::value() const { return terms_.empty() ? 0 : terms_[0].coeff; }

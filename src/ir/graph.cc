@@ -9,10 +9,14 @@ namespace tpc::ir {
 
 const char* NodeKindName(NodeKind kind) {
   switch (kind) {
-    case NodeKind::kPlaceholder: return "placeholder";
-    case NodeKind::kConstant: return "constant";
-    case NodeKind::kCall: return "call";
-    case NodeKind::kOutput: return "output";
+    case NodeKind::kPlaceholder:
+      return "placeholder";
+    case NodeKind::kConstant:
+      return "constant";
+    case NodeKind::kCall:
+      return "call";
+    case NodeKind::kOutput:
+      return "output";
   }
   return "?";
 }
@@ -91,11 +95,13 @@ std::string Node::Describe() const {
   if (kind_ == NodeKind::kCall) {
     std::string op = domain_.empty() ? op_type_ : absl::StrCat(domain_, "::", op_type_);
     if (!name_.empty()) return absl::StrCat("node '", name_, "' (", op, ")");
-    if (!outputs_.empty()) return absl::StrCat("node producing '", outputs_[0]->name(), "' (", op, ")");
+    if (!outputs_.empty())
+      return absl::StrCat("node producing '", outputs_[0]->name(), "' (", op, ")");
     return absl::StrCat("node (", op, ")");
   }
   if (kind_ == NodeKind::kOutput) return "graph output";
-  return absl::StrCat(std::string(NodeKindName(kind_)), " '", outputs_.empty() ? "" : outputs_[0]->name(), "'");
+  return absl::StrCat(std::string(NodeKindName(kind_)), " '",
+                      outputs_.empty() ? "" : outputs_[0]->name(), "'");
 }
 
 // ---------------------------------------------------------------- Graph

@@ -242,7 +242,8 @@ class Parser {
           term = term * f;
         } else if (Consume('/')) {
           TPC_ASSIGN_OR_RETURN(Dim f, ReadFactor());
-          if (!f.is_static() || f.value() <= 0) return Error("a dim divides only by a positive integer");
+          if (!f.is_static() || f.value() <= 0)
+            return Error("a dim divides only by a positive integer");
           term = term.DivideBy(f.value());
         } else {
           break;

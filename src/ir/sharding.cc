@@ -30,7 +30,6 @@ std::optional<ReduceOp> ReduceOpFromName(std::string_view name) {
   return std::nullopt;
 }
 
-
 std::string Placement::ToString() const {
   switch (kind) {
     case Kind::kReplicate:

@@ -11,9 +11,7 @@ namespace {
 class OwnedStorage final : public Storage {
  public:
   explicit OwnedStorage(std::string bytes) : bytes_(std::move(bytes)) {}
-  const uint8_t* data() const override {
-    return reinterpret_cast<const uint8_t*>(bytes_.data());
-  }
+  const uint8_t* data() const override { return reinterpret_cast<const uint8_t*>(bytes_.data()); }
   size_t size() const override { return bytes_.size(); }
 
  private:
@@ -81,21 +79,48 @@ Tensor Tensor::FromDoubles(DType dtype, std::vector<int64_t> shape,
   for (int64_t i = 0; i < n; ++i) {
     double v = values[i];
     switch (dtype) {
-      case DType::kF32: Store<float>(out, i, static_cast<float>(v)); break;
-      case DType::kF64: Store<double>(out, i, v); break;
-      case DType::kF16: Store<uint16_t>(out, i, FloatToHalf(static_cast<float>(v))); break;
-      case DType::kBF16: Store<uint16_t>(out, i, FloatToBFloat16(static_cast<float>(v))); break;
-      case DType::kBool: Store<uint8_t>(out, i, v != 0 ? 1 : 0); break;
-      case DType::kU8: Store<uint8_t>(out, i, static_cast<uint8_t>(v)); break;
-      case DType::kI8: Store<int8_t>(out, i, static_cast<int8_t>(v)); break;
-      case DType::kU16: Store<uint16_t>(out, i, static_cast<uint16_t>(v)); break;
-      case DType::kI16: Store<int16_t>(out, i, static_cast<int16_t>(v)); break;
-      case DType::kI32: Store<int32_t>(out, i, static_cast<int32_t>(v)); break;
-      case DType::kI64: Store<int64_t>(out, i, static_cast<int64_t>(v)); break;
-      case DType::kU32: Store<uint32_t>(out, i, static_cast<uint32_t>(v)); break;
-      case DType::kU64: Store<uint64_t>(out, i, static_cast<uint64_t>(v)); break;
+      case DType::kF32:
+        Store<float>(out, i, static_cast<float>(v));
+        break;
+      case DType::kF64:
+        Store<double>(out, i, v);
+        break;
+      case DType::kF16:
+        Store<uint16_t>(out, i, FloatToHalf(static_cast<float>(v)));
+        break;
+      case DType::kBF16:
+        Store<uint16_t>(out, i, FloatToBFloat16(static_cast<float>(v)));
+        break;
+      case DType::kBool:
+        Store<uint8_t>(out, i, v != 0 ? 1 : 0);
+        break;
+      case DType::kU8:
+        Store<uint8_t>(out, i, static_cast<uint8_t>(v));
+        break;
+      case DType::kI8:
+        Store<int8_t>(out, i, static_cast<int8_t>(v));
+        break;
+      case DType::kU16:
+        Store<uint16_t>(out, i, static_cast<uint16_t>(v));
+        break;
+      case DType::kI16:
+        Store<int16_t>(out, i, static_cast<int16_t>(v));
+        break;
+      case DType::kI32:
+        Store<int32_t>(out, i, static_cast<int32_t>(v));
+        break;
+      case DType::kI64:
+        Store<int64_t>(out, i, static_cast<int64_t>(v));
+        break;
+      case DType::kU32:
+        Store<uint32_t>(out, i, static_cast<uint32_t>(v));
+        break;
+      case DType::kU64:
+        Store<uint64_t>(out, i, static_cast<uint64_t>(v));
+        break;
       case DType::kString:
-      case DType::kUndefined: break;
+      case DType::kUndefined:
+        break;
     }
   }
   return FromBytes(dtype, std::move(shape), std::move(out));
@@ -124,21 +149,34 @@ double Tensor::ElementAsDouble(int64_t i) const {
   TPC_CHECK(has_data() && i >= 0 && i < num_elements());
   const uint8_t* p = data() + i * DTypeSize(dtype_);
   switch (dtype_) {
-    case DType::kF32: return Load<float>(p);
-    case DType::kF64: return Load<double>(p);
-    case DType::kF16: return HalfToFloat(Load<uint16_t>(p));
-    case DType::kBF16: return BFloat16ToFloat(Load<uint16_t>(p));
+    case DType::kF32:
+      return Load<float>(p);
+    case DType::kF64:
+      return Load<double>(p);
+    case DType::kF16:
+      return HalfToFloat(Load<uint16_t>(p));
+    case DType::kBF16:
+      return BFloat16ToFloat(Load<uint16_t>(p));
     case DType::kBool:
-    case DType::kU8: return Load<uint8_t>(p);
-    case DType::kI8: return Load<int8_t>(p);
-    case DType::kU16: return Load<uint16_t>(p);
-    case DType::kI16: return Load<int16_t>(p);
-    case DType::kI32: return Load<int32_t>(p);
-    case DType::kI64: return static_cast<double>(Load<int64_t>(p));
-    case DType::kU32: return Load<uint32_t>(p);
-    case DType::kU64: return static_cast<double>(Load<uint64_t>(p));
+    case DType::kU8:
+      return Load<uint8_t>(p);
+    case DType::kI8:
+      return Load<int8_t>(p);
+    case DType::kU16:
+      return Load<uint16_t>(p);
+    case DType::kI16:
+      return Load<int16_t>(p);
+    case DType::kI32:
+      return Load<int32_t>(p);
+    case DType::kI64:
+      return static_cast<double>(Load<int64_t>(p));
+    case DType::kU32:
+      return Load<uint32_t>(p);
+    case DType::kU64:
+      return static_cast<double>(Load<uint64_t>(p));
     case DType::kString:
-    case DType::kUndefined: break;
+    case DType::kUndefined:
+      break;
   }
   return 0;
 }
@@ -147,11 +185,16 @@ int64_t Tensor::ElementAsInt64(int64_t i) const {
   TPC_CHECK(has_data() && i >= 0 && i < num_elements());
   const uint8_t* p = data() + i * DTypeSize(dtype_);
   switch (dtype_) {
-    case DType::kI64: return Load<int64_t>(p);
-    case DType::kU64: return static_cast<int64_t>(Load<uint64_t>(p));
-    case DType::kI32: return Load<int32_t>(p);
-    case DType::kU32: return Load<uint32_t>(p);
-    default: return static_cast<int64_t>(ElementAsDouble(i));
+    case DType::kI64:
+      return Load<int64_t>(p);
+    case DType::kU64:
+      return static_cast<int64_t>(Load<uint64_t>(p));
+    case DType::kI32:
+      return Load<int32_t>(p);
+    case DType::kU32:
+      return Load<uint32_t>(p);
+    default:
+      return static_cast<int64_t>(ElementAsDouble(i));
   }
 }
 

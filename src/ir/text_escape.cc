@@ -5,7 +5,9 @@
 
 namespace tpc::ir {
 
-std::string Quote(std::string_view s) { return "\"" + absl::CEscape(absl::string_view(s.data(), s.size())) + "\""; }
+std::string Quote(std::string_view s) {
+  return "\"" + absl::CEscape(absl::string_view(s.data(), s.size())) + "\"";
+}
 
 std::string QuoteIfNeeded(std::string_view s) {
   return IsPlainIdentifier(s) ? std::string(s) : Quote(s);

@@ -80,8 +80,8 @@ absl::StatusOr<std::vector<int64_t>> ConstantDims(const ir::Node& node) {
   std::vector<int64_t> dims;
   for (const ir::Dim& d : *type.shape) {
     if (!d.is_static()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("constant '", node.output(0)->name(), "' has a non-static type ", type.ToString()));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "constant '", node.output(0)->name(), "' has a non-static type ", type.ToString()));
     }
     dims.push_back(d.value());
   }
@@ -120,13 +120,15 @@ absl::StatusOr<::onnx::ModelProto> BuildModel(const ir::Graph& graph, const Expo
         TPC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ConstantDims(*node));
         const bool sliced = dims != t.shape();
         if (sliced && !options.write_constant) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "constant '", node->output(0)->name(), "' is per-rank; export it through a plan writer"));
+          return absl::FailedPreconditionError(
+              absl::StrCat("constant '", node->output(0)->name(),
+                           "' is per-rank; export it through a plan writer"));
         }
         int64_t nbytes = ir::DTypeSize(t.dtype());
         for (int64_t d : dims) nbytes *= d;
         ::onnx::TensorProto* proto = g->add_initializer();
-        const bool ext = !options.weights_file.empty() && nbytes >= options.external_threshold_bytes;
+        const bool ext =
+            !options.weights_file.empty() && nbytes >= options.external_threshold_bytes;
         if (!ext) {
           if (!sliced) {
             *proto = TensorToProto(t, node->output(0)->name());
@@ -221,7 +223,8 @@ absl::Status ExportModel(const ir::Graph& graph, const std::string& onnx_path,
         TPC_RETURN_IF_ERROR(options.write_constant(*e.node, out));
       } else {
         const ir::Tensor& t = e.node->tensor();
-        out.write(reinterpret_cast<const char*>(t.data()), static_cast<std::streamsize>(t.nbytes()));
+        out.write(reinterpret_cast<const char*>(t.data()),
+                  static_cast<std::streamsize>(t.nbytes()));
       }
       pos += e.nbytes;
     }

@@ -28,11 +28,12 @@ class Inliner {
     }
     if (depth >= kMaxDepth) {
       return absl::InvalidArgumentError(absl::StrCat("node '", node.name(), "': call of function '",
-                                                     node.op_type(), "' nests too deeply (recursion?)"));
+                                                     node.op_type(),
+                                                     "' nests too deeply (recursion?)"));
     }
     const ::onnx::FunctionProto& fn = *it->second;
-    const std::string prefix = absl::StrCat(node.name().empty() ? fn.name() : node.name(), "/",
-                                            counter_++, "/");
+    const std::string prefix =
+        absl::StrCat(node.name().empty() ? fn.name() : node.name(), "/", counter_++, "/");
     // Formal → actual names; names internal to the body get the prefix.
     std::map<std::string, std::string> rename;
     for (int i = 0; i < fn.input_size(); ++i) {

@@ -26,7 +26,8 @@ std::string NodeLabel(const ::onnx::NodeProto& node) {
                        ? node.op_type()
                        : absl::StrCat(node.domain(), "::", node.op_type());
   if (!node.name().empty()) return absl::StrCat("node '", node.name(), "' (", op, ")");
-  if (node.output_size() > 0) return absl::StrCat("node producing '", node.output(0), "' (", op, ")");
+  if (node.output_size() > 0)
+    return absl::StrCat("node producing '", node.output(0), "' (", op, ")");
   return absl::StrCat("node (", op, ")");
 }
 
@@ -112,7 +113,8 @@ class Importer {
       if (initializers.contains(in.name())) continue;
       if (in.name().empty()) return absl::InvalidArgumentError("a graph input has no name");
       if (env_.contains(in.name())) {
-        return absl::InvalidArgumentError(absl::StrCat("graph input '", in.name(), "' is listed twice"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("graph input '", in.name(), "' is listed twice"));
       }
       TPC_ASSIGN_OR_RETURN(ir::TensorType type,
                            TypeFromProto(in.type(), absl::StrCat("graph input '", in.name(), "'")));
@@ -187,9 +189,9 @@ class Importer {
       for (int i = 0; i < static_cast<int>(nodes.size()) && stuck.size() < 4; ++i) {
         if (pending[i] > 0) stuck.push_back(NodeLabel(nodes[i]));
       }
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the graph has a cycle through ", absl::StrJoin(stuck, ", "),
-          nodes.size() - order.size() > stuck.size() ? ", ..." : ""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the graph has a cycle through ", absl::StrJoin(stuck, ", "),
+                       nodes.size() - order.size() > stuck.size() ? ", ..." : ""));
     }
     return order;
   }
@@ -198,22 +200,28 @@ class Importer {
                                                  const ::onnx::AttributeProto& a) {
     using AP = ::onnx::AttributeProto;
     switch (a.type()) {
-      case AP::INT: return ir::AttrValue(static_cast<int64_t>(a.i()));
-      case AP::FLOAT: return ir::AttrValue(a.f());
-      case AP::STRING: return ir::AttrValue(a.s());
-      case AP::INTS: return ir::AttrValue(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
-      case AP::FLOATS: return ir::AttrValue(std::vector<float>(a.floats().begin(), a.floats().end()));
+      case AP::INT:
+        return ir::AttrValue(static_cast<int64_t>(a.i()));
+      case AP::FLOAT:
+        return ir::AttrValue(a.f());
+      case AP::STRING:
+        return ir::AttrValue(a.s());
+      case AP::INTS:
+        return ir::AttrValue(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+      case AP::FLOATS:
+        return ir::AttrValue(std::vector<float>(a.floats().begin(), a.floats().end()));
       case AP::STRINGS:
         return ir::AttrValue(std::vector<std::string>(a.strings().begin(), a.strings().end()));
       case AP::TENSOR: {
-        TPC_ASSIGN_OR_RETURN(ir::Tensor t, TensorFromProto(a.t(), std::nullopt, model_.file, &external_));
+        TPC_ASSIGN_OR_RETURN(ir::Tensor t,
+                             TensorFromProto(a.t(), std::nullopt, model_.file, &external_));
         return ir::AttrValue(std::move(t));
       }
       case AP::GRAPH:
       case AP::GRAPHS:
-        return absl::UnimplementedError(absl::StrCat(
-            NodeLabel(node), ": attribute '", a.name(),
-            "' is a subgraph; control flow (If, Loop, Scan) is not supported"));
+        return absl::UnimplementedError(
+            absl::StrCat(NodeLabel(node), ": attribute '", a.name(),
+                         "' is a subgraph; control flow (If, Loop, Scan) is not supported"));
       default:
         return absl::UnimplementedError(absl::StrCat(NodeLabel(node), ": attribute '", a.name(),
                                                      "' has an unsupported type ", a.type()));
@@ -246,10 +254,10 @@ class Importer {
     }
     // Constants stay ahead of every call, as initializers do, so that exporting and
     // re-importing gives the same IR.
-    env_[node.output(0)] = first_call_ == nullptr
-                               ? graph_->AddConstant(node.output(0), std::move(tensor))
-                               : graph_->InsertConstantBefore(first_call_, node.output(0),
-                                                              std::move(tensor));
+    env_[node.output(0)] =
+        first_call_ == nullptr
+            ? graph_->AddConstant(node.output(0), std::move(tensor))
+            : graph_->InsertConstantBefore(first_call_, node.output(0), std::move(tensor));
     return absl::OkStatus();
   }
 
@@ -280,8 +288,9 @@ class Importer {
       // unless its name must survive as a graph output.
       if (domain.empty() && (node.op_type() == "Identity" || node.op_type() == "Dropout") &&
           !inputs.empty() && inputs[0] != nullptr && !graph_outputs.contains(node.output(0))) {
-        bool mask_used = node.output_size() > 1 && !node.output(1).empty() &&
-                         (consumed.contains(node.output(1)) || graph_outputs.contains(node.output(1)));
+        bool mask_used =
+            node.output_size() > 1 && !node.output(1).empty() &&
+            (consumed.contains(node.output(1)) || graph_outputs.contains(node.output(1)));
         if (!mask_used) {
           env_[node.output(0)] = inputs[0];
           continue;
@@ -292,10 +301,10 @@ class Importer {
       for (int i = 0; i < node.output_size(); ++i) {
         const std::string& o = node.output(i);
         // An omitted optional output still gets a value in the IR, with a fresh name.
-        outputs.push_back(o.empty() ? graph_->UniqueName(absl::StrCat(
-                                          node.name().empty() ? node.op_type() : node.name(),
-                                          "_unused_", i))
-                                    : o);
+        outputs.push_back(
+            o.empty() ? graph_->UniqueName(absl::StrCat(
+                            node.name().empty() ? node.op_type() : node.name(), "_unused_", i))
+                      : o);
       }
       ir::Node* n = graph_->AddCall(domain, node.op_type(), std::move(inputs), outputs,
                                     std::move(attrs), node.name());
@@ -346,9 +355,9 @@ class Importer {
         conflict = a[i].is_static() && b[i].is_static() && a[i].value() != b[i].value();
       }
       if (conflict) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "shape mismatch: value '", info.name(), "' is declared ", ir::DimsToString(a), " but ",
-            where, " produces ", ir::DimsToString(b)));
+        return absl::InvalidArgumentError(
+            absl::StrCat("shape mismatch: value '", info.name(), "' is declared ",
+                         ir::DimsToString(a), " but ", where, " produces ", ir::DimsToString(b)));
       }
     }
     return absl::OkStatus();

@@ -96,9 +96,9 @@ class WireReader {
 };
 
 absl::Status Corrupt(const std::string& name, const std::string& why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(name, ": not a valid ONNX protobuf (", why, "); the file is truncated, "
-                         "corrupt or not an ONNX model"));
+  return absl::InvalidArgumentError(absl::StrCat(name, ": not a valid ONNX protobuf (", why,
+                                                 "); the file is truncated, "
+                                                 "corrupt or not an ONNX model"));
 }
 
 void Append(std::string* out, const uint8_t* base, size_t begin, size_t end) {

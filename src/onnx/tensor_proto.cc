@@ -25,22 +25,32 @@ std::string PackAs(const Field& field) {
 absl::StatusOr<std::string> PackTypedData(const ::onnx::TensorProto& proto, ir::DType dtype) {
   using ir::DType;
   switch (dtype) {
-    case DType::kF32: return PackAs<float>(proto.float_data());
-    case DType::kF64: return PackAs<double>(proto.double_data());
-    case DType::kI64: return PackAs<int64_t>(proto.int64_data());
+    case DType::kF32:
+      return PackAs<float>(proto.float_data());
+    case DType::kF64:
+      return PackAs<double>(proto.double_data());
+    case DType::kI64:
+      return PackAs<int64_t>(proto.int64_data());
     case DType::kU32:
-    case DType::kU64: return dtype == DType::kU32 ? PackAs<uint32_t>(proto.uint64_data())
-                                                  : PackAs<uint64_t>(proto.uint64_data());
-    case DType::kI32: return PackAs<int32_t>(proto.int32_data());
-    case DType::kI16: return PackAs<int16_t>(proto.int32_data());
+    case DType::kU64:
+      return dtype == DType::kU32 ? PackAs<uint32_t>(proto.uint64_data())
+                                  : PackAs<uint64_t>(proto.uint64_data());
+    case DType::kI32:
+      return PackAs<int32_t>(proto.int32_data());
+    case DType::kI16:
+      return PackAs<int16_t>(proto.int32_data());
     case DType::kU16:
     case DType::kF16:
-    case DType::kBF16: return PackAs<uint16_t>(proto.int32_data());
-    case DType::kI8: return PackAs<int8_t>(proto.int32_data());
+    case DType::kBF16:
+      return PackAs<uint16_t>(proto.int32_data());
+    case DType::kI8:
+      return PackAs<int8_t>(proto.int32_data());
     case DType::kU8:
-    case DType::kBool: return PackAs<uint8_t>(proto.int32_data());
+    case DType::kBool:
+      return PackAs<uint8_t>(proto.int32_data());
     case DType::kString:
-    case DType::kUndefined: break;
+    case DType::kUndefined:
+      break;
   }
   return absl::UnimplementedError("string tensors are not supported");
 }
@@ -53,22 +63,22 @@ absl::StatusOr<std::shared_ptr<const MappedFile>> ExternalDataFiles::Open(
   if (it != files_.end()) return it->second;
   fs::path rel(location);
   if (location.empty() || rel.is_absolute()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "initializer '", tensor_name, "': external data location '", location,
-        "' is absolute or empty; it must be a path relative to the model's folder"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("initializer '", tensor_name, "': external data location '", location,
+                     "' is absolute or empty; it must be a path relative to the model's folder"));
   }
   fs::path dir = fs::weakly_canonical(fs::path(model_dir_.empty() ? "." : model_dir_));
   fs::path full = fs::weakly_canonical(dir / rel);
   auto [dir_end, full_it] = std::mismatch(dir.begin(), dir.end(), full.begin(), full.end());
   if (dir_end != dir.end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("initializer '", tensor_name, "': external data location '", location,
-                     "' leaves the model's folder"));
+    return absl::InvalidArgumentError(absl::StrCat("initializer '", tensor_name,
+                                                   "': external data location '", location,
+                                                   "' leaves the model's folder"));
   }
   auto file = MappedFile::Open(full.string());
   if (!file.ok()) {
-    return absl::NotFoundError(absl::StrCat("initializer '", tensor_name,
-                                            "': external data file '", location,
+    return absl::NotFoundError(absl::StrCat("initializer '", tensor_name, "': external data file '",
+                                            location,
                                             "' cannot be read: ", file.status().message()));
   }
   files_[location] = *file;
@@ -80,9 +90,10 @@ absl::StatusOr<ir::Tensor> TensorFromProto(const ::onnx::TensorProto& proto,
                                            const std::shared_ptr<const MappedFile>& model_file,
                                            ExternalDataFiles* external) {
   const std::string& name = proto.name();
-  if (!ir::IsKnownOnnxDType(proto.data_type()) || proto.data_type() == ::onnx::TensorProto::STRING) {
-    return absl::UnimplementedError(absl::StrCat("tensor '", name, "': data type ",
-                                                 proto.data_type(), " is not supported"));
+  if (!ir::IsKnownOnnxDType(proto.data_type()) ||
+      proto.data_type() == ::onnx::TensorProto::STRING) {
+    return absl::UnimplementedError(
+        absl::StrCat("tensor '", name, "': data type ", proto.data_type(), " is not supported"));
   }
   auto dtype = static_cast<ir::DType>(proto.data_type());
   std::vector<int64_t> shape(proto.dims().begin(), proto.dims().end());
@@ -93,9 +104,9 @@ absl::StatusOr<ir::Tensor> TensorFromProto(const ::onnx::TensorProto& proto,
   const size_t expected = probe.nbytes();
   auto check_size = [&](size_t got, std::string_view where) -> absl::Status {
     if (got == expected) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': ", std::string(where), " holds ", got,
-                                                   " bytes, its type ", ir::DTypeName(dtype),
-                                                   " needs ", expected));
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': ", std::string(where),
+                                                   " holds ", got, " bytes, its type ",
+                                                   ir::DTypeName(dtype), " needs ", expected));
   };
 
   if (proto.data_location() == ::onnx::TensorProto::EXTERNAL) {
@@ -113,9 +124,9 @@ absl::StatusOr<ir::Tensor> TensorFromProto(const ::onnx::TensorProto& proto,
     TPC_ASSIGN_OR_RETURN(auto file, external->Open(location, name));
     if (length < 0) length = static_cast<int64_t>(expected);
     if (offset < 0 || static_cast<size_t>(offset + length) > file->size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "initializer '", name, "': external data [", offset, ", ", offset + length,
-          ") is past the end of '", location, "' (", file->size(), " bytes)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("initializer '", name, "': external data [", offset, ", ", offset + length,
+                       ") is past the end of '", location, "' (", file->size(), " bytes)"));
     }
     TPC_RETURN_IF_ERROR(check_size(static_cast<size_t>(length), "its external data"));
     return ir::Tensor::FromMapped(dtype, shape, file, static_cast<size_t>(offset));

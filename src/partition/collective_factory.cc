@@ -2,7 +2,6 @@
 
 namespace tpc::partition {
 
-
 namespace {
 
 ir::Value* Make(ir::Graph& g, ir::Node* before, const std::string& op, ir::Value* x,
@@ -28,16 +27,21 @@ CollectiveFactory TpcCollectives(int64_t group_size) {
   f.reduce_scatter = [group_size](ir::Graph& g, ir::Node* before, ir::Value* x, int64_t axis,
                                   int64_t blocks, ir::ReduceOp op) {
     return Make(g, before, "ReduceScatter", x,
-                {{"axis", axis}, {"blocks", blocks}, {"reduce", std::string(ir::ReduceOpName(op))},
+                {{"axis", axis},
+                 {"blocks", blocks},
+                 {"reduce", std::string(ir::ReduceOpName(op))},
                  {"group_size", group_size}});
   };
   f.all_to_all = [group_size](ir::Graph& g, ir::Node* before, ir::Value* x, int64_t split_axis,
                               int64_t concat_axis) {
-    return Make(g, before, "AllToAll", x,
-                {{"split_axis", split_axis}, {"concat_axis", concat_axis}, {"group_size", group_size}});
+    return Make(
+        g, before, "AllToAll", x,
+        {{"split_axis", split_axis}, {"concat_axis", concat_axis}, {"group_size", group_size}});
   };
-  f.shard = [group_size](ir::Graph& g, ir::Node* before, ir::Value* x, int64_t axis, int64_t blocks) {
-    return Make(g, before, "Shard", x, {{"axis", axis}, {"blocks", blocks}, {"group_size", group_size}});
+  f.shard = [group_size](ir::Graph& g, ir::Node* before, ir::Value* x, int64_t axis,
+                         int64_t blocks) {
+    return Make(g, before, "Shard", x,
+                {{"axis", axis}, {"blocks", blocks}, {"group_size", group_size}});
   };
   return f;
 }

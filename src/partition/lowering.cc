@@ -31,7 +31,8 @@ LocalIndices Localize(Rewriter& rw, ir::Node* before, ir::Value* ids, int64_t pa
   ir::Value* local = rw.Op(before, "Sub", {ids, RankStart(rw, t.dtype, part)}, t, kR);
   ir::Value* zero = rw.Scalar("tp/zero", t.dtype, 0);
   ir::Value* ge = rw.Op(before, "GreaterOrEqual", {local, zero}, b, kR);
-  ir::Value* lt = rw.Op(before, "Less", {local, rw.Scalar("tp/part", t.dtype, static_cast<double>(part))}, b, kR);
+  ir::Value* lt = rw.Op(before, "Less",
+                        {local, rw.Scalar("tp/part", t.dtype, static_cast<double>(part))}, b, kR);
   ir::Value* in_range = rw.Op(before, "And", {ge, lt}, b, kR);
   ir::Value* safe = rw.Op(before, "Where", {in_range, local, zero}, t, kR);
   return {safe, in_range};
@@ -47,13 +48,14 @@ ir::TensorType ScalarOf(ir::DType t) { return ir::TensorType(t, {}); }
 
 // Applies ignore_index and class weights to per-element losses `nll` (shape of
 // `labels`), then the reduction. Returns the loss.
-ir::Value* Reduce(Rewriter& rw, ir::Node* node, ir::Value* nll, ir::Value* labels, ir::Value* weights,
-                  const Placement& placement) {
+ir::Value* Reduce(Rewriter& rw, ir::Node* node, ir::Value* nll, ir::Value* labels,
+                  ir::Value* weights, const Placement& placement) {
   const ir::TensorType& lt = labels->type();
   const ir::TensorType ft = nll->type();
   ir::Value* valid = nullptr;
   if (node->has_attr("ignore_index")) {
-    ir::Value* ignore = rw.Scalar("tp/ignore_index", lt.dtype, static_cast<double>(node->attr_int("ignore_index", 0)));
+    ir::Value* ignore = rw.Scalar("tp/ignore_index", lt.dtype,
+                                  static_cast<double>(node->attr_int("ignore_index", 0)));
     ir::Value* eq = rw.Op(node, "Equal", {labels, ignore}, WithDType(lt, ir::DType::kBool), kR);
     valid = rw.Op(node, "Not", {eq}, WithDType(lt, ir::DType::kBool), kR);
   }
@@ -61,7 +63,8 @@ ir::Value* Reduce(Rewriter& rw, ir::Node* node, ir::Value* nll, ir::Value* label
   ir::Value* w = nullptr;
   if (weights != nullptr) {
     ir::Value* idx = labels;
-    if (valid != nullptr) idx = rw.Op(node, "Where", {valid, labels, rw.Scalar("tp/zero", lt.dtype, 0)}, lt, kR);
+    if (valid != nullptr)
+      idx = rw.Op(node, "Where", {valid, labels, rw.Scalar("tp/zero", lt.dtype, 0)}, lt, kR);
     w = rw.Op(node, "Gather", {weights, idx}, ft, kR, {{"axis", int64_t{0}}});
     if (valid != nullptr) w = rw.Op(node, "Where", {valid, w, fzero}, ft, kR);
     nll = rw.Op(node, "Mul", {nll, w}, ft, placement);
@@ -84,7 +87,8 @@ ir::Value* Reduce(Rewriter& rw, ir::Node* node, ir::Value* nll, ir::Value* label
     ir::Value* ones = rw.Op(node, "Cast", {labels}, WithDType(lt, ft.dtype), kR,
                             {{"to", static_cast<int64_t>(ft.dtype)}});
     ones = rw.Op(node, "Mul", {ones, fzero}, WithDType(lt, ft.dtype), kR);
-    ones = rw.Op(node, "Add", {ones, rw.Scalar("tp/one", ft.dtype, 1)}, WithDType(lt, ft.dtype), kR);
+    ones =
+        rw.Op(node, "Add", {ones, rw.Scalar("tp/one", ft.dtype, 1)}, WithDType(lt, ft.dtype), kR);
     den = rw.Reduce(node, "ReduceSum", ones, {}, false, ScalarOf(ft.dtype), kR);
   }
   return rw.Op(node, "Div", {sum, den}, ScalarOf(ft.dtype), placement);
@@ -115,14 +119,17 @@ absl::StatusOr<Replacements> LowerMaskedGather(Rewriter& rw, ir::Node* node) {
   ir::Value* data = node->input(0);
   ir::Value* ids = node->input(1);
   const ir::Dim& part = (*data->type().shape)[0];
-  if (!part.is_static()) return absl::UnimplementedError("vocab-parallel embedding needs a static vocab size");
+  if (!part.is_static())
+    return absl::UnimplementedError("vocab-parallel embedding needs a static vocab size");
   LocalIndices li = Localize(rw, node, ids, part.value());
   const ir::TensorType out_type = node->output(0)->type();
-  ir::Value* gathered = rw.Op(node, "Gather", {data, li.safe}, out_type, kPartialSum, {{"axis", int64_t{0}}});
+  ir::Value* gathered =
+      rw.Op(node, "Gather", {data, li.safe}, out_type, kPartialSum, {{"axis", int64_t{0}}});
   // Rows of other ranks become zeros: the sum over ranks is the lookup.
   const int64_t ids_rank = ids->type().rank();
   ir::TensorType mask_type = WithDType(out_type, ir::DType::kBool);
-  for (int64_t d = ids_rank; d < mask_type.rank(); ++d) (*mask_type.shape)[static_cast<size_t>(d)] = ir::Dim(1);
+  for (int64_t d = ids_rank; d < mask_type.rank(); ++d)
+    (*mask_type.shape)[static_cast<size_t>(d)] = ir::Dim(1);
   ir::Value* mask = li.in_range;
   if (mask_type.rank() > ids_rank) {
     mask = rw.Unsqueeze(node, mask, Range(ids_rank, mask_type.rank()), mask_type, kR);
@@ -136,11 +143,12 @@ absl::StatusOr<Replacements> LowerVocabParallelSoftmax(Rewriter& rw, ir::Node* n
   ir::Value* x = node->input(0);
   const ir::TensorType t = x->type();
   const int64_t axis = node->attr_int("axis", -1) < 0 ? node->attr_int("axis", -1) + t.rank()
-                                                       : node->attr_int("axis", -1);
+                                                      : node->attr_int("axis", -1);
   const Placement split = Placement::Shard(axis);
   const ir::TensorType row = WithDim(t, axis, ir::Dim(1));
   const CollectiveFactory& f = rw.factory();
-  ir::Value* m = rw.Reduce(node, "ReduceMax", x, {axis}, true, row, Placement::Partial(ir::ReduceOp::kMax));
+  ir::Value* m =
+      rw.Reduce(node, "ReduceMax", x, {axis}, true, row, Placement::Partial(ir::ReduceOp::kMax));
   m = f.all_reduce(rw.graph(), node, m, ir::ReduceOp::kMax);
   m->set_type(row);
   ir::Value* shifted = rw.Op(node, "Sub", {x, m}, t, split);
@@ -162,12 +170,14 @@ absl::StatusOr<Replacements> LowerVocabParallelLoss(Rewriter& rw, ir::Node* node
   ir::Value* weights = node->optional_input(2);
   const ir::TensorType st = scores->type();
   const ir::Dim part = scores->type().shape->at(1);
-  if (!part.is_static()) return absl::UnimplementedError("vocab-parallel loss needs a static class count");
+  if (!part.is_static())
+    return absl::UnimplementedError("vocab-parallel loss needs a static class count");
   const CollectiveFactory& f = rw.factory();
   const ir::TensorType row = WithDim(st, 1, ir::Dim(1));
   const Placement split = Placement::Shard(1);
   // log-sum-exp over the whole class dim: max, then sum of exponentials.
-  ir::Value* m = rw.Reduce(node, "ReduceMax", scores, {1}, true, row, Placement::Partial(ir::ReduceOp::kMax));
+  ir::Value* m =
+      rw.Reduce(node, "ReduceMax", scores, {1}, true, row, Placement::Partial(ir::ReduceOp::kMax));
   m = f.all_reduce(rw.graph(), node, m, ir::ReduceOp::kMax);
   m->set_type(row);
   ir::Value* shifted = rw.Op(node, "Sub", {scores, m}, st, split);
@@ -182,9 +192,12 @@ absl::StatusOr<Replacements> LowerVocabParallelLoss(Rewriter& rw, ir::Node* node
   ir::TensorType idx_type = lt;
   idx_type.shape->insert(idx_type.shape->begin() + 1, ir::Dim(1));
   ir::Value* idx = rw.Unsqueeze(node, li.safe, {1}, idx_type, kR);
-  ir::Value* picked = rw.Op(node, "GatherElements", {shifted, idx}, row, kPartialSum, {{"axis", int64_t{1}}});
-  ir::Value* in_range = rw.Unsqueeze(node, li.in_range, {1}, WithDType(idx_type, ir::DType::kBool), kR);
-  picked = rw.Op(node, "Where", {in_range, picked, rw.Scalar("tp/zero", st.dtype, 0)}, row, kPartialSum);
+  ir::Value* picked =
+      rw.Op(node, "GatherElements", {shifted, idx}, row, kPartialSum, {{"axis", int64_t{1}}});
+  ir::Value* in_range =
+      rw.Unsqueeze(node, li.in_range, {1}, WithDType(idx_type, ir::DType::kBool), kR);
+  picked =
+      rw.Op(node, "Where", {in_range, picked, rw.Scalar("tp/zero", st.dtype, 0)}, row, kPartialSum);
   picked = f.all_reduce(rw.graph(), node, picked, ir::ReduceOp::kSum);
   picked->set_type(row);
   rw.stats().collectives += 3;
@@ -202,14 +215,16 @@ absl::StatusOr<Replacements> LowerVocabParallelNll(Rewriter& rw, ir::Node* node)
   ir::Value* weights = node->optional_input(2);
   const ir::TensorType it = input->type();
   const ir::Dim part = input->type().shape->at(1);
-  if (!part.is_static()) return absl::UnimplementedError("vocab-parallel NLL needs a static class count");
+  if (!part.is_static())
+    return absl::UnimplementedError("vocab-parallel NLL needs a static class count");
   LocalIndices li = Localize(rw, node, target, part.value());
   const ir::TensorType tt = target->type();
   ir::TensorType idx_type = tt;
   idx_type.shape->insert(idx_type.shape->begin() + 1, ir::Dim(1));
   const ir::TensorType row = WithDim(it, 1, ir::Dim(1));
   ir::Value* idx = rw.Unsqueeze(node, li.safe, {1}, idx_type, kR);
-  ir::Value* picked = rw.Op(node, "GatherElements", {input, idx}, row, kPartialSum, {{"axis", int64_t{1}}});
+  ir::Value* picked =
+      rw.Op(node, "GatherElements", {input, idx}, row, kPartialSum, {{"axis", int64_t{1}}});
   picked = rw.Squeeze(node, picked, {1}, WithDType(tt, it.dtype), kPartialSum);
   picked = rw.Op(node, "Where", {li.in_range, picked, rw.Scalar("tp/zero", it.dtype, 0)},
                  WithDType(tt, it.dtype), kPartialSum);

@@ -24,8 +24,8 @@ namespace {
 
 class Partitioner {
  public:
-  Partitioner(ir::Graph& graph, const shard::ShardResult& result, const shard::ShardOptions& options,
-              const CollectiveFactory& factory)
+  Partitioner(ir::Graph& graph, const shard::ShardResult& result,
+              const shard::ShardOptions& options, const CollectiveFactory& factory)
       : graph_(graph), result_(result), options_(options), rw_(graph, options.mesh.tp(), factory) {}
 
   absl::StatusOr<PartitionStats> Run() {
@@ -173,7 +173,8 @@ class Partitioner {
         out = f.all_to_all(graph_, before, x, to.dim, from.dim);
       } else {
         // Different block layouts: gather, then take this rank's part.
-        TPC_ASSIGN_OR_RETURN(ir::Value * whole, Transition(original, x, from, Placement::Replicate(), before));
+        TPC_ASSIGN_OR_RETURN(ir::Value * whole,
+                             Transition(original, x, from, Placement::Replicate(), before));
         return Transition(original, whole, Placement::Replicate(), to, before);
       }
     } else if (from.kind == PKind::kReplicate && to.kind == PKind::kShard) {
@@ -182,11 +183,12 @@ class Partitioner {
     } else if (from.kind == PKind::kReplicate && to.kind == PKind::kPartial) {
       if (to.reduce != ir::ReduceOp::kSum) return x;  // max/min/avg of equal terms
       return KeepOnRankZero(original, x, before);
-    } else if (from.kind == PKind::kShard && to.kind == PKind::kPartial && to.reduce == ir::ReduceOp::kSum) {
+    } else if (from.kind == PKind::kShard && to.kind == PKind::kPartial &&
+               to.reduce == ir::ReduceOp::kSum) {
       return ZeroPad(original, x, from, before);
     } else {
-      return absl::InternalError(absl::StrCat("partition: no transition from ", from.ToString(), " to ",
-                                              to.ToString(), " for ", original->name()));
+      return absl::InternalError(absl::StrCat("partition: no transition from ", from.ToString(),
+                                              " to ", to.ToString(), " for ", original->name()));
     }
     if (collective) ++rw_.stats().collectives;
     rw_.UseTpcDomain();
@@ -207,7 +209,8 @@ class Partitioner {
     const Placement partial = Placement::Partial(ir::ReduceOp::kSum);
     ir::TensorType out_type = rank == 0 ? ir::TensorType(t.dtype, {ir::Dim(1)}) : t;
     ir::Value* y = rw_.Op(before, "Mul", {x, m}, out_type, partial);
-    if (rank == 0) y = rw_.Op(before, "Reshape", {y, rw_.Int64s("tp/scalar_shape", {})}, t, partial);
+    if (rank == 0)
+      y = rw_.Op(before, "Reshape", {y, rw_.Int64s("tp/scalar_shape", {})}, t, partial);
     return y;
   }
 

@@ -23,13 +23,15 @@ ir::Node* Rewriter::FirstCall() {
 
 ir::Value* Rewriter::Constant(const std::string& base, ir::Tensor t) {
   ir::Node* first = FirstCall();
-  ir::Value* v = first != nullptr ? graph_.InsertConstantBefore(first, graph_.UniqueName(base), std::move(t))
-                                  : graph_.AddConstant(graph_.UniqueName(base), std::move(t));
+  ir::Value* v = first != nullptr
+                     ? graph_.InsertConstantBefore(first, graph_.UniqueName(base), std::move(t))
+                     : graph_.AddConstant(graph_.UniqueName(base), std::move(t));
   v->set_sharding(ir::Sharding{{ir::Placement::Replicate()}});
   return v;
 }
 
-ir::Value* Rewriter::Int64s(const std::string& base, const std::vector<int64_t>& values, bool scalar) {
+ir::Value* Rewriter::Int64s(const std::string& base, const std::vector<int64_t>& values,
+                            bool scalar) {
   std::vector<int64_t> shape;
   if (!scalar) shape.push_back(static_cast<int64_t>(values.size()));
   ir::Value* v = Constant(base, ir::Tensor::FromInt64(shape, values));
@@ -57,7 +59,8 @@ ir::Value* Rewriter::Op(ir::Node* before, const std::string& op, std::vector<ir:
                         ir::TensorType type, const ir::Placement& placement, ir::Attributes attrs,
                         const std::string& domain) {
   const std::string name = graph_.UniqueName(absl::StrCat("tp/", op));
-  ir::Node* n = graph_.InsertCallBefore(before, domain, op, std::move(inputs), {name}, std::move(attrs), name);
+  ir::Node* n = graph_.InsertCallBefore(before, domain, op, std::move(inputs), {name},
+                                        std::move(attrs), name);
   n->output(0)->set_type(std::move(type));
   n->output(0)->set_sharding(ir::Sharding{{placement}});
   if (domain == kTpcDomain) UseTpcDomain();

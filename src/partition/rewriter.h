@@ -26,7 +26,8 @@ class Rewriter {
 
   // A replicated constant, placed before the first call.
   ir::Value* Constant(const std::string& base, ir::Tensor t);
-  ir::Value* Int64s(const std::string& base, const std::vector<int64_t>& values, bool scalar = false);
+  ir::Value* Int64s(const std::string& base, const std::vector<int64_t>& values,
+                    bool scalar = false);
   ir::Value* Scalar(const std::string& base, ir::DType dtype, double value);
   // A per-rank constant: rank r sees rows [r·m, (r+1)·m) of `table` (shape [N·m, ...]),
   // so its type is [m, ...].
@@ -38,12 +39,13 @@ class Rewriter {
                 const std::string& domain = "");
 
   // Opset-correct forms of ops whose signature changed.
-  ir::Value* Unsqueeze(ir::Node* before, ir::Value* x, std::vector<int64_t> axes, ir::TensorType type,
-                       const ir::Placement& p);
+  ir::Value* Unsqueeze(ir::Node* before, ir::Value* x, std::vector<int64_t> axes,
+                       ir::TensorType type, const ir::Placement& p);
   ir::Value* Squeeze(ir::Node* before, ir::Value* x, std::vector<int64_t> axes, ir::TensorType type,
                      const ir::Placement& p);
-  ir::Value* Reduce(ir::Node* before, const std::string& op, ir::Value* x, std::vector<int64_t> axes,
-                    bool keepdims, ir::TensorType type, const ir::Placement& p);
+  ir::Value* Reduce(ir::Node* before, const std::string& op, ir::Value* x,
+                    std::vector<int64_t> axes, bool keepdims, ir::TensorType type,
+                    const ir::Placement& p);
 
   // Marks a tpc-domain op in the graph's opsets.
   void UseTpcDomain();

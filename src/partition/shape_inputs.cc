@@ -45,8 +45,8 @@ absl::Status FixShapeInputs(Rewriter& rw, ir::Node* node, const std::vector<Plac
   if ((op == "Shape" || op == "Size") && node->input(0)->sharding()) {
     const Placement p = node->input(0)->sharding()->placements[0];
     if (p.kind != Placement::Kind::kShard) return absl::OkStatus();
-    ir::Value* local = rw.Op(node, op, {node->input(0)}, node->output(0)->type(), Placement::Replicate(),
-                             node->attrs());
+    ir::Value* local = rw.Op(node, op, {node->input(0)}, node->output(0)->type(),
+                             Placement::Replicate(), node->attrs());
     std::vector<int64_t> factor;
     if (op == "Size") {
       factor = {rw.n()};
@@ -60,16 +60,17 @@ absl::Status FixShapeInputs(Rewriter& rw, ir::Node* node, const std::vector<Plac
       end = std::clamp<int64_t>(end, 0, rank);
       for (int64_t d = start; d < end; ++d) factor.push_back(d == p.dim ? rw.n() : 1);
     }
-    ir::Value* whole = rw.Op(node, "Mul", {local, rw.Int64s("tp/whole_shape", factor, op == "Size")},
-                             node->output(0)->type(), Placement::Replicate());
+    ir::Value* whole =
+        rw.Op(node, "Mul", {local, rw.Int64s("tp/whole_shape", factor, op == "Size")},
+              node->output(0)->type(), Placement::Replicate());
     whole->set_known_value(node->output(0)->known_value());
     ReplaceNode(rw, node, {whole});
     return absl::OkStatus();
   }
   {
     // A blocked Split: every part is split too, so the sizes are per rank.
-    if (op == "Split" && !inputs.empty() && inputs[0] && inputs[0]->kind == Placement::Kind::kShard &&
-        inputs[0]->blocks > 1) {
+    if (op == "Split" && !inputs.empty() && inputs[0] &&
+        inputs[0]->kind == Placement::Kind::kShard && inputs[0]->blocks > 1) {
       if (node->has_attr("split")) {
         std::vector<int64_t> sizes = node->attr_ints("split");
         for (int64_t& s : sizes) s /= rw.n();

@@ -55,7 +55,9 @@ absl::Status CheckSources(const ir::Graph& graph) {
 proto::Placement ToProto(const ir::Placement& p) {
   proto::Placement out;
   switch (p.kind) {
-    case ir::Placement::Kind::kReplicate: out.set_kind(proto::Placement::REPLICATE); break;
+    case ir::Placement::Kind::kReplicate:
+      out.set_kind(proto::Placement::REPLICATE);
+      break;
     case ir::Placement::Kind::kShard:
       out.set_kind(proto::Placement::SHARD);
       out.set_dim(p.dim);
@@ -84,7 +86,8 @@ void AddPlacements(const std::vector<ir::Value*>& values,
 absl::Status AddShardIndex(const std::string& model_path, proto::RankPlan* rp) {
   std::ifstream in(model_path, std::ios::binary);
   ::onnx::ModelProto model;
-  if (!model.ParseFromIstream(&in)) return absl::InternalError(absl::StrCat(model_path, ": cannot re-read"));
+  if (!model.ParseFromIstream(&in))
+    return absl::InternalError(absl::StrCat(model_path, ": cannot re-read"));
   for (const auto& t : model.graph().initializer()) {
     if (t.data_location() != ::onnx::TensorProto::EXTERNAL) continue;
     proto::WeightShard* w = rp->add_shards();
@@ -104,7 +107,8 @@ absl::Status AddShardIndex(const std::string& model_path, proto::RankPlan* rp) {
 
 const char* Version() { return TPC_VERSION; }
 
-absl::StatusOr<std::vector<RankFiles>> WriteRankFiles(const ir::Graph& graph, const std::string& dir,
+absl::StatusOr<std::vector<RankFiles>> WriteRankFiles(const ir::Graph& graph,
+                                                      const std::string& dir,
                                                       const PlanOptions& options) {
   const int64_t n = options.tp;
   const int64_t per_rank = RankWeightBytes(graph, n);

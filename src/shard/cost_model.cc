@@ -23,13 +23,16 @@ std::optional<DeviceProfile> DeviceProfile::ByName(const std::string& name) {
 
 std::vector<std::string> DeviceProfile::Names() { return {"h100-nvlink", "a100-nvlink", "pcie4"}; }
 
-
 const char* CollectiveName(CollectiveKind kind) {
   switch (kind) {
-    case CollectiveKind::kAllReduce: return "all-reduce";
-    case CollectiveKind::kAllGather: return "all-gather";
-    case CollectiveKind::kReduceScatter: return "reduce-scatter";
-    case CollectiveKind::kAllToAll: return "all-to-all";
+    case CollectiveKind::kAllReduce:
+      return "all-reduce";
+    case CollectiveKind::kAllGather:
+      return "all-gather";
+    case CollectiveKind::kReduceScatter:
+      return "reduce-scatter";
+    case CollectiveKind::kAllToAll:
+      return "all-to-all";
   }
   return "?";
 }
@@ -39,14 +42,18 @@ double CollectivePicos(const DeviceProfile& p, CollectiveKind kind, int64_t n, d
   const double steps = static_cast<double>(n - 1);
   const double frac = steps / static_cast<double>(n);
   // One pass around the ring: what an all-gather or a reduce-scatter costs.
-  const double pass = std::round((steps * p.latency_s + frac * bytes / p.link_bandwidth_bytes_per_s) * 1e12);
+  const double pass =
+      std::round((steps * p.latency_s + frac * bytes / p.link_bandwidth_bytes_per_s) * 1e12);
   switch (kind) {
-    case CollectiveKind::kAllReduce: return 2 * pass;
+    case CollectiveKind::kAllReduce:
+      return 2 * pass;
     case CollectiveKind::kAllGather:
-    case CollectiveKind::kReduceScatter: return pass;
+    case CollectiveKind::kReduceScatter:
+      return pass;
     case CollectiveKind::kAllToAll:
       return std::round((steps * p.latency_s +
-                         frac * bytes / static_cast<double>(n) / p.link_bandwidth_bytes_per_s) * 1e12);
+                         frac * bytes / static_cast<double>(n) / p.link_bandwidth_bytes_per_s) *
+                        1e12);
   }
   return 0;
 }

@@ -19,8 +19,8 @@ std::string CostText(const ShardOptions& options, const Cost& c) {
     return absl::StrCat("step ", c.v[0] * 1e-6, " us, weights ", c.v[1], " B/rank, ", c.v[2],
                         " collectives");
   }
-  std::string out = absl::StrCat("matrix weights ", c.v[0], " B/rank, collectives ",
-                                 c.v[1] * 1e-6, " us (", c.v[3], ")");
+  std::string out = absl::StrCat("matrix weights ", c.v[0], " B/rank, collectives ", c.v[1] * 1e-6,
+                                 " us (", c.v[3], ")");
   if (options.sequence_parallel) absl::StrAppend(&out, ", ", c.v[2], " values off sequence shards");
   absl::StrAppend(&out, ", vectors ", c.v[4], " B/rank");
   return out;
@@ -33,15 +33,16 @@ absl::StatusOr<std::string> ExplainValue(ir::Graph& graph, const ShardOptions& r
                                          const std::string& value_name) {
   const ShardOptions options = internal::WithBlockCounts(graph, raw_options);
   ir::Value* v = graph.FindValue(value_name);
-  if (v == nullptr) return absl::NotFoundError(absl::StrCat("--explain: no value named '", value_name, "'"));
+  if (v == nullptr)
+    return absl::NotFoundError(absl::StrCat("--explain: no value named '", value_name, "'"));
   TPC_ASSIGN_OR_RETURN(auto solved, internal::BuildAndSolve(graph, options, constraints));
   const internal::ProblemBuilder& b = *solved.first;
   const MinSumSolution& best = solved.second;
   const ir::Node* producer = v->producer();
-  std::string out = absl::StrCat(v->name(), ": ", v->type().ToString(), " → ",
-                                 b.PlacementOf(v, best.assignment).ToString(), "\n  produced by ",
-                                 producer->is_call() ? producer->Describe() : ir::NodeKindName(producer->kind()),
-                                 "\n");
+  std::string out = absl::StrCat(
+      v->name(), ": ", v->type().ToString(), " → ", b.PlacementOf(v, best.assignment).ToString(),
+      "\n  produced by ",
+      producer->is_call() ? producer->Describe() : ir::NodeKindName(producer->kind()), "\n");
   // Splits that were never candidates, and why.
   RuleContext ctx(*producer, options);
   if (v->type().shape) {
@@ -49,11 +50,11 @@ absl::StatusOr<std::string> ExplainValue(ir::Graph& graph, const ShardOptions& r
       const ir::Dim& dim = (*v->type().shape)[d];
       if (ctx.Divisible(dim)) continue;
       const std::string why =
-          dim.is_static()
-              ? absl::StrCat(dim.value(), " is not divisible by ", options.mesh.tp())
-              : absl::StrCat(dim.ToString(), " is symbolic and not declared divisible (--divisible ",
-                             dim.ToString(), " or --dim ", dim.ToString(), "=K with K divisible by ",
-                             options.mesh.tp(), ")");
+          dim.is_static() ? absl::StrCat(dim.value(), " is not divisible by ", options.mesh.tp())
+                          : absl::StrCat(dim.ToString(),
+                                         " is symbolic and not declared divisible (--divisible ",
+                                         dim.ToString(), " or --dim ", dim.ToString(),
+                                         "=K with K divisible by ", options.mesh.tp(), ")");
       absl::StrAppend(&out, "  S(", d, ") is not a candidate: dim ", d, " = ", why, "\n");
     }
   }
@@ -75,14 +76,14 @@ absl::StatusOr<std::string> ExplainValue(ir::Graph& graph, const ShardOptions& r
     TPC_RETURN_IF_ERROR(clamped.Build());
     clamped.Clamp(var, c);
     auto sol = SolveMinSum(clamped.problem());
-    const std::string name =
-        d.kind == internal::Decision::Kind::kConstant
-            ? d.placements[static_cast<size_t>(c)].ToString()
-            : absl::StrCat(d.strategies[static_cast<size_t>(c)].name, " → ",
-                           d.OutputPlacement(c, v->index()).ToString());
+    const std::string name = d.kind == internal::Decision::Kind::kConstant
+                                 ? d.placements[static_cast<size_t>(c)].ToString()
+                                 : absl::StrCat(d.strategies[static_cast<size_t>(c)].name, " → ",
+                                                d.OutputPlacement(c, v->index()).ToString());
     const bool chosen = best.assignment[static_cast<size_t>(var)] == c;
     absl::StrAppend(&out, chosen ? "  * " : "    ", name, ": ",
-                    sol.ok() ? CostText(options, sol->cost) : std::string(sol.status().message()), "\n");
+                    sol.ok() ? CostText(options, sol->cost) : std::string(sol.status().message()),
+                    "\n");
   }
   return out;
 }

@@ -50,7 +50,8 @@ void MinSumProblem::AddPairwise(int a, int b, std::vector<Cost> costs) {
   const int db = domain_size(b);
   std::vector<Cost> t(costs.size());
   for (int i = 0; i < da; ++i) {
-    for (int j = 0; j < db; ++j) t[static_cast<size_t>(j * da + i)] = costs[static_cast<size_t>(i * db + j)];
+    for (int j = 0; j < db; ++j)
+      t[static_cast<size_t>(j * da + i)] = costs[static_cast<size_t>(i * db + j)];
   }
   factors_.push_back({{b, a}, std::move(t)});
 }
@@ -158,7 +159,8 @@ class Eliminator {
     for (int a : vars) {
       for (int b : vars) {
         if (a != b && neighbors_[static_cast<size_t>(a)].insert(b).second) {
-          log_score_[static_cast<size_t>(a)] += std::log(static_cast<double>(domains_[static_cast<size_t>(b)]));
+          log_score_[static_cast<size_t>(a)] +=
+              std::log(static_cast<double>(domains_[static_cast<size_t>(b)]));
         }
       }
     }
@@ -187,9 +189,9 @@ class Eliminator {
     double entries = 1;
     for (int v : e.scope) entries *= domains_[static_cast<size_t>(v)];
     if (entries > static_cast<double>(cap_)) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "the sharding problem is too entangled to solve exactly here (a table of ",
-          entries, " entries over ", e.scope.size(), " decisions)"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the sharding problem is too entangled to solve exactly here (a table of ",
+                       entries, " entries over ", e.scope.size(), " decisions)"));
     }
     const size_t n = static_cast<size_t>(entries);
     *largest = std::max<int64_t>(*largest, static_cast<int64_t>(n));

@@ -15,7 +15,10 @@ using Kind = Decision::Kind;
 
 ProblemBuilder::ProblemBuilder(const ir::Graph& graph, const ShardOptions& options,
                                const Constraints& constraints, std::set<const ir::Value*> sp_values)
-    : graph_(graph), options_(options), constraints_(constraints), sp_values_(std::move(sp_values)) {}
+    : graph_(graph),
+      options_(options),
+      constraints_(constraints),
+      sp_values_(std::move(sp_values)) {}
 
 absl::Status ProblemBuilder::Build() {
   TPC_RETURN_IF_ERROR(Classify());
@@ -55,12 +58,14 @@ std::optional<int> ProblemBuilder::MaterializeVar(const ir::Value* v) const {
 Placement ProblemBuilder::PlacementOf(const ir::Value* v, const std::vector<int>& a) const {
   if (auto f = Fixed(v)) return *f;
   const int var = var_of_.at(v->producer());
-  return decisions_[static_cast<size_t>(var)].OutputPlacement(a[static_cast<size_t>(var)], v->index());
+  return decisions_[static_cast<size_t>(var)].OutputPlacement(a[static_cast<size_t>(var)],
+                                                              v->index());
 }
 
 Placement ProblemBuilder::MaterializedOf(const ir::Value* v, const std::vector<int>& a) const {
   if (auto m = MaterializeVar(v)) {
-    return decisions_[static_cast<size_t>(*m)].placements[static_cast<size_t>(a[static_cast<size_t>(*m)])];
+    return decisions_[static_cast<size_t>(*m)]
+        .placements[static_cast<size_t>(a[static_cast<size_t>(*m)])];
   }
   return PlacementOf(v, a);
 }
@@ -132,10 +137,17 @@ int ProblemBuilder::NewVar(Decision d) {
 absl::Status ProblemBuilder::Classify() {
   for (ir::Node* n : graph_.nodes()) {
     switch (n->kind()) {
-      case ir::NodeKind::kPlaceholder: TPC_RETURN_IF_ERROR(AddPlaceholder(n)); break;
-      case ir::NodeKind::kConstant: AddConstant(n); break;
-      case ir::NodeKind::kCall: AddCall(n); break;
-      case ir::NodeKind::kOutput: break;
+      case ir::NodeKind::kPlaceholder:
+        TPC_RETURN_IF_ERROR(AddPlaceholder(n));
+        break;
+      case ir::NodeKind::kConstant:
+        AddConstant(n);
+        break;
+      case ir::NodeKind::kCall:
+        AddCall(n);
+        break;
+      case ir::NodeKind::kOutput:
+        break;
     }
   }
   return absl::OkStatus();
@@ -155,7 +167,8 @@ absl::Status ProblemBuilder::AddPlaceholder(const ir::Node* node) {
 absl::Status ProblemBuilder::CheckSplit(const ir::Value& v, const Placement& p,
                                         const std::string& origin) const {
   if (p.kind == Placement::Kind::kPartial) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": a graph input or output cannot be partial"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": a graph input or output cannot be partial"));
   }
   if (p.kind != Placement::Kind::kShard) return absl::OkStatus();
   if (!v.type().has_rank() || p.dim >= v.type().rank() || p.dim < 0) {
@@ -184,7 +197,8 @@ void ProblemBuilder::AddConstant(const ir::Node* node) {
       const ir::Dim& size = (*t.shape)[static_cast<size_t>(dim)];
       if (ctx.Divisible(size)) d.placements.push_back(Placement::Shard(dim));
       for (int64_t blocks : options_.block_counts) {
-        if (ctx.DivisibleInBlocks(size, blocks)) d.placements.push_back(Placement::Shard(dim, blocks));
+        if (ctx.DivisibleInBlocks(size, blocks))
+          d.placements.push_back(Placement::Shard(dim, blocks));
       }
     }
   }
@@ -255,8 +269,8 @@ void ProblemBuilder::AddCallCosts(int var) {
       c += Collective(CollectivePicos(options_.profile, ic.kind, n(), ic.bytes));
     }
     if (slots().compute >= 0) {
-      c += Cost::Component(slots().compute,
-                           std::round(flops * s.compute_fraction / options_.profile.flops_per_s * 1e12));
+      c += Cost::Component(slots().compute, std::round(flops * s.compute_fraction /
+                                                       options_.profile.flops_per_s * 1e12));
     }
     for (int o = 0; o < node.num_outputs(); ++o) {
       const ir::Value* out = node.output(o);
@@ -386,7 +400,8 @@ void ProblemBuilder::AddEdge(int from, const ir::Value* v) {
       auto it = options_.output_placements.find(v->name());
       if (it != options_.output_placements.end()) want = it->second;
       std::vector<Cost> costs;
-      for (int a = 0; a < fd.size(); ++a) costs.push_back(Transition(placement(a), want, bytes, false));
+      for (int a = 0; a < fd.size(); ++a)
+        costs.push_back(Transition(placement(a), want, bytes, false));
       problem_.AddUnary(from, std::move(costs));
       continue;
     }
@@ -409,7 +424,8 @@ void ProblemBuilder::AddEdge(int from, const ir::Value* v) {
 absl::Status ProblemBuilder::ApplyConstraints() {
   for (const auto& [v, allowed] : constraints_.allowed) {
     auto allowed_has = [&](const Placement& p) {
-      return std::find(allowed.placements.begin(), allowed.placements.end(), p) != allowed.placements.end();
+      return std::find(allowed.placements.begin(), allowed.placements.end(), p) !=
+             allowed.placements.end();
     };
     const std::string want = allowed.placements.empty() ? "?" : allowed.placements[0].ToString();
     if (auto f = Fixed(v)) {
@@ -462,8 +478,9 @@ absl::Status ProblemBuilder::Tie(const ir::Value* a, const ir::Value* b, bool tr
   auto fb = Fixed(b);
   if (fa && fb) {
     if (map(*fa) == *fb) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat("sharding group: ", a->name(), " is ", fa->ToString(),
-                                                   " but ", b->name(), " is ", fb->ToString()));
+    return absl::InvalidArgumentError(absl::StrCat("sharding group: ", a->name(), " is ",
+                                                   fa->ToString(), " but ", b->name(), " is ",
+                                                   fb->ToString()));
   }
   if (fa || fb) {
     const ir::Value* free = fa ? b : a;
@@ -472,7 +489,8 @@ absl::Status ProblemBuilder::Tie(const ir::Value* a, const ir::Value* b, bool tr
     const Decision& d = decisions_[static_cast<size_t>(var)];
     std::vector<Cost> costs;
     for (int c = 0; c < d.size(); ++c) {
-      costs.push_back(d.OutputPlacement(c, free->index()) == want ? Cost::Zero() : Cost::Infinite());
+      costs.push_back(d.OutputPlacement(c, free->index()) == want ? Cost::Zero()
+                                                                  : Cost::Infinite());
     }
     problem_.AddUnary(var, std::move(costs));
     return absl::OkStatus();

@@ -5,8 +5,9 @@
 // weight or a split value (its strategy), and one per value with several consumers
 // (the form it is materialized in once, so that two consumers needing the same
 // gathered value pay for one collective). Costs, compared lexicographically:
-//   memory: [matrix weight bytes, collective ps, sequence-parallel misses, collectives, vector bytes]
-//   time:   [compute + collective ps, weight bytes, collectives, sequence-parallel misses, 0]
+//   memory: [matrix weight bytes, collective ps, sequence-parallel misses, collectives, vector
+//   bytes] time:   [compute + collective ps, weight bytes, collectives, sequence-parallel misses,
+//   0]
 // Sequence parallelism thus only ever takes plans that move no more bytes (a
 // reduce-scatter + all-gather instead of an all-reduce), and between equal plans the one
 // with fewer collectives wins.
@@ -33,8 +34,8 @@ namespace tpc::shard::internal {
 struct Decision {
   enum class Kind { kConstant, kCall, kMaterialize };
   Kind kind = Kind::kCall;
-  const ir::Node* node = nullptr;     // constant or call
-  const ir::Value* value = nullptr;   // materialize
+  const ir::Node* node = nullptr;         // constant or call
+  const ir::Value* value = nullptr;       // materialize
   std::vector<ir::Placement> placements;  // constants, materialize: the candidates
   std::vector<Strategy> strategies;       // calls: the candidates
   int size() const {
@@ -84,7 +85,8 @@ class ProblemBuilder {
   void AddCallCosts(int var);
   void AddEdges();
   void AddEdge(int from, const ir::Value* v);
-  absl::Status CheckSplit(const ir::Value& v, const ir::Placement& p, const std::string& origin) const;
+  absl::Status CheckSplit(const ir::Value& v, const ir::Placement& p,
+                          const std::string& origin) const;
   absl::Status ApplyConstraints();
   absl::Status Tie(const ir::Value* a, const ir::Value* b, bool transposed);
   std::vector<ir::Placement> Candidates(const ir::Value* v) const;

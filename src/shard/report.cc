@@ -29,8 +29,8 @@ const char* ObjectiveName(Objective o) { return o == Objective::kMemory ? "memor
 
 }  // namespace
 
-void WriteShardReport(const ir::Graph& graph, const ShardResult& result, const ShardOptions& options,
-                      JsonWriter& json) {
+void WriteShardReport(const ir::Graph& graph, const ShardResult& result,
+                      const ShardOptions& options, JsonWriter& json) {
   json.Key("options").BeginObject();
   json.Field("tp", options.mesh.tp());
   json.Field("objective", std::string(ObjectiveName(options.objective)));
@@ -52,7 +52,8 @@ void WriteShardReport(const ir::Graph& graph, const ShardResult& result, const S
   json.Key("weights").BeginObject();
   json.Field("total_bytes", result.weight_bytes_total);
   json.Field("per_rank_bytes", result.weight_bytes_per_rank);
-  json.Field("ideal_per_rank_bytes", result.weight_bytes_total / static_cast<double>(options.mesh.tp()));
+  json.Field("ideal_per_rank_bytes",
+             result.weight_bytes_total / static_cast<double>(options.mesh.tp()));
   json.EndObject();
 
   json.Key("collectives_per_forward").BeginArray();
@@ -71,7 +72,8 @@ void WriteShardReport(const ir::Graph& graph, const ShardResult& result, const S
     }
     json.Field("bytes", c.bytes);
     if (c.value != nullptr) json.Field("value", c.value->name());
-    if (c.user != nullptr) json.Field("consumer", c.user->name().empty() ? c.user->op_type() : c.user->name());
+    if (c.user != nullptr)
+      json.Field("consumer", c.user->name().empty() ? c.user->op_type() : c.user->name());
     if (!c.internal) json.Field("from", c.from.ToString()).Field("to", c.to.ToString());
     json.Field("inside_op", c.internal);
     json.EndObject();
@@ -95,14 +97,16 @@ void WriteShardReport(const ir::Graph& graph, const ShardResult& result, const S
 
 std::string ShardSummary(const ShardResult& result, const ShardOptions& options) {
   std::string out = absl::StrFormat(
-      "  weights per rank: %.2f MiB of %.2f MiB (%.3f x total/N)\n", result.weight_bytes_per_rank / 1048576.0,
-      result.weight_bytes_total / 1048576.0,
-      result.weight_bytes_per_rank / (result.weight_bytes_total / static_cast<double>(options.mesh.tp())));
+      "  weights per rank: %.2f MiB of %.2f MiB (%.3f x total/N)\n",
+      result.weight_bytes_per_rank / 1048576.0, result.weight_bytes_total / 1048576.0,
+      result.weight_bytes_per_rank /
+          (result.weight_bytes_total / static_cast<double>(options.mesh.tp())));
   absl::StrAppend(&out, "  collectives per forward:");
   auto summary = SummarizeCollectives(result);
   if (summary.empty()) absl::StrAppend(&out, " none");
   for (const CollectiveSummary& s : summary) {
-    absl::StrAppend(&out, absl::StrFormat(" %d %s (%.1f MiB)", s.count, s.kind, s.bytes / 1048576.0));
+    absl::StrAppend(&out,
+                    absl::StrFormat(" %d %s (%.1f MiB)", s.count, s.kind, s.bytes / 1048576.0));
   }
   absl::StrAppend(&out, "\n");
   if (!result.fallback_ops.empty()) {

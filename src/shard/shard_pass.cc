@@ -74,12 +74,14 @@ absl::StatusOr<std::pair<std::unique_ptr<ProblemBuilder>, MinSumSolution>> Solve
   std::optional<std::pair<std::unique_ptr<ProblemBuilder>, MinSumSolution>> best;
   for (int i = 0; i < 80 && !best; ++i, hi *= 4) {
     TPC_ASSIGN_OR_RETURN(auto s, solve(hi));
-    if (s.second.cost.v[1] <= budget) best = std::move(s);
-    else lo = hi;
+    if (s.second.cost.v[1] <= budget)
+      best = std::move(s);
+    else
+      lo = hi;
   }
   if (!best) {
-    return absl::InvalidArgumentError(absl::StrCat("--memory-budget ", budget,
-                                                   " bytes: no plan holds so few weight bytes per rank"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--memory-budget ", budget, " bytes: no plan holds so few weight bytes per rank"));
   }
   for (int i = 0; i < 30; ++i) {
     const double mid = (lo + hi) / 2;
@@ -134,7 +136,8 @@ ShardResult Collect(ir::Graph& graph, const ProblemBuilder& b, const ShardOption
   r.fallback_ops = b.fallback_ops();
   const int64_t n = options.mesh.tp();
   const auto& a = sol.assignment;
-  auto add = [&](const Placement& from, const Placement& to, const ir::Value* v, const ir::Node* user) {
+  auto add = [&](const Placement& from, const Placement& to, const ir::Value* v,
+                 const ir::Node* user) {
     if (auto kind = TransitionCollective(from, to)) {
       r.collectives.push_back({*kind, from.reduce, b.Bytes(*v), v, user, from, to, false});
     }
@@ -157,7 +160,8 @@ ShardResult Collect(ir::Graph& graph, const ProblemBuilder& b, const ShardOption
     }
     auto var = b.VarOf(node);
     if (!node->is_call() || !var) continue;
-    const Strategy& s = b.decisions()[static_cast<size_t>(*var)].strategies[static_cast<size_t>(a[static_cast<size_t>(*var)])];
+    const Strategy& s = b.decisions()[static_cast<size_t>(*var)]
+                            .strategies[static_cast<size_t>(a[static_cast<size_t>(*var)])];
     r.strategies[node] = s;
     for (const InternalCollective& ic : s.internal) {
       r.collectives.push_back({ic.kind, ic.reduce, ic.bytes, nullptr, node, Placement::Replicate(),
@@ -170,7 +174,8 @@ ShardResult Collect(ir::Graph& graph, const ProblemBuilder& b, const ShardOption
     }
   }
   if (ir::Node* out = graph.output_node()) {
-    for (const ir::Value* v : out->inputs()) add(b.MaterializedOf(v, a), OutputWant(options, v), v, nullptr);
+    for (const ir::Value* v : out->inputs())
+      add(b.MaterializedOf(v, a), OutputWant(options, v), v, nullptr);
   }
   return r;
 }
@@ -183,22 +188,23 @@ absl::StatusOr<ShardResult> ShardGraph(ir::Graph& graph, const ShardOptions& raw
   TPC_ASSIGN_OR_RETURN(auto solved, internal::BuildAndSolve(graph, options, constraints));
   ShardResult result = Collect(graph, *solved.first, options, solved.second);
   if (options.objective == Objective::kTime && options.memory_budget_bytes &&
-      solved.first->problem().num_variables() > 0 &&
-      options.weight_price_ps_per_byte == 0) {
+      solved.first->problem().num_variables() > 0 && options.weight_price_ps_per_byte == 0) {
     // Whether the budget bound: compare with the unconstrained fastest plan.
     ProblemBuilder free_builder(graph, options, constraints);
     TPC_RETURN_IF_ERROR(free_builder.Build());
     TPC_ASSIGN_OR_RETURN(MinSumSolution fastest, internal::Solve(free_builder));
     if (fastest.cost.v[1] > static_cast<double>(*options.memory_budget_bytes)) {
       result.optimal = false;
-      result.note = "the memory budget was met by pricing weight bytes (Lagrangian relaxation): "
-                    "the plan fits, a faster one that fits may exist";
+      result.note =
+          "the memory budget was met by pricing weight bytes (Lagrangian relaxation): "
+          "the plan fits, a faster one that fits may exist";
     }
   }
   return result;
 }
 
-absl::StatusOr<MinSumProblem> BuildShardProblem(const ir::Graph& graph, const ShardOptions& raw_options,
+absl::StatusOr<MinSumProblem> BuildShardProblem(const ir::Graph& graph,
+                                                const ShardOptions& raw_options,
                                                 const Constraints& constraints) {
   const ShardOptions options = internal::WithBlockCounts(graph, raw_options);
   ProblemBuilder builder(graph, options, constraints);

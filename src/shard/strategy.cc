@@ -56,7 +56,7 @@ double RuleContext::Size(const ir::Dim& d) const {
     for (const std::string& s : t.symbols) {
       auto it = options_.dim_sizes.find(s);
       term *= static_cast<double>(it != options_.dim_sizes.end() ? it->second
-                                                                  : options_.default_dim_size);
+                                                                 : options_.default_dim_size);
     }
     total += term;
   }
@@ -94,50 +94,58 @@ void AddFactorStrategies(const RuleContext& ctx, const FactorSpec& spec,
   block_counts.insert(block_counts.end(), ctx.options().block_counts.begin(),
                       ctx.options().block_counts.end());
   for (int f = 0; f < static_cast<int>(spec.factors.size()); ++f) {
-   for (int64_t blocks : block_counts) {
-    const FactorSpec::Factor& factor = spec.factors[static_cast<size_t>(f)];
-    if (factor.kind == Kind::kNeedWhole || !ctx.DivisibleInBlocks(factor.size, blocks)) continue;
-    // Blocked splits only make sense for dims the result keeps.
-    if (blocks > 1 && factor.kind != Kind::kPass) continue;
-    Strategy s;
-    s.name = blocks == 1 ? absl::StrCat("split ", factor.name)
-                         : absl::StrCat("split ", factor.name, " in ", blocks, " blocks");
-    s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
-    s.inputs.assign(static_cast<size_t>(node.num_inputs()), Placement::Replicate());
-    for (int i = 0; i < node.num_inputs(); ++i) {
-      if (!ctx.has_input(i)) {
-        s.inputs[static_cast<size_t>(i)] = std::nullopt;
-        continue;
-      }
-      if (static_cast<size_t>(i) < spec.inputs.size()) {
-        if (auto p = PlacementFor(spec.inputs[static_cast<size_t>(i)], f, blocks)) {
-          s.inputs[static_cast<size_t>(i)] = *p;
+    for (int64_t blocks : block_counts) {
+      const FactorSpec::Factor& factor = spec.factors[static_cast<size_t>(f)];
+      if (factor.kind == Kind::kNeedWhole || !ctx.DivisibleInBlocks(factor.size, blocks)) continue;
+      // Blocked splits only make sense for dims the result keeps.
+      if (blocks > 1 && factor.kind != Kind::kPass) continue;
+      Strategy s;
+      s.name = blocks == 1 ? absl::StrCat("split ", factor.name)
+                           : absl::StrCat("split ", factor.name, " in ", blocks, " blocks");
+      s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
+      s.inputs.assign(static_cast<size_t>(node.num_inputs()), Placement::Replicate());
+      for (int i = 0; i < node.num_inputs(); ++i) {
+        if (!ctx.has_input(i)) {
+          s.inputs[static_cast<size_t>(i)] = std::nullopt;
+          continue;
+        }
+        if (static_cast<size_t>(i) < spec.inputs.size()) {
+          if (auto p = PlacementFor(spec.inputs[static_cast<size_t>(i)], f, blocks)) {
+            s.inputs[static_cast<size_t>(i)] = *p;
+          }
         }
       }
-    }
-    bool valid = true;
-    for (int o = 0; o < node.num_outputs(); ++o) {
-      std::optional<Placement> p;
-      if (static_cast<size_t>(o) < spec.outputs.size()) {
-        p = PlacementFor(spec.outputs[static_cast<size_t>(o)], f, blocks);
-      }
-      if (!p) {
-        switch (factor.kind) {
-          case Kind::kReduceSum: p = Placement::Partial(ir::ReduceOp::kSum); break;
-          case Kind::kReduceMax: p = Placement::Partial(ir::ReduceOp::kMax); break;
-          case Kind::kReduceMin: p = Placement::Partial(ir::ReduceOp::kMin); break;
-          case Kind::kReduceAvg: p = Placement::Partial(ir::ReduceOp::kAvg); break;
-          default:
-            // A pass-through factor missing from an output: each rank would hold a
-            // different value where the output needs one; not a valid strategy.
-            valid = false;
+      bool valid = true;
+      for (int o = 0; o < node.num_outputs(); ++o) {
+        std::optional<Placement> p;
+        if (static_cast<size_t>(o) < spec.outputs.size()) {
+          p = PlacementFor(spec.outputs[static_cast<size_t>(o)], f, blocks);
         }
+        if (!p) {
+          switch (factor.kind) {
+            case Kind::kReduceSum:
+              p = Placement::Partial(ir::ReduceOp::kSum);
+              break;
+            case Kind::kReduceMax:
+              p = Placement::Partial(ir::ReduceOp::kMax);
+              break;
+            case Kind::kReduceMin:
+              p = Placement::Partial(ir::ReduceOp::kMin);
+              break;
+            case Kind::kReduceAvg:
+              p = Placement::Partial(ir::ReduceOp::kAvg);
+              break;
+            default:
+              // A pass-through factor missing from an output: each rank would hold a
+              // different value where the output needs one; not a valid strategy.
+              valid = false;
+          }
+        }
+        if (!valid) break;
+        s.outputs.push_back(*p);
       }
-      if (!valid) break;
-      s.outputs.push_back(*p);
+      if (valid) out->push_back(std::move(s));
     }
-    if (valid) out->push_back(std::move(s));
-   }
   }
 }
 

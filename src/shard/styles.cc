@@ -37,7 +37,8 @@ std::optional<Placement> ParsePlacementFor(const std::string& text, int64_t rank
     t = absl::StrCat("S(", rank - k, t.substr(close));
   }
   auto p = Placement::Parse(t);
-  if (p && p->kind == Placement::Kind::kShard && (p->dim < 0 || p->dim >= rank)) return std::nullopt;
+  if (p && p->kind == Placement::Kind::kShard && (p->dim < 0 || p->dim >= rank))
+    return std::nullopt;
   return p;
 }
 
@@ -55,13 +56,15 @@ class StyleParser {
     if (line.rfind("group:", 0) == 0) return Group(Trim(line.substr(6)));
     const auto colon = line.rfind(':');
     if (colon == std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(where_, ": expected 'PATTERN: STYLE', got '", line, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where_, ": expected 'PATTERN: STYLE', got '", line, "'"));
     }
     const std::string pattern = Trim(line.substr(0, colon));
     const std::string style = Trim(line.substr(colon + 1));
     if (pattern == "group") return Group(style);
     if (pattern.empty() || style.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(where_, ": expected 'PATTERN: STYLE', got '", line, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where_, ": expected 'PATTERN: STYLE', got '", line, "'"));
     }
     static const char* kStyles[] = {"colwise", "rowwise", "replicate", "sequence"};
     bool known = false;
@@ -100,8 +103,9 @@ class StyleParser {
   absl::Status Allow(const ir::Value* v, Placement p) {
     auto& slot = constraints_.allowed[v];
     if (!slot.placements.empty() && !(slot.placements[0] == p)) {
-      return absl::InvalidArgumentError(absl::StrCat(where_, ": ", v->name(), " is already constrained to ",
-                                                     slot.placements[0].ToString(), " by ", slot.origin));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where_, ": ", v->name(), " is already constrained to ",
+                       slot.placements[0].ToString(), " by ", slot.origin));
     }
     slot.placements = {p};
     slot.origin = where_;
@@ -145,7 +149,8 @@ class StyleParser {
     const int64_t rank = w->type().rank();
     if (style == "replicate") return Allow(w, Placement::Replicate());
     if (style == "sequence") {
-      return absl::InvalidArgumentError(absl::StrCat(where_, ": 'sequence' applies to activations, not to the weight ", w->name()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          where_, ": 'sequence' applies to activations, not to the weight ", w->name()));
     }
     if (style == "colwise" || style == "rowwise") {
       auto dim = FeatureDim(w, style == "colwise");
@@ -160,8 +165,8 @@ class StyleParser {
     }
     auto p = ParsePlacementFor(style, rank);
     if (!p) {
-      return absl::InvalidArgumentError(absl::StrCat(where_, ": ", style, " does not fit ", w->name(), " of type ",
-                                                     w->type().ToString()));
+      return absl::InvalidArgumentError(absl::StrCat(where_, ": ", style, " does not fit ",
+                                                     w->name(), " of type ", w->type().ToString()));
     }
     return Allow(w, *p);
   }
@@ -177,7 +182,8 @@ class StyleParser {
         any = true;
       }
       if (!any) {
-        return absl::InvalidArgumentError(absl::StrCat(where_, ": ", n.Describe(), " has no weight input for '", style, "'"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where_, ": ", n.Describe(), " has no weight input for '", style, "'"));
       }
       return absl::OkStatus();
     }
@@ -188,22 +194,24 @@ class StyleParser {
     const int64_t rank = v->type().rank();
     if (style == "replicate") return Allow(v, Placement::Replicate());
     if (style == "sequence") {
-      if (!v->type().shape) return absl::InvalidArgumentError(absl::StrCat(where_, ": ", v->name(), " has no shape"));
+      if (!v->type().shape)
+        return absl::InvalidArgumentError(absl::StrCat(where_, ": ", v->name(), " has no shape"));
       for (size_t d = 0; d < v->type().shape->size(); ++d) {
         const ir::Dim& dim = (*v->type().shape)[d];
         if (dim.is_symbol() && dim.terms()[0].symbols[0] == options_.seq_symbol) {
           return Allow(v, Placement::Shard(static_cast<int64_t>(d)));
         }
       }
-      return absl::InvalidArgumentError(absl::StrCat(where_, ": ", v->name(), " of type ", v->type().ToString(),
-                                                     " has no '", options_.seq_symbol, "' dim"));
+      return absl::InvalidArgumentError(absl::StrCat(where_, ": ", v->name(), " of type ",
+                                                     v->type().ToString(), " has no '",
+                                                     options_.seq_symbol, "' dim"));
     }
     if (style == "colwise") return Allow(v, Placement::Shard(rank - 1));
     if (style == "rowwise") return Allow(v, Placement::Partial(ir::ReduceOp::kSum));
     auto p = ParsePlacementFor(style, rank);
     if (!p) {
-      return absl::InvalidArgumentError(absl::StrCat(where_, ": ", style, " does not fit ", v->name(), " of type ",
-                                                     v->type().ToString()));
+      return absl::InvalidArgumentError(absl::StrCat(where_, ": ", style, " does not fit ",
+                                                     v->name(), " of type ", v->type().ToString()));
     }
     return Allow(v, *p);
   }
@@ -222,11 +230,13 @@ class StyleParser {
         }
       }
       if (!matched) {
-        return absl::InvalidArgumentError(absl::StrCat(where_, ": group member '", pattern, "' matches no value"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where_, ": group member '", pattern, "' matches no value"));
       }
     }
     if (members.size() < 2) {
-      return absl::InvalidArgumentError(absl::StrCat(where_, ": a group needs at least two values"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where_, ": a group needs at least two values"));
     }
     // Groups that share a member merge.
     for (auto& g : constraints_.groups) {
@@ -272,7 +282,8 @@ absl::StatusOr<Constraints> LoadStyles(const std::string& path, const ir::Graph&
 }
 
 absl::StatusOr<std::pair<std::string, Placement>> ParseNamedPlacement(const std::string& arg,
-                                                                      const ir::Graph& graph, bool input) {
+                                                                      const ir::Graph& graph,
+                                                                      bool input) {
   const char* flag = input ? "--input-placement" : "--output-placement";
   const auto eq = arg.find('=');
   if (eq == std::string::npos) {
@@ -285,13 +296,14 @@ absl::StatusOr<std::pair<std::string, Placement>> ParseNamedPlacement(const std:
     if (x->name() == name) v = x;
   }
   if (v == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " ", arg, ": the model has no graph ", input ? "input" : "output", " '", name, "'"));
+    return absl::InvalidArgumentError(absl::StrCat(flag, " ", arg, ": the model has no graph ",
+                                                   input ? "input" : "output", " '", name, "'"));
   }
   auto p = ParsePlacementFor(arg.substr(eq + 1), v->type().rank());
   if (!p || p->kind == Placement::Kind::kPartial) {
     return absl::InvalidArgumentError(absl::StrCat(flag, " ", arg, ": '", arg.substr(eq + 1),
-                                                   "' is not R or S(d) for ", v->type().ToString()));
+                                                   "' is not R or S(d) for ",
+                                                   v->type().ToString()));
   }
   return std::make_pair(name, *p);
 }

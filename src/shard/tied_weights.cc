@@ -18,7 +18,8 @@ bool TransposedBytes(const ir::Tensor& a, const ir::Tensor& b) {
   const uint8_t* pb = b.data();
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
-      if (std::memcmp(pa + (i * n + j) * size, pb + (j * m + i) * size, static_cast<size_t>(size)) != 0) {
+      if (std::memcmp(pa + (i * n + j) * size, pb + (j * m + i) * size,
+                      static_cast<size_t>(size)) != 0) {
         return false;
       }
     }
@@ -33,7 +34,8 @@ std::vector<TiedPair> FindTiedWeights(const ir::Graph& graph, int64_t min_bytes)
   for (ir::Node* n : graph.nodes()) {
     if (n->kind() != ir::NodeKind::kConstant) continue;
     const ir::Tensor& t = n->tensor();
-    if (t.has_data() && ir::IsFloating(t.dtype()) && static_cast<int64_t>(t.nbytes()) >= min_bytes) {
+    if (t.has_data() && ir::IsFloating(t.dtype()) &&
+        static_cast<int64_t>(t.nbytes()) >= min_bytes) {
       weights.push_back(n);
     }
   }

@@ -73,12 +73,15 @@ absl::StatusOr<Args> Parser::Parse(int argc, char** argv) const {
 }
 
 std::string Parser::Usage() const {
-  std::string out = absl::StrCat("usage: ", program_, " ", synopsis_, "\n\n", description_, "\n\noptions:\n");
+  std::string out =
+      absl::StrCat("usage: ", program_, " ", synopsis_, "\n\n", description_, "\n\noptions:\n");
   for (const auto& s : specs_) {
     std::string left = absl::StrCat("  --", s.name, s.value_name.empty() ? "" : " " + s.value_name);
     if (s.name == "output") left = absl::StrCat("  -o, --output ", s.value_name);
-    if (left.size() < 26) left.resize(26, ' ');
-    else left += "\n" + std::string(26, ' ');
+    if (left.size() < 26)
+      left.resize(26, ' ');
+    else
+      left += "\n" + std::string(26, ' ');
     absl::StrAppend(&out, left, s.help);
     if (!s.default_value.empty()) absl::StrAppend(&out, " (default: ", s.default_value, ")");
     if (s.repeated) absl::StrAppend(&out, " (repeatable)");

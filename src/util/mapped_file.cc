@@ -43,11 +43,13 @@ absl::StatusOr<std::shared_ptr<const MappedFile>> MappedFile::Open(const std::st
 absl::Status MappedFile::CheckIntact() const {
   struct stat st {};
   if (::stat(path_.c_str(), &st) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(path_, ": the file vanished while tpc was reading it"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(path_, ": the file vanished while tpc was reading it"));
   }
   if (static_cast<size_t>(st.st_size) < size_) {
-    return absl::FailedPreconditionError(absl::StrCat(path_, ": the file shrank from ", size_, " to ", st.st_size,
-                                            " bytes while tpc was reading it"));
+    return absl::FailedPreconditionError(absl::StrCat(path_, ": the file shrank from ", size_,
+                                                      " to ", st.st_size,
+                                                      " bytes while tpc was reading it"));
   }
   return absl::OkStatus();
 }

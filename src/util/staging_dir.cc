@@ -63,11 +63,12 @@ absl::StatusOr<StagingDir> StagingDir::Create(const std::string& target, bool fo
   }
   fs::path parent = t.parent_path();
   if (fs::exists(parent, ec) && !fs::is_directory(parent, ec)) {
-    return absl::InvalidArgumentError(absl::StrCat(target, ": ", parent.string(), " is not a folder"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(target, ": ", parent.string(), " is not a folder"));
   }
   if (!fs::is_directory(parent, ec)) {
-    return absl::NotFoundError(absl::StrCat(target, ": parent folder ", parent.string(),
-                                            " does not exist"));
+    return absl::NotFoundError(
+        absl::StrCat(target, ": parent folder ", parent.string(), " does not exist"));
   }
   fs::path temp = parent / absl::StrCat(".", t.filename().string(), ".tmp-", ::getpid());
   fs::remove_all(temp, ec);
@@ -103,7 +104,9 @@ absl::Status StagingDir::Commit() {
     } else if (force_) {
       old = fs::path(temp_ + ".old");
       fs::rename(target_, old, ec);
-      if (ec) return absl::PermissionDeniedError(absl::StrCat(target_, ": cannot replace: ", ec.message()));
+      if (ec)
+        return absl::PermissionDeniedError(
+            absl::StrCat(target_, ": cannot replace: ", ec.message()));
     } else {
       return absl::AlreadyExistsError(absl::StrCat(target_, ": appeared while writing"));
     }
@@ -111,7 +114,8 @@ absl::Status StagingDir::Commit() {
   fs::rename(temp_, target_, ec);
   if (ec) {
     if (!old.empty()) fs::rename(old, target_, ec);
-    return absl::PermissionDeniedError(absl::StrCat(target_, ": cannot move output into place: ", ec.message()));
+    return absl::PermissionDeniedError(
+        absl::StrCat(target_, ": cannot move output into place: ", ec.message()));
   }
   if (!old.empty()) fs::remove_all(old, ec);
   committed_ = true;

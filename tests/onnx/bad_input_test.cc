@@ -112,8 +112,8 @@ TEST_CASE("not a protobuf", "[onnx][bad]") {
   WriteFile(path, "this is a text file, not an ONNX model\n");
   std::string msg = ImportError(path);
   CHECK_THAT(msg, Catch::Contains(path));
-  CHECK_THAT(msg, Catch::Contains("not a valid ONNX protobuf") ||
-                      Catch::Contains("not an ONNX model"));
+  CHECK_THAT(msg,
+             Catch::Contains("not a valid ONNX protobuf") || Catch::Contains("not an ONNX model"));
 }
 
 TEST_CASE("empty and missing files", "[onnx][bad]") {
@@ -165,8 +165,7 @@ TEST_CASE("value defined twice", "[onnx][bad]") {
   std::string dir = TempDir("ssa");
   auto m = TinyModel();
   m.mutable_graph()->mutable_node(1)->set_output(0, "xw");
-  CHECK_THAT(ImportError(Save(m, dir, "m.onnx")),
-             Catch::Contains("value 'xw' is already defined"));
+  CHECK_THAT(ImportError(Save(m, dir, "m.onnx")), Catch::Contains("value 'xw' is already defined"));
 }
 
 TEST_CASE("type mismatch", "[onnx][bad]") {

@@ -49,10 +49,11 @@ const std::set<std::string> kExcluded = {
 // Empty when `got` matches `want` (rtol 1e-3, atol 1e-4; NaN equals NaN).
 std::string Mismatch(const Tensor& got, const Tensor& want) {
   const Comparison c = CompareTensors(got, want, 1e-3, 1e-4);
-  if (!c.note.empty()) return absl::StrCat("got ", got.TypeString(), ", expected ", want.TypeString());
+  if (!c.note.empty())
+    return absl::StrCat("got ", got.TypeString(), ", expected ", want.TypeString());
   if (c.pass) return "";
-  return absl::StrCat("element ", c.first_bad, ": got ", ElementAsDouble(got, c.first_bad), ", expected ",
-                      ElementAsDouble(want, c.first_bad));
+  return absl::StrCat("element ", c.first_bad, ": got ", ElementAsDouble(got, c.first_bad),
+                      ", expected ", ElementAsDouble(want, c.first_bad));
 }
 
 // Why a test cannot run ("" when it can): an operator without a kernel.

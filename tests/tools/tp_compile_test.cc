@@ -59,8 +59,8 @@ TEST_CASE("tp-compile --help", "[tools]") {
 TEST_CASE("tp-compile writes rank0.onnx and its weights", "[tools]") {
   std::string dir = tpc::testing::TempDir("tpc_ok");
   std::string out = dir + "/plan";
-  Result r = Run(tpc::testing::SourcePath("models/mlp.onnx") + " -o " + out + " --dump-ir " +
-                 dir + "/mlp.ir");
+  Result r = Run(tpc::testing::SourcePath("models/mlp.onnx") + " -o " + out + " --dump-ir " + dir +
+                 "/mlp.ir");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(fs::file_size(out + "/rank0.onnx") > 0);
@@ -74,7 +74,8 @@ TEST_CASE("tp-compile writes rank0.onnx and its weights", "[tools]") {
 
 TEST_CASE("tp-compile --dump-ir - prints to stdout", "[tools]") {
   std::string dir = tpc::testing::TempDir("tpc_dump");
-  Result r = Run(tpc::testing::SourcePath("models/mlp.onnx") + " -o " + dir + "/p --quiet --dump-ir -");
+  Result r =
+      Run(tpc::testing::SourcePath("models/mlp.onnx") + " -o " + dir + "/p --quiet --dump-ir -");
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::StartsWith("graph "));
   CHECK_THAT(r.output, Catch::Contains("output(%"));

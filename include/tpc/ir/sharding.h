@@ -17,7 +17,7 @@ std::optional<ReduceOp> ReduceOpFromName(std::string_view name);
 struct Placement {
   enum class Kind { kReplicate, kShard, kPartial };
   Kind kind = Kind::kReplicate;
-  int64_t dim = 0;                 // for kShard
+  int64_t dim = 0;  // for kShard
   // For kShard: dim `dim` is viewed as `blocks` equal blocks and each block is split
   // N ways (a fused QKV projection split so every rank holds its part of Q, K and V).
   // Printed `S(2/3)`; 1 is a plain contiguous split, `S(2)`.

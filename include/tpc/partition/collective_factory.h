@@ -16,7 +16,8 @@ struct CollectiveFactory {
   std::function<ir::Value*(ir::Graph&, ir::Node* before, ir::Value* x, ir::ReduceOp op)> all_reduce;
   // `blocks` > 1: the axis is `blocks` equal blocks, each split across the ranks
   // (placement S(d/k)); the collective works block by block.
-  std::function<ir::Value*(ir::Graph&, ir::Node* before, ir::Value* x, int64_t axis, int64_t blocks)>
+  std::function<ir::Value*(ir::Graph&, ir::Node* before, ir::Value* x, int64_t axis,
+                           int64_t blocks)>
       all_gather;
   std::function<ir::Value*(ir::Graph&, ir::Node* before, ir::Value* x, int64_t axis, int64_t blocks,
                            ir::ReduceOp op)>
@@ -25,7 +26,8 @@ struct CollectiveFactory {
                            int64_t concat_axis)>
       all_to_all;
   // Not a collective: this rank's part of a replicated value (R → S(d/k)).
-  std::function<ir::Value*(ir::Graph&, ir::Node* before, ir::Value* x, int64_t axis, int64_t blocks)>
+  std::function<ir::Value*(ir::Graph&, ir::Node* before, ir::Value* x, int64_t axis,
+                           int64_t blocks)>
       shard;
 };
 
@@ -36,6 +38,5 @@ CollectiveFactory TpcCollectives(int64_t group_size);
 // The ONNX domain and opset version of those ops.
 inline constexpr const char* kTpcDomain = "tpc";
 inline constexpr int64_t kTpcOpsetVersion = 1;
-
 
 }  // namespace tpc::partition

@@ -23,9 +23,9 @@
 namespace tpc::partition {
 
 struct PartitionStats {
-  int collectives = 0;   // inserted collective ops
-  int local_shards = 0;  // R → S slices
-  int lowered_ops = 0;   // ops replaced by their distributed form
+  int collectives = 0;    // inserted collective ops
+  int local_shards = 0;   // R → S slices
+  int lowered_ops = 0;    // ops replaced by their distributed form
   int removed_nodes = 0;  // dead code removed afterwards
 };
 

@@ -17,8 +17,8 @@ int64_t SliceBytes(const ir::Tensor& full, const ir::Placement& p, int64_t n);
 
 // Calls `write(pointer, bytes)` for each contiguous run of the slice, in order.
 template <typename Write>
-absl::Status ForEachSliceRun(const ir::Tensor& full, const ir::Placement& p, int64_t rank, int64_t n,
-                             Write&& write);
+absl::Status ForEachSliceRun(const ir::Tensor& full, const ir::Placement& p, int64_t rank,
+                             int64_t n, Write&& write);
 
 // Writes the slice to `out`.
 absl::Status WriteSlice(const ir::Tensor& full, const ir::Placement& p, int64_t rank, int64_t n,
@@ -27,8 +27,8 @@ absl::Status WriteSlice(const ir::Tensor& full, const ir::Placement& p, int64_t 
 // ---- implementation ----
 
 template <typename Write>
-absl::Status ForEachSliceRun(const ir::Tensor& full, const ir::Placement& p, int64_t rank, int64_t n,
-                             Write&& write) {
+absl::Status ForEachSliceRun(const ir::Tensor& full, const ir::Placement& p, int64_t rank,
+                             int64_t n, Write&& write) {
   if (!full.has_data()) return absl::FailedPreconditionError("a sliced constant has no data");
   const uint8_t* base = full.data();
   if (p.kind != ir::Placement::Kind::kShard) {
@@ -38,7 +38,8 @@ absl::Status ForEachSliceRun(const ir::Tensor& full, const ir::Placement& p, int
   const auto& shape = full.shape();
   const int64_t d = p.dim;
   const int64_t k = p.blocks;
-  if (d < 0 || d >= static_cast<int64_t>(shape.size()) || shape[static_cast<size_t>(d)] % (k * n) != 0) {
+  if (d < 0 || d >= static_cast<int64_t>(shape.size()) ||
+      shape[static_cast<size_t>(d)] % (k * n) != 0) {
     return absl::InvalidArgumentError("a constant's split does not fit its shape");
   }
   int64_t outer = 1;

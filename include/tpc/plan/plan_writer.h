@@ -16,8 +16,8 @@ namespace tpc::plan {
 
 struct RankFiles {
   int64_t rank = 0;
-  std::string model;    // file name inside the plan folder
-  std::string weights;  // file name inside the plan folder (may be absent if no weights)
+  std::string model;         // file name inside the plan folder
+  std::string weights;       // file name inside the plan folder (may be absent if no weights)
   int64_t weight_bytes = 0;  // bytes of weights this rank holds (inline ones included)
   std::string model_sha256;
   std::string weights_sha256;
@@ -35,7 +35,8 @@ struct PlanOptions {
 // Writes every rank's files into `dir` (which must exist) from the partitioned graph.
 // Per-rank constants (those with an S(d) sharding) are sliced straight from their
 // mapped source; the source files are checked to be intact before each rank.
-absl::StatusOr<std::vector<RankFiles>> WriteRankFiles(const ir::Graph& graph, const std::string& dir,
+absl::StatusOr<std::vector<RankFiles>> WriteRankFiles(const ir::Graph& graph,
+                                                      const std::string& dir,
                                                       const PlanOptions& options);
 
 // Writes `dir/plan.json`.

@@ -15,9 +15,9 @@ double ElementAsDouble(const Tensor& t, int64_t i);
 struct Comparison {
   bool pass = true;
   double max_abs = 0;
-  double max_rel = 0;    // only where |expected| > atol, so zeros do not dominate
+  double max_rel = 0;      // only where |expected| > atol, so zeros do not dominate
   int64_t first_bad = -1;  // first element out of tolerance
-  std::string note;      // why the tensors cannot be compared (type or shape)
+  std::string note;        // why the tensors cannot be compared (type or shape)
 };
 
 // numpy.allclose(actual, expected, rtol, atol, equal_nan=True) and the largest errors.

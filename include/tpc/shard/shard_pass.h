@@ -40,7 +40,7 @@ struct Constraints {
 struct PlannedCollective {
   CollectiveKind kind;
   ir::ReduceOp reduce = ir::ReduceOp::kSum;
-  double bytes = 0;                 // whole-tensor bytes at the --dim sizes
+  double bytes = 0;                  // whole-tensor bytes at the --dim sizes
   const ir::Value* value = nullptr;  // the value moved (null for a strategy's own)
   const ir::Node* user = nullptr;    // the consumer (null: graph output)
   ir::Placement from, to;

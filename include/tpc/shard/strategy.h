@@ -42,8 +42,7 @@ struct Strategy {
 // What a rule sees: the node, the mesh, and the sizes the cost model assumes.
 class RuleContext {
  public:
-  RuleContext(const ir::Node& node, const ShardOptions& options)
-      : node_(node), options_(options) {}
+  RuleContext(const ir::Node& node, const ShardOptions& options) : node_(node), options_(options) {}
 
   const ir::Node& node() const { return node_; }
   const ShardOptions& options() const { return options_; }
@@ -75,12 +74,12 @@ class RuleContext {
 // How the dims of an op's operands correspond.
 struct FactorSpec {
   enum class Kind {
-    kPass,           // appears in the result: sharding it shards the result there
-    kReduceSum,      // reduced over (MatMul's k, ReduceSum's axes): result P(sum)
-    kReduceMax,      // ReduceMax: P(max)
-    kReduceMin,      // ReduceMin: P(min)
-    kReduceAvg,      // ReduceMean: P(avg)
-    kNeedWhole,      // the op needs the dim whole (softmax axis, norm dims, concat axis)
+    kPass,       // appears in the result: sharding it shards the result there
+    kReduceSum,  // reduced over (MatMul's k, ReduceSum's axes): result P(sum)
+    kReduceMax,  // ReduceMax: P(max)
+    kReduceMin,  // ReduceMin: P(min)
+    kReduceAvg,  // ReduceMean: P(avg)
+    kNeedWhole,  // the op needs the dim whole (softmax axis, norm dims, concat axis)
   };
   struct Factor {
     Kind kind = Kind::kPass;

@@ -34,7 +34,8 @@ absl::StatusOr<Constraints> LoadStyles(const std::string& path, const ir::Graph&
 
 // `NAME=PLACEMENT` (for --input-placement / --output-placement): a negative split dim
 // counts from the end of the value's rank.
-absl::StatusOr<std::pair<std::string, ir::Placement>> ParseNamedPlacement(
-    const std::string& arg, const ir::Graph& graph, bool input);
+absl::StatusOr<std::pair<std::string, ir::Placement>> ParseNamedPlacement(const std::string& arg,
+                                                                          const ir::Graph& graph,
+                                                                          bool input);
 
 }  // namespace tpc::shard

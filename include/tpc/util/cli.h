@@ -38,7 +38,8 @@ class Args {
 class Parser {
  public:
   Parser(std::string program, std::string synopsis, std::string description)
-      : program_(std::move(program)), synopsis_(std::move(synopsis)),
+      : program_(std::move(program)),
+        synopsis_(std::move(synopsis)),
         description_(std::move(description)) {}
   void Add(OptionSpec spec) { specs_.push_back(std::move(spec)); }
   // `-h`/`--help` sets Args::help(); unknown options and missing values are errors.

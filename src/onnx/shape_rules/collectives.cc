@@ -90,7 +90,8 @@ absl::Status InferShard(InferenceContext& ctx) {
   TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0),
                                                    static_cast<int64_t>(dims->size())));
   Dims out = *dims;
-  TPC_ASSIGN_OR_RETURN(out[static_cast<size_t>(axis)], DivideDim(ctx, out[static_cast<size_t>(axis)], n));
+  TPC_ASSIGN_OR_RETURN(out[static_cast<size_t>(axis)],
+                       DivideDim(ctx, out[static_cast<size_t>(axis)], n));
   ctx.set_output_type(0, ir::TensorType(ctx.input_type(0).dtype, std::move(out)));
   return absl::OkStatus();
 }

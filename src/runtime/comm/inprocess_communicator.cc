@@ -17,7 +17,8 @@ namespace tpc::runtime {
 absl::Status ParseReduceOp(const std::string& name, ReduceOp* op) {
   auto parsed = ir::ReduceOpFromName(name);
   if (!parsed) {
-    return absl::InvalidArgumentError(absl::StrCat("reduce '", name, "' is not one of sum, max, min, avg"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("reduce '", name, "' is not one of sum, max, min, avg"));
   }
   *op = *parsed;
   return absl::OkStatus();

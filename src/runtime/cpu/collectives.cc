@@ -39,7 +39,8 @@ absl::Status ApplyBlocks(const KernelContext& ctx, const Tensor& t, int64_t axis
   const int64_t k = ctx.node().attr_int("blocks", 1);
   if (k == 1) return absl::OkStatus();
   if (k < 1 || t.dim(axis) % k != 0) {
-    return ctx.Error(absl::StrCat("dim ", axis, " = ", t.dim(axis), " does not split into ", k, " blocks"));
+    return ctx.Error(
+        absl::StrCat("dim ", axis, " = ", t.dim(axis), " does not split into ", k, " blocks"));
   }
   *outer *= k;
   *inner_bytes /= k;
@@ -136,8 +137,8 @@ absl::Status Shard(KernelContext& ctx) {
   const int n = ctx.comm() ? ctx.comm()->size() : 1;
   const int64_t group = ctx.node().attr_int("group_size", 1);
   if (group != n) {
-    return ctx.Error(absl::StrCat("the plan was compiled for group_size ", group, ", but this run has ",
-                                  n, " rank(s)"));
+    return ctx.Error(absl::StrCat("the plan was compiled for group_size ", group,
+                                  ", but this run has ", n, " rank(s)"));
   }
   const int r = ctx.comm() ? ctx.comm()->rank() : 0;
   TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), x.rank()));

@@ -19,7 +19,6 @@ T FromDouble(double v) {
 
 }  // namespace
 
-
 absl::StatusOr<Tensor> CastTensor(const KernelContext& ctx, const Tensor& src, ir::DType to) {
   Tensor out = Tensor::Allocate(to, src.shape());
   const int64_t n = src.num_elements();

@@ -75,7 +75,6 @@ absl::StatusOr<Tensor> CastTensor(const KernelContext& ctx, const Tensor& src, i
 // An integer tensor (i32 or i64) as int64 values.
 absl::StatusOr<std::vector<int64_t>> ReadInts(const KernelContext& ctx, const Tensor& t);
 
-
 // ---- Shapes (common.cc) ----
 
 int64_t NumElements(const Shape& shape);

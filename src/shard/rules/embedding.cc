@@ -10,14 +10,16 @@ namespace tpc::shard::rules {
 void Gather(const RuleContext& ctx, std::vector<Strategy>* out) {
   const std::vector<ir::Dim>& data = ctx.input_dims(0);
   const std::vector<ir::Dim>& idx = ctx.input_dims(1);
-  const int64_t axis = NormalizeAxis(ctx.node().attr_int("axis", 0), static_cast<int64_t>(data.size()));
+  const int64_t axis =
+      NormalizeAxis(ctx.node().attr_int("axis", 0), static_cast<int64_t>(data.size()));
   if (axis < 0) return;
   FactorSpec spec;
   using Kind = FactorSpec::Kind;
   std::vector<int> df(data.size(), -1);
   std::vector<int> yf;
   for (int64_t d = 0; d < axis; ++d) {
-    df[static_cast<size_t>(d)] = spec.AddFactor(Kind::kPass, data[static_cast<size_t>(d)], absl::StrCat("data d", d));
+    df[static_cast<size_t>(d)] =
+        spec.AddFactor(Kind::kPass, data[static_cast<size_t>(d)], absl::StrCat("data d", d));
     yf.push_back(df[static_cast<size_t>(d)]);
   }
   std::vector<int> inf;

@@ -50,7 +50,8 @@ void LayerNormalization(const RuleContext& ctx, std::vector<Strategy>* out);
 void AxisWhole(const RuleContext& ctx, std::vector<Strategy>* out);  // TopK, CumSum
 
 // shape_ops.cc
-void Reshape(const RuleContext& ctx, std::vector<Strategy>* out);  // Reshape, Flatten, Squeeze, Unsqueeze
+void Reshape(const RuleContext& ctx,
+             std::vector<Strategy>* out);  // Reshape, Flatten, Squeeze, Unsqueeze
 void Transpose(const RuleContext& ctx, std::vector<Strategy>* out);
 void Expand(const RuleContext& ctx, std::vector<Strategy>* out);
 void Concat(const RuleContext& ctx, std::vector<Strategy>* out);

@@ -49,7 +49,8 @@ void Expand(const RuleContext& ctx, std::vector<Strategy>* out) {
 
 void Concat(const RuleContext& ctx, std::vector<Strategy>* out) {
   const std::vector<ir::Dim>& y = ctx.output_dims(0);
-  const int64_t axis = NormalizeAxis(ctx.node().attr_int("axis", 0), static_cast<int64_t>(y.size()));
+  const int64_t axis =
+      NormalizeAxis(ctx.node().attr_int("axis", 0), static_cast<int64_t>(y.size()));
   if (axis < 0) return;
   FactorSpec spec;
   std::vector<int> f;
@@ -84,7 +85,8 @@ void Concat(const RuleContext& ctx, std::vector<Strategy>* out) {
 
 void Split(const RuleContext& ctx, std::vector<Strategy>* out) {
   const std::vector<ir::Dim>& in = ctx.input_dims(0);
-  const int64_t axis = NormalizeAxis(ctx.node().attr_int("axis", 0), static_cast<int64_t>(in.size()));
+  const int64_t axis =
+      NormalizeAxis(ctx.node().attr_int("axis", 0), static_cast<int64_t>(in.size()));
   if (axis < 0) return;
   FactorSpec spec;
   std::vector<int> f;
