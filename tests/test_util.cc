@@ -1,7 +1,9 @@
 #include "test_util.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -70,6 +72,27 @@ std::string CheckGolden(const std::string& relative, const std::string& text, bo
   return path + ": " + where +
          "\n(if the change is intended, TPC_UPDATE_GOLDENS=1 rewrites the goldens: review the "
          "diff)";
+}
+
+CommandResult RunTpCompile(const std::string& args) {
+  const char* env = std::getenv("TPC_TP_COMPILE");
+  const std::string binary = env != nullptr ? env : std::string(TPC_BINARY_DIR) + "/tp-compile";
+  CommandResult r;
+  FILE* pipe = ::popen((binary + " " + args + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) r.output.append(buf, n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+bool NoTemporaries(const std::string& dir) {
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().filename().string().find(".tmp-") != std::string::npos) return false;
+  }
+  return true;
 }
 
 std::string SourcePath(const std::string& relative) {

@@ -12,6 +12,16 @@ std::string TempDir(const std::string& tag);
 std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& contents);
 
+// Running tp-compile as a user does: exit code and stdout+stderr together.
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;
+};
+// `tp-compile ARGS` (the binary ctest points TPC_TP_COMPILE at, else the build's).
+CommandResult RunTpCompile(const std::string& args);
+// True when `dir` holds no leftover temporary folder of tp-compile.
+bool NoTemporaries(const std::string& dir);
+
 // The committed models (models/<name>.onnx), in a fixed order.
 extern const char* const kCommittedModels[8];
 

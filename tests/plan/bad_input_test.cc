@@ -24,47 +24,22 @@
 
 namespace {
 
+using tpc::testing::CommandResult;
+using tpc::testing::NoTemporaries;
+using tpc::testing::RunTpCompile;
+
 namespace fs = std::filesystem;
 using tpc::testing::ReadFile;
 using tpc::testing::SourcePath;
 using tpc::testing::TempDir;
 using tpc::testing::WriteFile;
 
-struct Result {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
-
-std::string TpCompile() {
-  const char* env = std::getenv("TPC_TP_COMPILE");
-  return env != nullptr ? env : std::string(TPC_BINARY_DIR) + "/tp-compile";
-}
-
-Result Run(const std::string& args) {
-  Result r{-1, ""};
-  FILE* pipe = ::popen((TpCompile() + " " + args + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) r.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-// True when `dir` holds no leftover temporary folder of tp-compile.
-bool NoTemporaries(const std::string& dir) {
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.path().filename().string().find(".tmp-") != std::string::npos) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 TEST_CASE("tp-compile --tp 7: no weight splits into 7 equal parts", "[plan][bad]") {
   const std::string dir = TempDir("tp7");
-  const Result r = Run(SourcePath("models/mlp.onnx") + " --tp 7 -o " + dir + "/plan");
+  const CommandResult r =
+      RunTpCompile(SourcePath("models/mlp.onnx") + " --tp 7 -o " + dir + "/plan");
   INFO(r.output);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Contains("splits into 7"));
@@ -74,8 +49,9 @@ TEST_CASE("tp-compile --tp 7: no weight splits into 7 equal parts", "[plan][bad]
 
 TEST_CASE("tp-compile --sequence-parallel with a seq size N does not divide", "[plan][bad]") {
   const std::string dir = TempDir("seq7");
-  const Result r = Run(SourcePath("models/gpt2.onnx") +
-                       " --tp 2 --sequence-parallel --dim seq=7 -o " + dir + "/plan");
+  const CommandResult r =
+      RunTpCompile(SourcePath("models/gpt2.onnx") + " --tp 2 --sequence-parallel --dim seq=7 -o " +
+                   dir + "/plan");
   INFO(r.output);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Contains("tp-compile: error: "));
@@ -89,7 +65,8 @@ TEST_CASE("tp-compile --sequence-parallel with a seq size N does not divide", "[
 TEST_CASE("tp-compile -o under a regular file", "[plan][bad]") {
   const std::string dir = TempDir("under_file");
   WriteFile(dir + "/FILE", "a file, not a folder");
-  const Result r = Run(SourcePath("models/mlp.onnx") + " --tp 2 -o " + dir + "/FILE/plan");
+  const CommandResult r =
+      RunTpCompile(SourcePath("models/mlp.onnx") + " --tp 2 -o " + dir + "/FILE/plan");
   INFO(r.output);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Contains(dir + "/FILE/plan"));
@@ -104,7 +81,7 @@ TEST_CASE("tp-compile --tp 2 into a non-empty folder without --force", "[plan][b
   fs::create_directories(out);
   WriteFile(out + "/keep.txt", "precious");
   const std::string model = SourcePath("models/gpt2.onnx");
-  const Result r = Run(model + " --tp 2 -o " + out);
+  const CommandResult r = RunTpCompile(model + " --tp 2 -o " + out);
   INFO(r.output);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Contains(out));
@@ -113,7 +90,7 @@ TEST_CASE("tp-compile --tp 2 into a non-empty folder without --force", "[plan][b
   CHECK(std::distance(fs::directory_iterator(out), fs::directory_iterator{}) == 1);
   CHECK(NoTemporaries(dir));
   // With --force the folder is replaced by the plan.
-  const Result forced = Run(model + " --tp 2 --quiet --force -o " + out);
+  const CommandResult forced = RunTpCompile(model + " --tp 2 --quiet --force -o " + out);
   INFO(forced.output);
   CHECK(forced.exit_code == 0);
   CHECK_FALSE(fs::exists(out + "/keep.txt"));
