@@ -1,5 +1,7 @@
 #include "tpc/shard/min_sum.h"
 
+#include "min_sum_prune.h"
+
 #include <algorithm>
 #include <cmath>
 #include <queue>
@@ -54,6 +56,16 @@ void MinSumProblem::AddPairwise(int a, int b, std::vector<Cost> costs) {
       t[static_cast<size_t>(j * da + i)] = costs[static_cast<size_t>(i * db + j)];
   }
   factors_.push_back({{b, a}, std::move(t)});
+}
+
+void MinSumProblem::AddFactor(std::vector<int> vars, std::vector<Cost> table) {
+  size_t entries = 1;
+  for (size_t k = 0; k < vars.size(); ++k) {
+    TPC_CHECK(k == 0 || vars[k - 1] < vars[k]);
+    entries *= static_cast<size_t>(domain_size(vars[k]));
+  }
+  TPC_CHECK(table.size() == entries);
+  factors_.push_back({std::move(vars), std::move(table)});
 }
 
 Cost MinSumProblem::Evaluate(const std::vector<int>& assignment) const {
@@ -289,8 +301,63 @@ absl::StatusOr<MinSumSolution> SolveMinSum(const MinSumProblem& problem,
       return absl::InvalidArgumentError("a decision has too many alternatives");
     }
   }
-  Eliminator eliminator(problem, max_table_entries);
-  return eliminator.Run();
+  // Values no finite plan can take go first; decisions left with one value drop out.
+  internal::PrunedProblem pruned = internal::Prune(problem);
+  const int n = problem.num_variables();
+  MinSumSolution sol;
+  if (pruned.infeasible) {
+    sol.assignment.assign(static_cast<size_t>(n), 0);
+    sol.cost = problem.Evaluate(sol.assignment);
+    return sol;
+  }
+  Eliminator eliminator(pruned.reduced, max_table_entries);
+  TPC_ASSIGN_OR_RETURN(MinSumSolution reduced, eliminator.Run());
+  sol.largest_table = reduced.largest_table;
+  sol.assignment.resize(static_cast<size_t>(n));
+  for (int v = 0; v < n; ++v) {
+    const int rv = pruned.reduced_var[static_cast<size_t>(v)];
+    const auto& values = pruned.values[static_cast<size_t>(v)];
+    sol.assignment[static_cast<size_t>(v)] =
+        rv < 0 ? values[0]
+               : values[static_cast<size_t>(reduced.assignment[static_cast<size_t>(rv)])];
+  }
+  sol.cost = reduced.cost + pruned.constant;
+  return sol;
+}
+
+absl::StatusOr<MinSumSolution> SolveMinSumFixingHubs(const MinSumProblem& problem, int* fixed,
+                                                     int64_t max_table_entries) {
+  MinSumProblem p = problem;
+  std::vector<bool> clamped(static_cast<size_t>(p.num_variables()), false);
+  *fixed = 0;
+  while (true) {
+    auto sol = SolveMinSum(p, max_table_entries);
+    if (sol.ok() || sol.status().code() != absl::StatusCode::kResourceExhausted) return sol;
+    // The decision in the most tables, not fixed yet.
+    std::vector<int> degree(static_cast<size_t>(p.num_variables()), 0);
+    for (const auto& f : problem.factors()) {
+      if (f.vars.size() < 2) continue;
+      for (int v : f.vars) ++degree[static_cast<size_t>(v)];
+    }
+    int hub = -1;
+    for (int v = 0; v < p.num_variables(); ++v) {
+      if (clamped[static_cast<size_t>(v)] || p.domain_size(v) < 2) continue;
+      if (hub < 0 || degree[static_cast<size_t>(v)] > degree[static_cast<size_t>(hub)]) hub = v;
+    }
+    if (hub < 0) return sol.status();
+    // Its cheapest value by its own (unary) costs.
+    std::vector<Cost> own(static_cast<size_t>(p.domain_size(hub)));
+    for (const auto& f : problem.factors()) {
+      if (f.vars.size() != 1 || f.vars[0] != hub) continue;
+      for (size_t i = 0; i < own.size(); ++i) own[i] += f.table[i];
+    }
+    const size_t best = static_cast<size_t>(std::min_element(own.begin(), own.end()) - own.begin());
+    std::vector<Cost> clamp(own.size(), Cost::Infinite());
+    clamp[best] = Cost::Zero();
+    p.AddUnary(hub, std::move(clamp));
+    clamped[static_cast<size_t>(hub)] = true;
+    ++*fixed;
+  }
 }
 
 MinSumSolution SolveByEnumeration(const MinSumProblem& problem) {

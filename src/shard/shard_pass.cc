@@ -28,7 +28,15 @@ ShardOptions WithBlockCounts(const ir::Graph& graph, const ShardOptions& options
 }
 
 absl::StatusOr<MinSumSolution> Solve(const ProblemBuilder& b) {
-  TPC_ASSIGN_OR_RETURN(MinSumSolution sol, SolveMinSum(b.problem()));
+  auto exact = SolveMinSum(b.problem());
+  if (!exact.ok() && exact.status().code() == absl::StatusCode::kResourceExhausted) {
+    // Too entangled for an exact answer here: fix the most connected decisions first.
+    int fixed = 0;
+    TPC_ASSIGN_OR_RETURN(MinSumSolution sol, SolveMinSumFixingHubs(b.problem(), &fixed));
+    sol.fixed_hubs = fixed;
+    exact = std::move(sol);
+  }
+  TPC_ASSIGN_OR_RETURN(MinSumSolution sol, std::move(exact));
   if (sol.cost.is_infinite()) {
     return absl::InvalidArgumentError(
         "no placement satisfies every constraint together (each holds alone; check sharding "
@@ -187,6 +195,13 @@ absl::StatusOr<ShardResult> ShardGraph(ir::Graph& graph, const ShardOptions& raw
   const ShardOptions options = internal::WithBlockCounts(graph, raw_options);
   TPC_ASSIGN_OR_RETURN(auto solved, internal::BuildAndSolve(graph, options, constraints));
   ShardResult result = Collect(graph, *solved.first, options, solved.second);
+  if (solved.second.fixed_hubs > 0) {
+    result.optimal = false;
+    result.note =
+        absl::StrCat("the problem was too entangled to solve exactly: ", solved.second.fixed_hubs,
+                     " of the most connected decisions were fixed to their cheapest own "
+                     "choice first");
+  }
   if (options.objective == Objective::kTime && options.memory_budget_bytes &&
       solved.first->problem().num_variables() > 0 && options.weight_price_ps_per_byte == 0) {
     // Whether the budget bound: compare with the unconstrained fastest plan.

@@ -27,29 +27,46 @@ bool TransposedBytes(const ir::Tensor& a, const ir::Tensor& b) {
   return true;
 }
 
+// A tensor whose elements all have the same bytes (zeros, ones: fresh biases, masks):
+// equal to any other such tensor without being one parameter.
+bool Uniform(const ir::Tensor& t) {
+  const size_t size = static_cast<size_t>(ir::DTypeSize(t.dtype()));
+  const uint8_t* p = t.data();
+  for (size_t i = size; i < t.nbytes(); i += size) {
+    if (std::memcmp(p, p + i, size) != 0) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<TiedPair> FindTiedWeights(const ir::Graph& graph, int64_t min_bytes) {
+  // Matrices only (embeddings and heads are what exporters store twice), and not
+  // uniform ones.
   std::vector<const ir::Node*> weights;
   for (ir::Node* n : graph.nodes()) {
     if (n->kind() != ir::NodeKind::kConstant) continue;
     const ir::Tensor& t = n->tensor();
-    if (t.has_data() && ir::IsFloating(t.dtype()) &&
-        static_cast<int64_t>(t.nbytes()) >= min_bytes) {
+    if (t.has_data() && ir::IsFloating(t.dtype()) && t.shape().size() == 2 &&
+        static_cast<int64_t>(t.nbytes()) >= min_bytes && !Uniform(t)) {
       weights.push_back(n);
     }
   }
+  // Each weight ties to the first earlier one it equals: copies form a star around the
+  // original, not a clique, so the solver sees one link per copy.
   std::vector<TiedPair> out;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    for (size_t j = i + 1; j < weights.size(); ++j) {
+  for (size_t j = 0; j < weights.size(); ++j) {
+    for (size_t i = 0; i < j; ++i) {
       const ir::Tensor& a = weights[i]->tensor();
       const ir::Tensor& b = weights[j]->tensor();
       if (a.dtype() != b.dtype() || a.nbytes() != b.nbytes()) continue;
       if (a.shape() == b.shape() && SameBytes(a, b)) {
         out.push_back({weights[i]->output(0), weights[j]->output(0), false});
-      } else if (a.shape().size() == 2 && b.shape().size() == 2 && a.shape()[0] == b.shape()[1] &&
-                 a.shape()[1] == b.shape()[0] && TransposedBytes(a, b)) {
+        break;
+      }
+      if (a.shape()[0] == b.shape()[1] && a.shape()[1] == b.shape()[0] && TransposedBytes(a, b)) {
         out.push_back({weights[i]->output(0), weights[j]->output(0), true});
+        break;
       }
     }
   }

@@ -5,7 +5,6 @@
 // and weight slicing cannot be hit reliably from outside the process.
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>

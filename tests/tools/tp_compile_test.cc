@@ -2,7 +2,6 @@
 // written whole or not at all.
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>

@@ -61,6 +61,8 @@ class MinSumProblem {
   void AddUnary(int var, std::vector<Cost> costs);
   // costs[i * domain(b) + j]: cost of a = i, b = j.
   void AddPairwise(int a, int b, std::vector<Cost> costs);
+  // A table over `vars` (ascending), the last varying fastest.
+  void AddFactor(std::vector<int> vars, std::vector<Cost> table);
 
   // A factor: its variables (ascending) and a table over them, the last variable
   // varying fastest.
@@ -82,11 +84,18 @@ struct MinSumSolution {
   std::vector<int> assignment;
   Cost cost;
   int64_t largest_table = 0;  // entries of the largest table elimination built
+  int fixed_hubs = 0;          // decisions fixed before solving (not a proven optimum)
 };
 
 // Exact minimum. ResourceExhausted when a table would exceed `max_table_entries`.
 absl::StatusOr<MinSumSolution> SolveMinSum(const MinSumProblem& problem,
                                            int64_t max_table_entries = int64_t{1} << 24);
+
+// When SolveMinSum runs out of room: fixes the most connected decision to its cheapest
+// own value, again and again, until the rest solves exactly. The answer is a plan,
+// not a proven optimum; `fixed` tells how many decisions were fixed that way.
+absl::StatusOr<MinSumSolution> SolveMinSumFixingHubs(const MinSumProblem& problem, int* fixed,
+                                                     int64_t max_table_entries = int64_t{1} << 24);
 
 // Exhaustive search (tests: the answer SolveMinSum must match).
 MinSumSolution SolveByEnumeration(const MinSumProblem& problem);
