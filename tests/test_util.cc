@@ -1,5 +1,9 @@
 #include "test_util.h"
 
+#include <catch2/catch.hpp>
+
+#include "tpc/onnx/importer.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -93,6 +97,20 @@ bool NoTemporaries(const std::string& dir) {
     if (e.path().filename().string().find(".tmp-") != std::string::npos) return false;
   }
   return true;
+}
+
+std::unique_ptr<ir::Graph> ImportCommitted(const std::string& name) {
+  auto graph = onnx::ImportModel(SourcePath("models/" + name + ".onnx"));
+  INFO(graph.status().ToString());
+  REQUIRE(graph.ok());
+  return std::move(*graph);
+}
+
+shard::ShardOptions TpOptions(int64_t n, bool sp) {
+  shard::ShardOptions options;
+  options.mesh = shard::Mesh::Tp(n);
+  options.sequence_parallel = sp;
+  return options;
 }
 
 std::string SourcePath(const std::string& relative) {

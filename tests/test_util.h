@@ -1,7 +1,11 @@
 // Helpers shared by the tests: paths of the source tree and committed models.
 #pragma once
 
+#include <memory>
 #include <string>
+
+#include "tpc/ir/graph.h"
+#include "tpc/shard/options.h"
 
 namespace tpc::testing {
 
@@ -21,6 +25,11 @@ struct CommandResult {
 CommandResult RunTpCompile(const std::string& args);
 // True when `dir` holds no leftover temporary folder of tp-compile.
 bool NoTemporaries(const std::string& dir);
+
+// models/<name>.onnx, imported (the test fails when it does not import).
+std::unique_ptr<ir::Graph> ImportCommitted(const std::string& name);
+// Shard options for `n` ranks on the `tp` axis, with sequence parallelism when `sp`.
+shard::ShardOptions TpOptions(int64_t n, bool sp = false);
 
 // The committed models (models/<name>.onnx), in a fixed order.
 extern const char* const kCommittedModels[8];

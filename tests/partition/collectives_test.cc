@@ -211,14 +211,10 @@ struct Compiled {
 };
 
 Compiled Compile(const ModelSpec& spec, int n, bool sp) {
-  auto graph = tpc::onnx::ImportModel(
-      tpc::testing::SourcePath(std::string("models/") + spec.name + ".onnx"));
-  REQUIRE(graph.ok());
-  tpc::shard::ShardOptions options;
-  options.mesh = tpc::shard::Mesh::Tp(n);
-  options.sequence_parallel = sp;
+  auto graph = tpc::testing::ImportCommitted(spec.name);
+  tpc::shard::ShardOptions options = tpc::testing::TpOptions(n, sp);
   options.dim_sizes = {{"batch", kBatch}, {"seq", kSeq}};
-  auto result = tpc::shard::ShardGraph(**graph, options);
+  auto result = tpc::shard::ShardGraph(*graph, options);
   INFO(result.status().ToString());
   REQUIRE(result.ok());
   Compiled out;
@@ -242,17 +238,17 @@ Compiled Compile(const ModelSpec& spec, int n, bool sp) {
     }
     out.planned.push_back(p);
   }
-  for (Node* node : (*graph)->nodes()) {
+  for (Node* node : graph->nodes()) {
     if (node->is_call() && node->op_type() == "SoftmaxCrossEntropyLoss") {
       out.loss_tokens = (*node->input(0)->type().shape)[0].ToString();
     }
   }
-  auto stats = tpc::partition::PartitionGraph(**graph, *result, options);
+  auto stats = tpc::partition::PartitionGraph(*graph, *result, options);
   INFO(stats.status().ToString());
   REQUIRE(stats.ok());
   out.stats = *stats;
   const std::map<std::string, int64_t>& sizes = options.dim_sizes;
-  for (Node* node : (*graph)->nodes()) {
+  for (Node* node : graph->nodes()) {
     const std::optional<CollectiveKind> kind = KindOfOp(node);
     if (!kind) continue;
     Collective c;

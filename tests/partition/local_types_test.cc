@@ -19,24 +19,20 @@ TEST_CASE("partition: shape inference agrees with every per-rank type", "[partit
     for (int n : {2, 4}) {
       for (bool sp : {false, true}) {
         DYNAMIC_SECTION(model << " tp" << n << (sp ? " sp" : "")) {
-          auto graph = tpc::onnx::ImportModel(
-              tpc::testing::SourcePath(std::string("models/") + model + ".onnx"));
-          REQUIRE(graph.ok());
-          tpc::shard::ShardOptions options;
-          options.mesh = tpc::shard::Mesh::Tp(n);
-          options.sequence_parallel = sp;
-          auto result = tpc::shard::ShardGraph(**graph, options);
+          auto graph = tpc::testing::ImportCommitted(model);
+          const tpc::shard::ShardOptions options = tpc::testing::TpOptions(n, sp);
+          auto result = tpc::shard::ShardGraph(*graph, options);
           REQUIRE(result.ok());
-          REQUIRE(tpc::partition::PartitionGraph(**graph, *result, options).ok());
+          REQUIRE(tpc::partition::PartitionGraph(*graph, *result, options).ok());
           std::map<std::string, tpc::ir::TensorType> assigned;
-          for (tpc::ir::Node* node : (*graph)->nodes()) {
+          for (tpc::ir::Node* node : graph->nodes()) {
             for (const tpc::ir::Value* v : node->outputs()) assigned[v->name()] = v->type();
           }
-          const absl::Status inferred = tpc::onnx::InferShapes(**graph);
+          const absl::Status inferred = tpc::onnx::InferShapes(*graph);
           INFO(inferred.ToString());
           REQUIRE(inferred.ok());
           int checked = 0;
-          for (tpc::ir::Node* node : (*graph)->nodes()) {
+          for (tpc::ir::Node* node : graph->nodes()) {
             for (const tpc::ir::Value* v : node->outputs()) {
               const tpc::ir::TensorType& want = assigned[v->name()];
               const tpc::ir::TensorType& got = v->type();

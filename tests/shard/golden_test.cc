@@ -22,16 +22,12 @@ TEST_CASE("golden: sharded IR of every committed model", "[shard][golden]") {
         const std::string name =
             std::string(model) + ".tp" + std::to_string(n) + (sp ? ".sp" : "") + ".ir";
         DYNAMIC_SECTION(name) {
-          auto graph = tpc::onnx::ImportModel(
-              tpc::testing::SourcePath(std::string("models/") + model + ".onnx"));
-          REQUIRE(graph.ok());
-          tpc::shard::ShardOptions options;
-          options.mesh = tpc::shard::Mesh::Tp(n);
-          options.sequence_parallel = sp;
-          auto result = tpc::shard::ShardGraph(**graph, options);
+          auto graph = tpc::testing::ImportCommitted(model);
+          const tpc::shard::ShardOptions options = tpc::testing::TpOptions(n, sp);
+          auto result = tpc::shard::ShardGraph(*graph, options);
           INFO(result.status().ToString());
           REQUIRE(result.ok());
-          const std::string text = tpc::ir::PrintGraph(**graph);
+          const std::string text = tpc::ir::PrintGraph(*graph);
           CHECK(text.size() < 200 * 1024);
           bool rewritten = false;
           const std::string diff =

@@ -121,15 +121,11 @@ struct Sharded {
 };
 
 Sharded Shard(const std::string& model, int n, bool sp) {
-  auto graph = tpc::onnx::ImportModel(tpc::testing::SourcePath("models/" + model + ".onnx"));
-  REQUIRE(graph.ok());
-  tpc::shard::ShardOptions options;
-  options.mesh = tpc::shard::Mesh::Tp(n);
-  options.sequence_parallel = sp;
-  auto result = tpc::shard::ShardGraph(**graph, options);
+  auto graph = tpc::testing::ImportCommitted(model);
+  auto result = tpc::shard::ShardGraph(*graph, tpc::testing::TpOptions(n, sp));
   INFO(result.status().ToString());
   REQUIRE(result.ok());
-  return {std::move(*graph), std::move(*result)};
+  return {std::move(graph), std::move(*result)};
 }
 
 std::vector<const PlannedCollective*> External(const ShardResult& r, CollectiveKind kind) {

@@ -24,16 +24,10 @@ using tpc::shard::Constraints;
 using tpc::shard::ShardOptions;
 
 std::unique_ptr<Graph> Import(const std::string& model) {
-  auto graph = tpc::onnx::ImportModel(tpc::testing::SourcePath("models/" + model + ".onnx"));
-  REQUIRE(graph.ok());
-  return std::move(*graph);
+  return tpc::testing::ImportCommitted(model);
 }
 
-ShardOptions Tp(int n) {
-  ShardOptions o;
-  o.mesh = tpc::shard::Mesh::Tp(n);
-  return o;
-}
+ShardOptions Tp(int n) { return tpc::testing::TpOptions(n); }
 
 std::string PlacementOf(const Graph& g, const std::string& value) {
   const Value* v = g.FindValue(value);
