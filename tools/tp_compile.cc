@@ -163,7 +163,10 @@ class Compiler {
           "hidden size)"));
     }
     TPC_RETURN_IF_ERROR(Dump("shard"));
-    shard_report_ = ShardReportJson();
+    // The report starts with the shard stage's fields, taken before partitioning
+    // rewrites the values they name.
+    report_.BeginObject();
+    tpc::shard::WriteShardReport(*graph_, shard_, options_, report_);
     shard_summary_ = tpc::shard::ShardSummary(shard_, options_);  // before partition changes nodes
 
     t = Clock::now();
@@ -295,43 +298,28 @@ class Compiler {
     return out;
   }
 
-  // The shard stage's part of the report, taken before partitioning rewrites values.
-  std::string ShardReportJson() {
-    tpc::JsonWriter json;
-    json.BeginObject();
-    tpc::shard::WriteShardReport(*graph_, shard_, options_, json);
-    json.EndObject();
-    return json.Finish();
-  }
-
   absl::Status WriteReport(const std::string& path) {
-    tpc::JsonWriter json;
-    json.BeginObject();
-    json.Field("tpc_version", std::string(tpc::plan::Version()));
-    json.Field("model", model_path_);
-    json.Field("tp", tp_);
-    json.Key("per_rank_weight_bytes").BeginArray();
-    for (const auto& r : ranks_) json.Int(r.weight_bytes);
-    json.EndArray();
-    json.Key("partition").BeginObject();
-    json.Field("collectives_inserted", static_cast<int64_t>(partition_.collectives));
-    json.Field("local_shards", static_cast<int64_t>(partition_.local_shards));
-    json.Field("lowered_ops", static_cast<int64_t>(partition_.lowered_ops));
-    json.Field("removed_nodes", static_cast<int64_t>(partition_.removed_nodes));
-    json.EndObject();
-    json.Key("compile_seconds").BeginObject();
-    for (const auto& [stage, s] : times_) json.Field(stage, s);
-    json.EndObject();
-    json.EndObject();
-    // Splice the shard fields into the same object.
-    std::string head = json.Finish();
-    head.resize(head.rfind('}'));
-    while (!head.empty() && (head.back() == '\n' || head.back() == ' ')) head.pop_back();
-    std::string shard = shard_report_.substr(shard_report_.find('{') + 1);
-    const std::string text = absl::StrCat(head, ",", shard);
+    report_.Field("tpc_version", std::string(tpc::plan::Version()));
+    report_.Field("model", model_path_);
+    report_.Field("tp", tp_);
+    report_.Key("per_rank_weight_bytes").BeginArray();
+    for (const auto& r : ranks_) report_.Int(r.weight_bytes);
+    report_.EndArray();
+    report_.Key("partition").BeginObject();
+    report_.Field("collectives_inserted", static_cast<int64_t>(partition_.collectives));
+    report_.Field("local_shards", static_cast<int64_t>(partition_.local_shards));
+    report_.Field("lowered_ops", static_cast<int64_t>(partition_.lowered_ops));
+    report_.Field("removed_nodes", static_cast<int64_t>(partition_.removed_nodes));
+    report_.EndObject();
+    report_.Key("compile_seconds").BeginObject();
+    for (const auto& [stage, seconds] : times_) report_.Field(stage, seconds);
+    report_.EndObject();
+    report_.EndObject();
+    const std::string text = report_.Finish();
     std::ofstream out(path, std::ios::trunc);
-    if (!out || !(out << text) || !out.flush())
+    if (!out || !(out << text) || !out.flush()) {
       return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write"));
+    }
     return absl::OkStatus();
   }
 
@@ -360,7 +348,7 @@ class Compiler {
   tpc::shard::ShardResult shard_;
   tpc::partition::PartitionStats partition_;
   std::vector<tpc::plan::RankFiles> ranks_;
-  std::string shard_report_;
+  tpc::JsonWriter report_;
   std::string shard_summary_;
   std::map<std::string, double> times_;
 };
