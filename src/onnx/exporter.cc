@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "tpc/onnx/tensor_proto.h"
 #include "tpc/util/status_macros.h"
+#include "tpc/util/tee_streambuf.h"
 
 namespace tpc::onnx {
 namespace {
@@ -209,8 +210,12 @@ absl::Status ExportModel(const ir::Graph& graph, const std::string& onnx_path,
   fs::path dir = fs::path(onnx_path).parent_path();
   if (!options.weights_file.empty()) {
     fs::path weights = dir / options.weights_file;
-    std::ofstream out(weights, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::PermissionDeniedError(absl::StrCat(weights.string(), ": cannot write"));
+    std::ofstream file(weights, std::ios::binary | std::ios::trunc);
+    if (!file) return absl::PermissionDeniedError(absl::StrCat(weights.string(), ": cannot write"));
+    TeeStreambuf tee(
+        file.rdbuf(),
+        options.observe_weights ? options.observe_weights : [](const char*, size_t) {});
+    std::ostream out(&tee);
     int64_t pos = 0;
     static const char kZeros[256] = {};
     for (const ExternalTensor& e : external) {
@@ -228,7 +233,7 @@ absl::Status ExportModel(const ir::Graph& graph, const std::string& onnx_path,
       }
       pos += e.nbytes;
     }
-    if (!out.flush()) {
+    if (!out.flush() || !file.flush()) {
       return absl::DataLossError(absl::StrCat(weights.string(), ": write failed (disk full?)"));
     }
   }

@@ -132,9 +132,12 @@ absl::StatusOr<std::vector<RankFiles>> WriteRankFiles(const ir::Graph& graph,
       if (options.progress) options.progress(done, total);
       return absl::OkStatus();
     };
+    // The weights are hashed as they are written (the small model file is read back).
+    Sha256 weights_hash;
+    eo.observe_weights = [&](const char* data, size_t size) { weights_hash.Update(data, size); };
     TPC_RETURN_IF_ERROR(onnx::ExportModel(graph, absl::StrCat(dir, "/", files.model), eo));
     TPC_ASSIGN_OR_RETURN(files.model_sha256, Sha256File(absl::StrCat(dir, "/", files.model)));
-    TPC_ASSIGN_OR_RETURN(files.weights_sha256, Sha256File(absl::StrCat(dir, "/", files.weights)));
+    files.weights_sha256 = weights_hash.HexDigest();
     ranks.push_back(std::move(files));
   }
   TPC_RETURN_IF_ERROR(CheckSources(graph));

@@ -29,6 +29,8 @@ struct ExportOptions {
   // per-rank constant: each rank's file holds its slice). Called with the constant
   // node; must write exactly the bytes of the value's type.
   std::function<absl::Status(const ir::Node& constant, std::ostream& out)> write_constant;
+  // Sees every byte written to the weights file, in order (to hash it on the way).
+  std::function<void(const char* data, size_t size)> observe_weights;
 };
 
 // Writes `graph` to `onnx_path` (and `weights_file` beside it). Weight bytes stream
