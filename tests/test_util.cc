@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "tpc/onnx/importer.h"
+#include "tpc/partition/partition.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -111,6 +112,16 @@ shard::ShardOptions TpOptions(int64_t n, bool sp) {
   options.mesh = shard::Mesh::Tp(n);
   options.sequence_parallel = sp;
   return options;
+}
+
+shard::ShardResult ShardAndPartition(ir::Graph& graph, const shard::ShardOptions& options) {
+  auto result = shard::ShardGraph(graph, options);
+  INFO(result.status().ToString());
+  REQUIRE(result.ok());
+  auto stats = partition::PartitionGraph(graph, *result, options);
+  INFO(stats.status().ToString());
+  REQUIRE(stats.ok());
+  return std::move(*result);
 }
 
 std::string SourcePath(const std::string& relative) {

@@ -6,6 +6,7 @@
 
 #include "tpc/ir/graph.h"
 #include "tpc/shard/options.h"
+#include "tpc/shard/shard_pass.h"
 
 namespace tpc::testing {
 
@@ -30,6 +31,10 @@ bool NoTemporaries(const std::string& dir);
 std::unique_ptr<ir::Graph> ImportCommitted(const std::string& name);
 // Shard options for `n` ranks on the `tp` axis, with sequence parallelism when `sp`.
 shard::ShardOptions TpOptions(int64_t n, bool sp = false);
+
+// Shards and partitions `graph` in place (the test fails if either stage does) and
+// returns the shard stage's result.
+shard::ShardResult ShardAndPartition(ir::Graph& graph, const shard::ShardOptions& options);
 
 // The committed models (models/<name>.onnx), in a fixed order.
 extern const char* const kCommittedModels[8];

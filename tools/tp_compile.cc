@@ -85,18 +85,6 @@ tpc::cli::Parser MakeParser() {
   return p;
 }
 
-// Exit codes: 0 success, 2 bad usage or bad input, 1 internal or I/O failure.
-int ExitCodeFor(const absl::Status& s) {
-  switch (s.code()) {
-    case absl::StatusCode::kInternal:
-    case absl::StatusCode::kDataLoss:
-    case absl::StatusCode::kUnknown:
-      return 1;
-    default:
-      return 2;
-  }
-}
-
 absl::Status WriteText(const std::string& target, const std::string& text, bool append) {
   if (target == "-") {
     std::cout << text;
@@ -370,7 +358,7 @@ int main(int argc, char** argv) {
   absl::Status status = compiler.Run();
   if (!status.ok()) {
     std::fprintf(stderr, "tp-compile: error: %s\n", std::string(status.message()).c_str());
-    return ExitCodeFor(status);
+    return tpc::cli::ExitCodeFor(status);
   }
   return 0;
 }

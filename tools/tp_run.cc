@@ -58,19 +58,6 @@ tpc::cli::Parser MakeParser() {
   return p;
 }
 
-int ExitCodeFor(const absl::Status& s) {
-  switch (s.code()) {
-    case absl::StatusCode::kInternal:
-    case absl::StatusCode::kDataLoss:
-    case absl::StatusCode::kUnknown:
-    case absl::StatusCode::kAborted:
-    case absl::StatusCode::kResourceExhausted:
-      return 1;
-    default:
-      return 2;
-  }
-}
-
 absl::StatusOr<std::pair<std::string, std::string>> SplitAssign(const std::string& opt,
                                                                 const std::string& v) {
   auto eq = v.find('=');
@@ -325,7 +312,7 @@ int main(int argc, char** argv) {
   auto code = Run(*args);
   if (!code.ok()) {
     std::fprintf(stderr, "tp-run: error: %s\n", std::string(code.status().message()).c_str());
-    return ExitCodeFor(code.status());
+    return tpc::cli::ExitCodeFor(code.status());
   }
   return *code;
 }

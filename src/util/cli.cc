@@ -4,6 +4,19 @@
 
 namespace tpc::cli {
 
+int ExitCodeFor(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kDataLoss:
+    case absl::StatusCode::kUnknown:
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kResourceExhausted:
+      return 1;
+    default:
+      return 2;
+  }
+}
+
 std::string Args::get(const std::string& name, const std::string& def) const {
   auto it = values_.find(name);
   return it == values_.end() || it->second.empty() ? def : it->second.back();

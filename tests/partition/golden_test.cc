@@ -28,12 +28,7 @@ TEST_CASE("golden: partitioned IR of every committed model", "[partition][golden
         DYNAMIC_SECTION(name) {
           auto graph = tpc::testing::ImportCommitted(model);
           const tpc::shard::ShardOptions options = tpc::testing::TpOptions(n, sp);
-          auto result = tpc::shard::ShardGraph(*graph, options);
-          INFO(result.status().ToString());
-          REQUIRE(result.ok());
-          auto stats = tpc::partition::PartitionGraph(*graph, *result, options);
-          INFO(stats.status().ToString());
-          REQUIRE(stats.ok());
+          tpc::testing::ShardAndPartition(*graph, options);
           const absl::Status verified = tpc::ir::VerifyGraph(*graph);
           INFO(verified.ToString());
           REQUIRE(verified.ok());

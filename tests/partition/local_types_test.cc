@@ -21,9 +21,7 @@ TEST_CASE("partition: shape inference agrees with every per-rank type", "[partit
         DYNAMIC_SECTION(model << " tp" << n << (sp ? " sp" : "")) {
           auto graph = tpc::testing::ImportCommitted(model);
           const tpc::shard::ShardOptions options = tpc::testing::TpOptions(n, sp);
-          auto result = tpc::shard::ShardGraph(*graph, options);
-          REQUIRE(result.ok());
-          REQUIRE(tpc::partition::PartitionGraph(*graph, *result, options).ok());
+          tpc::testing::ShardAndPartition(*graph, options);
           std::map<std::string, tpc::ir::TensorType> assigned;
           for (tpc::ir::Node* node : graph->nodes()) {
             for (const tpc::ir::Value* v : node->outputs()) assigned[v->name()] = v->type();

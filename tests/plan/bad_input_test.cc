@@ -5,7 +5,6 @@
 // and weight slicing cannot be hit reliably from outside the process.
 #include <catch2/catch.hpp>
 
-
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -137,14 +136,7 @@ Partitioned ImportAndPartition(const std::string& model, int64_t n) {
   auto graph = tpc::onnx::ImportModel(model);
   INFO(graph.status().ToString());
   REQUIRE(graph.ok());
-  tpc::shard::ShardOptions options;
-  options.mesh = tpc::shard::Mesh::Tp(n);
-  auto result = tpc::shard::ShardGraph(**graph, options);
-  INFO(result.status().ToString());
-  REQUIRE(result.ok());
-  auto stats = tpc::partition::PartitionGraph(**graph, *result, options);
-  INFO(stats.status().ToString());
-  REQUIRE(stats.ok());
+  tpc::testing::ShardAndPartition(**graph, tpc::testing::TpOptions(n));
   return {std::move(*graph)};
 }
 

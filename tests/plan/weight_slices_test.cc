@@ -145,14 +145,7 @@ Compiled CompileWithLibrary(const std::string& model, int64_t n) {
   const std::string source = SourcePath("models/" + model + ".onnx");
   auto graph = tpc::onnx::ImportModel(source);
   REQUIRE(graph.ok());
-  tpc::shard::ShardOptions options;
-  options.mesh = tpc::shard::Mesh::Tp(n);
-  auto result = tpc::shard::ShardGraph(**graph, options);
-  INFO(result.status().ToString());
-  REQUIRE(result.ok());
-  auto stats = tpc::partition::PartitionGraph(**graph, *result, options);
-  INFO(stats.status().ToString());
-  REQUIRE(stats.ok());
+  tpc::testing::ShardAndPartition(**graph, tpc::testing::TpOptions(n));
   Compiled c;
   c.dir = tpc::testing::TempDir("slices_" + model);
   tpc::plan::PlanOptions po;

@@ -35,6 +35,10 @@ class Args {
   bool help_ = false;
 };
 
+// The tools' exit status for an error: 1 for an internal, I/O or run-time failure
+// (internal, data loss, unknown, aborted, resources), 2 for bad usage or bad input.
+int ExitCodeFor(const absl::Status& status);
+
 class Parser {
  public:
   Parser(std::string program, std::string synopsis, std::string description)
