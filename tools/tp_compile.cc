@@ -27,6 +27,7 @@
 #include "tpc/shard/report.h"
 #include "tpc/shard/shard_pass.h"
 #include "tpc/shard/styles.h"
+#include "tpc/util/checked_math.h"
 #include "tpc/util/cli.h"
 #include "tpc/util/json_writer.h"
 #include "tpc/util/staging_dir.h"
@@ -236,9 +237,11 @@ class Compiler {
     for (const std::string& d : args_.all("dim")) {
       const auto eq = d.find('=');
       int64_t size = 0;
-      if (eq == std::string::npos || !absl::SimpleAtoi(d.substr(eq + 1), &size) || size < 1) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--dim ", d, ": expected NAME=SIZE with SIZE > 0"));
+      if (eq == std::string::npos || !absl::SimpleAtoi(d.substr(eq + 1), &size) || size < 1 ||
+          size > tpc::kMaxTensorElements) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--dim ", d, ": expected NAME=SIZE with 0 < SIZE <= 2^48 (", tpc::kMaxTensorElements,
+            ")"));
       }
       options_.dim_sizes[d.substr(0, eq)] = size;
     }

@@ -18,6 +18,7 @@
 #include "tpc/runtime/compare.h"
 #include "tpc/runtime/plan_runner.h"
 #include "tpc/runtime/tensor_io.h"
+#include "tpc/util/checked_math.h"
 #include "tpc/util/cli.h"
 #include "tpc/util/status_macros.h"
 
@@ -114,9 +115,10 @@ absl::Status FillRandomInputs(const tpc::cli::Args& args, const std::vector<rt::
   for (const std::string& v : args.all("dim")) {
     TPC_ASSIGN_OR_RETURN(auto kv, SplitAssign("dim", v));
     int64_t value;
-    if (!absl::SimpleAtoi(kv.second, &value) || value < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--dim ", v, ": the value must be a non-negative integer"));
+    if (!absl::SimpleAtoi(kv.second, &value) || value < 0 || value > tpc::kMaxTensorElements) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--dim ", v, ": the value must be an integer from 0 to 2^48 (", tpc::kMaxTensorElements,
+          ")"));
     }
     bindings[kv.first] = value;
   }

@@ -1,12 +1,14 @@
 #include "tpc/ir/dim.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tpc/ir/text_escape.h"
+#include "tpc/util/checked_math.h"
 
 namespace tpc::ir {
 namespace {
@@ -30,16 +32,24 @@ Dim Dim::Symbol(std::string_view name) {
   return d;
 }
 
+// Dims a model computes can be anything (a Reshape to 2^62): a coefficient that would
+// not fit in an int64 makes the dim unknown instead of wrapping (util/checked_math.h).
 Dim Dim::FromTerms(std::vector<Term> terms) {
   // Sum the fractions of equal monomials: a/b + c/d = (ad + cb) / bd, then reduce.
   std::map<std::vector<std::string>, std::pair<int64_t, int64_t>> merged;
   for (auto& t : terms) {
+    if (t.den <= 0 || t.coeff == std::numeric_limits<int64_t>::min()) return Dim();
     std::sort(t.symbols.begin(), t.symbols.end());
     auto [it, fresh] = merged.try_emplace(t.symbols, t.coeff, t.den);
     if (!fresh) {
       auto& [num, den] = it->second;
-      num = num * t.den + t.coeff * den;
-      den = den * t.den;
+      const auto ad = CheckedMul(num, t.den);
+      const auto cb = CheckedMul(t.coeff, den);
+      const auto sum = ad && cb ? CheckedAdd(*ad, *cb) : std::nullopt;
+      const auto bd = CheckedMul(den, t.den);
+      if (!sum || !bd || *sum == std::numeric_limits<int64_t>::min()) return Dim();
+      num = *sum;
+      den = *bd;
       const int64_t g = std::gcd(num, den);
       if (g > 1) {
         num /= g;
@@ -63,7 +73,11 @@ Dim Dim::FromTerms(std::vector<Term> terms) {
 Dim Dim::DivideBy(int64_t n) const {
   if (!known_) return Dim();
   std::vector<Term> out = terms_;
-  for (Term& t : out) t.den *= n;
+  for (Term& t : out) {
+    const auto den = CheckedMul(t.den, n);
+    if (!den) return Dim();
+    t.den = *den;
+  }
   return FromTerms(std::move(out));
 }
 
@@ -90,6 +104,7 @@ Dim operator-(const Dim& a, const Dim& b) {
   if (!a.known_ || !b.known_) return Dim();
   std::vector<Dim::Term> terms = a.terms_;
   for (Dim::Term t : b.terms_) {
+    if (t.coeff == std::numeric_limits<int64_t>::min()) return Dim();
     t.coeff = -t.coeff;
     terms.push_back(std::move(t));
   }
@@ -101,7 +116,10 @@ Dim operator*(const Dim& a, const Dim& b) {
   std::vector<Dim::Term> terms;
   for (const Dim::Term& x : a.terms_) {
     for (const Dim::Term& y : b.terms_) {
-      Dim::Term t{x.coeff * y.coeff, x.symbols, x.den * y.den};
+      const auto coeff = CheckedMul(x.coeff, y.coeff);
+      const auto den = CheckedMul(x.den, y.den);
+      if (!coeff || !den) return Dim();
+      Dim::Term t{*coeff, x.symbols, *den};
       t.symbols.insert(t.symbols.end(), y.symbols.begin(), y.symbols.end());
       terms.push_back(std::move(t));
     }
@@ -115,8 +133,11 @@ std::optional<Dim> Dim::DivExact(const Dim& b) const {
   std::vector<Term> out;
   for (const Term& t : terms_) {
     // (a/b) / (c/d) = ad / bc must come out whole.
-    const int64_t num = t.coeff * divisor.den;
-    const int64_t den = t.den * divisor.coeff;
+    const auto num_or = CheckedMul(t.coeff, divisor.den);
+    const auto den_or = CheckedMul(t.den, divisor.coeff);
+    if (!num_or || !den_or || *den_or == 0 || (*den_or == -1 && *num_or == std::numeric_limits<int64_t>::min()))
+      return std::nullopt;
+    const int64_t num = *num_or, den = *den_or;
     if (num % den != 0) return std::nullopt;
     // Remove each symbol of the divisor once from the (sorted) term.
     std::vector<std::string> rest = t.symbols;

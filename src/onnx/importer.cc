@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tpc/ir/verifier.h"
+#include "schema_check.h"
 #include "tpc/onnx/function_inliner.h"
 #include "tpc/onnx/shape_inference.h"
 #include "tpc/onnx/tensor_proto.h"
@@ -236,21 +237,27 @@ class Importer {
     }
     const auto& [key, value] = *attrs.begin();
     ir::Tensor tensor;
-    if (key == "value") {
-      tensor = std::get<ir::Tensor>(value);
-    } else if (key == "value_float") {
-      tensor = ir::Tensor::FromFloat({}, {std::get<float>(value)});
-    } else if (key == "value_floats") {
-      const auto& v = std::get<std::vector<float>>(value);
-      tensor = ir::Tensor::FromFloat({static_cast<int64_t>(v.size())}, v);
-    } else if (key == "value_int") {
-      tensor = ir::Tensor::FromInt64({}, {std::get<int64_t>(value)});
-    } else if (key == "value_ints") {
-      const auto& v = std::get<std::vector<int64_t>>(value);
-      tensor = ir::Tensor::FromInt64({static_cast<int64_t>(v.size())}, v);
+    // The schema check does not run on opsets newer than libonnx knows: the attribute's
+    // type is checked here too.
+    const ir::Tensor* t = std::get_if<ir::Tensor>(&value);
+    const float* f = std::get_if<float>(&value);
+    const auto* fs = std::get_if<std::vector<float>>(&value);
+    const int64_t* i = std::get_if<int64_t>(&value);
+    const auto* is = std::get_if<std::vector<int64_t>>(&value);
+    if (key == "value" && t != nullptr) {
+      tensor = *t;
+    } else if (key == "value_float" && f != nullptr) {
+      tensor = ir::Tensor::FromFloat({}, {*f});
+    } else if (key == "value_floats" && fs != nullptr) {
+      tensor = ir::Tensor::FromFloat({static_cast<int64_t>(fs->size())}, *fs);
+    } else if (key == "value_int" && i != nullptr) {
+      tensor = ir::Tensor::FromInt64({}, {*i});
+    } else if (key == "value_ints" && is != nullptr) {
+      tensor = ir::Tensor::FromInt64({static_cast<int64_t>(is->size())}, *is);
     } else {
-      return absl::UnimplementedError(
-          absl::StrCat(NodeLabel(node), ": Constant attribute '", key, "' is not supported"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          NodeLabel(node), ": Constant attribute '", key, "' is not supported or has the wrong ",
+          "type (value: tensor, value_float(s): float(s), value_int(s): int(s))"));
     }
     // Constants stay ahead of every call, as initializers do, so that exporting and
     // re-importing gives the same IR.
@@ -273,10 +280,18 @@ class Importer {
     for (int index : order) {
       const ::onnx::NodeProto& node = nodes[static_cast<size_t>(index)];
       const std::string domain = CanonicalDomain(node.domain());
+      auto opset = graph_->opsets().find(domain);
+      if (opset == graph_->opsets().end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(NodeLabel(node), ": its domain '", node.domain(),
+                         "' is not among the model's opset imports"));
+      }
       ir::Attributes attrs;
       for (const auto& a : node.attribute()) {
         TPC_ASSIGN_OR_RETURN(attrs[a.name()], ConvertAttribute(node, a));
       }
+      TPC_RETURN_IF_ERROR(
+          internal::CheckAgainstSchema(node, domain, opset->second, NodeLabel(node)));
       if (domain.empty() && node.op_type() == "Constant") {
         TPC_RETURN_IF_ERROR(ImportConstantNode(node, attrs));
         continue;

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "shape_rules/rules.h"
+#include "tpc/util/checked_math.h"
 
 namespace tpc::onnx {
 
@@ -46,6 +47,19 @@ void SetConstantValue(ir::Node* node) {
   out->set_known_value(std::move(value));
 }
 
+// A type whose static dims alone hold more elements than one tensor may, or with a
+// negative dim, is refused where it appears: later stages multiply dims unchecked.
+absl::Status CheckStaticSize(const ir::Value& v, const std::string& where) {
+  const ir::TensorType& t = v.type();
+  if (!t.shape) return absl::OkStatus();
+  std::vector<int64_t> dims;
+  for (const ir::Dim& d : *t.shape) {
+    if (d.is_static()) dims.push_back(d.value());
+  }
+  return ElementCount(dims, absl::StrCat(where, ": '", v.name(), "' (", t.ToString(), ")"))
+      .status();
+}
+
 absl::Status InferCall(ir::Node* node, int64_t opset) {
   for (int i = 0; i < node->num_inputs(); ++i) {
     const ir::Value* in = node->input(i);
@@ -70,6 +84,7 @@ absl::Status InferCall(ir::Node* node, int64_t opset) {
       return absl::InternalError(absl::StrCat(node->Describe(), ": shape rule left output ", i,
                                               " ('", node->output(i)->name(), "') untyped"));
     }
+    TPC_RETURN_IF_ERROR(CheckStaticSize(*node->output(i), node->Describe()));
   }
   return absl::OkStatus();
 }
@@ -87,6 +102,8 @@ absl::Status InferShapes(ir::Graph& graph) {
         TPC_RETURN_IF_ERROR(InferCall(node, opset));
         break;
       case ir::NodeKind::kPlaceholder:
+        TPC_RETURN_IF_ERROR(CheckStaticSize(*node->output(0), "graph input"));
+        break;
       case ir::NodeKind::kOutput:
         break;
     }

@@ -3,7 +3,9 @@
 #include <cstring>
 #include <filesystem>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "tpc/util/checked_math.h"
 #include "tpc/util/status_macros.h"
 
 namespace tpc::onnx {
@@ -67,8 +69,17 @@ absl::StatusOr<std::shared_ptr<const MappedFile>> ExternalDataFiles::Open(
         absl::StrCat("initializer '", tensor_name, "': external data location '", location,
                      "' is absolute or empty; it must be a path relative to the model's folder"));
   }
-  fs::path dir = fs::weakly_canonical(fs::path(model_dir_.empty() ? "." : model_dir_));
-  fs::path full = fs::weakly_canonical(dir / rel);
+  // The error_code forms: a symlink loop or an unreadable folder is an error, not an
+  // exception.
+  std::error_code ec;
+  fs::path dir = fs::weakly_canonical(fs::path(model_dir_.empty() ? "." : model_dir_), ec);
+  fs::path full;
+  if (!ec) full = fs::weakly_canonical(dir / rel, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(absl::StrCat("initializer '", tensor_name,
+                                                   "': external data location '", location,
+                                                   "' cannot be resolved: ", ec.message()));
+  }
   auto [dir_end, full_it] = std::mismatch(dir.begin(), dir.end(), full.begin(), full.end());
   if (dir_end != dir.end()) {
     return absl::InvalidArgumentError(absl::StrCat("initializer '", tensor_name,
@@ -97,11 +108,10 @@ absl::StatusOr<ir::Tensor> TensorFromProto(const ::onnx::TensorProto& proto,
   }
   auto dtype = static_cast<ir::DType>(proto.data_type());
   std::vector<int64_t> shape(proto.dims().begin(), proto.dims().end());
-  for (int64_t d : shape) {
-    if (d < 0) return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': negative dim"));
-  }
-  ir::Tensor probe = ir::Tensor::Elided(dtype, shape);
-  const size_t expected = probe.nbytes();
+  const std::string what = absl::StrCat("tensor '", name, "'");
+  TPC_ASSIGN_OR_RETURN(const int64_t elements, ElementCount(shape, what));
+  TPC_ASSIGN_OR_RETURN(const int64_t nbytes, ByteSize(elements, ir::DTypeSize(dtype), what));
+  const size_t expected = static_cast<size_t>(nbytes);
   auto check_size = [&](size_t got, std::string_view where) -> absl::Status {
     if (got == expected) return absl::OkStatus();
     return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': ", std::string(where),
@@ -115,18 +125,25 @@ absl::StatusOr<ir::Tensor> TensorFromProto(const ::onnx::TensorProto& proto,
     int64_t length = -1;
     for (const auto& kv : proto.external_data()) {
       if (kv.key() == "location") location = kv.value();
-      if (kv.key() == "offset") offset = std::stoll(kv.value());
-      if (kv.key() == "length") length = std::stoll(kv.value());
+      if (kv.key() != "offset" && kv.key() != "length") continue;
+      int64_t v = 0;
+      if (!absl::SimpleAtoi(kv.value(), &v) || v < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("initializer '", name, "': external data ", kv.key(), " '", kv.value(),
+                         "' is not a non-negative integer"));
+      }
+      (kv.key() == "offset" ? offset : length) = v;
     }
     if (external == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': external data here"));
     }
     TPC_ASSIGN_OR_RETURN(auto file, external->Open(location, name));
     if (length < 0) length = static_cast<int64_t>(expected);
-    if (offset < 0 || static_cast<size_t>(offset + length) > file->size()) {
+    const std::optional<int64_t> end = CheckedAdd(offset, length);
+    if (!end || static_cast<uint64_t>(*end) > file->size()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("initializer '", name, "': external data [", offset, ", ", offset + length,
-                       ") is past the end of '", location, "' (", file->size(), " bytes)"));
+          absl::StrCat("initializer '", name, "': external data at offset ", offset, ", length ",
+                       length, " is past the end of '", location, "' (", file->size(), " bytes)"));
     }
     TPC_RETURN_IF_ERROR(check_size(static_cast<size_t>(length), "its external data"));
     return ir::Tensor::FromMapped(dtype, shape, file, static_cast<size_t>(offset));

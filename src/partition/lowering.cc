@@ -25,9 +25,22 @@ struct LocalIndices {
   ir::Value* in_range;  // bool, the shape of ids
 };
 
-LocalIndices Localize(Rewriter& rw, ir::Node* before, ir::Value* ids, int64_t part) {
+// How `node` reads its indices into the whole dim: as Gather does (negative ones count
+// from the end) or as class labels (ignore_index allowed).
+enum class IndexKind { kGather, kLabel };
+
+// `ids` index the whole dim (part·N) for `node`: first checked and normalized as the
+// unsplit op would (an out-of-range id is the same error, naming `node`), then localized.
+LocalIndices Localize(Rewriter& rw, ir::Node* node, ir::Value* ids, int64_t part, IndexKind kind) {
   const ir::TensorType& t = ids->type();
   const ir::TensorType b = WithDType(t, ir::DType::kBool);
+  ir::Attributes check = {{"dim", part * rw.n()},
+                          {"wrap", int64_t{kind == IndexKind::kGather ? 1 : 0}},
+                          {"source", node->Describe()}};
+  if (kind == IndexKind::kLabel && node->has_attr("ignore_index"))
+    check["ignore_index"] = node->attr_int("ignore_index", 0);
+  ids = rw.Op(node, "CheckIndices", {ids}, t, kR, std::move(check), kTpcDomain);
+  ir::Node* before = node;
   ir::Value* local = rw.Op(before, "Sub", {ids, RankStart(rw, t.dtype, part)}, t, kR);
   ir::Value* zero = rw.Scalar("tp/zero", t.dtype, 0);
   ir::Value* ge = rw.Op(before, "GreaterOrEqual", {local, zero}, b, kR);
@@ -121,7 +134,7 @@ absl::StatusOr<Replacements> LowerMaskedGather(Rewriter& rw, ir::Node* node) {
   const ir::Dim& part = (*data->type().shape)[0];
   if (!part.is_static())
     return absl::UnimplementedError("vocab-parallel embedding needs a static vocab size");
-  LocalIndices li = Localize(rw, node, ids, part.value());
+  LocalIndices li = Localize(rw, node, ids, part.value(), IndexKind::kGather);
   const ir::TensorType out_type = node->output(0)->type();
   ir::Value* gathered =
       rw.Op(node, "Gather", {data, li.safe}, out_type, kPartialSum, {{"axis", int64_t{0}}});
@@ -187,7 +200,7 @@ absl::StatusOr<Replacements> LowerVocabParallelLoss(Rewriter& rw, ir::Node* node
   s->set_type(row);
   ir::Value* lse = rw.Op(node, "Log", {s}, row, kR);
   // The target's shifted logit, from the rank that holds it.
-  LocalIndices li = Localize(rw, node, labels, part.value());
+  LocalIndices li = Localize(rw, node, labels, part.value(), IndexKind::kLabel);
   const ir::TensorType lt = labels->type();
   ir::TensorType idx_type = lt;
   idx_type.shape->insert(idx_type.shape->begin() + 1, ir::Dim(1));
@@ -217,7 +230,7 @@ absl::StatusOr<Replacements> LowerVocabParallelNll(Rewriter& rw, ir::Node* node)
   const ir::Dim part = input->type().shape->at(1);
   if (!part.is_static())
     return absl::UnimplementedError("vocab-parallel NLL needs a static class count");
-  LocalIndices li = Localize(rw, node, target, part.value());
+  LocalIndices li = Localize(rw, node, target, part.value(), IndexKind::kLabel);
   const ir::TensorType tt = target->type();
   ir::TensorType idx_type = tt;
   idx_type.shape->insert(idx_type.shape->begin() + 1, ir::Dim(1));

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tpc/util/checked_math.h"
 #include "tpc/util/status_macros.h"
 
 namespace tpc::runtime {
@@ -210,7 +211,8 @@ absl::Status Executor::FoldConstantSteps() {
 absl::StatusOr<SymbolBindings> Executor::CheckInputs(
     const std::map<std::string, Tensor>& inputs) const {
   SymbolBindings bindings;
-  for (const auto& [name, t] : inputs) {
+  for (const auto& entry : inputs) {
+    const std::string& name = entry.first;  // not a structured binding: the lambda reads it
     if (std::none_of(inputs_.begin(), inputs_.end(),
                      [&](const IoSpec& s) { return s.name == name; })) {
       std::vector<std::string> names;
@@ -249,9 +251,13 @@ const Executor::Plan& Executor::PlanFor(const SymbolBindings& bindings) {
       const int64_t last = last_use_[static_cast<size_t>(s)];
       if (!options_.plan_memory || !plan->shapes[static_cast<size_t>(s)] || last == kPinned)
         continue;
-      int64_t elems = 1;
-      for (int64_t d : *plan->shapes[static_cast<size_t>(s)]) elems *= d;
-      const int64_t bytes = elems * ir::DTypeSize(v->type().dtype);
+      // A size past the limit is left unplanned: the kernel's Output() refuses it with
+      // the node's name.
+      auto elems = ElementCount(*plan->shapes[static_cast<size_t>(s)], v->name());
+      auto checked = elems.ok() ? ByteSize(*elems, ir::DTypeSize(v->type().dtype), v->name())
+                                : elems.status();
+      if (!checked.ok()) continue;
+      const int64_t bytes = *checked;
       plan->bytes[static_cast<size_t>(s)] = bytes;
       requests.push_back(
           {bytes, static_cast<int64_t>(i), std::max<int64_t>(last, static_cast<int64_t>(i))});

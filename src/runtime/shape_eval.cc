@@ -1,6 +1,7 @@
 #include "tpc/runtime/shape_eval.h"
 
 #include "absl/strings/str_cat.h"
+#include "tpc/util/checked_math.h"
 #include "absl/strings/str_join.h"
 #include "tpc/runtime/tensor.h"
 
@@ -14,14 +15,20 @@ std::optional<int64_t> EvaluateDim(const ir::Dim& dim, const SymbolBindings& bin
   int64_t num = 0;
   int64_t den = 1;
   for (const ir::Dim::Term& term : dim.terms()) {
-    int64_t v = term.coeff;
+    std::optional<int64_t> v = term.coeff;
     for (const std::string& s : term.symbols) {
       auto it = bindings.find(s);
       if (it == bindings.end()) return std::nullopt;
-      v *= it->second;
+      v = CheckedMul(*v, it->second);
+      if (!v) return std::nullopt;
     }
-    num = num * term.den + v * den;
-    den *= term.den;
+    const auto a = CheckedMul(num, term.den);
+    const auto b = CheckedMul(*v, den);
+    const auto sum = a && b ? CheckedAdd(*a, *b) : std::nullopt;
+    const auto next_den = CheckedMul(den, term.den);
+    if (!sum || !next_den) return std::nullopt;
+    num = *sum;
+    den = *next_den;
   }
   if (num % den != 0) return std::nullopt;
   return num / den;

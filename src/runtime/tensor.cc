@@ -5,18 +5,44 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tpc/util/checked_math.h"
 #include "tpc/util/half.h"
 #include "tpc/util/status_macros.h"
 
 namespace tpc::runtime {
 
+namespace {
+
+// 64-byte aligned so BLAS and vector loops see the same alignment as in the arena.
+void* AlignedZeros(size_t nbytes) {
+  const size_t bytes = nbytes == 0 ? 64 : (nbytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, bytes);
+  if (p != nullptr) std::memset(p, 0, bytes);
+  return p;
+}
+
+}  // namespace
+
 Tensor Tensor::Allocate(ir::DType dtype, std::vector<int64_t> shape) {
   Tensor t(dtype, std::move(shape), nullptr);
-  // 64-byte aligned so BLAS and vector loops see the same alignment as in the arena.
-  size_t bytes = (t.nbytes() + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
-  std::memset(p, 0, bytes == 0 ? 64 : bytes);
+  void* p = AlignedZeros(t.nbytes());
+  TPC_CHECK(p != nullptr);
   t.data_ = static_cast<uint8_t*>(p);
+  t.owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  return t;
+}
+
+absl::StatusOr<Tensor> Tensor::Create(ir::DType dtype, std::vector<int64_t> shape,
+                                      const std::string& what) {
+  TPC_ASSIGN_OR_RETURN(const int64_t elements, ElementCount(shape, what));
+  TPC_ASSIGN_OR_RETURN(const int64_t bytes, ByteSize(elements, ir::DTypeSize(dtype), what));
+  void* p = AlignedZeros(static_cast<size_t>(bytes));
+  if (p == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, ": cannot allocate ", bytes, " bytes for ", ir::DTypeName(dtype),
+                     ShapeString(shape)));
+  }
+  Tensor t(dtype, std::move(shape), p);
   t.owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   return t;
 }

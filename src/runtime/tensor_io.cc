@@ -76,7 +76,7 @@ absl::StatusOr<NamedTensor> ReadTensorProtoFile(const std::string& path) {
   auto t = tpc::onnx::TensorFromProto(proto, std::nullopt, nullptr, nullptr);
   if (!t.ok())
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", std::string(t.status().message())));
-  Tensor out = Tensor::Allocate(t->dtype(), t->shape());
+  TPC_ASSIGN_OR_RETURN(Tensor out, Tensor::Create(t->dtype(), t->shape(), path));
   if (out.nbytes() > 0) std::memcpy(out.raw(), t->data(), out.nbytes());
   return NamedTensor{proto.name(), std::move(out)};
 }
@@ -124,7 +124,7 @@ absl::StatusOr<Tensor> ReadNpyFile(const std::string& path) {
     if (!absl::SimpleAtoi(part, &d) || d < 0) return bad(absl::StrCat("bad shape ", shape_text));
     shape.push_back(d);
   }
-  Tensor t = Tensor::Allocate(dtype, shape);
+  TPC_ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dtype, shape, path));
   const size_t data_start = start + header_len;
   if (bytes.size() - data_start < t.nbytes()) return bad("truncated data");
   if (t.nbytes() > 0) std::memcpy(t.raw(), bytes.data() + data_start, t.nbytes());
@@ -182,11 +182,12 @@ absl::StatusOr<Tensor> RandomTensor(const std::string& name, const ir::TensorTyp
     if (!v) {
       return absl::InvalidArgumentError(
           absl::StrCat("input '", name, "' (", type.ToString(), "): dim ", d.ToString(),
-                       " is not bound; give it with --dim NAME=VALUE"));
+                       " is not bound (give it with --dim NAME=VALUE) or too large"));
     }
     shape.push_back(*v);
   }
-  Tensor t = Tensor::Allocate(type.dtype, shape);
+  TPC_ASSIGN_OR_RETURN(Tensor t,
+                       Tensor::Create(type.dtype, shape, absl::StrCat("input '", name, "'")));
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> real(-1.0, 1.0);
   std::uniform_int_distribution<int64_t> integer(0, std::max<int64_t>(int_high, 1) - 1);

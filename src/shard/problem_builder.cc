@@ -422,7 +422,9 @@ void ProblemBuilder::AddEdge(int from, const ir::Value* v) {
 // ---------------------------------------------------------------- constraints
 
 absl::Status ProblemBuilder::ApplyConstraints() {
-  for (const auto& [v, allowed] : constraints_.allowed) {
+  for (const auto& entry : constraints_.allowed) {
+    const ir::Value* v = entry.first;
+    const auto& allowed = entry.second;  // not a structured binding: the lambda reads it
     auto allowed_has = [&](const Placement& p) {
       return std::find(allowed.placements.begin(), allowed.placements.end(), p) !=
              allowed.placements.end();

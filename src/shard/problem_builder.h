@@ -111,7 +111,9 @@ class ProblemBuilder {
   int64_t n() const { return options_.mesh.tp(); }
 
   const ir::Graph& graph_;
-  const ShardOptions& options_;
+  // Owned: a builder outlives the options of the solve that made it (SolveUnderBudget's
+  // priced copies), and the solution is read through it afterwards.
+  const ShardOptions options_;
   const Constraints& constraints_;
   std::set<const ir::Value*> sp_values_;
   MinSumProblem problem_;

@@ -13,7 +13,9 @@
 namespace tpc {
 
 absl::StatusOr<std::shared_ptr<const MappedFile>> MappedFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer; fstat below
+  // then refuses anything but a regular file. It has no effect on a regular file.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int err = errno;
     return err == ENOENT ? absl::NotFoundError(absl::StrCat(path, ": no such file"))
@@ -23,7 +25,8 @@ absl::StatusOr<std::shared_ptr<const MappedFile>> MappedFile::Open(const std::st
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a regular file (only regular files are read as models or data)"));
   }
   size_t size = static_cast<size_t>(st.st_size);
   const uint8_t* data = nullptr;

@@ -28,7 +28,9 @@ import sys
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
-TPC_OPS = {"AllReduce", "AllGather", "ReduceScatter", "AllToAll", "Shard", "Rank"}
+TPC_OPS = {"AllReduce", "AllGather", "ReduceScatter", "AllToAll", "Shard", "Rank", "CheckIndices"}
+# Not collectives: no group_size.
+LOCAL_TPC_OPS = {"Rank", "CheckIndices"}
 
 
 def sha256(path):
@@ -81,7 +83,7 @@ def check_plan(onnx, original, out, n):
             if node.op_type not in TPC_OPS:
                 problems.append(f"rank {i}: unknown tpc op {node.op_type} ({node.name})")
             attrs = {a.name: a for a in node.attribute}
-            if node.op_type != "Rank" and ("group_size" not in attrs or attrs["group_size"].i != n):
+            if node.op_type not in LOCAL_TPC_OPS and ("group_size" not in attrs or attrs["group_size"].i != n):
                 problems.append(f"rank {i}: {node.name} group_size is not {n}")
         if io_names(model) != want_io:
             problems.append(f"rank {i}: inputs/outputs {io_names(model)}, original {want_io}")

@@ -16,8 +16,8 @@ namespace tpc::runtime {
 
 using SymbolBindings = std::map<std::string, int64_t>;
 
-// The value of `dim` under `bindings`; nullopt when it is unknown or uses an unbound
-// symbol.
+// The value of `dim` under `bindings`; nullopt when it is unknown, uses an unbound
+// symbol or does not fit in an int64.
 std::optional<int64_t> EvaluateDim(const ir::Dim& dim, const SymbolBindings& bindings);
 // Every dim evaluated; nullopt when the rank or one dim is not known.
 std::optional<std::vector<int64_t>> EvaluateShape(const ir::TensorType& type,

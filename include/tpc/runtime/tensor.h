@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "tpc/ir/dtype.h"
 
 namespace tpc::runtime {
@@ -18,8 +20,14 @@ class Tensor {
   // A view of bytes owned elsewhere.
   Tensor(ir::DType dtype, std::vector<int64_t> shape, void* data)
       : dtype_(dtype), shape_(std::move(shape)), data_(static_cast<uint8_t*>(data)) {}
-  // A zero-filled tensor owning its bytes (host memory).
+  // A zero-filled tensor owning its bytes (host memory), for a shape already known to be
+  // of a valid size (derived from tensors that exist).
   static Tensor Allocate(ir::DType dtype, std::vector<int64_t> shape);
+  // The same for a shape from outside (a file, a declared type, --dim): an error naming
+  // `what` when a dim is negative, the size is absurd (util/checked_math.h) or the memory
+  // cannot be had.
+  static absl::StatusOr<Tensor> Create(ir::DType dtype, std::vector<int64_t> shape,
+                                       const std::string& what);
 
   ir::DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }

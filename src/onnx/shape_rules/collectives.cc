@@ -1,5 +1,5 @@
 // Shape rules of the collectives of the `tpc` domain (docs/collectives.md): the ops
-// that per-rank plans use to communicate, and Rank.
+// that per-rank plans use to communicate, Rank, and CheckIndices.
 #include <cstdint>
 #include <string>
 
@@ -93,6 +93,17 @@ absl::Status InferShard(InferenceContext& ctx) {
   TPC_ASSIGN_OR_RETURN(out[static_cast<size_t>(axis)],
                        DivideDim(ctx, out[static_cast<size_t>(axis)], n));
   ctx.set_output_type(0, ir::TensorType(ctx.input_type(0).dtype, std::move(out)));
+  return absl::OkStatus();
+}
+
+absl::Status InferCheckIndices(InferenceContext& ctx) {
+  TPC_RETURN_IF_ERROR(RequireInputs(ctx, 1));
+  const ir::DType t = ctx.input_type(0).dtype;
+  if (t != ir::DType::kI64 && t != ir::DType::kI32 && t != ir::DType::kUndefined) {
+    return ctx.Error(absl::StrCat("input must be i64 or i32, not ", ir::DTypeName(t)));
+  }
+  if (ctx.node().attr_int("dim", 0) < 1) return ctx.Error("attribute dim must be positive");
+  ctx.set_output_type(0, ctx.input_type(0));
   return absl::OkStatus();
 }
 

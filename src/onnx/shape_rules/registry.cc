@@ -130,6 +130,7 @@ constexpr Entry kRules[] = {
     {kTpc, "AllGather", InferAllGather},
     {kTpc, "AllReduce", InferAllReduce},
     {kTpc, "AllToAll", InferAllToAll},
+    {kTpc, "CheckIndices", InferCheckIndices},
     {kTpc, "Rank", InferRank},
     {kTpc, "ReduceScatter", InferReduceScatter},
     {kTpc, "Shard", InferShard},

@@ -145,6 +145,7 @@ absl::Status InferAllGather(InferenceContext& ctx);
 absl::Status InferAllReduce(InferenceContext& ctx);
 absl::Status InferAllToAll(InferenceContext& ctx);
 absl::Status InferRank(InferenceContext& ctx);
+absl::Status InferCheckIndices(InferenceContext& ctx);
 absl::Status InferShard(InferenceContext& ctx);
 absl::Status InferReduceScatter(InferenceContext& ctx);
 

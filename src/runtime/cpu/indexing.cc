@@ -1,4 +1,4 @@
-// Indexing: Slice, Gather, GatherElements, GatherND, ScatterND, ScatterElements, Pad,
+// Indexing: Slice, Gather, tpc::CheckIndices, GatherElements, GatherND, ScatterND, ScatterElements, Pad,
 // Trilu.
 #include <algorithm>
 
@@ -123,6 +123,45 @@ absl::Status Gather(KernelContext& ctx) {
                            }
                          });
   return absl::OkStatus();
+}
+
+// The index check of an op whose dim a lowering split across ranks (each rank sees only
+// its part, so its own kernel can no longer tell an index out of range): `Gather`'s
+// semantics with wrap=1 (negative indices count from the end), class labels with wrap=0
+// (ignore_index passes through). The error names the op the lowering replaced.
+absl::Status CheckIndices(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const ir::Node& node = ctx.node();
+  const int64_t dim = node.attr_int("dim", 0);
+  const bool wrap = node.attr_int("wrap", 0) != 0;
+  std::optional<int64_t> ignore;
+  if (node.has_attr("ignore_index")) ignore = node.attr_int("ignore_index", 0);
+  const std::string source = node.attr_string("source", node.Describe());
+  if (x.dtype() != ir::DType::kI64 && x.dtype() != ir::DType::kI32) {
+    return ctx.Error(absl::StrCat("expected an i64 or i32 tensor, got ", x.TypeString()));
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  auto check = [&]<typename I>() -> absl::Status {
+    const I* px = x.data<I>();
+    I* py = y->data<I>();
+    for (int64_t k = 0; k < x.num_elements(); ++k) {
+      const int64_t i = px[k];
+      if (wrap && i >= -dim && i < dim) {
+        py[k] = static_cast<I>(i < 0 ? i + dim : i);
+      } else if (!wrap && ((i >= 0 && i < dim) || (ignore && i == *ignore))) {
+        py[k] = px[k];
+      } else if (wrap) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(source, ": index ", i, " is out of range for a dim of ", dim));
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat(source, ": label ", i, " is out of range for ", dim, " classes"));
+      }
+    }
+    return absl::OkStatus();
+  };
+  return x.dtype() == ir::DType::kI64 ? check.operator()<int64_t>()
+                                      : check.operator()<int32_t>();
 }
 
 absl::Status GatherElements(KernelContext& ctx) {

@@ -236,6 +236,7 @@ absl::Status Dropout(KernelContext& ctx);
 absl::Status Expand(KernelContext& ctx);
 absl::Status Flatten(KernelContext& ctx);
 absl::Status Gather(KernelContext& ctx);
+absl::Status CheckIndices(KernelContext& ctx);  // tpc domain
 absl::Status GatherElements(KernelContext& ctx);
 absl::Status GatherND(KernelContext& ctx);
 absl::Status Identity(KernelContext& ctx);

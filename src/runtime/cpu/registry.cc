@@ -129,6 +129,7 @@ const Entry kKernels[] = {
     {kTpc, "AllGather", {AllGather, any}},
     {kTpc, "AllReduce", {AllReduce, any}},
     {kTpc, "AllToAll", {AllToAll, any}},
+    {kTpc, "CheckIndices", {CheckIndices, any}},
     {kTpc, "Rank", {Rank, any}},
     {kTpc, "ReduceScatter", {ReduceScatter, any}},
     {kTpc, "Shard", {Shard, any}},
