@@ -36,7 +36,8 @@ tpc::cli::Parser MakeParser() {
   tpc::cli::Parser p(
       "tp-run", "DIR [options]",
       "Runs the plan in DIR (rank0.onnx, rank1.onnx, ...): every rank as a thread of this\n"
-      "process with the in-process communicator. Inputs come from --input/--input-dir, or are\n"
+      "process with the in-process communicator. Every rank's files are first checked against\n"
+      "DIR/plan.json (sizes and SHA-256; --no-verify skips the hashes). Inputs come from --input/--input-dir, or are\n"
       "random (floats in [-1, 1), integers in [0, 32), inputs named *mask* all ones; seed\n"
       "--seed); symbolic dims of random inputs come from --dim (defaults: batch=1, seq=16).\n"
       "Exit status: 0 success, 1 --check-against above tolerance or an internal failure,\n"
@@ -56,6 +57,7 @@ tpc::cli::Parser MakeParser() {
   p.Add({"seed", "S", "seed of random inputs", "0", false});
   p.Add({"profile", "", "with --repeat: time per operator type", "", false});
   p.Add({"quiet", "", "print only the comparison table and errors", "", false});
+  p.Add({"no-verify", "", "skip the SHA-256 check of the plan's files (trusted plans)", "", false});
   return p;
 }
 
@@ -191,7 +193,9 @@ absl::StatusOr<int> Run(const tpc::cli::Args& args) {
   }
 
   const auto t_load = Clock::now();
-  TPC_ASSIGN_OR_RETURN(auto graphs, rt::LoadPlan(args.positional()[0]));
+  rt::LoadPlanOptions load;
+  load.verify_hashes = !args.has("no-verify");
+  TPC_ASSIGN_OR_RETURN(auto graphs, rt::LoadPlan(args.positional()[0], load));
   std::vector<const tpc::ir::Graph*> ptrs;
   for (auto& g : graphs) ptrs.push_back(g.get());
   rt::PlanRunnerOptions options;

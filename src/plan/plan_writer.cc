@@ -1,10 +1,17 @@
 #include "tpc/plan/plan_writer.h"
 
+#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/type_resolver_util.h"
 #include "onnx/onnx_pb.h"
 #include "tpc/onnx/exporter.h"
 #include "tpc/partition/weight_slice.h"
@@ -96,8 +103,12 @@ absl::Status AddShardIndex(const std::string& model_path, proto::RankPlan* rp) {
     for (int64_t d : t.dims()) w->add_shape(d);
     for (const auto& kv : t.external_data()) {
       if (kv.key() == "location") w->set_file(kv.value());
-      if (kv.key() == "offset") w->set_offset(std::stoll(kv.value()));
-      if (kv.key() == "length") w->set_length(std::stoll(kv.value()));
+      int64_t v = 0;
+      if ((kv.key() == "offset" || kv.key() == "length") && !absl::SimpleAtoi(kv.value(), &v)) {
+        return absl::InternalError(absl::StrCat(model_path, ": bad external data ", kv.key()));
+      }
+      if (kv.key() == "offset") w->set_offset(v);
+      if (kv.key() == "length") w->set_length(v);
     }
   }
   return absl::OkStatus();
@@ -138,6 +149,14 @@ absl::StatusOr<std::vector<RankFiles>> WriteRankFiles(const ir::Graph& graph,
     TPC_RETURN_IF_ERROR(onnx::ExportModel(graph, absl::StrCat(dir, "/", files.model), eo));
     TPC_ASSIGN_OR_RETURN(files.model_sha256, Sha256File(absl::StrCat(dir, "/", files.model)));
     files.weights_sha256 = weights_hash.HexDigest();
+    std::error_code ec;
+    files.model_size =
+        static_cast<int64_t>(std::filesystem::file_size(absl::StrCat(dir, "/", files.model), ec));
+    const std::string weights_path = absl::StrCat(dir, "/", files.weights);
+    files.weights_size = std::filesystem::exists(weights_path, ec)
+                             ? static_cast<int64_t>(std::filesystem::file_size(weights_path, ec))
+                             : 0;
+    if (ec) return absl::InternalError(absl::StrCat(dir, ": cannot stat rank ", r, "'s files"));
     ranks.push_back(std::move(files));
   }
   TPC_RETURN_IF_ERROR(CheckSources(graph));
@@ -162,17 +181,34 @@ absl::Status WriteManifest(const ir::Graph& graph, const std::vector<RankFiles>&
     rp->set_weights(f.weights);
     rp->set_weights_sha256(f.weights_sha256);
     rp->set_weight_bytes(f.weight_bytes);
+    rp->set_model_size(f.model_size);
+    rp->set_weights_size(f.weights_size);
     TPC_RETURN_IF_ERROR(AddShardIndex(absl::StrCat(dir, "/", f.model), rp));
   }
   AddPlacements(graph.inputs(), plan.mutable_inputs());
   AddPlacements(graph.outputs(), plan.mutable_outputs());
   for (const auto& [k, v] : options.options) (*plan.mutable_options())[k] = v;
+  // Byte for byte the same for the same plan: MessageToJsonString goes through a binary
+  // serialization whose map order varies, so serialize deterministically and convert.
+  std::string binary;
+  {
+    google::protobuf::io::StringOutputStream raw(&binary);
+    google::protobuf::io::CodedOutputStream coded(&raw);
+    coded.SetSerializationDeterministic(true);
+    if (!plan.SerializeToCodedStream(&coded)) return absl::InternalError("plan.json: serialize");
+  }
+  static const std::string kTypeUrlPrefix = "type.googleapis.com";
+  std::unique_ptr<google::protobuf::util::TypeResolver> resolver(
+      google::protobuf::util::NewTypeResolverForDescriptorPool(
+          kTypeUrlPrefix, google::protobuf::DescriptorPool::generated_pool()));
   std::string json;
   google::protobuf::util::JsonPrintOptions jo;
   jo.add_whitespace = true;
   jo.preserve_proto_field_names = true;
   jo.always_print_primitive_fields = true;  // rank 0 and offset 0 too
-  auto status = google::protobuf::util::MessageToJsonString(plan, &json, jo);
+  auto status = google::protobuf::util::BinaryToJsonString(
+      resolver.get(), absl::StrCat(kTypeUrlPrefix, "/", plan.GetDescriptor()->full_name()), binary,
+      &json, jo);
   if (!status.ok()) return absl::InternalError(absl::StrCat("plan.json: ", status.ToString()));
   std::ofstream out(absl::StrCat(dir, "/plan.json"), std::ios::trunc);
   if (!out || !(out << json) || !out.flush()) {

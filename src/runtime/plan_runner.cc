@@ -5,30 +5,32 @@
 
 #include "absl/strings/str_cat.h"
 #include "tpc/onnx/importer.h"
+#include "tpc/plan/plan_reader.h"
 #include "tpc/runtime/inprocess_communicator.h"
 #include "tpc/util/status_macros.h"
 
 namespace tpc::runtime {
 
-absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlan(const std::string& dir) {
+absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlan(const std::string& dir,
+                                                                LoadPlanOptions options) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     return absl::InvalidArgumentError(absl::StrCat(dir, ": not a plan folder (no such directory)"));
   }
+  TPC_ASSIGN_OR_RETURN(const proto::Plan manifest, plan::ReadManifest(dir));
+  // Every rank's files first: nothing is imported from a plan with one bad file.
+  for (int r = 0; r < manifest.ranks_size(); ++r) {
+    TPC_RETURN_IF_ERROR(plan::VerifyRankFiles(dir, manifest, r, options.verify_hashes));
+  }
   std::vector<std::unique_ptr<ir::Graph>> graphs;
-  for (int r = 0;; ++r) {
-    const std::string path = absl::StrCat(dir, "/rank", r, ".onnx");
-    if (!fs::exists(path, ec)) break;
+  for (int r = 0; r < manifest.ranks_size(); ++r) {
+    const std::string path = absl::StrCat(dir, "/", manifest.ranks(r).model());
     auto g = tpc::onnx::ImportModel(path);
     if (!g.ok())
       return absl::Status(g.status().code(),
                           absl::StrCat("rank ", r, ": ", std::string(g.status().message())));
     graphs.push_back(std::move(*g));
-  }
-  if (graphs.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        dir, ": no rank0.onnx in this folder (write a plan with tp-compile MODEL -o ", dir, ")"));
   }
   return graphs;
 }

@@ -1,12 +1,17 @@
 #include "tpc/util/staging_dir.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <limits>
 #include <filesystem>
 #include <mutex>
 #include <set>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace tpc {
@@ -45,6 +50,39 @@ void Unregister(const std::string& p) {
   if (g_live != nullptr) g_live->erase(p);
 }
 
+// True when no process `pid` runs, or the one that does started after `folder` was last
+// written (the pid was reused): the folder's writer is gone.
+bool WriterGone(int64_t pid, const fs::path& folder) {
+  if (pid <= 0 || pid > std::numeric_limits<pid_t>::max()) return true;
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return true;
+  struct stat proc {};
+  struct stat dir {};
+  if (::stat(absl::StrCat("/proc/", pid).c_str(), &proc) != 0 || ::stat(folder.c_str(), &dir) != 0)
+    return false;
+  return proc.st_ctime > dir.st_mtime + 1;
+}
+
+// Removes `.NAME.tmp-PID` (and `.NAME.tmp-PID.old`) folders in `parent` left by runs for
+// the same target whose process is gone.
+std::vector<std::string> RemoveStale(const fs::path& parent, const std::string& name) {
+  std::vector<std::string> removed;
+  const std::string prefix = absl::StrCat(".", name, ".tmp-");
+  std::error_code ec;
+  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string entry = it->path().filename().string();
+    if (entry.rfind(prefix, 0) != 0) continue;
+    absl::string_view rest = absl::string_view(entry).substr(prefix.size());
+    if (absl::EndsWith(rest, ".old")) rest.remove_suffix(4);
+    int64_t pid = 0;
+    if (!absl::SimpleAtoi(rest, &pid) || pid == ::getpid()) continue;
+    std::error_code sub;
+    if (!it->is_directory(sub) || it->is_symlink(sub) || !WriterGone(pid, it->path())) continue;
+    fs::remove_all(it->path(), sub);
+    if (!sub) removed.push_back(it->path().string());
+  }
+  return removed;
+}
+
 }  // namespace
 
 absl::StatusOr<StagingDir> StagingDir::Create(const std::string& target, bool force) {
@@ -70,6 +108,7 @@ absl::StatusOr<StagingDir> StagingDir::Create(const std::string& target, bool fo
     return absl::NotFoundError(
         absl::StrCat(target, ": parent folder ", parent.string(), " does not exist"));
   }
+  std::vector<std::string> removed = RemoveStale(parent, t.filename().string());
   fs::path temp = parent / absl::StrCat(".", t.filename().string(), ".tmp-", ::getpid());
   fs::remove_all(temp, ec);
   if (!fs::create_directory(temp, ec)) {
@@ -77,14 +116,17 @@ absl::StatusOr<StagingDir> StagingDir::Create(const std::string& target, bool fo
         absl::StrCat(target, ": cannot create a folder in ", parent.string(), ": ", ec.message()));
   }
   Register(temp.string());
-  return StagingDir(t.string(), temp.string(), force);
+  StagingDir out(t.string(), temp.string(), force);
+  out.removed_ = std::move(removed);
+  return out;
 }
 
 StagingDir::StagingDir(StagingDir&& other) noexcept
     : target_(std::move(other.target_)),
       temp_(std::move(other.temp_)),
       force_(other.force_),
-      committed_(other.committed_) {
+      committed_(other.committed_),
+      removed_(std::move(other.removed_)) {
   other.committed_ = true;  // the moved-from object owns nothing
 }
 

@@ -1,7 +1,10 @@
 // Bad input: each case gives an error that names the file or node and the reason.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "onnx/onnx_pb.h"
@@ -193,6 +196,7 @@ TEST_CASE("control flow is reported as unsupported", "[onnx][bad]") {
   auto m = TinyModel();
   auto* node = m.mutable_graph()->mutable_node(0);
   node->set_op_type("If");
+  node->mutable_input()->RemoveLast();  // If(cond)
   auto* a = node->add_attribute();
   a->set_name("then_branch");
   a->set_type(::onnx::AttributeProto::GRAPH);
@@ -257,4 +261,153 @@ TEST_CASE("unsupported opset", "[onnx][bad]") {
   auto m = TinyModel();
   m.mutable_opset_import(0)->set_version(7);
   CHECK_THAT(ImportError(Save(m, dir, "m.onnx")), Catch::Contains("opset 7 is not supported"));
+}
+
+// ---- Malformed nodes and attributes: refused as onnx.checker refuses them ----
+
+// The tiny model with `mm` replaced by a node made by `edit`, at opset `opset` (17: within
+// libonnx's schemas; 21: newer than it knows, checked by tpc alone).
+static std::string NodeError(int opset, const std::function<void(::onnx::NodeProto*)>& edit) {
+  std::string dir = TempDir("node");
+  auto m = TinyModel();
+  m.mutable_opset_import(0)->set_version(opset);
+  edit(m.mutable_graph()->mutable_node(0));
+  return ImportError(Save(m, dir, "m.onnx"));
+}
+
+TEST_CASE("an operator with too many inputs is refused", "[onnx][bad]") {
+  std::string msg = NodeError(17, [](::onnx::NodeProto* n) {
+    n->add_input("w");
+    n->add_input("x");
+  });
+  CHECK_THAT(msg, Catch::Contains("node 'mm' (MatMul)"));
+  CHECK_THAT(msg, Catch::Contains("input size 4"));
+}
+
+TEST_CASE("an attribute of the wrong type is refused", "[onnx][bad]") {
+  for (int opset : {17, 21}) {
+    INFO("opset " << opset);
+    std::string msg = NodeError(opset, [](::onnx::NodeProto* n) {
+      n->set_op_type("Gemm");
+      auto* a = n->add_attribute();
+      a->set_name("alpha");
+      a->set_type(::onnx::AttributeProto::STRING);
+      a->set_s("one");
+    });
+    CHECK_THAT(msg, Catch::Contains("node 'mm' (Gemm)"));
+    CHECK_THAT(msg, Catch::Contains("alpha"));
+  }
+}
+
+TEST_CASE("a Constant whose value has the wrong type is refused", "[onnx][bad]") {
+  for (int opset : {17, 21}) {
+    INFO("opset " << opset);
+    std::string dir = TempDir("const");
+    auto m = TinyModel();
+    m.mutable_opset_import(0)->set_version(opset);
+    auto* c = m.mutable_graph()->add_node();
+    c->set_name("c");
+    c->set_op_type("Constant");
+    c->add_output("unused_c");
+    auto* a = c->add_attribute();
+    a->set_name("value");
+    a->set_type(::onnx::AttributeProto::INT);
+    a->set_i(3);
+    std::string msg = ImportError(Save(m, dir, "m.onnx"));
+    CHECK_THAT(msg, Catch::Contains("node 'c' (Constant)"));
+    CHECK_THAT(msg, Catch::Contains("value"));
+  }
+}
+
+TEST_CASE("a node of a domain the model does not import is refused", "[onnx][bad]") {
+  std::string msg = NodeError(17, [](::onnx::NodeProto* n) { n->set_domain("com.example"); });
+  CHECK_THAT(msg, Catch::Contains("node 'mm' (com.example::MatMul)"));
+  CHECK_THAT(msg, Catch::Contains("not among the model's opset imports"));
+}
+
+// ---- Sizes: negative dims and element counts past the limit ----
+
+TEST_CASE("negative and absurd dims are refused, naming the tensor", "[onnx][bad]") {
+  std::string dir = TempDir("dims");
+  {
+    auto m = TinyModel();
+    m.mutable_graph()->mutable_initializer(1)->set_dims(0, -2);
+    std::string msg = ImportError(Save(m, dir, "neg.onnx"));
+    CHECK_THAT(msg, Catch::Contains("tensor 'b'"));
+    CHECK_THAT(msg, Catch::Contains("negative dim -2"));
+  }
+  {
+    // 2^31 · 2^31 elements: the product overflows no int64 but passes the limit.
+    auto m = TinyModel();
+    auto* b = m.mutable_graph()->mutable_initializer(1);
+    b->set_dims(0, int64_t{1} << 31);
+    b->add_dims(int64_t{1} << 31);
+    std::string msg = ImportError(Save(m, dir, "huge_init.onnx"));
+    CHECK_THAT(msg, Catch::Contains("tensor 'b'"));
+    CHECK_THAT(msg, Catch::Contains("more than 2^48 elements"));
+  }
+  {
+    // 2^62 · 4 elements would overflow an int64 product.
+    auto m = TinyModel();
+    auto* x = m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type();
+    x->mutable_shape()->mutable_dim(0)->set_dim_value(int64_t{1} << 62);
+    std::string msg = ImportError(Save(m, dir, "huge_input.onnx"));
+    CHECK_THAT(msg, Catch::Contains("graph input"));
+    CHECK_THAT(msg, Catch::Contains("'x'"));
+    CHECK_THAT(msg, Catch::Contains("more than 2^48 elements"));
+  }
+}
+
+// ---- External data that is not a plain file region ----
+
+TEST_CASE("external data offsets that are not integers are refused", "[onnx][bad]") {
+  for (const char* offset : {"abc", "99999999999999999999", "-8", "12abc"}) {
+    INFO("offset " << offset);
+    std::string dir = TempDir("offset");
+    auto m = TinyModel();
+    MakeExternal(m, dir, "w", "w.bin", /*write=*/true);
+    auto* kv = m.mutable_graph()->mutable_initializer(0)->add_external_data();
+    kv->set_key("offset");
+    kv->set_value(offset);
+    std::string msg = ImportError(Save(m, dir, "m.onnx"));
+    CHECK_THAT(msg, Catch::Contains("initializer 'w'"));
+    CHECK_THAT(msg, Catch::Contains("not a non-negative integer"));
+  }
+}
+
+TEST_CASE("an offset + length past int64 is refused", "[onnx][bad]") {
+  std::string dir = TempDir("overflow");
+  auto m = TinyModel();
+  MakeExternal(m, dir, "w", "w.bin", /*write=*/true);
+  auto* t = m.mutable_graph()->mutable_initializer(0);
+  auto* kv = t->add_external_data();
+  kv->set_key("offset");
+  kv->set_value("9223372036854775800");
+  kv = t->add_external_data();
+  kv->set_key("length");
+  kv->set_value("32");
+  std::string msg = ImportError(Save(m, dir, "m.onnx"));
+  CHECK_THAT(msg, Catch::Contains("initializer 'w'"));
+  CHECK_THAT(msg, Catch::Contains("past the end"));
+}
+
+TEST_CASE("a symlink loop or a FIFO as external data is an error, not a crash or a hang",
+          "[onnx][bad]") {
+  std::string dir = TempDir("special");
+  {
+    std::filesystem::create_symlink("loop.bin", dir + "/loop.bin");
+    auto m = TinyModel();
+    MakeExternal(m, dir, "w", "loop.bin", /*write=*/false);
+    std::string msg = ImportError(Save(m, dir, "loop.onnx"));
+    CHECK_THAT(msg, Catch::Contains("initializer 'w'"));
+    CHECK_THAT(msg, Catch::Contains("loop.bin"));
+  }
+  {
+    REQUIRE(::mkfifo((dir + "/fifo.bin").c_str(), 0600) == 0);
+    auto m = TinyModel();
+    MakeExternal(m, dir, "w", "fifo.bin", /*write=*/false);
+    std::string msg = ImportError(Save(m, dir, "fifo.onnx"));
+    CHECK_THAT(msg, Catch::Contains("initializer 'w'"));
+    CHECK_THAT(msg, Catch::Contains("not a regular file"));
+  }
 }

@@ -21,6 +21,8 @@ struct RankFiles {
   int64_t weight_bytes = 0;  // bytes of weights this rank holds (inline ones included)
   std::string model_sha256;
   std::string weights_sha256;
+  int64_t model_size = 0;    // bytes of the model file
+  int64_t weights_size = 0;  // bytes of the weights file
 };
 
 struct PlanOptions {

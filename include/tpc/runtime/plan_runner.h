@@ -16,9 +16,17 @@
 
 namespace tpc::runtime {
 
-// Imports DIR/rank0.onnx, rank1.onnx, ... (as many as there are, contiguous from 0), each
-// with its weights mapped. Errors name the folder or file.
-absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlan(const std::string& dir);
+struct LoadPlanOptions {
+  // Check every rank's files against the SHA-256 in plan.json (sizes are always checked).
+  // Off (tp-run --no-verify) for plans that are trusted and large.
+  bool verify_hashes = true;
+};
+
+// Reads DIR/plan.json and imports the rank files it lists (rank0.onnx, ...), each with its
+// weights mapped, after checking them against the manifest. Errors name the folder,
+// file or rank.
+absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlan(const std::string& dir,
+                                                                LoadPlanOptions options = {});
 
 struct PlanRunnerOptions {
   // Threads in total; each rank gets an equal share (at least 1). 0: DefaultThreadCount().

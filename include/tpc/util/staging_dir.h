@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -12,7 +13,8 @@ namespace tpc {
 class StagingDir {
  public:
   // Fails when `target` exists and is not an empty folder, unless `force`; fails when
-  // the parent folder cannot be written.
+  // the parent folder cannot be written. Temporary folders of earlier runs for the same
+  // target whose process is gone (killed, crashed) are removed first: see removed().
   static absl::StatusOr<StagingDir> Create(const std::string& target, bool force);
   StagingDir(StagingDir&& other) noexcept;
   StagingDir& operator=(StagingDir&&) = delete;
@@ -23,6 +25,8 @@ class StagingDir {
   std::string File(const std::string& name) const { return temp_ + "/" + name; }
   // Moves the temporary folder to the target (replacing an old one when forced).
   absl::Status Commit();
+  // The stale temporary folders Create() removed, for the tool to say so.
+  const std::vector<std::string>& removed() const { return removed_; }
 
  private:
   StagingDir(std::string target, std::string temp, bool force)
@@ -31,6 +35,7 @@ class StagingDir {
   std::string temp_;
   bool force_ = false;
   bool committed_ = false;
+  std::vector<std::string> removed_;
 };
 
 }  // namespace tpc
