@@ -79,9 +79,13 @@ std::string CheckGolden(const std::string& relative, const std::string& text, bo
          "diff)";
 }
 
-CommandResult RunTpCompile(const std::string& args) {
-  const char* env = std::getenv("TPC_TP_COMPILE");
-  const std::string binary = env != nullptr ? env : std::string(TPC_BINARY_DIR) + "/tp-compile";
+namespace {
+
+// `tool ARGS`: the binary the environment variable `env_name` names (ctest sets it), else
+// the build's.
+CommandResult RunTool(const char* env_name, const std::string& tool, const std::string& args) {
+  const char* env = std::getenv(env_name);
+  const std::string binary = env != nullptr ? env : std::string(TPC_BINARY_DIR) + "/" + tool;
   CommandResult r;
   FILE* pipe = ::popen((binary + " " + args + " 2>&1").c_str(), "r");
   if (pipe == nullptr) return r;
@@ -92,6 +96,14 @@ CommandResult RunTpCompile(const std::string& args) {
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
+
+}  // namespace
+
+CommandResult RunTpCompile(const std::string& args) {
+  return RunTool("TPC_TP_COMPILE", "tp-compile", args);
+}
+
+CommandResult RunTpRun(const std::string& args) { return RunTool("TPC_TP_RUN", "tp-run", args); }
 
 bool NoTemporaries(const std::string& dir) {
   for (const auto& e : std::filesystem::directory_iterator(dir)) {

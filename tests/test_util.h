@@ -24,6 +24,8 @@ struct CommandResult {
 };
 // `tp-compile ARGS` (the binary ctest points TPC_TP_COMPILE at, else the build's).
 CommandResult RunTpCompile(const std::string& args);
+// `tp-run ARGS` (TPC_TP_RUN, else the build's).
+CommandResult RunTpRun(const std::string& args);
 // True when `dir` holds no leftover temporary folder of tp-compile.
 bool NoTemporaries(const std::string& dir);
 

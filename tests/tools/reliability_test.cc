@@ -1,0 +1,179 @@
+// tp-compile and tp-run under conditions an adversary or a crash leaves behind: the same
+// command gives the same bytes every time, absurd sizes are refused, leftovers of dead runs
+// are cleaned up, and a plan whose files were changed or swapped does not run.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <regex>
+#include <string>
+
+#include "test_util.h"
+
+namespace {
+
+using tpc::testing::CommandResult;
+using tpc::testing::ReadFile;
+using tpc::testing::RunTpCompile;
+using tpc::testing::RunTpRun;
+using tpc::testing::SourcePath;
+using tpc::testing::TempDir;
+
+namespace fs = std::filesystem;
+
+// report.json without its timings (the one part that differs between identical runs).
+std::string ReportWithoutTimings(const std::string& path) {
+  static const std::regex kTimings("\"compile_seconds\"\\s*:\\s*\\{[^}]*\\}");
+  return std::regex_replace(ReadFile(path), kTimings, "");
+}
+
+// A pid no process has: a child that has exited and been reaped.
+pid_t DeadPid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return pid;
+}
+
+// A gpt2 plan for 2 ranks in a fresh folder.
+std::string Gpt2Plan(const std::string& tag) {
+  const std::string out = TempDir(tag) + "/plan";
+  CommandResult r = RunTpCompile(SourcePath("models/gpt2.onnx") + " --tp 2 --quiet -o " + out);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the memory-budget command gives one answer, 20 times in a row", "[tools][reliability]") {
+  // The command of the report: ProblemBuilder used to keep a reference to options that
+  // died first, so runs crashed, hung or wrote garbage at random.
+  const std::string dir = TempDir("budget");
+  const std::string args = SourcePath("models/llama.onnx") +
+                           " --tp 4 --objective time --memory-budget 200000 --dim batch=2"
+                           " --dim seq=8 --quiet -o ";
+  std::string plan, report;
+  for (int i = 0; i < 20; ++i) {
+    const std::string out = dir + "/run" + std::to_string(i);
+    CommandResult r = RunTpCompile(args + out);
+    INFO("run " << i << ": " << r.output);
+    REQUIRE(r.exit_code == 0);
+    const std::string p = ReadFile(out + "/plan.json");
+    const std::string rep = ReportWithoutTimings(out + "/report.json");
+    if (i == 0) {
+      plan = p;
+      report = rep;
+      CHECK_THAT(rep, Catch::Contains("\"optimal\""));
+    } else {
+      CHECK(p == plan);
+      CHECK(rep == report);
+    }
+  }
+}
+
+TEST_CASE("plan.json and report.json are byte-identical across identical runs",
+          "[tools][reliability]") {
+  const std::string dir = TempDir("repro");
+  const std::string args = SourcePath("models/gpt2.onnx") +
+                           " --tp 4 --sequence-parallel --dim batch=2 --dim seq=8 --quiet -o ";
+  REQUIRE(RunTpCompile(args + dir + "/a").exit_code == 0);
+  REQUIRE(RunTpCompile(args + dir + "/b").exit_code == 0);
+  CHECK(ReadFile(dir + "/a/plan.json") == ReadFile(dir + "/b/plan.json"));
+  CHECK(ReportWithoutTimings(dir + "/a/report.json") == ReportWithoutTimings(dir + "/b/report.json"));
+  for (const char* f : {"rank0.onnx", "rank3.onnx", "rank2.weights"}) {
+    CHECK(ReadFile(dir + "/a/" + f) == ReadFile(dir + "/b/" + f));
+  }
+}
+
+TEST_CASE("absurd --dim values are refused with exit 2", "[tools][reliability]") {
+  const std::string dir = TempDir("bigdim");
+  for (const char* dim : {"seq=4611686018427387904", "seq=99999999999999999999", "seq=0"}) {
+    CommandResult r =
+        RunTpCompile(SourcePath("models/gpt2.onnx") + " --tp 2 --dim " + dim + " -o " + dir + "/p");
+    INFO(dim << ": " << r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("--dim"));
+    CHECK_FALSE(fs::exists(dir + "/p"));
+  }
+  const std::string plan = Gpt2Plan("bigdim_run");
+  CommandResult r = RunTpRun(plan + " --dim seq=4611686018427387904 --quiet");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("--dim seq=4611686018427387904"));
+  // Within the --dim limit, but the input's element count is past the tensor limit.
+  r = RunTpRun(plan + " --dim seq=281474976710656 --dim batch=4 --quiet");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("input 'input_ids'"));
+  CHECK_THAT(r.output, Catch::Contains("2^48"));
+}
+
+TEST_CASE("temporary folders of dead runs are removed, saying so; live ones are kept",
+          "[tools][reliability]") {
+  const std::string dir = TempDir("stale");
+  const std::string dead = dir + "/.plan.tmp-" + std::to_string(DeadPid());
+  const std::string dead_old = dead + ".old";
+  const std::string live = dir + "/.plan.tmp-" + std::to_string(::getpid());
+  const std::string other = dir + "/.other.tmp-" + std::to_string(DeadPid());
+  for (const std::string& d : {dead, dead_old, live, other}) {
+    fs::create_directories(d);
+    tpc::testing::WriteFile(d + "/rank0.weights", "half-written");
+  }
+  CommandResult r = RunTpCompile(SourcePath("models/mlp.onnx") + " --tp 2 -o " + dir + "/plan");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_FALSE(fs::exists(dead));
+  CHECK_FALSE(fs::exists(dead_old));
+  CHECK_THAT(r.output, Catch::Contains("removed " + dead));
+  CHECK(fs::exists(live));   // this test process is alive: its folder is not stale
+  CHECK(fs::exists(other));  // another target's folder is not tp-compile's to judge
+  CHECK(fs::exists(dir + "/plan/plan.json"));
+}
+
+TEST_CASE("tp-run refuses swapped, edited or truncated plan files", "[tools][reliability]") {
+  {
+    const std::string plan = Gpt2Plan("swap");
+    fs::rename(plan + "/rank0.onnx", plan + "/tmp.onnx");
+    fs::rename(plan + "/rank1.onnx", plan + "/rank0.onnx");
+    fs::rename(plan + "/tmp.onnx", plan + "/rank1.onnx");
+    CommandResult r = RunTpRun(plan + " --quiet");
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("rank 0: " + plan + "/rank0.onnx has SHA-256"));
+    CHECK_THAT(r.output, Catch::Contains("--no-verify"));
+  }
+  {
+    const std::string plan = Gpt2Plan("edit");
+    std::string w = ReadFile(plan + "/rank1.weights");
+    w[w.size() / 2] ^= 1;
+    tpc::testing::WriteFile(plan + "/rank1.weights", w);
+    CommandResult r = RunTpRun(plan + " --quiet");
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("rank 1: " + plan + "/rank1.weights has SHA-256"));
+    // --no-verify trusts the plan: sizes are still checked, hashes are not.
+    CHECK(RunTpRun(plan + " --quiet --no-verify").exit_code == 0);
+  }
+  {
+    const std::string plan = Gpt2Plan("trunc");
+    fs::resize_file(plan + "/rank0.weights", 100);
+    CommandResult r = RunTpRun(plan + " --quiet --no-verify");
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("rank 0: " + plan + "/rank0.weights holds 100 bytes"));
+  }
+  {
+    const std::string plan = Gpt2Plan("nomanifest");
+    fs::remove(plan + "/plan.json");
+    CommandResult r = RunTpRun(plan + " --quiet");
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("not a plan folder"));
+  }
+  {
+    const std::string plan = Gpt2Plan("badmanifest");
+    tpc::testing::WriteFile(plan + "/plan.json", "{\"mesh\": {\"axes\": [{\"name\": \"tp\", "
+                                                 "\"size\": 2}]}, \"ranks\": [{\"rank\": 0, "
+                                                 "\"model\": \"../../etc/passwd\"}]}");
+    CommandResult r = RunTpRun(plan + " --quiet");
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("plan.json"));
+  }
+}
