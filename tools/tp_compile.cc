@@ -31,6 +31,7 @@
 #include "tpc/util/cli.h"
 #include "tpc/util/json_writer.h"
 #include "tpc/util/staging_dir.h"
+#include "tpc/util/exceptions.h"
 #include "tpc/util/status_macros.h"
 
 namespace {
@@ -362,7 +363,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   Compiler compiler(*args);
-  absl::Status status = compiler.Run();
+  // The last boundary: an exception no stage caught is an error, never an abort.
+  absl::Status status = tpc::CatchExceptions("tp-compile", [&] { return compiler.Run(); });
   if (!status.ok()) {
     std::fprintf(stderr, "tp-compile: error: %s\n", std::string(status.message()).c_str());
     return tpc::cli::ExitCodeFor(status);

@@ -20,6 +20,7 @@
 #include "tpc/runtime/tensor_io.h"
 #include "tpc/util/checked_math.h"
 #include "tpc/util/cli.h"
+#include "tpc/util/exceptions.h"
 #include "tpc/util/status_macros.h"
 
 namespace {
@@ -79,8 +80,9 @@ absl::StatusOr<std::map<std::string, rt::Tensor>> GivenInputs(
     const std::string dir = args.get("input-dir");
     for (size_t k = 0;; ++k) {
       std::string path = absl::StrCat(dir, "/input_", k, ".pb");
-      if (!fs::exists(path)) path = absl::StrCat(dir, "/input_", k, ".npy");
-      if (!fs::exists(path)) break;
+      std::error_code ec;
+      if (!fs::exists(path, ec)) path = absl::StrCat(dir, "/input_", k, ".npy");
+      if (!fs::exists(path, ec)) break;
       TPC_ASSIGN_OR_RETURN(rt::NamedTensor t, rt::ReadTensorFile(path));
       std::string name = t.name;
       if (name.empty() || std::none_of(specs.begin(), specs.end(),
@@ -315,7 +317,8 @@ int main(int argc, char** argv) {
     std::cout << parser.Usage();
     return 0;
   }
-  auto code = Run(*args);
+  // The last boundary: an exception no stage caught is an error, never an abort.
+  auto code = tpc::CatchExceptions("tp-run", [&] { return Run(*args); });
   if (!code.ok()) {
     std::fprintf(stderr, "tp-run: error: %s\n", std::string(code.status().message()).c_str());
     return tpc::cli::ExitCodeFor(code.status());

@@ -13,6 +13,7 @@
 #include "tpc/onnx/function_inliner.h"
 #include "tpc/onnx/shape_inference.h"
 #include "tpc/onnx/tensor_proto.h"
+#include "tpc/util/exceptions.h"
 #include "tpc/util/status_macros.h"
 
 namespace tpc::onnx {
@@ -411,9 +412,11 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> ImportModelFile(const ModelFile& mode
 
 absl::StatusOr<std::unique_ptr<ir::Graph>> ImportModel(const std::string& path,
                                                        const ImportOptions& options) {
-  TPC_ASSIGN_OR_RETURN(ModelFile model, ReadModelFile(path));
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  return ImportModelFile(model, dir, options);
+  return CatchExceptions(path, [&]() -> absl::StatusOr<std::unique_ptr<ir::Graph>> {
+    TPC_ASSIGN_OR_RETURN(ModelFile model, ReadModelFile(path));
+    std::string dir = std::filesystem::path(path).parent_path().string();
+    return ImportModelFile(model, dir, options);
+  });
 }
 
 }  // namespace tpc::onnx

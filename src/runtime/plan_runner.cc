@@ -7,12 +7,15 @@
 #include "tpc/onnx/importer.h"
 #include "tpc/plan/plan_reader.h"
 #include "tpc/runtime/inprocess_communicator.h"
+#include "tpc/util/exceptions.h"
 #include "tpc/util/status_macros.h"
 
 namespace tpc::runtime {
 
-absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlan(const std::string& dir,
-                                                                LoadPlanOptions options) {
+namespace {
+
+absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlanUnchecked(
+    const std::string& dir, const LoadPlanOptions& options) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
@@ -33,6 +36,13 @@ absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlan(const std::stri
     graphs.push_back(std::move(*g));
   }
   return graphs;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlan(const std::string& dir,
+                                                                LoadPlanOptions options) {
+  return CatchExceptions(dir, [&] { return LoadPlanUnchecked(dir, options); });
 }
 
 absl::StatusOr<std::unique_ptr<PlanRunner>> PlanRunner::Create(
