@@ -7,15 +7,24 @@
 
 #include "absl/status/status.h"
 #include "onnx/onnx_pb.h"
+#include "tpc/ir/graph.h"
 
 namespace tpc::onnx::internal {
 
 // `node` (domain `domain`, canonical: "" for ai.onnx) under opset `opset` of its domain.
 // Schemas come from libonnx. For an opset newer than libonnx knows, the newest known
-// schema may be out of date, so only what does not change across versions is checked:
+// schema is current unless the operator changed after it (a table of those, from ONNX's
+// changelog); for those only what does not change across versions is checked:
 // the types of the attributes that schema declares and its minimum input count.
 // Domains libonnx has no schemas for (com.microsoft, tpc) pass: their shape rules check them.
 absl::Status CheckAgainstSchema(const ::onnx::NodeProto& node, const std::string& domain,
                                 int64_t opset, const std::string& label);
+
+// The element types of `node`'s inputs (all typed) against its schema's type constraints,
+// as onnx.checker's shape inference checks them: inputs bound to one type parameter (`T`
+// of Add, Where's X and Y, Concat's inputs) have one element type, and, for opsets libonnx
+// knows (or whose operator has not changed since), each is among the types it allows (Gather's indices are integers,
+// Reshape's shape is i64).
+absl::Status CheckInputTypes(const ir::Node& node, int64_t opset);
 
 }  // namespace tpc::onnx::internal

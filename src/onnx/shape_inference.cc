@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "schema_check.h"
 #include "shape_rules/rules.h"
 #include "tpc/util/checked_math.h"
 
@@ -68,6 +69,7 @@ absl::Status InferCall(ir::Node* node, int64_t opset) {
           absl::StrCat(node->Describe(), ": input ", i, " ('", in->name(), "') has no type"));
     }
   }
+  TPC_RETURN_IF_ERROR(internal::CheckInputTypes(*node, opset));
   ShapeRule rule = FindShapeRule(node->domain(), node->op_type());
   if (rule == nullptr) {
     return absl::UnimplementedError(absl::StrCat(node->Describe(), ": unsupported operator '",

@@ -323,6 +323,9 @@ absl::Status InferSplit(InferenceContext& ctx) {
                        IntsFromAttrOrInput(ctx, "split", 1));
   Dims sizes;
   if (split.has_value() && !split->empty()) {
+    if (ctx.node().has_attr("num_outputs")) {
+      return ctx.Error("has both split sizes and num_outputs; ONNX allows one of them");
+    }
     if (static_cast<int>(split->size()) != outputs) {
       return ctx.Error(absl::StrCat("split [", absl::StrJoin(*split, ", "), "] has ", split->size(),
                                     " parts for ", outputs, " outputs"));
@@ -338,6 +341,13 @@ absl::Status InferSplit(InferenceContext& ctx) {
                                     "] do not add up to ", d.value()));
     }
   } else {
+    // Opset 18+: with no split sizes, num_outputs (an int) must say how many parts.
+    const auto& attrs = ctx.node().attrs();
+    auto num = attrs.find("num_outputs");
+    if (ctx.opset() >= 18 &&
+        (num == attrs.end() || !std::holds_alternative<int64_t>(num->second))) {
+      return ctx.Error("needs the split input or an int attribute num_outputs (opset 18+)");
+    }
     const int64_t parts = ctx.node().attr_int("num_outputs", outputs);
     if (parts != outputs || parts <= 0) {
       return ctx.Error(absl::StrCat("num_outputs ", parts, " but ", outputs, " outputs"));
