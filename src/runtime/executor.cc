@@ -49,7 +49,7 @@ class Executor::StepAllocator final : public OutputAllocator {
     if (offset >= 0 && dtype == v->type().dtype) {
       if (static_cast<int64_t>(t.nbytes()) != plan_.bytes[static_cast<size_t>(slot)]) {
         return absl::InternalError(absl::StrCat(
-            "node ", step_.node->Describe(), ": output '", v->name(), "' is ", t.TypeString(),
+            step_.node->Describe(), ": output '", v->name(), "' is ", t.TypeString(),
             " at run time, but shape inference planned ", v->type().ToString(), " = ",
             ShapeString(*plan_.shapes[static_cast<size_t>(slot)])));
       }
@@ -60,7 +60,7 @@ class Executor::StepAllocator final : public OutputAllocator {
     void* p = ex_.backend_.Allocate(bytes);
     if (p == nullptr) {
       return absl::ResourceExhaustedError(
-          absl::StrCat("node ", step_.node->Describe(), ": cannot allocate ", bytes, " bytes"));
+          absl::StrCat(step_.node->Describe(), ": cannot allocate ", bytes, " bytes"));
     }
     Tensor out(dtype, shape, p);
     ex_.unplanned_live_ += static_cast<int64_t>(bytes);
@@ -132,7 +132,7 @@ absl::Status Executor::Build() {
         step.kernel = backend_.FindKernel(n->domain(), n->op_type());
         if (step.kernel == nullptr) {
           return absl::UnimplementedError(absl::StrCat(
-              "node ", n->Describe(), ": the ", backend_.name(), " backend has no kernel for ",
+              n->Describe(), ": the ", backend_.name(), " backend has no kernel for ",
               n->domain().empty() ? "" : n->domain() + "::", n->op_type()));
         }
         for (ir::Value* in : n->inputs()) step.in_slots.push_back(in ? slot_for(in) : -1);
@@ -286,7 +286,7 @@ absl::Status Executor::RunStep(const Step& step, const Plan& plan, std::vector<T
     const int s = step.in_slots[k];
     const Tensor* t = s >= 0 ? &values[static_cast<size_t>(s)] : nullptr;
     if (t != nullptr && t->raw() == nullptr && t->num_elements() > 0) {
-      return absl::InternalError(absl::StrCat("node ", node.Describe(), ": input ", k, " ('",
+      return absl::InternalError(absl::StrCat(node.Describe(), ": input ", k, " ('",
                                               slot_values_[static_cast<size_t>(s)]->name(),
                                               "') has no data"));
     }
@@ -312,7 +312,7 @@ absl::Status Executor::RunStep(const Step& step, const Plan& plan, std::vector<T
     if (out.dtype() == ir::DType::kUndefined) {
       if (step.wanted[k]) {
         return absl::InternalError(
-            absl::StrCat("node ", node.Describe(), ": the kernel produced no output ", k));
+            absl::StrCat(node.Describe(), ": the kernel produced no output ", k));
       }
       continue;
     }

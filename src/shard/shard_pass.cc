@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "problem_builder.h"
+#include "tpc/util/checked_math.h"
 #include "tpc/util/status_macros.h"
 
 namespace tpc::shard {
@@ -130,6 +131,24 @@ absl::StatusOr<std::pair<std::unique_ptr<ProblemBuilder>, MinSumSolution>> Build
 
 namespace {
 
+// Every value at the dim sizes the options give (--dim, else the defaults) holds at most
+// kMaxTensorElements: a plan for sizes no tensor can have is refused before solving.
+absl::Status CheckValueSizes(const ir::Graph& graph, const ShardOptions& options) {
+  for (ir::Node* node : graph.nodes()) {
+    for (const ir::Value* v : node->outputs()) {
+      const double size = static_cast<double>(std::max<int64_t>(ir::DTypeSize(v->type().dtype), 1));
+      const double elements = RuleContext(*node, options).Bytes(*v) / size;
+      if (elements > static_cast<double>(kMaxTensorElements)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "value '", v->name(), "' (", v->type().ToString(), ") would hold ", elements,
+            " elements at the dim sizes given (--dim NAME=SIZE; ", options.default_dim_size,
+            " for a dim not given): more than 2^48, the most one tensor may have"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 Placement OutputWant(const ShardOptions& options, const ir::Value* v) {
   auto it = options.output_placements.find(v->name());
   return it == options.output_placements.end() ? Placement::Replicate() : it->second;
@@ -193,6 +212,7 @@ ShardResult Collect(ir::Graph& graph, const ProblemBuilder& b, const ShardOption
 absl::StatusOr<ShardResult> ShardGraph(ir::Graph& graph, const ShardOptions& raw_options,
                                        const Constraints& constraints) {
   const ShardOptions options = internal::WithBlockCounts(graph, raw_options);
+  TPC_RETURN_IF_ERROR(CheckValueSizes(graph, options));
   TPC_ASSIGN_OR_RETURN(auto solved, internal::BuildAndSolve(graph, options, constraints));
   ShardResult result = Collect(graph, *solved.first, options, solved.second);
   if (solved.second.fixed_hubs > 0) {

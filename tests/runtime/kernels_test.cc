@@ -1,5 +1,6 @@
 // CPU kernels on small graphs: broadcasting, indexing, axes, norms and losses.
 #include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -220,4 +221,30 @@ TEST_CASE("f16 inputs are computed in f32 and converted back", "[runtime][kernel
 }
 
 }  // namespace
+}  // namespace tpc::runtime
+
+namespace tpc::runtime {
+
+TEST_CASE("Integer arithmetic wraps around as onnxruntime's does", "[runtime][kernels]") {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  auto run = [](const std::string& op, std::vector<int64_t> a, std::vector<int64_t> b) {
+    OneOp t;
+    const int64_t n = static_cast<int64_t>(a.size());
+    t.Input("a", I64({n}, a));
+    if (!b.empty()) t.Input("b", I64({n}, b));
+    Tensor y = t.Run(op)[0];
+    return std::vector<int64_t>(y.data<int64_t>(), y.data<int64_t>() + y.num_elements());
+  };
+  // Two's complement: the results a signed overflow would give on every machine tpc runs on.
+  // 2^62·4 = 2^64 wraps to 0; 3·(2^63 − 1) = 2^63 − 3 (mod 2^64) = kMax − 2.
+  CHECK(run("Mul", {int64_t{1} << 62, 3}, {4, kMax}) == std::vector<int64_t>{0, kMax - 2});
+  CHECK(run("Add", {kMax, kMin}, {1, -1}) == std::vector<int64_t>{kMin, kMax});
+  CHECK(run("Sub", {kMin, kMax}, {1, -1}) == std::vector<int64_t>{kMax, kMin});
+  CHECK(run("Div", {kMin, 7}, {-1, -1}) == std::vector<int64_t>{kMin, -7});
+  CHECK(run("Mod", {kMin, 7}, {-1, 3}) == std::vector<int64_t>{0, 1});
+  CHECK(run("Neg", {kMin, 5}, {}) == std::vector<int64_t>{kMin, -5});
+  CHECK(run("Abs", {kMin, -5}, {}) == std::vector<int64_t>{kMin, 5});
+}
+
 }  // namespace tpc::runtime

@@ -87,7 +87,7 @@ T FloorMod(T a, T b) {
     T r = std::fmod(a, b);
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
   } else if constexpr (std::is_signed_v<T>) {
-    if (b == 0) return 0;
+    if (b == 0 || b == -1) return 0;  // INT_MIN % -1 is undefined in C++; it is 0
     T r = static_cast<T>(a % b);
     return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<T>(r + b) : r;
   } else {
@@ -98,17 +98,21 @@ T FloorMod(T a, T b) {
 }  // namespace
 
 absl::Status Add(KernelContext& ctx) {
-  return Arithmetic(ctx, [](auto a, auto b) { return a + b; });
+  return Arithmetic(ctx, [](auto a, auto b) { return WrapAdd(a, b); });
 }
 absl::Status Sub(KernelContext& ctx) {
-  return Arithmetic(ctx, [](auto a, auto b) { return a - b; });
+  return Arithmetic(ctx, [](auto a, auto b) { return WrapSub(a, b); });
 }
 absl::Status Mul(KernelContext& ctx) {
-  return Arithmetic(ctx, [](auto a, auto b) { return a * b; });
+  return Arithmetic(ctx, [](auto a, auto b) { return WrapMul(a, b); });
 }
 absl::Status Div(KernelContext& ctx) {
   return Arithmetic(ctx, [](auto a, auto b) {
     if constexpr (std::is_integral_v<decltype(a)>) {
+      // x / -1 is a negation (INT_MIN / -1 wraps to INT_MIN); x / 0 gives 0.
+      if constexpr (std::is_signed_v<decltype(a)>) {
+        if (b == -1) return WrapNeg(a);
+      }
       return b == 0 ? decltype(a)(0) : static_cast<decltype(a)>(a / b);
     } else {
       return a / b;
@@ -122,7 +126,7 @@ absl::Status Mod(KernelContext& ctx) {
     if constexpr (std::is_floating_point_v<T>) {
       return fmod ? std::fmod(a, b) : FloorMod(a, b);
     } else {
-      if (fmod) return b == 0 ? T(0) : static_cast<T>(a % b);
+      if (fmod) return b == 0 || (std::is_signed_v<T> && b == T(-1)) ? T(0) : static_cast<T>(a % b);
       return FloorMod(a, b);
     }
   });
@@ -191,11 +195,11 @@ absl::Status Min(KernelContext& ctx) {
   });
 }
 absl::Status Sum(KernelContext& ctx) {
-  return Variadic(ctx, [](auto a, auto b) { return a + b; });
+  return Variadic(ctx, [](auto a, auto b) { return WrapAdd(a, b); });
 }
 absl::Status Mean(KernelContext& ctx) {
   return Variadic(
-      ctx, [](auto a, auto b) { return a + b; }, /*mean=*/true);
+      ctx, [](auto a, auto b) { return WrapAdd(a, b); }, /*mean=*/true);
 }
 
 absl::Status Where(KernelContext& ctx) {

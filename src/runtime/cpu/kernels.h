@@ -7,6 +7,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -155,6 +156,41 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> AxesFromAttrOrInput(const Ke
 absl::Status CopyWithShape(KernelContext& ctx, const Shape& shape);
 
 // ---- Elementwise (elementwise.cc, unary.cc) ----
+
+// Integer arithmetic wraps around (two's complement), as onnxruntime's does. In C++ a
+// signed overflow is undefined behaviour, so integers go through their unsigned type
+// (at least `unsigned`, so that small types are not promoted back to `int`).
+template <typename T>
+using WrapUnsigned = std::make_unsigned_t<std::common_type_t<T, int>>;
+template <typename T>
+T WrapAdd(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(static_cast<WrapUnsigned<T>>(a) + static_cast<WrapUnsigned<T>>(b));
+  } else {
+    return a + b;
+  }
+}
+template <typename T>
+T WrapSub(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(static_cast<WrapUnsigned<T>>(a) - static_cast<WrapUnsigned<T>>(b));
+  } else {
+    return a - b;
+  }
+}
+template <typename T>
+T WrapMul(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(static_cast<WrapUnsigned<T>>(a) * static_cast<WrapUnsigned<T>>(b));
+  } else {
+    return a * b;
+  }
+}
+template <typename T>
+T WrapNeg(T a) {
+  return WrapSub(T(0), a);
+}
+
 absl::Status Abs(KernelContext& ctx);
 absl::Status Add(KernelContext& ctx);
 absl::Status And(KernelContext& ctx);

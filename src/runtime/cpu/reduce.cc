@@ -210,9 +210,9 @@ absl::Status CumSum(KernelContext& ctx) {
           const T v = x.data<T>()[at];
           if (exclusive) {
             y->data<T>()[at] = acc;
-            acc = static_cast<T>(acc + v);
+            acc = WrapAdd<T>(acc, v);
           } else {
-            acc = static_cast<T>(acc + v);
+            acc = WrapAdd<T>(acc, v);
             y->data<T>()[at] = acc;
           }
         }

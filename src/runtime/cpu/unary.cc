@@ -58,12 +58,12 @@ absl::Status Abs(KernelContext& ctx) {
     if constexpr (std::is_unsigned_v<decltype(v)>) {
       return v;
     } else {
-      return v < 0 ? -v : v;
+      return v < 0 ? WrapNeg(v) : v;
     }
   });
 }
 absl::Status Neg(KernelContext& ctx) {
-  return NumericUnary(ctx, [](auto v) { return -v; });
+  return NumericUnary(ctx, [](auto v) { return WrapNeg(v); });
 }
 absl::Status Sign(KernelContext& ctx) {
   return NumericUnary(ctx, [](auto v) { return (decltype(v)(0) < v) - (v < decltype(v)(0)); });
