@@ -29,9 +29,9 @@
 #include "tpc/shard/styles.h"
 #include "tpc/util/checked_math.h"
 #include "tpc/util/cli.h"
+#include "tpc/util/exceptions.h"
 #include "tpc/util/json_writer.h"
 #include "tpc/util/staging_dir.h"
-#include "tpc/util/exceptions.h"
 #include "tpc/util/status_macros.h"
 
 namespace {
@@ -244,9 +244,9 @@ class Compiler {
       int64_t size = 0;
       if (eq == std::string::npos || !absl::SimpleAtoi(d.substr(eq + 1), &size) || size < 1 ||
           size > tpc::kMaxTensorElements) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--dim ", d, ": expected NAME=SIZE with 0 < SIZE <= 2^48 (", tpc::kMaxTensorElements,
-            ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--dim ", d, ": expected NAME=SIZE with 0 < SIZE <= 2^48 (",
+                         tpc::kMaxTensorElements, ")"));
       }
       options_.dim_sizes[d.substr(0, eq)] = size;
     }

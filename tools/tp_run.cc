@@ -38,7 +38,8 @@ tpc::cli::Parser MakeParser() {
       "tp-run", "DIR [options]",
       "Runs the plan in DIR (rank0.onnx, rank1.onnx, ...): every rank as a thread of this\n"
       "process with the in-process communicator. Every rank's files are first checked against\n"
-      "DIR/plan.json (sizes and SHA-256; --no-verify skips the hashes). Inputs come from --input/--input-dir, or are\n"
+      "DIR/plan.json (sizes and SHA-256; --no-verify skips the hashes). Inputs come from "
+      "--input/--input-dir, or are\n"
       "random (floats in [-1, 1), integers in [0, 32), inputs named *mask* all ones; seed\n"
       "--seed); symbolic dims of random inputs come from --dim (defaults: batch=1, seq=16).\n"
       "Exit status: 0 success, 1 --check-against above tolerance or an internal failure,\n"
@@ -120,9 +121,9 @@ absl::Status FillRandomInputs(const tpc::cli::Args& args, const std::vector<rt::
     TPC_ASSIGN_OR_RETURN(auto kv, SplitAssign("dim", v));
     int64_t value;
     if (!absl::SimpleAtoi(kv.second, &value) || value < 0 || value > tpc::kMaxTensorElements) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--dim ", v, ": the value must be an integer from 0 to 2^48 (", tpc::kMaxTensorElements,
-          ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--dim ", v, ": the value must be an integer from 0 to 2^48 (",
+                       tpc::kMaxTensorElements, ")"));
     }
     bindings[kv.first] = value;
   }

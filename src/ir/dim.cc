@@ -135,7 +135,8 @@ std::optional<Dim> Dim::DivExact(const Dim& b) const {
     // (a/b) / (c/d) = ad / bc must come out whole.
     const auto num_or = CheckedMul(t.coeff, divisor.den);
     const auto den_or = CheckedMul(t.den, divisor.coeff);
-    if (!num_or || !den_or || *den_or == 0 || (*den_or == -1 && *num_or == std::numeric_limits<int64_t>::min()))
+    if (!num_or || !den_or || *den_or == 0 ||
+        (*den_or == -1 && *num_or == std::numeric_limits<int64_t>::min()))
       return std::nullopt;
     const int64_t num = *num_or, den = *den_or;
     if (num % den != 0) return std::nullopt;

@@ -8,8 +8,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "tpc/ir/verifier.h"
 #include "schema_check.h"
+#include "tpc/ir/verifier.h"
 #include "tpc/onnx/function_inliner.h"
 #include "tpc/onnx/shape_inference.h"
 #include "tpc/onnx/tensor_proto.h"
@@ -283,9 +283,9 @@ class Importer {
       const std::string domain = CanonicalDomain(node.domain());
       auto opset = graph_->opsets().find(domain);
       if (opset == graph_->opsets().end()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(NodeLabel(node), ": its domain '", node.domain(),
-                         "' is not among the model's opset imports"));
+        return absl::InvalidArgumentError(absl::StrCat(NodeLabel(node), ": its domain '",
+                                                       node.domain(),
+                                                       "' is not among the model's opset imports"));
       }
       ir::Attributes attrs;
       for (const auto& a : node.attribute()) {

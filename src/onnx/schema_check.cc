@@ -47,38 +47,113 @@ const char* AttributeTypeName(::onnx::AttributeProto::AttributeType t) {
 int FirstNewVersion(const std::string& op) {
   static const auto* kChanged = new absl::flat_hash_map<std::string, int>{
       // 18
-      {"BitwiseAnd", 18}, {"BitwiseNot", 18}, {"BitwiseOr", 18}, {"BitwiseXor", 18},
-      {"CenterCropPad", 18}, {"Col2Im", 18}, {"GroupNormalization", 18}, {"LpPool", 18},
-      {"Mish", 18}, {"OptionalGetElement", 18}, {"OptionalHasElement", 18}, {"Pad", 18},
-      {"ReduceL1", 18}, {"ReduceL2", 18}, {"ReduceLogSum", 18}, {"ReduceLogSumExp", 18},
-      {"ReduceMax", 18}, {"ReduceMean", 18}, {"ReduceMin", 18}, {"ReduceProd", 18},
-      {"ReduceSumSquare", 18}, {"Resize", 18}, {"ScatterElements", 18}, {"ScatterND", 18},
+      {"BitwiseAnd", 18},
+      {"BitwiseNot", 18},
+      {"BitwiseOr", 18},
+      {"BitwiseXor", 18},
+      {"CenterCropPad", 18},
+      {"Col2Im", 18},
+      {"GroupNormalization", 18},
+      {"LpPool", 18},
+      {"Mish", 18},
+      {"OptionalGetElement", 18},
+      {"OptionalHasElement", 18},
+      {"Pad", 18},
+      {"ReduceL1", 18},
+      {"ReduceL2", 18},
+      {"ReduceLogSum", 18},
+      {"ReduceLogSumExp", 18},
+      {"ReduceMax", 18},
+      {"ReduceMean", 18},
+      {"ReduceMin", 18},
+      {"ReduceProd", 18},
+      {"ReduceSumSquare", 18},
+      {"Resize", 18},
+      {"ScatterElements", 18},
+      {"ScatterND", 18},
       {"Split", 18},
       // 19
-      {"AveragePool", 19}, {"Cast", 19}, {"CastLike", 19}, {"Constant", 19},
-      {"DeformConv", 19}, {"DequantizeLinear", 19}, {"Equal", 19}, {"Identity", 19}, {"If", 19},
-      {"Loop", 19}, {"QuantizeLinear", 19}, {"Reshape", 19}, {"Scan", 19}, {"Shape", 19},
+      {"AveragePool", 19},
+      {"Cast", 19},
+      {"CastLike", 19},
+      {"Constant", 19},
+      {"DeformConv", 19},
+      {"DequantizeLinear", 19},
+      {"Equal", 19},
+      {"Identity", 19},
+      {"If", 19},
+      {"Loop", 19},
+      {"QuantizeLinear", 19},
+      {"Reshape", 19},
+      {"Scan", 19},
+      {"Shape", 19},
       {"Size", 19},
       // 20
-      {"AffineGrid", 20}, {"ConstantOfShape", 20}, {"DFT", 20}, {"Gelu", 20},
-      {"GridSample", 20}, {"ImageDecoder", 20}, {"IsInf", 20}, {"IsNaN", 20},
-      {"RegexFullMatch", 20}, {"StringConcat", 20}, {"StringSplit", 20},
+      {"AffineGrid", 20},
+      {"ConstantOfShape", 20},
+      {"DFT", 20},
+      {"Gelu", 20},
+      {"GridSample", 20},
+      {"ImageDecoder", 20},
+      {"IsInf", 20},
+      {"IsNaN", 20},
+      {"RegexFullMatch", 20},
+      {"StringConcat", 20},
+      {"StringSplit", 20},
       // 21
-      {"Flatten", 21}, {"QLinearMatMul", 21}, {"Squeeze", 21}, {"Transpose", 21},
+      {"Flatten", 21},
+      {"QLinearMatMul", 21},
+      {"Squeeze", 21},
+      {"Transpose", 21},
       {"Unsqueeze", 21},
       // 22 (mostly bfloat16 added to the type constraints)
-      {"Acos", 22}, {"Acosh", 22}, {"Asin", 22}, {"Asinh", 22}, {"Atan", 22}, {"Atanh", 22},
-      {"Bernoulli", 22}, {"Conv", 22}, {"ConvTranspose", 22}, {"Cos", 22}, {"Cosh", 22},
-      {"Det", 22}, {"Dropout", 22}, {"Elu", 22}, {"EyeLike", 22}, {"GRU", 22},
-      {"GlobalAveragePool", 22}, {"GlobalLpPool", 22}, {"GlobalMaxPool", 22},
-      {"HardSigmoid", 22}, {"HardSwish", 22}, {"InstanceNormalization", 22}, {"LSTM", 22},
-      {"LpNormalization", 22}, {"MaxPool", 22}, {"MaxRoiPool", 22}, {"MaxUnpool", 22},
-      {"Multinomial", 22}, {"NegativeLogLikelihoodLoss", 22}, {"RNN", 22},
-      {"RandomNormal", 22}, {"RandomNormalLike", 22}, {"RandomUniform", 22},
-      {"RandomUniformLike", 22}, {"RoiAlign", 22}, {"Round", 22}, {"Selu", 22}, {"Sin", 22},
-      {"Sinh", 22}, {"Softplus", 22}, {"Softsign", 22}, {"Tan", 22}, {"ThresholdedRelu", 22},
+      {"Acos", 22},
+      {"Acosh", 22},
+      {"Asin", 22},
+      {"Asinh", 22},
+      {"Atan", 22},
+      {"Atanh", 22},
+      {"Bernoulli", 22},
+      {"Conv", 22},
+      {"ConvTranspose", 22},
+      {"Cos", 22},
+      {"Cosh", 22},
+      {"Det", 22},
+      {"Dropout", 22},
+      {"Elu", 22},
+      {"EyeLike", 22},
+      {"GRU", 22},
+      {"GlobalAveragePool", 22},
+      {"GlobalLpPool", 22},
+      {"GlobalMaxPool", 22},
+      {"HardSigmoid", 22},
+      {"HardSwish", 22},
+      {"InstanceNormalization", 22},
+      {"LSTM", 22},
+      {"LpNormalization", 22},
+      {"MaxPool", 22},
+      {"MaxRoiPool", 22},
+      {"MaxUnpool", 22},
+      {"Multinomial", 22},
+      {"NegativeLogLikelihoodLoss", 22},
+      {"RNN", 22},
+      {"RandomNormal", 22},
+      {"RandomNormalLike", 22},
+      {"RandomUniform", 22},
+      {"RandomUniformLike", 22},
+      {"RoiAlign", 22},
+      {"Round", 22},
+      {"Selu", 22},
+      {"Sin", 22},
+      {"Sinh", 22},
+      {"Softplus", 22},
+      {"Softsign", 22},
+      {"Tan", 22},
+      {"ThresholdedRelu", 22},
       // 23
-      {"Attention", 23}, {"RMSNormalization", 23}, {"RotaryEmbedding", 23},
+      {"Attention", 23},
+      {"RMSNormalization", 23},
+      {"RotaryEmbedding", 23},
   };
   auto it = kChanged->find(op);
   return it == kChanged->end() ? 0 : it->second;
@@ -87,8 +162,8 @@ int FirstNewVersion(const std::string& op) {
 // The schema of `op` at `opset` (nullptr when libonnx has none) and, in `*current`, whether
 // it is the operator's schema at that opset: libonnx's newest is, when the opset is one it
 // knows, or when the operator has no newer version up to the model's opset.
-const ::onnx::OpSchema* FindSchema(const std::string& op, const std::string& domain,
-                                   int64_t opset, bool* current) {
+const ::onnx::OpSchema* FindSchema(const std::string& op, const std::string& domain, int64_t opset,
+                                   bool* current) {
   const auto& ranges = ::onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   auto range = ranges.find(domain);
   if (range == ranges.end()) return nullptr;
@@ -123,9 +198,9 @@ absl::Status CheckAgainstSchema(const ::onnx::NodeProto& node, const std::string
   for (const auto& a : node.attribute()) {
     auto it = schema->attributes().find(a.name());
     if (it == schema->attributes().end() || it->second.type == a.type()) continue;
-    return absl::InvalidArgumentError(absl::StrCat(label, ": attribute '", a.name(), "' is ",
-                                                   AttributeTypeName(a.type()), ", the operator's ",
-                                                   "schema wants ", AttributeTypeName(it->second.type)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(label, ": attribute '", a.name(), "' is ", AttributeTypeName(a.type()),
+                     ", the operator's ", "schema wants ", AttributeTypeName(it->second.type)));
   }
   return absl::OkStatus();
 }
@@ -155,16 +230,16 @@ absl::Status CheckInputTypes(const ir::Node& node, int64_t opset) {
     }
     const ir::DType dtype = v->type().dtype;
     if (dtype == ir::DType::kUndefined) continue;
-    const std::string type_str =
-        absl::StrCat("tensor(", ::onnx::Utils::DataTypeUtils::ToDataTypeString(
-                                    static_cast<int32_t>(dtype)), ")");
+    const std::string type_str = absl::StrCat(
+        "tensor(", ::onnx::Utils::DataTypeUtils::ToDataTypeString(static_cast<int32_t>(dtype)),
+        ")");
     if (current && !p.GetTypes().count(::onnx::Utils::DataTypeUtils::ToType(type_str))) {
       return absl::InvalidArgumentError(absl::StrCat(
           node.Describe(), ": input ", i, " ('", v->name(), "') is ", ir::DTypeName(dtype),
           ", a type the operator does not take for its input '", p.GetName(), "'"));
     }
-    const bool homogeneous = p.GetOption() != ::onnx::OpSchema::FormalParameterOption::Variadic ||
-                             p.GetIsHomogeneous();
+    const bool homogeneous =
+        p.GetOption() != ::onnx::OpSchema::FormalParameterOption::Variadic || p.GetIsHomogeneous();
     if (!homogeneous || !is_param(p.GetTypeStr())) continue;
     auto [it, fresh] = bound.emplace(p.GetTypeStr(), std::make_pair(dtype, i));
     if (!fresh && it->second.first != dtype) {

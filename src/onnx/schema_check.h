@@ -23,8 +23,8 @@ absl::Status CheckAgainstSchema(const ::onnx::NodeProto& node, const std::string
 // The element types of `node`'s inputs (all typed) against its schema's type constraints,
 // as onnx.checker's shape inference checks them: inputs bound to one type parameter (`T`
 // of Add, Where's X and Y, Concat's inputs) have one element type, and, for opsets libonnx
-// knows (or whose operator has not changed since), each is among the types it allows (Gather's indices are integers,
-// Reshape's shape is i64).
+// knows (or whose operator has not changed since), each is among the types it allows (Gather's
+// indices are integers, Reshape's shape is i64).
 absl::Status CheckInputTypes(const ir::Node& node, int64_t opset);
 
 }  // namespace tpc::onnx::internal

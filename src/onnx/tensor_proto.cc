@@ -128,9 +128,9 @@ absl::StatusOr<ir::Tensor> TensorFromProto(const ::onnx::TensorProto& proto,
       if (kv.key() != "offset" && kv.key() != "length") continue;
       int64_t v = 0;
       if (!absl::SimpleAtoi(kv.value(), &v) || v < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("initializer '", name, "': external data ", kv.key(), " '", kv.value(),
-                         "' is not a non-negative integer"));
+        return absl::InvalidArgumentError(absl::StrCat("initializer '", name, "': external data ",
+                                                       kv.key(), " '", kv.value(),
+                                                       "' is not a non-negative integer"));
       }
       (kv.key() == "offset" ? offset : length) = v;
     }

@@ -24,13 +24,13 @@ absl::Status CheckFile(const std::string& dir, int64_t rank, const std::string& 
   const std::string path = absl::StrCat(dir, "/", name);
   auto file = MappedFile::Open(path);
   if (!file.ok()) {
-    return absl::Status(file.status().code(), absl::StrCat("rank ", rank, ": ", what, " ",
-                                                           file.status().message()));
+    return absl::Status(file.status().code(),
+                        absl::StrCat("rank ", rank, ": ", what, " ", file.status().message()));
   }
   if (static_cast<int64_t>((*file)->size()) != size) {
-    return absl::InvalidArgumentError(absl::StrCat("rank ", rank, ": ", path, " holds ",
-                                            (*file)->size(), " bytes, plan.json says ", size,
-                                            " (a truncated or replaced file; rewrite the plan)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rank ", rank, ": ", path, " holds ", (*file)->size(), " bytes, plan.json says ", size,
+        " (a truncated or replaced file; rewrite the plan)"));
   }
   if (!hashes) return absl::OkStatus();
   Sha256 h;
@@ -80,7 +80,8 @@ absl::StatusOr<proto::Plan> ReadManifest(const std::string& dir) {
       return bad(absl::StrCat(at, ".model '", rp.model(), "' is not a file name in the folder"));
     }
     if (!rp.weights().empty() && !PlainName(rp.weights())) {
-      return bad(absl::StrCat(at, ".weights '", rp.weights(), "' is not a file name in the folder"));
+      return bad(
+          absl::StrCat(at, ".weights '", rp.weights(), "' is not a file name in the folder"));
     }
     if (rp.model_size() <= 0 || rp.weights_size() < 0 || rp.weight_bytes() < 0) {
       return bad(absl::StrCat(at, ": file sizes are missing or negative"));

@@ -48,10 +48,10 @@ class Executor::StepAllocator final : public OutputAllocator {
     const int64_t offset = plan_.offsets[static_cast<size_t>(slot)];
     if (offset >= 0 && dtype == v->type().dtype) {
       if (static_cast<int64_t>(t.nbytes()) != plan_.bytes[static_cast<size_t>(slot)]) {
-        return absl::InternalError(absl::StrCat(
-            step_.node->Describe(), ": output '", v->name(), "' is ", t.TypeString(),
-            " at run time, but shape inference planned ", v->type().ToString(), " = ",
-            ShapeString(*plan_.shapes[static_cast<size_t>(slot)])));
+        return absl::InternalError(
+            absl::StrCat(step_.node->Describe(), ": output '", v->name(), "' is ", t.TypeString(),
+                         " at run time, but shape inference planned ", v->type().ToString(), " = ",
+                         ShapeString(*plan_.shapes[static_cast<size_t>(slot)])));
       }
       return Tensor(dtype, shape, ex_.arena_ + offset);
     }
@@ -131,9 +131,9 @@ absl::Status Executor::Build() {
         step.node = n;
         step.kernel = backend_.FindKernel(n->domain(), n->op_type());
         if (step.kernel == nullptr) {
-          return absl::UnimplementedError(absl::StrCat(
-              n->Describe(), ": the ", backend_.name(), " backend has no kernel for ",
-              n->domain().empty() ? "" : n->domain() + "::", n->op_type()));
+          return absl::UnimplementedError(
+              absl::StrCat(n->Describe(), ": the ", backend_.name(), " backend has no kernel for ",
+                           n->domain().empty() ? "" : n->domain() + "::", n->op_type()));
         }
         for (ir::Value* in : n->inputs()) step.in_slots.push_back(in ? slot_for(in) : -1);
         for (ir::Value* out : n->outputs()) {
@@ -254,8 +254,8 @@ const Executor::Plan& Executor::PlanFor(const SymbolBindings& bindings) {
       // A size past the limit is left unplanned: the kernel's Output() refuses it with
       // the node's name.
       auto elems = ElementCount(*plan->shapes[static_cast<size_t>(s)], v->name());
-      auto checked = elems.ok() ? ByteSize(*elems, ir::DTypeSize(v->type().dtype), v->name())
-                                : elems.status();
+      auto checked =
+          elems.ok() ? ByteSize(*elems, ir::DTypeSize(v->type().dtype), v->name()) : elems.status();
       if (!checked.ok()) continue;
       const int64_t bytes = *checked;
       plan->bytes[static_cast<size_t>(s)] = bytes;

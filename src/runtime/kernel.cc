@@ -27,8 +27,7 @@ absl::StatusOr<Tensor*> KernelContext::Output(int i, const std::vector<int64_t>&
 }
 
 absl::Status KernelContext::Error(std::string_view message) const {
-  return absl::InvalidArgumentError(
-      absl::StrCat(node_.Describe(), ": ", std::string(message)));
+  return absl::InvalidArgumentError(absl::StrCat(node_.Describe(), ": ", std::string(message)));
 }
 
 }  // namespace tpc::runtime

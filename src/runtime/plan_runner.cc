@@ -41,7 +41,7 @@ absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlanUnchecked(
 }  // namespace
 
 absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlan(const std::string& dir,
-                                                                LoadPlanOptions options) {
+                                                                 LoadPlanOptions options) {
   return CatchExceptions(dir, [&] { return LoadPlanUnchecked(dir, options); });
 }
 

@@ -1,9 +1,9 @@
 #include "tpc/runtime/shape_eval.h"
 
 #include "absl/strings/str_cat.h"
-#include "tpc/util/checked_math.h"
 #include "absl/strings/str_join.h"
 #include "tpc/runtime/tensor.h"
+#include "tpc/util/checked_math.h"
 
 namespace tpc::runtime {
 

@@ -38,9 +38,9 @@ absl::StatusOr<Tensor> Tensor::Create(ir::DType dtype, std::vector<int64_t> shap
   TPC_ASSIGN_OR_RETURN(const int64_t bytes, ByteSize(elements, ir::DTypeSize(dtype), what));
   void* p = AlignedZeros(static_cast<size_t>(bytes));
   if (p == nullptr) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(what, ": cannot allocate ", bytes, " bytes for ", ir::DTypeName(dtype),
-                     ShapeString(shape)));
+    return absl::ResourceExhaustedError(absl::StrCat(what, ": cannot allocate ", bytes,
+                                                     " bytes for ", ir::DTypeName(dtype),
+                                                     ShapeString(shape)));
   }
   Tensor t(dtype, std::move(shape), p);
   t.owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });

@@ -10,8 +10,8 @@ absl::StatusOr<int64_t> ElementCount(absl::Span<const int64_t> dims, const std::
   bool over = false;
   for (int64_t d : dims) {
     if (d < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": negative dim ", d, " in shape [",
-                                                     absl::StrJoin(dims, ", "), "]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": negative dim ", d, " in shape [", absl::StrJoin(dims, ", "), "]"));
     }
     // Keep scanning after an overflow: a 0 dim anywhere makes the count 0.
     if (!over) {

@@ -5,8 +5,8 @@
 
 #include <cerrno>
 #include <csignal>
-#include <limits>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <set>
 

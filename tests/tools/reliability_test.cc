@@ -86,7 +86,8 @@ TEST_CASE("plan.json and report.json are byte-identical across identical runs",
   REQUIRE(RunTpCompile(args + dir + "/a").exit_code == 0);
   REQUIRE(RunTpCompile(args + dir + "/b").exit_code == 0);
   CHECK(ReadFile(dir + "/a/plan.json") == ReadFile(dir + "/b/plan.json"));
-  CHECK(ReportWithoutTimings(dir + "/a/report.json") == ReportWithoutTimings(dir + "/b/report.json"));
+  CHECK(ReportWithoutTimings(dir + "/a/report.json") ==
+        ReportWithoutTimings(dir + "/b/report.json"));
   for (const char* f : {"rank0.onnx", "rank3.onnx", "rank2.weights"}) {
     CHECK(ReadFile(dir + "/a/" + f) == ReadFile(dir + "/b/" + f));
   }
@@ -173,9 +174,10 @@ TEST_CASE("tp-run refuses swapped, edited or truncated plan files", "[tools][rel
   }
   {
     const std::string plan = Gpt2Plan("badmanifest");
-    tpc::testing::WriteFile(plan + "/plan.json", "{\"mesh\": {\"axes\": [{\"name\": \"tp\", "
-                                                 "\"size\": 2}]}, \"ranks\": [{\"rank\": 0, "
-                                                 "\"model\": \"../../etc/passwd\"}]}");
+    tpc::testing::WriteFile(plan + "/plan.json",
+                            "{\"mesh\": {\"axes\": [{\"name\": \"tp\", "
+                            "\"size\": 2}]}, \"ranks\": [{\"rank\": 0, "
+                            "\"model\": \"../../etc/passwd\"}]}");
     CommandResult r = RunTpRun(plan + " --quiet");
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.output, Catch::Contains("plan.json"));

@@ -26,7 +26,7 @@ struct LoadPlanOptions {
 // weights mapped, after checking them against the manifest. Errors name the folder,
 // file or rank.
 absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlan(const std::string& dir,
-                                                                LoadPlanOptions options = {});
+                                                                 LoadPlanOptions options = {});
 
 struct PlanRunnerOptions {
   // Threads in total; each rank gets an equal share (at least 1). 0: DefaultThreadCount().

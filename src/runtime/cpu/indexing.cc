@@ -1,5 +1,5 @@
-// Indexing: Slice, Gather, tpc::CheckIndices, GatherElements, GatherND, ScatterND, ScatterElements, Pad,
-// Trilu.
+// Indexing: Slice, Gather, tpc::CheckIndices, GatherElements, GatherND, ScatterND, ScatterElements,
+// Pad, Trilu.
 #include <algorithm>
 
 #include "kernels.h"
@@ -160,8 +160,7 @@ absl::Status CheckIndices(KernelContext& ctx) {
     }
     return absl::OkStatus();
   };
-  return x.dtype() == ir::DType::kI64 ? check.operator()<int64_t>()
-                                      : check.operator()<int32_t>();
+  return x.dtype() == ir::DType::kI64 ? check.operator()<int64_t>() : check.operator()<int32_t>();
 }
 
 absl::Status GatherElements(KernelContext& ctx) {
