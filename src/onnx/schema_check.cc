@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "onnx/checker.h"
 #include "onnx/defs/data_type_utils.h"
 #include "onnx/defs/schema.h"
@@ -45,118 +48,43 @@ const char* AttributeTypeName(::onnx::AttributeProto::AttributeType t) {
 // newest, and the first opset of that version (ONNX's Changelog, opsets 18 to 23). For any
 // other operator the newest schema libonnx has is still the current one at opsets 18+.
 int FirstNewVersion(const std::string& op) {
-  static const auto* kChanged = new absl::flat_hash_map<std::string, int>{
-      // 18
-      {"BitwiseAnd", 18},
-      {"BitwiseNot", 18},
-      {"BitwiseOr", 18},
-      {"BitwiseXor", 18},
-      {"CenterCropPad", 18},
-      {"Col2Im", 18},
-      {"GroupNormalization", 18},
-      {"LpPool", 18},
-      {"Mish", 18},
-      {"OptionalGetElement", 18},
-      {"OptionalHasElement", 18},
-      {"Pad", 18},
-      {"ReduceL1", 18},
-      {"ReduceL2", 18},
-      {"ReduceLogSum", 18},
-      {"ReduceLogSumExp", 18},
-      {"ReduceMax", 18},
-      {"ReduceMean", 18},
-      {"ReduceMin", 18},
-      {"ReduceProd", 18},
-      {"ReduceSumSquare", 18},
-      {"Resize", 18},
-      {"ScatterElements", 18},
-      {"ScatterND", 18},
-      {"Split", 18},
-      // 19
-      {"AveragePool", 19},
-      {"Cast", 19},
-      {"CastLike", 19},
-      {"Constant", 19},
-      {"DeformConv", 19},
-      {"DequantizeLinear", 19},
-      {"Equal", 19},
-      {"Identity", 19},
-      {"If", 19},
-      {"Loop", 19},
-      {"QuantizeLinear", 19},
-      {"Reshape", 19},
-      {"Scan", 19},
-      {"Shape", 19},
-      {"Size", 19},
-      // 20
-      {"AffineGrid", 20},
-      {"ConstantOfShape", 20},
-      {"DFT", 20},
-      {"Gelu", 20},
-      {"GridSample", 20},
-      {"ImageDecoder", 20},
-      {"IsInf", 20},
-      {"IsNaN", 20},
-      {"RegexFullMatch", 20},
-      {"StringConcat", 20},
-      {"StringSplit", 20},
-      // 21
-      {"Flatten", 21},
-      {"QLinearMatMul", 21},
-      {"Squeeze", 21},
-      {"Transpose", 21},
-      {"Unsqueeze", 21},
-      // 22 (mostly bfloat16 added to the type constraints)
-      {"Acos", 22},
-      {"Acosh", 22},
-      {"Asin", 22},
-      {"Asinh", 22},
-      {"Atan", 22},
-      {"Atanh", 22},
-      {"Bernoulli", 22},
-      {"Conv", 22},
-      {"ConvTranspose", 22},
-      {"Cos", 22},
-      {"Cosh", 22},
-      {"Det", 22},
-      {"Dropout", 22},
-      {"Elu", 22},
-      {"EyeLike", 22},
-      {"GRU", 22},
-      {"GlobalAveragePool", 22},
-      {"GlobalLpPool", 22},
-      {"GlobalMaxPool", 22},
-      {"HardSigmoid", 22},
-      {"HardSwish", 22},
-      {"InstanceNormalization", 22},
-      {"LSTM", 22},
-      {"LpNormalization", 22},
-      {"MaxPool", 22},
-      {"MaxRoiPool", 22},
-      {"MaxUnpool", 22},
-      {"Multinomial", 22},
-      {"NegativeLogLikelihoodLoss", 22},
-      {"RNN", 22},
-      {"RandomNormal", 22},
-      {"RandomNormalLike", 22},
-      {"RandomUniform", 22},
-      {"RandomUniformLike", 22},
-      {"RoiAlign", 22},
-      {"Round", 22},
-      {"Selu", 22},
-      {"Sin", 22},
-      {"Sinh", 22},
-      {"Softplus", 22},
-      {"Softsign", 22},
-      {"Tan", 22},
-      {"ThresholdedRelu", 22},
-      // 23
-      {"Attention", 23},
-      {"RMSNormalization", 23},
-      {"RotaryEmbedding", 23},
+  // {first opset of the new version, operators}; opset 22 mostly added bfloat16 to the
+  // type constraints.
+  static const std::pair<int, const char*> kChanged[] = {
+      {18,
+       "BitwiseAnd BitwiseNot BitwiseOr BitwiseXor CenterCropPad Col2Im "
+       "GroupNormalization LpPool Mish OptionalGetElement OptionalHasElement "
+       "Pad ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax "
+       "ReduceMean ReduceMin ReduceProd ReduceSumSquare Resize "
+       "ScatterElements ScatterND Split "},
+      {19,
+       "AveragePool Cast CastLike Constant DeformConv DequantizeLinear Equal "
+       "Identity If Loop QuantizeLinear Reshape Scan Shape Size "},
+      {20,
+       "AffineGrid ConstantOfShape DFT Gelu GridSample ImageDecoder IsInf "
+       "IsNaN RegexFullMatch StringConcat StringSplit "},
+      {21, "Flatten QLinearMatMul Squeeze Transpose Unsqueeze "},
+      {22,
+       "Acos Acosh Asin Asinh Atan Atanh Bernoulli Conv ConvTranspose Cos "
+       "Cosh Det Dropout Elu EyeLike GRU GlobalAveragePool GlobalLpPool "
+       "GlobalMaxPool HardSigmoid HardSwish InstanceNormalization LSTM "
+       "LpNormalization MaxPool MaxRoiPool MaxUnpool Multinomial "
+       "NegativeLogLikelihoodLoss RNN RandomNormal RandomNormalLike "
+       "RandomUniform RandomUniformLike RoiAlign Round Selu Sin Sinh Softplus "
+       "Softsign Tan ThresholdedRelu "},
+      {23, "Attention RMSNormalization RotaryEmbedding "},
   };
-  auto it = kChanged->find(op);
-  return it == kChanged->end() ? 0 : it->second;
+  static const auto* kFirst = [] {
+    auto* m = new absl::flat_hash_map<std::string, int>();
+    for (const auto& [version, ops] : kChanged) {
+      for (absl::string_view o : absl::StrSplit(ops, ' ', absl::SkipEmpty())) {
+        m->emplace(std::string(o), version);
+      }
+    }
+    return m;
+  }();
+  auto it = kFirst->find(op);
+  return it == kFirst->end() ? 0 : it->second;
 }
 
 // The schema of `op` at `opset` (nullptr when libonnx has none) and, in `*current`, whether
