@@ -1,5 +1,7 @@
 #include "tpc/runtime/plan_runner.h"
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <thread>
 
@@ -22,10 +24,24 @@ absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlanUnchecked(
     return absl::InvalidArgumentError(absl::StrCat(dir, ": not a plan folder (no such directory)"));
   }
   TPC_ASSIGN_OR_RETURN(const proto::Plan manifest, plan::ReadManifest(dir));
-  // Every rank's files first: nothing is imported from a plan with one bad file.
-  for (int r = 0; r < manifest.ranks_size(); ++r) {
-    TPC_RETURN_IF_ERROR(plan::VerifyRankFiles(dir, manifest, r, options.verify_hashes));
-  }
+  // Every rank's files first: nothing is imported from a plan with one bad file. The
+  // ranks are hashed in parallel (SHA-256 runs at ~1-2 GB/s per core); the first bad rank
+  // in rank order is reported.
+  const int n = manifest.ranks_size();
+  std::vector<absl::Status> verified(static_cast<size_t>(n));
+  std::atomic<int> next{0};
+  auto verify = [&] {
+    for (int r = next++; r < n; r = next++) {
+      verified[static_cast<size_t>(r)] = CatchExceptions(
+          dir, [&] { return plan::VerifyRankFiles(dir, manifest, r, options.verify_hashes); });
+    }
+  };
+  const int workers = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, n);
+  std::vector<std::thread> threads;
+  for (int w = 1; w < workers; ++w) threads.emplace_back(verify);
+  verify();
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& s : verified) TPC_RETURN_IF_ERROR(s);
   std::vector<std::unique_ptr<ir::Graph>> graphs;
   for (int r = 0; r < manifest.ranks_size(); ++r) {
     const std::string path = absl::StrCat(dir, "/", manifest.ranks(r).model());
