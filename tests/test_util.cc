@@ -4,6 +4,7 @@
 
 #include "tpc/onnx/importer.h"
 #include "tpc/partition/partition.h"
+#include "tpc/runtime/plan_runner.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -134,6 +135,16 @@ shard::ShardResult ShardAndPartition(ir::Graph& graph, const shard::ShardOptions
   INFO(stats.status().ToString());
   REQUIRE(stats.ok());
   return std::move(*result);
+}
+
+absl::StatusOr<std::vector<std::vector<runtime::Tensor>>> RunRanks(
+    const std::vector<const ir::Graph*>& graphs,
+    const std::map<std::string, runtime::Tensor>& inputs) {
+  runtime::PlanRunnerOptions options;
+  options.threads = 2;
+  auto runner = runtime::PlanRunner::Create(graphs, options);
+  if (!runner.ok()) return runner.status();
+  return (*runner)->Run(inputs);
 }
 
 std::string SourcePath(const std::string& relative) {

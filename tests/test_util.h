@@ -1,10 +1,14 @@
 // Helpers shared by the tests: paths of the source tree and committed models.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/status/statusor.h"
 #include "tpc/ir/graph.h"
+#include "tpc/runtime/tensor.h"
 #include "tpc/shard/options.h"
 #include "tpc/shard/shard_pass.h"
 
@@ -37,6 +41,12 @@ shard::ShardOptions TpOptions(int64_t n, bool sp = false);
 // Shards and partitions `graph` in place (the test fails if either stage does) and
 // returns the shard stage's result.
 shard::ShardResult ShardAndPartition(ir::Graph& graph, const shard::ShardOptions& options);
+
+// Runs `graphs` (one per rank) with the plan runner (2 threads) on `inputs`: every rank's
+// outputs, or the run's error.
+absl::StatusOr<std::vector<std::vector<runtime::Tensor>>> RunRanks(
+    const std::vector<const ir::Graph*>& graphs,
+    const std::map<std::string, runtime::Tensor>& inputs);
 
 // The committed models (models/<name>.onnx), in a fixed order.
 extern const char* const kCommittedModels[8];

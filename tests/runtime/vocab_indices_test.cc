@@ -47,11 +47,7 @@ Model Load(const std::string& name, int n) {
 // Rank 0's outputs (every rank's are checked equal elsewhere), or the error.
 absl::StatusOr<std::vector<Tensor>> Run(const std::vector<const ir::Graph*>& graphs,
                                         const std::map<std::string, Tensor>& inputs) {
-  PlanRunnerOptions options;
-  options.threads = 2;
-  auto runner = PlanRunner::Create(graphs, options);
-  if (!runner.ok()) return runner.status();
-  auto out = (*runner)->Run(inputs);
+  auto out = testing::RunRanks(graphs, inputs);
   if (!out.ok()) return out.status();
   return (*out)[0];
 }
