@@ -19,7 +19,8 @@ fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" && pwd) || exit 2
 seconds=$2
-harnesses=(import_model external_data ir_parser plan_loader)
+# FUZZ_HARNESSES="a b" runs only those (e.g. two run.sh at once, one per core).
+read -r -a harnesses <<<"${FUZZ_HARNESSES:-import_model external_data ir_parser plan_loader}"
 
 for h in "${harnesses[@]}"; do
   if [ ! -x "$build/${h}_fuzzer" ]; then
