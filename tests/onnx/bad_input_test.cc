@@ -411,3 +411,68 @@ TEST_CASE("a symlink loop or a FIFO as external data is an error, not a crash or
     CHECK_THAT(msg, Catch::Contains("not a regular file"));
   }
 }
+
+// ---- The same through tp-compile: exit 2, the reason, nothing written ----
+
+TEST_CASE("tp-compile refuses each bad model with exit 2 and writes nothing",
+          "[onnx][bad][tools]") {
+  const std::string dir = TempDir("cli_bad");
+  std::vector<std::pair<std::string, std::string>> cases;  // model path, expected text
+  auto add = [&](const std::string& name, const ::onnx::ModelProto& m, const std::string& want) {
+    cases.emplace_back(Save(m, dir, name), want);
+  };
+  {
+    auto m = TinyModel();
+    m.mutable_graph()->mutable_node(0)->add_input("w");
+    m.mutable_graph()->mutable_node(0)->add_input("x");
+    add("arity.onnx", m, "node 'mm' (MatMul)");
+  }
+  {
+    auto m = TinyModel();
+    auto* c = m.mutable_graph()->add_node();
+    c->set_name("c");
+    c->set_op_type("Constant");
+    c->add_output("unused_c");
+    auto* a = c->add_attribute();
+    a->set_name("value");
+    a->set_type(::onnx::AttributeProto::INT);
+    add("constant.onnx", m, "node 'c' (Constant)");
+  }
+  {
+    auto m = TinyModel();
+    MakeExternal(m, dir, "w", "w.bin", /*write=*/true);
+    auto* kv = m.mutable_graph()->mutable_initializer(0)->add_external_data();
+    kv->set_key("offset");
+    kv->set_value("abc");
+    add("offset.onnx", m, "initializer 'w': external data offset 'abc'");
+  }
+  {
+    REQUIRE(::mkfifo((dir + "/fifo.bin").c_str(), 0600) == 0);
+    auto m = TinyModel();
+    MakeExternal(m, dir, "w", "fifo.bin", /*write=*/false);
+    add("fifo.onnx", m, "not a regular file");
+  }
+  {
+    std::filesystem::create_symlink("loop.bin", dir + "/loop.bin");
+    auto m = TinyModel();
+    MakeExternal(m, dir, "w", "loop.bin", /*write=*/false);
+    add("loop.onnx", m, "loop.bin");
+  }
+  {
+    auto m = TinyModel();
+    auto* x = m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type();
+    x->mutable_shape()->mutable_dim(0)->set_dim_value(int64_t{1} << 62);
+    add("huge.onnx", m, "more than 2^48 elements");
+  }
+  for (const auto& [model, want] : cases) {
+    INFO(model);
+    const std::string out = dir + "/plan";
+    tpc::testing::CommandResult r = tpc::testing::RunTpCompile(model + " --tp 2 -o " + out);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("tp-compile: error: " + model));
+    CHECK_THAT(r.output, Catch::Contains(want));
+    CHECK_FALSE(std::filesystem::exists(out));
+    CHECK(tpc::testing::NoTemporaries(dir));
+  }
+}
