@@ -127,10 +127,7 @@ class Compiler {
     // Refuse a bad output folder before any work.
     TPC_ASSIGN_OR_RETURN(tpc::StagingDir staging,
                          tpc::StagingDir::Create(out_dir, args_.has("force")));
-    for (const std::string& stale : staging.removed()) {
-      std::cerr << "tp-compile: removed " << stale
-                << ", the temporary folder of an earlier run that did not finish\n";
-    }
+    for (const std::string& note : staging.removed()) std::cerr << "tp-compile: " << note << "\n";
 
     auto t = Clock::now();
     TPC_ASSIGN_OR_RETURN(graph_, tpc::onnx::ImportModel(model_path_));

@@ -1,18 +1,18 @@
 #include "tpc/util/staging_dir.h"
 
-#include <sys/stat.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
-#include <limits>
 #include <mutex>
 #include <set>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace tpc {
 namespace {
@@ -50,37 +50,61 @@ void Unregister(const std::string& p) {
   if (g_live != nullptr) g_live->erase(p);
 }
 
-// True when no process `pid` runs, or the one that does started after `folder` was last
-// written (the pid was reused): the folder's writer is gone.
-bool WriterGone(int64_t pid, const fs::path& folder) {
-  if (pid <= 0 || pid > std::numeric_limits<pid_t>::max()) return true;
-  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return true;
-  struct stat proc {};
-  struct stat dir {};
-  if (::stat(absl::StrCat("/proc/", pid).c_str(), &proc) != 0 || ::stat(folder.c_str(), &dir) != 0)
-    return false;
-  return proc.st_ctime > dir.st_mtime + 1;
+// An open, exclusively locked (flock) folder, or -1. A writer holds the lock on its
+// temporary folder from creation to the end of Commit(); the kernel drops it when the
+// process dies however it dies, so a folder whose lock can be taken has no writer.
+int LockFolder(const std::string& path, bool wait) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  if (::flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
 }
 
-// Removes `.NAME.tmp-PID` (and `.NAME.tmp-PID.old`) folders in `parent` left by runs for
-// the same target whose process is gone.
+// `.NAME.tmp-PID` and `.NAME.tmp-PID.old` folders in `parent` whose writer is gone (their
+// lock is free): a temporary folder is removed; an `.old` one (the previous output, moved
+// aside by a Commit that died before it finished) is moved back when the target is
+// missing, else removed. Returns what was done, one sentence each.
 std::vector<std::string> RemoveStale(const fs::path& parent, const std::string& name) {
-  std::vector<std::string> removed;
+  std::vector<std::string> done;
   const std::string prefix = absl::StrCat(".", name, ".tmp-");
+  const fs::path target = parent / name;
   std::error_code ec;
+  std::vector<fs::path> candidates;
   for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string entry = it->path().filename().string();
     if (entry.rfind(prefix, 0) != 0) continue;
-    absl::string_view rest = absl::string_view(entry).substr(prefix.size());
-    if (absl::EndsWith(rest, ".old")) rest.remove_suffix(4);
-    int64_t pid = 0;
-    if (!absl::SimpleAtoi(rest, &pid) || pid == ::getpid()) continue;
-    std::error_code sub;
-    if (!it->is_directory(sub) || it->is_symlink(sub) || !WriterGone(pid, it->path())) continue;
-    fs::remove_all(it->path(), sub);
-    if (!sub) removed.push_back(it->path().string());
+    absl::string_view pid = absl::string_view(entry).substr(prefix.size());
+    if (absl::EndsWith(pid, ".old")) pid.remove_suffix(4);
+    const bool digits =
+        !pid.empty() && pid.size() <= 10 &&
+        std::all_of(pid.begin(), pid.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (digits) candidates.push_back(it->path());
   }
-  return removed;
+  for (const fs::path& p : candidates) {
+    const int fd = LockFolder(p.string(), /*wait=*/false);
+    if (fd < 0) continue;  // a live writer (or not a folder we can open): leave it
+    std::error_code sub;
+    const bool old = absl::EndsWith(p.filename().string(), ".old");
+    if (old && !fs::exists(target, sub)) {
+      fs::rename(p, target, sub);
+      if (!sub) {
+        done.push_back(absl::StrCat("restored ", target.string(), " from ", p.string(),
+                                    ", where a run that died while replacing it had moved it"));
+      }
+    } else {
+      fs::remove_all(p, sub);
+      if (!sub) {
+        done.push_back(
+            absl::StrCat("removed ", p.string(),
+                         ", the temporary folder of an earlier run that did not finish"));
+      }
+    }
+    ::close(fd);
+  }
+  return done;
 }
 
 }  // namespace
@@ -90,15 +114,6 @@ absl::StatusOr<StagingDir> StagingDir::Create(const std::string& target, bool fo
   fs::path t = fs::absolute(fs::path(target), ec);
   if (target.empty() || ec) return absl::InvalidArgumentError("no output folder given");
   if (t.filename().empty()) t = t.parent_path();
-  if (fs::exists(t, ec)) {
-    if (!fs::is_directory(t, ec)) {
-      return absl::AlreadyExistsError(absl::StrCat(target, ": exists and is not a folder"));
-    }
-    if (!fs::is_empty(t, ec) && !force) {
-      return absl::AlreadyExistsError(
-          absl::StrCat(target, ": folder exists and is not empty (use --force to replace it)"));
-    }
-  }
   fs::path parent = t.parent_path();
   if (fs::exists(parent, ec) && !fs::is_directory(parent, ec)) {
     return absl::InvalidArgumentError(
@@ -108,16 +123,33 @@ absl::StatusOr<StagingDir> StagingDir::Create(const std::string& target, bool fo
     return absl::NotFoundError(
         absl::StrCat(target, ": parent folder ", parent.string(), " does not exist"));
   }
+  // Leftovers of dead runs first: a restored previous output counts as the target.
   std::vector<std::string> removed = RemoveStale(parent, t.filename().string());
+  const std::string notes =
+      removed.empty() ? "" : absl::StrCat(" (", absl::StrJoin(removed, "; "), ")");
+  if (fs::exists(t, ec)) {
+    if (!fs::is_directory(t, ec)) {
+      return absl::AlreadyExistsError(absl::StrCat(target, ": exists and is not a folder", notes));
+    }
+    if (!fs::is_empty(t, ec) && !force) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          target, ": folder exists and is not empty (use --force to replace it)", notes));
+    }
+  }
   fs::path temp = parent / absl::StrCat(".", t.filename().string(), ".tmp-", ::getpid());
   fs::remove_all(temp, ec);
   if (!fs::create_directory(temp, ec)) {
     return absl::PermissionDeniedError(
         absl::StrCat(target, ": cannot create a folder in ", parent.string(), ": ", ec.message()));
   }
-  Register(temp.string());
   StagingDir out(t.string(), temp.string(), force);
   out.removed_ = std::move(removed);
+  out.lock_fd_ = LockFolder(temp.string(), /*wait=*/true);
+  if (out.lock_fd_ < 0) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(target, ": cannot lock the temporary folder ", temp.string()));
+  }
+  Register(temp.string());
   return out;
 }
 
@@ -126,15 +158,19 @@ StagingDir::StagingDir(StagingDir&& other) noexcept
       temp_(std::move(other.temp_)),
       force_(other.force_),
       committed_(other.committed_),
-      removed_(std::move(other.removed_)) {
+      removed_(std::move(other.removed_)),
+      lock_fd_(other.lock_fd_) {
   other.committed_ = true;  // the moved-from object owns nothing
+  other.lock_fd_ = -1;
 }
 
 StagingDir::~StagingDir() {
-  if (committed_ || temp_.empty()) return;
-  std::error_code ec;
-  fs::remove_all(temp_, ec);
-  Unregister(temp_);
+  if (!committed_ && !temp_.empty()) {
+    std::error_code ec;
+    fs::remove_all(temp_, ec);
+    Unregister(temp_);
+  }
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 absl::Status StagingDir::Commit() {
@@ -144,7 +180,11 @@ absl::Status StagingDir::Commit() {
     if (fs::is_empty(target_, ec)) {
       fs::remove(target_, ec);
     } else if (force_) {
+      // The previous output is moved aside under a lock of this process, so that a run
+      // starting meanwhile does not take `.old` for a dead run's leftover.
       old = fs::path(temp_ + ".old");
+      const int old_lock = LockFolder(target_, /*wait=*/false);
+      if (old_lock >= 0) old_locks_.push_back(old_lock);
       fs::rename(target_, old, ec);
       if (ec)
         return absl::PermissionDeniedError(
@@ -160,6 +200,8 @@ absl::Status StagingDir::Commit() {
         absl::StrCat(target_, ": cannot move output into place: ", ec.message()));
   }
   if (!old.empty()) fs::remove_all(old, ec);
+  for (int fd : old_locks_) ::close(fd);
+  old_locks_.clear();
   committed_ = true;
   Unregister(temp_);
   return absl::OkStatus();

@@ -1,6 +1,8 @@
 // tp-compile and tp-run under conditions an adversary or a crash leaves behind: the same
 // command gives the same bytes every time, absurd sizes are refused, leftovers of dead runs
 // are cleaned up, and a plan whose files were changed or swapped does not run.
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -114,26 +116,46 @@ TEST_CASE("absurd --dim values are refused with exit 2", "[tools][reliability]")
   CHECK_THAT(r.output, Catch::Contains("2^48"));
 }
 
-TEST_CASE("temporary folders of dead runs are removed, saying so; live ones are kept",
+TEST_CASE("temporary folders of dead runs are removed, saying so, and live ones kept",
           "[tools][reliability]") {
   const std::string dir = TempDir("stale");
   const std::string dead = dir + "/.plan.tmp-" + std::to_string(DeadPid());
-  const std::string dead_old = dead + ".old";
   const std::string live = dir + "/.plan.tmp-" + std::to_string(::getpid());
   const std::string other = dir + "/.other.tmp-" + std::to_string(DeadPid());
-  for (const std::string& d : {dead, dead_old, live, other}) {
+  const std::string not_ours = dir + "/.plan.tmp-12ab";
+  for (const std::string& d : {dead, live, other, not_ours}) {
     fs::create_directories(d);
     tpc::testing::WriteFile(d + "/rank0.weights", "half-written");
   }
+  // A live writer holds a lock on its folder (as tp-compile does) until it exits.
+  const int lock = ::open(live.c_str(), O_RDONLY | O_DIRECTORY);
+  REQUIRE(lock >= 0);
+  REQUIRE(::flock(lock, LOCK_EX) == 0);
   CommandResult r = RunTpCompile(SourcePath("models/mlp.onnx") + " --tp 2 -o " + dir + "/plan");
+  ::close(lock);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK_FALSE(fs::exists(dead));
-  CHECK_FALSE(fs::exists(dead_old));
   CHECK_THAT(r.output, Catch::Contains("removed " + dead));
-  CHECK(fs::exists(live));   // this test process is alive: its folder is not stale
-  CHECK(fs::exists(other));  // another target's folder is not tp-compile's to judge
+  CHECK(fs::exists(live));      // locked: a run in progress
+  CHECK(fs::exists(other));     // another target's folder is not this run's to judge
+  CHECK(fs::exists(not_ours));  // not a name tp-compile makes
   CHECK(fs::exists(dir + "/plan/plan.json"));
+}
+
+TEST_CASE("a previous output moved aside by a run that died is restored", "[tools][reliability]") {
+  // A --force run that died between moving the old plan aside and moving its own in.
+  const std::string dir = TempDir("restore");
+  const std::string old = dir + "/.plan.tmp-" + std::to_string(DeadPid()) + ".old";
+  fs::create_directories(old);
+  tpc::testing::WriteFile(old + "/plan.json", "the previous plan");
+  CommandResult r = RunTpCompile(SourcePath("models/mlp.onnx") + " --tp 2 -o " + dir + "/plan");
+  INFO(r.output);
+  // Restored first, so the folder is not empty: without --force the run refuses it.
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("restored " + dir + "/plan"));
+  CHECK(ReadFile(dir + "/plan/plan.json") == "the previous plan");
+  CHECK_FALSE(fs::exists(old));
 }
 
 TEST_CASE("tp-run refuses swapped, edited or truncated plan files", "[tools][reliability]") {

@@ -14,7 +14,8 @@ class StagingDir {
  public:
   // Fails when `target` exists and is not an empty folder, unless `force`; fails when
   // the parent folder cannot be written. Temporary folders of earlier runs for the same
-  // target whose process is gone (killed, crashed) are removed first: see removed().
+  // target whose process is gone (killed, crashed; each writer holds a flock on its
+  // folder, which the kernel drops when it dies) are removed first: see removed().
   static absl::StatusOr<StagingDir> Create(const std::string& target, bool force);
   StagingDir(StagingDir&& other) noexcept;
   StagingDir& operator=(StagingDir&&) = delete;
@@ -25,7 +26,8 @@ class StagingDir {
   std::string File(const std::string& name) const { return temp_ + "/" + name; }
   // Moves the temporary folder to the target (replacing an old one when forced).
   absl::Status Commit();
-  // The stale temporary folders Create() removed, for the tool to say so.
+  // What Create() did with the folders of earlier runs that died (removed, or the previous
+  // output restored), one sentence each, for the tool to say so.
   const std::vector<std::string>& removed() const { return removed_; }
 
  private:
@@ -36,6 +38,8 @@ class StagingDir {
   bool force_ = false;
   bool committed_ = false;
   std::vector<std::string> removed_;
+  int lock_fd_ = -1;            // the temporary folder, flock'ed while this object lives
+  std::vector<int> old_locks_;  // the previous output while Commit() moves it aside
 };
 
 }  // namespace tpc
