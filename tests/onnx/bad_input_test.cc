@@ -347,6 +347,19 @@ TEST_CASE("negative and absurd dims are refused, naming the tensor", "[onnx][bad
     CHECK_THAT(msg, Catch::Contains("more than 2^48 elements"));
   }
   {
+    // A 0 dim makes the count 0, but strides multiply the other dims: [4, 2^62, 0] is
+    // refused too.
+    auto m = TinyModel();
+    auto* b = m.mutable_graph()->mutable_initializer(1);
+    b->clear_float_data();
+    b->set_dims(0, 4);
+    b->add_dims(int64_t{1} << 62);
+    b->add_dims(0);
+    std::string msg = ImportError(Save(m, dir, "huge_empty.onnx"));
+    CHECK_THAT(msg, Catch::Contains("tensor 'b'"));
+    CHECK_THAT(msg, Catch::Contains("more than 2^48 elements"));
+  }
+  {
     // 2^62 · 4 elements would overflow an int64 product.
     auto m = TinyModel();
     auto* x = m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type();

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "kernels.h"
+#include "tpc/util/checked_math.h"
 
 namespace tpc::runtime::cpu {
 
@@ -52,9 +53,17 @@ absl::Status Range(KernelContext& ctx) {
     if (delta == 0) return ctx.Error("delta is zero");
     const double count = std::ceil((static_cast<double>(limit) - static_cast<double>(s)) /
                                    static_cast<double>(delta));
+    // NaN, infinite or absurd counts are refused before the conversion to int64.
+    if (!(count <= static_cast<double>(kMaxTensorElements))) {
+      return ctx.Error(absl::StrCat("Range(", static_cast<double>(s), ", ",
+                                    static_cast<double>(limit), ", ", static_cast<double>(delta),
+                                    ") has no size up to 2^48 elements"));
+    }
     const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
     TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {n}, start.dtype()));
-    for (int64_t i = 0; i < n; ++i) y->data<T>()[i] = static_cast<T>(s + static_cast<T>(i) * delta);
+    // s + i·delta, with integer types wrapping as ONNX runtimes do.
+    for (int64_t i = 0; i < n; ++i)
+      y->data<T>()[i] = WrapAdd<T>(s, WrapMul<T>(static_cast<T>(i), delta));
     return absl::OkStatus();
   });
 }
