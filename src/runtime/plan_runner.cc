@@ -29,11 +29,14 @@ absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlanUnchecked(
   // in rank order is reported.
   const int n = manifest.ranks_size();
   std::vector<absl::Status> verified(static_cast<size_t>(n));
+  std::vector<plan::RankStamps> stamps(static_cast<size_t>(n));
   std::atomic<int> next{0};
   auto verify = [&] {
     for (int r = next++; r < n; r = next++) {
-      verified[static_cast<size_t>(r)] = CatchExceptions(
-          dir, [&] { return plan::VerifyRankFiles(dir, manifest, r, options.verify_hashes); });
+      verified[static_cast<size_t>(r)] = CatchExceptions(dir, [&] {
+        return plan::VerifyRankFiles(dir, manifest, r, options.verify_hashes,
+                                     &stamps[static_cast<size_t>(r)]);
+      });
     }
   };
   const int workers = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, n);
@@ -50,6 +53,10 @@ absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlanUnchecked(
       return absl::Status(g.status().code(),
                           absl::StrCat("rank ", r, ": ", std::string(g.status().message())));
     graphs.push_back(std::move(*g));
+  }
+  // The files imported are the files verified: none was replaced in between.
+  for (int r = 0; r < n; ++r) {
+    TPC_RETURN_IF_ERROR(plan::CheckRankUnchanged(dir, manifest, r, stamps[static_cast<size_t>(r)]));
   }
   return graphs;
 }

@@ -196,12 +196,21 @@ TEST_CASE("tp-run refuses swapped, edited or truncated plan files", "[tools][rel
   }
   {
     const std::string plan = Gpt2Plan("badmanifest");
+    // A manifest that sends rank 0 out of the folder, and one that names a file twice.
     tpc::testing::WriteFile(plan + "/plan.json",
-                            "{\"mesh\": {\"axes\": [{\"name\": \"tp\", "
-                            "\"size\": 2}]}, \"ranks\": [{\"rank\": 0, "
-                            "\"model\": \"../../etc/passwd\"}]}");
+                            "{\"mesh\": {\"axes\": [{\"name\": \"tp\", \"size\": 2}]}, "
+                            "\"ranks\": [{\"rank\": 0, \"model\": \"../../etc/passwd\"}, "
+                            "{\"rank\": 1, \"model\": \"rank1.onnx\"}]}");
     CommandResult r = RunTpRun(plan + " --quiet");
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.output, Catch::Contains("plan.json"));
+    CHECK_THAT(r.output, Catch::Contains("ranks[0].model '../../etc/passwd' is not a file name"));
+    tpc::testing::WriteFile(plan + "/plan.json",
+                            "{\"mesh\": {\"axes\": [{\"name\": \"tp\", \"size\": 2}]}, "
+                            "\"ranks\": [{\"rank\": 0, \"model\": \"rank0.onnx\", "
+                            "\"model_size\": 9}, {\"rank\": 1, \"model\": \"rank0.onnx\", "
+                            "\"model_size\": 9}]}");
+    r = RunTpRun(plan + " --quiet");
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("names 'rank0.onnx', which another entry names too"));
   }
 }
