@@ -267,6 +267,41 @@ TEST_CASE("unsupported opset", "[onnx][bad]") {
 
 // The tiny model with `mm` replaced by a node made by `edit`, at opset `opset` (17: within
 // libonnx's schemas; 21: newer than it knows, checked by tpc alone).
+// A Constant node `c` whose `value` is an INT (ONNX wants a tensor).
+static void AddMistypedConstant(::onnx::ModelProto& m) {
+  auto* c = m.mutable_graph()->add_node();
+  c->set_name("c");
+  c->set_op_type("Constant");
+  c->add_output("unused_c");
+  auto* a = c->add_attribute();
+  a->set_name("value");
+  a->set_type(::onnx::AttributeProto::INT);
+  a->set_i(3);
+}
+
+// `w` as external data in DIR/w.bin, with the extra external_data entries `kvs`.
+static void ExternalWith(::onnx::ModelProto& m, const std::string& dir,
+                         const std::vector<std::pair<std::string, std::string>>& kvs) {
+  MakeExternal(m, dir, "w", "w.bin", /*write=*/true);
+  for (const auto& [key, value] : kvs) {
+    auto* kv = m.mutable_graph()->mutable_initializer(0)->add_external_data();
+    kv->set_key(key);
+    kv->set_value(value);
+  }
+}
+
+// `w` as external data in DIR/NAME, made a special file: a FIFO ("fifo.bin") or a
+// symlink to itself (any other name).
+static void ExternalSpecial(::onnx::ModelProto& m, const std::string& dir,
+                            const std::string& name) {
+  if (name == "fifo.bin") {
+    REQUIRE(::mkfifo((dir + "/" + name).c_str(), 0600) == 0);
+  } else {
+    std::filesystem::create_symlink(name, dir + "/" + name);
+  }
+  MakeExternal(m, dir, "w", name, /*write=*/false);
+}
+
 static std::string NodeError(int opset, const std::function<void(::onnx::NodeProto*)>& edit) {
   std::string dir = TempDir("node");
   auto m = TinyModel();
@@ -305,14 +340,7 @@ TEST_CASE("a Constant whose value has the wrong type is refused", "[onnx][bad]")
     std::string dir = TempDir("const");
     auto m = TinyModel();
     m.mutable_opset_import(0)->set_version(opset);
-    auto* c = m.mutable_graph()->add_node();
-    c->set_name("c");
-    c->set_op_type("Constant");
-    c->add_output("unused_c");
-    auto* a = c->add_attribute();
-    a->set_name("value");
-    a->set_type(::onnx::AttributeProto::INT);
-    a->set_i(3);
+    AddMistypedConstant(m);
     std::string msg = ImportError(Save(m, dir, "m.onnx"));
     CHECK_THAT(msg, Catch::Contains("node 'c' (Constant)"));
     CHECK_THAT(msg, Catch::Contains("value"));
@@ -378,10 +406,7 @@ TEST_CASE("external data offsets that are not integers are refused", "[onnx][bad
     INFO("offset " << offset);
     std::string dir = TempDir("offset");
     auto m = TinyModel();
-    MakeExternal(m, dir, "w", "w.bin", /*write=*/true);
-    auto* kv = m.mutable_graph()->mutable_initializer(0)->add_external_data();
-    kv->set_key("offset");
-    kv->set_value(offset);
+    ExternalWith(m, dir, {{"offset", offset}});
     std::string msg = ImportError(Save(m, dir, "m.onnx"));
     CHECK_THAT(msg, Catch::Contains("initializer 'w'"));
     CHECK_THAT(msg, Catch::Contains("not a non-negative integer"));
@@ -391,14 +416,7 @@ TEST_CASE("external data offsets that are not integers are refused", "[onnx][bad
 TEST_CASE("an offset + length past int64 is refused", "[onnx][bad]") {
   std::string dir = TempDir("overflow");
   auto m = TinyModel();
-  MakeExternal(m, dir, "w", "w.bin", /*write=*/true);
-  auto* t = m.mutable_graph()->mutable_initializer(0);
-  auto* kv = t->add_external_data();
-  kv->set_key("offset");
-  kv->set_value("9223372036854775800");
-  kv = t->add_external_data();
-  kv->set_key("length");
-  kv->set_value("32");
+  ExternalWith(m, dir, {{"offset", "9223372036854775800"}, {"length", "32"}});
   std::string msg = ImportError(Save(m, dir, "m.onnx"));
   CHECK_THAT(msg, Catch::Contains("initializer 'w'"));
   CHECK_THAT(msg, Catch::Contains("past the end"));
@@ -408,17 +426,15 @@ TEST_CASE("a symlink loop or a FIFO as external data is an error, not a crash or
           "[onnx][bad]") {
   std::string dir = TempDir("special");
   {
-    std::filesystem::create_symlink("loop.bin", dir + "/loop.bin");
     auto m = TinyModel();
-    MakeExternal(m, dir, "w", "loop.bin", /*write=*/false);
+    ExternalSpecial(m, dir, "loop.bin");
     std::string msg = ImportError(Save(m, dir, "loop.onnx"));
     CHECK_THAT(msg, Catch::Contains("initializer 'w'"));
     CHECK_THAT(msg, Catch::Contains("loop.bin"));
   }
   {
-    REQUIRE(::mkfifo((dir + "/fifo.bin").c_str(), 0600) == 0);
     auto m = TinyModel();
-    MakeExternal(m, dir, "w", "fifo.bin", /*write=*/false);
+    ExternalSpecial(m, dir, "fifo.bin");
     std::string msg = ImportError(Save(m, dir, "fifo.onnx"));
     CHECK_THAT(msg, Catch::Contains("initializer 'w'"));
     CHECK_THAT(msg, Catch::Contains("not a regular file"));
@@ -442,34 +458,19 @@ TEST_CASE("tp-compile refuses each bad model with exit 2 and writes nothing",
   }
   {
     auto m = TinyModel();
-    auto* c = m.mutable_graph()->add_node();
-    c->set_name("c");
-    c->set_op_type("Constant");
-    c->add_output("unused_c");
-    auto* a = c->add_attribute();
-    a->set_name("value");
-    a->set_type(::onnx::AttributeProto::INT);
+    AddMistypedConstant(m);
     add("constant.onnx", m, "node 'c' (Constant)");
   }
   {
     auto m = TinyModel();
-    MakeExternal(m, dir, "w", "w.bin", /*write=*/true);
-    auto* kv = m.mutable_graph()->mutable_initializer(0)->add_external_data();
-    kv->set_key("offset");
-    kv->set_value("abc");
+    ExternalWith(m, dir, {{"offset", "abc"}});
     add("offset.onnx", m, "initializer 'w': external data offset 'abc'");
   }
-  {
-    REQUIRE(::mkfifo((dir + "/fifo.bin").c_str(), 0600) == 0);
+  for (const char* special : {"fifo.bin", "loop.bin"}) {
     auto m = TinyModel();
-    MakeExternal(m, dir, "w", "fifo.bin", /*write=*/false);
-    add("fifo.onnx", m, "not a regular file");
-  }
-  {
-    std::filesystem::create_symlink("loop.bin", dir + "/loop.bin");
-    auto m = TinyModel();
-    MakeExternal(m, dir, "w", "loop.bin", /*write=*/false);
-    add("loop.onnx", m, "loop.bin");
+    ExternalSpecial(m, dir, special);
+    add(std::string(special) + ".onnx", m,
+        special == std::string("fifo.bin") ? "not a regular file" : "loop.bin");
   }
   {
     auto m = TinyModel();
