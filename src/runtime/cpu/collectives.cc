@@ -71,7 +71,8 @@ absl::Status AllGather(KernelContext& ctx) {
   OuterInner(x, axis, &outer, &inner);
   TPC_RETURN_IF_ERROR(ApplyBlocks(ctx, x, axis, &outer, &inner));
   if (outer == 1) return ctx.comm()->AllGather(x.raw(), y->raw(), x.num_elements(), x.dtype());
-  Tensor tmp = Tensor::Allocate(x.dtype(), {n * x.num_elements()});
+  TPC_ASSIGN_OR_RETURN(Tensor tmp,
+                       Tensor::Create(x.dtype(), {n * x.num_elements()}, ctx.node().Describe()));
   TPC_RETURN_IF_ERROR(ctx.comm()->AllGather(x.raw(), tmp.raw(), x.num_elements(), x.dtype()));
   SwapOuter(tmp.raw(), y->raw(), n, outer, inner);  // [N, outer, blk] -> [outer, N, blk]
   return absl::OkStatus();
@@ -95,7 +96,7 @@ absl::Status ReduceScatter(KernelContext& ctx) {
   TPC_RETURN_IF_ERROR(ApplyBlocks(ctx, x, axis, &outer, &inner));
   const int64_t count = x.num_elements() / n;
   if (outer == 1) return ctx.comm()->ReduceScatter(x.raw(), y->raw(), count, x.dtype(), op);
-  Tensor tmp = Tensor::Allocate(x.dtype(), x.shape());
+  TPC_ASSIGN_OR_RETURN(Tensor tmp, Tensor::Create(x.dtype(), x.shape(), ctx.node().Describe()));
   SwapOuter(x.raw(), tmp.raw(), outer, n, inner / n);  // [outer, N, blk] -> [N, outer, blk]
   return ctx.comm()->ReduceScatter(tmp.raw(), y->raw(), count, x.dtype(), op);
 }
@@ -119,8 +120,8 @@ absl::Status AllToAll(KernelContext& ctx) {
   const int64_t count = x.num_elements() / n;
   int64_t outer, inner;
   OuterInner(x, split, &outer, &inner);
-  Tensor send = Tensor::Allocate(x.dtype(), x.shape());
-  Tensor recv = Tensor::Allocate(x.dtype(), x.shape());
+  TPC_ASSIGN_OR_RETURN(Tensor send, Tensor::Create(x.dtype(), x.shape(), ctx.node().Describe()));
+  TPC_ASSIGN_OR_RETURN(Tensor recv, Tensor::Create(x.dtype(), x.shape(), ctx.node().Describe()));
   SwapOuter(x.raw(), send.raw(), outer, n, inner / n);  // block j of the split axis -> slot j
   TPC_RETURN_IF_ERROR(ctx.comm()->AllToAll(send.raw(), recv.raw(), count, x.dtype()));
   // recv is [N, block]; concatenate the blocks on `concat` in rank order.

@@ -73,7 +73,7 @@ absl::Status SoftmaxCrossEntropyLoss(KernelContext& ctx) {
       TPC_ASSIGN_OR_RETURN(Tensor * lp, ctx.Output(1, shape));
       logp = lp->data<T>();
     } else {
-      scratch = Tensor::Allocate(scores.dtype(), shape);
+      TPC_ASSIGN_OR_RETURN(scratch, Tensor::Create(scores.dtype(), shape, ctx.node().Describe()));
       logp = scratch.data<T>();
     }
     const T* x = scores.data<T>();
