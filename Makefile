@@ -44,7 +44,8 @@ bench: build
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 .PHONY: fuzz
-fuzz: deps
+fuzz:
+	@tools/install_deps.sh --fuzz
 	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DTPC_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ \
 	  -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)

@@ -4,9 +4,10 @@
 # Idempotent and quiet when everything is there. Never installs torch.
 set -euo pipefail
 
-# clang + libclang-rt-14-dev: libFuzzer and its sanitizer runtimes, for `make fuzz`.
 debs=(cmake ninja-build g++ ccache libonnx-dev libprotobuf-dev protobuf-compiler libabsl-dev
-      catch2 libopenblas-dev libbenchmark-dev libssl-dev clang libclang-rt-14-dev)
+      catch2 libopenblas-dev libbenchmark-dev libssl-dev)
+# --fuzz (make fuzz): clang and libclang-rt-14-dev, libFuzzer and its sanitizer runtimes.
+[ "${1:-}" = --fuzz ] && debs+=(clang libclang-rt-14-dev)
 # python3 may come from elsewhere (pyenv); only ask apt when there is none at all.
 command -v python3 >/dev/null || debs+=(python3 python3-pip)
 missing=()
