@@ -49,18 +49,24 @@ struct OneOp {
   }
   void None() { ins.push_back(nullptr); }
   std::vector<Tensor> Run(const std::string& op, ir::Attributes attrs = {}, int outputs = 1) {
+    auto out = TryRun(op, std::move(attrs), outputs);
+    INFO(out.status().ToString());
+    REQUIRE(out.ok());
+    return *out;
+  }
+  // The run's outputs or its error; `domain` "tpc" for tpc's own ops.
+  absl::StatusOr<std::vector<Tensor>> TryRun(const std::string& op, ir::Attributes attrs = {},
+                                             int outputs = 1, const std::string& domain = "") {
     std::vector<std::string> names;
     for (int i = 0; i < outputs; ++i) names.push_back("y" + std::to_string(i));
-    ir::Node* n = g.AddCall("", op, ins, names, std::move(attrs), "the_op");
+    if (!domain.empty()) g.opsets()[domain] = 1;
+    ir::Node* n = g.AddCall(domain, op, ins, names, std::move(attrs), "the_op");
     g.SetOutputs(n->outputs());
     REQUIRE(onnx::InferShapes(g).ok());
     auto backend = MakeCpuBackend(2);
     auto ex = Executor::Create(g, *backend, nullptr);
     REQUIRE(ex.ok());
-    auto out = (*ex)->Run(feeds);
-    INFO(out.status().ToString());
-    REQUIRE(out.ok());
-    return *out;
+    return (*ex)->Run(feeds);
   }
 };
 
@@ -245,6 +251,63 @@ TEST_CASE("Integer arithmetic wraps around as onnxruntime's does", "[runtime][ke
   CHECK(run("Mod", {kMin, 7}, {-1, 3}) == std::vector<int64_t>{0, 1});
   CHECK(run("Neg", {kMin, 5}, {}) == std::vector<int64_t>{kMin, -5});
   CHECK(run("Abs", {kMin, -5}, {}) == std::vector<int64_t>{kMin, 5});
+}
+
+TEST_CASE("tpc::CheckIndices: Gather's rule, class labels, i32 and i64", "[runtime][kernels]") {
+  auto i32 = [](std::vector<int32_t> v) {
+    Tensor t = Tensor::Allocate(DType::kI32, {static_cast<int64_t>(v.size())});
+    std::copy(v.begin(), v.end(), t.data<int32_t>());
+    return t;
+  };
+  const ir::Attributes gather = {
+      {"dim", int64_t{10}}, {"wrap", int64_t{1}}, {"source", std::string("node 'emb' (Gather)")}};
+  const ir::Attributes labels = {
+      {"dim", int64_t{10}},
+      {"wrap", int64_t{0}},
+      {"ignore_index", int64_t{-100}},
+      {"source", std::string("node 'loss' (NegativeLogLikelihoodLoss)")}};
+  {
+    OneOp t;
+    t.Input("x", I64({4}, {-1, -10, 0, 9}));
+    auto y = t.TryRun("CheckIndices", gather, 1, "tpc");
+    REQUIRE(y.ok());
+    const Tensor& out = (*y)[0];
+    CHECK(std::vector<int64_t>(out.data<int64_t>(), out.data<int64_t>() + 4) ==
+          std::vector<int64_t>{9, 0, 0, 9});
+  }
+  {
+    OneOp t;
+    t.Input("x", i32({-3, 7}));
+    auto y = t.TryRun("CheckIndices", gather, 1, "tpc");
+    REQUIRE(y.ok());
+    CHECK((*y)[0].dtype() == DType::kI32);
+    CHECK((*y)[0].data<int32_t>()[0] == 7);
+    CHECK((*y)[0].data<int32_t>()[1] == 7);
+  }
+  for (int64_t bad : {int64_t{10}, int64_t{-11}}) {
+    OneOp t;
+    t.Input("x", I64({2}, {0, bad}));
+    auto y = t.TryRun("CheckIndices", gather, 1, "tpc");
+    REQUIRE_FALSE(y.ok());
+    CHECK_THAT(std::string(y.status().message()),
+               Catch::Contains("node 'emb' (Gather): index " + std::to_string(bad) +
+                               " is out of range for a dim of 10"));
+  }
+  {
+    // Labels: ignore_index passes through unchanged, negatives do not wrap.
+    OneOp t;
+    t.Input("x", I64({3}, {-100, 0, 9}));
+    auto y = t.TryRun("CheckIndices", labels, 1, "tpc");
+    REQUIRE(y.ok());
+    CHECK((*y)[0].data<int64_t>()[0] == -100);
+    OneOp u;
+    u.Input("x", I64({1}, {-1}));
+    auto z = u.TryRun("CheckIndices", labels, 1, "tpc");
+    REQUIRE_FALSE(z.ok());
+    CHECK_THAT(std::string(z.status().message()),
+               Catch::Contains("node 'loss' (NegativeLogLikelihoodLoss): label -1 is out of "
+                               "range for 10 classes"));
+  }
 }
 
 }  // namespace tpc::runtime
