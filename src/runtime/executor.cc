@@ -230,6 +230,9 @@ absl::StatusOr<SymbolBindings> Executor::CheckInputs(
     TPC_RETURN_IF_ERROR(
         BindInput(spec.name, spec.type, it->second.dtype(), it->second.shape(), bindings));
   }
+  for (const ir::Value* v : slot_values_) {
+    TPC_RETURN_IF_ERROR(CheckWholeDims(v->name(), v->type(), bindings));
+  }
   return bindings;
 }
 

@@ -7,11 +7,14 @@
 
 namespace tpc::runtime {
 
-std::optional<int64_t> EvaluateDim(const ir::Dim& dim, const SymbolBindings& bindings) {
+namespace {
+
+// `dim` under `bindings` as the fraction num/den (the per-rank `seq/4` has den 4); nullopt
+// when it is unknown, uses an unbound symbol or does not fit in an int64.
+std::optional<std::pair<int64_t, int64_t>> EvaluateFraction(const ir::Dim& dim,
+                                                            const SymbolBindings& bindings) {
   if (dim.is_unknown()) return std::nullopt;
-  if (dim.is_static()) return dim.value();
-  // Σ coeff·Π symbols / den; per-rank dims (`seq/4`) have fractional coefficients,
-  // summed over a common denominator so that the result is exact.
+  // Σ coeff·Π symbols / den, summed over a common denominator so that the result is exact.
   int64_t num = 0;
   int64_t den = 1;
   for (const ir::Dim::Term& term : dim.terms()) {
@@ -30,8 +33,32 @@ std::optional<int64_t> EvaluateDim(const ir::Dim& dim, const SymbolBindings& bin
     num = *sum;
     den = *next_den;
   }
-  if (num % den != 0) return std::nullopt;
-  return num / den;
+  return std::make_pair(num, den);
+}
+
+}  // namespace
+
+std::optional<int64_t> EvaluateDim(const ir::Dim& dim, const SymbolBindings& bindings) {
+  if (dim.is_static()) return dim.value();
+  auto f = EvaluateFraction(dim, bindings);
+  if (!f || f->first % f->second != 0) return std::nullopt;
+  return f->first / f->second;
+}
+
+absl::Status CheckWholeDims(const std::string& name, const ir::TensorType& type,
+                            const SymbolBindings& bindings) {
+  if (!type.shape) return absl::OkStatus();
+  for (const ir::Dim& d : *type.shape) {
+    auto f = EvaluateFraction(d, bindings);
+    if (!f || f->first % f->second == 0) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "with ", BindingsKey(bindings), ", value '", name, "' (", type.ToString(),
+        ") would have a dim ", d.ToString(), " = ", f->first, "/", f->second,
+        ": the plan splits that dim across its ranks, so it must come out whole (the input dims "
+        "it is made of must be multiples of ",
+        f->second, ")"));
+  }
+  return absl::OkStatus();
 }
 
 std::optional<std::vector<int64_t>> EvaluateShape(const ir::TensorType& type,

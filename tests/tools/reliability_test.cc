@@ -214,3 +214,20 @@ TEST_CASE("tp-run refuses swapped, edited or truncated plan files", "[tools][rel
     CHECK_THAT(r.output, Catch::Contains("names 'rank0.onnx', which another entry names too"));
   }
 }
+
+TEST_CASE("a dim the plan splits must divide, checked before any rank runs",
+          "[tools][reliability]") {
+  // Sequence parallelism splits seq across the 2 ranks: seq = 7 is refused up front,
+  // naming the split dim, instead of failing inside a collective mid-run.
+  const std::string out = TempDir("seq_split") + "/plan";
+  CommandResult c = RunTpCompile(SourcePath("models/gpt2.onnx") +
+                                 " --tp 2 --sequence-parallel --quiet -o " + out);
+  REQUIRE(c.exit_code == 0);
+  CommandResult bad = RunTpRun(out + " --dim seq=7 --quiet");
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.output, Catch::Contains("seq/2 = 7/2"));
+  CHECK_THAT(bad.output, Catch::Contains("multiples of 2"));
+  CHECK_THAT(bad.output, Catch::Contains("batch=1,seq=7"));
+  CHECK_FALSE(bad.output.find("ReduceScatter)") != std::string::npos);  // not from a collective
+  CHECK(RunTpRun(out + " --dim seq=8 --quiet").exit_code == 0);
+}
