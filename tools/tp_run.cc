@@ -38,10 +38,10 @@ tpc::cli::Parser MakeParser() {
       "tp-run", "DIR [options]",
       "Runs the plan in DIR (rank0.onnx, rank1.onnx, ...): every rank as a thread of this\n"
       "process with the in-process communicator. Every rank's files are first checked against\n"
-      "DIR/plan.json (sizes and SHA-256; --no-verify skips the hashes). Inputs come from "
-      "--input/--input-dir, or are\n"
-      "random (floats in [-1, 1), integers in [0, 32), inputs named *mask* all ones; seed\n"
-      "--seed); symbolic dims of random inputs come from --dim (defaults: batch=1, seq=16).\n"
+      "DIR/plan.json (sizes and SHA-256; --no-verify skips the hashes). Inputs come from\n"
+      "--input/--input-dir, or are random (floats in [-1, 1), integers in [0, 32), inputs\n"
+      "named *mask* all ones; seed --seed); symbolic dims of random inputs come from --dim\n"
+      "(defaults: batch=1, seq=16).\n"
       "Exit status: 0 success, 1 --check-against above tolerance or an internal failure,\n"
       "2 bad usage or bad input.");
   p.Add({"backend", "NAME", "cpu (cuda: not built yet)", "cpu", false});

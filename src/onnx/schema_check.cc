@@ -1,6 +1,8 @@
 #include "schema_check.h"
 
 #include <algorithm>
+#include <array>
+#include <exception>
 #include <map>
 #include <utility>
 #include <vector>
@@ -15,34 +17,6 @@
 namespace tpc::onnx::internal {
 
 namespace {
-
-const char* AttributeTypeName(::onnx::AttributeProto::AttributeType t) {
-  using AP = ::onnx::AttributeProto;
-  switch (t) {
-    case AP::FLOAT:
-      return "float";
-    case AP::INT:
-      return "int";
-    case AP::STRING:
-      return "string";
-    case AP::TENSOR:
-      return "tensor";
-    case AP::GRAPH:
-      return "graph";
-    case AP::FLOATS:
-      return "floats";
-    case AP::INTS:
-      return "ints";
-    case AP::STRINGS:
-      return "strings";
-    case AP::TENSORS:
-      return "tensors";
-    case AP::GRAPHS:
-      return "graphs";
-    default:
-      return "another type";
-  }
-}
 
 // Operators of the default domain with a version newer than opset 17, libonnx 1.12's
 // newest, and the first opset of that version (ONNX's Changelog, opsets 18 to 23). For any
@@ -87,6 +61,26 @@ int FirstNewVersion(const std::string& op) {
   return it == kFirst->end() ? 0 : it->second;
 }
 
+// libonnx's interned type string `tensor(float)` of `dtype` (nullptr for a type it does
+// not name): looked up once per element type, since this runs for every input of every node
+// shape inference sees.
+::onnx::DataType OnnxTensorType(ir::DType dtype) {
+  static const auto kTypes = [] {
+    std::array<::onnx::DataType, 64> types{};
+    for (int32_t t = 1; t < static_cast<int32_t>(types.size()); ++t) {
+      try {
+        types[static_cast<size_t>(t)] = ::onnx::Utils::DataTypeUtils::ToType(
+            absl::StrCat("tensor(", ::onnx::Utils::DataTypeUtils::ToDataTypeString(t), ")"));
+      } catch (const std::exception&) {
+        // not a tensor element type libonnx knows
+      }
+    }
+    return types;
+  }();
+  const auto t = static_cast<size_t>(dtype);
+  return t < kTypes.size() ? kTypes[t] : nullptr;
+}
+
 // The schema of `op` at `opset` (nullptr when libonnx has none) and, in `*current`, whether
 // it is the operator's schema at that opset: libonnx's newest is, when the opset is one it
 // knows, or when the operator has no newer version up to the model's opset.
@@ -127,8 +121,9 @@ absl::Status CheckAgainstSchema(const ::onnx::NodeProto& node, const std::string
     auto it = schema->attributes().find(a.name());
     if (it == schema->attributes().end() || it->second.type == a.type()) continue;
     return absl::InvalidArgumentError(
-        absl::StrCat(label, ": attribute '", a.name(), "' is ", AttributeTypeName(a.type()),
-                     ", the operator's ", "schema wants ", AttributeTypeName(it->second.type)));
+        absl::StrCat(label, ": attribute '", a.name(), "' is ",
+                     ::onnx::AttributeProto::AttributeType_Name(a.type()), ", the operator's ",
+                     "schema wants ", ::onnx::AttributeProto::AttributeType_Name(it->second.type)));
   }
   return absl::OkStatus();
 }
@@ -158,10 +153,7 @@ absl::Status CheckInputTypes(const ir::Node& node, int64_t opset) {
     }
     const ir::DType dtype = v->type().dtype;
     if (dtype == ir::DType::kUndefined) continue;
-    const std::string type_str = absl::StrCat(
-        "tensor(", ::onnx::Utils::DataTypeUtils::ToDataTypeString(static_cast<int32_t>(dtype)),
-        ")");
-    if (current && !p.GetTypes().count(::onnx::Utils::DataTypeUtils::ToType(type_str))) {
+    if (current && !p.GetTypes().count(OnnxTensorType(dtype))) {
       return absl::InvalidArgumentError(absl::StrCat(
           node.Describe(), ": input ", i, " ('", v->name(), "') is ", ir::DTypeName(dtype),
           ", a type the operator does not take for its input '", p.GetName(), "'"));

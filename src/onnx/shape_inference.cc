@@ -57,8 +57,8 @@ absl::Status CheckStaticSize(const ir::Value& v, const std::string& where) {
   for (const ir::Dim& d : *t.shape) {
     if (d.is_static()) dims.push_back(d.value());
   }
-  return ElementCount(dims, absl::StrCat(where, ": '", v.name(), "' (", t.ToString(), ")"))
-      .status();
+  if (TensorBytes(dims, 1)) return absl::OkStatus();
+  return TensorSizeError(dims, 1, absl::StrCat(where, ": '", v.name(), "' (", t.ToString(), ")"));
 }
 
 absl::Status InferCall(ir::Node* node, int64_t opset) {

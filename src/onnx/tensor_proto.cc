@@ -109,8 +109,7 @@ absl::StatusOr<ir::Tensor> TensorFromProto(const ::onnx::TensorProto& proto,
   auto dtype = static_cast<ir::DType>(proto.data_type());
   std::vector<int64_t> shape(proto.dims().begin(), proto.dims().end());
   const std::string what = absl::StrCat("tensor '", name, "'");
-  TPC_ASSIGN_OR_RETURN(const int64_t elements, ElementCount(shape, what));
-  TPC_ASSIGN_OR_RETURN(const int64_t nbytes, ByteSize(elements, ir::DTypeSize(dtype), what));
+  TPC_ASSIGN_OR_RETURN(const int64_t nbytes, CheckedTensorBytes(shape, ir::DTypeSize(dtype), what));
   const size_t expected = static_cast<size_t>(nbytes);
   auto check_size = [&](size_t got, std::string_view where) -> absl::Status {
     if (got == expected) return absl::OkStatus();

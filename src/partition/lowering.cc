@@ -40,14 +40,13 @@ LocalIndices Localize(Rewriter& rw, ir::Node* node, ir::Value* ids, int64_t part
   if (kind == IndexKind::kLabel && node->has_attr("ignore_index"))
     check["ignore_index"] = node->attr_int("ignore_index", 0);
   ids = rw.Op(node, "CheckIndices", {ids}, t, kR, std::move(check), kTpcDomain);
-  ir::Node* before = node;
-  ir::Value* local = rw.Op(before, "Sub", {ids, RankStart(rw, t.dtype, part)}, t, kR);
+  ir::Value* local = rw.Op(node, "Sub", {ids, RankStart(rw, t.dtype, part)}, t, kR);
   ir::Value* zero = rw.Scalar("tp/zero", t.dtype, 0);
-  ir::Value* ge = rw.Op(before, "GreaterOrEqual", {local, zero}, b, kR);
-  ir::Value* lt = rw.Op(before, "Less",
-                        {local, rw.Scalar("tp/part", t.dtype, static_cast<double>(part))}, b, kR);
-  ir::Value* in_range = rw.Op(before, "And", {ge, lt}, b, kR);
-  ir::Value* safe = rw.Op(before, "Where", {in_range, local, zero}, t, kR);
+  ir::Value* ge = rw.Op(node, "GreaterOrEqual", {local, zero}, b, kR);
+  ir::Value* lt =
+      rw.Op(node, "Less", {local, rw.Scalar("tp/part", t.dtype, static_cast<double>(part))}, b, kR);
+  ir::Value* in_range = rw.Op(node, "And", {ge, lt}, b, kR);
+  ir::Value* safe = rw.Op(node, "Where", {in_range, local, zero}, t, kR);
   return {safe, in_range};
 }
 

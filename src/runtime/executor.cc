@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -152,6 +153,13 @@ absl::Status Executor::Build() {
     }
   }
   TPC_RETURN_IF_ERROR(FoldConstantSteps());
+  std::set<std::string> seen;
+  for (const ir::Value* v : slot_values_) {
+    if (!v->type().shape) continue;
+    for (const ir::Dim& d : *v->type().shape) {
+      if (IsFractional(d) && seen.insert(d.ToString()).second) split_dims_.emplace_back(v, d);
+    }
+  }
   // Lifetimes: the last step that reads each slot; graph outputs are pinned.
   last_use_.assign(slot_values_.size(), -1);
   for (size_t i = 0; i < steps_.size(); ++i) {
@@ -230,8 +238,8 @@ absl::StatusOr<SymbolBindings> Executor::CheckInputs(
     TPC_RETURN_IF_ERROR(
         BindInput(spec.name, spec.type, it->second.dtype(), it->second.shape(), bindings));
   }
-  for (const ir::Value* v : slot_values_) {
-    TPC_RETURN_IF_ERROR(CheckWholeDims(v->name(), v->type(), bindings));
+  for (const auto& [v, dim] : split_dims_) {
+    TPC_RETURN_IF_ERROR(CheckWholeDim(v->name(), v->type(), dim, bindings));
   }
   return bindings;
 }
@@ -256,10 +264,9 @@ const Executor::Plan& Executor::PlanFor(const SymbolBindings& bindings) {
         continue;
       // A size past the limit is left unplanned: the kernel's Output() refuses it with
       // the node's name.
-      auto elems = ElementCount(*plan->shapes[static_cast<size_t>(s)], v->name());
       auto checked =
-          elems.ok() ? ByteSize(*elems, ir::DTypeSize(v->type().dtype), v->name()) : elems.status();
-      if (!checked.ok()) continue;
+          TensorBytes(*plan->shapes[static_cast<size_t>(s)], ir::DTypeSize(v->type().dtype));
+      if (!checked) continue;
       const int64_t bytes = *checked;
       plan->bytes[static_cast<size_t>(s)] = bytes;
       requests.push_back(

@@ -13,14 +13,11 @@ absl::StatusOr<Tensor*> KernelContext::Output(int i, const std::vector<int64_t>&
 absl::StatusOr<Tensor*> KernelContext::Output(int i, const std::vector<int64_t>& shape,
                                               ir::DType dtype) {
   TPC_CHECK(i >= 0 && i < num_outputs());
-  for (int64_t d : shape) {
-    if (d < 0)
-      return Error(absl::StrCat("output ", i, " would have a negative dim: ", ShapeString(shape)));
+  // Negative dims and absurd sizes; the message is built only when one is refused.
+  if (!TensorBytes(shape, ir::DTypeSize(dtype))) {
+    return Error(std::string(
+        TensorSizeError(shape, ir::DTypeSize(dtype), absl::StrCat("output ", i)).message()));
   }
-  const std::string what = absl::StrCat("output ", i);
-  auto elements = ElementCount(shape, what);
-  if (elements.ok()) elements = ByteSize(*elements, ir::DTypeSize(dtype), what);
-  if (!elements.ok()) return Error(std::string(elements.status().message()));
   TPC_ASSIGN_OR_RETURN(Tensor t, allocator_.AllocateOutput(i, dtype, shape));
   outputs_[static_cast<size_t>(i)] = std::move(t);
   return &outputs_[static_cast<size_t>(i)];

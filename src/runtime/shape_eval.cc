@@ -45,20 +45,24 @@ std::optional<int64_t> EvaluateDim(const ir::Dim& dim, const SymbolBindings& bin
   return f->first / f->second;
 }
 
-absl::Status CheckWholeDims(const std::string& name, const ir::TensorType& type,
-                            const SymbolBindings& bindings) {
-  if (!type.shape) return absl::OkStatus();
-  for (const ir::Dim& d : *type.shape) {
-    auto f = EvaluateFraction(d, bindings);
-    if (!f || f->first % f->second == 0) continue;
-    return absl::InvalidArgumentError(absl::StrCat(
-        "with ", BindingsKey(bindings), ", value '", name, "' (", type.ToString(),
-        ") would have a dim ", d.ToString(), " = ", f->first, "/", f->second,
-        ": the plan splits that dim across its ranks, so it must come out whole (the input dims "
-        "it is made of must be multiples of ",
-        f->second, ")"));
+bool IsFractional(const ir::Dim& dim) {
+  if (dim.is_unknown()) return false;
+  for (const ir::Dim::Term& t : dim.terms()) {
+    if (t.den != 1) return true;
   }
-  return absl::OkStatus();
+  return false;
+}
+
+absl::Status CheckWholeDim(const std::string& name, const ir::TensorType& type, const ir::Dim& dim,
+                           const SymbolBindings& bindings) {
+  auto f = EvaluateFraction(dim, bindings);
+  if (!f || f->first % f->second == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "with ", BindingsKey(bindings), ", value '", name, "' (", type.ToString(),
+      ") would have a dim ", dim.ToString(), " = ", f->first, "/", f->second,
+      ": the plan splits that dim across its ranks, so it must come out whole (the input dims "
+      "it is made of must be multiples of ",
+      f->second, ")"));
 }
 
 std::optional<std::vector<int64_t>> EvaluateShape(const ir::TensorType& type,

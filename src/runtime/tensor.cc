@@ -34,8 +34,7 @@ Tensor Tensor::Allocate(ir::DType dtype, std::vector<int64_t> shape) {
 
 absl::StatusOr<Tensor> Tensor::Create(ir::DType dtype, std::vector<int64_t> shape,
                                       const std::string& what) {
-  TPC_ASSIGN_OR_RETURN(const int64_t elements, ElementCount(shape, what));
-  TPC_ASSIGN_OR_RETURN(const int64_t bytes, ByteSize(elements, ir::DTypeSize(dtype), what));
+  TPC_ASSIGN_OR_RETURN(const int64_t bytes, CheckedTensorBytes(shape, ir::DTypeSize(dtype), what));
   void* p = AlignedZeros(static_cast<size_t>(bytes));
   if (p == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat(what, ": cannot allocate ", bytes,

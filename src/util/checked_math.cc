@@ -4,43 +4,63 @@
 #include "absl/strings/str_join.h"
 
 namespace tpc {
+namespace {
 
-absl::StatusOr<int64_t> ElementCount(absl::Span<const int64_t> dims, const std::string& what) {
-  // The product of the non-zero dims must be within the limit even when a 0 dim makes
-  // the count 0: code that computes strides multiplies the other dims all the same.
+// The product of the non-zero dims, or nullopt when a dim is negative or the product is
+// past kMaxTensorElements.
+std::optional<int64_t> NonZeroProduct(absl::Span<const int64_t> dims) {
   int64_t n = 1;
-  bool over = false;
-  bool empty = false;
+  for (int64_t d : dims) {
+    if (d < 0) return std::nullopt;
+    if (d == 0) continue;
+    auto m = CheckedMul(n, d);
+    if (!m || *m > kMaxTensorElements) return std::nullopt;
+    n = *m;
+  }
+  return n;
+}
+
+bool HasZero(absl::Span<const int64_t> dims) {
+  for (int64_t d : dims) {
+    if (d == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<int64_t> TensorBytes(absl::Span<const int64_t> dims, int64_t element_size) {
+  auto n = NonZeroProduct(dims);
+  if (!n || element_size < 0) return std::nullopt;
+  auto bytes = CheckedMul(*n, element_size);
+  if (!bytes || *bytes > kMaxTensorBytes) return std::nullopt;
+  return HasZero(dims) ? 0 : *bytes;
+}
+
+absl::Status TensorSizeError(absl::Span<const int64_t> dims, int64_t element_size,
+                             absl::string_view what) {
+  const std::string shape = absl::StrCat("[", absl::StrJoin(dims, ", "), "]");
   for (int64_t d : dims) {
     if (d < 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat(what, ": negative dim ", d, " in shape [", absl::StrJoin(dims, ", "), "]"));
-    }
-    if (d == 0) {
-      empty = true;
-    } else if (!over) {
-      auto m = CheckedMul(n, d);
-      over = !m || *m > kMaxTensorElements;
-      if (!over) n = *m;
+          absl::StrCat(what, ": negative dim ", d, " in shape ", shape));
     }
   }
-  if (over) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": shape [", absl::StrJoin(dims, ", "), "] has more than 2^48 elements (",
-        kMaxTensorElements, "), the most one tensor may have"));
+  if (!NonZeroProduct(dims)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": shape ", shape, " has more than 2^48 elements (", kMaxTensorElements,
+                     "), the most one tensor may have"));
   }
-  return empty ? 0 : n;
+  return absl::InvalidArgumentError(absl::StrCat(what, ": shape ", shape, " of ", element_size,
+                                                 "-byte elements holds more than 2^48 bytes, "
+                                                 "the most one tensor may have"));
 }
 
-absl::StatusOr<int64_t> ByteSize(int64_t elements, int64_t element_size, const std::string& what) {
-  auto b = CheckedMul(elements, element_size);
-  if (elements < 0 || element_size < 0 || !b || *b > kMaxTensorBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": ", elements, " elements of ",
-                                                   element_size,
-                                                   " bytes exceed 2^48 bytes, the most one "
-                                                   "tensor may have"));
-  }
-  return *b;
+absl::StatusOr<int64_t> CheckedTensorBytes(absl::Span<const int64_t> dims, int64_t element_size,
+                                           absl::string_view what) {
+  auto bytes = TensorBytes(dims, element_size);
+  if (!bytes) return TensorSizeError(dims, element_size, what);
+  return *bytes;
 }
 
 }  // namespace tpc

@@ -85,6 +85,9 @@ class Executor {
   std::vector<ir::Tensor> constant_refs_;  // keeps the mapped data alive
   std::vector<Step> steps_;
   std::vector<int64_t> last_use_;  // per slot; -1: never read; INT64_MAX: pinned
+  // The distinct per-rank dims (`seq/2`) of the values, each with a value that has it:
+  // checked to be whole against every run's bindings (CheckInputs).
+  std::vector<std::pair<const ir::Value*, ir::Dim>> split_dims_;
   std::map<std::string, std::unique_ptr<Plan>> plans_;
   uint8_t* arena_ = nullptr;
   int64_t arena_capacity_ = 0;

@@ -19,11 +19,13 @@ using SymbolBindings = std::map<std::string, int64_t>;
 // The value of `dim` under `bindings`; nullopt when it is unknown, uses an unbound
 // symbol or does not fit in an int64.
 std::optional<int64_t> EvaluateDim(const ir::Dim& dim, const SymbolBindings& bindings);
-// An error when a per-rank dim of `type` (`seq/2`) is not whole under `bindings`: an input
-// dim the plan splits across ranks is not a multiple of the rank count. Checked before a
-// run, so the error comes before any rank reaches the collective that would fail.
-absl::Status CheckWholeDims(const std::string& name, const ir::TensorType& type,
-                            const SymbolBindings& bindings);
+// True for a per-rank dim with a fractional term (`seq/2`).
+bool IsFractional(const ir::Dim& dim);
+// An error when `dim`, a dim of value `name` of type `type`, is not whole under `bindings`:
+// an input dim the plan splits across ranks is not a multiple of the rank count. Checked
+// before a run, so the error comes before any rank reaches the collective that would fail.
+absl::Status CheckWholeDim(const std::string& name, const ir::TensorType& type, const ir::Dim& dim,
+                           const SymbolBindings& bindings);
 // Every dim evaluated; nullopt when the rank or one dim is not known.
 std::optional<std::vector<int64_t>> EvaluateShape(const ir::TensorType& type,
                                                   const SymbolBindings& bindings);

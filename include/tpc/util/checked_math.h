@@ -6,9 +6,9 @@
 
 #include <cstdint>
 #include <optional>
-#include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
 namespace tpc {
@@ -30,11 +30,18 @@ inline std::optional<int64_t> CheckedAdd(int64_t a, int64_t b) {
   return out;
 }
 
-// The element count of `dims`: an InvalidArgument error naming `what` when a dim is
-// negative or the count exceeds kMaxTensorElements.
-absl::StatusOr<int64_t> ElementCount(absl::Span<const int64_t> dims, const std::string& what);
+// The bytes of a tensor of `dims` with elements of `element_size` bytes (1: its element
+// count); nullopt when a dim is negative, or the elements or the bytes are past the limits.
+// The product of the non-zero dims counts even beside a 0 dim: strides multiply them.
+// Builds no message, for the paths that run for every value or every op.
+std::optional<int64_t> TensorBytes(absl::Span<const int64_t> dims, int64_t element_size);
 
-// elements · element_size, with the same limit on bytes.
-absl::StatusOr<int64_t> ByteSize(int64_t elements, int64_t element_size, const std::string& what);
+// Why TensorBytes refuses `dims`: an InvalidArgument error naming `what`.
+absl::Status TensorSizeError(absl::Span<const int64_t> dims, int64_t element_size,
+                             absl::string_view what);
+
+// TensorBytes, or the error naming `what`.
+absl::StatusOr<int64_t> CheckedTensorBytes(absl::Span<const int64_t> dims, int64_t element_size,
+                                           absl::string_view what);
 
 }  // namespace tpc
