@@ -1,0 +1,41 @@
+// The key-value store the ranks of a multi-process run bootstrap through: rank 0 (or the
+// tp-run launcher) hosts it, every rank connects (the model of torch's TCPStore). The
+// communicators exchange their addresses through it (Gloo's rendezvous, NCCL's unique
+// id), and tp-run uses it to agree on validated inputs, report a failed rank and collect
+// each rank's statistics.
+//
+// Keys are written once or counted (Add); values are bytes. Every call that waits takes
+// a timeout, and a lost connection is an error, never a hang.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tpc::runtime {
+
+class KeyValueStore {
+ public:
+  virtual ~KeyValueStore() = default;
+
+  // Sets `key` to `value` (replacing an earlier value) and wakes its waiters.
+  virtual absl::Status Set(const std::string& key, const std::string& value) = 0;
+  // The value of `key`, waiting up to `timeout` for it to be set. DeadlineExceeded
+  // names the key.
+  virtual absl::StatusOr<std::string> Get(const std::string& key,
+                                          std::chrono::milliseconds timeout) = 0;
+  // Waits up to `timeout` until every key is set. DeadlineExceeded names the keys
+  // still missing.
+  virtual absl::Status Wait(const std::vector<std::string>& keys,
+                            std::chrono::milliseconds timeout) = 0;
+  // Adds `delta` to the integer at `key` (0 when unset) and returns the new value.
+  virtual absl::StatusOr<int64_t> Add(const std::string& key, int64_t delta) = 0;
+  // Whether `key` is set, without waiting.
+  virtual absl::StatusOr<bool> Check(const std::string& key) = 0;
+};
+
+}  // namespace tpc::runtime
