@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "tpc/util/half.h"
+#include "reduce.h"
 #include "tpc/util/status_macros.h"
 
 namespace tpc::runtime {
@@ -97,72 +97,6 @@ class Rendezvous {
 };
 
 namespace {
-
-template <typename T>
-T Combine(T a, T b, ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kMax:
-      return std::max(a, b);
-    case ReduceOp::kMin:
-      return std::min(a, b);
-    default:
-      return a + b;
-  }
-}
-
-// out[i] = op over k of src(k)[i] for i in [begin, end), written to every `dsts`.
-template <typename T, typename Load, typename Store>
-void ReduceRange(int n, const std::vector<const uint8_t*>& srcs, const std::vector<uint8_t*>& dsts,
-                 int64_t begin, int64_t end, ReduceOp op, Load load, Store store) {
-  for (int64_t i = begin; i < end; ++i) {
-    T acc = load(srcs[0], i);
-    for (int k = 1; k < n; ++k) acc = Combine(acc, load(srcs[static_cast<size_t>(k)], i), op);
-    if (op == ReduceOp::kAvg) acc = static_cast<T>(acc / static_cast<T>(n));
-    for (uint8_t* d : dsts) store(d, i, acc);
-  }
-}
-
-absl::Status Reduce(ir::DType dtype, int n, const std::vector<const uint8_t*>& srcs,
-                    const std::vector<uint8_t*>& dsts, int64_t begin, int64_t end, ReduceOp op) {
-  auto native = [&]<typename T>() {
-    ReduceRange<T>(
-        n, srcs, dsts, begin, end, op,
-        [](const uint8_t* p, int64_t i) { return reinterpret_cast<const T*>(p)[i]; },
-        [](uint8_t* p, int64_t i, T v) { reinterpret_cast<T*>(p)[i] = v; });
-  };
-  switch (dtype) {
-    case ir::DType::kF32:
-      native.operator()<float>();
-      break;
-    case ir::DType::kF64:
-      native.operator()<double>();
-      break;
-    case ir::DType::kI32:
-      native.operator()<int32_t>();
-      break;
-    case ir::DType::kI64:
-      native.operator()<int64_t>();
-      break;
-    case ir::DType::kF16:
-    case ir::DType::kBF16: {
-      const bool half = dtype == ir::DType::kF16;
-      ReduceRange<float>(
-          n, srcs, dsts, begin, end, op,
-          [half](const uint8_t* p, int64_t i) {
-            uint16_t v = reinterpret_cast<const uint16_t*>(p)[i];
-            return half ? HalfToFloat(v) : BFloat16ToFloat(v);
-          },
-          [half](uint8_t* p, int64_t i, float v) {
-            reinterpret_cast<uint16_t*>(p)[i] = half ? FloatToHalf(v) : FloatToBFloat16(v);
-          });
-      break;
-    }
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("reductions over ", ir::DTypeName(dtype), " are not supported"));
-  }
-  return absl::OkStatus();
-}
 
 class InProcessCommunicator final : public Communicator {
  public:
