@@ -100,6 +100,11 @@ CommandResult RunTool(const char* env_name, const std::string& tool, const std::
 
 }  // namespace
 
+std::string ToolPath(const std::string& tool) {
+  const char* env = std::getenv(tool == "tp-run" ? "TPC_TP_RUN" : "TPC_TP_COMPILE");
+  return env != nullptr ? env : std::string(TPC_BINARY_DIR) + "/" + tool;
+}
+
 CommandResult RunTpCompile(const std::string& args) {
   return RunTool("TPC_TP_COMPILE", "tp-compile", args);
 }

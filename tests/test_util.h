@@ -28,6 +28,9 @@ struct CommandResult {
 };
 // `tp-compile ARGS` (the binary ctest points TPC_TP_COMPILE at, else the build's).
 CommandResult RunTpCompile(const std::string& args);
+// The path of a tool: the binary ctest points TPC_TP_RUN / TPC_TP_COMPILE at, else the
+// build's ("tp-run", "tp-compile").
+std::string ToolPath(const std::string& tool);
 // `tp-run ARGS` (TPC_TP_RUN, else the build's).
 CommandResult RunTpRun(const std::string& args);
 // True when `dir` holds no leftover temporary folder of tp-compile.

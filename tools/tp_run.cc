@@ -1,10 +1,16 @@
-// tp-run: runs a plan (DIR/rank{i}.onnx), every rank as a thread with the in-process
-// communicator, on given or random inputs; writes the outputs, compares them with the
-// unsharded original (--check-against) and times repeated runs (--repeat).
+// tp-run: runs a plan (DIR/rank{i}.onnx) on given or random full inputs; writes the
+// assembled outputs, compares them with the unsharded original (--check-against) and
+// times repeated runs (--repeat). Three ways to run the ranks:
+//   - started by torchrun, mpirun or srun (their variables are set): this process is one
+//     rank and joins the others through the rendezvous store (runtime/rank_session.h);
+//   - otherwise, by default, it launches one worker process per rank, which run as in
+//     the first case (runtime/launcher.h);
+//   - --ranks threads: every rank as a thread of this process (runtime/plan_runner.h).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -14,10 +20,16 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "tpc/onnx/importer.h"
+#include "tpc/plan/plan_reader.h"
 #include "tpc/runtime/compare.h"
+#include "tpc/runtime/launcher.h"
+#include "tpc/runtime/placement_io.h"
 #include "tpc/runtime/plan_runner.h"
+#include "tpc/runtime/rank_session.h"
 #include "tpc/runtime/tensor_io.h"
+#include "tpc/runtime/world.h"
 #include "tpc/util/checked_math.h"
 #include "tpc/util/cli.h"
 #include "tpc/util/exceptions.h"
@@ -36,14 +48,19 @@ double Seconds(Clock::time_point since) {
 tpc::cli::Parser MakeParser() {
   tpc::cli::Parser p(
       "tp-run", "DIR [options]",
-      "Runs the plan in DIR (rank0.onnx, rank1.onnx, ...): every rank as a thread of this\n"
-      "process with the in-process communicator. Every rank's files are first checked against\n"
-      "DIR/plan.json (sizes and SHA-256; --no-verify skips the hashes). Inputs come from\n"
-      "--input/--input-dir, or are random (floats in [-1, 1), integers in [0, 32), inputs\n"
-      "named *mask* all ones; seed --seed); symbolic dims of random inputs come from --dim\n"
-      "(defaults: batch=1, seq=16).\n"
-      "Exit status: 0 success, 1 --check-against above tolerance or an internal failure,\n"
-      "2 bad usage or bad input.");
+      "Runs the plan in DIR (rank0.onnx, rank1.onnx, ...), one process per rank with Gloo\n"
+      "between them. Started by torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT),\n"
+      "mpirun (OMPI_COMM_WORLD_*) or srun (SLURM_PROCID, SLURM_NTASKS), this process is one\n"
+      "rank and rank 0 hosts the rendezvous store at MASTER_ADDR:MASTER_PORT (or --master);\n"
+      "otherwise tp-run starts the N processes itself (--ranks threads: threads of this one).\n"
+      "Every rank checks its files against DIR/plan.json (sizes and SHA-256; --no-verify\n"
+      "skips the hashes). Inputs are the original model's full inputs: from --input or\n"
+      "--input-dir, or random (floats in [-1, 1), integers in [0, 32), inputs named *mask*\n"
+      "all ones; seed --seed; symbolic dims from --dim, defaults batch=1, seq=16). Each rank\n"
+      "takes its part by the plan's input placements; rank 0 assembles the full outputs.\n"
+      "A rank that fails, crashes or hangs stops every rank within --timeout.\n"
+      "Exit status: 0 success, 1 --check-against above tolerance or a failed run, 2 bad usage\n"
+      "or bad input, 3 (a rank under a cluster launcher) stopped because another rank failed.");
   p.Add({"backend", "NAME", "cpu (cuda: not built yet)", "cpu", false});
   p.Add({"input", "NAME=FILE", "an input from a TensorProto .pb or a .npy file", "", true});
   p.Add(
@@ -60,6 +77,13 @@ tpc::cli::Parser MakeParser() {
   p.Add({"profile", "", "with --repeat: time per operator type", "", false});
   p.Add({"quiet", "", "print only the comparison table and errors", "", false});
   p.Add({"no-verify", "", "skip the SHA-256 check of the plan's files (trusted plans)", "", false});
+  p.Add({"ranks", "MODE", "processes (one per rank) or threads (all in this process)", "processes",
+         false});
+  p.Add({"timeout", "SECONDS", "how long a rank waits for the others (joining, collectives)", "30",
+         false});
+  p.Add({"master", "ADDR:PORT",
+         "the rendezvous store under a cluster launcher (default MASTER_ADDR:MASTER_PORT)", "",
+         false});
   return p;
 }
 
@@ -153,6 +177,20 @@ absl::Status FillRandomInputs(const tpc::cli::Args& args, const std::vector<rt::
   return absl::OkStatus();
 }
 
+// The peak resident memory of this process (VmHWM), 0 when unknown.
+int64_t PeakResidentBytes() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  int64_t kib = 0;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    long long v = 0;
+    if (std::sscanf(line, "VmHWM: %lld kB", &v) == 1) kib = v;
+  }
+  std::fclose(f);
+  return kib * 1024;
+}
+
 absl::Status WriteOutputs(const std::string& dir, const std::vector<rt::IoSpec>& specs,
                           const std::vector<rt::Tensor>& outputs) {
   std::error_code ec;
@@ -171,9 +209,21 @@ std::string MiB(int64_t bytes) {
   return absl::StrFormat("%.2f MiB", static_cast<double>(bytes) / 1048576.0);
 }
 
-absl::StatusOr<int> Run(const tpc::cli::Args& args) {
+// The flags every mode reads, checked once.
+struct Settings {
+  std::string plan;
+  bool quiet = false;
+  double rtol = 0, atol = 0;
+  int64_t repeat = 0, threads = 0;
+  std::chrono::milliseconds timeout{30000};
+  rt::LoadPlanOptions load;
+};
+
+absl::StatusOr<Settings> ReadSettings(const tpc::cli::Args& args) {
+  Settings s;
   if (args.positional().size() != 1)
     return absl::InvalidArgumentError("expected exactly one plan DIR (see --help)");
+  s.plan = args.positional()[0];
   const std::string backend = args.get("backend", "cpu");
   if (backend == "cuda")
     return absl::UnimplementedError(
@@ -181,45 +231,146 @@ absl::StatusOr<int> Run(const tpc::cli::Args& args) {
   if (backend != "cpu")
     return absl::InvalidArgumentError(
         absl::StrCat("--backend ", backend, ": expected cpu or cuda"));
-  const bool quiet = args.has("quiet");
-  double rtol = 0, atol = 0;
-  int64_t repeat = 0, threads = 0;
-  if (!absl::SimpleAtod(args.get("rtol", "1e-4"), &rtol) ||
-      !absl::SimpleAtod(args.get("atol", "1e-5"), &atol)) {
+  s.quiet = args.has("quiet");
+  if (!absl::SimpleAtod(args.get("rtol", "1e-4"), &s.rtol) ||
+      !absl::SimpleAtod(args.get("atol", "1e-5"), &s.atol)) {
     return absl::InvalidArgumentError("--rtol and --atol must be numbers");
   }
-  if (!absl::SimpleAtoi(args.get("repeat", "0"), &repeat) || repeat < 0) {
+  if (!absl::SimpleAtoi(args.get("repeat", "0"), &s.repeat) || s.repeat < 0) {
     return absl::InvalidArgumentError("--repeat must be a non-negative integer");
   }
-  if (args.has("threads") && (!absl::SimpleAtoi(args.get("threads"), &threads) || threads < 1)) {
+  if (args.has("threads") &&
+      (!absl::SimpleAtoi(args.get("threads"), &s.threads) || s.threads < 1)) {
     return absl::InvalidArgumentError("--threads must be a positive integer");
   }
+  double timeout = 0;
+  if (!absl::SimpleAtod(args.get("timeout", "30"), &timeout) || !(timeout > 0) || timeout > 1e6) {
+    return absl::InvalidArgumentError("--timeout must be a positive number of seconds");
+  }
+  s.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
+  s.load.verify_hashes = !args.has("no-verify");
+  const std::string ranks = args.get("ranks", "processes");
+  if (ranks != "processes" && ranks != "threads") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--ranks ", ranks, ": expected processes or threads"));
+  }
+  return s;
+}
 
+// The full inputs: given, and random for the rest.
+absl::StatusOr<std::map<std::string, rt::Tensor>> FullInputs(const tpc::cli::Args& args,
+                                                             const std::vector<rt::IoSpec>& specs,
+                                                             bool quiet) {
+  TPC_ASSIGN_OR_RETURN(auto inputs, GivenInputs(args, specs));
+  TPC_RETURN_IF_ERROR(FillRandomInputs(args, specs, inputs, quiet));
+  return inputs;
+}
+
+void PrintTimes(const tpc::cli::Args& args, std::vector<double> times, double load_s,
+                double first_s, const rt::RunStats& stats) {
+  std::sort(times.begin(), times.end());
+  double mean = 0;
+  for (double t : times) mean += t;
+  mean /= static_cast<double>(times.size());
+  std::printf("tp-run: %zu runs: mean %.3f ms, median %.3f ms, min %.3f ms; %.2f runs/s\n",
+              times.size(), mean * 1e3, times[times.size() / 2] * 1e3, times[0] * 1e3, 1.0 / mean);
+  std::printf("tp-run: stages: load %.3f s, first run %.3f s, steady run %.3f ms\n", load_s,
+              first_s, mean * 1e3);
+  if (args.has("profile")) {
+    std::vector<std::pair<double, std::string>> ops;
+    for (const auto& [op, s] : stats.op_seconds) ops.emplace_back(s, op);
+    std::sort(ops.rbegin(), ops.rend());
+    for (const auto& [s, op] : ops) std::printf("  %-28s %9.3f ms\n", op.c_str(), s * 1e3);
+  }
+}
+
+// Writes --output-dir and runs --check-against on the assembled outputs of rank 0
+// (`others`: the other ranks' assembled outputs where this process has them, which must
+// agree). Returns the exit status.
+absl::StatusOr<int> Conclude(const tpc::cli::Args& args, const Settings& s, int ranks,
+                             const std::vector<rt::IoSpec>& out_specs,
+                             const std::vector<rt::Tensor>& outputs,
+                             const std::vector<std::vector<rt::Tensor>>& others) {
+  if (args.has("output-dir")) {
+    TPC_RETURN_IF_ERROR(WriteOutputs(args.get("output-dir"), out_specs, outputs));
+    if (!s.quiet)
+      std::fprintf(stderr, "tp-run: wrote %zu output(s) to %s\n", outputs.size(),
+                   args.get("output-dir").c_str());
+  }
+  if (!args.has("check-against")) {
+    if (!s.quiet) {
+      for (size_t k = 0; k < outputs.size(); ++k) {
+        std::printf("output %zu '%s': %s\n", k, out_specs[k].name.c_str(),
+                    outputs[k].TypeString().c_str());
+      }
+    }
+    return 0;
+  }
+  // The original model, unsharded, on the same full inputs.
+  const std::string model = args.get("check-against");
+  TPC_ASSIGN_OR_RETURN(auto original, tpc::onnx::ImportModel(model));
+  rt::PlanRunnerOptions options;
+  options.threads = static_cast<int>(s.threads);
+  TPC_ASSIGN_OR_RETURN(auto reference_runner, rt::PlanRunner::Create({original.get()}, options));
+  TPC_ASSIGN_OR_RETURN(auto inputs, FullInputs(args, reference_runner->executor(0).inputs(), true));
+  TPC_ASSIGN_OR_RETURN(auto reference, reference_runner->Run(inputs));
+  const auto& ref_specs = reference_runner->executor(0).outputs();
+  if (reference[0].size() != outputs.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(model, " has ", reference[0].size(), " outputs, the plan ", outputs.size()));
+  }
+  std::printf("check against %s (%d rank(s) vs unsharded; rtol %g, atol %g)\n", model.c_str(),
+              ranks, s.rtol, s.atol);
+  std::printf("  %-24s %-18s %12s %12s  %s\n", "output", "type", "max abs err", "max rel err",
+              "result");
+  bool all = true;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    rt::Comparison c = rt::CompareTensors(outputs[k], reference[0][k], s.rtol, s.atol);
+    for (size_t r = 0; r < others.size(); ++r) {
+      rt::Comparison cr = rt::CompareTensors(others[r][k], reference[0][k], s.rtol, s.atol);
+      if (!cr.pass) {
+        c.pass = false;
+        c.note = absl::StrCat("rank ", r + 1, " differs");
+      }
+    }
+    all = all && c.pass;
+    std::printf("  %-24s %-18s %12.3e %12.3e  %s%s\n", ref_specs[k].name.c_str(),
+                outputs[k].TypeString().c_str(), c.max_abs, c.max_rel, c.pass ? "PASS" : "FAIL",
+                c.note.empty() ? "" : (" (" + c.note + ")").c_str());
+  }
+  std::printf("%s\n",
+              all ? "PASS: every output within tolerance" : "FAIL: some output is above tolerance");
+  return all ? 0 : 1;
+}
+
+// --ranks threads (and plans of one rank): every rank a thread of this process.
+absl::StatusOr<int> RunThreads(const tpc::cli::Args& args, const Settings& s) {
   const auto t_load = Clock::now();
-  rt::LoadPlanOptions load;
-  load.verify_hashes = !args.has("no-verify");
-  TPC_ASSIGN_OR_RETURN(auto graphs, rt::LoadPlan(args.positional()[0], load));
+  TPC_ASSIGN_OR_RETURN(auto graphs, rt::LoadPlan(s.plan, s.load));
+  TPC_ASSIGN_OR_RETURN(const tpc::proto::Plan manifest, tpc::plan::ReadManifest(s.plan));
   std::vector<const tpc::ir::Graph*> ptrs;
   for (auto& g : graphs) ptrs.push_back(g.get());
   rt::PlanRunnerOptions options;
-  options.threads = static_cast<int>(threads);
+  options.threads = static_cast<int>(s.threads);
   options.executor.profile = args.has("profile");
+  options.timeout = s.timeout;
+  TPC_ASSIGN_OR_RETURN(options.io, rt::IoPlacementsFromPlan(manifest));
   TPC_ASSIGN_OR_RETURN(auto runner, rt::PlanRunner::Create(ptrs, options));
   const double load_s = Seconds(t_load);
-  const auto& specs = runner->executor(0).inputs();
-  const auto& out_specs = runner->executor(0).outputs();
-
-  TPC_ASSIGN_OR_RETURN(auto inputs, GivenInputs(args, specs));
-  TPC_RETURN_IF_ERROR(FillRandomInputs(args, specs, inputs, quiet));
+  const int n = runner->num_ranks();
+  const auto specs = rt::FullSpecs(runner->executor(0).inputs(), options.io.inputs, n);
+  const auto out_specs = rt::FullSpecs(runner->executor(0).outputs(), options.io.outputs, n);
+  TPC_ASSIGN_OR_RETURN(auto inputs, FullInputs(args, specs, s.quiet));
 
   const auto t_first = Clock::now();
   TPC_ASSIGN_OR_RETURN(auto outputs, runner->Run(inputs));
   const double first_s = Seconds(t_first);
-  if (!quiet) {
+  if (!s.quiet) {
     std::fprintf(stderr,
-                 "tp-run: %s: %d rank(s); load %.3f s, first run %.3f s (with memory planning)\n",
-                 args.positional()[0].c_str(), runner->num_ranks(), load_s, first_s);
-    for (int r = 0; r < runner->num_ranks(); ++r) {
+                 "tp-run: %s: %d rank(s) as threads; load %.3f s, first run %.3f s (with memory "
+                 "planning)\n",
+                 s.plan.c_str(), n, load_s, first_s);
+    for (int r = 0; r < n; ++r) {
       const rt::RunStats& st = runner->executor(r).last_stats();
       std::fprintf(
           stderr,
@@ -228,81 +379,188 @@ absl::StatusOr<int> Run(const tpc::cli::Args& args) {
           MiB(st.unplanned_peak_bytes).c_str());
     }
   }
-  if (args.has("output-dir")) {
-    TPC_RETURN_IF_ERROR(WriteOutputs(args.get("output-dir"), out_specs, outputs[0]));
-    if (!quiet)
-      std::fprintf(stderr, "tp-run: wrote %zu output(s) to %s\n", outputs[0].size(),
-                   args.get("output-dir").c_str());
-  }
-
-  if (repeat > 0) {
+  if (s.repeat > 0) {
     std::vector<double> times;
-    for (int64_t i = 0; i < repeat; ++i) {
+    for (int64_t i = 0; i < s.repeat; ++i) {
       const auto t = Clock::now();
       TPC_RETURN_IF_ERROR(runner->Run(inputs).status());
       times.push_back(Seconds(t));
     }
-    std::sort(times.begin(), times.end());
-    double mean = 0;
-    for (double t : times) mean += t;
-    mean /= static_cast<double>(times.size());
-    std::printf("tp-run: %lld runs: mean %.3f ms, median %.3f ms, min %.3f ms; %.2f runs/s\n",
-                static_cast<long long>(repeat), mean * 1e3, times[times.size() / 2] * 1e3,
-                times[0] * 1e3, 1.0 / mean);
-    std::printf("tp-run: stages: load %.3f s, first run %.3f s, steady run %.3f ms\n", load_s,
-                first_s, mean * 1e3);
-    if (args.has("profile")) {
-      std::vector<std::pair<double, std::string>> ops;
-      for (const auto& [op, s] : runner->executor(0).last_stats().op_seconds)
-        ops.emplace_back(s, op);
-      std::sort(ops.rbegin(), ops.rend());
-      for (const auto& [s, op] : ops) std::printf("  %-28s %9.3f ms\n", op.c_str(), s * 1e3);
-    }
+    PrintTimes(args, times, load_s, first_s, runner->executor(0).last_stats());
   }
+  std::vector<std::vector<rt::Tensor>> others(outputs.begin() + 1, outputs.end());
+  return Conclude(args, s, n, out_specs, outputs[0], others);
+}
 
-  if (!args.has("check-against")) {
-    if (!quiet) {
-      for (size_t k = 0; k < outputs[0].size(); ++k) {
-        std::printf("output %zu '%s': %s\n", k, out_specs[k].name.c_str(),
-                    outputs[0][k].TypeString().c_str());
-      }
+// What a rank posts for rank 0's report.
+std::string StatsLine(const rt::RunStats& st) {
+  return absl::StrCat(st.arena_bytes, " ", st.planned_total_bytes, " ", st.planned_values, " ",
+                      st.unplanned_peak_bytes, " ", PeakResidentBytes());
+}
+
+// One rank of a multi-process run: a worker of tp-run's launcher or a process of
+// torchrun / mpirun / srun. Returns the exit status.
+absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const rt::World& world) {
+  const int rank = world.rank;
+  const bool lead = rank == 0;
+  const bool quiet = s.quiet || !lead;
+  // This rank's errors: printed here, named by rank; the exit status says what kind.
+  auto fail = [&](const absl::Status& st, int code) {
+    const std::string m(st.message());
+    const std::string prefix = absl::StrCat("rank ", rank, ": ");
+    std::fprintf(stderr, "tp-run: error: %s%s\n", m.rfind(prefix, 0) == 0 ? "" : prefix.c_str(),
+                 m.c_str());
+    return code;
+  };
+  auto manifest = tpc::plan::ReadManifest(s.plan);
+  if (!manifest.ok()) return fail(manifest.status(), 2);
+  if (manifest->ranks_size() != world.size) {
+    return fail(absl::InvalidArgumentError(absl::StrCat(
+                    "the plan in ", s.plan, " has ", manifest->ranks_size(), " ranks but ",
+                    world.launcher, " started ", world.size, " (", world.size_source, ")")),
+                2);
+  }
+  const auto t_load = Clock::now();
+  rt::RankSessionOptions session_options;
+  session_options.timeout = s.timeout;
+  session_options.quiet_when_stopped = world.launcher == "tp-run";
+  auto joined = rt::RankSession::Join(world, session_options);
+  if (!joined.ok()) return fail(joined.status(), 2);
+  rt::RankSession& session = **joined;
+
+  // Load, build and check this rank's inputs; every rank agrees before anything runs.
+  std::unique_ptr<tpc::ir::Graph> graph;
+  std::unique_ptr<rt::Backend> backend;
+  std::unique_ptr<rt::Executor> executor;
+  std::map<std::string, rt::Tensor> full, mine;
+  rt::IoPlacements io;
+  std::vector<rt::IoSpec> out_specs;
+  absl::Status ready = [&]() -> absl::Status {
+    TPC_ASSIGN_OR_RETURN(io, rt::IoPlacementsFromPlan(*manifest));
+    TPC_ASSIGN_OR_RETURN(graph, rt::LoadPlanRank(s.plan, *manifest, rank, s.load));
+    const int cores = s.threads > 0 ? static_cast<int>(s.threads) : rt::DefaultThreadCount();
+    backend = rt::MakeCpuBackend(std::max(1, cores / std::max(1, world.local_size)));
+    rt::ExecutorOptions ex_options;
+    ex_options.profile = args.has("profile");
+    // The communicator comes after the agreement; the executor only keeps the pointer.
+    TPC_ASSIGN_OR_RETURN(executor, rt::Executor::Create(*graph, *backend, nullptr, ex_options));
+    const auto specs = rt::FullSpecs(executor->inputs(), io.inputs, world.size);
+    out_specs = rt::FullSpecs(executor->outputs(), io.outputs, world.size);
+    TPC_ASSIGN_OR_RETURN(full, FullInputs(args, specs, quiet));
+    TPC_ASSIGN_OR_RETURN(mine, rt::InputsForRank(full, io, rank));
+    return executor->CheckInputs(mine).status();
+  }();
+  int first_bad = -1;
+  absl::Status agreed = session.Agree("ready", ready, &first_bad);
+  if (!ready.ok()) {
+    // The same bad input fails every rank alike: under tp-run's launcher, whose ranks
+    // share a terminal, the first of them speaks for all.
+    session.Fail(ready);
+    if (first_bad == rank || !session_options.quiet_when_stopped) fail(ready, 0);
+    return tpc::cli::ExitCodeFor(ready);
+  }
+  if (!agreed.ok()) {
+    if (!session_options.quiet_when_stopped)
+      std::fprintf(stderr, "tp-run: rank %d: stopped: %s\n", rank,
+                   std::string(agreed.message()).c_str());
+    return rt::kExitPeerFailed;
+  }
+  auto comm = session.ConnectCpuCommunicator();
+  if (!comm.ok()) {
+    session.Fail(comm.status());
+    return fail(comm.status(), 1);
+  }
+  TPC_ASSIGN_OR_RETURN(executor,
+                       rt::Executor::Create(*graph, *backend, comm->get(),
+                                            rt::ExecutorOptions{true, args.has("profile")}));
+  const double load_s = Seconds(t_load);
+
+  auto run_once = [&]() -> absl::StatusOr<std::vector<rt::Tensor>> {
+    TPC_ASSIGN_OR_RETURN(auto out, executor->Run(mine));
+    for (size_t k = 0; k < out.size(); ++k) {
+      const std::string& name = executor->outputs()[k].name;
+      TPC_ASSIGN_OR_RETURN(
+          out[k], rt::AssembleOutput(name, out[k], rt::PlacementOf(io.outputs, name), **comm));
     }
-    return 0;
+    return out;
+  };
+  const auto t_first = Clock::now();
+  auto outputs = run_once();
+  const double first_s = Seconds(t_first);
+  std::vector<double> times;
+  for (int64_t i = 0; outputs.ok() && i < s.repeat; ++i) {
+    const auto t = Clock::now();
+    absl::Status st = run_once().status();
+    if (!st.ok()) outputs = st;
+    times.push_back(Seconds(t));
   }
-  // The original model, unsharded, on the same inputs.
-  const std::string model = args.get("check-against");
-  TPC_ASSIGN_OR_RETURN(auto original, tpc::onnx::ImportModel(model));
-  TPC_ASSIGN_OR_RETURN(auto reference_runner, rt::PlanRunner::Create({original.get()}, options));
-  TPC_ASSIGN_OR_RETURN(auto reference, reference_runner->Run(inputs));
-  const auto& ref_specs = reference_runner->executor(0).outputs();
-  if (reference[0].size() != outputs[0].size()) {
-    return absl::InvalidArgumentError(absl::StrCat(model, " has ", reference[0].size(),
-                                                   " outputs, the plan ", outputs[0].size()));
-  }
-  std::printf("check against %s (%d rank(s) vs unsharded; rtol %g, atol %g)\n", model.c_str(),
-              runner->num_ranks(), rtol, atol);
-  std::printf("  %-24s %-18s %12s %12s  %s\n", "output", "type", "max abs err", "max rel err",
-              "result");
-  bool all = true;
-  for (size_t k = 0; k < outputs[0].size(); ++k) {
-    rt::Comparison c = rt::CompareTensors(outputs[0][k], reference[0][k], rtol, atol);
-    // Every rank holds the whole output; they must agree too.
-    for (int r = 1; r < runner->num_ranks(); ++r) {
-      rt::Comparison cr =
-          rt::CompareTensors(outputs[static_cast<size_t>(r)][k], reference[0][k], rtol, atol);
-      if (!cr.pass) {
-        c.pass = false;
-        c.note = absl::StrCat("rank ", r, " differs");
-      }
+  if (!outputs.ok()) {
+    // Stopped by another rank's failure (its collective broke off), or first-hand?
+    if (auto peer = session.PeerFailure(std::chrono::milliseconds(500))) {
+      if (!session_options.quiet_when_stopped)
+        std::fprintf(stderr, "tp-run: rank %d: stopped: %s\n", rank,
+                     std::string(peer->message()).c_str());
+      return rt::kExitPeerFailed;
     }
-    all = all && c.pass;
-    std::printf("  %-24s %-18s %12.3e %12.3e  %s%s\n", ref_specs[k].name.c_str(),
-                outputs[0][k].TypeString().c_str(), c.max_abs, c.max_rel, c.pass ? "PASS" : "FAIL",
-                c.note.empty() ? "" : (" (" + c.note + ")").c_str());
+    absl::Status why = outputs.status();
+    const std::vector<int> silent = session.SilentRanks();
+    if (!silent.empty()) {
+      why = absl::Status(why.code(), absl::StrCat("rank(s) ", absl::StrJoin(silent, ", "),
+                                                  " stopped responding (killed, crashed or hung); "
+                                                  "here: ",
+                                                  std::string(why.message())));
+    }
+    session.Fail(why);
+    return fail(why, 1);
   }
-  std::printf("%s\n",
-              all ? "PASS: every output within tolerance" : "FAIL: some output is above tolerance");
-  return all ? 0 : 1;
+  // Rank 0 reports every rank's memory; the store is no longer needed after this.
+  TPC_RETURN_IF_ERROR(session.Post("stats", StatsLine(executor->last_stats())));
+  std::vector<std::string> stats;
+  if (lead) {
+    TPC_ASSIGN_OR_RETURN(stats, session.Gather("stats"));
+  }
+  TPC_RETURN_IF_ERROR(session.Finish());
+  if (!lead) return 0;
+  if (!s.quiet) {
+    std::fprintf(stderr,
+                 "tp-run: %s: %d rank(s) as processes (%s); load %.3f s, first run %.3f s (with "
+                 "memory planning)\n",
+                 s.plan.c_str(), world.size, world.launcher.c_str(), load_s, first_s);
+    for (int r = 0; r < world.size; ++r) {
+      long long arena = 0, total = 0, values = 0, unplanned = 0, rss = 0;
+      std::sscanf(stats[static_cast<size_t>(r)].c_str(), "%lld %lld %lld %lld %lld", &arena, &total,
+                  &values, &unplanned, &rss);
+      std::fprintf(stderr,
+                   "tp-run: rank %d: arena %s (without reuse %s), %lld planned values, unplanned "
+                   "peak %s, peak resident %s\n",
+                   r, MiB(arena).c_str(), MiB(total).c_str(), values, MiB(unplanned).c_str(),
+                   MiB(rss).c_str());
+    }
+  }
+  if (s.repeat > 0) PrintTimes(args, times, load_s, first_s, executor->last_stats());
+  return Conclude(args, s, world.size, out_specs, *outputs, {});
+}
+
+// tp-run's own launcher: one worker process per rank, this executable again.
+absl::StatusOr<int> Launch(const Settings& s, int argc, char** argv) {
+  TPC_ASSIGN_OR_RETURN(const tpc::proto::Plan manifest, tpc::plan::ReadManifest(s.plan));
+  rt::LaunchOptions options;
+  options.ranks = manifest.ranks_size();
+  for (int i = 0; i < argc; ++i) options.args.push_back(argv[i]);
+  return rt::LaunchWorkers(options);
+}
+
+absl::StatusOr<int> Run(const tpc::cli::Args& args, int argc, char** argv) {
+  TPC_ASSIGN_OR_RETURN(const Settings s, ReadSettings(args));
+  const bool threads = args.get("ranks", "processes") == "threads";
+  TPC_ASSIGN_OR_RETURN(auto world,
+                       rt::WorldFromEnvironment([](const char* n) { return std::getenv(n); },
+                                                args.get("master", "")));
+  if (world && !threads) return RunRank(args, s, *world);
+  if (threads) return RunThreads(args, s);
+  TPC_ASSIGN_OR_RETURN(const tpc::proto::Plan manifest, tpc::plan::ReadManifest(s.plan));
+  if (manifest.ranks_size() == 1) return RunThreads(args, s);
+  return Launch(s, argc, argv);
 }
 
 }  // namespace
@@ -319,7 +577,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   // The last boundary: an exception no stage caught is an error, never an abort.
-  auto code = tpc::CatchExceptions("tp-run", [&] { return Run(*args); });
+  auto code = tpc::CatchExceptions("tp-run", [&] { return Run(*args, argc, argv); });
   if (!code.ok()) {
     std::fprintf(stderr, "tp-run: error: %s\n", std::string(code.status().message()).c_str());
     return tpc::cli::ExitCodeFor(code.status());

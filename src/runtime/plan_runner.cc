@@ -68,6 +68,22 @@ absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlan(const std::stri
   return CatchExceptions(dir, [&] { return LoadPlanUnchecked(dir, options); });
 }
 
+absl::StatusOr<std::unique_ptr<ir::Graph>> LoadPlanRank(const std::string& dir,
+                                                        const proto::Plan& manifest, int rank,
+                                                        LoadPlanOptions options) {
+  return CatchExceptions(dir, [&]() -> absl::StatusOr<std::unique_ptr<ir::Graph>> {
+    plan::RankStamps stamps;
+    TPC_RETURN_IF_ERROR(plan::VerifyRankFiles(dir, manifest, rank, options.verify_hashes, &stamps));
+    const std::string path = absl::StrCat(dir, "/", manifest.ranks(rank).model());
+    auto g = tpc::onnx::ImportModel(path);
+    if (!g.ok())
+      return absl::Status(g.status().code(),
+                          absl::StrCat("rank ", rank, ": ", std::string(g.status().message())));
+    TPC_RETURN_IF_ERROR(plan::CheckRankUnchanged(dir, manifest, rank, stamps));
+    return std::move(*g);
+  });
+}
+
 absl::StatusOr<std::unique_ptr<PlanRunner>> PlanRunner::Create(
     const std::vector<const ir::Graph*>& graphs, PlanRunnerOptions options) {
   auto runner = std::unique_ptr<PlanRunner>(new PlanRunner());
@@ -75,6 +91,8 @@ absl::StatusOr<std::unique_ptr<PlanRunner>> PlanRunner::Create(
   const int total = options.threads > 0 ? options.threads : DefaultThreadCount();
   const int per_rank = std::max(1, total / std::max(n, 1));
   runner->comms_ = MakeInProcessGroup(n, options.timeout);
+  runner->io_ = options.io;
+  runner->io_.ranks = n;
   for (int r = 0; r < n; ++r) {
     runner->backends_.push_back(MakeCpuBackend(per_rank));
     auto ex = Executor::Create(*graphs[static_cast<size_t>(r)], *runner->backends_.back(),
@@ -90,19 +108,33 @@ absl::StatusOr<std::unique_ptr<PlanRunner>> PlanRunner::Create(
 absl::StatusOr<std::vector<std::vector<Tensor>>> PlanRunner::Run(
     const std::map<std::string, Tensor>& inputs) {
   const int n = num_ranks();
+  auto with_rank = [n](int r, const absl::Status& s) {
+    return n == 1
+               ? s
+               : absl::Status(s.code(), absl::StrCat("rank ", r, ": ", std::string(s.message())));
+  };
+  std::vector<std::map<std::string, Tensor>> rank_inputs;
   for (int r = 0; r < n; ++r) {
-    auto checked = executors_[static_cast<size_t>(r)]->CheckInputs(inputs);
-    if (!checked.ok()) {
-      return n == 1 ? checked.status()
-                    : absl::Status(
-                          checked.status().code(),
-                          absl::StrCat("rank ", r, ": ", std::string(checked.status().message())));
-    }
+    TPC_ASSIGN_OR_RETURN(auto in, InputsForRank(inputs, io_, r));
+    auto checked = executors_[static_cast<size_t>(r)]->CheckInputs(in);
+    if (!checked.ok()) return with_rank(r, checked.status());
+    rank_inputs.push_back(std::move(in));
   }
   std::vector<absl::StatusOr<std::vector<Tensor>>> results(static_cast<size_t>(n));
   auto run_rank = [&](int r) {
-    auto out = executors_[static_cast<size_t>(r)]->Run(inputs);
-    if (!out.ok()) comms_[static_cast<size_t>(r)]->Abort(out.status());
+    Executor& ex = *executors_[static_cast<size_t>(r)];
+    Communicator& comm = *comms_[static_cast<size_t>(r)];
+    auto out = ex.Run(rank_inputs[static_cast<size_t>(r)]);
+    for (size_t k = 0; out.ok() && k < out->size(); ++k) {
+      const std::string& name = ex.outputs()[k].name;
+      auto full = AssembleOutput(name, (*out)[k], PlacementOf(io_.outputs, name), comm);
+      if (!full.ok()) {
+        out = full.status();
+        break;
+      }
+      (*out)[k] = std::move(*full);
+    }
+    if (!out.ok()) comm.Abort(out.status());
     results[static_cast<size_t>(r)] = std::move(out);
   };
   if (n == 1) {
@@ -121,10 +153,7 @@ absl::StatusOr<std::vector<std::vector<Tensor>>> PlanRunner::Run(
                              res.status().code() != absl::StatusCode::kAborted)) {
       first = &res.status();
       if (res.status().code() != absl::StatusCode::kAborted) {
-        return n == 1 ? res.status()
-                      : absl::Status(
-                            res.status().code(),
-                            absl::StrCat("rank ", r, ": ", std::string(res.status().message())));
+        return with_rank(r, res.status());
       }
     }
   }

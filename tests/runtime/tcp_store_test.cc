@@ -71,7 +71,7 @@ std::string Frame(const std::string& payload) {
   return out + payload;
 }
 
-TEST_CASE("TcpStore: set/get round trip with binary values; Check; Set replaces",
+TEST_CASE("TcpStore: set/get round trip with binary values, Check, Set replaces",
           "[runtime][tcp_store]") {
   auto server = StartServer();
   CHECK(server->port() > 0);

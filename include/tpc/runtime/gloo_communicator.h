@@ -37,9 +37,6 @@ struct GlooOptions {
   std::string key_prefix = "gloo";
 };
 
-// The key Abort writes ("rank R failed: <reason>"); not prefixed: it is the run's.
-inline constexpr char kAbortKey[] = "abort";
-
 // Connects rank `rank` of `size` to its peers through `store`, waiting up to
 // options.timeout for them. An error names this rank and the peers not reached. The
 // store must outlive the communicator (Abort writes kAbortKey to it).

@@ -18,6 +18,17 @@
 
 namespace tpc::runtime {
 
+// The key a failed rank writes (first writer wins) so that every other rank stops: its
+// value is EncodeRankStatus(rank, reason), rank -1 for the launcher.
+inline constexpr char kAbortKey[] = "abort";
+
+// "RANK\nCODE\nmessage" and back. A value not in that form decodes to an Unknown error
+// carrying the text, with rank -1.
+std::string EncodeRankStatus(int rank, const absl::Status& status);
+absl::Status DecodeRankStatus(const std::string& text, int* rank);
+// "rank R failed: message" (or the bare message for rank -1), for reports.
+std::string DescribeRankStatus(const std::string& text);
+
 class KeyValueStore {
  public:
   virtual ~KeyValueStore() = default;

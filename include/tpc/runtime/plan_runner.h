@@ -13,6 +13,7 @@
 #include "tpc/runtime/backend.h"
 #include "tpc/runtime/communicator.h"
 #include "tpc/runtime/executor.h"
+#include "tpc/runtime/placement_io.h"
 
 namespace tpc::runtime {
 
@@ -28,12 +29,22 @@ struct LoadPlanOptions {
 absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlan(const std::string& dir,
                                                                  LoadPlanOptions options = {});
 
+// Rank `rank`'s graph of the plan in DIR whose manifest (plan::ReadManifest) is
+// `manifest`: only that rank's files are checked and mapped, so a process per rank holds
+// its own weights only.
+absl::StatusOr<std::unique_ptr<ir::Graph>> LoadPlanRank(const std::string& dir,
+                                                        const proto::Plan& manifest, int rank,
+                                                        LoadPlanOptions options = {});
+
 struct PlanRunnerOptions {
   // Threads in total; each rank gets an equal share (at least 1). 0: DefaultThreadCount().
   int threads = 0;
   ExecutorOptions executor;
   // How long a rank waits in a collective before the run fails.
   std::chrono::milliseconds timeout = std::chrono::seconds(120);
+  // How the full inputs are sliced for each rank and the outputs assembled (plan.json's
+  // placements; none: every input and output whole on every rank).
+  IoPlacements io;
 };
 
 class PlanRunner {
@@ -45,15 +56,17 @@ class PlanRunner {
   int num_ranks() const { return static_cast<int>(executors_.size()); }
   Executor& executor(int rank) { return *executors_[static_cast<size_t>(rank)]; }
 
-  // Runs every rank on the same inputs (checked first on every rank, before anything
-  // runs); returns each rank's outputs. A failing rank stops the others; the error names
-  // it.
+  // Runs every rank on its part of the full inputs (sliced by the input placements and
+  // checked on every rank before anything runs); returns each rank's outputs, assembled
+  // into full tensors by the output placements. A failing rank stops the others; the
+  // error names it.
   absl::StatusOr<std::vector<std::vector<Tensor>>> Run(const std::map<std::string, Tensor>& inputs);
 
  private:
   std::vector<std::unique_ptr<Communicator>> comms_;
   std::vector<std::unique_ptr<Backend>> backends_;
   std::vector<std::unique_ptr<Executor>> executors_;
+  IoPlacements io_;
 };
 
 }  // namespace tpc::runtime

@@ -267,7 +267,7 @@ class GlooCommunicator final : public Communicator {
     // rank's to report any more.
     if (write) {
       absl::StatusOr<bool> set = store_.Check(kAbortKey);
-      if (set.ok() && !*set) store_.Set(kAbortKey, message).IgnoreError();
+      if (set.ok() && !*set) store_.Set(kAbortKey, EncodeRankStatus(rank(), reason)).IgnoreError();
     }
     // Closing the connections fails the peers' pending operations at once (reset by
     // peer). This rank's own collective, if one is in flight on another thread, waits
@@ -381,7 +381,7 @@ class GlooCommunicator final : public Communicator {
     absl::StatusOr<bool> aborted = store_.Check(kAbortKey);
     if (aborted.ok() && *aborted) {
       absl::StatusOr<std::string> why = store_.Get(kAbortKey, std::chrono::milliseconds(1000));
-      if (why.ok()) absl::StrAppend(&text, " (", *why, ")");
+      if (why.ok()) absl::StrAppend(&text, " (", DescribeRankStatus(*why), ")");
     }
     std::lock_guard<std::mutex> lock(mu_);
     if (failed_.ok()) failed_ = absl::Status(code, text);

@@ -1,0 +1,33 @@
+#include "tpc/runtime/kv_store.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace tpc::runtime {
+
+std::string EncodeRankStatus(int rank, const absl::Status& status) {
+  return absl::StrCat(rank, "\n", static_cast<int>(status.code()), "\n",
+                      std::string(status.message()));
+}
+
+absl::Status DecodeRankStatus(const std::string& text, int* rank) {
+  *rank = -1;
+  const size_t a = text.find('\n');
+  const size_t b = a == std::string::npos ? a : text.find('\n', a + 1);
+  int r = 0, code = 0;
+  if (b == std::string::npos || !absl::SimpleAtoi(text.substr(0, a), &r) ||
+      !absl::SimpleAtoi(text.substr(a + 1, b - a - 1), &code)) {
+    return absl::UnknownError(text);  // not ours: the text is the reason
+  }
+  *rank = r;
+  return absl::Status(static_cast<absl::StatusCode>(code), text.substr(b + 1));
+}
+
+std::string DescribeRankStatus(const std::string& text) {
+  int rank = -1;
+  const absl::Status s = DecodeRankStatus(text, &rank);
+  if (rank < 0) return std::string(s.message());
+  return absl::StrCat("rank ", rank, " failed: ", std::string(s.message()));
+}
+
+}  // namespace tpc::runtime

@@ -1,0 +1,226 @@
+#include "tpc/runtime/rank_session.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "tpc/runtime/gloo_communicator.h"
+#include "tpc/runtime/launcher.h"
+#include "tpc/runtime/tcp_store.h"
+#include "tpc/util/status_macros.h"
+
+namespace tpc::runtime {
+
+namespace {
+
+std::string Key(const std::string& prefix, int rank) { return absl::StrCat(prefix, "/", rank); }
+
+absl::Status WithRank(int rank, const absl::Status& s) {
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat("rank ", rank, ": ", std::string(s.message())));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RankSession>> RankSession::Join(const World& world,
+                                                               RankSessionOptions options) {
+  auto session = std::unique_ptr<RankSession>(new RankSession(world, options));
+  RankSession& s = *session;
+  if (world.rank == 0 && !world.store_hosted) {
+    auto server = TcpStoreServer::Listen("", world.master_port);
+    if (!server.ok()) {
+      return absl::Status(
+          server.status().code(),
+          absl::StrCat(
+              "rank 0 cannot host the rendezvous store: ", std::string(server.status().message()),
+              " (choose another port: MASTER_PORT or --master ADDR:PORT)"));
+    }
+    s.server_ = std::move(*server);
+  }
+  auto connect = [&]() {
+    return TcpStore::Connect(world.master_host, world.master_port, options.timeout);
+  };
+  auto store = connect();
+  if (!store.ok()) return WithRank(world.rank, store.status());
+  s.store_ = std::move(*store);
+  auto watch = connect();
+  if (!watch.ok()) return WithRank(world.rank, watch.status());
+  s.watch_store_ = std::move(*watch);
+  s.watchdog_ = std::thread([&s] { s.Watch(); });
+
+  TPC_RETURN_IF_ERROR(s.store_->Set(Key("join", world.rank), ""));
+  absl::Status joined = s.WaitForRanks("join", "join");
+  if (!joined.ok()) {
+    s.Fail(joined);
+    return joined;
+  }
+  return session;
+}
+
+RankSession::~RankSession() {
+  stopping_ = true;
+  if (watchdog_.joinable()) watchdog_.join();
+}
+
+KeyValueStore& RankSession::store() { return *store_; }
+
+void RankSession::Watch() {
+  while (!stopping_.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (stopping_.load()) return;
+    (void)watch_store_->Add(Key("heartbeat", world_.rank), 1);
+    auto set = watch_store_->Check(kAbortKey);
+    if (stopping_.load()) return;
+    std::string message;
+    if (!set.ok()) {
+      if (failed_.load()) return;  // this rank failed and is on its way out
+      message = absl::StrCat("lost the rendezvous store at ", world_.master_host, ":",
+                             world_.master_port, " (rank 0 or the launcher stopped)");
+    } else if (!*set) {
+      continue;
+    } else {
+      auto value = watch_store_->Get(kAbortKey, std::chrono::seconds(1));
+      int origin = -1;
+      absl::Status reason = DecodeRankStatus(value.ok() ? *value : "", &origin);
+      if (origin == world_.rank || failed_.load()) return;  // this rank's own failure
+      message = origin >= 0
+                    ? absl::StrCat("rank ", origin, " failed: ", std::string(reason.message()))
+                    : std::string(reason.message());
+      (void)watch_store_->Set(Key("stopped", world_.rank), "");
+      if (server_ != nullptr) {
+        // The others read the reason from this process's store: give them the time to.
+        std::vector<std::string> keys;
+        for (int r = 0; r < world_.size; ++r)
+          if (r != world_.rank && r != origin) keys.push_back(Key("stopped", r));
+        (void)watch_store_->Wait(keys, std::chrono::seconds(2));
+      }
+    }
+    if (!options_.quiet_when_stopped) {
+      std::fprintf(stderr, "tp-run: rank %d: stopped: %s\n", world_.rank, message.c_str());
+      std::fflush(stderr);
+    }
+    _exit(kExitPeerFailed);
+  }
+}
+
+absl::Status RankSession::WaitForRanks(const std::string& prefix, const std::string& what) {
+  std::vector<std::string> keys;
+  for (int r = 0; r < world_.size; ++r) keys.push_back(Key(prefix, r));
+  absl::Status s = store_->Wait(keys, options_.timeout);
+  if (s.ok() || s.code() != absl::StatusCode::kDeadlineExceeded) return WithRank(world_.rank, s);
+  std::vector<int> missing;
+  for (int r = 0; r < world_.size; ++r) {
+    auto set = store_->Check(keys[static_cast<size_t>(r)]);
+    if (set.ok() && !*set) missing.push_back(r);
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat("rank(s) ", absl::StrJoin(missing, ", "), " of ", world_.size, " (",
+                   world_.size_source, ", ", world_.launcher, ") did not ", what, " within ",
+                   absl::StrCat(options_.timeout.count() / 1000.0), " s"));
+}
+
+absl::Status RankSession::Agree(const std::string& step, const absl::Status& mine,
+                                int* failed_rank) {
+  if (failed_rank != nullptr) *failed_rank = -1;
+  TPC_RETURN_IF_ERROR(store_->Set(Key(step, world_.rank), EncodeRankStatus(world_.rank, mine)));
+  TPC_RETURN_IF_ERROR(WaitForRanks(step, absl::StrCat("reach '", step, "'")));
+  for (int r = 0; r < world_.size; ++r) {
+    TPC_ASSIGN_OR_RETURN(std::string v, store_->Get(Key(step, r), options_.timeout));
+    int origin = -1;
+    absl::Status s = DecodeRankStatus(v, &origin);
+    if (!s.ok()) {
+      if (failed_rank != nullptr) *failed_rank = r;
+      return WithRank(r, s);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>> RankSession::ConnectCpuCommunicator() {
+  GlooOptions gloo;
+  gloo.address = store_->local_address();
+  gloo.timeout = options_.timeout;
+  return ConnectGloo(*store_, world_.rank, world_.size, gloo);
+}
+
+void RankSession::Fail(const absl::Status& reason) {
+  failed_ = true;
+  if (!store_) return;
+  auto set = store_->Check(kAbortKey);
+  if (set.ok() && !*set) (void)store_->Set(kAbortKey, EncodeRankStatus(world_.rank, reason));
+  if (server_ != nullptr) {
+    // The others read the reason from this process's store: give them the time to.
+    std::vector<std::string> keys;
+    for (int r = 0; r < world_.size; ++r)
+      if (r != world_.rank) keys.push_back(Key("stopped", r));
+    (void)store_->Wait(keys, std::chrono::seconds(2));
+  }
+}
+
+std::optional<absl::Status> RankSession::PeerFailure(std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  do {
+    auto set = store_->Check(kAbortKey);
+    if (!set.ok()) return std::nullopt;
+    if (*set) {
+      auto value = store_->Get(kAbortKey, std::chrono::seconds(1));
+      int origin = -1;
+      absl::Status reason = DecodeRankStatus(value.ok() ? *value : "", &origin);
+      if (origin == world_.rank) return std::nullopt;
+      return absl::AbortedError(
+          origin >= 0 ? absl::StrCat("rank ", origin, " failed: ", std::string(reason.message()))
+                      : std::string(reason.message()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  } while (std::chrono::steady_clock::now() < deadline);
+  return std::nullopt;
+}
+
+std::vector<int> RankSession::SilentRanks() {
+  // Every rank's watchdog counts its heartbeat 10 times a second: a count that does not
+  // move for half a second is a rank that is gone (killed, crashed) or stopped.
+  auto read = [&] {
+    std::vector<int64_t> counts;
+    for (int r = 0; r < world_.size; ++r) {
+      auto c = store_->Add(Key("heartbeat", r), 0);
+      counts.push_back(c.ok() ? *c : -1);
+    }
+    return counts;
+  };
+  const std::vector<int64_t> before = read();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const std::vector<int64_t> after = read();
+  std::vector<int> silent;
+  for (int r = 0; r < world_.size; ++r) {
+    if (r != world_.rank && after[static_cast<size_t>(r)] == before[static_cast<size_t>(r)])
+      silent.push_back(r);
+  }
+  return silent;
+}
+
+absl::Status RankSession::Post(const std::string& name, const std::string& value) {
+  return store_->Set(Key(name, world_.rank), value);
+}
+
+absl::StatusOr<std::vector<std::string>> RankSession::Gather(const std::string& name) {
+  TPC_RETURN_IF_ERROR(WaitForRanks(name, absl::StrCat("post '", name, "'")));
+  std::vector<std::string> out;
+  for (int r = 0; r < world_.size; ++r) {
+    TPC_ASSIGN_OR_RETURN(std::string v, store_->Get(Key(name, r), options_.timeout));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+absl::Status RankSession::Finish() {
+  stopping_ = true;
+  if (watchdog_.joinable()) watchdog_.join();
+  TPC_RETURN_IF_ERROR(store_->Set(Key("done", world_.rank), ""));
+  if (server_ != nullptr) return WaitForRanks("done", "finish");
+  return absl::OkStatus();
+}
+
+}  // namespace tpc::runtime

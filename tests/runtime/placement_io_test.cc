@@ -1,0 +1,120 @@
+// Inputs sliced by placement and outputs assembled back: slicing a full tensor for every
+// rank and assembling the parts through a communicator gives the tensor back, for every
+// dim and rank count; P outputs are reduced; dims that do not divide are refused.
+#include <catch2/catch.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tpc/runtime/inprocess_communicator.h"
+#include "tpc/runtime/placement_io.h"
+
+namespace {
+
+using tpc::ir::DType;
+using tpc::ir::Placement;
+namespace rt = tpc::runtime;
+
+rt::Tensor Iota(std::vector<int64_t> shape) {
+  rt::Tensor t = rt::Tensor::Allocate(DType::kF32, std::move(shape));
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = static_cast<float>(i);
+  return t;
+}
+
+bool SameBytes(const rt::Tensor& a, const rt::Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::equal(a.raw(), a.raw() + a.nbytes(), b.raw());
+}
+
+// Each rank's part of `full` assembled back through an in-process group of `n`.
+std::vector<rt::Tensor> RoundTrip(const rt::Tensor& full, const Placement& p, int n) {
+  auto comms = rt::MakeInProcessGroup(n, std::chrono::seconds(10));
+  std::vector<rt::Tensor> out(static_cast<size_t>(n));
+  std::vector<std::string> errors(static_cast<size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      auto part = rt::SliceForRank("x", full, p, r, n);
+      if (!part.ok()) {
+        errors[static_cast<size_t>(r)] = std::string(part.status().message());
+        comms[static_cast<size_t>(r)]->Abort(part.status());
+        return;
+      }
+      auto whole = rt::AssembleOutput("x", *part, p, *comms[static_cast<size_t>(r)]);
+      if (whole.ok())
+        out[static_cast<size_t>(r)] = *whole;
+      else
+        errors[static_cast<size_t>(r)] = std::string(whole.status().message());
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const std::string& e : errors) CHECK(e == "");
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a full tensor sliced by S(d) and gathered back is itself", "[runtime][placement_io]") {
+  const rt::Tensor full = Iota({4, 6, 8});
+  for (int n : {1, 2}) {
+    for (int64_t d : {0, 1, 2, -1}) {
+      INFO("n=" << n << " dim " << d);
+      for (const rt::Tensor& t : RoundTrip(full, Placement::Shard(d), n)) CHECK(SameBytes(t, full));
+    }
+  }
+  // Three ranks split dim 1 (6) into blocks of 2: rank 1 holds columns 2 and 3.
+  auto part = rt::SliceForRank("x", full, Placement::Shard(1), 1, 3);
+  REQUIRE(part.ok());
+  CHECK(part->shape() == std::vector<int64_t>{4, 2, 8});
+  CHECK(part->data<float>()[0] == 16.0f);        // [0, 2, 0]
+  CHECK(part->data<float>()[16] == 48.0f + 16);  // [1, 2, 0]
+  for (const rt::Tensor& t : RoundTrip(full, Placement::Shard(1), 3)) CHECK(SameBytes(t, full));
+}
+
+TEST_CASE("a dim that does not divide by the ranks is refused, naming it",
+          "[runtime][placement_io]") {
+  const rt::Tensor full = Iota({2, 7});
+  auto part = rt::SliceForRank("past_key_0", full, Placement::Shard(1), 0, 2);
+  REQUIRE_FALSE(part.ok());
+  const std::string m(part.status().message());
+  CHECK_THAT(m, Catch::Contains("past_key_0") && Catch::Contains("dim 1 is 7") &&
+                    Catch::Contains("multiple of 2"));
+  CHECK_FALSE(rt::SliceForRank("x", full, Placement::Shard(2), 0, 2).ok());
+}
+
+TEST_CASE("R outputs are kept, P outputs are reduced", "[runtime][placement_io]") {
+  const int n = 3;
+  auto comms = rt::MakeInProcessGroup(n, std::chrono::seconds(10));
+  std::vector<rt::Tensor> sums(n), maxes(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      rt::Tensor mine = Iota({5});
+      for (int64_t i = 0; i < 5; ++i) mine.data<float>()[i] *= static_cast<float>(r + 1);
+      auto s = rt::AssembleOutput("y", mine, Placement::Partial(tpc::ir::ReduceOp::kSum),
+                                  *comms[static_cast<size_t>(r)]);
+      auto m = rt::AssembleOutput("y", mine, Placement::Partial(tpc::ir::ReduceOp::kMax),
+                                  *comms[static_cast<size_t>(r)]);
+      if (s.ok()) sums[static_cast<size_t>(r)] = *s;
+      if (m.ok()) maxes[static_cast<size_t>(r)] = *m;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) {
+    REQUIRE(sums[static_cast<size_t>(r)].num_elements() == 5);
+    for (int64_t i = 0; i < 5; ++i) {
+      CHECK(sums[static_cast<size_t>(r)].data<float>()[i] == static_cast<float>(6 * i));
+      CHECK(maxes[static_cast<size_t>(r)].data<float>()[i] == static_cast<float>(3 * i));
+    }
+  }
+}
+
+TEST_CASE("the full type of a sharded value multiplies its split dim", "[runtime][placement_io]") {
+  using tpc::ir::Dim;
+  tpc::ir::TensorType t(DType::kF32, {Dim::Symbol("batch"), Dim(1), Dim::Symbol("past"), Dim(16)});
+  CHECK(rt::FullType(t, Placement::Shard(1), 2).ToString() == "f32[batch, 2, past, 16]");
+  CHECK(rt::FullType(t, Placement::Replicate(), 2) == t);
+  tpc::ir::TensorType split(DType::kF32, {Dim::Symbol("seq").DivideBy(2), Dim(8)});
+  CHECK(rt::FullType(split, Placement::Shard(0), 2).ToString() == "f32[seq, 8]");
+  CHECK(rt::FullType(split, Placement::Shard(-2), 2).ToString() == "f32[seq, 8]");
+}

@@ -1,0 +1,430 @@
+// tp-run with a process per rank: started by its own launcher, or joined by hand the way
+// torchrun, mpirun and srun start it. Every launcher gives the outputs of the in-process
+// run; a rank that is killed, fails, hangs or never starts stops every other rank within
+// the timeout with a message naming it; and no process is left behind.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_util.h"
+
+extern char** environ;
+
+namespace {
+
+using tpc::testing::CommandResult;
+using tpc::testing::ReadFile;
+using tpc::testing::RunTpCompile;
+using tpc::testing::RunTpRun;
+using tpc::testing::SourcePath;
+using tpc::testing::TempDir;
+using tpc::testing::ToolPath;
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+// A tp-run process the test started, in a process group of its own, its stdout and
+// stderr in `log`.
+struct Child {
+  pid_t pid = -1;
+  std::string log;
+  int status = 0;
+  double seconds = 0;  // from start to exit
+  Clock::time_point start;
+};
+
+Child Start(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+            const std::string& log) {
+  std::vector<std::string> argv_s = {ToolPath("tp-run")};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e != nullptr; ++e) env_s.push_back(*e);
+  for (const auto& kv : env) env_s.push_back(kv.first + "=" + kv.second);
+  std::vector<char*> argv, envp;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  for (auto& s : env_s) envp.push_back(s.data());
+  argv.push_back(nullptr);
+  envp.push_back(nullptr);
+  Child c;
+  c.log = log;
+  c.start = Clock::now();
+  c.pid = ::fork();
+  if (c.pid == 0) {
+    ::setpgid(0, 0);
+    FILE* f = std::fopen(log.c_str(), "w");
+    if (f != nullptr) {
+      ::dup2(fileno(f), 1);
+      ::dup2(fileno(f), 2);
+    }
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  return c;
+}
+
+// Waits for `c` at most `limit`; false (and the child killed) when it did not end.
+bool Wait(Child& c, std::chrono::milliseconds limit) {
+  const auto deadline = c.start + limit;
+  while (Clock::now() < deadline) {
+    if (::waitpid(c.pid, &c.status, WNOHANG) == c.pid) {
+      c.seconds = std::chrono::duration<double>(Clock::now() - c.start).count();
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(-c.pid, SIGKILL);
+  ::waitpid(c.pid, &c.status, 0);
+  return false;
+}
+
+int ExitCode(const Child& c) { return WIFEXITED(c.status) ? WEXITSTATUS(c.status) : -1; }
+
+// Processes whose command line or environment mentions `needle` (a test's temp folder).
+std::vector<pid_t> ProcessesMentioning(const std::string& needle, const char* file = "cmdline") {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string text;
+    try {
+      text = ReadFile(e.path().string() + "/" + file);
+    } catch (...) {
+      continue;
+    }
+    for (char& ch : text)
+      if (ch == '\0') ch = ' ';
+    if (text.find(needle) != std::string::npos) {
+      // Zombies have an empty command line already; skip processes that are exiting.
+      out.push_back(static_cast<pid_t>(std::stol(name)));
+    }
+  }
+  return out;
+}
+
+// True when no process mentions `needle` within 2 s.
+bool NoneLeft(const std::string& needle) {
+  for (int i = 0; i < 200; ++i) {
+    if (ProcessesMentioning(needle).empty()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// A TCP port nothing listens on now.
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string Compile(const std::string& model, int n, const std::string& extra,
+                    const std::string& tag) {
+  const std::string out = TempDir(tag) + "/plan";
+  CommandResult r = RunTpCompile(SourcePath("models/" + model + ".onnx") + " --tp " +
+                                 std::to_string(n) + " --quiet " + extra + " -o " + out);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  return out;
+}
+
+// torchrun's variables for rank `r` of `n`.
+std::map<std::string, std::string> Torchrun(int r, int n, int port) {
+  return {{"RANK", std::to_string(r)},       {"WORLD_SIZE", std::to_string(n)},
+          {"LOCAL_RANK", std::to_string(r)}, {"LOCAL_WORLD_SIZE", std::to_string(n)},
+          {"MASTER_ADDR", "127.0.0.1"},      {"MASTER_PORT", std::to_string(port)}};
+}
+
+// Starts `n` ranks joined by torchrun's variables; `args_of(r)` gives rank r's arguments.
+std::vector<Child> StartJoined(int n, const std::string& dir,
+                               const std::function<std::vector<std::string>(int)>& args_of,
+                               int skip = -1) {
+  const int port = FreePort();
+  std::vector<Child> ranks;
+  for (int r = 0; r < n; ++r) {
+    if (r == skip) continue;
+    ranks.push_back(
+        Start(args_of(r), Torchrun(r, n, port), dir + "/rank" + std::to_string(r) + ".log"));
+  }
+  return ranks;
+}
+
+int CountOf(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The worker of tp-run's launcher whose TPC_RANK is `rank` (its environment says).
+pid_t WorkerOf(const std::string& plan, int rank) {
+  for (pid_t pid : ProcessesMentioning(plan)) {
+    std::string env;
+    try {
+      env = ReadFile("/proc/" + std::to_string(pid) + "/environ");
+    } catch (...) {
+      continue;
+    }
+    if (env.find(std::string("TPC_RANK=") + std::to_string(rank) + '\0') != std::string::npos)
+      return pid;
+  }
+  return -1;
+}
+
+// Waits until tp-run's launcher has started its `n` workers; their pids by rank.
+std::vector<pid_t> WaitForWorkers(const std::string& plan, int n) {
+  std::vector<pid_t> pids(static_cast<size_t>(n), -1);
+  for (int i = 0; i < 500; ++i) {
+    bool all = true;
+    for (int r = 0; r < n; ++r) {
+      pids[static_cast<size_t>(r)] = WorkerOf(plan, r);
+      all = all && pids[static_cast<size_t>(r)] > 0;
+    }
+    if (all) return pids;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  FAIL("the launcher did not start " << n << " workers");
+  return pids;
+}
+
+}  // namespace
+
+TEST_CASE("every committed model, as processes, equals the unsharded run", "[tools][processes]") {
+  for (const char* model : tpc::testing::kCommittedModels) {
+    for (int n : {2, 4}) {
+      for (bool sp : {false, true}) {
+        const std::string tag = std::string(model) + "_" + std::to_string(n) + (sp ? "_sp" : "");
+        const std::string plan = Compile(model, n, sp ? "--sequence-parallel" : "", tag);
+        CommandResult r = RunTpRun(plan + " --check-against " +
+                                   SourcePath(std::string("models/") + model + ".onnx"));
+        INFO(tag << ":\n" << r.output);
+        CHECK(r.exit_code == 0);
+        CHECK_THAT(r.output, Catch::Contains("as processes") &&
+                                 Catch::Contains("PASS: every output within tolerance"));
+        // Each process's resident memory is reported.
+        CHECK(CountOf(r.output, "peak resident") == n);
+        CHECK(NoneLeft(plan));
+      }
+    }
+  }
+}
+
+TEST_CASE("tp-run's launcher, torchrun, Slurm and mpirun give the outputs of threads",
+          "[tools][processes]") {
+  const std::string plan = Compile("gpt2", 4, "--sequence-parallel", "launchers");
+  const std::string dir = fs::path(plan).parent_path();
+  CommandResult threads =
+      RunTpRun(plan + " --ranks threads --quiet --output-dir " + dir + "/threads");
+  INFO(threads.output);
+  REQUIRE(threads.exit_code == 0);
+  const std::string want = ReadFile(dir + "/threads/output_0.pb");
+
+  CommandResult launched = RunTpRun(plan + " --quiet --output-dir " + dir + "/launched");
+  INFO(launched.output);
+  REQUIRE(launched.exit_code == 0);
+  CHECK(ReadFile(dir + "/launched/output_0.pb") == want);
+
+  // torchrun: the test starts the 4 processes itself with torchrun's variables.
+  std::vector<Child> ranks = StartJoined(4, dir, [&](int) {
+    return std::vector<std::string>{plan, "--quiet", "--output-dir", dir + "/torchrun"};
+  });
+  for (Child& c : ranks) {
+    REQUIRE(Wait(c, std::chrono::seconds(60)));
+    INFO(ReadFile(c.log));
+    CHECK(ExitCode(c) == 0);
+  }
+  CHECK(ReadFile(dir + "/torchrun/output_0.pb") == want);
+
+  // srun: Slurm's variables; every rank on this machine, so no master address is needed
+  // (the port comes from the job id).
+  std::vector<Child> slurm;
+  const std::string job = std::to_string(::getpid());
+  for (int r = 0; r < 4; ++r) {
+    slurm.push_back(Start({plan, "--quiet", "--output-dir", dir + "/slurm"},
+                          {{"SLURM_PROCID", std::to_string(r)},
+                           {"SLURM_NTASKS", "4"},
+                           {"SLURM_LOCALID", std::to_string(r)},
+                           {"SLURM_NNODES", "1"},
+                           {"SLURM_JOB_ID", job}},
+                          dir + "/slurm" + std::to_string(r) + ".log"));
+  }
+  for (Child& c : slurm) {
+    REQUIRE(Wait(c, std::chrono::seconds(60)));
+    INFO(ReadFile(c.log));
+    CHECK(ExitCode(c) == 0);
+  }
+  CHECK(ReadFile(dir + "/slurm/output_0.pb") == want);
+
+  // mpirun (OpenMPI from Debian, a test dependency; tp-run does not link MPI).
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {
+    WARN("mpirun is not installed: the mpirun run is skipped (tools/install_deps.sh installs it)");
+  } else {
+    const std::string cmd = "mpirun --allow-run-as-root --oversubscribe -np 4 -x MASTER_PORT=" +
+                            std::to_string(FreePort()) + " " + ToolPath("tp-run") + " " + plan +
+                            " --quiet --output-dir " + dir + "/mpirun > " + dir +
+                            "/mpirun.log 2>&1";
+    const int status = std::system(cmd.c_str());
+    INFO(ReadFile(dir + "/mpirun.log"));
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(ReadFile(dir + "/mpirun/output_0.pb") == want);
+  }
+  CHECK(NoneLeft(plan));
+}
+
+TEST_CASE("a sharded output is assembled before it is compared", "[tools][processes]") {
+  // Was a false FAIL: the rank's S(-1) part compared with the full logits.
+  const std::string plan = Compile("gpt2", 2, "--output-placement 'logits=S(-1)'", "sharded_out");
+  for (const char* mode : {"processes", "threads"}) {
+    CommandResult r = RunTpRun(plan + " --ranks " + mode + " --quiet --check-against " +
+                               SourcePath("models/gpt2.onnx"));
+    INFO(mode << ": " << r.output);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.output,
+               Catch::Contains("PASS: every output") && Catch::Contains("f32[1, 16, 512]"));
+  }
+}
+
+TEST_CASE("SIGKILL of rank 2 mid-run stops every rank, naming it", "[tools][processes][failure]") {
+  const std::string plan = Compile("llama", 4, "", "sigkill");
+  const std::string dir = fs::path(plan).parent_path();
+  SECTION("under tp-run's launcher") {
+    Child c = Start({plan, "--quiet", "--repeat", "1000000", "--timeout", "5"}, {}, dir + "/l.log");
+    const std::vector<pid_t> workers = WaitForWorkers(plan, 4);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // mid-run
+    ::kill(workers[2], SIGKILL);
+    const auto killed = Clock::now();
+    REQUIRE(Wait(c, std::chrono::seconds(60)));
+    const std::string log = ReadFile(c.log);
+    INFO(log);
+    CHECK(std::chrono::duration<double>(Clock::now() - killed).count() < 5 + 5);
+    CHECK(ExitCode(c) != 0);
+    CHECK_THAT(log, Catch::Contains("rank 2") && Catch::Contains("killed by signal 9"));
+    CHECK(NoneLeft(plan));
+  }
+  SECTION("joined as torchrun starts it") {
+    std::vector<Child> ranks = StartJoined(4, dir, [&](int) {
+      return std::vector<std::string>{plan, "--quiet", "--repeat", "1000000", "--timeout", "5"};
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    ::kill(ranks[2].pid, SIGKILL);
+    const auto killed = Clock::now();
+    for (int r : {0, 1, 3}) {
+      Child& c = ranks[static_cast<size_t>(r)];
+      REQUIRE(Wait(c, std::chrono::seconds(60)));
+      const std::string log = ReadFile(c.log);
+      INFO("rank " << r << ": " << log);
+      CHECK(std::chrono::duration<double>(Clock::now() - killed).count() < 5 + 5);
+      CHECK(ExitCode(c) != 0);
+      CHECK_THAT(log, Catch::Contains("rank(s) 2 stopped responding") ||
+                          Catch::Contains("failed: rank(s) 2 stopped responding"));
+    }
+    Wait(ranks[2], std::chrono::seconds(1));
+    CHECK(NoneLeft(plan));
+  }
+}
+
+TEST_CASE("a rank that hangs is named and killed", "[tools][processes][failure]") {
+  const std::string plan = Compile("llama", 4, "", "hang");
+  const std::string dir = fs::path(plan).parent_path();
+  Child c = Start({plan, "--quiet", "--repeat", "1000000", "--timeout", "2"}, {}, dir + "/l.log");
+  const std::vector<pid_t> workers = WaitForWorkers(plan, 4);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ::kill(workers[2], SIGSTOP);
+  const auto stopped = Clock::now();
+  REQUIRE(Wait(c, std::chrono::seconds(60)));
+  const std::string log = ReadFile(c.log);
+  INFO(log);
+  CHECK(std::chrono::duration<double>(Clock::now() - stopped).count() < 2 + 5 + 1);
+  CHECK(ExitCode(c) == 1);
+  CHECK_THAT(log, Catch::Contains("rank(s) 2 stopped responding"));
+  CHECK(NoneLeft(plan));
+}
+
+TEST_CASE("a bad input on one rank stops every rank before any runs",
+          "[tools][processes][failure]") {
+  const std::string plan = Compile("gpt2", 4, "", "bad_input");
+  const std::string dir = fs::path(plan).parent_path();
+  tpc::testing::WriteFile(dir + "/bad.pb", "not a tensor");
+  std::vector<Child> ranks = StartJoined(4, dir, [&](int r) {
+    std::vector<std::string> a = {plan, "--quiet", "--timeout", "5"};
+    if (r == 1) a.insert(a.end(), {"--input", "input_ids=" + dir + "/bad.pb"});
+    return a;
+  });
+  for (int r = 0; r < 4; ++r) {
+    Child& c = ranks[static_cast<size_t>(r)];
+    REQUIRE(Wait(c, std::chrono::seconds(10)));
+    const std::string log = ReadFile(c.log);
+    INFO("rank " << r << ": " << log);
+    CHECK(ExitCode(c) == (r == 1 ? 2 : 3));
+    CHECK_THAT(log, Catch::Contains("rank 1: " + dir + "/bad.pb"));
+  }
+  CHECK(NoneLeft(plan));
+}
+
+TEST_CASE("a rank that never starts is named by every other", "[tools][processes][failure]") {
+  const std::string plan = Compile("gpt2", 4, "", "never");
+  const std::string dir = fs::path(plan).parent_path();
+  std::vector<Child> ranks = StartJoined(
+      4, dir,
+      [&](int) {
+        return std::vector<std::string>{plan, "--quiet", "--timeout", "2"};
+      },
+      /*skip=*/3);
+  for (Child& c : ranks) {
+    REQUIRE(Wait(c, std::chrono::seconds(2 + 5)));
+    const std::string log = ReadFile(c.log);
+    INFO(log);
+    CHECK(ExitCode(c) != 0);
+    CHECK_THAT(log, Catch::Contains("rank(s) 3 of 4") && Catch::Contains("did not join"));
+  }
+  CHECK(NoneLeft(plan));
+}
+
+TEST_CASE("bad launcher settings: one clear line, exit 2", "[tools][processes]") {
+  const std::string plan = Compile("gpt2", 4, "", "bad_usage");
+  const std::string dir = fs::path(plan).parent_path();
+  auto run = [&](const std::map<std::string, std::string>& env, const std::string& tag) {
+    Child c = Start({plan, "--quiet", "--timeout", "1"}, env, dir + "/" + tag + ".log");
+    REQUIRE(Wait(c, std::chrono::seconds(10)));
+    std::string log = ReadFile(c.log);
+    INFO(tag << ": " << log);
+    CHECK(ExitCode(c) == 2);
+    CHECK(CountOf(log, "\n") == 1);
+    return log;
+  };
+  // World size != the plan's.
+  CHECK_THAT(run(Torchrun(0, 2, FreePort()), "world"),
+             Catch::Contains("has 4 ranks but torchrun started 2 (WORLD_SIZE=2)"));
+  // Nothing listens at the master.
+  CHECK_THAT(run(Torchrun(1, 4, FreePort()), "unreachable"),
+             Catch::Contains("cannot reach the rendezvous store at 127.0.0.1:"));
+  // Rank 0's port is taken.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t len = sizeof(a);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  REQUIRE(::listen(fd, 1) == 0);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const int port = ntohs(a.sin_port);
+  CHECK_THAT(run(Torchrun(0, 4, port), "in_use"),
+             Catch::Contains(std::to_string(port)) && Catch::Contains("in use"));
+  ::close(fd);
+}
