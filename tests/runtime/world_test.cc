@@ -45,6 +45,14 @@ TEST_CASE("torchrun's variables", "[runtime][world]") {
   CHECK(x.master_port == 29511);
   CHECK(x.launcher == "torchrun");
   CHECK_FALSE(x.store_hosted);
+  // Under torchrun's agent, which serves its own store on MASTER_PORT, the next port.
+  auto agent = From({{"RANK", "0"},
+                     {"WORLD_SIZE", "2"},
+                     {"MASTER_ADDR", "a"},
+                     {"MASTER_PORT", "29500"},
+                     {"TORCHELASTIC_USE_AGENT_STORE", "True"}});
+  REQUIRE(agent.ok());
+  CHECK((*agent)->master_port == 29501);
   // --master wins over MASTER_ADDR/PORT.
   auto m = From({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "1"}},
                 "[::1]:4000");

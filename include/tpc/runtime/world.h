@@ -2,8 +2,9 @@
 // environment of the launcher that started it: tp-run itself (TPC_*), torchrun (RANK,
 // WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT), OpenMPI (OMPI_COMM_WORLD_*) or Slurm
 // (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID). The store's address comes from --master
-// ADDR:PORT, else MASTER_ADDR/MASTER_PORT, else (every rank on this machine) 127.0.0.1
-// and a port derived from the job id.
+// ADDR:PORT, else MASTER_ADDR/MASTER_PORT (MASTER_PORT + 1 under torchrun's agent, which
+// serves its own store on MASTER_PORT: TORCHELASTIC_USE_AGENT_STORE=True), else (every
+// rank on this machine) 127.0.0.1 and a port derived from the job id.
 #pragma once
 
 #include <functional>

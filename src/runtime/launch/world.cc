@@ -1,6 +1,7 @@
 #include "tpc/runtime/world.h"
 
 #include <cstdint>
+#include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -148,6 +149,16 @@ absl::StatusOr<std::optional<World>> WorldFromEnvironment(const EnvLookup& env,
   }
   if (port) {
     w.master_port = *port;
+    // torchrun's agent serves its own store (not ours) on MASTER_PORT and says so to its
+    // workers: ours takes the next port.
+    const char* agent = env("TORCHELASTIC_USE_AGENT_STORE");
+    if (agent != nullptr && (std::string(agent) == "True" || std::string(agent) == "1")) {
+      if (*port == 65535) {
+        return absl::InvalidArgumentError(
+            "MASTER_PORT=65535 is torchrun's store and there is no next port: give --master");
+      }
+      ++w.master_port;
+    }
   } else {
     // Every rank of one job derives the same port; different jobs (mostly) differ.
     w.master_port = kDefaultMasterPort;
