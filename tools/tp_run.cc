@@ -442,7 +442,7 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
     backend = rt::MakeCpuBackend(std::max(1, cores / std::max(1, world.local_size)));
     rt::ExecutorOptions ex_options;
     ex_options.profile = args.has("profile");
-    // The communicator comes after the agreement; the executor only keeps the pointer.
+    // The communicator comes after the agreement (set_communicator).
     TPC_ASSIGN_OR_RETURN(executor, rt::Executor::Create(*graph, *backend, nullptr, ex_options));
     const auto specs = rt::FullSpecs(executor->inputs(), io.inputs, world.size);
     out_specs = rt::FullSpecs(executor->outputs(), io.outputs, world.size);
@@ -470,9 +470,7 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
     session.Fail(comm.status());
     return fail(comm.status(), 1);
   }
-  TPC_ASSIGN_OR_RETURN(executor,
-                       rt::Executor::Create(*graph, *backend, comm->get(),
-                                            rt::ExecutorOptions{true, args.has("profile")}));
+  executor->set_communicator(comm->get());
   const double load_s = Seconds(t_load);
 
   auto run_once = [&]() -> absl::StatusOr<std::vector<rt::Tensor>> {

@@ -51,6 +51,10 @@ class Executor {
                                                           ExecutorOptions options = {});
   ~Executor();
 
+  // The communicator of the collectives, when it comes after the executor (a process
+  // connects its peers only once every rank has checked its inputs).
+  void set_communicator(Communicator* comm) { comm_ = comm; }
+
   const std::vector<IoSpec>& inputs() const { return inputs_; }
   const std::vector<IoSpec>& outputs() const { return outputs_; }
 
