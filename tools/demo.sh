@@ -33,5 +33,5 @@ echo
 echo "== the partitioned IR of rank r (first tpc:: collectives; whole text in $out/$name.tp$tp.ir)"
 grep -m 6 "tpc::" "$out/$name.tp$tp.ir" | cut -c1-160 || true
 echo
-echo "== tp-run $plan --backend cpu --check-against $model ($tp ranks as threads)"
+echo "== tp-run $plan --backend cpu --check-against $model ($tp ranks, a process each)"
 "$build/tp-run" "$plan" --backend cpu --input-dir "$data" --check-against "$model" --rtol 1e-5 --atol 1e-5
