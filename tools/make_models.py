@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 BATCH, SEQ = 2, 8
+KV_STEP = 3  # new tokens of gpt2_kv's test inputs (past = SEQ - KV_STEP)
 VOCAB = 512
 MAX_BYTES = 2 * 1024 * 1024
 LEGACY_OPSET = 17
@@ -54,6 +55,33 @@ class LossOnly(nn.Module):
     def forward(self, input_ids, labels):
         return self.m(input_ids=input_ids, labels=labels, use_cache=False,
                       return_dict=False)[0]
+
+
+class KvCache(nn.Module):
+    """Wraps a HF *LMHeadModel as one decoding step with a KV cache, the cache
+    as separate named tensors: (input_ids, past_key_0, past_value_0, ...) ->
+    (logits, present_key_0, present_value_0, ...), each past/present
+    [batch, heads, past, head_dim]."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+        self.layers = m.config.num_hidden_layers
+
+    def forward(self, input_ids, *past):
+        from transformers.cache_utils import DynamicCache
+        cache = DynamicCache([(past[2 * i], past[2 * i + 1]) for i in range(self.layers)],
+                             config=self.m.config)
+        logits, present = self.m(input_ids=input_ids, past_key_values=cache,
+                                 use_cache=True, return_dict=False)[:2]
+        flat = []
+        for layer in present.layers:
+            flat += [layer.keys, layer.values]
+        return (logits, *flat)
+
+
+def kv_names(prefix, layers):
+    return [f"{prefix}_{kv}_{i}" for i in range(layers) for kv in ("key", "value")]
 
 
 class BertOut(nn.Module):
@@ -121,6 +149,27 @@ def build_gpt2_loss():
     return model, {"input_ids": ids, "labels": labels}, ["loss"]
 
 
+def build_gpt2_kv():
+    """gpt2's weights as one decoding step: the test inputs are the last
+    KV_STEP of 8 tokens, with the cache of the first 8 - KV_STEP (computed by
+    the same module from an empty cache)."""
+    model = KvCache(_gpt2())
+    model.eval()
+    cfg = model.m.config
+    layers, heads = cfg.n_layer, cfg.n_head
+    rng = np.random.default_rng(0)
+    ids = _ids(rng)
+    past_len = SEQ - KV_STEP
+    empty = np.zeros((BATCH, heads, 0, cfg.n_embd // heads), dtype=np.float32)
+    with torch.no_grad():
+        prefix = model(torch.from_numpy(ids[:, :past_len]),
+                       *(torch.from_numpy(empty) for _ in range(2 * layers)))
+    inputs = {"input_ids": np.ascontiguousarray(ids[:, past_len:])}
+    for name, t in zip(kv_names("past", layers), prefix[1:]):
+        inputs[name] = t.numpy()
+    return model, inputs, ["logits"] + kv_names("present", layers)
+
+
 def build_llama():
     from transformers import LlamaConfig, LlamaForCausalLM
     _patch_transformers()
@@ -173,6 +222,7 @@ MODELS = {
     "mlp": (build_mlp, "legacy"),
     "gpt2": (build_gpt2, "legacy"),
     "gpt2_loss": (build_gpt2_loss, "legacy"),
+    "gpt2_kv": (build_gpt2_kv, "legacy"),
     "llama": (build_llama, "legacy"),
     "bert": (build_bert, "legacy"),
     "mistral": (build_mistral, "legacy"),
@@ -185,16 +235,24 @@ MODELS = {
 # export
 # --------------------------------------------------------------------------
 
-def _dyn_axes_for(arr):
+def _dyn_axes_for(name, arr):
+    # KV cache tensors are [batch, heads, past, head_dim]; present = past + seq
+    # is named "total" (tpc infers past+seq itself)
+    if name.startswith("past_"):
+        return {0: "batch", 2: "past"}
+    if name.startswith("present_"):
+        return {0: "batch", 2: "total"}
     return {0: "batch", 1: "seq"} if arr.ndim >= 2 else {}
 
 
 def export_legacy(model, inputs, out_names, path):
     args = tuple(torch.from_numpy(v) for v in inputs.values())
-    dynamic_axes = {k: _dyn_axes_for(v) for k, v in inputs.items()}
+    dynamic_axes = {k: _dyn_axes_for(k, v) for k, v in inputs.items()}
     for o in out_names:
-        if o != "loss":
-            dynamic_axes[o] = {0: "batch", 1: "seq"} if o != "pooler_output" else {0: "batch"}
+        if o == "pooler_output":
+            dynamic_axes[o] = {0: "batch"}
+        elif o != "loss":
+            dynamic_axes[o] = _dyn_axes_for(o, np.zeros((1, 1)))
     torch.onnx.export(model, args, path, dynamo=False, opset_version=LEGACY_OPSET,
                       input_names=list(inputs), output_names=out_names,
                       dynamic_axes=dynamic_axes, do_constant_folding=True)
@@ -275,10 +333,13 @@ def write_test_data(dirpath, model, inputs, outputs):
 def check_symbolic_dims(model, name):
     for vi in model.graph.input:
         dims = vi.type.tensor_type.shape.dim
-        params = [d.dim_param for d in dims[:2]]
-        if params != ["batch", "seq"]:
+        if vi.name.startswith("past_"):
+            params, want = [d.dim_param for d in dims[:3:2]], ["batch", "past"]
+        else:
+            params, want = [d.dim_param for d in dims[:2]], ["batch", "seq"]
+        if params != want:
             raise RuntimeError(f"{name}: input {vi.name} dims {[(d.dim_param or d.dim_value) for d in dims]}"
-                               " are not symbolic batch/seq")
+                               f" are not symbolic {'/'.join(want)}")
 
 
 def build_one(name, out_dir):

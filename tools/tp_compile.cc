@@ -71,10 +71,13 @@ tpc::cli::Parser MakeParser() {
          "user constraints: lines 'PATTERN: colwise|rowwise|replicate|"
          "sequence|PLACEMENT' (see README)",
          "", false});
-  p.Add({"input-placement", "NAME=P", "placement of a graph input (R, S(d), S(-1))", "R", true});
+  p.Add({"input-placement", "NAME=P",
+         "placement of a graph input (R, S(d), S(-1)); NAME may be a glob "
+         "('past_*=S(1)')",
+         "R", true});
   p.Add({"output-placement", "NAME=P",
-         "placement of a graph output; S(-1) on logits skips "
-         "the final gather",
+         "placement of a graph output (NAME may be a glob); S(-1) on logits "
+         "skips the final gather",
          "R", true});
   p.Add({"explain", "NAME", "print why value NAME got its placement", "", true});
   p.Add({"dump-ir", "FILE",
@@ -263,12 +266,12 @@ class Compiler {
       }
     }
     for (const std::string& a : args_.all("input-placement")) {
-      TPC_ASSIGN_OR_RETURN(auto np, tpc::shard::ParseNamedPlacement(a, *graph_, true));
-      options_.input_placements[np.first] = np.second;
+      TPC_ASSIGN_OR_RETURN(auto named, tpc::shard::ParseNamedPlacement(a, *graph_, true));
+      for (const auto& np : named) options_.input_placements[np.first] = np.second;
     }
     for (const std::string& a : args_.all("output-placement")) {
-      TPC_ASSIGN_OR_RETURN(auto np, tpc::shard::ParseNamedPlacement(a, *graph_, false));
-      options_.output_placements[np.first] = np.second;
+      TPC_ASSIGN_OR_RETURN(auto named, tpc::shard::ParseNamedPlacement(a, *graph_, false));
+      for (const auto& np : named) options_.output_placements[np.first] = np.second;
     }
     return absl::OkStatus();
   }

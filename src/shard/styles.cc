@@ -281,31 +281,33 @@ absl::StatusOr<Constraints> LoadStyles(const std::string& path, const ir::Graph&
   return ParseStyles(ss.str(), path, graph, options);
 }
 
-absl::StatusOr<std::pair<std::string, Placement>> ParseNamedPlacement(const std::string& arg,
-                                                                      const ir::Graph& graph,
-                                                                      bool input) {
+absl::StatusOr<std::vector<std::pair<std::string, Placement>>> ParseNamedPlacement(
+    const std::string& arg, const ir::Graph& graph, bool input) {
   const char* flag = input ? "--input-placement" : "--output-placement";
   const auto eq = arg.find('=');
   if (eq == std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat(flag, " ", arg, ": expected NAME=PLACEMENT"));
   }
-  const std::string name = arg.substr(0, eq);
-  const auto values = input ? graph.inputs() : graph.outputs();
-  const ir::Value* v = nullptr;
-  for (const ir::Value* x : values) {
-    if (x->name() == name) v = x;
+  const std::string pattern = arg.substr(0, eq);
+  const std::string text = arg.substr(eq + 1);
+  std::vector<std::pair<std::string, Placement>> out;
+  for (const ir::Value* v : input ? graph.inputs() : graph.outputs()) {
+    if (!Matches(pattern, v->name())) continue;
+    auto p = ParsePlacementFor(text, v->type().rank());
+    if (!p || p->kind == Placement::Kind::kPartial) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, " ", arg, ": '", text,
+                                                     "' is not R or S(d) for ", v->name(), " ",
+                                                     v->type().ToString()));
+    }
+    out.emplace_back(v->name(), *p);
   }
-  if (v == nullptr) {
+  if (out.empty()) {
+    const bool glob = pattern.find_first_of("*?[") != std::string::npos;
     return absl::InvalidArgumentError(absl::StrCat(flag, " ", arg, ": the model has no graph ",
-                                                   input ? "input" : "output", " '", name, "'"));
+                                                   input ? "input" : "output", " ",
+                                                   glob ? "matching " : "", "'", pattern, "'"));
   }
-  auto p = ParsePlacementFor(arg.substr(eq + 1), v->type().rank());
-  if (!p || p->kind == Placement::Kind::kPartial) {
-    return absl::InvalidArgumentError(absl::StrCat(flag, " ", arg, ": '", arg.substr(eq + 1),
-                                                   "' is not R or S(d) for ",
-                                                   v->type().ToString()));
-  }
-  return std::make_pair(name, *p);
+  return out;
 }
 
 }  // namespace tpc::shard

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "test_util.h"
 #include "tpc/ir/graph.h"
@@ -151,9 +152,10 @@ TEST_CASE("styles: an output placement S(-1) on GPT-2's logits drops the final a
   auto g2 = Import("gpt2");
   auto named = tpc::shard::ParseNamedPlacement("logits=S(-1)", *g2, /*input=*/false);
   REQUIRE(named.ok());
-  CHECK(named->first == "logits");
-  CHECK(named->second == Placement::Shard(2));
-  options.output_placements[named->first] = named->second;
+  REQUIRE(named->size() == 1);
+  CHECK(named->at(0).first == "logits");
+  CHECK(named->at(0).second == Placement::Shard(2));
+  options.output_placements[named->at(0).first] = named->at(0).second;
   auto after = tpc::shard::ShardGraph(*g2, options);
   REQUIRE(after.ok());
   CHECK(gathers_of_logits(*after) == 0);
@@ -233,12 +235,35 @@ TEST_CASE("styles: every bad constraint names its origin", "[shard][styles]") {
     CHECK_THAT(Message(p.status()), Catch::Contains("no graph input 'tokens'"));
     auto partial = tpc::shard::ParseNamedPlacement("input_ids=P(sum)", *llama, /*input=*/true);
     REQUIRE_FALSE(partial.ok());
+    auto glob = tpc::shard::ParseNamedPlacement("past_*=S(1)", *llama, /*input=*/true);
+    REQUIRE_FALSE(glob.ok());
+    CHECK_THAT(Message(glob.status()), Catch::Contains("no graph input matching 'past_*'"));
+  }
+  SECTION("--input-placement / --output-placement with a glob") {
+    auto kv = Import("gpt2_kv");
+    auto past = tpc::shard::ParseNamedPlacement("past_*=S(-3)", *kv, /*input=*/true);
+    REQUIRE(past.ok());
+    std::vector<std::string> names;
+    for (const auto& [name, placement] : *past) {
+      names.push_back(name);
+      CHECK(placement == Placement::Shard(1));
+    }
+    CHECK(names ==
+          std::vector<std::string>{"past_key_0", "past_value_0", "past_key_1", "past_value_1"});
+    auto keys = tpc::shard::ParseNamedPlacement("present_key_?=R", *kv, /*input=*/false);
+    REQUIRE(keys.ok());
+    CHECK(keys->size() == 2);
+    // A placement that does not fit one of the matched values names it.
+    auto bad = tpc::shard::ParseNamedPlacement("*=S(3)", *kv, /*input=*/true);
+    REQUIRE_FALSE(bad.ok());
+    CHECK_THAT(Message(bad.status()), Catch::Contains("is not R or S(d) for input_ids"));
   }
   SECTION("--input-placement on a dim that does not split") {
     auto p = tpc::shard::ParseNamedPlacement("input_ids=S(1)", *llama, /*input=*/true);
     REQUIRE(p.ok());
+    REQUIRE(p->size() == 1);
     ShardOptions options = Tp(4);
-    options.input_placements[p->first] = p->second;
+    options.input_placements[p->at(0).first] = p->at(0).second;
     auto r = tpc::shard::ShardGraph(*llama, options);
     REQUIRE_FALSE(r.ok());
     CHECK_THAT(Message(r.status()), Catch::StartsWith("--input-placement input_ids"));

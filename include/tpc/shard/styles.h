@@ -16,6 +16,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "tpc/ir/graph.h"
@@ -32,10 +34,10 @@ absl::StatusOr<Constraints> ParseStyles(const std::string& text, const std::stri
 absl::StatusOr<Constraints> LoadStyles(const std::string& path, const ir::Graph& graph,
                                        const ShardOptions& options);
 
-// `NAME=PLACEMENT` (for --input-placement / --output-placement): a negative split dim
-// counts from the end of the value's rank.
-absl::StatusOr<std::pair<std::string, ir::Placement>> ParseNamedPlacement(const std::string& arg,
-                                                                          const ir::Graph& graph,
-                                                                          bool input);
+// `NAME=PLACEMENT` (for --input-placement / --output-placement): the graph inputs (or
+// outputs) NAME names, with their placements. NAME may be a glob (`past_*`) and must
+// match at least one; a negative split dim counts from the end of each value's rank.
+absl::StatusOr<std::vector<std::pair<std::string, ir::Placement>>> ParseNamedPlacement(
+    const std::string& arg, const ir::Graph& graph, bool input);
 
 }  // namespace tpc::shard

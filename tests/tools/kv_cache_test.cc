@@ -1,0 +1,132 @@
+// A decoder step with a KV cache (models/gpt2_kv.onnx): compiled with the cache inputs
+// and outputs split on the heads (--input-placement 'past_*=S(1)', --output-placement
+// 'present_*=S(1)'), tp-run is given the FULL cache, each rank takes its heads, and the
+// assembled outputs equal the unsharded run and torch's, as processes and as threads.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "test_util.h"
+#include "tpc/plan/plan_reader.h"
+#include "tpc/runtime/tensor_io.h"
+
+namespace {
+
+using tpc::testing::CommandResult;
+using tpc::testing::ReadFile;
+using tpc::testing::RunTpCompile;
+using tpc::testing::RunTpRun;
+using tpc::testing::SourcePath;
+using tpc::testing::TempDir;
+
+const char* const kPlacements =
+    " --input-placement 'past_*=S(1)' --output-placement 'present_*=S(1)'";
+
+std::string CompileKv(int n, const std::string& dir) {
+  const std::string out = dir + "/plan";
+  CommandResult r = RunTpCompile(SourcePath("models/gpt2_kv.onnx") + " --tp " + std::to_string(n) +
+                                 " --quiet" + kPlacements + " -o " + out);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  return out;
+}
+
+// The placement plan.json records for `value` among `list` ("" when it is not there).
+template <typename List>
+std::string PlacementIn(const List& list, const std::string& value) {
+  for (const auto& vp : list) {
+    if (vp.value() != value) continue;
+    REQUIRE(vp.placements_size() == 1);
+    const auto& p = vp.placements(0);
+    switch (p.kind()) {
+      case tpc::proto::Placement::SHARD:
+        return "S(" + std::to_string(p.dim()) + ")";
+      case tpc::proto::Placement::REPLICATE:
+        return "R";
+      default:
+        return "P(" + p.reduce() + ")";
+    }
+  }
+  return "";
+}
+
+// Output K of a run (`dir`/output_K.pb) against torch's (models/gpt2_kv/test_data_set_0),
+// within tp-run's default tolerances.
+void CheckAgainstTorch(const std::string& dir, int k) {
+  INFO("output " << k);
+  auto got = tpc::runtime::ReadTensorProtoFile(dir + "/output_" + std::to_string(k) + ".pb");
+  auto want = tpc::runtime::ReadTensorProtoFile(
+      SourcePath("models/gpt2_kv/test_data_set_0/output_" + std::to_string(k) + ".pb"));
+  REQUIRE(got.ok());
+  REQUIRE(want.ok());
+  REQUIRE(got->tensor.shape() == want->tensor.shape());
+  int64_t outside = 0;
+  for (int64_t i = 0; i < want->tensor.num_elements(); ++i) {
+    const float a = got->tensor.data<float>()[i], e = want->tensor.data<float>()[i];
+    outside += std::abs(a - e) > 1e-5 + 1e-4 * std::abs(e);
+  }
+  CHECK(outside == 0);
+}
+
+}  // namespace
+
+TEST_CASE("a plan with sharded KV-cache inputs runs from the full cache", "[tools][processes]") {
+  const std::string model = SourcePath("models/gpt2_kv.onnx");
+  const std::string data = SourcePath("models/gpt2_kv/test_data_set_0");
+  for (int n : {2, 4}) {
+    INFO("--tp " << n);
+    const std::string dir = TempDir("kv_cache_" + std::to_string(n));
+    const std::string plan = CompileKv(n, dir);
+
+    // The globs reached every cache input and output; the tokens and logits stay whole.
+    auto manifest = tpc::plan::ReadManifest(plan);
+    INFO(manifest.status().ToString());
+    REQUIRE(manifest.ok());
+    CHECK(PlacementIn(manifest->inputs(), "input_ids") == "R");
+    CHECK(PlacementIn(manifest->outputs(), "logits") == "R");
+    for (int layer = 0; layer < 2; ++layer) {
+      for (const char* kv : {"key", "value"}) {
+        const std::string suffix = std::string(kv) + "_" + std::to_string(layer);
+        CHECK(PlacementIn(manifest->inputs(), "past_" + suffix) == "S(1)");
+        CHECK(PlacementIn(manifest->outputs(), "present_" + suffix) == "S(1)");
+      }
+    }
+
+    // The test data: 3 new tokens after a real cache of 5 ([2, 4, 5, 16] per tensor),
+    // given whole; the assembled outputs equal the unsharded run and torch's.
+    CommandResult processes = RunTpRun(plan + " --input-dir " + data + " --check-against " + model +
+                                       " --output-dir " + dir + "/processes");
+    INFO(processes.output);
+    CHECK(processes.exit_code == 0);
+    CHECK_THAT(processes.output, Catch::Contains("as processes") &&
+                                     Catch::Contains("f32[2, 4, 8, 16]") &&
+                                     Catch::Contains("PASS: every output within tolerance"));
+    CommandResult threads =
+        RunTpRun(plan + " --ranks threads --input-dir " + data + " --check-against " + model +
+                 " --output-dir " + dir + "/threads");
+    INFO(threads.output);
+    CHECK(threads.exit_code == 0);
+    CHECK_THAT(threads.output, Catch::Contains("PASS: every output within tolerance"));
+    for (int k = 0; k < 5; ++k) {
+      CheckAgainstTorch(dir + "/processes", k);
+      CHECK(ReadFile(dir + "/processes/output_" + std::to_string(k) + ".pb") ==
+            ReadFile(dir + "/threads/output_" + std::to_string(k) + ".pb"));
+    }
+
+    // Random inputs of other sizes: the cache length is a dim of its own, and may be 0
+    // (the prompt's step).
+    CommandResult random =
+        RunTpRun(plan + " --dim batch=3 --dim seq=2 --dim past=7 --check-against " + model);
+    INFO(random.output);
+    CHECK(random.exit_code == 0);
+    CHECK_THAT(random.output, Catch::Contains("f32[3, 4, 9, 16]") &&
+                                  Catch::Contains("PASS: every output within tolerance"));
+    CommandResult prompt = RunTpRun(plan + " --ranks threads --dim batch=2 --dim seq=4" +
+                                    " --dim past=0 --check-against " + model);
+    INFO(prompt.output);
+    CHECK(prompt.exit_code == 0);
+    CHECK_THAT(prompt.output, Catch::Contains("f32[2, 4, 4, 16]") &&
+                                  Catch::Contains("PASS: every output within tolerance"));
+  }
+}
