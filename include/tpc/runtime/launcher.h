@@ -6,7 +6,7 @@
 // (PR_SET_PDEATHSIG), so none outlives it; Ctrl-C (SIGINT, SIGTERM, SIGHUP) on the
 // launcher stops the whole group. A worker killed by a signal is reported by rank and
 // signal and every other worker is told through the store to stop; a worker that has not
-// stopped 4 s after a failure (hung, or stopped by SIGSTOP) is killed.
+// stopped 3 s after a failure (hung, or stopped by SIGSTOP) is killed.
 #pragma once
 
 #include <chrono>

@@ -30,7 +30,7 @@ std::atomic<int> g_signal{0};
 
 // After a rank failed, how long the others may take to stop: they learn within a tenth of
 // a second through the store (a rank hung in a kernel or stopped does not).
-constexpr std::chrono::seconds kStopGrace{4};
+constexpr std::chrono::seconds kStopGrace{3};
 
 void OnSignal(int sig) { g_signal.store(sig); }
 
