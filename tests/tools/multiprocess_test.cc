@@ -428,3 +428,26 @@ TEST_CASE("bad launcher settings: one clear line, exit 2", "[tools][processes]")
              Catch::Contains(std::to_string(port)) && Catch::Contains("in use"));
   ::close(fd);
 }
+
+TEST_CASE("Ctrl-C on tp-run or its death stops every worker", "[tools][processes][failure]") {
+  const std::string plan = Compile("gpt2", 4, "", "interrupt");
+  const std::string dir = fs::path(plan).parent_path();
+  SECTION("SIGINT: the workers are stopped, exit 130") {
+    Child c = Start({plan, "--quiet", "--repeat", "1000000"}, {}, dir + "/int.log");
+    WaitForWorkers(plan, 4);
+    ::kill(c.pid, SIGINT);
+    REQUIRE(Wait(c, std::chrono::seconds(10)));
+    const std::string log = ReadFile(c.log);
+    INFO(log);
+    CHECK(ExitCode(c) == 130);
+    CHECK_THAT(log, Catch::Contains("interrupted"));
+    CHECK(NoneLeft(plan));
+  }
+  SECTION("SIGKILL of tp-run itself: its workers die with it") {
+    Child c = Start({plan, "--quiet", "--repeat", "1000000"}, {}, dir + "/kill.log");
+    const std::vector<pid_t> workers = WaitForWorkers(plan, 4);
+    ::kill(c.pid, SIGKILL);
+    REQUIRE(Wait(c, std::chrono::seconds(10)));
+    CHECK(NoneLeft(plan));
+  }
+}
