@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "tpc/onnx/tensor_proto.h"
 #include "tpc/util/status_macros.h"
@@ -89,6 +90,16 @@ absl::StatusOr<std::vector<int64_t>> ConstantDims(const ir::Node& node) {
   return dims;
 }
 
+// The node's name, made unique among `taken` (onnxruntime refuses two nodes of one
+// name): rewrites can give a name again after the value it came from was renamed, and
+// nodes may have none. A taken or empty name gets the first free `NAME.k` (`OP.k`).
+std::string UniqueNodeName(const ir::Node& node, absl::flat_hash_set<std::string>& taken) {
+  const std::string base = node.name().empty() ? node.op_type() : node.name();
+  std::string name = base;
+  for (int k = 1; !taken.insert(name).second; ++k) name = absl::StrCat(base, ".", k);
+  return name;
+}
+
 // Builds the model; tensors at or above the threshold are registered in `external`
 // (written later by the caller) instead of being copied into the proto.
 absl::StatusOr<::onnx::ModelProto> BuildModel(const ir::Graph& graph, const ExportOptions& options,
@@ -96,6 +107,12 @@ absl::StatusOr<::onnx::ModelProto> BuildModel(const ir::Graph& graph, const Expo
   ::onnx::ModelProto model;
   model.set_ir_version(IrVersionFor(graph.onnx_opset()));
   model.set_producer_name(options.producer_name);
+  if (!options.producer_version.empty()) model.set_producer_version(options.producer_version);
+  for (const auto& [key, value] : options.metadata) {
+    auto* kv = model.add_metadata_props();
+    kv->set_key(key);
+    kv->set_value(value);
+  }
   for (const auto& [domain, version] : graph.opsets()) {
     auto* op = model.add_opset_import();
     op->set_domain(domain);
@@ -104,6 +121,7 @@ absl::StatusOr<::onnx::ModelProto> BuildModel(const ir::Graph& graph, const Expo
   ::onnx::GraphProto* g = model.mutable_graph();
   g->set_name(graph.name().empty() ? "main" : graph.name());
   int64_t offset = 0;
+  absl::flat_hash_set<std::string> node_names;
   for (ir::Node* node : graph.nodes()) {
     switch (node->kind()) {
       case ir::NodeKind::kPlaceholder: {
@@ -162,7 +180,7 @@ absl::StatusOr<::onnx::ModelProto> BuildModel(const ir::Graph& graph, const Expo
       }
       case ir::NodeKind::kCall: {
         auto* n = g->add_node();
-        n->set_name(node->name());
+        n->set_name(UniqueNodeName(*node, node_names));
         n->set_op_type(node->op_type());
         if (!node->domain().empty()) n->set_domain(node->domain());
         for (ir::Value* in : node->inputs()) n->add_input(in == nullptr ? "" : in->name());

@@ -126,6 +126,7 @@ absl::StatusOr<std::vector<RankFiles>> WriteRankFiles(const ir::Graph& graph,
   const int64_t total = RankWeightBytes(graph, n, /*sliced_only=*/true) * n;
   int64_t done = 0;
   std::vector<RankFiles> ranks;
+  TPC_ASSIGN_OR_RETURN(const std::string source_hash, Sha256File(options.source_model));
   for (int64_t r = 0; r < n; ++r) {
     TPC_RETURN_IF_ERROR(CheckSources(graph));
     RankFiles files;
@@ -133,7 +134,13 @@ absl::StatusOr<std::vector<RankFiles>> WriteRankFiles(const ir::Graph& graph,
     files.model = absl::StrCat("rank", r, ".onnx");
     files.weights = absl::StrCat("rank", r, ".weights");
     files.weight_bytes = per_rank;
+    files.source_sha256 = source_hash;
     onnx::ExportOptions eo;
+    eo.producer_version = Version();
+    eo.metadata = {{"tpc.rank", absl::StrCat(r)},
+                   {"tpc.tp", absl::StrCat(n)},
+                   {"tpc.source_sha256", source_hash},
+                   {"tpc.version", Version()}};
     eo.weights_file = files.weights;
     eo.write_constant = [&](const ir::Node& constant, std::ostream& out) -> absl::Status {
       const ir::Placement* p = ShardOf(*constant.output(0));
@@ -168,7 +175,10 @@ absl::Status WriteManifest(const ir::Graph& graph, const std::vector<RankFiles>&
   proto::Plan plan;
   plan.set_tpc_version(Version());
   plan.set_source_model(options.source_model);
-  TPC_ASSIGN_OR_RETURN(std::string source_hash, Sha256File(options.source_model));
+  std::string source_hash = ranks.empty() ? "" : ranks[0].source_sha256;
+  if (source_hash.empty()) {
+    TPC_ASSIGN_OR_RETURN(source_hash, Sha256File(options.source_model));
+  }
   plan.set_source_sha256(source_hash);
   proto::MeshAxis* axis = plan.mutable_mesh()->add_axes();
   axis->set_name("tp");

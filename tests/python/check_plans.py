@@ -11,6 +11,9 @@ compiles it to WORK/NAME.tpN[.sp]/ and checks that
   - the tpc-domain ops are the documented ones, with group_size = N;
   - plan.json lists N ranks whose sha256 fields match the files;
   - every rank declares the same inputs and outputs as the original;
+  - node names are unique and not empty (onnxruntime refuses duplicates), and each rank
+    file carries metadata_props tpc.rank / tpc.tp / tpc.source_sha256 / tpc.version and
+    producer tpc with plan.json's version;
 and for N = 1 runs check_ort_equivalence.py (onnxruntime: the original vs rank0.onnx on
 models/NAME/test_data_set_0).
 
@@ -85,6 +88,19 @@ def check_plan(onnx, original, out, n):
             attrs = {a.name: a for a in node.attribute}
             if node.op_type not in LOCAL_TPC_OPS and ("group_size" not in attrs or attrs["group_size"].i != n):
                 problems.append(f"rank {i}: {node.name} group_size is not {n}")
+        # onnxruntime refuses a model with two nodes of one name.
+        names = [node.name for node in model.graph.node]
+        dup = sorted({x for x in names if names.count(x) > 1 or not x})
+        if dup:
+            problems.append(f"rank {i}: node names not unique or empty: {dup[:5]}")
+        meta = {p.key: p.value for p in model.metadata_props}
+        want_meta = {"tpc.rank": str(i), "tpc.tp": str(n),
+                     "tpc.source_sha256": plan.get("source_sha256"),
+                     "tpc.version": plan.get("tpc_version")}
+        if {k: meta.get(k) for k in want_meta} != want_meta:
+            problems.append(f"rank {i}: metadata_props {meta}, expected {want_meta}")
+        if model.producer_name != "tpc" or model.producer_version != plan.get("tpc_version"):
+            problems.append(f"rank {i}: producer {model.producer_name} {model.producer_version}")
         if io_names(model) != want_io:
             problems.append(f"rank {i}: inputs/outputs {io_names(model)}, original {want_io}")
     return problems

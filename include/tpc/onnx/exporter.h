@@ -6,6 +6,8 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -25,6 +27,9 @@ struct ExportOptions {
   // Write value_info entries with the inferred types of intermediate values.
   bool value_info = true;
   std::string producer_name = "tpc";
+  std::string producer_version;
+  // The model's metadata_props, in order.
+  std::vector<std::pair<std::string, std::string>> metadata;
   // Writes the bytes of a constant whose value's type differs from its data (a
   // per-rank constant: each rank's file holds its slice). Called with the constant
   // node; must write exactly the bytes of the value's type.

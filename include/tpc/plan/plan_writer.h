@@ -21,8 +21,9 @@ struct RankFiles {
   int64_t weight_bytes = 0;  // bytes of weights this rank holds (inline ones included)
   std::string model_sha256;
   std::string weights_sha256;
-  int64_t model_size = 0;    // bytes of the model file
-  int64_t weights_size = 0;  // bytes of the weights file
+  int64_t model_size = 0;     // bytes of the model file
+  int64_t weights_size = 0;   // bytes of the weights file
+  std::string source_sha256;  // of the source model (also in the rank file's metadata)
 };
 
 struct PlanOptions {
@@ -35,6 +36,8 @@ struct PlanOptions {
 };
 
 // Writes every rank's files into `dir` (which must exist) from the partitioned graph.
+// Each rank file carries metadata_props tpc.rank, tpc.tp, tpc.source_sha256 and
+// tpc.version, and producer tpc with its version.
 // Per-rank constants (those with an S(d) sharding) are sliced straight from their
 // mapped source; the source files are checked to be intact before each rank.
 absl::StatusOr<std::vector<RankFiles>> WriteRankFiles(const ir::Graph& graph,
