@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Generates the synthetic Llama-shaped models and runs the import and compile-time
 # benchmarks (each time as a ratio of the bare protobuf parse of the same file), the
-# executor benchmark against onnxruntime, and, with BENCH_BIG=1, the weight-slicing
-# throughput of tp-compile against cp on a generated ~2.3 GB model (needs ~5 GB of disk:
-# the model and two copies of its weights, under BUILD_DIR/bench/big/).
+# executor benchmark against onnxruntime, the communicators (Gloo, in-process, memcpy),
+# tp-run's rank processes against its rank threads on GPT-2-small, and, with BENCH_BIG=1,
+# the weight-slicing throughput of tp-compile against cp on a generated ~2.3 GB model
+# (needs ~5 GB of disk: the model and two copies of its weights, under BUILD_DIR/bench/big/).
 #   bench/run.sh [BUILD_DIR]
 #   BENCH_BIG=1 bench/run.sh [BUILD_DIR]
 set -euo pipefail
@@ -75,6 +76,15 @@ g=$out/gpt2_small.onnx
 [ -f "$g" ] || python3 tools/make_gpt2_synthetic.py -o "$g"
 python3 bench/executor_bench.py --build "$build" --threads "$(nproc)" --batch 1 --seq 128 --repeat 10 \
   "$g" models/*.onnx
+
+# Communicators: AllReduce and AllGather bus bandwidth of the Gloo communicator (ranks as
+# threads over 127.0.0.1) against the in-process one and memcpy, at GPT-2-small's sizes.
+"$build/bench/bench_comm" --ranks=2,4 --rounds=7 --target-ms=50
+
+# Rank processes (tp-run) vs rank threads (tp-run --ranks threads) vs the unsharded model on
+# GPT-2-small, N = 2, and each process's peak resident memory (skipped, with a line saying
+# so, when the model cannot be generated).
+python3 bench/processes_bench.py --build "$build" --model "$g" --tp 2 --rounds 5 --repeat 5
 
 # Weight slicing: tp-compile --tp 4 against cp of the same files (BENCH_BIG=1 only).
 if [ "${BENCH_BIG:-0}" = 1 ]; then
