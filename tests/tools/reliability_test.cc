@@ -195,6 +195,12 @@ TEST_CASE("tp-run refuses swapped, edited or truncated plan files", "[tools][rel
     CHECK_THAT(r.output, Catch::Contains("not a plan folder"));
   }
   {
+    // The model given instead of its plan: say to compile it first.
+    CommandResult r = RunTpRun(SourcePath("models/gpt2.onnx") + " --quiet");
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("is a file, not a plan folder: compile it first"));
+  }
+  {
     const std::string plan = Gpt2Plan("badmanifest");
     // A manifest that sends rank 0 out of the folder, and one that names a file twice.
     tpc::testing::WriteFile(plan + "/plan.json",
