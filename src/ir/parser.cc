@@ -72,6 +72,13 @@ class Parser {
  public:
   explicit Parser(std::string_view text) : text_(text) {}
 
+  // The whole text as one dim.
+  absl::StatusOr<Dim> ParseDimOnly() {
+    TPC_ASSIGN_OR_RETURN(Dim d, ReadDim());
+    if (!AtEnd()) return Error(absl::StrCat("unexpected ", Found(), " after the dim"));
+    return d;
+  }
+
   absl::StatusOr<std::unique_ptr<Graph>> Parse() {
     auto graph = std::make_unique<Graph>();
     TPC_RETURN_IF_ERROR(ExpectWord("graph"));
@@ -679,5 +686,7 @@ class Parser {
 absl::StatusOr<std::unique_ptr<Graph>> ParseGraph(std::string_view text) {
   return Parser(text).Parse();
 }
+
+absl::StatusOr<Dim> ParseDim(std::string_view text) { return Parser(text).ParseDimOnly(); }
 
 }  // namespace tpc::ir

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "schema_check.h"
+#include "tpc/ir/parser.h"
 #include "tpc/ir/verifier.h"
 #include "tpc/onnx/function_inliner.h"
 #include "tpc/onnx/shape_inference.h"
@@ -33,6 +34,16 @@ std::string NodeLabel(const ::onnx::NodeProto& node) {
   return absl::StrCat("node (", op, ")");
 }
 
+// A dim_param: a name (`seq`), or an expression over names as tpc writes per-rank dims
+// (`seq/2`) and exporters write derived ones (`past_sequence_length + sequence_length`),
+// which becomes that polynomial. Anything else is an opaque name.
+ir::Dim DimFromParam(const std::string& param) {
+  if (param.find_first_of("+-*/") == std::string::npos) return ir::Dim::Symbol(param);
+  auto parsed = ir::ParseDim(param);
+  if (!parsed.ok() || parsed->is_unknown() || parsed->is_static()) return ir::Dim::Symbol(param);
+  return *parsed;
+}
+
 absl::StatusOr<ir::TensorType> TypeFromProto(const ::onnx::TypeProto& type,
                                              const std::string& what) {
   if (!type.has_tensor_type()) {
@@ -51,7 +62,7 @@ absl::StatusOr<ir::TensorType> TypeFromProto(const ::onnx::TypeProto& type,
       if (d.has_dim_value()) {
         dims.emplace_back(d.dim_value());
       } else if (d.has_dim_param() && !d.dim_param().empty()) {
-        dims.push_back(ir::Dim::Symbol(d.dim_param()));
+        dims.push_back(DimFromParam(d.dim_param()));
       } else {
         dims.emplace_back();
       }

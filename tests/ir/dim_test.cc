@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "tpc/ir/dim.h"
+#include "tpc/ir/parser.h"
 #include "tpc/ir/sharding.h"
 #include "tpc/ir/tensor_type.h"
 
@@ -116,3 +117,18 @@ TEST_CASE("Placement and Sharding text", "[ir]") {
 
 }  // namespace
 }  // namespace tpc::ir
+
+TEST_CASE("ParseDim reads the text form of a dim, and only that", "[ir][dim]") {
+  using tpc::ir::Dim;
+  using tpc::ir::ParseDim;
+  REQUIRE(ParseDim("seq/2").ok());
+  CHECK(*ParseDim("seq/2") == Dim::Symbol("seq").DivideBy(2));
+  CHECK(*ParseDim("seq/2") * Dim(2) == Dim::Symbol("seq"));
+  CHECK(*ParseDim("past_sequence_length + sequence_length") ==
+        Dim::Symbol("past_sequence_length") + Dim::Symbol("sequence_length"));
+  CHECK(*ParseDim("2*batch*seq") == Dim(2) * Dim::Symbol("batch") * Dim::Symbol("seq"));
+  CHECK(ParseDim("\"odd name\"")->ToString() == "\"odd name\"");
+  CHECK_FALSE(ParseDim("seq seq").ok());
+  CHECK_FALSE(ParseDim("seq/0").ok());
+  CHECK_FALSE(ParseDim("").ok());
+}

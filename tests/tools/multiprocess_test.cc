@@ -287,6 +287,23 @@ TEST_CASE("tp-run's launcher, torchrun, Slurm and mpirun give the outputs of thr
   CHECK(NoneLeft(plan));
 }
 
+TEST_CASE("an input split on the sequence is sliced from the full input", "[tools][processes]") {
+  // The rank files declare input_ids as [batch, seq/2]; tp-run takes [batch, seq].
+  const std::string plan =
+      Compile("gpt2", 2, "--sequence-parallel --input-placement 'input_ids=S(1)'", "seq_in");
+  for (const char* mode : {"processes", "threads"}) {
+    CommandResult r = RunTpRun(plan + " --ranks " + mode + " --quiet --check-against " +
+                               SourcePath("models/gpt2.onnx"));
+    INFO(mode << ": " << r.output);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.output, Catch::Contains("PASS: every output"));
+    CommandResult odd = RunTpRun(plan + " --ranks " + mode + " --quiet --dim seq=7");
+    INFO(odd.output);
+    CHECK(odd.exit_code == 2);
+    CHECK_THAT(odd.output, Catch::Contains("input 'input_ids': dim 1 is 7, not a multiple of 2"));
+  }
+}
+
 TEST_CASE("a sharded output is assembled before it is compared", "[tools][processes]") {
   // Was a false FAIL: the rank's S(-1) part compared with the full logits.
   const std::string plan = Compile("gpt2", 2, "--output-placement 'logits=S(-1)'", "sharded_out");

@@ -12,4 +12,7 @@ namespace tpc::ir {
 // Errors name the line and column: `line 12:7: expected ')'`.
 absl::StatusOr<std::unique_ptr<Graph>> ParseGraph(std::string_view text);
 
+// One dim in the text form: `seq`, `seq/2`, `past + seq`, `2*batch*seq`, `"odd name"`.
+absl::StatusOr<Dim> ParseDim(std::string_view text);
+
 }  // namespace tpc::ir
