@@ -85,6 +85,15 @@ absl::StatusOr<int> LaunchWorkers(const LaunchOptions& options) {
                        TcpStore::Connect("127.0.0.1", server->port(), std::chrono::seconds(10)));
 
   // Everything a child needs is built before fork: after it, only async-signal-safe calls.
+  // The executable by its real path, so that ps, pkill and the OOM killer's log say
+  // tp-run, not "exe".
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (len <= 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot find this executable (/proc/self/exe): ", std::strerror(errno)));
+  }
+  self[len] = '\0';
   std::vector<std::string> args = options.args;
   std::vector<char*> argv = Pointers(args);
   std::vector<std::vector<std::string>> envs;
@@ -92,14 +101,32 @@ absl::StatusOr<int> LaunchWorkers(const LaunchOptions& options) {
   for (int r = 0; r < n; ++r) envs.push_back(WorkerEnvironment(r, n, master));
   for (int r = 0; r < n; ++r) envps.push_back(Pointers(envs[static_cast<size_t>(r)]));
 
+  // Stop signals are caught (and forwarded to the workers), unless they were ignored
+  // (nohup): then they stay ignored, here and in the workers. SIGCHLD must not be ignored,
+  // or the kernel reaps the workers and their exit status is lost.
+  constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
   sigemptyset(&sa.sa_mask);
-  struct sigaction old_int {
-  }, old_term{}, old_hup{};
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-  sigaction(SIGHUP, &sa, &old_hup);
+  struct sigaction old[3] = {};
+  bool caught[3] = {false, false, false};
+  for (int i = 0; i < 3; ++i) {
+    sigaction(kStopSignals[i], nullptr, &old[i]);
+    if (old[i].sa_handler != SIG_IGN) {
+      sigaction(kStopSignals[i], &sa, nullptr);
+      caught[i] = true;
+    }
+  }
+  struct sigaction dfl {
+  }, old_chld{};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(SIGCHLD, &dfl, &old_chld);
+  auto restore_signals = [&] {
+    for (int i = 0; i < 3; ++i)
+      if (caught[i]) sigaction(kStopSignals[i], &old[i], nullptr);
+    sigaction(SIGCHLD, &old_chld, nullptr);
+  };
 
   const pid_t launcher = getpid();
   std::vector<Worker> workers(static_cast<size_t>(n));
@@ -116,11 +143,14 @@ absl::StatusOr<int> LaunchWorkers(const LaunchOptions& options) {
       setpgid(0, group);
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != launcher) _exit(kExitPeerFailed);  // the launcher died meanwhile
-      signal(SIGINT, SIG_DFL);
-      signal(SIGTERM, SIG_DFL);
-      signal(SIGHUP, SIG_DFL);
-      execve("/proc/self/exe", argv.data(), envps[static_cast<size_t>(r)].data());
-      const char msg[] = "tp-run: error: cannot exec /proc/self/exe for a worker\n";
+      for (int i = 0; i < 3; ++i)
+        if (caught[i]) signal(kStopSignals[i], SIG_DFL);
+      // The workers are a background group of the terminal: with `stty tostop` their
+      // writes would stop them (SIGTTOU). Ignored, it lets them write.
+      signal(SIGTTOU, SIG_IGN);
+      execve(self, argv.data(), envps[static_cast<size_t>(r)].data());
+      const char msg[] =
+          "tp-run: error: cannot start a worker (execve of this executable failed)\n";
       ssize_t ignored = write(2, msg, sizeof(msg) - 1);
       (void)ignored;
       _exit(1);
@@ -134,8 +164,9 @@ absl::StatusOr<int> LaunchWorkers(const LaunchOptions& options) {
   for (const Worker& w : workers) running += w.running ? 1 : 0;
   int exit_code = 0;
   int first_failed = -1;
-  std::string first_reason;
   Clock::time_point deadline = Clock::time_point::max();
+  std::string waiting_for;  // what the deadline waits for, for its message
+  std::chrono::seconds grace = kStopGrace;
   bool killed = false;
   bool interrupted = false;
   if (!spawn_error.ok()) {
@@ -145,9 +176,23 @@ absl::StatusOr<int> LaunchWorkers(const LaunchOptions& options) {
     killed = true;
   }
   while (running > 0) {
-    int status = 0;
-    const pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid > 0) {
+    // Look before reaping: the group must not be killed once its last process is reaped
+    // (its id could be reused), so the last worker is reaped after the group's kill.
+    siginfo_t info{};
+    info.si_pid = 0;
+    if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) < 0) {
+      if (errno == EINTR) continue;
+      // ECHILD with workers running: they were reaped elsewhere; their status is lost.
+      std::fprintf(stderr, "tp-run: error: lost track of the %d running rank(s) (%s)\n", running,
+                   std::strerror(errno));
+      if (group != 0) kill(-group, SIGKILL);
+      exit_code = 1;
+      break;
+    }
+    if (info.si_pid != 0) {
+      if (running == 1 && group != 0) kill(-group, SIGKILL);
+      int status = 0;
+      const pid_t pid = waitpid(info.si_pid, &status, 0);
       for (int r = 0; r < n; ++r) {
         Worker& w = workers[static_cast<size_t>(r)];
         if (w.pid != pid || !w.running) continue;
@@ -156,58 +201,59 @@ absl::StatusOr<int> LaunchWorkers(const LaunchOptions& options) {
         --running;
         const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         const bool peer = WIFEXITED(status) && WEXITSTATUS(status) == kExitPeerFailed;
-        if (ok || killed || interrupted) break;
+        if (killed || interrupted) break;
+        if (ok) {
+          // Rank 0 succeeded only once every rank was done: the rest are exiting.
+          if (r == 0 && deadline == Clock::time_point::max()) {
+            deadline = Clock::now() + kStopGrace;
+            waiting_for = "after rank 0 finished";
+          }
+          break;
+        }
         if (first_failed < 0 && !peer) {
           first_failed = r;
-          first_reason = Describe(r, w);
           exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
           if (WIFSIGNALED(status)) {
             // The worker could not say why it stopped: say it for it, and tell the others.
-            std::fprintf(stderr, "tp-run: error: %s\n", first_reason.c_str());
-            (void)store->Set(kAbortKey, EncodeRankStatus(-1, absl::AbortedError(first_reason)));
+            const std::string why = Describe(r, w);
+            std::fprintf(stderr, "tp-run: error: %s\n", why.c_str());
+            (void)store->Set(kAbortKey, EncodeRankStatus(-1, absl::AbortedError(why)));
           }
         }
-        if (deadline == Clock::time_point::max()) deadline = Clock::now() + kStopGrace;
+        if (exit_code == 0) exit_code = 1;  // stopped by a failure the launcher did not see
+        deadline = std::min(deadline, Clock::now() + kStopGrace);
+        if (waiting_for.empty() || waiting_for == "after rank 0 finished") {
+          waiting_for = first_failed >= 0 ? absl::StrCat("after rank ", first_failed, " failed")
+                                          : "after a failure";
+        }
         break;
       }
       continue;
     }
-    if (pid < 0 && errno != EINTR) break;  // no children left
     if (g_signal.load() != 0 && !interrupted) {
       interrupted = true;
       std::fprintf(stderr, "tp-run: interrupted (%s); stopping the %d rank(s)\n",
                    strsignal(g_signal.load()), running);
       kill(-group, SIGTERM);
       exit_code = 130;
-      deadline = std::min(deadline, Clock::now() + std::chrono::seconds(2));
+      grace = std::chrono::seconds(2);
+      deadline = std::min(deadline, Clock::now() + grace);
+      waiting_for = "after the interrupt";
     }
     if (!killed && Clock::now() > deadline) {
       std::vector<int> late;
       for (int r = 0; r < n; ++r)
         if (workers[static_cast<size_t>(r)].running) late.push_back(r);
-      std::fprintf(stderr, "tp-run: error: rank(s) %s did not stop %s; killed\n",
-                   absl::StrJoin(late, ", ").c_str(),
-                   interrupted ? "after the interrupt"
-                               : absl::StrCat("within ", kStopGrace.count(), " s after rank ",
-                                              first_failed, " failed")
-                                     .c_str());
+      std::fprintf(stderr, "tp-run: error: rank(s) %s did not stop within %lld s %s; killed\n",
+                   absl::StrJoin(late, ", ").c_str(), static_cast<long long>(grace.count()),
+                   waiting_for.c_str());
       kill(-group, SIGKILL);
       killed = true;
       if (exit_code == 0) exit_code = 1;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  // Nothing of the group survives, whatever happened.
-  if (group != 0) kill(-group, SIGKILL);
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  sigaction(SIGHUP, &old_hup, nullptr);
-  if (exit_code == 0 && first_failed < 0) {
-    // Only ranks stopped by a peer: a peer the launcher did not see fail (should not be).
-    for (const Worker& w : workers) {
-      if (!(WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0)) exit_code = 1;
-    }
-  }
+  restore_signals();
   return exit_code;
 }
 
