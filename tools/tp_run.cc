@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "tpc/onnx/importer.h"
 #include "tpc/plan/plan_reader.h"
 #include "tpc/runtime/compare.h"
@@ -33,6 +34,7 @@
 #include "tpc/util/checked_math.h"
 #include "tpc/util/cli.h"
 #include "tpc/util/exceptions.h"
+#include "tpc/util/sha256.h"
 #include "tpc/util/status_macros.h"
 
 namespace {
@@ -392,6 +394,37 @@ absl::StatusOr<int> RunThreads(const tpc::cli::Args& args, const Settings& s) {
   return Conclude(args, s, n, out_specs, outputs[0], others);
 }
 
+// One line per input: name, type and the SHA-256 of its bytes.
+std::string InputsDigest(const std::map<std::string, rt::Tensor>& inputs) {
+  std::string out;
+  for (const auto& [name, t] : inputs) {
+    tpc::Sha256 h;
+    h.Update(reinterpret_cast<const char*>(t.raw()), t.nbytes());
+    absl::StrAppend(&out, name, "\t", t.TypeString(), "\t", h.HexDigest(), "\n");
+  }
+  return out;
+}
+
+// The first difference between two ranks' digests ("" when none), for a message.
+std::string DigestDifference(const std::string& a, const std::string& b, int rank) {
+  if (a == b) return "";
+  const std::vector<std::string> la = absl::StrSplit(a, '\n'), lb = absl::StrSplit(b, '\n');
+  for (size_t i = 0; i < std::max(la.size(), lb.size()); ++i) {
+    const std::string x = i < la.size() ? la[i] : "", y = i < lb.size() ? lb[i] : "";
+    if (x == y) continue;
+    const std::vector<std::string> fx = absl::StrSplit(x, '\t'), fy = absl::StrSplit(y, '\t');
+    if (fx.size() != 3 || fy.size() != 3 || fx[0] != fy[0]) {
+      return absl::StrCat("input '", fx[0], "' on rank 0, '", fy[0], "' on rank ", rank);
+    }
+    if (fx[1] != fy[1]) {
+      return absl::StrCat("input '", fx[0], "' is ", fy[1], " on rank ", rank, ", ", fx[1],
+                          " on rank 0");
+    }
+    return absl::StrCat("input '", fx[0], "' (", fx[1], ") has other values");
+  }
+  return "they differ";
+}
+
 // What a rank posts for rank 0's report.
 std::string StatsLine(const rt::RunStats& st) {
   return absl::StrCat(st.arena_bytes, " ", st.planned_total_bytes, " ", st.planned_values, " ",
@@ -424,6 +457,12 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
   rt::RankSessionOptions session_options;
   session_options.timeout = s.timeout;
   session_options.quiet_when_stopped = world.launcher == "tp-run";
+  {
+    auto plan_hash = tpc::Sha256File(s.plan + "/plan.json");
+    if (!plan_hash.ok()) return fail(plan_hash.status(), 2);
+    session_options.run_token =
+        absl::StrCat(*plan_hash, " ", world.size, " ", world.launcher, " ", world.job_id);
+  }
   auto joined = rt::RankSession::Join(world, session_options);
   if (!joined.ok()) return fail(joined.status(), 2);
   rt::RankSession& session = **joined;
@@ -450,6 +489,26 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
     TPC_ASSIGN_OR_RETURN(mine, rt::InputsForRank(full, io, rank));
     return executor->CheckInputs(mine).status();
   }();
+  // Every rank read or drew the full inputs itself: they must be the same everywhere
+  // (the same --dim, --seed and files), or the ranks would compute on different data.
+  const std::string digest = ready.ok() ? InputsDigest(full) : "";
+  full.clear();  // each rank keeps only its part
+  // This rank stops because rank `origin` failed.
+  auto stopped = [&](int origin, const absl::Status& why) {
+    session.Stopped(origin);
+    if (!session_options.quiet_when_stopped)
+      std::fprintf(stderr, "tp-run: rank %d: stopped: %s\n", rank,
+                   std::string(why.message()).c_str());
+    return rt::kExitPeerFailed;
+  };
+  // A collective or the store failed: stopped by a peer, or this rank's own failure.
+  auto failed = [&](const absl::Status& st) {
+    rt::FailureVerdict v = session.Judge(st);
+    if (v.stopped_by_peer) return stopped(v.origin, v.status);
+    session.Fail(v.status);
+    return fail(v.status, 1);
+  };
+  if (absl::Status posted = session.Post("inputs", digest); !posted.ok()) return failed(posted);
   int first_bad = -1;
   absl::Status agreed = session.Agree("ready", ready, &first_bad);
   if (!ready.ok()) {
@@ -460,16 +519,30 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
     return tpc::cli::ExitCodeFor(ready);
   }
   if (!agreed.ok()) {
-    if (!session_options.quiet_when_stopped)
-      std::fprintf(stderr, "tp-run: rank %d: stopped: %s\n", rank,
-                   std::string(agreed.message()).c_str());
-    return rt::kExitPeerFailed;
+    if (first_bad >= 0) return stopped(first_bad, agreed);
+    // No rank failed: some did not get there in time (named).
+    session.Fail(agreed);
+    if (lead || !session_options.quiet_when_stopped) fail(agreed, 0);
+    return 1;
+  }
+  {
+    auto digests = session.Gather("inputs");
+    if (!digests.ok()) return failed(digests.status());
+    for (int r = 1; r < world.size; ++r) {
+      const std::string diff =
+          DigestDifference((*digests)[0], (*digests)[static_cast<size_t>(r)], r);
+      if (diff.empty()) continue;
+      // Every rank finds the same first difference: rank r speaks for all.
+      const absl::Status bad = absl::InvalidArgumentError(
+          absl::StrCat("rank ", r, "'s inputs differ from rank 0's: ", diff,
+                       " (every rank must be given the same inputs, --dim and --seed)"));
+      session.Stopped(r);
+      if (r == rank || !session_options.quiet_when_stopped) fail(bad, 0);
+      return 2;
+    }
   }
   auto comm = session.ConnectCpuCommunicator();
-  if (!comm.ok()) {
-    session.Fail(comm.status());
-    return fail(comm.status(), 1);
-  }
+  if (!comm.ok()) return failed(comm.status());
   executor->set_communicator(comm->get());
   const double load_s = Seconds(t_load);
 
@@ -492,39 +565,37 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
     if (!st.ok()) outputs = st;
     times.push_back(Seconds(t));
   }
-  if (!outputs.ok()) {
-    // Stopped by another rank's failure (its collective broke off), or first-hand?
-    if (auto peer = session.PeerFailure(std::chrono::milliseconds(500))) {
-      if (!session_options.quiet_when_stopped)
-        std::fprintf(stderr, "tp-run: rank %d: stopped: %s\n", rank,
-                     std::string(peer->message()).c_str());
-      return rt::kExitPeerFailed;
-    }
-    absl::Status why = outputs.status();
-    const std::vector<int> silent = session.SilentRanks();
-    if (!silent.empty()) {
-      why = absl::Status(why.code(), absl::StrCat("rank(s) ", absl::StrJoin(silent, ", "),
-                                                  " stopped responding (killed, crashed or hung); "
-                                                  "here: ",
-                                                  std::string(why.message())));
-    }
-    session.Fail(why);
-    return fail(why, 1);
+  if (!outputs.ok()) return failed(outputs.status());
+  // Rank 0 reports every rank's memory, then waits for every rank to be done, so that its
+  // store outlives their use of it. The outputs are complete here: a rank that fails now
+  // (it can only be lost) does not cost them, but the exit status says so.
+  int code = 0;
+  if (absl::Status posted = session.Post("stats", StatsLine(executor->last_stats()));
+      !posted.ok()) {
+    return failed(posted);
   }
-  // Rank 0 reports every rank's memory; the store is no longer needed after this.
-  TPC_RETURN_IF_ERROR(session.Post("stats", StatsLine(executor->last_stats())));
   std::vector<std::string> stats;
   if (lead) {
-    TPC_ASSIGN_OR_RETURN(stats, session.Gather("stats"));
+    auto gathered = session.Gather("stats");
+    if (gathered.ok()) {
+      stats = std::move(*gathered);
+    } else {
+      fail(gathered.status(), 0);
+      code = 1;
+    }
   }
-  TPC_RETURN_IF_ERROR(session.Finish());
+  if (absl::Status done = session.Finish(); !done.ok()) {
+    if (!lead) return failed(done);
+    fail(done, 0);
+    code = 1;
+  }
   if (!lead) return 0;
   if (!s.quiet) {
     std::fprintf(stderr,
                  "tp-run: %s: %d rank(s) as processes (%s); load %.3f s, first run %.3f s (with "
                  "memory planning)\n",
                  s.plan.c_str(), world.size, world.launcher.c_str(), load_s, first_s);
-    for (int r = 0; r < world.size; ++r) {
+    for (int r = 0; r < static_cast<int>(stats.size()); ++r) {
       long long arena = 0, total = 0, values = 0, unplanned = 0, rss = 0;
       std::sscanf(stats[static_cast<size_t>(r)].c_str(), "%lld %lld %lld %lld %lld", &arena, &total,
                   &values, &unplanned, &rss);
@@ -536,7 +607,8 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
     }
   }
   if (s.repeat > 0) PrintTimes(args, times, load_s, first_s, executor->last_stats());
-  return Conclude(args, s, world.size, out_specs, *outputs, {});
+  TPC_ASSIGN_OR_RETURN(const int concluded, Conclude(args, s, world.size, out_specs, *outputs, {}));
+  return concluded != 0 ? concluded : code;
 }
 
 // tp-run's own launcher: one worker process per rank, this executable again.

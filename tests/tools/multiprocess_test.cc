@@ -468,3 +468,48 @@ TEST_CASE("Ctrl-C on tp-run or its death stops every worker", "[tools][processes
     CHECK(NoneLeft(plan));
   }
 }
+
+TEST_CASE("ranks given different inputs are refused before any runs",
+          "[tools][processes][failure]") {
+  const std::string plan = Compile("gpt2", 4, "", "diff_inputs");
+  const std::string dir = fs::path(plan).parent_path();
+  for (const char* flag : {"--seed=5", "--dim=seq=8"}) {
+    std::vector<Child> ranks = StartJoined(4, dir, [&](int r) {
+      std::vector<std::string> a = {plan, "--quiet", "--timeout", "5"};
+      if (r == 2) a.push_back(flag);
+      return a;
+    });
+    for (Child& c : ranks) {
+      REQUIRE(Wait(c, std::chrono::seconds(15)));
+      const std::string log = ReadFile(c.log);
+      INFO(flag << ": " << log);
+      CHECK(ExitCode(c) == 2);
+      CHECK_THAT(log, Catch::Contains("rank 2's inputs differ from rank 0's: input 'input_ids'"));
+    }
+  }
+  CHECK(NoneLeft(plan));
+}
+
+TEST_CASE("a second run on the port of a running one is refused and stops nothing",
+          "[tools][processes][failure]") {
+  const std::string plan = Compile("gpt2", 4, "", "two_runs");
+  const std::string dir = fs::path(plan).parent_path();
+  const int port = FreePort();
+  std::vector<Child> first;
+  for (int r = 0; r < 4; ++r) {
+    first.push_back(Start({plan, "--quiet", "--repeat", "300", "--timeout", "10"},
+                          Torchrun(r, 4, port), dir + "/a" + std::to_string(r) + ".log"));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  Child second = Start({plan, "--quiet", "--timeout", "3"}, Torchrun(1, 4, port), dir + "/b1.log");
+  REQUIRE(Wait(second, std::chrono::seconds(20)));
+  const std::string log = ReadFile(second.log);
+  INFO(log);
+  CHECK(ExitCode(second) == 2);
+  CHECK_THAT(log, Catch::Contains("another process already joined the store"));
+  for (Child& c : first) {
+    REQUIRE(Wait(c, std::chrono::seconds(120)));
+    INFO(ReadFile(c.log));
+    CHECK(ExitCode(c) == 0);
+  }
+}

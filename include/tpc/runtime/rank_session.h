@@ -32,6 +32,19 @@ struct RankSessionOptions {
   // Ranks stopped by another rank's failure print nothing (tp-run's own workers: the
   // launcher's terminal shows the failing rank's error once).
   bool quiet_when_stopped = false;
+  // What makes this run this run (the plan's hash, the world size, the launcher's job
+  // id): every rank must join with the same token, so that ranks of two runs that meet
+  // at one store (one port) are refused, not mixed.
+  std::string run_token;
+};
+
+// What a failure of this rank means, once the store has been asked.
+struct FailureVerdict {
+  // Another rank (or the launcher) failed first and this rank stopped because of it:
+  // `status` is that rank's reason and `origin` its rank (-1: the launcher).
+  bool stopped_by_peer = false;
+  int origin = -1;
+  absl::Status status;
 };
 
 class RankSession {
@@ -61,13 +74,16 @@ class RankSession {
   // store, waits (briefly) until the others have read it before it may exit.
   void Fail(const absl::Status& reason);
 
-  // The failure of another rank (or of the launcher's view of one) when the store says
-  // so within `wait`: after a collective failed, tells a rank stopped by a peer from the
-  // rank that failed first-hand.
-  std::optional<absl::Status> PeerFailure(std::chrono::milliseconds wait);
-  // The other ranks whose heartbeat (their watchdog's, 10 a second) stood still for half
-  // a second: killed, crashed or stopped. Takes that half second.
-  std::vector<int> SilentRanks();
+  // After a collective or a store call failed with `failure`: stopped by a peer's
+  // failure (the abort key is set within half a second), or first-hand, in which case
+  // the ranks whose heartbeat (their watchdog's, 10 a second) stood still for half a
+  // second are named: killed, crashed or stopped. Takes up to a second.
+  FailureVerdict Judge(const absl::Status& failure);
+
+  // This rank stops because rank `origin` failed: says so in the store and, when this
+  // rank hosts it, waits (up to 2 s) until the others have said so too, since they read
+  // the reason from it.
+  void Stopped(int origin);
 
   // Posts `value` as this rank's `name`; Gather (any rank) waits for every rank's.
   absl::Status Post(const std::string& name, const std::string& value);

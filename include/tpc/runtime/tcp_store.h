@@ -70,6 +70,11 @@ class TcpStore final : public KeyValueStore {
   // on (Gloo binds to it).
   std::string local_address() const { return local_address_; }
 
+  // How long a request that does not wait (Set, Add, Check) waits for its reply before
+  // the store counts as lost (default 60 s): a run's --timeout, so that a stopped store
+  // host is noticed within it.
+  void set_reply_timeout(std::chrono::milliseconds timeout) { reply_timeout_ = timeout; }
+
   absl::Status Set(const std::string& key, const std::string& value) override;
   absl::StatusOr<std::string> Get(const std::string& key,
                                   std::chrono::milliseconds timeout) override;
@@ -94,6 +99,7 @@ class TcpStore final : public KeyValueStore {
   std::mutex mu_;
   int fd_;               // guarded by mu_; -1 once failed
   absl::Status failed_;  // guarded by mu_; why the client failed, if it did
+  std::chrono::milliseconds reply_timeout_{60000};
 };
 
 }  // namespace tpc::runtime

@@ -27,6 +27,8 @@ struct World {
   std::string launcher;
   // Where the world size came from, for messages: "WORLD_SIZE=2".
   std::string size_source;
+  // The launcher's id of this job ("" when it has none): part of the run's identity.
+  std::string job_id;
   // The store is hosted by the tp-run launcher, not by rank 0.
   bool store_hosted = false;
 };

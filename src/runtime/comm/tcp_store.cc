@@ -59,9 +59,6 @@ constexpr size_t kMaxFrameBytes = static_cast<size_t>(kTcpStoreMaxValueBytes) + 
 constexpr int64_t kMaxWaitMs = int64_t{30} * 24 * 3600 * 1000;
 // How much longer than a wait's own timeout a client waits for the server's reply to it.
 constexpr milliseconds kReplySlack(5000);
-// How long a client waits for the reply to a request that does not wait (SET, ADD, CHECK):
-// generous, the server answers those at once unless a 64 MiB value is in flight.
-constexpr milliseconds kPlainReplyTimeout(60000);
 // The most a connection's read takes per poll() round, so one client sending a large
 // value does not starve the others.
 constexpr size_t kReadChunk = 256 << 10;
@@ -858,7 +855,7 @@ absl::Status TcpStore::Set(const std::string& key, const std::string& value) {
   PutU8(&request, kSet);
   PutBytes(&request, key);
   PutBytes(&request, value);
-  TPC_ASSIGN_OR_RETURN(std::string reply, Call(request, kPlainReplyTimeout));
+  TPC_ASSIGN_OR_RETURN(std::string reply, Call(request, reply_timeout_));
   TPC_ASSIGN_OR_RETURN(Reader r, OpenReply(reply, where_, nullptr));
   return r.done() ? absl::OkStatus() : Malformed(where_);
 }
@@ -898,7 +895,7 @@ absl::StatusOr<int64_t> TcpStore::Add(const std::string& key, int64_t delta) {
   PutU8(&request, kAdd);
   PutBytes(&request, key);
   PutU64(&request, static_cast<uint64_t>(delta));
-  TPC_ASSIGN_OR_RETURN(std::string reply, Call(request, kPlainReplyTimeout));
+  TPC_ASSIGN_OR_RETURN(std::string reply, Call(request, reply_timeout_));
   TPC_ASSIGN_OR_RETURN(Reader r, OpenReply(reply, where_, nullptr));
   uint64_t value = 0;
   if (!r.U64(&value) || !r.done()) return Malformed(where_);
@@ -909,7 +906,7 @@ absl::StatusOr<bool> TcpStore::Check(const std::string& key) {
   std::string request;
   PutU8(&request, kCheck);
   PutBytes(&request, key);
-  TPC_ASSIGN_OR_RETURN(std::string reply, Call(request, kPlainReplyTimeout));
+  TPC_ASSIGN_OR_RETURN(std::string reply, Call(request, reply_timeout_));
   TPC_ASSIGN_OR_RETURN(Reader r, OpenReply(reply, where_, nullptr));
   uint8_t set = 0;
   if (!r.U8(&set) || !r.done()) return Malformed(where_);

@@ -49,13 +49,46 @@ absl::StatusOr<std::unique_ptr<RankSession>> RankSession::Join(const World& worl
   auto watch = connect();
   if (!watch.ok()) return WithRank(world.rank, watch.status());
   s.watch_store_ = std::move(*watch);
-  s.watchdog_ = std::thread([&s] { s.Watch(); });
+  const auto reply = std::min<std::chrono::milliseconds>(options.timeout, std::chrono::seconds(60));
+  s.store_->set_reply_timeout(reply);
+  s.watch_store_->set_reply_timeout(reply);
 
-  TPC_RETURN_IF_ERROR(s.store_->Set(Key("join", world.rank), ""));
-  absl::Status joined = s.WaitForRanks("join", "join");
-  if (!joined.ok()) {
-    s.Fail(joined);
+  // One process per rank, of one run: a second process joining as this rank, or a rank
+  // of another run (another plan, world or job) at this store, is refused, and nothing
+  // is aborted (that would stop the run that owns the store).
+  const std::string where = absl::StrCat(world.master_host, ":", world.master_port);
+  TPC_ASSIGN_OR_RETURN(const int64_t joins, s.store_->Add(Key("joins", world.rank), 1));
+  if (joins > 1) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "rank ", world.rank, ": another process already joined the store at ", where, " as rank ",
+        world.rank, ": two runs on one port? (give each run its own MASTER_PORT)"));
+  }
+  TPC_RETURN_IF_ERROR(s.store_->Set(Key("join", world.rank), options.run_token));
+  s.watchdog_ = std::thread([&s] { s.Watch(); });
+  // A rank that did not join is not aborted through the store: the ones that did time out
+  // alike, and a store shared by mistake must not stop the run that owns it.
+  if (absl::Status joined = s.WaitForRanks("join", "join"); !joined.ok()) {
+    // The host's store must outlive the others' own timeouts, a moment later.
+    (void)s.store_->Set(Key("stopped", world.rank), "");
+    if (s.server_ != nullptr) {
+      std::vector<std::string> keys;
+      for (int r = 1; r < world.size; ++r) {
+        auto in = s.store_->Check(Key("join", r));
+        if (in.ok() && *in) keys.push_back(Key("stopped", r));
+      }
+      (void)s.store_->Wait(keys, std::chrono::seconds(2));
+    }
     return joined;
+  }
+  for (int r = 0; r < world.size; ++r) {
+    TPC_ASSIGN_OR_RETURN(const std::string token, s.store_->Get(Key("join", r), options.timeout));
+    if (token != options.run_token) {
+      s.stopping_ = true;
+      return absl::FailedPreconditionError(absl::StrCat(
+          "rank ", world.rank, ": rank ", r, " at the store ", where,
+          " is of another run (another plan, world size or job): give each run its own "
+          "MASTER_PORT, and every rank the same plan"));
+    }
   }
   return session;
 }
@@ -160,28 +193,30 @@ void RankSession::Fail(const absl::Status& reason) {
   }
 }
 
-std::optional<absl::Status> RankSession::PeerFailure(std::chrono::milliseconds wait) {
-  const auto deadline = std::chrono::steady_clock::now() + wait;
+FailureVerdict RankSession::Judge(const absl::Status& failure) {
+  FailureVerdict v;
+  v.status = failure;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
   do {
     auto set = store_->Check(kAbortKey);
-    if (!set.ok()) return std::nullopt;
+    if (!set.ok()) break;
     if (*set) {
       auto value = store_->Get(kAbortKey, std::chrono::seconds(1));
       int origin = -1;
       absl::Status reason = DecodeRankStatus(value.ok() ? *value : "", &origin);
-      if (origin == world_.rank) return std::nullopt;
-      return absl::AbortedError(
-          origin >= 0 ? absl::StrCat("rank ", origin, " failed: ", std::string(reason.message()))
-                      : std::string(reason.message()));
+      if (origin == world_.rank) return v;
+      v.stopped_by_peer = true;
+      v.origin = origin;
+      v.status = absl::AbortedError(value.ok() ? DescribeRankStatus(*value)
+                                               : std::string(reason.message()));
+      return v;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   } while (std::chrono::steady_clock::now() < deadline);
-  return std::nullopt;
-}
 
-std::vector<int> RankSession::SilentRanks() {
-  // Every rank's watchdog counts its heartbeat 10 times a second: a count that does not
-  // move for half a second is a rank that is gone (killed, crashed) or stopped.
+  // First-hand: name the ranks that went silent. Every rank's watchdog counts its
+  // heartbeat 10 times a second; a count that does not move for half a second is a rank
+  // that is gone (killed, crashed) or stopped.
   auto read = [&] {
     std::vector<int64_t> counts;
     for (int r = 0; r < world_.size; ++r) {
@@ -195,10 +230,26 @@ std::vector<int> RankSession::SilentRanks() {
   const std::vector<int64_t> after = read();
   std::vector<int> silent;
   for (int r = 0; r < world_.size; ++r) {
-    if (r != world_.rank && after[static_cast<size_t>(r)] == before[static_cast<size_t>(r)])
-      silent.push_back(r);
+    const size_t k = static_cast<size_t>(r);
+    if (r != world_.rank && after[k] >= 0 && after[k] == before[k]) silent.push_back(r);
   }
-  return silent;
+  if (!silent.empty()) {
+    v.status = absl::Status(failure.code(),
+                            absl::StrCat("rank(s) ", absl::StrJoin(silent, ", "),
+                                         " stopped responding (killed, crashed or stopped); here: ",
+                                         std::string(failure.message())));
+  }
+  return v;
+}
+
+void RankSession::Stopped(int origin) {
+  failed_ = true;  // the watchdog must not report this stop again
+  (void)store_->Set(Key("stopped", world_.rank), "");
+  if (server_ == nullptr) return;
+  std::vector<std::string> keys;
+  for (int r = 0; r < world_.size; ++r)
+    if (r != world_.rank && r != origin) keys.push_back(Key("stopped", r));
+  (void)store_->Wait(keys, std::chrono::seconds(2));
 }
 
 absl::Status RankSession::Post(const std::string& name, const std::string& value) {

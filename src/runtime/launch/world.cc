@@ -29,17 +29,20 @@ struct Convention {
   const char* size;
   const char* local_rank;
   const char* local_size;  // ranks on this machine; null when the launcher has none
-  const char* job_id;      // gives a default port; null when none
+  const char* job_id;      // the job's id (gives a default port); null when none
+  const char* step_id;     // a step of the job; null when none
 };
 
 // Checked in this order: tp-run's own variables win (a worker of `tp-run` started under
 // mpirun still is the launcher's worker), torchrun's are what users set by hand.
 constexpr Convention kConventions[] = {
-    {"tp-run", kEnvRank, kEnvWorldSize, nullptr, nullptr, nullptr},
-    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", nullptr},
+    {"tp-run", kEnvRank, kEnvWorldSize, nullptr, nullptr, kEnvMaster, nullptr},
+    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID",
+     nullptr},
     {"OpenMPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-     "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_MCA_ess_base_jobid"},
-    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr, "SLURM_JOB_ID"},
+     "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_MCA_ess_base_jobid", nullptr},
+    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr, "SLURM_JOB_ID",
+     "SLURM_STEP_ID"},
 };
 
 }  // namespace
@@ -90,6 +93,9 @@ absl::StatusOr<std::optional<World>> WorldFromEnvironment(const EnvLookup& env,
   w.size = *size;
   w.rank = *rank;
   w.size_source = absl::StrCat(c.size, "=", w.size);
+  if (c.job_id != nullptr && env(c.job_id) != nullptr) w.job_id = env(c.job_id);
+  if (c.step_id != nullptr && env(c.step_id) != nullptr)
+    absl::StrAppend(&w.job_id, ".", env(c.step_id));
   if (w.rank >= w.size) {
     return absl::InvalidArgumentError(
         absl::StrCat(c.rank, "=", w.rank, " is not below ", c.size, "=", w.size));
@@ -162,10 +168,10 @@ absl::StatusOr<std::optional<World>> WorldFromEnvironment(const EnvLookup& env,
   } else {
     // Every rank of one job derives the same port; different jobs (mostly) differ.
     w.master_port = kDefaultMasterPort;
-    if (c.job_id != nullptr && env(c.job_id) != nullptr) {
+    if (!w.job_id.empty()) {
+      // Of the job and its step: srun steps of one job get their own ports.
       uint32_t h = 2166136261u;  // FNV-1a: the same on every machine and build
-      for (const char* p = env(c.job_id); *p != '\0'; ++p)
-        h = (h ^ static_cast<uint8_t>(*p)) * 16777619u;
+      for (char ch : w.job_id) h = (h ^ static_cast<uint8_t>(ch)) * 16777619u;
       w.master_port = 20000 + static_cast<int>(h % 20000);
     }
   }
