@@ -246,7 +246,8 @@ absl::StatusOr<Settings> ReadSettings(const tpc::cli::Args& args) {
     return absl::InvalidArgumentError("--threads must be a positive integer");
   }
   double timeout = 0;
-  if (!absl::SimpleAtod(args.get("timeout", "30"), &timeout) || !(timeout > 0) || timeout > 1e6) {
+  if (!absl::SimpleAtod(args.get("timeout", "30"), &timeout) || !(timeout >= 0.001) ||
+      timeout > 1e6) {
     return absl::InvalidArgumentError("--timeout must be a positive number of seconds");
   }
   s.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
