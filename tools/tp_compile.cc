@@ -33,6 +33,7 @@
 #include "tpc/util/json_writer.h"
 #include "tpc/util/staging_dir.h"
 #include "tpc/util/status_macros.h"
+#include "tpc/util/suggest.h"
 
 namespace {
 
@@ -253,6 +254,24 @@ class Compiler {
     for (const std::string& d : args_.all("divisible")) options_.divisible.insert(d);
     options_.sequence_parallel = args_.has("sequence-parallel");
     options_.seq_symbol = args_.get("seq-dim", "seq");
+    // A dim the model does not have is a typo, not a no-op.
+    {
+      std::set<std::string> symbols;
+      for (const tpc::ir::Value* v : graph_->inputs()) {
+        if (!v->type().shape) continue;
+        for (const tpc::ir::Dim& dim : *v->type().shape) tpc::ir::CollectSymbols(dim, &symbols);
+      }
+      const std::vector<std::string> known(symbols.begin(), symbols.end());
+      auto check = [&](const std::string& flag, const std::string& name) -> absl::Status {
+        if (symbols.count(name)) return absl::OkStatus();
+        return absl::InvalidArgumentError(
+            tpc::UnknownNameMessage(flag, "symbolic input dim", name, known));
+      };
+      for (const auto& kv : options_.dim_sizes) TPC_RETURN_IF_ERROR(check("--dim", kv.first));
+      for (const std::string& d : options_.divisible) TPC_RETURN_IF_ERROR(check("--divisible", d));
+      if (options_.sequence_parallel || args_.has("seq-dim"))
+        TPC_RETURN_IF_ERROR(check("--seq-dim", options_.seq_symbol));
+    }
     // A dim declared divisible (or split by sequence parallelism) must be, at the size given.
     std::set<std::string> must_divide = options_.divisible;
     if (options_.sequence_parallel) must_divide.insert(options_.seq_symbol);

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@
 #include "tpc/util/exceptions.h"
 #include "tpc/util/sha256.h"
 #include "tpc/util/status_macros.h"
+#include "tpc/util/suggest.h"
 
 namespace {
 
@@ -143,6 +145,12 @@ absl::Status FillRandomInputs(const tpc::cli::Args& args, const std::vector<rt::
         TPC_RETURN_IF_ERROR(rt::BindInput(name, s.type, t.dtype(), t.shape(), bindings));
     }
   }
+  // A --dim the inputs do not have is a typo, not a no-op.
+  std::set<std::string> symbols;
+  for (const rt::IoSpec& s : specs) {
+    if (!s.type.shape) continue;
+    for (const tpc::ir::Dim& d : *s.type.shape) tpc::ir::CollectSymbols(d, &symbols);
+  }
   for (const std::string& v : args.all("dim")) {
     TPC_ASSIGN_OR_RETURN(auto kv, SplitAssign("dim", v));
     int64_t value;
@@ -150,6 +158,11 @@ absl::Status FillRandomInputs(const tpc::cli::Args& args, const std::vector<rt::
       return absl::InvalidArgumentError(
           absl::StrCat("--dim ", v, ": the value must be an integer from 0 to 2^48 (",
                        tpc::kMaxTensorElements, ")"));
+    }
+    if (!symbols.count(kv.first)) {
+      return absl::InvalidArgumentError(
+          tpc::UnknownNameMessage("--dim", "symbolic input dim", kv.first,
+                                  std::vector<std::string>(symbols.begin(), symbols.end())));
     }
     bindings[kv.first] = value;
   }

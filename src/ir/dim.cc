@@ -175,6 +175,10 @@ std::string Dim::ToString() const {
   return out;
 }
 
+void CollectSymbols(const Dim& dim, std::set<std::string>* out) {
+  for (const Dim::Term& t : dim.terms()) out->insert(t.symbols.begin(), t.symbols.end());
+}
+
 std::string DimsToString(const std::vector<Dim>& dims) {
   return absl::StrCat(
       "[",

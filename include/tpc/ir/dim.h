@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -69,6 +70,9 @@ class Dim {
 
 // `[batch, seq, 64]`
 std::string DimsToString(const std::vector<Dim>& dims);
+
+// Adds the symbols `dim` is made of (`batch`, `seq` of `batch*seq/2`) to `out`.
+void CollectSymbols(const Dim& dim, std::set<std::string>* out);
 // Product of all dims (1 for an empty list).
 Dim Product(const std::vector<Dim>& dims);
 

@@ -1,0 +1,53 @@
+// A mistyped name on the command line is an error that says what was meant, never a
+// silent no-op: --dim, --divisible and --seq-dim of tp-compile, --dim of tp-run.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <string>
+
+#include "test_util.h"
+
+namespace {
+
+using tpc::testing::CommandResult;
+using tpc::testing::RunTpCompile;
+using tpc::testing::RunTpRun;
+using tpc::testing::SourcePath;
+using tpc::testing::TempDir;
+
+}  // namespace
+
+TEST_CASE("tp-compile refuses a dim the model does not have, suggesting one", "[tools][typo]") {
+  const std::string dir = TempDir("typo_compile");
+  const std::string model = SourcePath("models/gpt2.onnx") + " --tp 2 --quiet ";
+  struct Case {
+    std::string flags, want;
+  };
+  for (const Case& c : {Case{"--dim sq=8",
+                             "--dim 'sq': the model has no such symbolic input dim "
+                             "(its symbolic input dims: batch, seq); did you mean "
+                             "'seq'?"},
+                        Case{"--divisible bacth", "did you mean 'batch'?"},
+                        Case{"--sequence-parallel --seq-dim sequence", "did you mean 'seq'?"}}) {
+    CommandResult r = RunTpCompile(model + c.flags + " -o " + dir + "/plan");
+    INFO(c.flags << ": " << r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains(c.want));
+    CHECK_FALSE(std::filesystem::exists(dir + "/plan"));
+  }
+  // The right names still work.
+  CommandResult ok = RunTpCompile(model + "--dim seq=8 --divisible batch -o " + dir + "/plan");
+  INFO(ok.output);
+  CHECK(ok.exit_code == 0);
+}
+
+TEST_CASE("tp-run refuses a --dim the inputs do not have, suggesting one", "[tools][typo]") {
+  const std::string dir = TempDir("typo_run");
+  CommandResult plan = RunTpCompile(SourcePath("models/gpt2.onnx") + " --tp 2 --quiet -o " + dir);
+  REQUIRE(plan.exit_code == 0);
+  for (const char* mode : {"processes", "threads"}) {
+    CommandResult r = RunTpRun(dir + " --ranks " + mode + " --quiet --dim sq=8");
+    INFO(mode << ": " << r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("--dim 'sq'") && Catch::Contains("did you mean 'seq'?"));
+  }
+}
