@@ -313,50 +313,94 @@ absl::StatusOr<int> Conclude(const tpc::cli::Args& args, const Settings& s, int 
       std::fprintf(stderr, "tp-run: wrote %zu output(s) to %s\n", outputs.size(),
                    args.get("output-dir").c_str());
   }
-  if (!args.has("check-against")) {
+  // Prints one comparison table; true when every output is within tolerance.
+  auto compare = [&](const std::string& title, const std::vector<rt::Tensor>& expected) {
+    std::printf("%s rtol %g, atol %g\n", title.c_str(), s.rtol, s.atol);
+    std::printf("  %-24s %-18s %12s %12s  %s\n", "output", "type", "max abs err", "max rel err",
+                "result");
+    bool all = true;
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      rt::Comparison c = rt::CompareTensors(outputs[k], expected[k], s.rtol, s.atol);
+      for (size_t r = 0; r < others.size(); ++r) {
+        rt::Comparison cr = rt::CompareTensors(others[r][k], expected[k], s.rtol, s.atol);
+        if (!cr.pass) {
+          c.pass = false;
+          c.note = absl::StrCat("rank ", r + 1, " differs");
+        }
+      }
+      all = all && c.pass;
+      std::printf("  %-24s %-18s %12.3e %12.3e  %s%s\n", out_specs[k].name.c_str(),
+                  outputs[k].TypeString().c_str(), c.max_abs, c.max_rel, c.pass ? "PASS" : "FAIL",
+                  c.note.empty() ? "" : (" (" + c.note + ")").c_str());
+    }
+    std::printf("%s\n", all ? "PASS: every output within tolerance"
+                            : "FAIL: some output is above tolerance");
+    return all;
+  };
+
+  // The expected outputs of an ONNX test-data folder (output_K.pb beside input_K.pb).
+  std::vector<rt::Tensor> expected;
+  if (args.has("input-dir")) {
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      const std::string path = absl::StrCat(args.get("input-dir"), "/output_", k, ".pb");
+      std::error_code ec;
+      if (!fs::exists(path, ec)) break;
+      TPC_ASSIGN_OR_RETURN(rt::NamedTensor t, rt::ReadTensorFile(path));
+      expected.push_back(t.tensor);
+    }
+    if (expected.size() != outputs.size()) expected.clear();
+  }
+  if (!args.has("check-against") && expected.empty()) {
     if (!s.quiet) {
       for (size_t k = 0; k < outputs.size(); ++k) {
-        std::printf("output %zu '%s': %s\n", k, out_specs[k].name.c_str(),
-                    outputs[k].TypeString().c_str());
+        std::printf("output %zu '%s': %s: %s\n", k, out_specs[k].name.c_str(),
+                    outputs[k].TypeString().c_str(), rt::SummarizeTensor(outputs[k]).c_str());
       }
     }
     return 0;
   }
-  // The original model, unsharded, on the same full inputs.
-  const std::string model = args.get("check-against");
-  TPC_ASSIGN_OR_RETURN(auto original, tpc::onnx::ImportModel(model));
-  rt::PlanRunnerOptions options;
-  options.threads = static_cast<int>(s.threads);
-  TPC_ASSIGN_OR_RETURN(auto reference_runner, rt::PlanRunner::Create({original.get()}, options));
-  TPC_ASSIGN_OR_RETURN(auto inputs, FullInputs(args, reference_runner->executor(0).inputs(), true));
-  TPC_ASSIGN_OR_RETURN(auto reference, reference_runner->Run(inputs));
-  const auto& ref_specs = reference_runner->executor(0).outputs();
-  if (reference[0].size() != outputs.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(model, " has ", reference[0].size(), " outputs, the plan ", outputs.size()));
-  }
-  std::printf("check against %s (%d rank(s) vs unsharded; rtol %g, atol %g)\n", model.c_str(),
-              ranks, s.rtol, s.atol);
-  std::printf("  %-24s %-18s %12s %12s  %s\n", "output", "type", "max abs err", "max rel err",
-              "result");
   bool all = true;
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    rt::Comparison c = rt::CompareTensors(outputs[k], reference[0][k], s.rtol, s.atol);
-    for (size_t r = 0; r < others.size(); ++r) {
-      rt::Comparison cr = rt::CompareTensors(others[r][k], reference[0][k], s.rtol, s.atol);
-      if (!cr.pass) {
-        c.pass = false;
-        c.note = absl::StrCat("rank ", r + 1, " differs");
-      }
-    }
-    all = all && c.pass;
-    std::printf("  %-24s %-18s %12.3e %12.3e  %s%s\n", ref_specs[k].name.c_str(),
-                outputs[k].TypeString().c_str(), c.max_abs, c.max_rel, c.pass ? "PASS" : "FAIL",
-                c.note.empty() ? "" : (" (" + c.note + ")").c_str());
+  if (!expected.empty()) {
+    all =
+        compare(absl::StrCat("check against ", args.get("input-dir"), "/output_K.pb"), expected) &&
+        all;
   }
-  std::printf("%s\n",
-              all ? "PASS: every output within tolerance" : "FAIL: some output is above tolerance");
+  if (args.has("check-against")) {
+    // The original model, unsharded, on the same full inputs.
+    const std::string model = args.get("check-against");
+    TPC_ASSIGN_OR_RETURN(auto original, tpc::onnx::ImportModel(model));
+    rt::PlanRunnerOptions options;
+    options.threads = static_cast<int>(s.threads);
+    TPC_ASSIGN_OR_RETURN(auto reference_runner, rt::PlanRunner::Create({original.get()}, options));
+    TPC_ASSIGN_OR_RETURN(auto inputs,
+                         FullInputs(args, reference_runner->executor(0).inputs(), true));
+    TPC_ASSIGN_OR_RETURN(auto reference, reference_runner->Run(inputs));
+    if (reference[0].size() != outputs.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(model, " has ", reference[0].size(), " outputs, the plan ", outputs.size()));
+    }
+    all = compare(absl::StrCat("check against ", model, ", ", ranks, " rank(s) vs unsharded,"),
+                  reference[0]) &&
+          all;
+  }
   return all ? 0 : 1;
+}
+
+// Before anything runs: --check-against names the model the plan was compiled from, or
+// the comparison means little. A warning, since a re-export may differ only in bytes.
+void CheckSourceModel(const tpc::cli::Args& args, const std::string& plan_dir) {
+  if (!args.has("check-against")) return;
+  auto manifest = tpc::plan::ReadManifest(plan_dir);
+  auto hash = tpc::Sha256File(args.get("check-against"));
+  if (!manifest.ok() || !hash.ok() || manifest->source_sha256().empty() ||
+      *hash == manifest->source_sha256()) {
+    return;
+  }
+  std::fprintf(stderr,
+               "tp-run: warning: %s is not the model the plan was compiled from (plan.json: %s, "
+               "SHA-256 %.12s..., this file %.12s...)\n",
+               args.get("check-against").c_str(), manifest->source_model().c_str(),
+               manifest->source_sha256().c_str(), hash->c_str());
 }
 
 // --ranks threads (and plans of one rank): every rank a thread of this process.
@@ -640,6 +684,9 @@ absl::StatusOr<int> Run(const tpc::cli::Args& args, int argc, char** argv) {
   TPC_ASSIGN_OR_RETURN(auto world,
                        rt::WorldFromEnvironment([](const char* n) { return std::getenv(n); },
                                                 args.get("master", "")));
+  // Once per run: here, or on rank 0 of a cluster launcher's ranks.
+  if (!world || (world->launcher != "tp-run" && world->rank == 0) || threads)
+    CheckSourceModel(args, s.plan);
   if (world && !threads) return RunRank(args, s, *world);
   if (threads) return RunThreads(args, s);
   TPC_ASSIGN_OR_RETURN(const tpc::proto::Plan manifest, tpc::plan::ReadManifest(s.plan));

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "tpc/util/half.h"
 
 namespace tpc::runtime {
@@ -40,6 +41,35 @@ double ElementAsDouble(const Tensor& t, int64_t i) {
     default:
       return 0;
   }
+}
+
+std::string SummarizeTensor(const Tensor& t, int first) {
+  const int64_t n = t.num_elements();
+  if (n == 0) return "empty";
+  double lo = 0, hi = 0, sum = 0;
+  int64_t finite = 0, nans = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = ElementAsDouble(t, i);
+    if (std::isnan(v)) {
+      ++nans;
+      continue;
+    }
+    if (finite == 0 || v < lo) lo = v;
+    if (finite == 0 || v > hi) hi = v;
+    sum += v;
+    ++finite;
+  }
+  std::string out;
+  if (finite > 0) {
+    out = absl::StrCat("min ", absl::StrFormat("%.6g", lo), ", max ", absl::StrFormat("%.6g", hi),
+                       ", mean ", absl::StrFormat("%.6g", sum / static_cast<double>(finite)));
+  }
+  if (nans > 0) absl::StrAppend(&out, out.empty() ? "" : ", ", nans, " NaN");
+  absl::StrAppend(&out, "; first [");
+  for (int64_t i = 0; i < std::min<int64_t>(n, first); ++i)
+    absl::StrAppend(&out, i > 0 ? ", " : "", absl::StrFormat("%.6g", ElementAsDouble(t, i)));
+  absl::StrAppend(&out, n > first ? ", ...]" : "]");
+  return out;
 }
 
 Comparison CompareTensors(const Tensor& actual, const Tensor& expected, double rtol, double atol) {

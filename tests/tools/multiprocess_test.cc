@@ -513,3 +513,35 @@ TEST_CASE("a second run on the port of a running one is refused and stops nothin
     CHECK(ExitCode(c) == 0);
   }
 }
+
+TEST_CASE("tp-run shows its results and checks them against the test data", "[tools][results]") {
+  const std::string plan = Compile("gpt2", 2, "", "results");
+  const std::string dir = fs::path(plan).parent_path();
+  // No reference: each output's type and a short summary.
+  CommandResult plain = RunTpRun(plan);
+  INFO(plain.output);
+  CHECK(plain.exit_code == 0);
+  CHECK_THAT(plain.output, Catch::Contains("output 0 'logits': f32[1, 16, 512]: min ") &&
+                               Catch::Contains(", mean ") && Catch::Contains("; first ["));
+  // --input-dir with output_K.pb: compared with them.
+  const std::string data = SourcePath("models/gpt2/test_data_set_0");
+  CommandResult ok = RunTpRun(plan + " --quiet --input-dir " + data);
+  INFO(ok.output);
+  CHECK(ok.exit_code == 0);
+  CHECK_THAT(ok.output, Catch::Contains("check against " + data + "/output_K.pb") &&
+                            Catch::Contains("PASS: every output within tolerance"));
+  // ... and a wrong expected output fails.
+  fs::create_directories(dir + "/data");
+  fs::copy_file(data + "/input_0.pb", dir + "/data/input_0.pb");
+  fs::copy_file(SourcePath("models/llama/test_data_set_0/output_0.pb"), dir + "/data/output_0.pb");
+  CommandResult bad = RunTpRun(plan + " --quiet --input-dir " + dir + "/data");
+  INFO(bad.output);
+  CHECK(bad.exit_code == 1);
+  CHECK_THAT(bad.output, Catch::Contains("FAIL"));
+  // --check-against a model the plan was not compiled from: said before running.
+  CommandResult other =
+      RunTpRun(plan + " --quiet --check-against " + SourcePath("models/llama.onnx"));
+  INFO(other.output);
+  CHECK_THAT(other.output, Catch::Contains("warning: " + SourcePath("models/llama.onnx") +
+                                           " is not the model the plan was compiled from"));
+}

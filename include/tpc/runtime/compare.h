@@ -12,6 +12,10 @@ namespace tpc::runtime {
 // Element i of any numeric tensor (f16/bf16 converted exactly).
 double ElementAsDouble(const Tensor& t, int64_t i);
 
+// A short summary for a person: `min -1.2, max 3.4, mean 0.0567; first [0.1, -0.2, ...]`
+// (NaNs counted apart; `empty` for no elements).
+std::string SummarizeTensor(const Tensor& t, int first = 4);
+
 struct Comparison {
   bool pass = true;
   double max_abs = 0;
