@@ -56,7 +56,8 @@ tpc::cli::Parser MakeParser() {
          "memory: weight bytes per rank first, then collective time; "
          "time: modelled step time (compute + collectives)",
          "memory", false});
-  p.Add({"memory-budget", "BYTES", "with --objective time: most weight bytes per rank", "", false});
+  p.Add({"memory-budget", "BYTES",
+         "with --objective time: most weight bytes per rank (123456, 512MiB, 1GB)", "", false});
   p.Add({"device-profile", "NAME", "h100-nvlink, a100-nvlink or pcie4", "h100-nvlink", false});
   p.Add({"dim", "NAME=SIZE",
          "size of a symbolic dim for the cost model (unset dims: 512); a "
@@ -229,7 +230,7 @@ class Compiler {
     }
     if (args_.has("memory-budget")) {
       TPC_ASSIGN_OR_RETURN(int64_t budget,
-                           PositiveInt("memory-budget", args_.get("memory-budget")));
+                           tpc::cli::ParseByteSize("memory-budget", args_.get("memory-budget")));
       options_.memory_budget_bytes = budget;
     }
     const std::string profile = args_.get("device-profile", "h100-nvlink");

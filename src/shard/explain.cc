@@ -3,6 +3,7 @@
 #include "problem_builder.h"
 #include "tpc/shard/shard_pass.h"
 #include "tpc/util/status_macros.h"
+#include "tpc/util/suggest.h"
 
 namespace tpc::shard {
 namespace internal {
@@ -33,8 +34,13 @@ absl::StatusOr<std::string> ExplainValue(ir::Graph& graph, const ShardOptions& r
                                          const std::string& value_name) {
   const ShardOptions options = internal::WithBlockCounts(graph, raw_options);
   ir::Value* v = graph.FindValue(value_name);
-  if (v == nullptr)
-    return absl::NotFoundError(absl::StrCat("--explain: no value named '", value_name, "'"));
+  if (v == nullptr) {
+    std::vector<std::string> names;
+    for (const ir::Node* n : graph.nodes())
+      for (const ir::Value* out : n->outputs()) names.push_back(out->name());
+    return absl::NotFoundError(absl::StrCat("--explain: no value named '", value_name, "'",
+                                            DidYouMean(value_name, names)));
+  }
   TPC_ASSIGN_OR_RETURN(auto solved, internal::BuildAndSolve(graph, options, constraints));
   const internal::ProblemBuilder& b = *solved.first;
   const MinSumSolution& best = solved.second;

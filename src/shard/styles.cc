@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "tpc/util/status_macros.h"
+#include "tpc/util/suggest.h"
 
 namespace tpc::shard {
 namespace {
@@ -91,14 +92,28 @@ class StyleParser {
       }
     }
     if (!matched) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where_, ": pattern '", pattern, "' matches no initializer, node or value"));
+      return absl::InvalidArgumentError(absl::StrCat(where_, ": pattern '", pattern,
+                                                     "' matches no initializer, node or value",
+                                                     DidYouMean(pattern, Names(true))));
     }
     return absl::OkStatus();
   }
 
   Constraints Take() { return std::move(constraints_); }
 
+ private:
+  // What a pattern may name, for suggestions: value names, and with `all` initializer and
+  // node names too.
+  std::vector<std::string> Names(bool all) const {
+    std::vector<std::string> names;
+    for (const ir::Node* n : graph_.nodes()) {
+      if (all && n->is_call() && !n->name().empty()) names.push_back(n->name());
+      for (const ir::Value* v : n->outputs()) names.push_back(v->name());
+    }
+    return names;
+  }
+
+ public:
  private:
   absl::Status Allow(const ir::Value* v, Placement p) {
     auto& slot = constraints_.allowed[v];
@@ -230,8 +245,9 @@ class StyleParser {
         }
       }
       if (!matched) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where_, ": group member '", pattern, "' matches no value"));
+        return absl::InvalidArgumentError(absl::StrCat(where_, ": group member '", pattern,
+                                                       "' matches no value",
+                                                       DidYouMean(pattern, Names(false))));
       }
     }
     if (members.size() < 2) {

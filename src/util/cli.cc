@@ -1,8 +1,43 @@
 #include "tpc/util/cli.h"
 
+#include <cctype>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace tpc::cli {
+
+absl::StatusOr<int64_t> ParseByteSize(const std::string& flag, const std::string& text) {
+  size_t split = 0;
+  while (split < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[split])) || text[split] == '.')) {
+    ++split;
+  }
+  std::string unit = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text.substr(split)));
+  static const std::pair<const char*, double> kUnits[] = {{"", 1},
+                                                          {"b", 1},
+                                                          {"kb", 1e3},
+                                                          {"mb", 1e6},
+                                                          {"gb", 1e9},
+                                                          {"tb", 1e12},
+                                                          {"kib", 1024.0},
+                                                          {"mib", 1048576.0},
+                                                          {"gib", 1073741824.0},
+                                                          {"tib", 1099511627776.0}};
+  double scale = 0;
+  for (const auto& [name, factor] : kUnits)
+    if (unit == name) scale = factor;
+  double number = 0;
+  const double limit = 9.2e18;
+  if (split == 0 || scale == 0 || !absl::SimpleAtod(text.substr(0, split), &number) ||
+      !(number * scale >= 1) || number * scale > limit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " '", text,
+                     "': expected a positive byte count like 123456, 512MiB, 1GB or 1.5GiB"));
+  }
+  return static_cast<int64_t>(number * scale);
+}
 
 int ExitCodeFor(const absl::Status& status) {
   switch (status.code()) {

@@ -63,4 +63,12 @@ std::string UnknownNameMessage(const std::string& flag, const std::string& kind,
   return out;
 }
 
+std::string DidYouMean(std::string_view name, const std::vector<std::string>& candidates) {
+  const std::vector<std::string> close = ClosestNames(name, candidates, 3);
+  if (close.empty()) return "";
+  std::vector<std::string> quoted;
+  for (const std::string& c : close) quoted.push_back(absl::StrCat("'", c, "'"));
+  return absl::StrCat("; did you mean ", absl::StrJoin(quoted, " or "), "?");
+}
+
 }  // namespace tpc

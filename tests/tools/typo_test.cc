@@ -51,3 +51,36 @@ TEST_CASE("tp-run refuses a --dim the inputs do not have, suggesting one", "[too
     CHECK_THAT(r.output, Catch::Contains("--dim 'sq'") && Catch::Contains("did you mean 'seq'?"));
   }
 }
+
+TEST_CASE("--explain and style patterns that match nothing suggest the closest names",
+          "[tools][typo]") {
+  const std::string dir = TempDir("typo_names");
+  const std::string model = SourcePath("models/gpt2.onnx") + " --tp 2 --quiet ";
+  CommandResult explain =
+      RunTpCompile(model + "--explain /m/transformer/h.0/attn/MatMul_outpt -o " + dir + "/a");
+  INFO(explain.output);
+  CHECK(explain.exit_code == 2);
+  CHECK_THAT(explain.output,
+             Catch::Contains("did you mean '/m/transformer/h.0/attn/MatMul_output_0'"));
+  tpc::testing::WriteFile(dir + "/styles.txt", "transformer.h.0.attn.c_atn.weight: colwise\n");
+  CommandResult style = RunTpCompile(model + "--styles " + dir + "/styles.txt -o " + dir + "/b");
+  INFO(style.output);
+  CHECK(style.exit_code == 2);
+  CHECK_THAT(style.output, Catch::Contains("matches no initializer, node or value; did you mean "
+                                           "'m.transformer.h.0.attn.c_attn.weight'"));
+}
+
+TEST_CASE("--memory-budget takes byte units", "[tools][typo]") {
+  const std::string dir = TempDir("budget_units");
+  const std::string model =
+      SourcePath("models/gpt2.onnx") + " --tp 2 --quiet --objective time --memory-budget ";
+  CommandResult mib = RunTpCompile(model + "1MiB -o " + dir + "/a");
+  INFO(mib.output);
+  CHECK(mib.exit_code == 0);
+  for (const char* bad : {"1ZB", "0", "-5MB", "MiB", "1.5.2GB"}) {
+    CommandResult r = RunTpCompile(model + bad + " -o " + dir + "/b");
+    INFO(bad << ": " << r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("expected a positive byte count like 123456, 512MiB"));
+  }
+}

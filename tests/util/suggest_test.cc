@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "tpc/util/cli.h"
 #include "tpc/util/suggest.h"
 
 TEST_CASE("edit distance counts insertions, deletions and substitutions", "[util][suggest]") {
@@ -25,4 +26,15 @@ TEST_CASE("the closest names are suggested, far ones are not", "[util][suggest]"
         "batch, seq, past); did you mean 'seq'?");
   CHECK_THAT(tpc::UnknownNameMessage("--dim", "symbolic input dim", "x", {}),
              Catch::Contains("(it has none)") && !Catch::Contains("did you mean"));
+}
+
+TEST_CASE("byte sizes parse with decimal and binary units", "[util][suggest]") {
+  CHECK(*tpc::cli::ParseByteSize("f", "123456") == 123456);
+  CHECK(*tpc::cli::ParseByteSize("f", "512MiB") == 512LL << 20);
+  CHECK(*tpc::cli::ParseByteSize("f", "1GB") == 1000000000LL);
+  CHECK(*tpc::cli::ParseByteSize("f", "1.5gib") == 3LL << 29);
+  CHECK(*tpc::cli::ParseByteSize("f", "2 KB") == 2000);
+  CHECK_FALSE(tpc::cli::ParseByteSize("f", "").ok());
+  CHECK_FALSE(tpc::cli::ParseByteSize("f", "0.1B").ok());
+  CHECK_FALSE(tpc::cli::ParseByteSize("f", "99999999TB").ok());
 }

@@ -35,6 +35,11 @@ class Args {
   bool help_ = false;
 };
 
+// A byte count as people write it: `123456`, `512MiB`, `1GB`, `1.5GiB` (B, KB/MB/GB/TB
+// in powers of 1000, KiB/MiB/GiB/TiB in powers of 1024; case-insensitive). Errors name
+// `flag` and show the accepted forms.
+absl::StatusOr<int64_t> ParseByteSize(const std::string& flag, const std::string& text);
+
 // The tools' exit status for an error: 1 for an internal, I/O or run-time failure
 // (internal, data loss, unknown, aborted, resources), 2 for bad usage or bad input.
 int ExitCodeFor(const absl::Status& status);

@@ -22,4 +22,8 @@ std::vector<std::string> ClosestNames(std::string_view name,
 std::string UnknownNameMessage(const std::string& flag, const std::string& kind,
                                const std::string& name, const std::vector<std::string>& candidates);
 
+// "; did you mean 'a' or 'b'?" with the (up to 3) closest candidates, or "" when none is
+// close: to append to a message.
+std::string DidYouMean(std::string_view name, const std::vector<std::string>& candidates);
+
 }  // namespace tpc
