@@ -52,7 +52,7 @@ TEST_CASE("tp-run refuses a --dim the inputs do not have, suggesting one", "[too
   }
 }
 
-TEST_CASE("--explain and style patterns that match nothing suggest the closest names",
+TEST_CASE("explain names and style patterns that match nothing suggest the closest names",
           "[tools][typo]") {
   const std::string dir = TempDir("typo_names");
   const std::string model = SourcePath("models/gpt2.onnx") + " --tp 2 --quiet ";
@@ -70,7 +70,7 @@ TEST_CASE("--explain and style patterns that match nothing suggest the closest n
                                            "'m.transformer.h.0.attn.c_attn.weight'"));
 }
 
-TEST_CASE("--memory-budget takes byte units", "[tools][typo]") {
+TEST_CASE("the memory budget takes byte units", "[tools][typo]") {
   const std::string dir = TempDir("budget_units");
   const std::string model =
       SourcePath("models/gpt2.onnx") + " --tp 2 --quiet --objective time --memory-budget ";
