@@ -78,7 +78,7 @@ tpc::cli::Parser MakeParser() {
   p.Add({"repeat", "K", "time K runs; print throughput and per-stage times", "0", false});
   p.Add({"threads", "N", "threads in total (env TPC_NUM_THREADS; default all cores)", "", false});
   p.Add({"seed", "S", "seed of random inputs", "0", false});
-  p.Add({"profile", "", "with --repeat: time per operator type", "", false});
+  p.Add({"profile", "", "with --repeat: time per operator type, of rank 0", "", false});
   p.Add({"quiet", "", "print only the comparison table and errors", "", false});
   p.Add({"no-verify", "", "skip the SHA-256 check of the plan's files (trusted plans)", "", false});
   p.Add({"ranks", "MODE", "processes (one per rank) or threads (all in this process)", "processes",
@@ -296,6 +296,7 @@ void PrintTimes(const tpc::cli::Args& args, std::vector<double> times, double lo
     std::vector<std::pair<double, std::string>> ops;
     for (const auto& [op, s] : stats.op_seconds) ops.emplace_back(s, op);
     std::sort(ops.rbegin(), ops.rend());
+    std::printf("tp-run: time per operator type on rank 0, last run:\n");
     for (const auto& [s, op] : ops) std::printf("  %-28s %9.3f ms\n", op.c_str(), s * 1e3);
   }
 }

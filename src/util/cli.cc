@@ -3,8 +3,10 @@
 #include <cctype>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace tpc::cli {
 
@@ -120,20 +122,62 @@ absl::StatusOr<Args> Parser::Parse(int argc, char** argv) const {
   return args;
 }
 
+namespace {
+
+// `text` wrapped at 80 columns: the first line continues after `first_indent` columns
+// already used, the others start with `indent` spaces. Words longer than a line stay whole.
+std::string Wrap(const std::string& text, size_t first_indent, size_t indent) {
+  constexpr size_t kWidth = 80;
+  std::string out;
+  size_t column = first_indent;
+  bool first = true;
+  for (const absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    if (!first && column + 1 + word.size() > kWidth) {
+      absl::StrAppend(&out, "\n", std::string(indent, ' '));
+      column = indent;
+    } else if (!first) {
+      out += ' ';
+      ++column;
+    }
+    absl::StrAppend(&out, word);
+    column += word.size();
+    first = false;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string Parser::Usage() const {
+  // The description keeps its paragraphs (blank lines) and its lines that start a new
+  // sentence-paragraph ("Exit status: ..."); within one, lines are re-flowed to 80.
+  std::string description;
+  for (const absl::string_view paragraph : absl::StrSplit(description_, "\n\n")) {
+    std::string flowed;
+    for (const absl::string_view line : absl::StrSplit(paragraph, '\n')) {
+      if (absl::StartsWith(line, "Exit status") && !flowed.empty()) {
+        absl::StrAppend(&description, Wrap(flowed, 0, 0), "\n");
+        flowed.clear();
+      }
+      absl::StrAppend(&flowed, flowed.empty() ? "" : " ", line);
+    }
+    absl::StrAppend(&description, description.empty() || description.back() == '\n' ? "" : "\n",
+                    Wrap(flowed, 0, 0), "\n\n");
+  }
   std::string out =
-      absl::StrCat("usage: ", program_, " ", synopsis_, "\n\n", description_, "\n\noptions:\n");
+      absl::StrCat("usage: ", program_, " ", synopsis_, "\n\n", description, "options:\n");
+  constexpr size_t kHelpColumn = 26;
   for (const auto& s : specs_) {
     std::string left = absl::StrCat("  --", s.name, s.value_name.empty() ? "" : " " + s.value_name);
     if (s.name == "output") left = absl::StrCat("  -o, --output ", s.value_name);
-    if (left.size() < 26)
-      left.resize(26, ' ');
+    if (left.size() < kHelpColumn)
+      left.resize(kHelpColumn, ' ');
     else
-      left += "\n" + std::string(26, ' ');
-    absl::StrAppend(&out, left, s.help);
-    if (!s.default_value.empty()) absl::StrAppend(&out, " (default: ", s.default_value, ")");
-    if (s.repeated) absl::StrAppend(&out, " (repeatable)");
-    absl::StrAppend(&out, "\n");
+      left += "\n" + std::string(kHelpColumn, ' ');
+    std::string help = s.help;
+    if (!s.default_value.empty()) absl::StrAppend(&help, " (default: ", s.default_value, ")");
+    if (s.repeated) absl::StrAppend(&help, " (repeatable)");
+    absl::StrAppend(&out, left, Wrap(help, kHelpColumn, kHelpColumn), "\n");
   }
   absl::StrAppend(&out, "  -h, --help                show this help\n");
   return out;

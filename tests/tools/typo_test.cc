@@ -2,6 +2,7 @@
 // silent no-op: --dim, --divisible and --seq-dim of tp-compile, --dim of tp-run.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <sstream>
 #include <string>
 
 #include "test_util.h"
@@ -82,5 +83,21 @@ TEST_CASE("the memory budget takes byte units", "[tools][typo]") {
     INFO(bad << ": " << r.output);
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.output, Catch::Contains("expected a positive byte count like 123456, 512MiB"));
+  }
+}
+
+TEST_CASE("the tools' help fits 80 columns", "[tools][help]") {
+  for (const char* tool : {"tp-compile", "tp-run"}) {
+    CommandResult r = std::string(tool) == "tp-run" ? RunTpRun("--help") : RunTpCompile("--help");
+    REQUIRE(r.exit_code == 0);
+    std::istringstream lines(r.output);
+    std::string line;
+    int n = 0;
+    while (std::getline(lines, line)) {
+      ++n;
+      INFO(tool << " line " << n << ": " << line);
+      CHECK(line.size() <= 80);
+    }
+    CHECK(n > 20);
   }
 }
