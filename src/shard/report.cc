@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace tpc::shard {
 
@@ -101,7 +102,14 @@ std::string ShardSummary(const ShardResult& result, const ShardOptions& options)
       result.weight_bytes_per_rank / 1048576.0, result.weight_bytes_total / 1048576.0,
       result.weight_bytes_per_rank /
           (result.weight_bytes_total / static_cast<double>(options.mesh.tp())));
-  absl::StrAppend(&out, "  collectives per forward:");
+  // The bytes depend on the symbolic dims: say which sizes they were computed at.
+  std::vector<std::string> dims;
+  for (const auto& [name, size] : options.dim_sizes) dims.push_back(absl::StrCat(name, "=", size));
+  absl::StrAppend(&out, "  collectives per forward, at ",
+                  dims.empty() ? "" : absl::StrCat(absl::StrJoin(dims, ", "), " and "),
+                  dims.empty() ? "every" : "any other",
+                  " symbolic dim = ", options.default_dim_size,
+                  dims.empty() ? " (set them with --dim)" : "", ":");
   auto summary = SummarizeCollectives(result);
   if (summary.empty()) absl::StrAppend(&out, " none");
   for (const CollectiveSummary& s : summary) {

@@ -101,3 +101,18 @@ TEST_CASE("the tools' help fits 80 columns", "[tools][help]") {
     CHECK(n > 20);
   }
 }
+
+TEST_CASE("the summary says which dim sizes its collective bytes are for", "[tools][report]") {
+  const std::string dir = TempDir("summary_dims");
+  const std::string model = SourcePath("models/gpt2.onnx") + " --tp 2 ";
+  CommandResult plain = RunTpCompile(model + "-o " + dir + "/a");
+  INFO(plain.output);
+  REQUIRE(plain.exit_code == 0);
+  CHECK_THAT(plain.output, Catch::Contains("collectives per forward, at every symbolic dim = 512 "
+                                           "(set them with --dim):"));
+  CommandResult sized = RunTpCompile(model + "--dim seq=128 --dim batch=1 -o " + dir + "/b");
+  INFO(sized.output);
+  REQUIRE(sized.exit_code == 0);
+  CHECK_THAT(sized.output, Catch::Contains("collectives per forward, at batch=1, seq=128 and any "
+                                           "other symbolic dim = 512:"));
+}
