@@ -98,6 +98,10 @@ class RankSession {
       : world_(std::move(world)), options_(options) {}
   void Watch();
   absl::Status WaitForRanks(const std::string& prefix, const std::string& what);
+  // This rank stops (rank `origin` failed; this one when it is the failure): says so in
+  // `store` and, when this rank hosts it, waits up to 2 s until the other ranks that
+  // joined have said so too, since they read the reason from it.
+  void AnnounceStop(KeyValueStore& store, int origin);
 
   World world_;
   RankSessionOptions options_;

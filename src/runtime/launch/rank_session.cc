@@ -69,15 +69,7 @@ absl::StatusOr<std::unique_ptr<RankSession>> RankSession::Join(const World& worl
   // alike, and a store shared by mistake must not stop the run that owns it.
   if (absl::Status joined = s.WaitForRanks("join", "join"); !joined.ok()) {
     // The host's store must outlive the others' own timeouts, a moment later.
-    (void)s.store_->Set(Key("stopped", world.rank), "");
-    if (s.server_ != nullptr) {
-      std::vector<std::string> keys;
-      for (int r = 1; r < world.size; ++r) {
-        auto in = s.store_->Check(Key("join", r));
-        if (in.ok() && *in) keys.push_back(Key("stopped", r));
-      }
-      (void)s.store_->Wait(keys, std::chrono::seconds(2));
-    }
+    s.AnnounceStop(*s.store_, world.rank);
     return joined;
   }
   for (int r = 0; r < world.size; ++r) {
@@ -117,19 +109,10 @@ void RankSession::Watch() {
     } else {
       auto value = watch_store_->Get(kAbortKey, std::chrono::seconds(1));
       int origin = -1;
-      absl::Status reason = DecodeRankStatus(value.ok() ? *value : "", &origin);
+      (void)DecodeRankStatus(value.ok() ? *value : "", &origin);
       if (origin == world_.rank || failed_.load()) return;  // this rank's own failure
-      message = origin >= 0
-                    ? absl::StrCat("rank ", origin, " failed: ", std::string(reason.message()))
-                    : std::string(reason.message());
-      (void)watch_store_->Set(Key("stopped", world_.rank), "");
-      if (server_ != nullptr) {
-        // The others read the reason from this process's store: give them the time to.
-        std::vector<std::string> keys;
-        for (int r = 0; r < world_.size; ++r)
-          if (r != world_.rank && r != origin) keys.push_back(Key("stopped", r));
-        (void)watch_store_->Wait(keys, std::chrono::seconds(2));
-      }
+      message = DescribeRankStatus(value.ok() ? *value : "");
+      AnnounceStop(*watch_store_, origin);
     }
     if (!options_.quiet_when_stopped) {
       std::fprintf(stderr, "tp-run: rank %d: stopped: %s\n", world_.rank, message.c_str());
@@ -184,13 +167,19 @@ void RankSession::Fail(const absl::Status& reason) {
   if (!store_) return;
   auto set = store_->Check(kAbortKey);
   if (set.ok() && !*set) (void)store_->Set(kAbortKey, EncodeRankStatus(world_.rank, reason));
-  if (server_ != nullptr) {
-    // The others read the reason from this process's store: give them the time to.
-    std::vector<std::string> keys;
-    for (int r = 0; r < world_.size; ++r)
-      if (r != world_.rank) keys.push_back(Key("stopped", r));
-    (void)store_->Wait(keys, std::chrono::seconds(2));
+  AnnounceStop(*store_, world_.rank);
+}
+
+void RankSession::AnnounceStop(KeyValueStore& store, int origin) {
+  (void)store.Set(Key("stopped", world_.rank), "");
+  if (server_ == nullptr) return;
+  std::vector<std::string> keys;
+  for (int r = 0; r < world_.size; ++r) {
+    if (r == world_.rank || r == origin) continue;
+    auto joined = store.Check(Key("join", r));
+    if (joined.ok() && *joined) keys.push_back(Key("stopped", r));
   }
+  (void)store.Wait(keys, std::chrono::seconds(2));
 }
 
 FailureVerdict RankSession::Judge(const absl::Status& failure) {
@@ -244,12 +233,7 @@ FailureVerdict RankSession::Judge(const absl::Status& failure) {
 
 void RankSession::Stopped(int origin) {
   failed_ = true;  // the watchdog must not report this stop again
-  (void)store_->Set(Key("stopped", world_.rank), "");
-  if (server_ == nullptr) return;
-  std::vector<std::string> keys;
-  for (int r = 0; r < world_.size; ++r)
-    if (r != world_.rank && r != origin) keys.push_back(Key("stopped", r));
-  (void)store_->Wait(keys, std::chrono::seconds(2));
+  AnnounceStop(*store_, origin);
 }
 
 absl::Status RankSession::Post(const std::string& name, const std::string& value) {
