@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "rewriter.h"
+#include "tpc/shard/op_record.h"
 #include "tpc/util/status_macros.h"
 
 namespace tpc::partition {
@@ -65,12 +66,15 @@ class Partitioner {
   }
 
   absl::Status HandleCall(ir::Node* node) {
+    const shard::OpRecord* record = shard::FindOpRecord(node->domain(), node->op_type());
+    const shard::ShapeInputsFn shape_inputs =
+        record != nullptr ? record->hooks.shape_inputs : nullptr;
     auto it = result_.strategies.find(node);
     if (it == result_.strategies.end()) {
       // Computed from replicated values only, or the shape of a value: runs as it is
       // (Shape and Size of a split value are scaled to the whole shape).
       for (ir::Value* v : node->outputs()) Localize(v);
-      return internal::FixShapeInputs(rw_, node, {}, {});
+      return shape_inputs != nullptr ? shape_inputs(rw_, node, {}, {}) : absl::OkStatus();
     }
     const shard::Strategy& s = it->second;
     for (int i = 0; i < node->num_inputs(); ++i) {
@@ -81,18 +85,11 @@ class Partitioner {
       node->SetInput(i, converted);
     }
     for (ir::Value* v : node->outputs()) Localize(v);
-    absl::StatusOr<internal::Replacements> replaced = internal::Replacements{};
-    if (s.name == "vocab-parallel (masked lookup)") {
-      replaced = internal::LowerMaskedGather(rw_, node);
-    } else if (s.name == "vocab-parallel loss") {
-      replaced = internal::LowerVocabParallelLoss(rw_, node);
-    } else if (s.name == "vocab-parallel softmax") {
-      replaced = internal::LowerVocabParallelSoftmax(rw_, node);
-    } else if (s.name == "vocab-parallel pick") {
-      replaced = internal::LowerVocabParallelNll(rw_, node);
-    } else {
-      return internal::FixShapeInputs(rw_, node, s.outputs, s.inputs);
+    if (s.lowering == nullptr) {
+      return shape_inputs != nullptr ? shape_inputs(rw_, node, s.outputs, s.inputs)
+                                     : absl::OkStatus();
     }
+    absl::StatusOr<internal::Replacements> replaced = s.lowering(rw_, node);
     if (!replaced.ok()) return replaced.status();
     ++rw_.stats().lowered_ops;
     // The new values stand for the old ones: later consumers convert them the same way.

@@ -4,16 +4,6 @@
 
 namespace tpc::partition::internal {
 
-ir::TensorType WithDim(ir::TensorType t, int64_t axis, ir::Dim d) {
-  (*t.shape)[static_cast<size_t>(axis)] = std::move(d);
-  return t;
-}
-
-ir::TensorType WithDType(ir::TensorType t, ir::DType d) {
-  t.dtype = d;
-  return t;
-}
-
 ir::Node* Rewriter::FirstCall() {
   for (ir::Node* n : graph_.nodes()) {
     if (n->kind() == ir::NodeKind::kCall || n->kind() == ir::NodeKind::kOutput) return n;
@@ -95,6 +85,34 @@ ir::Value* Rewriter::Reduce(ir::Node* before, const std::string& op, ir::Value* 
   }
   attrs["axes"] = std::move(axes);
   return Op(before, op, {x}, std::move(type), p, std::move(attrs));
+}
+
+ir::Value* Rewriter::AllReduce(ir::Node* before, ir::Value* x, ir::ReduceOp op) {
+  const ir::TensorType type = x->type();
+  ir::Value* out = factory_.all_reduce(graph_, before, x, op);
+  out->set_type(type);
+  out->set_sharding(ir::Sharding{{ir::Placement::Replicate()}});
+  ++stats_.collectives;
+  UseTpcDomain();
+  return out;
+}
+
+Replacements Rewriter::Replace(ir::Node* node, const std::vector<ir::Value*>& values) {
+  Replacements out;
+  std::vector<std::string> names;
+  for (int i = 0; i < node->num_outputs() && i < static_cast<int>(values.size()); ++i) {
+    ir::Value* old = node->output(i);
+    names.push_back(old->name());
+    old->ReplaceAllUsesWith(values[static_cast<size_t>(i)]);
+    out.emplace_back(old, values[static_cast<size_t>(i)]);
+  }
+  // The old outputs are about to go: record the pairs by the values that replace them.
+  for (ir::Value* v : node->outputs()) {
+    if (v->has_uses()) return out;  // an extra output still used: keep the node
+  }
+  graph_.Erase(node);
+  for (size_t i = 0; i < names.size(); ++i) graph_.RenameValue(values[i], names[i]);
+  return out;
 }
 
 void Rewriter::UseTpcDomain() { graph_.opsets()[kTpcDomain] = kTpcOpsetVersion; }

@@ -1,5 +1,7 @@
 #include "problem_builder.h"
 
+#include "tpc/shard/op_record.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -231,12 +233,11 @@ void ProblemBuilder::AddCall(const ir::Node* node) {
   if (from_inputs) {
     for (const ir::Value* o : node->outputs()) depends_on_inputs_.insert(o);
   }
-  // Shape and Size read only the shape: their result is replicated whatever the input's
-  // placement (the partition stage makes it the whole shape), so the shape computations
-  // downstream are no decisions either.
-  if (node->domain().empty() && (node->op_type() == "Shape" || node->op_type() == "Size")) {
-    all_replicated = true;
-  }
+  // An op that reads only the shape (Shape, Size): its result is replicated whatever the
+  // input's placement (the partition stage makes it the whole shape), so the shape
+  // computations downstream are no decisions either.
+  const OpRecord* record = FindOpRecord(node->domain(), node->op_type());
+  if (record != nullptr && record->hooks.reads_shape_only) all_replicated = true;
   bool has_rule = false;
   std::vector<Strategy> strategies = StrategiesFor(*node, options_, &has_rule);
   if (all_replicated) {
@@ -285,22 +286,7 @@ void ProblemBuilder::AddCallCosts(int var) {
 }
 
 double ProblemBuilder::Flops(const ir::Node& node) const {
-  RuleContext ctx(node, options_);
-  double out = 0;
-  for (const ir::Value* o : node.outputs()) {
-    if (!o->type().shape) continue;
-    double e = 1;
-    for (const ir::Dim& d : *o->type().shape) e *= ctx.Size(d);
-    out += e;
-  }
-  // 2·M·N·K for products.
-  if ((node.op_type() == "MatMul" || node.op_type() == "Gemm") && node.input(0)->type().shape &&
-      !node.input(0)->type().shape->empty()) {
-    const auto& a = *node.input(0)->type().shape;
-    const bool ta = node.op_type() == "Gemm" && node.attr_int("transA", 0) != 0;
-    out *= 2 * ctx.Size(ta ? a.front() : a.back());
-  }
-  return out;
+  return OpFlops(RuleContext(node, options_));
 }
 
 // ---------------------------------------------------------------- edges

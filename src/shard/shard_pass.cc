@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "problem_builder.h"
+#include "tpc/shard/op_record.h"
 #include "tpc/util/checked_math.h"
 #include "tpc/util/status_macros.h"
 
@@ -13,16 +14,16 @@ using ir::Placement;
 
 namespace internal {
 
-// Block counts worth trying: equal Splits and Concats of float values.
+// Block counts worth trying: the equal parts of ops that cut or join float values
+// (Split, Concat).
 ShardOptions WithBlockCounts(const ir::Graph& graph, const ShardOptions& options) {
   ShardOptions out = options;
   for (ir::Node* n : graph.nodes()) {
-    if (!n->is_call() || !n->domain().empty()) continue;
-    const bool split = n->op_type() == "Split" && n->num_outputs() >= 2;
-    const bool concat = n->op_type() == "Concat" && n->num_inputs() >= 2;
-    if ((split || concat) && ir::IsFloating(n->output(0)->type().dtype)) {
-      out.block_counts.insert(split ? n->num_outputs() : n->num_inputs());
-    }
+    if (!n->is_call()) continue;
+    const OpRecord* record = FindOpRecord(n->domain(), n->op_type());
+    if (record == nullptr || record->hooks.block_count == nullptr) continue;
+    const int64_t k = record->hooks.block_count(*n);
+    if (k >= 2 && ir::IsFloating(n->output(0)->type().dtype)) out.block_counts.insert(k);
   }
   if (out.sequence_parallel) out.divisible.insert(out.seq_symbol);
   return out;

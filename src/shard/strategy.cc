@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "tpc/shard/op_record.h"
 
 namespace tpc::shard {
 
@@ -214,7 +215,8 @@ std::vector<Strategy> StrategiesFor(const ir::Node& node, const ShardOptions& op
                                     bool* has_rule) {
   std::vector<Strategy> out;
   out.push_back(ReplicateStrategy(node));
-  RuleFn rule = FindShardRule(node.domain(), node.op_type());
+  const OpRecord* record = FindOpRecord(node.domain(), node.op_type());
+  RuleFn rule = record != nullptr ? record->rule : nullptr;
   *has_rule = rule != nullptr;
   if (rule == nullptr || options.mesh.tp() <= 1) return out;
   for (const ir::Value* v : node.inputs()) {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "tpc/shard/op_record.h"
 #include "tpc/util/status_macros.h"
 #include "tpc/util/suggest.h"
 
@@ -128,34 +129,17 @@ class StyleParser {
   }
 
   // The split a consumer gives colwise (output features) or rowwise (input features)
-  // of a weight it reads at `input`, through Transposes; nullopt when unknown.
+  // of a weight it reads, asking each consumer's record (through ops that pass the
+  // question on, such as Transpose); nullopt when unknown.
   std::optional<int64_t> FeatureDim(const ir::Value* w, bool colwise, int depth = 0) const {
-    const int64_t rank = w->type().rank();
+    if (depth > 4) return std::nullopt;
     for (const ir::Use& use : w->uses()) {
       const ir::Node& n = *use.user;
       if (!n.is_call()) continue;
-      const std::string& op = n.op_type();
-      if (op == "MatMul" && use.index == 1 && rank >= 2) return colwise ? rank - 1 : rank - 2;
-      if (op == "MatMul" && use.index == 0 && rank >= 2) return colwise ? rank - 2 : rank - 1;
-      if (op == "Gemm" && use.index == 1 && rank == 2) {
-        const bool tb = n.attr_int("transB", 0) != 0;
-        return colwise == tb ? 0 : 1;
-      }
-      if (op == "Gemm" && use.index == 2 && rank == 1) {
-        if (colwise) return 0;
-        return std::nullopt;
-      }
-      if (op == "Gather" && use.index == 0 && rank == 2) return colwise ? 1 : 0;
-      if (op == "Transpose" && use.index == 0 && depth < 4) {
-        std::vector<int64_t> perm = n.attr_ints("perm");
-        if (perm.empty()) {
-          for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
-        }
-        if (auto d = FeatureDim(n.output(0), colwise, depth + 1)) {
-          return perm[static_cast<size_t>(*d)];
-        }
-      }
-      if ((op == "Add") && rank == 1 && colwise) return 0;  // a column-parallel bias
+      const OpRecord* record = FindOpRecord(n.domain(), n.op_type());
+      if (record == nullptr || record->hooks.feature_dim == nullptr) continue;
+      auto of_output = [&](const ir::Value* v) { return FeatureDim(v, colwise, depth + 1); };
+      if (auto d = record->hooks.feature_dim(n, use.index, colwise, of_output)) return d;
     }
     return std::nullopt;
   }

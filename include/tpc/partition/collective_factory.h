@@ -7,6 +7,7 @@
 #include <string>
 
 #include "tpc/ir/graph.h"
+#include "tpc/shard/lowering.h"
 
 namespace tpc::partition {
 
@@ -36,7 +37,7 @@ struct CollectiveFactory {
 CollectiveFactory TpcCollectives(int64_t group_size);
 
 // The ONNX domain and opset version of those ops.
-inline constexpr const char* kTpcDomain = "tpc";
+inline constexpr const char* kTpcDomain = shard::LocalGraph::kTpcDomain;
 inline constexpr int64_t kTpcOpsetVersion = 1;
 
 }  // namespace tpc::partition

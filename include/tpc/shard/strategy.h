@@ -15,6 +15,7 @@
 
 #include "tpc/ir/graph.h"
 #include "tpc/shard/cost_model.h"
+#include "tpc/shard/lowering.h"
 #include "tpc/shard/options.h"
 
 namespace tpc::shard {
@@ -37,6 +38,9 @@ struct Strategy {
   // Share of the op's work one rank does (1/N when split, 1 when replicated).
   double compute_fraction = 1.0;
   std::vector<InternalCollective> internal;
+  // How the op runs under this strategy when its local form is not enough (the
+  // vocab-parallel lookup, softmax and loss); null: the op itself, on its local shards.
+  LoweringFn lowering = nullptr;
 };
 
 // What a rule sees: the node, the mesh, and the sizes the cost model assumes.
@@ -106,9 +110,6 @@ void AddPartialStrategy(const RuleContext& ctx, const std::vector<int>& partial_
 Strategy ReplicateStrategy(const ir::Node& node);
 
 using RuleFn = void (*)(const RuleContext&, std::vector<Strategy>*);
-
-// The rule of an op, or null (the op then runs replicated and is reported).
-RuleFn FindShardRule(const std::string& domain, const std::string& op_type);
 
 // All strategies of a node: its rule's (deduplicated, each checked against the types),
 // always including replicate first. `has_rule` tells whether a rule was found.

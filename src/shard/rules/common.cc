@@ -7,6 +7,17 @@ int64_t NormalizeAxis(int64_t axis, int64_t rank) {
   return axis >= 0 && axis < rank ? axis : -1;
 }
 
+double OutputElements(const RuleContext& ctx) {
+  double out = 0;
+  for (const ir::Value* o : ctx.node().outputs()) {
+    if (!o->type().shape) continue;
+    double e = 1;
+    for (const ir::Dim& d : *o->type().shape) e *= ctx.Size(d);
+    out += e;
+  }
+  return out;
+}
+
 FactorSpec BroadcastSpec(const RuleContext& ctx, const std::vector<int>& inputs) {
   FactorSpec spec;
   const std::vector<ir::Dim>& out = ctx.output_dims(0);

@@ -24,6 +24,7 @@ void SoftmaxCrossEntropyLoss(const RuleContext& ctx, std::vector<Strategy>* out)
   if (scores.size() < 2 || !ctx.Divisible(scores[1])) return;
   Strategy s;
   s.name = "vocab-parallel loss";
+  s.lowering = LowerVocabParallelLoss;
   s.inputs.assign(static_cast<size_t>(ctx.num_inputs()), ir::Placement::Replicate());
   s.inputs[0] = ir::Placement::Shard(1);
   s.outputs.push_back(ir::Placement::Replicate());
@@ -44,6 +45,7 @@ void NegativeLogLikelihoodLoss(const RuleContext& ctx, std::vector<Strategy>* ou
   if (input.size() < 2 || !ctx.Divisible(input[1])) return;
   Strategy s;
   s.name = "vocab-parallel pick";
+  s.lowering = LowerVocabParallelNll;
   s.inputs.assign(static_cast<size_t>(ctx.num_inputs()), ir::Placement::Replicate());
   s.inputs[0] = ir::Placement::Shard(1);
   s.outputs.push_back(ir::Placement::Partial(ir::ReduceOp::kSum));

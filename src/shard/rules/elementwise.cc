@@ -68,4 +68,11 @@ void Cast(const RuleContext& ctx, std::vector<Strategy>* out) {
   }
 }
 
+std::optional<int64_t> BiasFeatureDim(
+    const ir::Node& node, int input, bool colwise,
+    const std::function<std::optional<int64_t>(const ir::Value*)>&) {
+  if (node.input(input)->type().rank() == 1 && colwise) return 0;
+  return std::nullopt;
+}
+
 }  // namespace tpc::shard::rules

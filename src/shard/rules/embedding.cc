@@ -41,11 +41,20 @@ void Gather(const RuleContext& ctx, std::vector<Strategy>* out) {
   if (axis == 0 && ir::IsFloating(t) && ctx.Divisible(data[0])) {
     Strategy s;
     s.name = "vocab-parallel (masked lookup)";
+    s.lowering = LowerMaskedGather;
     s.inputs = {ir::Placement::Shard(axis), ir::Placement::Replicate()};
     s.outputs = {ir::Placement::Partial(ir::ReduceOp::kSum)};
     s.compute_fraction = 1.0;
     out->push_back(std::move(s));
   }
+}
+
+// An embedding table [vocab, hidden]: colwise splits the hidden dim, rowwise the vocab.
+std::optional<int64_t> GatherFeatureDim(
+    const ir::Node& node, int input, bool colwise,
+    const std::function<std::optional<int64_t>(const ir::Value*)>&) {
+  if (input != 0 || node.input(0)->type().rank() != 2) return std::nullopt;
+  return colwise ? 1 : 0;
 }
 
 }  // namespace tpc::shard::rules

@@ -86,4 +86,41 @@ void Gemm(const RuleContext& ctx, std::vector<Strategy>* out) {
   AddPartialStrategy(ctx, bias ? std::vector<int>{1, 2} : std::vector<int>{1}, out);
 }
 
+// 2·M·N·K: two FLOPs per output element and step of the reduced dim.
+double MatMulFlops(const RuleContext& ctx) {
+  const std::vector<ir::Dim>& a = ctx.input_dims(0);
+  return a.empty() ? OutputElements(ctx) : 2 * OutputElements(ctx) * ctx.Size(a.back());
+}
+
+double GemmFlops(const RuleContext& ctx) {
+  const std::vector<ir::Dim>& a = ctx.input_dims(0);
+  if (a.size() != 2) return OutputElements(ctx);
+  const bool ta = ctx.node().attr_int("transA", 0) != 0;
+  return 2 * OutputElements(ctx) * ctx.Size(ta ? a.front() : a.back());
+}
+
+// A weight read as B holds output features on its last dim, input features on the one
+// before; read as A, the other way round.
+std::optional<int64_t> MatMulFeatureDim(
+    const ir::Node& node, int input, bool colwise,
+    const std::function<std::optional<int64_t>(const ir::Value*)>&) {
+  const int64_t rank = node.input(input)->type().rank();
+  if (rank < 2) return std::nullopt;
+  if (input == 1) return colwise ? rank - 1 : rank - 2;
+  if (input == 0) return colwise ? rank - 2 : rank - 1;
+  return std::nullopt;
+}
+
+std::optional<int64_t> GemmFeatureDim(
+    const ir::Node& node, int input, bool colwise,
+    const std::function<std::optional<int64_t>(const ir::Value*)>&) {
+  const int64_t rank = node.input(input)->type().rank();
+  if (input == 1 && rank == 2) {
+    const bool tb = node.attr_int("transB", 0) != 0;
+    return colwise == tb ? 0 : 1;
+  }
+  if (input == 2 && rank == 1 && colwise) return 0;  // the bias of a column-parallel Gemm
+  return std::nullopt;
+}
+
 }  // namespace tpc::shard::rules

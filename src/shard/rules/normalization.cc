@@ -42,6 +42,7 @@ void Softmax(const RuleContext& ctx, std::vector<Strategy>* out) {
   if (ctx.Divisible(in[static_cast<size_t>(axis)])) {
     Strategy s;
     s.name = "vocab-parallel softmax";
+    s.lowering = LowerVocabParallelSoftmax;
     s.inputs = {ir::Placement::Shard(axis)};
     s.outputs = {ir::Placement::Shard(axis)};
     s.compute_fraction = 1.0 / static_cast<double>(ctx.n());

@@ -1,125 +1,134 @@
-// The one table of sharding rules: op type → rule, alphabetical. An op that is not
-// here runs replicated (its inputs gathered first) and is listed in the report.
-#include <map>
-#include <string>
+// The operator records: op type → its sharding rule and the hooks the later stages
+// need (see op_record.h). Sorted by domain, then op type; one line per operator. An op
+// that is not here runs replicated (its inputs gathered first) and is listed in the
+// report.
+#include <algorithm>
+#include <iterator>
+#include <string_view>
 
 #include "rules.h"
+#include "tpc/shard/op_record.h"
 
 namespace tpc::shard {
 namespace {
 
-using namespace rules;  // NOLINT: the table reads better unqualified
+using namespace rules;  // NOLINT(google-build-using-namespace): the rule functions.
 
-const std::map<std::string, RuleFn>& DefaultDomain() {
-  static const auto* table = new std::map<std::string, RuleFn>{
-      {"Abs", Unary},
-      {"Add", AddSub},
-      {"And", Binary},
-      {"ArgMax", ArgReduce},
-      {"ArgMin", ArgReduce},
-      {"Cast", Cast},
-      {"CastLike", Cast},
-      {"Ceil", Unary},
-      {"Clip", Unary},
-      {"Concat", Concat},
-      {"Cos", Unary},
-      {"CumSum", AxisWhole},
-      {"Div", Div},
-      {"Dropout", UnaryLinear},
-      {"Elu", Unary},
-      {"Equal", Binary},
-      {"Erf", Unary},
-      {"Exp", Unary},
-      {"Expand", Expand},
-      {"Flatten", Reshape},
-      {"Floor", Unary},
-      {"Gather", Gather},
-      {"Gelu", Unary},
-      {"Gemm", Gemm},
-      {"Greater", Binary},
-      {"GreaterOrEqual", Binary},
-      {"HardSigmoid", Unary},
-      {"HardSwish", Unary},
-      {"Identity", UnaryLinear},
-      {"IsInf", Unary},
-      {"IsNaN", Unary},
-      {"LayerNormalization", LayerNormalization},
-      {"LeakyRelu", Unary},
-      {"Less", Binary},
-      {"LessOrEqual", Binary},
-      {"Log", Unary},
-      {"LogSoftmax", Softmax},
-      {"MatMul", MatMul},
-      {"Max", Binary},
-      {"Min", Binary},
-      {"Mish", Unary},
-      {"Mod", Binary},
-      {"Mul", Mul},
-      {"Neg", UnaryLinear},
-      {"NegativeLogLikelihoodLoss", NegativeLogLikelihoodLoss},
-      {"Not", Unary},
-      {"Or", Binary},
-      {"Pow", Binary},
-      {"PRelu", Binary},
-      {"Reciprocal", Unary},
-      {"ReduceL1", Reduce},
-      {"ReduceL2", Reduce},
-      {"ReduceLogSum", Reduce},
-      {"ReduceLogSumExp", Reduce},
-      {"ReduceMax", Reduce},
-      {"ReduceMean", Reduce},
-      {"ReduceMin", Reduce},
-      {"ReduceProd", Reduce},
-      {"ReduceSum", Reduce},
-      {"ReduceSumSquare", Reduce},
-      {"Relu", Unary},
-      {"Reshape", Reshape},
-      {"RMSNormalization", LayerNormalization},
-      {"Round", Unary},
-      {"Selu", Unary},
-      {"Shape", ShapeOf},
-      {"Sigmoid", Unary},
-      {"Sign", Unary},
-      {"SimplifiedLayerNormalization", LayerNormalization},
-      {"Sin", Unary},
-      {"Size", ShapeOf},
-      {"Slice", Slice},
-      {"Softmax", Softmax},
-      {"SoftmaxCrossEntropyLoss", SoftmaxCrossEntropyLoss},
-      {"Softplus", Unary},
-      {"Split", Split},
-      {"Sqrt", Unary},
-      {"Squeeze", Reshape},
-      {"Sub", AddSub},
-      {"Sum", AddSub},
-      {"Tan", Unary},
-      {"Tanh", Unary},
-      {"TopK", AxisWhole},
-      {"Transpose", Transpose},
-      {"Unsqueeze", Reshape},
-      {"Where", Where},
-      {"Xor", Binary},
-  };
-  return *table;
-}
+constexpr std::string_view kMicrosoft = "com.microsoft";
 
-const std::map<std::string, RuleFn>& Microsoft() {
-  static const auto* table = new std::map<std::string, RuleFn>{
-      {"Gelu", Unary},
-      {"SimplifiedLayerNormalization", LayerNormalization},
-  };
-  return *table;
+constexpr OpRecord kRecords[] = {
+    {"", "Abs", Unary},
+    {"", "Add", AddSub, {.feature_dim = BiasFeatureDim}},
+    {"", "And", Binary},
+    {"", "ArgMax", ArgReduce},
+    {"", "ArgMin", ArgReduce},
+    {"", "Cast", Cast},
+    {"", "CastLike", Cast},
+    {"", "Ceil", Unary},
+    {"", "Clip", Unary},
+    {"", "Concat", Concat, {.block_count = ConcatBlockCount}},
+    {"", "Cos", Unary},
+    {"", "CumSum", AxisWhole},
+    {"", "Div", Div},
+    {"", "Dropout", UnaryLinear},
+    {"", "Elu", Unary},
+    {"", "Equal", Binary},
+    {"", "Erf", Unary},
+    {"", "Exp", Unary},
+    {"", "Expand", Expand, {.shape_inputs = ExpandShapeInput}},
+    {"", "Flatten", Reshape},
+    {"", "Floor", Unary},
+    {"", "Gather", Gather, {.feature_dim = GatherFeatureDim}},
+    {"", "Gelu", Unary},
+    {"", "Gemm", Gemm, {.flops = GemmFlops, .feature_dim = GemmFeatureDim}},
+    {"", "Greater", Binary},
+    {"", "GreaterOrEqual", Binary},
+    {"", "HardSigmoid", Unary},
+    {"", "HardSwish", Unary},
+    {"", "Identity", UnaryLinear},
+    {"", "IsInf", Unary},
+    {"", "IsNaN", Unary},
+    {"", "LayerNormalization", LayerNormalization},
+    {"", "LeakyRelu", Unary},
+    {"", "Less", Binary},
+    {"", "LessOrEqual", Binary},
+    {"", "Log", Unary},
+    {"", "LogSoftmax", Softmax},
+    {"", "MatMul", MatMul, {.flops = MatMulFlops, .feature_dim = MatMulFeatureDim}},
+    {"", "Max", Binary},
+    {"", "Min", Binary},
+    {"", "Mish", Unary},
+    {"", "Mod", Binary},
+    {"", "Mul", Mul},
+    {"", "Neg", UnaryLinear},
+    {"", "NegativeLogLikelihoodLoss", NegativeLogLikelihoodLoss},
+    {"", "Not", Unary},
+    {"", "Or", Binary},
+    {"", "PRelu", Binary},
+    {"", "Pow", Binary},
+    {"", "RMSNormalization", LayerNormalization},
+    {"", "Reciprocal", Unary},
+    {"", "ReduceL1", Reduce},
+    {"", "ReduceL2", Reduce},
+    {"", "ReduceLogSum", Reduce},
+    {"", "ReduceLogSumExp", Reduce},
+    {"", "ReduceMax", Reduce},
+    {"", "ReduceMean", Reduce},
+    {"", "ReduceMin", Reduce},
+    {"", "ReduceProd", Reduce},
+    {"", "ReduceSum", Reduce},
+    {"", "ReduceSumSquare", Reduce},
+    {"", "Relu", Unary},
+    {"", "Reshape", Reshape, {.shape_inputs = ReshapeShapeInput}},
+    {"", "Round", Unary},
+    {"", "Selu", Unary},
+    {"", "Shape", ShapeOf, {.shape_inputs = WholeShape, .reads_shape_only = true}},
+    {"", "Sigmoid", Unary},
+    {"", "Sign", Unary},
+    {"", "SimplifiedLayerNormalization", LayerNormalization},
+    {"", "Sin", Unary},
+    {"", "Size", ShapeOf, {.shape_inputs = WholeShape, .reads_shape_only = true}},
+    {"", "Slice", Slice},
+    {"", "Softmax", Softmax},
+    {"", "SoftmaxCrossEntropyLoss", SoftmaxCrossEntropyLoss},
+    {"", "Softplus", Unary},
+    {"", "Split", Split, {.shape_inputs = BlockedSplitSizes, .block_count = SplitBlockCount}},
+    {"", "Sqrt", Unary},
+    {"", "Squeeze", Reshape},
+    {"", "Sub", AddSub},
+    {"", "Sum", AddSub},
+    {"", "Tan", Unary},
+    {"", "Tanh", Unary},
+    {"", "TopK", AxisWhole},
+    {"", "Transpose", Transpose, {.feature_dim = TransposeFeatureDim}},
+    {"", "Unsqueeze", Reshape},
+    {"", "Where", Where},
+    {"", "Xor", Binary},
+    {kMicrosoft, "Gelu", Unary},
+    {kMicrosoft, "SimplifiedLayerNormalization", LayerNormalization},
+};
+
+bool Less(const OpRecord& r, std::string_view domain, std::string_view op) {
+  return r.domain != domain ? r.domain < domain : r.op_type < op;
 }
 
 }  // namespace
 
-RuleFn FindShardRule(const std::string& domain, const std::string& op_type) {
-  const std::map<std::string, RuleFn>* table = nullptr;
-  if (domain.empty() || domain == "ai.onnx") table = &DefaultDomain();
-  if (domain == "com.microsoft") table = &Microsoft();
-  if (table == nullptr) return nullptr;
-  auto it = table->find(op_type);
-  return it == table->end() ? nullptr : it->second;
+const OpRecord* FindOpRecord(std::string_view domain, std::string_view op_type) {
+  if (domain == "ai.onnx") domain = "";
+  const OpRecord* end = std::end(kRecords);
+  const OpRecord* it = std::lower_bound(std::begin(kRecords), end, 0, [&](const OpRecord& r, int) {
+    return Less(r, domain, op_type);
+  });
+  return it != end && it->domain == domain && it->op_type == op_type ? it : nullptr;
+}
+
+std::span<const OpRecord> OpRecords() { return kRecords; }
+
+double OpFlops(const RuleContext& ctx) {
+  const OpRecord* r = FindOpRecord(ctx.node().domain(), ctx.node().op_type());
+  if (r != nullptr && r->hooks.flops != nullptr) return r->hooks.flops(ctx);
+  return OutputElements(ctx);
 }
 
 }  // namespace tpc::shard

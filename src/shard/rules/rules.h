@@ -1,7 +1,13 @@
 // Sharding rules of the operator families; registry.cc maps op types to them.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "tpc/shard/lowering.h"
 
 #include "tpc/shard/strategy.h"
 
@@ -18,6 +24,8 @@ bool ReshapeFactors(const RuleContext& ctx, const std::vector<ir::Dim>& in,
                     std::vector<int>* out_factors);
 // Normalises a possibly negative axis; -1 when out of range.
 int64_t NormalizeAxis(int64_t axis, int64_t rank);
+// Elements of every output (the default FLOP count).
+double OutputElements(const RuleContext& ctx);
 
 // elementwise.cc
 void Unary(const RuleContext& ctx, std::vector<Strategy>* out);
@@ -32,9 +40,24 @@ void Cast(const RuleContext& ctx, std::vector<Strategy>* out);
 // linear.cc
 void MatMul(const RuleContext& ctx, std::vector<Strategy>* out);
 void Gemm(const RuleContext& ctx, std::vector<Strategy>* out);
+double MatMulFlops(const RuleContext& ctx);
+double GemmFlops(const RuleContext& ctx);
+std::optional<int64_t> MatMulFeatureDim(
+    const ir::Node& node, int input, bool colwise,
+    const std::function<std::optional<int64_t>(const ir::Value*)>&);
+std::optional<int64_t> GemmFeatureDim(
+    const ir::Node& node, int input, bool colwise,
+    const std::function<std::optional<int64_t>(const ir::Value*)>&);
+// A rank-1 addend split colwise is a column-parallel bias.
+std::optional<int64_t> BiasFeatureDim(
+    const ir::Node& node, int input, bool colwise,
+    const std::function<std::optional<int64_t>(const ir::Value*)>&);
 
 // embedding.cc
 void Gather(const RuleContext& ctx, std::vector<Strategy>* out);
+std::optional<int64_t> GatherFeatureDim(
+    const ir::Node& node, int input, bool colwise,
+    const std::function<std::optional<int64_t>(const ir::Value*)>&);
 
 // cross_entropy.cc
 void SoftmaxCrossEntropyLoss(const RuleContext& ctx, std::vector<Strategy>* out);
@@ -53,10 +76,34 @@ void AxisWhole(const RuleContext& ctx, std::vector<Strategy>* out);  // TopK, Cu
 void Reshape(const RuleContext& ctx,
              std::vector<Strategy>* out);  // Reshape, Flatten, Squeeze, Unsqueeze
 void Transpose(const RuleContext& ctx, std::vector<Strategy>* out);
+std::optional<int64_t> TransposeFeatureDim(
+    const ir::Node& node, int input, bool colwise,
+    const std::function<std::optional<int64_t>(const ir::Value*)>& of_output);
 void Expand(const RuleContext& ctx, std::vector<Strategy>* out);
 void Concat(const RuleContext& ctx, std::vector<Strategy>* out);
 void Split(const RuleContext& ctx, std::vector<Strategy>* out);
 void Slice(const RuleContext& ctx, std::vector<Strategy>* out);
 void ShapeOf(const RuleContext& ctx, std::vector<Strategy>* out);  // Shape, Size
+int64_t SplitBlockCount(const ir::Node& node);                     // k equal outputs
+int64_t ConcatBlockCount(const ir::Node& node);                    // k equal inputs
+
+// shape_inputs.cc: per-rank values of the inputs that carry a size of a split dim.
+absl::Status WholeShape(LocalGraph& g, ir::Node* node, const std::vector<ir::Placement>& outputs,
+                        const std::vector<std::optional<ir::Placement>>& inputs);
+absl::Status BlockedSplitSizes(LocalGraph& g, ir::Node* node,
+                               const std::vector<ir::Placement>& outputs,
+                               const std::vector<std::optional<ir::Placement>>& inputs);
+absl::Status ReshapeShapeInput(LocalGraph& g, ir::Node* node,
+                               const std::vector<ir::Placement>& outputs,
+                               const std::vector<std::optional<ir::Placement>>& inputs);
+absl::Status ExpandShapeInput(LocalGraph& g, ir::Node* node,
+                              const std::vector<ir::Placement>& outputs,
+                              const std::vector<std::optional<ir::Placement>>& inputs);
+
+// lowering.cc: Megatron's vocab-parallel layers.
+absl::StatusOr<LocalGraph::Replacements> LowerMaskedGather(LocalGraph& g, ir::Node* node);
+absl::StatusOr<LocalGraph::Replacements> LowerVocabParallelSoftmax(LocalGraph& g, ir::Node* node);
+absl::StatusOr<LocalGraph::Replacements> LowerVocabParallelLoss(LocalGraph& g, ir::Node* node);
+absl::StatusOr<LocalGraph::Replacements> LowerVocabParallelNll(LocalGraph& g, ir::Node* node);
 
 }  // namespace tpc::shard::rules

@@ -163,4 +163,27 @@ void ShapeOf(const RuleContext& ctx, std::vector<Strategy>* out) {
   out->push_back(std::move(s));
 }
 
+// Whatever dim of the output holds the features, through the permutation.
+std::optional<int64_t> TransposeFeatureDim(
+    const ir::Node& node, int input, bool /*colwise*/,
+    const std::function<std::optional<int64_t>(const ir::Value*)>& of_output) {
+  if (input != 0) return std::nullopt;
+  const int64_t rank = node.input(0)->type().rank();
+  std::vector<int64_t> perm = node.attr_ints("perm");
+  if (perm.empty()) {
+    for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
+  }
+  auto d = of_output(node.output(0));
+  if (!d || *d < 0 || *d >= static_cast<int64_t>(perm.size())) return std::nullopt;
+  return perm[static_cast<size_t>(*d)];
+}
+
+int64_t SplitBlockCount(const ir::Node& node) {
+  return node.num_outputs() >= 2 ? node.num_outputs() : 0;
+}
+
+int64_t ConcatBlockCount(const ir::Node& node) {
+  return node.num_inputs() >= 2 ? node.num_inputs() : 0;
+}
+
 }  // namespace tpc::shard::rules

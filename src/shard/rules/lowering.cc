@@ -1,9 +1,9 @@
 // Ops whose strategy needs more than their local form: the vocab-parallel embedding
 // lookup, softmax, cross-entropy and NLL (Megatron's vocab-parallel layers).
 #include "absl/strings/str_cat.h"
-#include "rewriter.h"
+#include "rules.h"
 
-namespace tpc::partition::internal {
+namespace tpc::shard::rules {
 namespace {
 
 using ir::Placement;
@@ -12,7 +12,7 @@ const Placement kR = Placement::Replicate();
 const Placement kPartialSum = Placement::Partial(ir::ReduceOp::kSum);
 
 // The per-rank offset of a split class/vocab dim: rank r starts at r·part.
-ir::Value* RankStart(Rewriter& rw, ir::DType dtype, int64_t part) {
+ir::Value* RankStart(LocalGraph& rw, ir::DType dtype, int64_t part) {
   std::vector<double> starts;
   for (int64_t r = 0; r < rw.n(); ++r) starts.push_back(static_cast<double>(r * part));
   return rw.PerRank("tp/rank_start", ir::Tensor::FromDoubles(dtype, {rw.n()}, starts));
@@ -31,7 +31,8 @@ enum class IndexKind { kGather, kLabel };
 
 // `ids` index the whole dim (part·N) for `node`: first checked and normalized as the
 // unsplit op would (an out-of-range id is the same error, naming `node`), then localized.
-LocalIndices Localize(Rewriter& rw, ir::Node* node, ir::Value* ids, int64_t part, IndexKind kind) {
+LocalIndices Localize(LocalGraph& rw, ir::Node* node, ir::Value* ids, int64_t part,
+                      IndexKind kind) {
   const ir::TensorType& t = ids->type();
   const ir::TensorType b = WithDType(t, ir::DType::kBool);
   ir::Attributes check = {{"dim", part * rw.n()},
@@ -39,7 +40,7 @@ LocalIndices Localize(Rewriter& rw, ir::Node* node, ir::Value* ids, int64_t part
                           {"source", node->Describe()}};
   if (kind == IndexKind::kLabel && node->has_attr("ignore_index"))
     check["ignore_index"] = node->attr_int("ignore_index", 0);
-  ids = rw.Op(node, "CheckIndices", {ids}, t, kR, std::move(check), kTpcDomain);
+  ids = rw.Op(node, "CheckIndices", {ids}, t, kR, std::move(check), LocalGraph::kTpcDomain);
   ir::Value* local = rw.Op(node, "Sub", {ids, RankStart(rw, t.dtype, part)}, t, kR);
   ir::Value* zero = rw.Scalar("tp/zero", t.dtype, 0);
   ir::Value* ge = rw.Op(node, "GreaterOrEqual", {local, zero}, b, kR);
@@ -60,8 +61,8 @@ ir::TensorType ScalarOf(ir::DType t) { return ir::TensorType(t, {}); }
 
 // Applies ignore_index and class weights to per-element losses `nll` (shape of
 // `labels`), then the reduction. Returns the loss.
-ir::Value* Reduce(Rewriter& rw, ir::Node* node, ir::Value* nll, ir::Value* labels,
-                  ir::Value* weights, const Placement& placement) {
+ir::Value* ApplyReduction(LocalGraph& rw, ir::Node* node, ir::Value* nll, ir::Value* labels,
+                          ir::Value* weights, const Placement& placement) {
   const ir::TensorType& lt = labels->type();
   const ir::TensorType ft = nll->type();
   ir::Value* valid = nullptr;
@@ -108,26 +109,7 @@ ir::Value* Reduce(Rewriter& rw, ir::Node* node, ir::Value* nll, ir::Value* label
 
 }  // namespace
 
-Replacements ReplaceNode(Rewriter& rw, ir::Node* node, const std::vector<ir::Value*>& values) {
-  Replacements out;
-  std::vector<std::string> names;
-  for (int i = 0; i < node->num_outputs() && i < static_cast<int>(values.size()); ++i) {
-    ir::Value* old = node->output(i);
-    names.push_back(old->name());
-    old->ReplaceAllUsesWith(values[static_cast<size_t>(i)]);
-    out.emplace_back(old, values[static_cast<size_t>(i)]);
-  }
-  // The old outputs are about to go: record the pairs by the values that replace them.
-  ir::Graph& g = rw.graph();
-  for (ir::Value* v : node->outputs()) {
-    if (v->has_uses()) return out;  // an extra output still used: keep the node
-  }
-  g.Erase(node);
-  for (size_t i = 0; i < names.size(); ++i) g.RenameValue(values[i], names[i]);
-  return out;
-}
-
-absl::StatusOr<Replacements> LowerMaskedGather(Rewriter& rw, ir::Node* node) {
+absl::StatusOr<LocalGraph::Replacements> LowerMaskedGather(LocalGraph& rw, ir::Node* node) {
   ir::Value* data = node->input(0);
   ir::Value* ids = node->input(1);
   const ir::Dim& part = (*data->type().shape)[0];
@@ -148,35 +130,30 @@ absl::StatusOr<Replacements> LowerMaskedGather(Rewriter& rw, ir::Node* node) {
   }
   ir::Value* zero = rw.Scalar("tp/zero", out_type.dtype, 0);
   ir::Value* out = rw.Op(node, "Where", {mask, gathered, zero}, out_type, kPartialSum);
-  return ReplaceNode(rw, node, {out});
+  return rw.Replace(node, {out});
 }
 
-absl::StatusOr<Replacements> LowerVocabParallelSoftmax(Rewriter& rw, ir::Node* node) {
+absl::StatusOr<LocalGraph::Replacements> LowerVocabParallelSoftmax(LocalGraph& rw, ir::Node* node) {
   ir::Value* x = node->input(0);
   const ir::TensorType t = x->type();
   const int64_t axis = node->attr_int("axis", -1) < 0 ? node->attr_int("axis", -1) + t.rank()
                                                       : node->attr_int("axis", -1);
   const Placement split = Placement::Shard(axis);
   const ir::TensorType row = WithDim(t, axis, ir::Dim(1));
-  const CollectiveFactory& f = rw.factory();
   ir::Value* m =
       rw.Reduce(node, "ReduceMax", x, {axis}, true, row, Placement::Partial(ir::ReduceOp::kMax));
-  m = f.all_reduce(rw.graph(), node, m, ir::ReduceOp::kMax);
-  m->set_type(row);
+  m = rw.AllReduce(node, m, ir::ReduceOp::kMax);
   ir::Value* shifted = rw.Op(node, "Sub", {x, m}, t, split);
   ir::Value* e = rw.Op(node, "Exp", {shifted}, t, split);
   ir::Value* s = rw.Reduce(node, "ReduceSum", e, {axis}, true, row, kPartialSum);
-  s = f.all_reduce(rw.graph(), node, s, ir::ReduceOp::kSum);
-  s->set_type(row);
-  rw.stats().collectives += 2;
-  rw.UseTpcDomain();
+  s = rw.AllReduce(node, s, ir::ReduceOp::kSum);
   ir::Value* out = node->op_type() == "LogSoftmax"
                        ? rw.Op(node, "Sub", {shifted, rw.Op(node, "Log", {s}, row, kR)}, t, split)
                        : rw.Op(node, "Div", {e, s}, t, split);
-  return ReplaceNode(rw, node, {out});
+  return rw.Replace(node, {out});
 }
 
-absl::StatusOr<Replacements> LowerVocabParallelLoss(Rewriter& rw, ir::Node* node) {
+absl::StatusOr<LocalGraph::Replacements> LowerVocabParallelLoss(LocalGraph& rw, ir::Node* node) {
   ir::Value* scores = node->input(0);
   ir::Value* labels = node->input(1);
   ir::Value* weights = node->optional_input(2);
@@ -184,19 +161,16 @@ absl::StatusOr<Replacements> LowerVocabParallelLoss(Rewriter& rw, ir::Node* node
   const ir::Dim part = scores->type().shape->at(1);
   if (!part.is_static())
     return absl::UnimplementedError("vocab-parallel loss needs a static class count");
-  const CollectiveFactory& f = rw.factory();
   const ir::TensorType row = WithDim(st, 1, ir::Dim(1));
   const Placement split = Placement::Shard(1);
   // log-sum-exp over the whole class dim: max, then sum of exponentials.
   ir::Value* m =
       rw.Reduce(node, "ReduceMax", scores, {1}, true, row, Placement::Partial(ir::ReduceOp::kMax));
-  m = f.all_reduce(rw.graph(), node, m, ir::ReduceOp::kMax);
-  m->set_type(row);
+  m = rw.AllReduce(node, m, ir::ReduceOp::kMax);
   ir::Value* shifted = rw.Op(node, "Sub", {scores, m}, st, split);
   ir::Value* e = rw.Op(node, "Exp", {shifted}, st, split);
   ir::Value* s = rw.Reduce(node, "ReduceSum", e, {1}, true, row, kPartialSum);
-  s = f.all_reduce(rw.graph(), node, s, ir::ReduceOp::kSum);
-  s->set_type(row);
+  s = rw.AllReduce(node, s, ir::ReduceOp::kSum);
   ir::Value* lse = rw.Op(node, "Log", {s}, row, kR);
   // The target's shifted logit, from the rank that holds it.
   LocalIndices li = Localize(rw, node, labels, part.value(), IndexKind::kLabel);
@@ -210,18 +184,15 @@ absl::StatusOr<Replacements> LowerVocabParallelLoss(Rewriter& rw, ir::Node* node
       rw.Unsqueeze(node, li.in_range, {1}, WithDType(idx_type, ir::DType::kBool), kR);
   picked =
       rw.Op(node, "Where", {in_range, picked, rw.Scalar("tp/zero", st.dtype, 0)}, row, kPartialSum);
-  picked = f.all_reduce(rw.graph(), node, picked, ir::ReduceOp::kSum);
-  picked->set_type(row);
-  rw.stats().collectives += 3;
-  rw.UseTpcDomain();
+  picked = rw.AllReduce(node, picked, ir::ReduceOp::kSum);
   ir::Value* nll = rw.Op(node, "Sub", {lse, picked}, row, kR);
   nll = rw.Squeeze(node, nll, {1}, WithDType(lt, st.dtype), kR);
-  std::vector<ir::Value*> outs = {Reduce(rw, node, nll, labels, weights, kR)};
+  std::vector<ir::Value*> outs = {ApplyReduction(rw, node, nll, labels, weights, kR)};
   if (node->num_outputs() > 1) outs.push_back(rw.Op(node, "Sub", {shifted, lse}, st, split));
-  return ReplaceNode(rw, node, outs);
+  return rw.Replace(node, outs);
 }
 
-absl::StatusOr<Replacements> LowerVocabParallelNll(Rewriter& rw, ir::Node* node) {
+absl::StatusOr<LocalGraph::Replacements> LowerVocabParallelNll(LocalGraph& rw, ir::Node* node) {
   ir::Value* input = node->input(0);
   ir::Value* target = node->input(1);
   ir::Value* weights = node->optional_input(2);
@@ -241,7 +212,7 @@ absl::StatusOr<Replacements> LowerVocabParallelNll(Rewriter& rw, ir::Node* node)
   picked = rw.Op(node, "Where", {li.in_range, picked, rw.Scalar("tp/zero", it.dtype, 0)},
                  WithDType(tt, it.dtype), kPartialSum);
   ir::Value* nll = rw.Op(node, "Neg", {picked}, WithDType(tt, it.dtype), kPartialSum);
-  return ReplaceNode(rw, node, {Reduce(rw, node, nll, target, weights, kPartialSum)});
+  return rw.Replace(node, {ApplyReduction(rw, node, nll, target, weights, kPartialSum)});
 }
 
-}  // namespace tpc::partition::internal
+}  // namespace tpc::shard::rules

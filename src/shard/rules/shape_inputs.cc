@@ -1,0 +1,119 @@
+// Per-rank shapes: the inputs that carry a size of a split dim get their per-rank value.
+// A constant input is replaced by a new constant (the original may have other
+// consumers); a computed one is divided per rank. Reshape's 0 (copy the input dim) and
+// -1 (infer it) already mean the per-rank size and stay.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "rules.h"
+
+namespace tpc::shard::rules {
+namespace {
+
+using ir::Placement;
+
+// The shape value `t` with element `index` divided by N.
+ir::Value* DivideElement(LocalGraph& rw, ir::Node* before, ir::Value* t, int64_t index) {
+  const std::optional<std::vector<ir::Dim>>& known = t->known_value();
+  if (known && index < static_cast<int64_t>(known->size())) {
+    const ir::Dim& e = (*known)[static_cast<size_t>(index)];
+    if (e.is_static() && (e.value() == 0 || e.value() == -1 || e.value() == 1)) return t;
+  }
+  const ir::Node* producer = t->producer();
+  if (producer->kind() == ir::NodeKind::kConstant && producer->tensor().has_data()) {
+    std::vector<int64_t> values = producer->tensor().ToInt64();
+    values[static_cast<size_t>(index)] /= rw.n();
+    return rw.Int64s(t->name() + "/per_rank", values, t->type().rank() == 0);
+  }
+  const int64_t len = static_cast<int64_t>(producer->tensor().num_elements());
+  std::vector<int64_t> divisor(static_cast<size_t>(t->type().shape && !t->type().shape->empty() &&
+                                                           (*t->type().shape)[0].is_static()
+                                                       ? (*t->type().shape)[0].value()
+                                                       : len),
+                               1);
+  divisor[static_cast<size_t>(index)] = rw.n();
+  ir::Value* out = rw.Op(before, "Div", {t, rw.Int64s("tp/per_rank_divisor", divisor)}, t->type(),
+                         Placement::Replicate());
+  return out;
+}
+
+}  // namespace
+
+// Shape and Size of a split value report the whole value's shape.
+absl::Status WholeShape(LocalGraph& rw, ir::Node* node, const std::vector<Placement>&,
+                        const std::vector<std::optional<Placement>>&) {
+  const std::string& op = node->op_type();
+  if (!node->input(0)->sharding()) return absl::OkStatus();
+  const Placement p = node->input(0)->sharding()->placements[0];
+  if (p.kind != Placement::Kind::kShard) return absl::OkStatus();
+  ir::Value* local = rw.Op(node, op, {node->input(0)}, node->output(0)->type(),
+                           Placement::Replicate(), node->attrs());
+  std::vector<int64_t> factor;
+  const bool size = node->output(0)->type().rank() == 0;  // Size; Shape gives a 1-D value
+  if (size) {
+    factor = {rw.n()};
+  } else {
+    const int64_t rank = node->input(0)->type().rank();
+    int64_t start = node->attr_int("start", 0);
+    int64_t end = node->attr_int("end", rank);
+    if (start < 0) start += rank;
+    if (end < 0) end += rank;
+    start = std::clamp<int64_t>(start, 0, rank);
+    end = std::clamp<int64_t>(end, 0, rank);
+    for (int64_t d = start; d < end; ++d) factor.push_back(d == p.dim ? rw.n() : 1);
+  }
+  ir::Value* whole = rw.Op(node, "Mul", {local, rw.Int64s("tp/whole_shape", factor, size)},
+                           node->output(0)->type(), Placement::Replicate());
+  whole->set_known_value(node->output(0)->known_value());
+  rw.Replace(node, {whole});
+  return absl::OkStatus();
+}
+
+// A blocked Split: every part is split too, so the sizes are per rank.
+absl::Status BlockedSplitSizes(LocalGraph& rw, ir::Node* node, const std::vector<Placement>&,
+                               const std::vector<std::optional<Placement>>& inputs) {
+  if (inputs.empty() || !inputs[0] || inputs[0]->kind != Placement::Kind::kShard ||
+      inputs[0]->blocks <= 1) {
+    return absl::OkStatus();
+  }
+  if (node->has_attr("split")) {
+    std::vector<int64_t> sizes = node->attr_ints("split");
+    for (int64_t& s : sizes) s /= rw.n();
+    node->attrs()["split"] = sizes;
+  } else if (ir::Value* sizes = node->optional_input(1)) {
+    if (sizes->producer()->kind() != ir::NodeKind::kConstant) {
+      return absl::UnimplementedError(absl::StrCat(node->Describe(), ": computed split sizes"));
+    }
+    std::vector<int64_t> v = sizes->producer()->tensor().ToInt64();
+    for (int64_t& s : v) s /= rw.n();
+    node->SetInput(1, rw.Int64s(sizes->name() + "/per_rank", v));
+  }
+  return absl::OkStatus();
+}
+
+// Reshape's target shape: the split dim's element per rank.
+absl::Status ReshapeShapeInput(LocalGraph& rw, ir::Node* node,
+                               const std::vector<Placement>& outputs,
+                               const std::vector<std::optional<Placement>>&) {
+  if (outputs.empty() || outputs[0].kind != Placement::Kind::kShard) return absl::OkStatus();
+  node->SetInput(1, DivideElement(rw, node, node->input(1), outputs[0].dim));
+  return absl::OkStatus();
+}
+
+// Expand's shape (aligned to the output's trailing dims).
+absl::Status ExpandShapeInput(LocalGraph& rw, ir::Node* node, const std::vector<Placement>& outputs,
+                              const std::vector<std::optional<Placement>>&) {
+  if (outputs.empty() || outputs[0].kind != Placement::Kind::kShard) return absl::OkStatus();
+  const int64_t d = outputs[0].dim;
+  const int64_t out_rank = node->output(0)->type().rank();
+  ir::Value* shape = node->input(1);
+  const int64_t len =
+      shape->type().shape && !shape->type().shape->empty() && (*shape->type().shape)[0].is_static()
+          ? (*shape->type().shape)[0].value()
+          : out_rank;
+  const int64_t index = d - (out_rank - len);
+  if (index >= 0) node->SetInput(1, DivideElement(rw, node, shape, index));
+  return absl::OkStatus();
+}
+
+}  // namespace tpc::shard::rules
