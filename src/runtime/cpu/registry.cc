@@ -125,6 +125,7 @@ const Entry kKernels[] = {
     {"", "Unsqueeze", {Unsqueeze, any}},
     {"", "Where", {Where, any}},
     {"", "Xor", {Xor}},
+    {kMicrosoft, "Gelu", {Gelu}},
     {kMicrosoft, "SimplifiedLayerNormalization", {RMSNormalization}},
     {kTpc, "AllGather", {AllGather, any}},
     {kTpc, "AllReduce", {AllReduce, any}},
