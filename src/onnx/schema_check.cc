@@ -81,9 +81,10 @@ int FirstNewVersion(const std::string& op) {
   return t < kTypes.size() ? kTypes[t] : nullptr;
 }
 
-// The schema of `op` at `opset` (nullptr when libonnx has none) and, in `*current`, whether
-// it is the operator's schema at that opset: libonnx's newest is, when the opset is one it
-// knows, or when the operator has no newer version up to the model's opset.
+}  // namespace
+
+// libonnx's newest schema is current when the opset is one it knows, or when the operator
+// has no newer version up to the model's opset.
 const ::onnx::OpSchema* FindSchema(const std::string& op, const std::string& domain, int64_t opset,
                                    bool* current) {
   const auto& ranges = ::onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
@@ -95,8 +96,6 @@ const ::onnx::OpSchema* FindSchema(const std::string& op, const std::string& dom
   return known_opset ? ::onnx::OpSchemaRegistry::Schema(op, static_cast<int>(opset), domain)
                      : ::onnx::OpSchemaRegistry::Schema(op, domain);
 }
-
-}  // namespace
 
 absl::Status CheckAgainstSchema(const ::onnx::NodeProto& node, const std::string& domain,
                                 int64_t opset, const std::string& label) {

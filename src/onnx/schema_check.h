@@ -9,7 +9,17 @@
 #include "onnx/onnx_pb.h"
 #include "tpc/ir/graph.h"
 
+namespace onnx {
+class OpSchema;
+}  // namespace onnx
+
 namespace tpc::onnx::internal {
+
+// The schema libonnx has for `op` of `domain` at `opset` (nullptr when it has none) and, in
+// `*current`, whether it is the operator's schema at that opset (libonnx 1.12 knows opsets up
+// to 17; for a newer opset its newest schema is current unless the operator changed since).
+const ::onnx::OpSchema* FindSchema(const std::string& op, const std::string& domain, int64_t opset,
+                                   bool* current);
 
 // `node` (domain `domain`, canonical: "" for ai.onnx) under opset `opset` of its domain.
 // Schemas come from libonnx. For an opset newer than libonnx knows, the newest known

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "libonnx_inference.h"
 #include "schema_check.h"
 #include "shape_rules/rules.h"
 #include "tpc/util/checked_math.h"
@@ -71,6 +72,10 @@ absl::Status InferCall(ir::Node* node, int64_t opset) {
   }
   TPC_RETURN_IF_ERROR(internal::CheckInputTypes(*node, opset));
   ShapeRule rule = FindShapeRule(node->domain(), node->op_type());
+  // An operator of the default domain without a rule of its own: libonnx's inference.
+  if (rule == nullptr && internal::HasLibOnnxInference(node->domain(), node->op_type(), opset)) {
+    rule = internal::InferWithLibOnnx;
+  }
   if (rule == nullptr) {
     return absl::UnimplementedError(absl::StrCat(node->Describe(), ": unsupported operator '",
                                                  node->op_type(), "' (no shape rule)"));

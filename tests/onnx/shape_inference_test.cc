@@ -386,6 +386,47 @@ TEST_CASE("torch Pad lowering evaluates pads through a rank-2 value", "[shape]")
   CHECK(ShapeOf(shifted) == "[batch, seq]");
 }
 
+TEST_CASE("libonnx infers an operator without a rule and symbolic dims pass through", "[shape]") {
+  Builder b(17);
+  Value* x = b.Input("x", DType::kF32, {Sym("batch"), 3, 32, 32});
+  Value* w = b.g.AddConstant("w", ir::Tensor::Elided(DType::kF32, {8, 3, 4, 4}));
+  Value* y = b.Op("Conv", {x, w}, {{"strides", std::vector<int64_t>{4, 4}}});
+  // A 1-D convolution over a symbolic length: libonnx cannot know the output length.
+  Value* s = b.Input("s", DType::kF32, {Sym("batch"), 3, Sym("seq")});
+  Value* w1 = b.g.AddConstant("w1", ir::Tensor::Elided(DType::kF32, {8, 3, 5}));
+  Value* y1 = b.Op("Conv", {s, w1});
+  // A constant input's data reaches libonnx (Resize's scales); it computes static dims only.
+  Value* img = b.Input("img", DType::kF32, {Sym("batch"), 3, 4, 4});
+  Value* scales = b.g.AddConstant("scales", ir::Tensor::FromFloat({4}, {1, 1, 2, 2}));
+  Value* up = b.Op("Resize", {img, nullptr, scales});
+  RequireOk(b.Infer());
+  CHECK(y->type().ToString() == "f32[batch, 8, 8, 8]");
+  CHECK(y1->type().ToString() == "f32[batch, 8, ?]");
+  CHECK(up->type().ToString() == "f32[?, 3, 8, 8]");
+}
+
+TEST_CASE("libonnx inference errors name the node", "[shape]") {
+  Builder b(17);
+  Value* x = b.Input("x", DType::kF32, {8, 4, 4});
+  b.Op("DepthToSpace", {x}, {{"blocksize", int64_t{2}}});
+  absl::Status s = b.Infer();
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(s.message()),
+             Catch::StartsWith("node '/DepthToSpace_1' (DepthToSpace): shape inference (libonnx)"));
+}
+
+TEST_CASE("libonnx keeps only ranks for an operator whose shapes changed after opset 17",
+          "[shape]") {
+  // AveragePool-19 added `dilations`, which libonnx 1.12's AveragePool-11 does not read.
+  Builder b(19);
+  Value* x = b.Input("x", DType::kF32, {1, 1, 8, 8});
+  Value* y = b.Op(
+      "AveragePool", {x},
+      {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"dilations", std::vector<int64_t>{2, 2}}});
+  RequireOk(b.Infer());
+  CHECK(y->type().ToString() == "f32[?, ?, ?, ?]");
+}
+
 TEST_CASE("Rule table", "[shape]") {
   std::vector<std::string> ops = SupportedOps();
   CHECK(std::is_sorted(ops.begin(), ops.end()));

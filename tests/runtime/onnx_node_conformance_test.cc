@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "catch2/catch.hpp"
 #include "tpc/onnx/importer.h"
@@ -67,82 +68,117 @@ std::string Unsupported(const std::string& model_path, const Backend& backend) {
   return "";
 }
 
+// What one folder of node tests gave.
+struct NodeTestRun {
+  int run = 0, passed = 0, unsupported = 0, not_imported = 0, excluded = 0;
+  std::map<std::string, int> missing;  // first operator without a kernel -> tests
+  std::vector<std::string> refused;    // `test: why` for each test the importer refuses
+  std::vector<std::string> failures;   // `test: why` for each test run that did not pass
+};
+
+// Runs test_data_set_0 of the test in `dir`; "" when it passes, else why not.
+std::string RunOne(const ir::Graph& graph, Backend& backend, const std::string& dir) {
+  auto ex = Executor::Create(graph, backend, nullptr);
+  if (!ex.ok()) return ex.status().ToString();
+  const std::string data = dir + "/test_data_set_0";
+  std::map<std::string, Tensor> inputs;
+  const auto& specs = (*ex)->inputs();
+  for (size_t k = 0; k < specs.size(); ++k) {
+    auto t = ReadTensorProtoFile(absl::StrCat(data, "/input_", k, ".pb"));
+    if (!t.ok()) return absl::StrCat("input ", k, ": ", t.status().ToString());
+    inputs[specs[k].name] = t->tensor;
+  }
+  auto out = (*ex)->Run(inputs);
+  if (!out.ok()) return out.status().ToString();
+  for (size_t k = 0; k < out->size(); ++k) {
+    auto want = ReadTensorProtoFile(absl::StrCat(data, "/output_", k, ".pb"));
+    if (!want.ok()) return want.status().ToString();
+    std::string m = Mismatch((*out)[k], want->tensor);
+    if (!m.empty()) return absl::StrCat("output ", k, ": ", m);
+  }
+  return "";
+}
+
+NodeTestRun RunNodeTests(const std::string& root) {
+  std::vector<std::string> tests;
+  for (const auto& e : fs::directory_iterator(root)) tests.push_back(e.path().filename().string());
+  std::sort(tests.begin(), tests.end());
+  auto backend = MakeCpuBackend(1);
+  NodeTestRun r;
+  for (const std::string& name : tests) {
+    const std::string dir = root + "/" + name;
+    const std::string model_path = dir + "/model.onnx";
+    if (!fs::exists(model_path) || !fs::exists(dir + "/test_data_set_0")) continue;
+    if (kExcluded.count(name)) {
+      ++r.excluded;
+      continue;
+    }
+    if (std::string op = Unsupported(model_path, *backend); !op.empty()) {
+      ++r.unsupported;
+      ++r.missing[op];
+      continue;
+    }
+    auto graph = onnx::ImportModel(model_path);
+    if (!graph.ok()) {
+      ++r.not_imported;
+      std::string why(graph.status().message());
+      if (absl::StartsWith(why, model_path)) why = why.substr(model_path.size() + 2);
+      r.refused.push_back(absl::StrCat(name, ": ", why));
+      continue;
+    }
+    ++r.run;
+    std::string why = RunOne(**graph, *backend, dir);
+    if (why.empty()) {
+      ++r.passed;
+    } else {
+      r.failures.push_back(absl::StrCat(name, ": ", why));
+    }
+  }
+  return r;
+}
+
+// The summary line, then the operators without a kernel (by tests) and the refusals.
+std::string Summary(const NodeTestRun& r) {
+  std::vector<std::pair<int, std::string>> by_count;
+  for (const auto& [op, n] : r.missing) by_count.emplace_back(-n, op);
+  std::sort(by_count.begin(), by_count.end());
+  std::vector<std::string> missing;
+  for (const auto& [n, op] : by_count) missing.push_back(absl::StrCat(op, " ", -n));
+  return absl::StrCat("node tests: ", r.run, " run, ", r.passed, " passed, ", r.failures.size(),
+                      " failed; ", r.unsupported, " use an operator without a CPU kernel, ",
+                      r.not_imported, " are refused by the importer, ", r.excluded,
+                      " excluded\nwithout a kernel (tests): ", absl::StrJoin(missing, ", "),
+                      "\nrefused:\n  ", absl::StrJoin(r.refused, "\n  "));
+}
+
 TEST_CASE("ONNX backend node tests pass for every supported operator", "[runtime][conformance]") {
   const std::string root = TPC_SOURCE_DIR "/.cache/onnx-node-tests/node";
   if (!fs::is_directory(root)) {
     WARN("skipped: " << root << " is missing (make deps fetches the ONNX node tests)");
     return;
   }
-  std::vector<std::string> tests;
-  for (const auto& e : fs::directory_iterator(root)) tests.push_back(e.path().filename().string());
-  std::sort(tests.begin(), tests.end());
-  auto backend = MakeCpuBackend(1);
-  int run = 0, passed = 0, unsupported = 0, not_imported = 0, excluded = 0;
-  std::vector<std::string> failures;
-  for (const std::string& name : tests) {
-    const std::string dir = root + "/" + name;
-    const std::string model_path = dir + "/model.onnx";
-    if (!fs::exists(model_path) || !fs::exists(dir + "/test_data_set_0")) continue;
-    if (kExcluded.count(name)) {
-      ++excluded;
-      continue;
-    }
-    if (!Unsupported(model_path, *backend).empty()) {
-      ++unsupported;
-      continue;
-    }
-    auto graph = onnx::ImportModel(model_path);
-    if (!graph.ok()) {
-      ++not_imported;
-      continue;
-    }
-    ++run;
-    auto ex = Executor::Create(**graph, *backend, nullptr);
-    if (!ex.ok()) {
-      failures.push_back(absl::StrCat(name, ": ", ex.status().ToString()));
-      continue;
-    }
-    const std::string data = dir + "/test_data_set_0";
-    std::map<std::string, Tensor> inputs;
-    bool ok = true;
-    const auto& specs = (*ex)->inputs();
-    for (size_t k = 0; k < specs.size(); ++k) {
-      auto t = ReadTensorProtoFile(absl::StrCat(data, "/input_", k, ".pb"));
-      if (!t.ok()) {
-        failures.push_back(absl::StrCat(name, ": input ", k, ": ", t.status().ToString()));
-        ok = false;
-        break;
-      }
-      inputs[specs[k].name] = t->tensor;
-    }
-    if (!ok) continue;
-    auto out = (*ex)->Run(inputs);
-    if (!out.ok()) {
-      failures.push_back(absl::StrCat(name, ": ", out.status().ToString()));
-      continue;
-    }
-    std::string why;
-    for (size_t k = 0; k < out->size() && why.empty(); ++k) {
-      auto want = ReadTensorProtoFile(absl::StrCat(data, "/output_", k, ".pb"));
-      if (!want.ok()) {
-        why = want.status().ToString();
-        break;
-      }
-      std::string m = Mismatch((*out)[k], want->tensor);
-      if (!m.empty()) why = absl::StrCat("output ", k, ": ", m);
-    }
-    if (why.empty()) {
-      ++passed;
-    } else {
-      failures.push_back(absl::StrCat(name, ": ", why));
-    }
+  const NodeTestRun r = RunNodeTests(root);
+  WARN("onnx 1.17 " << Summary(r));
+  INFO("failing:\n  " << absl::StrJoin(r.failures, "\n  "));
+  CHECK(r.run > 0);
+  REQUIRE(r.failures.empty());
+}
+
+// onnx 1.17's data predates opset 23 (Attention, RotaryEmbedding, RMSNormalization): these
+// tests are generated from the installed onnx package by
+// tests/runtime/generate_opset23_node_tests.py into .cache/onnx-node-tests-23.
+TEST_CASE("ONNX backend node tests of the opset 23 operators pass", "[runtime][conformance]") {
+  const std::string root = TPC_SOURCE_DIR "/.cache/onnx-node-tests-23/node";
+  if (!fs::is_directory(root)) {
+    WARN("skipped: " << root << " is missing (python3 "
+                     << "tests/runtime/generate_opset23_node_tests.py writes it)");
+    return;
   }
-  WARN("ONNX node tests: " << run << " run, " << passed << " passed, " << failures.size()
-                           << " failed; " << unsupported
-                           << " use an operator without a CPU kernel, " << not_imported
-                           << " are refused by the importer, " << excluded << " excluded");
-  INFO("failing:\n  " << absl::StrJoin(failures, "\n  "));
-  REQUIRE(failures.empty());
+  const NodeTestRun r = RunNodeTests(root);
+  WARN("opset 23 " << Summary(r));
+  INFO("failing:\n  " << absl::StrJoin(r.failures, "\n  "));
+  CHECK(r.run > 0);
+  REQUIRE(r.failures.empty());
 }
 
 }  // namespace
