@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "tpc/shard/op_record.h"
 
 namespace tpc::shard {
@@ -71,85 +72,6 @@ double RuleContext::Bytes(const ir::Value& v) const {
   return n;
 }
 
-int FactorSpec::AddFactor(Kind kind, ir::Dim size, std::string name) {
-  factors.push_back({kind, std::move(size), std::move(name)});
-  return static_cast<int>(factors.size()) - 1;
-}
-
-namespace {
-
-std::optional<Placement> PlacementFor(const std::vector<int>& dims, int factor, int64_t blocks) {
-  for (size_t d = 0; d < dims.size(); ++d) {
-    if (dims[d] == factor) return Placement::Shard(static_cast<int64_t>(d), blocks);
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
-void AddFactorStrategies(const RuleContext& ctx, const FactorSpec& spec,
-                         std::vector<Strategy>* out) {
-  using Kind = FactorSpec::Kind;
-  const ir::Node& node = ctx.node();
-  std::vector<int64_t> block_counts = {1};
-  block_counts.insert(block_counts.end(), ctx.options().block_counts.begin(),
-                      ctx.options().block_counts.end());
-  for (int f = 0; f < static_cast<int>(spec.factors.size()); ++f) {
-    for (int64_t blocks : block_counts) {
-      const FactorSpec::Factor& factor = spec.factors[static_cast<size_t>(f)];
-      if (factor.kind == Kind::kNeedWhole || !ctx.DivisibleInBlocks(factor.size, blocks)) continue;
-      // Blocked splits only make sense for dims the result keeps.
-      if (blocks > 1 && factor.kind != Kind::kPass) continue;
-      Strategy s;
-      s.name = blocks == 1 ? absl::StrCat("split ", factor.name)
-                           : absl::StrCat("split ", factor.name, " in ", blocks, " blocks");
-      s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
-      s.inputs.assign(static_cast<size_t>(node.num_inputs()), Placement::Replicate());
-      for (int i = 0; i < node.num_inputs(); ++i) {
-        if (!ctx.has_input(i)) {
-          s.inputs[static_cast<size_t>(i)] = std::nullopt;
-          continue;
-        }
-        if (static_cast<size_t>(i) < spec.inputs.size()) {
-          if (auto p = PlacementFor(spec.inputs[static_cast<size_t>(i)], f, blocks)) {
-            s.inputs[static_cast<size_t>(i)] = *p;
-          }
-        }
-      }
-      bool valid = true;
-      for (int o = 0; o < node.num_outputs(); ++o) {
-        std::optional<Placement> p;
-        if (static_cast<size_t>(o) < spec.outputs.size()) {
-          p = PlacementFor(spec.outputs[static_cast<size_t>(o)], f, blocks);
-        }
-        if (!p) {
-          switch (factor.kind) {
-            case Kind::kReduceSum:
-              p = Placement::Partial(ir::ReduceOp::kSum);
-              break;
-            case Kind::kReduceMax:
-              p = Placement::Partial(ir::ReduceOp::kMax);
-              break;
-            case Kind::kReduceMin:
-              p = Placement::Partial(ir::ReduceOp::kMin);
-              break;
-            case Kind::kReduceAvg:
-              p = Placement::Partial(ir::ReduceOp::kAvg);
-              break;
-            default:
-              // A pass-through factor missing from an output: each rank would hold a
-              // different value where the output needs one; not a valid strategy.
-              valid = false;
-          }
-        }
-        if (!valid) break;
-        s.outputs.push_back(*p);
-      }
-      if (valid) out->push_back(std::move(s));
-    }
-  }
-}
-
 void AddPartialStrategy(const RuleContext& ctx, const std::vector<int>& partial_inputs,
                         std::vector<Strategy>* out) {
   const ir::Node& node = ctx.node();
@@ -169,6 +91,18 @@ void AddPartialStrategy(const RuleContext& ctx, const std::vector<int>& partial_
     }
   }
   s.outputs.assign(static_cast<size_t>(node.num_outputs()), Placement::Partial(ir::ReduceOp::kSum));
+  ctx.Note(absl::StrCat("partial(", absl::StrJoin(partial_inputs, ", "), ")"));
+  out->push_back(std::move(s));
+}
+
+void AddNamedStrategy(const RuleContext& ctx, Strategy s, std::vector<Strategy>* out) {
+  auto text = [](const std::optional<Placement>& p) { return p ? p->ToString() : "_"; };
+  std::vector<std::string> ins;
+  for (const auto& p : s.inputs) ins.push_back(text(p));
+  std::vector<std::string> outs;
+  for (const auto& p : s.outputs) outs.push_back(p.ToString());
+  ctx.Note(absl::StrCat("\"", s.name, "\" (", absl::StrJoin(ins, ", "), ")->(",
+                        absl::StrJoin(outs, ", "), ")"));
   out->push_back(std::move(s));
 }
 

@@ -1,11 +1,9 @@
 // Sharding rules: for each operator, the ways it can run on the tensor-parallel axis.
 //
 // A strategy names the placement every input must arrive in and the placement of every
-// output. Rules are written as einsum-like factor specs (see FactorSpec): each dim of
-// each operand carries a factor; sharding a factor shards every dim that carries it.
-// A factor the op reduces over gives a partial result; a factor the op needs whole
-// (softmax's axis, a norm's hidden dim) is never sharded. Ops that are linear in an
-// operand also run on partial values (P(sum) in, P(sum) out).
+// output. Rules are mostly written as einsum-like factor specs (factor_spec.h); ops
+// that are linear in an operand also run on partial values (P(sum) in, P(sum) out);
+// a few strategies are the rule's own (the vocab-parallel loss).
 #pragma once
 
 #include <cstdint>
@@ -70,42 +68,26 @@ class RuleContext {
   double Size(const ir::Dim& d) const;
   double Bytes(const ir::Value& v) const;
 
+  // The rule's text form: when a sink is set, the strategy helpers append what they
+  // add (a factor spec, `partial(0)`, a named strategy), for the per-rule golden test
+  // and --explain.
+  void set_text_sink(std::vector<std::string>* sink) { sink_ = sink; }
+  void Note(std::string text) const {
+    if (sink_ != nullptr) sink_->push_back(std::move(text));
+  }
+
  private:
   const ir::Node& node_;
   const ShardOptions& options_;
+  std::vector<std::string>* sink_ = nullptr;
 };
 
-// How the dims of an op's operands correspond.
-struct FactorSpec {
-  enum class Kind {
-    kPass,       // appears in the result: sharding it shards the result there
-    kReduceSum,  // reduced over (MatMul's k, ReduceSum's axes): result P(sum)
-    kReduceMax,  // ReduceMax: P(max)
-    kReduceMin,  // ReduceMin: P(min)
-    kReduceAvg,  // ReduceMean: P(avg)
-    kNeedWhole,  // the op needs the dim whole (softmax axis, norm dims, concat axis)
-  };
-  struct Factor {
-    Kind kind = Kind::kPass;
-    ir::Dim size;
-    std::string name;  // "m", "k", "n", "d2": for --explain
-  };
-  std::vector<Factor> factors;
-  // Factor index of each dim of each input (-1: the dim carries no factor, e.g. a
-  // broadcast 1); an input with no entry (shorter vector) must be R.
-  std::vector<std::vector<int>> inputs;
-  std::vector<std::vector<int>> outputs;
-
-  int AddFactor(Kind kind, ir::Dim size, std::string name);
-};
-
-// Strategies of a factor spec: one per factor that can be sharded.
-void AddFactorStrategies(const RuleContext& ctx, const FactorSpec& spec,
-                         std::vector<Strategy>* out);
 // All inputs in `partial_inputs` P(sum), the others R, every output P(sum): for ops
 // linear in those inputs (Add of partials, Mul by a replicated value, reshapes).
 void AddPartialStrategy(const RuleContext& ctx, const std::vector<int>& partial_inputs,
                         std::vector<Strategy>* out);
+// A strategy of the rule's own (the vocab-parallel ones, blocked splits), noted by name.
+void AddNamedStrategy(const RuleContext& ctx, Strategy s, std::vector<Strategy>* out);
 // Every input and output R.
 Strategy ReplicateStrategy(const ir::Node& node);
 

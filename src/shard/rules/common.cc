@@ -18,30 +18,6 @@ double OutputElements(const RuleContext& ctx) {
   return out;
 }
 
-FactorSpec BroadcastSpec(const RuleContext& ctx, const std::vector<int>& inputs) {
-  FactorSpec spec;
-  const std::vector<ir::Dim>& out = ctx.output_dims(0);
-  const int64_t rank = static_cast<int64_t>(out.size());
-  for (int64_t d = 0; d < rank; ++d) {
-    spec.AddFactor(FactorSpec::Kind::kPass, out[static_cast<size_t>(d)], "d" + std::to_string(d));
-  }
-  spec.inputs.resize(static_cast<size_t>(ctx.num_inputs()));
-  for (int i : inputs) {
-    if (!ctx.has_input(i)) continue;
-    const std::vector<ir::Dim>& in = ctx.input_dims(i);
-    const int64_t offset = rank - static_cast<int64_t>(in.size());
-    std::vector<int>& f = spec.inputs[static_cast<size_t>(i)];
-    for (size_t d = 0; d < in.size(); ++d) {
-      const int64_t od = static_cast<int64_t>(d) + offset;
-      f.push_back(od >= 0 && in[d] == out[static_cast<size_t>(od)] ? static_cast<int>(od) : -1);
-    }
-  }
-  std::vector<int> all(static_cast<size_t>(rank));
-  for (int64_t d = 0; d < rank; ++d) all[static_cast<size_t>(d)] = static_cast<int>(d);
-  spec.outputs.assign(static_cast<size_t>(ctx.node().num_outputs()), all);
-  return spec;
-}
-
 bool ReshapeFactors(const RuleContext& ctx, const std::vector<ir::Dim>& in,
                     const std::vector<ir::Dim>& out, FactorSpec* spec, std::vector<int>* in_f,
                     std::vector<int>* out_f) {

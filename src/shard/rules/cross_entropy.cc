@@ -34,7 +34,7 @@ void SoftmaxCrossEntropyLoss(const RuleContext& ctx, std::vector<Strategy>* out)
   s.internal = {{CollectiveKind::kAllReduce, ir::ReduceOp::kMax, row},
                 {CollectiveKind::kAllReduce, ir::ReduceOp::kSum, row},
                 {CollectiveKind::kAllReduce, ir::ReduceOp::kSum, row}};
-  out->push_back(std::move(s));
+  AddNamedStrategy(ctx, std::move(s), out);
 }
 
 // NLL on log-probabilities split by class: each rank picks the targets in its rows
@@ -50,7 +50,7 @@ void NegativeLogLikelihoodLoss(const RuleContext& ctx, std::vector<Strategy>* ou
   s.inputs[0] = ir::Placement::Shard(1);
   s.outputs.push_back(ir::Placement::Partial(ir::ReduceOp::kSum));
   s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
-  out->push_back(std::move(s));
+  AddNamedStrategy(ctx, std::move(s), out);
 }
 
 }  // namespace tpc::shard::rules

@@ -21,7 +21,7 @@ bool FloatOutputs(const RuleContext& ctx) {
 }  // namespace
 
 void Unary(const RuleContext& ctx, std::vector<Strategy>* out) {
-  AddFactorStrategies(ctx, BroadcastSpec(ctx, AllInputs(ctx)), out);
+  AddFactorStrategies(ctx, FactorSpecBuilder(ctx).Pointwise(AllInputs(ctx)).Build(), out);
 }
 
 // Identity-like ops (Neg, Identity, Dropout): linear in their input.
@@ -31,7 +31,7 @@ void UnaryLinear(const RuleContext& ctx, std::vector<Strategy>* out) {
 }
 
 void Binary(const RuleContext& ctx, std::vector<Strategy>* out) {
-  AddFactorStrategies(ctx, BroadcastSpec(ctx, AllInputs(ctx)), out);
+  AddFactorStrategies(ctx, FactorSpecBuilder(ctx).Pointwise(AllInputs(ctx)).Build(), out);
 }
 
 // P + P → P; P + R is not P, but R → P(sum) is free, so that case is P + P too.

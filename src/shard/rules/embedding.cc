@@ -45,7 +45,7 @@ void Gather(const RuleContext& ctx, std::vector<Strategy>* out) {
     s.inputs = {ir::Placement::Shard(axis), ir::Placement::Replicate()};
     s.outputs = {ir::Placement::Partial(ir::ReduceOp::kSum)};
     s.compute_fraction = 1.0;
-    out->push_back(std::move(s));
+    AddNamedStrategy(ctx, std::move(s), out);
   }
 }
 

@@ -6,27 +6,12 @@
 namespace tpc::shard::rules {
 namespace {
 
-// One pass factor per dim of input 0, `whole` dims need-whole; every output with the
-// same rank as the input carries the same factors; lower-rank outputs (TopK's values
-// are full rank, LayerNorm's mean keeps rank with 1s) follow the dims that match.
+// Input 0's dims, `whole` ones need-whole; the outputs carry the dims that keep their
+// size (TopK's values and indices, LayerNorm's mean with 1s in the normalized dims).
 FactorSpec AxisSpec(const RuleContext& ctx, const std::vector<bool>& whole) {
-  FactorSpec spec;
-  const std::vector<ir::Dim>& in = ctx.input_dims(0);
-  std::vector<int> f;
-  for (size_t d = 0; d < in.size(); ++d) {
-    f.push_back(spec.AddFactor(whole[d] ? FactorSpec::Kind::kNeedWhole : FactorSpec::Kind::kPass,
-                               in[d], "d" + std::to_string(d)));
-  }
-  spec.inputs.push_back(f);
-  for (int o = 0; o < ctx.node().num_outputs(); ++o) {
-    const std::vector<ir::Dim>& y = ctx.output_dims(o);
-    std::vector<int> yf;
-    for (size_t d = 0; d < y.size(); ++d) {
-      yf.push_back(d < in.size() && y[d] == in[d] ? f[d] : -1);
-    }
-    spec.outputs.push_back(yf);
-  }
-  return spec;
+  std::vector<FactorSpec::Kind> kinds;
+  for (bool w : whole) kinds.push_back(w ? FactorSpec::Kind::kNeedWhole : FactorSpec::Kind::kPass);
+  return FactorSpecBuilder(ctx).Along({0}, kinds).Build();
 }
 
 }  // namespace
@@ -49,7 +34,7 @@ void Softmax(const RuleContext& ctx, std::vector<Strategy>* out) {
     const double row = ctx.Bytes(*ctx.node().output(0)) / ctx.Size(in[static_cast<size_t>(axis)]);
     s.internal = {{CollectiveKind::kAllReduce, ir::ReduceOp::kMax, row},
                   {CollectiveKind::kAllReduce, ir::ReduceOp::kSum, row}};
-    out->push_back(std::move(s));
+    AddNamedStrategy(ctx, std::move(s), out);
   }
 }
 

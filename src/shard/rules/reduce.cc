@@ -38,22 +38,9 @@ void Reduce(const RuleContext& ctx, std::vector<Strategy>* out) {
     a = NormalizeAxis(a, rank);
     if (a < 0) return;
   }
-  FactorSpec spec;
-  std::vector<int> inf;
-  std::vector<int> yf;
-  for (int64_t d = 0; d < rank; ++d) {
-    const bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
-    const auto kind = reduced ? KindOf(node.op_type()) : FactorSpec::Kind::kPass;
-    inf.push_back(spec.AddFactor(kind, in[static_cast<size_t>(d)], "d" + std::to_string(d)));
-    if (!reduced) {
-      yf.push_back(inf.back());
-    } else if (keepdims) {
-      yf.push_back(-1);
-    }
-  }
-  spec.inputs.push_back(inf);
-  spec.outputs.push_back(yf);
-  AddFactorStrategies(ctx, spec, out);
+  std::vector<FactorSpec::Kind> kinds(in.size(), FactorSpec::Kind::kPass);
+  for (int64_t a : axes) kinds[static_cast<size_t>(a)] = KindOf(node.op_type());
+  AddFactorStrategies(ctx, FactorSpecBuilder(ctx).Along({0}, kinds, !keepdims).Build(), out);
   if (node.op_type() == "ReduceSum" || node.op_type() == "ReduceMean") {
     AddPartialStrategy(ctx, {0}, out);
   }
@@ -66,21 +53,9 @@ void ArgReduce(const RuleContext& ctx, std::vector<Strategy>* out) {
   const int64_t axis = NormalizeAxis(ctx.node().attr_int("axis", 0), rank);
   if (axis < 0) return;
   const bool keepdims = ctx.node().attr_int("keepdims", 1) != 0;
-  FactorSpec spec;
-  std::vector<int> inf;
-  std::vector<int> yf;
-  for (int64_t d = 0; d < rank; ++d) {
-    const auto kind = d == axis ? FactorSpec::Kind::kNeedWhole : FactorSpec::Kind::kPass;
-    inf.push_back(spec.AddFactor(kind, in[static_cast<size_t>(d)], "d" + std::to_string(d)));
-    if (d != axis) {
-      yf.push_back(inf.back());
-    } else if (keepdims) {
-      yf.push_back(-1);
-    }
-  }
-  spec.inputs.push_back(inf);
-  spec.outputs.push_back(yf);
-  AddFactorStrategies(ctx, spec, out);
+  std::vector<FactorSpec::Kind> kinds(in.size(), FactorSpec::Kind::kPass);
+  kinds[static_cast<size_t>(axis)] = FactorSpec::Kind::kNeedWhole;
+  AddFactorStrategies(ctx, FactorSpecBuilder(ctx).Along({0}, kinds, !keepdims).Build(), out);
 }
 
 }  // namespace tpc::shard::rules

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "tpc/shard/factor_spec.h"
 #include "tpc/shard/lowering.h"
 
 #include "tpc/shard/strategy.h"
@@ -14,8 +15,6 @@
 namespace tpc::shard::rules {
 
 // Factor spec helpers shared by the families.
-// One pass factor per output dim; inputs broadcast numpy-style onto the output.
-FactorSpec BroadcastSpec(const RuleContext& ctx, const std::vector<int>& inputs);
 // Maps the dims of `in` onto `out` through the factorisation of sizes (reshape):
 // in_factors/out_factors get a shared factor for each group whose major dims both
 // split N ways. False when the sizes do not factor into groups.

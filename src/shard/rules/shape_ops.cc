@@ -3,6 +3,8 @@
 // H); Transpose permutes; Expand broadcasts; Concat, Split and Slice need their axis
 // whole. All are linear, so partial values pass through. The shape tensors they read
 // are replicated values every rank computes (the partition stage makes them per-rank).
+#include <algorithm>
+
 #include "rules.h"
 
 namespace tpc::shard::rules {
@@ -26,24 +28,19 @@ void Transpose(const RuleContext& ctx, std::vector<Strategy>* out) {
     for (int64_t d = static_cast<int64_t>(in.size()) - 1; d >= 0; --d) perm.push_back(d);
   }
   if (perm.size() != in.size()) return;
-  FactorSpec spec;
-  std::vector<int> in_f;
-  for (size_t d = 0; d < in.size(); ++d) {
-    in_f.push_back(spec.AddFactor(FactorSpec::Kind::kPass, in[d], "d" + std::to_string(d)));
+  FactorSpecBuilder spec(ctx);
+  for (size_t d = 0; d < perm.size(); ++d) {
+    auto at = std::find(perm.begin(), perm.end(), static_cast<int64_t>(d));
+    if (at == perm.end()) return;
+    spec.Add(FactorSpec::Kind::kPass, {static_cast<int64_t>(d)}, {at - perm.begin()},
+             "d" + std::to_string(d));
   }
-  std::vector<int> out_f;
-  for (int64_t p : perm) {
-    if (p < 0 || p >= static_cast<int64_t>(in.size())) return;
-    out_f.push_back(in_f[static_cast<size_t>(p)]);
-  }
-  spec.inputs.push_back(in_f);
-  spec.outputs.push_back(out_f);
-  AddFactorStrategies(ctx, spec, out);
+  AddFactorStrategies(ctx, spec.Build(), out);
   AddPartialStrategy(ctx, {0}, out);
 }
 
 void Expand(const RuleContext& ctx, std::vector<Strategy>* out) {
-  AddFactorStrategies(ctx, BroadcastSpec(ctx, {0}), out);
+  AddFactorStrategies(ctx, FactorSpecBuilder(ctx).Pointwise({0}).Build(), out);
   AddPartialStrategy(ctx, {0}, out);
 }
 
@@ -52,20 +49,11 @@ void Concat(const RuleContext& ctx, std::vector<Strategy>* out) {
   const int64_t axis =
       NormalizeAxis(ctx.node().attr_int("axis", 0), static_cast<int64_t>(y.size()));
   if (axis < 0) return;
-  FactorSpec spec;
-  std::vector<int> f;
-  for (size_t d = 0; d < y.size(); ++d) {
-    const bool whole = static_cast<int64_t>(d) == axis;
-    f.push_back(spec.AddFactor(whole ? FactorSpec::Kind::kNeedWhole : FactorSpec::Kind::kPass, y[d],
-                               "d" + std::to_string(d)));
-  }
+  std::vector<FactorSpec::Kind> kinds(y.size(), FactorSpec::Kind::kPass);
+  kinds[static_cast<size_t>(axis)] = FactorSpec::Kind::kNeedWhole;
   std::vector<int> all;
-  for (int i = 0; i < ctx.num_inputs(); ++i) {
-    spec.inputs.push_back(f);
-    all.push_back(i);
-  }
-  spec.outputs.push_back(f);
-  AddFactorStrategies(ctx, spec, out);
+  for (int i = 0; i < ctx.num_inputs(); ++i) all.push_back(i);
+  AddFactorStrategies(ctx, FactorSpecBuilder(ctx).Along(all, kinds).Build(), out);
   AddPartialStrategy(ctx, all, out);
   // Equal parts each split: the result is a blocked split.
   const int k = ctx.num_inputs();
@@ -80,7 +68,7 @@ void Concat(const RuleContext& ctx, std::vector<Strategy>* out) {
   s.inputs.assign(static_cast<size_t>(k), ir::Placement::Shard(axis));
   s.outputs = {ir::Placement::Shard(axis, k)};
   s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
-  out->push_back(std::move(s));
+  AddNamedStrategy(ctx, std::move(s), out);
 }
 
 void Split(const RuleContext& ctx, std::vector<Strategy>* out) {
@@ -88,16 +76,9 @@ void Split(const RuleContext& ctx, std::vector<Strategy>* out) {
   const int64_t axis =
       NormalizeAxis(ctx.node().attr_int("axis", 0), static_cast<int64_t>(in.size()));
   if (axis < 0) return;
-  FactorSpec spec;
-  std::vector<int> f;
-  for (size_t d = 0; d < in.size(); ++d) {
-    const bool whole = static_cast<int64_t>(d) == axis;
-    f.push_back(spec.AddFactor(whole ? FactorSpec::Kind::kNeedWhole : FactorSpec::Kind::kPass,
-                               in[d], "d" + std::to_string(d)));
-  }
-  spec.inputs.push_back(f);
-  spec.outputs.assign(static_cast<size_t>(ctx.node().num_outputs()), f);
-  AddFactorStrategies(ctx, spec, out);
+  std::vector<FactorSpec::Kind> kinds(in.size(), FactorSpec::Kind::kPass);
+  kinds[static_cast<size_t>(axis)] = FactorSpec::Kind::kNeedWhole;
+  AddFactorStrategies(ctx, FactorSpecBuilder(ctx).Along({0}, kinds).Build(), out);
   AddPartialStrategy(ctx, {0}, out);
   // Equal parts of a blocked split: rank r holds its slice of every part (a fused QKV
   // projection split Megatron's way).
@@ -114,7 +95,7 @@ void Split(const RuleContext& ctx, std::vector<Strategy>* out) {
   s.inputs[0] = ir::Placement::Shard(axis, k);
   s.outputs.assign(static_cast<size_t>(k), ir::Placement::Shard(axis));
   s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
-  out->push_back(std::move(s));
+  AddNamedStrategy(ctx, std::move(s), out);
 }
 
 void Slice(const RuleContext& ctx, std::vector<Strategy>* out) {
@@ -141,15 +122,9 @@ void Slice(const RuleContext& ctx, std::vector<Strategy>* out) {
     // A slice that keeps the whole dim does not constrain it.
     whole[static_cast<size_t>(a)] = !(in[static_cast<size_t>(a)] == y[static_cast<size_t>(a)]);
   }
-  FactorSpec spec;
-  std::vector<int> f;
-  for (size_t d = 0; d < in.size(); ++d) {
-    f.push_back(spec.AddFactor(whole[d] ? FactorSpec::Kind::kNeedWhole : FactorSpec::Kind::kPass,
-                               in[d], "d" + std::to_string(d)));
-  }
-  spec.inputs.push_back(f);
-  spec.outputs.push_back(f);
-  AddFactorStrategies(ctx, spec, out);
+  std::vector<FactorSpec::Kind> kinds;
+  for (bool w : whole) kinds.push_back(w ? FactorSpec::Kind::kNeedWhole : FactorSpec::Kind::kPass);
+  AddFactorStrategies(ctx, FactorSpecBuilder(ctx).Along({0}, kinds).Build(), out);
   AddPartialStrategy(ctx, {0}, out);
 }
 
@@ -160,7 +135,7 @@ void ShapeOf(const RuleContext& ctx, std::vector<Strategy>* out) {
   s.name = "shape only";
   s.inputs.assign(static_cast<size_t>(ctx.num_inputs()), std::nullopt);
   s.outputs.assign(static_cast<size_t>(ctx.node().num_outputs()), ir::Placement::Replicate());
-  out->push_back(std::move(s));
+  AddNamedStrategy(ctx, std::move(s), out);
 }
 
 // Whatever dim of the output holds the features, through the permutation.

@@ -1,0 +1,236 @@
+#include "tpc/shard/factor_spec.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tpc::shard {
+
+using ir::Placement;
+
+int FactorSpec::AddFactor(Kind kind, ir::Dim size, std::string name) {
+  factors.push_back({kind, std::move(size), std::move(name)});
+  return static_cast<int>(factors.size()) - 1;
+}
+
+namespace {
+
+std::optional<Placement> PlacementFor(const std::vector<int>& dims, int factor, int64_t blocks) {
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] == factor) return Placement::Shard(static_cast<int64_t>(d), blocks);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void AddFactorStrategies(const RuleContext& ctx, const FactorSpec& spec,
+                         std::vector<Strategy>* out) {
+  using Kind = FactorSpec::Kind;
+  const ir::Node& node = ctx.node();
+  ctx.Note(spec.ToString());
+  std::vector<int64_t> block_counts = {1};
+  block_counts.insert(block_counts.end(), ctx.options().block_counts.begin(),
+                      ctx.options().block_counts.end());
+  for (int f = 0; f < static_cast<int>(spec.factors.size()); ++f) {
+    for (int64_t blocks : block_counts) {
+      const FactorSpec::Factor& factor = spec.factors[static_cast<size_t>(f)];
+      if (factor.kind == Kind::kNeedWhole || !ctx.DivisibleInBlocks(factor.size, blocks)) continue;
+      // Blocked splits only make sense for dims the result keeps.
+      if (blocks > 1 && factor.kind != Kind::kPass) continue;
+      Strategy s;
+      s.name = blocks == 1 ? absl::StrCat("split ", factor.name)
+                           : absl::StrCat("split ", factor.name, " in ", blocks, " blocks");
+      s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
+      s.inputs.assign(static_cast<size_t>(node.num_inputs()), Placement::Replicate());
+      for (int i = 0; i < node.num_inputs(); ++i) {
+        if (!ctx.has_input(i)) {
+          s.inputs[static_cast<size_t>(i)] = std::nullopt;
+          continue;
+        }
+        if (static_cast<size_t>(i) < spec.inputs.size()) {
+          if (auto p = PlacementFor(spec.inputs[static_cast<size_t>(i)], f, blocks)) {
+            s.inputs[static_cast<size_t>(i)] = *p;
+          }
+        }
+      }
+      bool valid = true;
+      for (int o = 0; o < node.num_outputs(); ++o) {
+        std::optional<Placement> p;
+        if (static_cast<size_t>(o) < spec.outputs.size()) {
+          p = PlacementFor(spec.outputs[static_cast<size_t>(o)], f, blocks);
+        }
+        if (!p) {
+          switch (factor.kind) {
+            case Kind::kReduceSum:
+              p = Placement::Partial(ir::ReduceOp::kSum);
+              break;
+            case Kind::kReduceMax:
+              p = Placement::Partial(ir::ReduceOp::kMax);
+              break;
+            case Kind::kReduceMin:
+              p = Placement::Partial(ir::ReduceOp::kMin);
+              break;
+            case Kind::kReduceAvg:
+              p = Placement::Partial(ir::ReduceOp::kAvg);
+              break;
+            default:
+              // A pass-through factor missing from an output: each rank would hold a
+              // different value where the output needs one; not a valid strategy.
+              valid = false;
+          }
+        }
+        if (!valid) break;
+        s.outputs.push_back(*p);
+      }
+      if (valid) out->push_back(std::move(s));
+    }
+  }
+}
+
+namespace {
+
+// i, j, k, ..., z, then i1, j1, ...: the letters of Shardy's text form.
+std::string Letter(int f) {
+  const int base = f % 18;  // i..z
+  std::string s(1, static_cast<char>('i' + base));
+  if (f >= 18) s += std::to_string(f / 18);
+  return s;
+}
+
+const char* KindText(FactorSpec::Kind k) {
+  switch (k) {
+    case FactorSpec::Kind::kPass:
+      return "";
+    case FactorSpec::Kind::kReduceSum:
+      return "reduce_sum";
+    case FactorSpec::Kind::kReduceMax:
+      return "reduce_max";
+    case FactorSpec::Kind::kReduceMin:
+      return "reduce_min";
+    case FactorSpec::Kind::kReduceAvg:
+      return "reduce_avg";
+    case FactorSpec::Kind::kNeedWhole:
+      return "need_whole";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string FactorSpec::ToString() const {
+  // Letters by first appearance, so the text does not depend on the order in which a
+  // rule created its factors.
+  std::vector<int> letter(factors.size(), -1);
+  int next = 0;
+  auto name = [&](int f) {
+    if (letter[static_cast<size_t>(f)] < 0) letter[static_cast<size_t>(f)] = next++;
+    return Letter(letter[static_cast<size_t>(f)]);
+  };
+  auto operand = [&](const std::vector<int>& dims) {
+    std::vector<std::string> parts;
+    for (int f : dims) parts.push_back(f < 0 ? "_" : name(f));
+    return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
+  };
+  std::vector<std::string> ins;
+  for (const std::vector<int>& dims : inputs) ins.push_back(operand(dims));
+  std::vector<std::string> outs;
+  for (const std::vector<int>& dims : outputs) outs.push_back(operand(dims));
+  std::string text =
+      absl::StrCat("(", absl::StrJoin(ins, ", "), ")->(", absl::StrJoin(outs, ", "), ")");
+  for (Kind k :
+       {Kind::kReduceSum, Kind::kReduceMax, Kind::kReduceMin, Kind::kReduceAvg, Kind::kNeedWhole}) {
+    std::vector<std::string> names;
+    for (size_t f = 0; f < factors.size(); ++f) {
+      if (factors[f].kind == k) names.push_back(name(static_cast<int>(f)));
+    }
+    std::sort(names.begin(), names.end());
+    if (!names.empty()) {
+      absl::StrAppend(&text, " ", KindText(k), "={", absl::StrJoin(names, ", "), "}");
+    }
+  }
+  return text;
+}
+
+FactorSpecBuilder::FactorSpecBuilder(const RuleContext& ctx) : ctx_(ctx) {
+  spec_.inputs.resize(static_cast<size_t>(ctx.num_inputs()));
+  spec_.outputs.resize(static_cast<size_t>(ctx.node().num_outputs()));
+}
+
+int FactorSpecBuilder::Add(Kind kind, const std::vector<int64_t>& input_dims,
+                           const std::vector<int64_t>& output_dims, std::string name) {
+  const int f = static_cast<int>(spec_.factors.size());
+  std::optional<ir::Dim> size;
+  auto carry = [&](std::vector<int>& operand, const std::vector<ir::Dim>& dims, int64_t d) {
+    if (d == kNone || d < 0 || d >= static_cast<int64_t>(dims.size())) return;
+    if (operand.size() < dims.size()) operand.resize(dims.size(), -1);
+    operand[static_cast<size_t>(d)] = f;
+    if (!size) size = dims[static_cast<size_t>(d)];
+  };
+  for (size_t i = 0; i < input_dims.size(); ++i) {
+    if (!ctx_.has_input(static_cast<int>(i))) continue;
+    carry(spec_.inputs[i], ctx_.input_dims(static_cast<int>(i)), input_dims[i]);
+  }
+  for (size_t o = 0; o < output_dims.size(); ++o) {
+    carry(spec_.outputs[o], ctx_.output_dims(static_cast<int>(o)), output_dims[o]);
+  }
+  if (name.empty()) name = Letter(f);
+  spec_.factors.push_back({kind, size.value_or(ir::Dim(1)), std::move(name)});
+  return f;
+}
+
+FactorSpecBuilder& FactorSpecBuilder::Pointwise(const std::vector<int>& inputs) {
+  const std::vector<ir::Dim>& y = ctx_.output_dims(0);
+  const int64_t rank = static_cast<int64_t>(y.size());
+  for (int64_t d = 0; d < rank; ++d) {
+    std::vector<int64_t> in_dims(static_cast<size_t>(ctx_.num_inputs()), kNone);
+    for (int i : inputs) {
+      if (!ctx_.has_input(i)) continue;
+      const std::vector<ir::Dim>& in = ctx_.input_dims(i);
+      const int64_t id = d - (rank - static_cast<int64_t>(in.size()));
+      if (id >= 0 && in[static_cast<size_t>(id)] == y[static_cast<size_t>(d)]) {
+        in_dims[static_cast<size_t>(i)] = id;
+      }
+    }
+    std::vector<int64_t> out_dims;
+    for (int o = 0; o < ctx_.node().num_outputs(); ++o) {
+      out_dims.push_back(ctx_.output_dims(o).size() == y.size() ? d : kNone);
+    }
+    Add(Kind::kPass, in_dims, out_dims, "d" + std::to_string(d));
+  }
+  // Operands that carry nothing still get their full-length entry (all `_`).
+  for (int i : inputs) {
+    if (ctx_.has_input(i))
+      spec_.inputs[static_cast<size_t>(i)].resize(ctx_.input_dims(i).size(), -1);
+  }
+  return *this;
+}
+
+FactorSpecBuilder& FactorSpecBuilder::Along(const std::vector<int>& inputs,
+                                            const std::vector<Kind>& kinds, bool drop) {
+  const std::vector<ir::Dim>& in = ctx_.input_dims(inputs.at(0));
+  int64_t kept = 0;
+  for (size_t d = 0; d < in.size() && d < kinds.size(); ++d) {
+    const bool pass = kinds[d] == Kind::kPass;
+    const bool kept_dim = pass || (!drop && kinds[d] == Kind::kNeedWhole);
+    std::vector<int64_t> in_dims(static_cast<size_t>(ctx_.num_inputs()), kNone);
+    for (int i : inputs) in_dims[static_cast<size_t>(i)] = static_cast<int64_t>(d);
+    std::vector<int64_t> out_dims;
+    const int64_t at = drop ? kept : static_cast<int64_t>(d);
+    for (int o = 0; o < ctx_.node().num_outputs(); ++o) {
+      const std::vector<ir::Dim>& y = ctx_.output_dims(o);
+      const bool fits =
+          kept_dim && at < static_cast<int64_t>(y.size()) && y[static_cast<size_t>(at)] == in[d];
+      out_dims.push_back(fits ? at : kNone);
+    }
+    Add(kinds[d], in_dims, out_dims, "d" + std::to_string(d));
+    if (pass) ++kept;
+  }
+  for (int o = 0; o < ctx_.node().num_outputs(); ++o) {
+    spec_.outputs[static_cast<size_t>(o)].resize(ctx_.output_dims(o).size(), -1);
+  }
+  return *this;
+}
+
+}  // namespace tpc::shard
