@@ -388,21 +388,60 @@ TEST_CASE("torch Pad lowering evaluates pads through a rank-2 value", "[shape]")
 
 TEST_CASE("libonnx infers an operator without a rule and symbolic dims pass through", "[shape]") {
   Builder b(17);
-  Value* x = b.Input("x", DType::kF32, {Sym("batch"), 3, 32, 32});
+  Value* x = b.Input("x", DType::kF32, {Sym("batch"), 8, 8, 8});
   Value* w = b.g.AddConstant("w", ir::Tensor::Elided(DType::kF32, {8, 3, 4, 4}));
-  Value* y = b.Op("Conv", {x, w}, {{"strides", std::vector<int64_t>{4, 4}}});
-  // A 1-D convolution over a symbolic length: libonnx cannot know the output length.
-  Value* s = b.Input("s", DType::kF32, {Sym("batch"), 3, Sym("seq")});
+  Value* y = b.Op("ConvTranspose", {x, w}, {{"strides", std::vector<int64_t>{4, 4}}});
+  // Over a symbolic length libonnx cannot know the output length.
+  Value* s = b.Input("s", DType::kF32, {Sym("batch"), 8, Sym("seq")});
   Value* w1 = b.g.AddConstant("w1", ir::Tensor::Elided(DType::kF32, {8, 3, 5}));
-  Value* y1 = b.Op("Conv", {s, w1});
+  Value* y1 = b.Op("ConvTranspose", {s, w1});
   // A constant input's data reaches libonnx (Resize's scales); it computes static dims only.
   Value* img = b.Input("img", DType::kF32, {Sym("batch"), 3, 4, 4});
   Value* scales = b.g.AddConstant("scales", ir::Tensor::FromFloat({4}, {1, 1, 2, 2}));
   Value* up = b.Op("Resize", {img, nullptr, scales});
   RequireOk(b.Infer());
-  CHECK(y->type().ToString() == "f32[batch, 8, 8, 8]");
-  CHECK(y1->type().ToString() == "f32[batch, 8, ?]");
+  CHECK(y->type().ToString() == "f32[batch, 3, 32, 32]");
+  CHECK(y1->type().ToString() == "f32[batch, 3, ?]");
   CHECK(up->type().ToString() == "f32[?, 3, 8, 8]");
+}
+
+TEST_CASE("Conv and pools keep symbolic dims where the window allows", "[shape]") {
+  Builder b(19);
+  Value* img = b.Input("img", DType::kF32, {Sym("batch"), 3, 224, 224});
+  Value* patches = b.g.AddConstant("patches", ir::Tensor::Elided(DType::kF32, {768, 3, 16, 16}));
+  Value* embed = b.Op("Conv", {img, patches}, {{"strides", std::vector<int64_t>{16, 16}}});
+  Value* audio = b.Input("audio", DType::kF32, {Sym("batch"), 80, Sym("seq")});
+  Value* w = b.g.AddConstant("w", ir::Tensor::Elided(DType::kF32, {384, 80, 3}));
+  Value* same = b.Op("Conv", {audio, w}, {{"pads", std::vector<int64_t>{1, 1}}});
+  Value* valid = b.Op("Conv", {audio, w});
+  Value* strided = b.Op("Conv", {audio, w}, {{"strides", std::vector<int64_t>{2}}});
+  ir::Node* mp = b.Node("MaxPool", {img},
+                        {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                         {"strides", std::vector<int64_t>{2, 2}},
+                         {"ceil_mode", int64_t{1}}},
+                        2);
+  // Dilations of pools came with opset 19.
+  Value* avg = b.Op(
+      "AveragePool", {img},
+      {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"dilations", std::vector<int64_t>{2, 2}}});
+  RequireOk(b.Infer());
+  CHECK(embed->type().ToString() == "f32[batch, 768, 14, 14]");
+  CHECK(same->type().ToString() == "f32[batch, 384, seq]");
+  CHECK(valid->type().ToString() == "f32[batch, 384, seq-2]");
+  CHECK(strided->type().ToString() == "f32[batch, 384, ?]");
+  CHECK(mp->output(0)->type().ToString() == "f32[batch, 3, 112, 112]");
+  CHECK(mp->output(1)->type().ToString() == "i64[batch, 3, 112, 112]");
+  CHECK(avg->type().ToString() == "f32[batch, 3, 220, 220]");
+}
+
+TEST_CASE("Conv refuses weights that do not fit its groups", "[shape]") {
+  Builder b(17);
+  Value* x = b.Input("x", DType::kF32, {1, 6, 8});
+  Value* w = b.g.AddConstant("w", ir::Tensor::Elided(DType::kF32, {4, 4, 3}));
+  b.Op("Conv", {x, w}, {{"group", int64_t{2}}});
+  absl::Status s = b.Infer();
+  CHECK(std::string(s.message()) ==
+        "node '/Conv_1' (Conv): X f32[1, 6, 8] and W f32[4, 4, 3] do not fit 2 groups");
 }
 
 TEST_CASE("libonnx inference errors name the node", "[shape]") {
@@ -417,12 +456,11 @@ TEST_CASE("libonnx inference errors name the node", "[shape]") {
 
 TEST_CASE("libonnx keeps only ranks for an operator whose shapes changed after opset 17",
           "[shape]") {
-  // AveragePool-19 added `dilations`, which libonnx 1.12's AveragePool-11 does not read.
-  Builder b(19);
-  Value* x = b.Input("x", DType::kF32, {1, 1, 8, 8});
-  Value* y = b.Op(
-      "AveragePool", {x},
-      {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"dilations", std::vector<int64_t>{2, 2}}});
+  // GridSample-20 takes N-D grids; libonnx 1.12's GridSample-16 reads them as 2-D.
+  Builder b(20);
+  Value* x = b.Input("x", DType::kF32, {1, 3, 4, 4});
+  Value* grid = b.Input("grid", DType::kF32, {1, 6, 6, 2});
+  Value* y = b.Op("GridSample", {x, grid});
   RequireOk(b.Infer());
   CHECK(y->type().ToString() == "f32[?, ?, ?, ?]");
 }

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "catch2/catch.hpp"
 #include "tpc/onnx/importer.h"
@@ -45,6 +45,9 @@ const std::set<std::string> kExcluded = {
     "test_castlike_BFLOAT16_to_FLOAT_expanded",
     "test_castlike_FLOAT_to_BFLOAT16",
     "test_castlike_FLOAT_to_BFLOAT16_expanded",
+    // onnx 1.17's expected output counts the padding that ceil_mode adds past the end in
+    // the divisor; onnx's newer reference and onnxruntime do not (nor does tpc).
+    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True",
 };
 
 // Empty when `got` matches `want` (rtol 1e-3, atol 1e-4; NaN equals NaN).

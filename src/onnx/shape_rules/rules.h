@@ -98,6 +98,10 @@ absl::Status InferMatMul(InferenceContext& ctx);
 absl::Status InferGemm(InferenceContext& ctx);
 absl::Status InferEinsum(InferenceContext& ctx);
 
+// ---- Convolutions and pools (conv.cc) ----
+absl::Status InferConv(InferenceContext& ctx);
+absl::Status InferPool(InferenceContext& ctx);  // MaxPool (and Indices), AveragePool, LpPool
+
 // ---- Reductions (reduce.cc) ----
 absl::Status InferReduce(InferenceContext& ctx);  // axes attribute or input
 absl::Status InferArgReduce(InferenceContext& ctx);

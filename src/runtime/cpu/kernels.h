@@ -250,8 +250,25 @@ absl::Status Shape_(KernelContext& ctx);
 absl::Status Size(KernelContext& ctx);
 
 // ---- Linear algebra (matmul.cc) ----
+
+// C[m, n] = alpha * A[m, k] * B[k, n] + beta * C, row-major with leading dims; A or B
+// transposed on request. BLAS for float and double (instantiated for those in matmul.cc).
+template <typename T>
+void Gemm2D(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+            const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+
 absl::Status Gemm(KernelContext& ctx);
 absl::Status MatMul(KernelContext& ctx);
+
+// ---- Convolutions and pools (conv.cc, pool.cc) ----
+absl::Status AveragePool(KernelContext& ctx);
+absl::Status Conv(KernelContext& ctx);
+absl::Status ConvTranspose(KernelContext& ctx);
+absl::Status GlobalAveragePool(KernelContext& ctx);
+absl::Status GlobalLpPool(KernelContext& ctx);
+absl::Status GlobalMaxPool(KernelContext& ctx);
+absl::Status LpPool(KernelContext& ctx);
+absl::Status MaxPool(KernelContext& ctx);
 
 // ---- Reductions (reduce.cc) ----
 absl::Status ArgMax(KernelContext& ctx);

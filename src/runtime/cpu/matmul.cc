@@ -6,9 +6,7 @@
 #include "kernels.h"
 
 namespace tpc::runtime::cpu {
-namespace {
 
-// C[m, n] (+)= A[m, k] * B[k, n], row-major with leading dims; A or B transposed on request.
 template <typename T>
 void Gemm2D(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
             const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
@@ -35,7 +33,10 @@ void Gemm2D(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T*
   }
 }
 
-}  // namespace
+template void Gemm2D<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                            const float*, int64_t, float, float*, int64_t);
+template void Gemm2D<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
+                             const double*, int64_t, double, double*, int64_t);
 
 absl::Status MatMul(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);

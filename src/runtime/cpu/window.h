@@ -1,0 +1,55 @@
+// Internal to the CPU backend: the sliding window of convolutions and pools (Conv,
+// ConvTranspose, MaxPool, AveragePool, LpPool). The arithmetic is in plain functions, the
+// same on every backend; MakeWindow reads the ONNX attributes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels.h"
+
+namespace tpc::runtime::cpu {
+
+// The input coordinate that kernel tap `k` of output position `o` reads (may fall in the
+// padding: < 0 or >= the input size).
+inline int64_t WindowInputCoord(int64_t o, int64_t k, int64_t stride, int64_t dilation,
+                                int64_t pad_begin) {
+  return o * stride + k * dilation - pad_begin;
+}
+
+// Row-major position `index` of a box of `dims` as one index per dim.
+inline void Unravel(int64_t index, const Shape& dims, Shape* out) {
+  for (size_t d = dims.size(); d-- > 0;) {
+    (*out)[d] = dims[d] == 0 ? 0 : index % dims[d];
+    index = dims[d] == 0 ? 0 : index / dims[d];
+  }
+}
+
+// Extent of a dilated kernel of `k` taps.
+inline int64_t DilatedKernel(int64_t k, int64_t dilation) { return (k - 1) * dilation + 1; }
+
+// Output length of a window over `in` elements padded by `pads` in all: floor (or, for
+// pools with ceil_mode, ceil) division, and with ceil_mode no window that starts in the end
+// padding.
+inline int64_t WindowOutputSize(int64_t in, int64_t k, int64_t stride, int64_t dilation,
+                                int64_t pad_begin, int64_t pad_end, bool ceil_mode) {
+  const int64_t span = in + pad_begin + pad_end - DilatedKernel(k, dilation);
+  if (span < 0) return 0;
+  int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad_begin) --out;
+  return out;
+}
+
+// The spatial geometry of one convolution or pool (one entry per spatial dim).
+struct Window {
+  Shape in, kernel, strides, dilations, pad_begin, pad_end, out;
+  int64_t spatial() const { return static_cast<int64_t>(in.size()); }
+};
+
+// Reads strides, dilations, pads and auto_pad (NOTSET, SAME_UPPER, SAME_LOWER, VALID) for
+// an input of spatial dims `in` and a kernel of `kernel` taps; `ceil_mode` for pools.
+absl::StatusOr<Window> MakeWindow(const KernelContext& ctx, const Shape& in, const Shape& kernel,
+                                  bool ceil_mode);
+
+}  // namespace tpc::runtime::cpu
