@@ -465,6 +465,33 @@ TEST_CASE("libonnx keeps only ranks for an operator whose shapes changed after o
   CHECK(y->type().ToString() == "f32[?, ?, ?, ?]");
 }
 
+TEST_CASE("Attention: 3-D and 4-D forms, grouped K/V heads and a past cache", "[shape]") {
+  Builder b(23);
+  Value* q = b.Input("q", DType::kF32, {Sym("batch"), Sym("seq"), 512});
+  Value* k = b.Input("k", DType::kF32, {Sym("batch"), Sym("seq"), 128});
+  Value* v = b.Input("v", DType::kF32, {Sym("batch"), Sym("seq"), 128});
+  Value* past_k = b.Input("past_k", DType::kF32, {Sym("batch"), 2, Sym("past"), 64});
+  Value* past_v = b.Input("past_v", DType::kF32, {Sym("batch"), 2, Sym("past"), 64});
+  ir::Node* a3 = b.Node("Attention", {q, k, v, nullptr, past_k, past_v},
+                        {{"q_num_heads", int64_t{8}}, {"kv_num_heads", int64_t{2}}}, 4);
+  Value* q4 = b.Input("q4", DType::kF32, {2, 8, 5, 64});
+  Value* k4 = b.Input("k4", DType::kF32, {2, 2, 7, 64});
+  Value* v4 = b.Input("v4", DType::kF32, {2, 2, 7, 32});
+  Value* y4 = b.Op("Attention", {q4, k4, v4});
+  RequireOk(b.Infer());
+  CHECK(ShapeOf(a3->output(0)) == "[batch, seq, 512]");
+  CHECK(ShapeOf(a3->output(1)) == "[batch, 2, past+seq, 64]");
+  CHECK(ShapeOf(a3->output(2)) == "[batch, 2, past+seq, 64]");
+  CHECK(ShapeOf(a3->output(3)) == "[batch, 8, seq, past+seq]");
+  CHECK(ShapeOf(y4) == "[2, 8, 5, 32]");
+  Builder bad(23);
+  Value* q3 = bad.Input("q", DType::kF32, {1, 4, 64});
+  bad.Op("Attention", {q3, q3, q3});
+  CHECK(std::string(bad.Infer().message()) ==
+        "node '/Attention_1' (Attention): 3-D Q, K and V need the q_num_heads and kv_num_heads "
+        "attributes");
+}
+
 TEST_CASE("Rule table", "[shape]") {
   std::vector<std::string> ops = SupportedOps();
   CHECK(std::is_sorted(ops.begin(), ops.end()));

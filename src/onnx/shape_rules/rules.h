@@ -98,6 +98,9 @@ absl::Status InferMatMul(InferenceContext& ctx);
 absl::Status InferGemm(InferenceContext& ctx);
 absl::Status InferEinsum(InferenceContext& ctx);
 
+// ---- Attention (attention.cc) ----
+absl::Status InferAttention(InferenceContext& ctx);
+
 // ---- Convolutions and pools (conv.cc) ----
 absl::Status InferConv(InferenceContext& ctx);
 absl::Status InferPool(InferenceContext& ctx);  // MaxPool (and Indices), AveragePool, LpPool

@@ -260,6 +260,10 @@ void Gemm2D(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T*
 absl::Status Gemm(KernelContext& ctx);
 absl::Status MatMul(KernelContext& ctx);
 
+// ---- Attention (attention.cc, rotary.cc) ----
+absl::Status Attention(KernelContext& ctx);
+absl::Status RotaryEmbedding(KernelContext& ctx);
+
 // ---- Convolutions and pools (conv.cc, pool.cc) ----
 absl::Status AveragePool(KernelContext& ctx);
 absl::Status Conv(KernelContext& ctx);

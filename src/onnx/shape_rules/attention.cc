@@ -1,0 +1,71 @@
+// ONNX's Attention (opset 23, newer than libonnx knows): Y, the present K/V (past + new keys)
+// and the QK product, from 3-D ([batch, seq, heads * size]) or 4-D ([batch, heads, seq, size])
+// Q, K, V.
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "rules.h"
+
+namespace tpc::onnx::shape_rules {
+
+using ir::Dim;
+using ir::TensorType;
+
+absl::Status InferAttention(InferenceContext& ctx) {
+  TPC_RETURN_IF_ERROR(RequireInputs(ctx, 3));
+  const TensorType& q = ctx.input_type(0);
+  const TensorType& k = ctx.input_type(1);
+  const TensorType& v = ctx.input_type(2);
+  const int wanted = std::min(ctx.num_outputs(), 4);
+  if (!q.shape || !k.shape || !v.shape) {
+    for (int i = 0; i < wanted; ++i) SetUnknownRank(ctx, i, q.dtype);
+    return absl::OkStatus();
+  }
+  const int64_t rank = q.rank();
+  if ((rank != 3 && rank != 4) || k.rank() != rank || v.rank() != rank) {
+    return ctx.Error(absl::StrCat("Q ", q.ToString(), ", K ", k.ToString(), " and V ", v.ToString(),
+                                  " must all be 3-D or all 4-D"));
+  }
+  const Dims& qd = *q.shape;
+  const Dims& kd = *k.shape;
+  const Dims& vd = *v.shape;
+  Dim hq, hkv, q_seq, kv_seq, head, v_head;
+  Dims y;
+  if (rank == 4) {
+    hq = qd[1];
+    hkv = kd[1];
+    q_seq = qd[2];
+    kv_seq = kd[2];
+    head = kd[3];
+    v_head = vd[3];
+    y = {qd[0], hq, q_seq, v_head};
+  } else {
+    const int64_t nq = ctx.node().attr_int("q_num_heads", 0);
+    const int64_t nkv = ctx.node().attr_int("kv_num_heads", 0);
+    if (nq <= 0 || nkv <= 0) {
+      return ctx.Error("3-D Q, K and V need the q_num_heads and kv_num_heads attributes");
+    }
+    hq = Dim(nq);
+    hkv = Dim(nkv);
+    q_seq = qd[1];
+    kv_seq = kd[1];
+    head = kd[2].DivExact(hkv).value_or(Dim::Unknown());
+    v_head = vd[2].DivExact(hkv).value_or(Dim::Unknown());
+    y = {qd[0], q_seq, (vd[2] * hq).DivExact(hkv).value_or(Dim::Unknown())};
+  }
+  Dim total = kv_seq;
+  if (ctx.has_input(4)) {
+    const TensorType& past = ctx.input_type(4);
+    total = past.shape && past.rank() == 4 ? (*past.shape)[2] + kv_seq : Dim::Unknown();
+  }
+  ctx.set_output_type(0, TensorType(q.dtype, std::move(y)));
+  if (wanted > 1) ctx.set_output_type(1, TensorType(k.dtype, {qd[0], hkv, total, head}));
+  if (wanted > 2) ctx.set_output_type(2, TensorType(v.dtype, {qd[0], hkv, total, v_head}));
+  if (wanted > 3) ctx.set_output_type(3, TensorType(q.dtype, {qd[0], hq, q_seq, total}));
+  return absl::OkStatus();
+}
+
+}  // namespace tpc::onnx::shape_rules

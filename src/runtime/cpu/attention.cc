@@ -1,0 +1,216 @@
+// ONNX's Attention (opset 23): scaled dot-product attention over 3-D ([batch, seq, heads *
+// head_size]) or 4-D ([batch, heads, seq, head_size]) Q, K, V, with grouped K/V heads, a
+// boolean or additive mask (its last dim may be shorter than the keys: the rest is masked),
+// causal masking aligned to the end of a past K/V cache, softcap, and the QK product as an
+// optional output. Per (batch, head): one GEMM for the scores, the rows' softmax, one GEMM
+// for the output. As onnx's reference: a row with every key masked gives zeros.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels.h"
+
+namespace tpc::runtime::cpu {
+namespace {
+
+// softcap * tanh(x / softcap); softcap 0 leaves x.
+inline double Softcap(double x, double softcap) {
+  return softcap > 0 ? softcap * std::tanh(x / softcap) : x;
+}
+
+// Softmax of `n` scores in place; a row whose every score is -inf becomes zeros.
+template <typename T>
+void SoftmaxRow(T* row, int64_t n) {
+  double mx = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < n; ++j) mx = std::max(mx, static_cast<double>(row[j]));
+  if (std::isinf(mx) && mx < 0) {
+    for (int64_t j = 0; j < n; ++j) row[j] = T(0);
+    return;
+  }
+  double sum = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const double e = std::exp(static_cast<double>(row[j]) - mx);
+    row[j] = static_cast<T>(e);
+    sum += e;
+  }
+  for (int64_t j = 0; j < n; ++j) row[j] = static_cast<T>(row[j] / sum);
+}
+
+// Where one (batch, head) of a 3-D or 4-D Q/K/V operand lies: element (s, d) of head h of
+// batch b is at `b * batch_stride + h * head_stride + s * row_stride + d`.
+struct HeadLayout {
+  int64_t heads = 0, seq = 0, size = 0;  // heads, sequence length, head size
+  int64_t batch_stride = 0, head_stride = 0, row_stride = 0;
+  int64_t offset(int64_t b, int64_t h) const { return b * batch_stride + h * head_stride; }
+};
+
+absl::StatusOr<HeadLayout> Layout(const KernelContext& ctx, const Tensor& t, int64_t heads,
+                                  const char* what) {
+  HeadLayout l;
+  if (t.rank() == 4) {
+    l.heads = t.dim(1);
+    l.seq = t.dim(2);
+    l.size = t.dim(3);
+    l.row_stride = l.size;
+    l.head_stride = l.seq * l.size;
+    l.batch_stride = l.heads * l.head_stride;
+    return l;
+  }
+  if (heads <= 0 || t.dim(2) % heads != 0) {
+    return ctx.Error(absl::StrCat(what, " ", t.TypeString(), " is 3-D: q_num_heads and ",
+                                  "kv_num_heads must be set and divide its last dim"));
+  }
+  l.heads = heads;
+  l.seq = t.dim(1);
+  l.size = t.dim(2) / heads;
+  l.row_stride = t.dim(2);
+  l.head_stride = l.size;
+  l.batch_stride = l.seq * t.dim(2);
+  return l;
+}
+
+}  // namespace
+
+absl::Status Attention(KernelContext& ctx) {
+  const Tensor& q = ctx.input(0);
+  const Tensor& k = ctx.input(1);
+  const Tensor& v = ctx.input(2);
+  const Tensor* mask = ctx.optional_input(3);
+  const Tensor* past_k = ctx.optional_input(4);
+  const Tensor* past_v = ctx.optional_input(5);
+  const ir::Node& node = ctx.node();
+  if ((q.rank() != 3 && q.rank() != 4) || k.rank() != q.rank() || v.rank() != q.rank()) {
+    return ctx.Error(absl::StrCat("Q, K and V must all be 3-D or all 4-D, got ", q.TypeString(),
+                                  ", ", k.TypeString(), ", ", v.TypeString()));
+  }
+  if (k.dtype() != q.dtype() || v.dtype() != q.dtype()) {
+    return ctx.Error("Q, K and V differ in type");
+  }
+  if ((past_k == nullptr) != (past_v == nullptr)) {
+    return ctx.Error("past_key and past_value come together");
+  }
+  TPC_ASSIGN_OR_RETURN(HeadLayout ql, Layout(ctx, q, node.attr_int("q_num_heads", 0), "Q"));
+  TPC_ASSIGN_OR_RETURN(HeadLayout kl, Layout(ctx, k, node.attr_int("kv_num_heads", 0), "K"));
+  TPC_ASSIGN_OR_RETURN(HeadLayout vl, Layout(ctx, v, node.attr_int("kv_num_heads", 0), "V"));
+  const int64_t batch = q.dim(0), hq = ql.heads, hkv = kl.heads, hd = ql.size, vd = vl.size;
+  if (k.dim(0) != batch || v.dim(0) != batch || kl.size != hd || vl.heads != hkv ||
+      vl.seq != kl.seq || hkv == 0 || hq % hkv != 0) {
+    return ctx.Error(absl::StrCat("Q ", q.TypeString(), ", K ", k.TypeString(), " and V ",
+                                  v.TypeString(), " do not fit (batch, heads, head size)"));
+  }
+  const int64_t past = past_k ? past_k->dim(2) : 0, total = past + kl.seq, qs = ql.seq;
+  if (past_k && (past_k->shape() != Shape{batch, hkv, past, hd} ||
+                 past_v->shape() != Shape{batch, hkv, past, vd} || past_k->dtype() != q.dtype() ||
+                 past_v->dtype() != q.dtype())) {
+    return ctx.Error(absl::StrCat("past_key ", past_k->TypeString(), " and past_value ",
+                                  past_v->TypeString(), " do not fit K and V"));
+  }
+  // The mask, right-aligned to [batch, heads, q, its last dim].
+  Shape mask_strides;
+  int64_t mask_cols = 0;
+  if (mask != nullptr) {
+    if (mask->rank() < 1 || mask->rank() > 4) return ctx.Error("attn_mask must have rank 1 to 4");
+    mask_cols = mask->shape().back();
+    const Shape full = {batch, hq, qs, mask_cols};
+    for (int64_t i = 0; i < mask->rank(); ++i) {
+      const int64_t d = mask->dim(mask->rank() - 1 - i), want = full[static_cast<size_t>(3 - i)];
+      if (d != want && d != 1) {
+        return ctx.Error(absl::StrCat("attn_mask ", mask->TypeString(), " does not broadcast to ",
+                                      "[batch, q_heads, q_seq, keys]"));
+      }
+    }
+    if (mask_cols > total) return ctx.Error("attn_mask has more columns than there are keys");
+    mask_strides = BroadcastStrides(mask->shape(), full);
+    if (mask->dtype() != ir::DType::kBool && mask->dtype() != q.dtype()) {
+      return ctx.Error("attn_mask must be bool or of Q's type");
+    }
+  }
+  const Shape y_shape = q.rank() == 4 ? Shape{batch, hq, qs, vd} : Shape{batch, qs, hq * vd};
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, y_shape, q.dtype()));
+  const bool causal = node.attr_int("is_causal", 0) != 0;
+  const int64_t mode = node.attr_int("qk_matmul_output_mode", 0);
+  const double softcap = node.attr_float("softcap", 0.0f);
+  const double scale = node.has_attr("scale") ? node.attr_float("scale", 1.0f)
+                                              : 1.0 / std::sqrt(static_cast<double>(hd));
+  return VisitFloat(ctx, q.dtype(), [&]<typename T>() -> absl::Status {
+    // K and V with the past prepended, [batch, kv heads, total, size]: the present outputs
+    // when they are wanted.
+    std::vector<T> k_scratch, v_scratch;
+    auto present = [&](int i, int64_t size, std::vector<T>* scratch) -> absl::StatusOr<T*> {
+      if (ctx.wants_output(i)) {
+        TPC_ASSIGN_OR_RETURN(Tensor * p, ctx.Output(i, {batch, hkv, total, size}, q.dtype()));
+        return p->data<T>();
+      }
+      scratch->resize(static_cast<size_t>(batch * hkv * total * size));
+      return scratch->data();
+    };
+    TPC_ASSIGN_OR_RETURN(T * pk, present(1, hd, &k_scratch));
+    TPC_ASSIGN_OR_RETURN(T * pv, present(2, vd, &v_scratch));
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t h = 0; h < hkv; ++h) {
+        T* dk = pk + (b * hkv + h) * total * hd;
+        T* dv = pv + (b * hkv + h) * total * vd;
+        if (past > 0) {
+          std::copy_n(past_k->data<T>() + (b * hkv + h) * past * hd, past * hd, dk);
+          std::copy_n(past_v->data<T>() + (b * hkv + h) * past * vd, past * vd, dv);
+        }
+        for (int64_t s = 0; s < kl.seq; ++s) {
+          std::copy_n(k.data<T>() + kl.offset(b, h) + s * kl.row_stride, hd, dk + (past + s) * hd);
+          std::copy_n(v.data<T>() + vl.offset(b, h) + s * vl.row_stride, vd, dv + (past + s) * vd);
+        }
+      }
+    }
+    T* qk_out = nullptr;
+    if (ctx.wants_output(3)) {
+      TPC_ASSIGN_OR_RETURN(Tensor * t, ctx.Output(3, {batch, hq, qs, total}, q.dtype()));
+      qk_out = t->data<T>();
+    }
+    std::vector<T> scores(static_cast<size_t>(qs * total));
+    const int64_t y_row = q.rank() == 4 ? vd : hq * vd;
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t h = 0; h < hq; ++h) {
+        const int64_t g = h / (hq / hkv);  // the K/V head this query head reads
+        Gemm2D<T>(false, true, qs, total, hd, static_cast<T>(scale), q.data<T>() + ql.offset(b, h),
+                  ql.row_stride, pk + (b * hkv + g) * total * hd, hd, T(0), scores.data(), total);
+        T* qk = qk_out ? qk_out + (b * hq + h) * qs * total : nullptr;
+        ctx.pool().ParallelFor(qs, 16, [&](int64_t lo, int64_t hi) {
+          for (int64_t i = lo; i < hi; ++i) {
+            T* row = scores.data() + i * total;
+            bool any_open = false;
+            for (int64_t j = 0; j < total; ++j) {
+              double bias = 0;
+              if (mask != nullptr) {
+                if (j >= mask_cols) {
+                  bias = -std::numeric_limits<double>::infinity();
+                } else {
+                  const int64_t at = b * mask_strides[0] + h * mask_strides[1] +
+                                     i * mask_strides[2] + j * mask_strides[3];
+                  bias = mask->dtype() == ir::DType::kBool
+                             ? (mask->data<bool>()[at] ? 0.0
+                                                       : -std::numeric_limits<double>::infinity())
+                             : static_cast<double>(mask->data<T>()[at]);
+                }
+              }
+              if (causal && j > i + past) bias = -std::numeric_limits<double>::infinity();
+              any_open = any_open || !(std::isinf(bias) && bias < 0);
+              const double s = Softcap(static_cast<double>(row[j]), softcap);
+              if (qk != nullptr && mode <= 1) qk[i * total + j] = static_cast<T>(s);
+              row[j] = static_cast<T>(s + bias);
+              if (qk != nullptr && mode == 2) qk[i * total + j] = row[j];
+            }
+            SoftmaxRow(row, total);
+            if (!any_open) std::fill(row, row + total, T(0));
+            if (qk != nullptr && mode == 3) std::copy_n(row, total, qk + i * total);
+          }
+        });
+        const int64_t y_off = q.rank() == 4 ? (b * hq + h) * qs * vd : b * qs * hq * vd + h * vd;
+        Gemm2D<T>(false, false, qs, vd, total, T(1), scores.data(), total,
+                  pv + (b * hkv + g) * total * vd, vd, T(0), y->data<T>() + y_off, y_row);
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace tpc::runtime::cpu

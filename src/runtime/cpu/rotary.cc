@@ -1,0 +1,99 @@
+// ONNX's RotaryEmbedding (opset 23): rotates the first rotary_embedding_dim elements of every
+// head by the angles of its position, read from cos/sin caches ([positions, dim/2] indexed by
+// position_ids, or [batch, seq, dim/2] without them); halves (default) or interleaved pairs.
+#include <algorithm>
+#include <vector>
+
+#include "kernels.h"
+
+namespace tpc::runtime::cpu {
+namespace {
+
+// y = x rotated by the angles whose cosines and sines are `c` and `s` (`half` of each), for
+// the first 2 * half elements; pairs are (i, i + half), or (2i, 2i + 1) when interleaved.
+template <typename T>
+void RotateHead(const T* x, const T* c, const T* s, int64_t half, bool interleaved, T* y) {
+  for (int64_t i = 0; i < half; ++i) {
+    const int64_t a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + half;
+    const T x1 = x[a], x2 = x[b];
+    y[a] = c[i] * x1 - s[i] * x2;
+    y[b] = s[i] * x1 + c[i] * x2;
+  }
+}
+
+}  // namespace
+
+absl::Status RotaryEmbedding(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& cos = ctx.input(1);
+  const Tensor& sin = ctx.input(2);
+  const Tensor* pos = ctx.optional_input(3);
+  const ir::Node& node = ctx.node();
+  if (x.rank() != 3 && x.rank() != 4) {
+    return ctx.Error(absl::StrCat("input must be 3-D or 4-D, got ", x.TypeString()));
+  }
+  const int64_t batch = x.dim(0);
+  int64_t heads = 0, seq = 0, hd = 0;
+  if (x.rank() == 4) {
+    heads = x.dim(1);
+    seq = x.dim(2);
+    hd = x.dim(3);
+  } else {
+    heads = node.attr_int("num_heads", 0);
+    seq = x.dim(1);
+    if (heads <= 0 || x.dim(2) % heads != 0) {
+      return ctx.Error("a 3-D input needs num_heads, dividing its last dim");
+    }
+    hd = x.dim(2) / heads;
+  }
+  int64_t rd = node.attr_int("rotary_embedding_dim", 0);
+  if (rd == 0) rd = hd;
+  if (rd < 0 || rd > hd || rd % 2 != 0) {
+    return ctx.Error(absl::StrCat("rotary_embedding_dim ", rd, " must be even and at most the ",
+                                  "head size ", hd));
+  }
+  const int64_t half = rd / 2;
+  const Shape want = pos ? Shape{cos.rank() > 0 ? cos.dim(0) : 0, half} : Shape{batch, seq, half};
+  if (cos.shape() != want || sin.shape() != want || cos.dtype() != x.dtype() ||
+      sin.dtype() != x.dtype()) {
+    return ctx.Error(absl::StrCat(
+        "cos_cache ", cos.TypeString(), " and sin_cache ", sin.TypeString(), " must be ",
+        pos ? "[positions, " : "[batch, seq, ", half, "] of the input's type"));
+  }
+  std::vector<int64_t> positions;
+  if (pos != nullptr) {
+    if (pos->shape() != Shape{batch, seq}) {
+      return ctx.Error(absl::StrCat("position_ids ", pos->TypeString(), " must be [batch, seq]"));
+    }
+    TPC_ASSIGN_OR_RETURN(positions, ReadInts(ctx, *pos));
+    for (int64_t p : positions) {
+      if (p < 0 || p >= cos.dim(0)) {
+        return ctx.Error(
+            absl::StrCat("position id ", p, " is outside the caches' ", cos.dim(0), " positions"));
+      }
+    }
+  }
+  const bool interleaved = node.attr_int("interleaved", 0) != 0;
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
+    const T* px = x.data<T>();
+    T* py = y->data<T>();
+    std::copy_n(px, x.num_elements(), py);  // the unrotated tail of each head
+    ctx.pool().ParallelFor(batch * seq, 8, [&](int64_t lo, int64_t hi) {
+      for (int64_t bs = lo; bs < hi; ++bs) {
+        const int64_t b = bs / seq, s = bs % seq;
+        const int64_t row = pos ? positions[static_cast<size_t>(bs)] : bs;
+        const T* c = cos.data<T>() + row * half;
+        const T* sn = sin.data<T>() + row * half;
+        for (int64_t h = 0; h < heads; ++h) {
+          const int64_t off =
+              x.rank() == 4 ? ((b * heads + h) * seq + s) * hd : (bs * heads + h) * hd;
+          RotateHead(px + off, c, sn, half, interleaved, py + off);
+        }
+      }
+    });
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace tpc::runtime::cpu
