@@ -177,6 +177,28 @@ TEST_CASE("f16 inputs are computed in f32 and converted back", "[runtime][kernel
   REQUIRE(Floats(ConvertFloats(y[0], DType::kF32)) == std::vector<float>{2.25f, 4.0f, 0.0625f});
 }
 
+TEST_CASE("Einsum with three operands and an implicit output", "[runtime][kernels]") {
+  OneOp t;
+  t.Input("a", F32({2, 2}, {1, 2, 3, 4}));
+  t.Input("b", F32({2, 2}, {1, 0, 2, 1}));
+  t.Input("c", F32({2}, {1, 10}));
+  // j and k appear twice: summed; the output is i alone.
+  auto y = t.Run("Einsum", {{"equation", std::string("ij, jk, k")}});
+  REQUIRE(y[0].shape() == std::vector<int64_t>{2});
+  CHECK(Floats(y[0]) == std::vector<float>{25, 51});
+}
+
+TEST_CASE("Einsum broadcasts ellipsis dims and takes diagonals", "[runtime][kernels]") {
+  OneOp t;
+  t.Input("a", F32({2, 1, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}));
+  t.Input("b", F32({3, 2}, {1, 1, 1, 0, 0, 1}));
+  // a's diagonal (i = i) per batch, dotted with every row of b: [2, 1, 3] -> [2, 3] after
+  // the size-1 dim broadcasts against b's 3 rows.
+  auto y = t.Run("Einsum", {{"equation", std::string("...ii,...i->...")}});
+  REQUIRE(y[0].shape() == std::vector<int64_t>{2, 3});
+  CHECK(Floats(y[0]) == std::vector<float>{5, 1, 4, 13, 5, 8});
+}
+
 }  // namespace
 }  // namespace tpc::runtime
 

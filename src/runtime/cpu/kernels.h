@@ -257,6 +257,7 @@ template <typename T>
 void Gemm2D(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
             const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
 
+absl::Status Einsum(KernelContext& ctx);  // einsum.cc
 absl::Status Gemm(KernelContext& ctx);
 absl::Status MatMul(KernelContext& ctx);
 

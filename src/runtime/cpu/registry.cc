@@ -47,6 +47,7 @@ const Entry kKernels[] = {
     {"", "CumSum", {CumSum}},
     {"", "Div", {Div}},
     {"", "Dropout", {Dropout, any}},
+    {"", "Einsum", {Einsum}},
     {"", "Elu", {Elu}},
     {"", "Equal", {Equal}},
     {"", "Erf", {Erf}},
