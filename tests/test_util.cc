@@ -33,8 +33,9 @@ TempDirs& Dirs() {
 
 }  // namespace
 
-const char* const kCommittedModels[8] = {"mlp",       "mlp_dynamo", "gpt2",    "gpt2_dynamo",
-                                         "gpt2_loss", "llama",      "mistral", "bert"};
+const char* const kCommittedModels[10] = {"mlp",       "mlp_dynamo", "gpt2",    "gpt2_dynamo",
+                                          "gpt2_loss", "llama",      "mistral", "bert",
+                                          "phi3",      "phi3_dynamo"};
 
 namespace {
 

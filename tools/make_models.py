@@ -203,6 +203,25 @@ def build_mistral():
     return model, {"input_ids": _ids(rng)}, ["logits"]
 
 
+def build_phi3():
+    """Fused projections cut by Slice: qkv_proj sliced into Q, K, V with constant
+    bounds, gate_up_proj halved by chunk (bounds from Shape in the exports)."""
+    from transformers import Phi3Config, Phi3ForCausalLM
+    _patch_transformers()
+    cfg = Phi3Config(num_hidden_layers=2, hidden_size=64, intermediate_size=176,
+                     num_attention_heads=4, num_key_value_heads=4,
+                     vocab_size=VOCAB, max_position_embeddings=128,
+                     original_max_position_embeddings=128, pad_token_id=0,
+                     bos_token_id=1, eos_token_id=2,
+                     attention_dropout=0.0, resid_pdrop=0.0, embd_pdrop=0.0,
+                     tie_word_embeddings=False, use_cache=False,
+                     attn_implementation="eager")
+    torch.manual_seed(0)
+    model = LogitsOnly(Phi3ForCausalLM(cfg))
+    rng = np.random.default_rng(0)
+    return model, {"input_ids": _ids(rng)}, ["logits"]
+
+
 def build_bert():
     from transformers import BertConfig, BertModel
     cfg = BertConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4,
@@ -226,7 +245,9 @@ MODELS = {
     "llama": (build_llama, "legacy"),
     "bert": (build_bert, "legacy"),
     "mistral": (build_mistral, "legacy"),
+    "phi3": (build_phi3, "legacy"),
     "mlp_dynamo": (build_mlp, "dynamo"),
+    "phi3_dynamo": (build_phi3, "dynamo"),
     "gpt2_dynamo": (build_gpt2, "dynamo"),
 }
 

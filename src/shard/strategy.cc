@@ -10,9 +10,8 @@ namespace tpc::shard {
 
 using ir::Placement;
 
-std::optional<std::vector<int64_t>> RuleContext::input_ints(int i) const {
-  if (!has_input(i)) return std::nullopt;
-  const ir::Value* v = node_.input(i);
+std::optional<std::vector<int64_t>> KnownInts(const ir::Value* v) {
+  if (v == nullptr) return std::nullopt;
   if (v->producer()->kind() == ir::NodeKind::kConstant && v->producer()->tensor().has_data()) {
     return v->producer()->tensor().ToInt64();
   }
@@ -25,6 +24,10 @@ std::optional<std::vector<int64_t>> RuleContext::input_ints(int i) const {
     return out;
   }
   return std::nullopt;
+}
+
+std::optional<std::vector<int64_t>> RuleContext::input_ints(int i) const {
+  return has_input(i) ? KnownInts(node_.input(i)) : std::nullopt;
 }
 
 bool RuleContext::Divisible(const ir::Dim& d) const {

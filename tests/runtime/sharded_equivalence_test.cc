@@ -219,6 +219,8 @@ TEST_CASE("sharded == unsharded: gpt2_loss", "[equivalence]") { CheckModel("gpt2
 TEST_CASE("sharded == unsharded: llama", "[equivalence]") { CheckModel("llama"); }
 TEST_CASE("sharded == unsharded: mistral", "[equivalence]") { CheckModel("mistral"); }
 TEST_CASE("sharded == unsharded: bert", "[equivalence]") { CheckModel("bert"); }
+TEST_CASE("sharded == unsharded: phi3", "[equivalence]") { CheckModel("phi3"); }
+TEST_CASE("sharded == unsharded: phi3_dynamo", "[equivalence]") { CheckModel("phi3_dynamo"); }
 
 // The loss model's plan for N > 1 really is vocab-parallel: the loss op is lowered
 // (no SoftmaxCrossEntropyLoss left in what rank 0 runs, tpc AllReduce ops instead), and

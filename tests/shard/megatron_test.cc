@@ -11,6 +11,7 @@
 // nearest all-gather upstream of a column block's input. That works for the dynamo
 // export too, whose value names carry no layer prefix; for the other exports the
 // counts are also checked by grouping collectives on the layer prefix in names.
+#include <google/protobuf/unknown_field_set.h>
 #include <catch2/catch.hpp>
 
 #include <deque>
@@ -25,6 +26,7 @@
 #include "test_util.h"
 #include "tpc/ir/graph.h"
 #include "tpc/onnx/importer.h"
+#include "tpc/onnx/model_file.h"
 #include "tpc/shard/cost_model.h"
 #include "tpc/shard/shard_pass.h"
 
@@ -40,24 +42,35 @@ using tpc::shard::ShardResult;
 
 struct ModelSpec {
   const char* name;
-  std::vector<std::string> column;          // patterns of column-parallel blocks
-  std::vector<std::string> row;             // patterns of row-parallel blocks
-  std::string fused_qkv;                    // the column pattern split in 3 blocks (GPT-2's c_attn)
-  int vocab_parallel_embedding_reductions;  // collectives the embedding itself needs
-  bool names_have_layers;                   // value names carry "h.0", "layers.0", ...
+  std::vector<std::string> column;                 // patterns of column-parallel blocks
+  std::vector<std::string> row;                    // patterns of row-parallel blocks
+  std::vector<std::pair<std::string, int>> fused;  // column patterns split in blocks (c_attn: 3)
+  int vocab_parallel_embedding_reductions;         // collectives the embedding itself needs
+  bool names_have_layers;                          // value names carry "h.0", "layers.0", ...
 };
 
-const ModelSpec kGpt2{"gpt2", {"c_attn", "c_fc"}, {"c_proj"}, "c_attn", 1, true};
-const ModelSpec kGpt2Dynamo{"gpt2_dynamo", {"c_attn", "c_fc"}, {"c_proj"}, "c_attn", 1, false};
+const ModelSpec kGpt2{"gpt2", {"c_attn", "c_fc"}, {"c_proj"}, {{"c_attn", 3}}, 1, true};
+const ModelSpec kGpt2Dynamo{"gpt2_dynamo", {"c_attn", "c_fc"}, {"c_proj"}, {{"c_attn", 3}}, 1,
+                            false};
 const ModelSpec kLlama{
-    "llama", {"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"}, {"o_proj", "down_proj"}, "", 0,
+    "llama", {"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"}, {"o_proj", "down_proj"}, {}, 0,
     true};
-const ModelSpec kMistral{"mistral", kLlama.column, kLlama.row, "", 0, true};
+const ModelSpec kMistral{"mistral", kLlama.column, kLlama.row, {}, 0, true};
+// Fused projections cut by Slice: Q, K, V from qkv_proj, gate and up from gate_up_proj
+// (torch's chunk: Slices with bounds computed from Shape in the legacy export, a Split
+// in the dynamo one).
+const ModelSpec kPhi3{"phi3",
+                      {"qkv_proj", "gate_up_proj"},
+                      {"o_proj", "down_proj"},
+                      {{"qkv_proj", 3}, {"gate_up_proj", 2}},
+                      0,
+                      true};
+const ModelSpec kPhi3Dynamo{"phi3_dynamo", kPhi3.column, kPhi3.row, kPhi3.fused, 0, false};
 const ModelSpec kBert{
     "bert",
     {"attention/self/query", "attention/self/key", "attention/self/value", "intermediate/dense"},
     {"output/dense"},
-    "",
+    {},
     0,
     true};
 
@@ -82,17 +95,54 @@ bool Contains(const std::string& s, const std::string& pattern) {
   return s.find(pattern) != std::string::npos;
 }
 
+// The dynamo exporter names folded weights `val_N` and nodes `node_linear_N`; the torch
+// module a node came from is in its metadata (`pkg.torch.onnx.name_scopes`, the module
+// path is the last but one scope). Node name → module path, from the committed file.
+std::map<std::string, std::string> ModuleScopes(const std::string& model) {
+  std::map<std::string, std::string> out;
+  auto file = tpc::onnx::ReadModelFile(tpc::testing::SourcePath("models/" + model + ".onnx"));
+  REQUIRE(file.ok());
+  static const std::regex quoted(R"('([^']*)')");
+  for (const auto& node : file->proto.graph().node()) {
+    // NodeProto.metadata_props is field 9 (ONNX 1.16); Debian's schema predates it, so
+    // the entries arrive as unknown length-delimited fields.
+    const google::protobuf::UnknownFieldSet& unknown = node.GetReflection()->GetUnknownFields(node);
+    for (int i = 0; i < unknown.field_count(); ++i) {
+      const google::protobuf::UnknownField& f = unknown.field(i);
+      if (f.number() != 9 || f.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) {
+        continue;
+      }
+      ::onnx::StringStringEntryProto prop;
+      if (!prop.ParseFromString(f.length_delimited()) ||
+          prop.key() != "pkg.torch.onnx.name_scopes") {
+        continue;
+      }
+      std::vector<std::string> scopes;
+      const std::string& v = prop.value();
+      for (std::sregex_iterator it(v.begin(), v.end(), quoted), end; it != end; ++it) {
+        scopes.push_back((*it)[1]);
+      }
+      if (scopes.size() >= 2) out[node.name()] = scopes[scopes.size() - 2];
+    }
+  }
+  return out;
+}
+
 std::vector<Block> FindBlocks(const Graph& g, const ModelSpec& spec) {
   std::vector<Block> out;
+  const std::map<std::string, std::string> scopes = ModuleScopes(spec.name);
   for (Node* n : g.nodes()) {
     if (!n->is_call() || (n->op_type() != "MatMul" && n->op_type() != "Gemm")) continue;
     const Value* w = n->input(1);
     if (w->producer()->kind() != tpc::ir::NodeKind::kConstant) continue;
+    auto scope_it = scopes.find(n->name());
+    const std::string scope = scope_it == scopes.end() ? "" : scope_it->second + ".";
     for (bool column : {true, false}) {
       for (const std::string& p : column ? spec.column : spec.row) {
-        if (!Contains(n->name(), p) && !Contains(w->name(), p)) continue;
+        if (!Contains(n->name(), p) && !Contains(w->name(), p) && !Contains(scope, p)) continue;
         auto layer = LayerOf(n->name());
         if (!layer) layer = LayerOf(w->name());
+        if (!layer) layer = LayerOf(scope);
         if (!layer) continue;
         out.push_back({n, w, *layer, p, column});
       }
@@ -227,7 +277,11 @@ void CheckMegatron(const ModelSpec& spec, int n, bool sp, bool kv_split = true) 
     (b.column ? columns_per_layer : rows_per_layer)[b.layer]++;
     const bool kv = Contains(b.pattern, "k_proj") || Contains(b.pattern, "v_proj");
     if (kv && !kv_split) continue;  // checked by the caller
-    const Placement want = Expected(b, b.pattern == spec.fused_qkv ? 3 : 1);
+    int blocks = 1;
+    for (const auto& [pattern, k] : spec.fused) {
+      if (b.pattern == pattern) blocks = k;
+    }
+    const Placement want = Expected(b, blocks);
     INFO(b.node->name() << " reads " << b.weight->name() << " " << b.weight->type().ToString());
     CHECK(PlacementOf(b.weight).ToString() == want.ToString());
   }
@@ -304,6 +358,18 @@ void CheckMegatron(const ModelSpec& spec, int n, bool sp, bool kv_split = true) 
 
 TEST_CASE("megatron: GPT-2, legacy and dynamo exports", "[shard][megatron]") {
   for (const ModelSpec* spec : {&kGpt2, &kGpt2Dynamo}) {
+    for (int n : {2, 4}) {
+      for (bool sp : {false, true}) {
+        DYNAMIC_SECTION(spec->name << " N=" << n << (sp ? " SP" : "")) {
+          CheckMegatron(*spec, n, sp);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("megatron: Phi-3 with fused projections cut by Slice", "[shard][megatron]") {
+  for (const ModelSpec* spec : {&kPhi3, &kPhi3Dynamo}) {
     for (int n : {2, 4}) {
       for (bool sp : {false, true}) {
         DYNAMIC_SECTION(spec->name << " N=" << n << (sp ? " SP" : "")) {

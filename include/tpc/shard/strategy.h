@@ -41,6 +41,10 @@ struct Strategy {
   LoweringFn lowering = nullptr;
 };
 
+// Known integer values of `v`: a constant's data or an evaluated shape computation whose
+// elements are all static; nullopt otherwise (or for null).
+std::optional<std::vector<int64_t>> KnownInts(const ir::Value* v);
+
 // What a rule sees: the node, the mesh, and the sizes the cost model assumes.
 class RuleContext {
  public:

@@ -88,7 +88,7 @@ constexpr OpRecord kRecords[] = {
     {"", "SimplifiedLayerNormalization", LayerNormalization},
     {"", "Sin", Unary},
     {"", "Size", ShapeOf, {.shape_inputs = WholeShape, .reads_shape_only = true}},
-    {"", "Slice", Slice},
+    {"", "Slice", Slice, {.shape_inputs = SliceBlockBounds, .block_count = SliceBlockCount}},
     {"", "Softmax", Softmax},
     {"", "SoftmaxCrossEntropyLoss", SoftmaxCrossEntropyLoss},
     {"", "Softplus", Unary},

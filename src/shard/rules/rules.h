@@ -83,8 +83,18 @@ void Concat(const RuleContext& ctx, std::vector<Strategy>* out);
 void Split(const RuleContext& ctx, std::vector<Strategy>* out);
 void Slice(const RuleContext& ctx, std::vector<Strategy>* out);
 void ShapeOf(const RuleContext& ctx, std::vector<Strategy>* out);  // Shape, Size
-int64_t SplitBlockCount(const ir::Node& node);                     // k equal outputs
-int64_t ConcatBlockCount(const ir::Node& node);                    // k equal inputs
+// A Slice that takes one of k equal blocks of one axis (`qkv[..., 64:128]` of a fused
+// projection, the halves of torch's chunk): the axis, its index in the Slice's axes
+// input, and k.
+struct SliceBlock {
+  int64_t axis;
+  int64_t index;
+  int64_t blocks;
+};
+std::optional<SliceBlock> FindSliceBlock(const ir::Node& node);
+int64_t SliceBlockCount(const ir::Node& node);
+int64_t SplitBlockCount(const ir::Node& node);   // k equal outputs
+int64_t ConcatBlockCount(const ir::Node& node);  // k equal inputs
 
 // shape_inputs.cc: per-rank values of the inputs that carry a size of a split dim.
 absl::Status WholeShape(LocalGraph& g, ir::Node* node, const std::vector<ir::Placement>& outputs,
@@ -95,6 +105,9 @@ absl::Status BlockedSplitSizes(LocalGraph& g, ir::Node* node,
 absl::Status ReshapeShapeInput(LocalGraph& g, ir::Node* node,
                                const std::vector<ir::Placement>& outputs,
                                const std::vector<std::optional<ir::Placement>>& inputs);
+absl::Status SliceBlockBounds(LocalGraph& g, ir::Node* node,
+                              const std::vector<ir::Placement>& outputs,
+                              const std::vector<std::optional<ir::Placement>>& inputs);
 absl::Status ExpandShapeInput(LocalGraph& g, ir::Node* node,
                               const std::vector<ir::Placement>& outputs,
                               const std::vector<std::optional<ir::Placement>>& inputs);

@@ -100,6 +100,44 @@ absl::Status ReshapeShapeInput(LocalGraph& rw, ir::Node* node,
   return absl::OkStatus();
 }
 
+// A Slice taking one block of a blocked split: its bounds on that axis are per rank
+// (the block's part starts at start/N of this rank's part of the axis).
+absl::Status SliceBlockBounds(LocalGraph& rw, ir::Node* node, const std::vector<Placement>&,
+                              const std::vector<std::optional<Placement>>& inputs) {
+  if (inputs.empty() || !inputs[0] || inputs[0]->kind != Placement::Kind::kShard ||
+      inputs[0]->blocks <= 1) {
+    return absl::OkStatus();
+  }
+  // Which entry of the bounds is the split axis (the types are per rank by now).
+  const int64_t axis = inputs[0]->dim;
+  const int64_t rank = node->input(0)->type().rank();
+  std::optional<size_t> index;
+  if (node->optional_input(3) != nullptr) {
+    const auto axes = KnownInts(node->input(3));
+    for (size_t i = 0; axes && i < axes->size(); ++i) {
+      if (NormalizeAxis((*axes)[i], rank) == axis) index = i;
+    }
+  } else {
+    index = static_cast<size_t>(axis);
+  }
+  const auto starts = KnownInts(node->input(1));
+  const auto ends = KnownInts(node->input(2));
+  if (!index || !starts || !ends || *index >= starts->size() || *index >= ends->size()) {
+    return absl::InternalError(
+        absl::StrCat(node->Describe(), ": bounds of the split axis unknown"));
+  }
+  const int64_t whole = (*node->input(0)->type().shape)[static_cast<size_t>(axis)].value() * rw.n();
+  for (int i : {1, 2}) {
+    ir::Value* bounds = node->input(i);
+    std::vector<int64_t> v = i == 1 ? *starts : *ends;
+    int64_t& e = v[*index];
+    if (e >= whole) continue;  // an end past the whole axis (INT64_MAX) is still past
+    e /= rw.n();
+    node->SetInput(i, rw.Int64s(bounds->name() + "/per_rank", v));
+  }
+  return absl::OkStatus();
+}
+
 // Expand's shape (aligned to the output's trailing dims).
 absl::Status ExpandShapeInput(LocalGraph& rw, ir::Node* node, const std::vector<Placement>& outputs,
                               const std::vector<std::optional<Placement>>&) {

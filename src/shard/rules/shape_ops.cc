@@ -98,6 +98,53 @@ void Split(const RuleContext& ctx, std::vector<Strategy>* out) {
   AddNamedStrategy(ctx, std::move(s), out);
 }
 
+std::optional<SliceBlock> FindSliceBlock(const ir::Node& node) {
+  const ir::Value* x = node.input(0);
+  const ir::Value* y = node.output(0);
+  if (!x->type().shape || !y->type().shape || node.num_inputs() < 3) return std::nullopt;
+  const std::vector<ir::Dim>& in = *x->type().shape;
+  const std::vector<ir::Dim>& out = *y->type().shape;
+  const int64_t rank = static_cast<int64_t>(in.size());
+  auto starts = KnownInts(node.input(1));
+  auto ends = KnownInts(node.input(2));
+  if (!starts || !ends || starts->size() != ends->size()) return std::nullopt;
+  std::vector<int64_t> axes;
+  if (auto a = KnownInts(node.optional_input(3))) {
+    axes = *a;
+  } else if (node.optional_input(3) != nullptr) {
+    return std::nullopt;
+  } else {
+    for (size_t d = 0; d < starts->size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  }
+  std::optional<std::vector<int64_t>> steps;
+  if (node.optional_input(4) != nullptr) {
+    steps = KnownInts(node.optional_input(4));
+    if (!steps) return std::nullopt;
+  }
+  if (axes.size() != starts->size() || (steps && steps->size() != axes.size())) return std::nullopt;
+  std::optional<SliceBlock> found;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t a = NormalizeAxis(axes[i], rank);
+    if (a < 0) return std::nullopt;
+    if (in[static_cast<size_t>(a)] == out[static_cast<size_t>(a)]) continue;  // kept whole
+    if (found || (steps && (*steps)[i] != 1) || !in[static_cast<size_t>(a)].is_static()) {
+      return std::nullopt;
+    }
+    const int64_t size = in[static_cast<size_t>(a)].value();
+    auto clamp = [size](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + size : v, 0, size); };
+    const int64_t start = clamp((*starts)[i]);
+    const int64_t len = clamp((*ends)[i]) - start;
+    if (len <= 0 || size % len != 0 || start % len != 0 || size / len < 2) return std::nullopt;
+    found = SliceBlock{a, static_cast<int64_t>(i), size / len};
+  }
+  return found;
+}
+
+int64_t SliceBlockCount(const ir::Node& node) {
+  const auto block = FindSliceBlock(node);
+  return block ? block->blocks : 0;
+}
+
 void Slice(const RuleContext& ctx, std::vector<Strategy>* out) {
   const std::vector<ir::Dim>& in = ctx.input_dims(0);
   const std::vector<ir::Dim>& y = ctx.output_dims(0);
@@ -126,6 +173,25 @@ void Slice(const RuleContext& ctx, std::vector<Strategy>* out) {
   for (bool w : whole) kinds.push_back(w ? FactorSpec::Kind::kNeedWhole : FactorSpec::Kind::kPass);
   AddFactorStrategies(ctx, FactorSpecBuilder(ctx).Along({0}, kinds).Build(), out);
   AddPartialStrategy(ctx, {0}, out);
+  // One of k equal blocks (a fused projection cut by Slices): on a blocked split each
+  // rank holds its part of every block, so the slice is this rank's part of the block.
+  const auto block = FindSliceBlock(ctx.node());
+  if (!block) return;
+  const ir::Dim& whole_dim = in[static_cast<size_t>(block->axis)];
+  if (!ctx.Divisible(y[static_cast<size_t>(block->axis)]) ||
+      !ctx.DivisibleInBlocks(whole_dim, block->blocks)) {
+    return;
+  }
+  Strategy s;
+  s.name = "take one part";
+  s.inputs.assign(static_cast<size_t>(ctx.num_inputs()), ir::Placement::Replicate());
+  for (int i = 1; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) s.inputs[static_cast<size_t>(i)] = std::nullopt;
+  }
+  s.inputs[0] = ir::Placement::Shard(block->axis, block->blocks);
+  s.outputs = {ir::Placement::Shard(block->axis)};
+  s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
+  AddNamedStrategy(ctx, std::move(s), out);
 }
 
 // Shape and Size read only the shape: any placement of the input will do (the
