@@ -16,8 +16,10 @@ struct TiedPair {
   bool transposed;  // b == transpose(a) (2-D); else b == a
 };
 
-// Pairs of float constants of at least `min_bytes` with equal data (or transposed
-// data). Reads only pairs whose shapes match, and only as far as the first difference.
+// Pairs of float matrices of at least `min_bytes` with equal data (or transposed data).
+// Reads kSamples sampled elements of each matrix; only pairs whose shapes and samples
+// agree are compared whole. Matrices whose samples are all equal (zeros) are never
+// taken for copies.
 std::vector<TiedPair> FindTiedWeights(const ir::Graph& graph, int64_t min_bytes = 4096);
 
 }  // namespace tpc::shard
