@@ -203,13 +203,14 @@ def build_mistral():
     return model, {"input_ids": _ids(rng)}, ["logits"]
 
 
-def build_phi3():
+def build_phi3(kv_heads=4):
     """Fused projections cut by Slice: qkv_proj sliced into Q, K, V with constant
-    bounds, gate_up_proj halved by chunk (bounds from Shape in the exports)."""
+    bounds, gate_up_proj halved by chunk (bounds from Shape in the exports). With
+    kv_heads < 4 (grouped-query attention) the Q, K and V parts are unequal."""
     from transformers import Phi3Config, Phi3ForCausalLM
     _patch_transformers()
     cfg = Phi3Config(num_hidden_layers=2, hidden_size=64, intermediate_size=176,
-                     num_attention_heads=4, num_key_value_heads=4,
+                     num_attention_heads=4, num_key_value_heads=kv_heads,
                      vocab_size=VOCAB, max_position_embeddings=128,
                      original_max_position_embeddings=128, pad_token_id=0,
                      bos_token_id=1, eos_token_id=2,
@@ -220,6 +221,10 @@ def build_phi3():
     model = LogitsOnly(Phi3ForCausalLM(cfg))
     rng = np.random.default_rng(0)
     return model, {"input_ids": _ids(rng)}, ["logits"]
+
+
+def build_phi3_gqa():
+    return build_phi3(kv_heads=2)
 
 
 def build_bert():
@@ -246,8 +251,10 @@ MODELS = {
     "bert": (build_bert, "legacy"),
     "mistral": (build_mistral, "legacy"),
     "phi3": (build_phi3, "legacy"),
+    "phi3_gqa": (build_phi3_gqa, "legacy"),
     "mlp_dynamo": (build_mlp, "dynamo"),
     "phi3_dynamo": (build_phi3, "dynamo"),
+    "phi3_gqa_dynamo": (build_phi3_gqa, "dynamo"),
     "gpt2_dynamo": (build_gpt2, "dynamo"),
 }
 

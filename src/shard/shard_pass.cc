@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "problem_builder.h"
+#include "tpc/shard/canonicalize.h"
 #include "tpc/shard/op_record.h"
 #include "tpc/util/checked_math.h"
 #include "tpc/util/status_macros.h"
@@ -212,6 +213,7 @@ ShardResult Collect(ir::Graph& graph, const ProblemBuilder& b, const ShardOption
 
 absl::StatusOr<ShardResult> ShardGraph(ir::Graph& graph, const ShardOptions& raw_options,
                                        const Constraints& constraints) {
+  if (raw_options.mesh.tp() > 1) SplitFusedProjections(graph, constraints);
   const ShardOptions options = internal::WithBlockCounts(graph, raw_options);
   TPC_RETURN_IF_ERROR(CheckValueSizes(graph, options));
   TPC_ASSIGN_OR_RETURN(auto solved, internal::BuildAndSolve(graph, options, constraints));

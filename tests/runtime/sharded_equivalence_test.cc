@@ -221,6 +221,10 @@ TEST_CASE("sharded == unsharded: mistral", "[equivalence]") { CheckModel("mistra
 TEST_CASE("sharded == unsharded: bert", "[equivalence]") { CheckModel("bert"); }
 TEST_CASE("sharded == unsharded: phi3", "[equivalence]") { CheckModel("phi3"); }
 TEST_CASE("sharded == unsharded: phi3_dynamo", "[equivalence]") { CheckModel("phi3_dynamo"); }
+TEST_CASE("sharded == unsharded: phi3_gqa", "[equivalence]") { CheckModel("phi3_gqa"); }
+TEST_CASE("sharded == unsharded: phi3_gqa_dynamo", "[equivalence]") {
+  CheckModel("phi3_gqa_dynamo");
+}
 
 // The loss model's plan for N > 1 really is vocab-parallel: the loss op is lowered
 // (no SoftmaxCrossEntropyLoss left in what rank 0 runs, tpc AllReduce ops instead), and

@@ -47,6 +47,7 @@ struct ModelSpec {
   std::vector<std::pair<std::string, int>> fused;  // column patterns split in blocks (c_attn: 3)
   int vocab_parallel_embedding_reductions;         // collectives the embedding itself needs
   bool names_have_layers;                          // value names carry "h.0", "layers.0", ...
+  int column_blocks = 0;  // column GEMMs per layer when not one per pattern (unfused parts)
 };
 
 const ModelSpec kGpt2{"gpt2", {"c_attn", "c_fc"}, {"c_proj"}, {{"c_attn", 3}}, 1, true};
@@ -66,6 +67,12 @@ const ModelSpec kPhi3{"phi3",
                       0,
                       true};
 const ModelSpec kPhi3Dynamo{"phi3_dynamo", kPhi3.column, kPhi3.row, kPhi3.fused, 0, false};
+// Grouped-query fused QKV: 4 query heads and 2 K/V heads in one qkv_proj, so the Q, K
+// and V parts are unequal. The shard stage makes it three projections (…/part0, 1, 2:
+// Q, K, V), so each layer has 4 column GEMMs: the three parts and gate_up_proj.
+const ModelSpec kPhi3Gqa{"phi3_gqa", kPhi3.column, kPhi3.row, {{"gate_up_proj", 2}}, 0, true, 4};
+const ModelSpec kPhi3GqaDynamo{
+    "phi3_gqa_dynamo", kPhi3.column, kPhi3.row, {{"gate_up_proj", 2}}, 0, false, 4};
 const ModelSpec kBert{
     "bert",
     {"attention/self/query", "attention/self/key", "attention/self/value", "intermediate/dense"},
@@ -135,7 +142,9 @@ std::vector<Block> FindBlocks(const Graph& g, const ModelSpec& spec) {
     if (!n->is_call() || (n->op_type() != "MatMul" && n->op_type() != "Gemm")) continue;
     const Value* w = n->input(1);
     if (w->producer()->kind() != tpc::ir::NodeKind::kConstant) continue;
-    auto scope_it = scopes.find(n->name());
+    // An unfused part (`node_linear/part1`) came from the fused node's module.
+    static const std::regex part(R"(/part\d+$)");
+    auto scope_it = scopes.find(std::regex_replace(n->name(), part, ""));
     const std::string scope = scope_it == scopes.end() ? "" : scope_it->second + ".";
     for (bool column : {true, false}) {
       for (const std::string& p : column ? spec.column : spec.row) {
@@ -149,6 +158,13 @@ std::vector<Block> FindBlocks(const Graph& g, const ModelSpec& spec) {
     }
   }
   return out;
+}
+
+// A K or V projection: k_proj / v_proj, or parts 1 and 2 of an unfused qkv_proj.
+bool IsKv(const Block& b) {
+  if (b.pattern == "k_proj" || b.pattern == "v_proj") return true;
+  const std::string& name = b.node->name();
+  return b.pattern == "qkv_proj" && (name.ends_with("/part1") || name.ends_with("/part2"));
 }
 
 // The placement colwise / rowwise gives a consumer's weight input 1.
@@ -275,7 +291,7 @@ void CheckMegatron(const ModelSpec& spec, int n, bool sp, bool kv_split = true) 
   std::map<int, int> columns_per_layer, rows_per_layer;
   for (const Block& b : blocks) {
     (b.column ? columns_per_layer : rows_per_layer)[b.layer]++;
-    const bool kv = Contains(b.pattern, "k_proj") || Contains(b.pattern, "v_proj");
+    const bool kv = IsKv(b);
     if (kv && !kv_split) continue;  // checked by the caller
     int blocks = 1;
     for (const auto& [pattern, k] : spec.fused) {
@@ -288,7 +304,8 @@ void CheckMegatron(const ModelSpec& spec, int n, bool sp, bool kv_split = true) 
   REQUIRE(columns_per_layer.size() == kLayers);
   REQUIRE(rows_per_layer.size() == kLayers);
   for (int l = 0; l < kLayers; ++l) {
-    CHECK(columns_per_layer[l] == static_cast<int>(spec.column.size()));
+    CHECK(columns_per_layer[l] ==
+          (spec.column_blocks > 0 ? spec.column_blocks : static_cast<int>(spec.column.size())));
     CHECK(rows_per_layer[l] == 2);
   }
 
@@ -376,6 +393,29 @@ TEST_CASE("megatron: Phi-3 with fused projections cut by Slice", "[shard][megatr
           CheckMegatron(*spec, n, sp);
         }
       }
+    }
+  }
+}
+
+TEST_CASE("megatron: Phi-3 with a grouped-query fused QKV (unequal parts)", "[shard][megatron]") {
+  for (const ModelSpec* spec : {&kPhi3Gqa, &kPhi3GqaDynamo}) {
+    for (bool sp : {false, true}) {
+      DYNAMIC_SECTION(spec->name << " N=2" << (sp ? " SP" : "")) { CheckMegatron(*spec, 2, sp); }
+    }
+    // 2 K/V heads on 4 ranks: as Llama, the K/V parts stay column-split and their
+    // outputs are gathered (2 all-gathers per layer); Q is split by heads.
+    DYNAMIC_SECTION(spec->name << " N=4") {
+      CheckMegatron(*spec, 4, false, /*kv_split=*/false);
+      Sharded s = Shard(spec->name, 4, false);
+      int kv_parts = 0;
+      for (const Block& b : FindBlocks(*s.graph, *spec)) {
+        if (!IsKv(b)) continue;
+        ++kv_parts;
+        CHECK(PlacementOf(b.weight).ToString() == "S(1)");
+      }
+      CHECK(kv_parts == 2 * kLayers);
+      // Per layer: the K and V gathers; plus the embedding's and the logits'.
+      CHECK(External(s.result, CollectiveKind::kAllGather).size() == 2 * kLayers + 2);
     }
   }
 }
