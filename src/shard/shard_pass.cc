@@ -213,7 +213,10 @@ ShardResult Collect(ir::Graph& graph, const ProblemBuilder& b, const ShardOption
 
 absl::StatusOr<ShardResult> ShardGraph(ir::Graph& graph, const ShardOptions& raw_options,
                                        const Constraints& constraints) {
-  if (raw_options.mesh.tp() > 1) SplitFusedProjections(graph, constraints);
+  if (raw_options.mesh.tp() > 1) {
+    SplitFusedProjections(graph, constraints);
+    PadVocabularies(graph, raw_options.mesh.tp(), constraints);
+  }
   const ShardOptions options = internal::WithBlockCounts(graph, raw_options);
   TPC_RETURN_IF_ERROR(CheckValueSizes(graph, options));
   TPC_ASSIGN_OR_RETURN(auto solved, internal::BuildAndSolve(graph, options, constraints));

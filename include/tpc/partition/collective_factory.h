@@ -38,6 +38,6 @@ CollectiveFactory TpcCollectives(int64_t group_size);
 
 // The ONNX domain and opset version of those ops.
 inline constexpr const char* kTpcDomain = shard::LocalGraph::kTpcDomain;
-inline constexpr int64_t kTpcOpsetVersion = 1;
+inline constexpr int64_t kTpcOpsetVersion = shard::LocalGraph::kTpcOpsetVersion;
 
 }  // namespace tpc::partition

@@ -15,4 +15,13 @@ namespace tpc::shard {
 // many were split.
 int SplitFusedProjections(ir::Graph& graph, const Constraints& constraints);
 
+// A vocabulary `n` does not divide (GPT-2's 50257): every 2-D float weight read only as
+// an embedding table (Gather rows) or only as a head (MatMul / Gemm output columns),
+// whose vocab dim is at least 64·n and not a multiple of n, is padded with zeros to the
+// next multiple, as Megatron pads its vocabulary. The head's padded logits are sliced
+// back to the vocabulary at once, and a lookup's ids are checked against the true
+// vocabulary first (tpc::CheckIndices), so outputs and errors are the unpadded model's.
+// Weights `constraints` name are left alone. Returns how many weights were padded.
+int PadVocabularies(ir::Graph& graph, int64_t n, const Constraints& constraints);
+
 }  // namespace tpc::shard

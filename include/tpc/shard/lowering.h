@@ -31,6 +31,7 @@ class LocalGraph {
 
   // The ONNX domain of tpc's own ops (collectives, CheckIndices; docs/collectives.md).
   static constexpr const char* kTpcDomain = "tpc";
+  static constexpr int64_t kTpcOpsetVersion = 1;
 
   virtual int64_t n() const = 0;
   virtual ir::Graph& graph() = 0;
