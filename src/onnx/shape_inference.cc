@@ -98,6 +98,11 @@ absl::Status InferCall(ir::Node* node, int64_t opset) {
 
 }  // namespace
 
+bool CanInferShapes(std::string_view domain, std::string_view op_type, int64_t opset) {
+  return FindShapeRule(domain, op_type) != nullptr ||
+         internal::HasLibOnnxInference(domain, op_type, opset);
+}
+
 absl::Status InferShapes(ir::Graph& graph) {
   const int64_t opset = graph.onnx_opset();
   for (ir::Node* node : graph.nodes()) {

@@ -172,7 +172,8 @@ int FactorSpecBuilder::Add(Kind kind, const std::vector<int64_t>& input_dims,
     if (!ctx_.has_input(static_cast<int>(i))) continue;
     carry(spec_.inputs[i], ctx_.input_dims(static_cast<int>(i)), input_dims[i]);
   }
-  for (size_t o = 0; o < output_dims.size(); ++o) {
+  // Entries past the node's inputs and outputs are ignored (an optional operand it lacks).
+  for (size_t o = 0; o < output_dims.size() && o < spec_.outputs.size(); ++o) {
     carry(spec_.outputs[o], ctx_.output_dims(static_cast<int>(o)), output_dims[o]);
   }
   if (name.empty()) name = Letter(f);

@@ -57,6 +57,9 @@ using ShapeRule = absl::Status (*)(InferenceContext&);
 // The rule for an op of the default ONNX domain (or "com.microsoft", or "tpc" for the
 // collectives of per-rank plans), or null.
 ShapeRule FindShapeRule(std::string_view domain, std::string_view op_type);
+// Whether an op gets its output types at `opset`: a rule above, or libonnx's own
+// inference for an op of the default domain.
+bool CanInferShapes(std::string_view domain, std::string_view op_type, int64_t opset);
 // Op types that have a rule, sorted (for docs and tests).
 std::vector<std::string> SupportedOps();
 

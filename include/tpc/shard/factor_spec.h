@@ -56,8 +56,9 @@ class FactorSpecBuilder {
   explicit FactorSpecBuilder(const RuleContext& ctx);
 
   // One factor: dim input_dims[i] of input i and output_dims[o] of output o carry it
-  // (kNone, or a missing trailing entry: the operand does not). Its size is that of
-  // the first dim that carries it. Returns the factor's index.
+  // (kNone, or a missing trailing entry: the operand does not; an entry for an optional
+  // operand the node lacks is ignored). Its size is that of the first dim that carries
+  // it. Returns the factor's index.
   int Add(Kind kind, const std::vector<int64_t>& input_dims,
           const std::vector<int64_t>& output_dims, std::string name = "");
 

@@ -71,6 +71,36 @@ void Softmax(const RuleContext& ctx, std::vector<Strategy>* out);
 void LayerNormalization(const RuleContext& ctx, std::vector<Strategy>* out);
 void AxisWhole(const RuleContext& ctx, std::vector<Strategy>* out);  // TopK, CumSum
 
+// conv.cc
+void Conv(const RuleContext& ctx, std::vector<Strategy>* out);
+void ConvTranspose(const RuleContext& ctx, std::vector<Strategy>* out);
+double ConvFlops(const RuleContext& ctx);
+double ConvTransposeFlops(const RuleContext& ctx);
+std::optional<int64_t> ConvFeatureDim(
+    const ir::Node& node, int input, bool colwise,
+    const std::function<std::optional<int64_t>(const ir::Value*)>&);
+void Pool(const RuleContext& ctx, std::vector<Strategy>* out);  // MaxPool, AveragePool, LpPool
+void GlobalPool(const RuleContext& ctx, std::vector<Strategy>* out);  // GlobalAveragePool, ...
+
+// einsum.cc
+void Einsum(const RuleContext& ctx, std::vector<Strategy>* out);
+double EinsumFlops(const RuleContext& ctx);
+
+// indexing.cc
+void GatherElements(const RuleContext& ctx, std::vector<Strategy>* out);
+void GatherND(const RuleContext& ctx, std::vector<Strategy>* out);
+void ScatterND(const RuleContext& ctx, std::vector<Strategy>* out);
+void ScatterElements(const RuleContext& ctx, std::vector<Strategy>* out);
+void Tile(const RuleContext& ctx, std::vector<Strategy>* out);
+void Pad(const RuleContext& ctx, std::vector<Strategy>* out);
+void Trilu(const RuleContext& ctx, std::vector<Strategy>* out);
+void Generator(const RuleContext& ctx, std::vector<Strategy>* out);  // Range, ConstantOfShape
+
+// attention.cc
+void Attention(const RuleContext& ctx, std::vector<Strategy>* out);
+double AttentionFlops(const RuleContext& ctx);
+void RotaryEmbedding(const RuleContext& ctx, std::vector<Strategy>* out);
+
 // shape_ops.cc
 void Reshape(const RuleContext& ctx,
              std::vector<Strategy>* out);  // Reshape, Flatten, Squeeze, Unsqueeze
@@ -93,8 +123,9 @@ struct SliceBlock {
 };
 std::optional<SliceBlock> FindSliceBlock(const ir::Node& node);
 int64_t SliceBlockCount(const ir::Node& node);
-int64_t SplitBlockCount(const ir::Node& node);   // k equal outputs
-int64_t ConcatBlockCount(const ir::Node& node);  // k equal inputs
+int64_t SplitBlockCount(const ir::Node& node);  // k equal outputs
+int64_t ConcatBlockCount(const ir::Node& node);
+std::optional<int64_t> ConcatAxis(const ir::Node& node);  // k equal inputs
 
 // shape_inputs.cc: per-rank values of the inputs that carry a size of a split dim.
 absl::Status WholeShape(LocalGraph& g, ir::Node* node, const std::vector<ir::Placement>& outputs,

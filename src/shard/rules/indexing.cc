@@ -1,0 +1,213 @@
+// Indexing and data-movement ops beyond Gather: GatherElements, GatherND, ScatterND,
+// ScatterElements, Tile, Pad, Trilu, and the generators Range and ConstantOfShape.
+// A dim that an index addresses needs whole (an index is a position in the whole dim);
+// the dims an op only carries along pass. The gathers and Tile are linear in their data,
+// Pad with a zero fill and the scatters that replace or add are linear in data and
+// updates together.
+#include "absl/strings/str_cat.h"
+#include "rules.h"
+
+namespace tpc::shard::rules {
+namespace {
+
+using Kind = FactorSpec::Kind;
+constexpr int64_t kNone = FactorSpecBuilder::kNone;
+
+bool Typed(const RuleContext& ctx) {
+  for (const ir::Value* o : ctx.node().outputs()) {
+    if (!o->type().has_rank()) return false;
+  }
+  return true;
+}
+
+// ScatterND / ScatterElements with reduction none or add: out = data with updates put
+// (or added) in place, linear in (data, updates) together.
+bool ScatterIsLinear(const RuleContext& ctx) {
+  const std::string r = ctx.node().attr_string("reduction", "none");
+  return r == "none" || r == "add";
+}
+
+}  // namespace
+
+// GatherElements(data, indices, axis): out[.., i, ..] = data[.., indices[.., i, ..], ..],
+// out has the indices' shape. The axis needs whole on both; another dim passes where
+// data and indices agree on its size (indices may be shorter there).
+void GatherElements(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& data = ctx.input_dims(0);
+  const std::vector<ir::Dim>& idx = ctx.input_dims(1);
+  if (data.size() != idx.size() || !Typed(ctx)) return;
+  const int64_t rank = static_cast<int64_t>(data.size());
+  const int64_t axis = NormalizeAxis(ctx.node().attr_int("axis", 0), rank);
+  if (axis < 0) return;
+  FactorSpecBuilder b(ctx);
+  for (int64_t d = 0; d < rank; ++d) {
+    const bool same = data[static_cast<size_t>(d)] == idx[static_cast<size_t>(d)];
+    const Kind kind = d == axis || !same ? Kind::kNeedWhole : Kind::kPass;
+    b.Add(kind, {d, d}, {d}, absl::StrCat("d", d));
+  }
+  AddFactorStrategies(ctx, b.Build(), out);
+  AddPartialStrategy(ctx, {0}, out);
+}
+
+// GatherND(data, indices, batch_dims = b): data [B.., X.., T..], indices [B.., I.., q],
+// out [B.., I.., T..] with q = |X|: B and I and the slice dims T pass, the indexed dims
+// X and the index tuple q need whole.
+void GatherND(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& data = ctx.input_dims(0);
+  const std::vector<ir::Dim>& idx = ctx.input_dims(1);
+  if (idx.empty() || !idx.back().is_static() || !Typed(ctx)) return;
+  const int64_t batch = ctx.node().attr_int("batch_dims", 0);
+  const int64_t q = idx.back().value();
+  const int64_t r = static_cast<int64_t>(data.size());
+  const int64_t ir = static_cast<int64_t>(idx.size());
+  const int64_t y_rank = static_cast<int64_t>(ctx.output_dims(0).size());
+  if (batch < 0 || batch + q > r || batch > ir - 1 || y_rank != ir - 1 + r - batch - q) return;
+  FactorSpecBuilder b(ctx);
+  for (int64_t d = 0; d < batch; ++d) b.Add(Kind::kPass, {d, d}, {d}, absl::StrCat("batch ", d));
+  for (int64_t d = batch; d < ir - 1; ++d) {
+    b.Add(Kind::kPass, {kNone, d}, {d}, absl::StrCat("indices d", d));
+  }
+  b.Add(Kind::kNeedWhole, {kNone, ir - 1}, {}, "index tuple");
+  for (int64_t d = batch; d < batch + q; ++d) {
+    b.Add(Kind::kNeedWhole, {d}, {}, absl::StrCat("indexed d", d));
+  }
+  for (int64_t d = batch + q; d < r; ++d) {
+    b.Add(Kind::kPass, {d}, {ir - 1 + d - batch - q}, absl::StrCat("slice d", d));
+  }
+  AddFactorStrategies(ctx, b.Build(), out);
+  AddPartialStrategy(ctx, {0}, out);
+}
+
+// ScatterND(data, indices, updates): indices [I.., q], updates [I.., T..], data and out
+// [X.., T..] with q = |X|. The slice dims T pass (data, updates, out); the indexed dims,
+// the index tuple and I need whole (splitting I would put different updates on each
+// rank's copy of the whole output).
+void ScatterND(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& data = ctx.input_dims(0);
+  const std::vector<ir::Dim>& idx = ctx.input_dims(1);
+  const std::vector<ir::Dim>& upd = ctx.input_dims(2);
+  if (idx.empty() || !idx.back().is_static() || !Typed(ctx)) return;
+  const int64_t q = idx.back().value();
+  const int64_t r = static_cast<int64_t>(data.size());
+  const int64_t ni = static_cast<int64_t>(idx.size()) - 1;
+  if (q > r || static_cast<int64_t>(upd.size()) != ni + r - q) return;
+  FactorSpecBuilder b(ctx);
+  for (int64_t d = 0; d < ni; ++d) {
+    b.Add(Kind::kNeedWhole, {kNone, d, d}, {}, absl::StrCat("update d", d));
+  }
+  b.Add(Kind::kNeedWhole, {kNone, ni}, {}, "index tuple");
+  for (int64_t d = 0; d < q; ++d) b.Add(Kind::kNeedWhole, {d}, {d}, absl::StrCat("indexed d", d));
+  for (int64_t d = q; d < r; ++d) {
+    b.Add(Kind::kPass, {d, kNone, ni + d - q}, {d}, absl::StrCat("slice d", d));
+  }
+  AddFactorStrategies(ctx, b.Build(), out);
+  if (ScatterIsLinear(ctx)) AddPartialStrategy(ctx, {0, 2}, out);
+}
+
+// ScatterElements(data, indices, updates, axis): indices and updates share a shape; the
+// axis needs whole, another dim passes where all three agree on its size.
+void ScatterElements(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& data = ctx.input_dims(0);
+  const std::vector<ir::Dim>& idx = ctx.input_dims(1);
+  const std::vector<ir::Dim>& upd = ctx.input_dims(2);
+  if (data.size() != idx.size() || idx != upd || !Typed(ctx)) return;
+  const int64_t rank = static_cast<int64_t>(data.size());
+  const int64_t axis = NormalizeAxis(ctx.node().attr_int("axis", 0), rank);
+  if (axis < 0) return;
+  FactorSpecBuilder b(ctx);
+  for (int64_t d = 0; d < rank; ++d) {
+    const bool same = data[static_cast<size_t>(d)] == idx[static_cast<size_t>(d)];
+    const Kind kind = d == axis || !same ? Kind::kNeedWhole : Kind::kPass;
+    b.Add(kind, {d, d, d}, {d}, absl::StrCat("d", d));
+  }
+  AddFactorStrategies(ctx, b.Build(), out);
+  if (ScatterIsLinear(ctx)) AddPartialStrategy(ctx, {0, 2}, out);
+}
+
+// Tile: a dim repeated once (the output's size equals the input's) passes; a repeated
+// dim needs whole (the copies of rank r's block would not be the output's block r).
+void Tile(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& in = ctx.input_dims(0);
+  if (!Typed(ctx) || ctx.output_dims(0).size() != in.size()) return;
+  const std::vector<ir::Dim>& y = ctx.output_dims(0);
+  auto repeats = ctx.input_ints(1);
+  std::vector<Kind> kinds;
+  for (size_t d = 0; d < in.size(); ++d) {
+    // Known repeats say it; otherwise equal sizes do (a non-zero dim kept its size).
+    const bool once = repeats && repeats->size() == in.size()
+                          ? (*repeats)[d] == 1
+                          : in[d] == y[d] && !(in[d] == ir::Dim(0));
+    kinds.push_back(once ? Kind::kPass : Kind::kNeedWhole);
+  }
+  AddFactorStrategies(ctx, FactorSpecBuilder(ctx).Along({0}, kinds).Build(), out);
+  AddPartialStrategy(ctx, {0}, out);
+}
+
+// Pad: a dim with no padding on either side passes, a padded one needs whole; the pads
+// (and axes) must be known. Padding with zeros (mode constant, no or a zero value) is
+// linear.
+void Pad(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& in = ctx.input_dims(0);
+  if (!Typed(ctx)) return;
+  const int64_t rank = static_cast<int64_t>(in.size());
+  std::vector<int64_t> pads = ctx.node().attr_ints("pads");  // opset < 11
+  if (!ctx.node().has_attr("pads")) {
+    auto known = ctx.input_ints(1);
+    if (!known) return;
+    pads = *known;
+  }
+  std::vector<int64_t> axes;
+  if (ctx.has_input(3)) {
+    auto known = ctx.input_ints(3);
+    if (!known) return;
+    axes = *known;
+  } else {
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  if (pads.size() != 2 * axes.size()) return;
+  std::vector<Kind> kinds(in.size(), Kind::kPass);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t a = NormalizeAxis(axes[i], rank);
+    if (a < 0) return;
+    if (pads[i] != 0 || pads[i + axes.size()] != 0)
+      kinds[static_cast<size_t>(a)] = Kind::kNeedWhole;
+  }
+  AddFactorStrategies(ctx, FactorSpecBuilder(ctx).Along({0}, kinds).Build(), out);
+  const std::string mode = ctx.node().attr_string("mode", "constant");
+  bool zero_fill = mode == "constant" && ctx.node().attr_float("value", 0.0f) == 0.0f;
+  if (zero_fill && ctx.has_input(2)) {
+    const ir::Node* fill = ctx.node().input(2)->producer();
+    zero_fill = fill->kind() == ir::NodeKind::kConstant && fill->tensor().has_data() &&
+                fill->tensor().num_elements() == 1 && fill->tensor().ElementAsDouble(0) == 0.0;
+  }
+  if (zero_fill) AddPartialStrategy(ctx, {0}, out);
+}
+
+// Trilu: the last two dims (the triangle's rows and columns) need whole, the batch dims
+// pass; masking is linear.
+void Trilu(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& in = ctx.input_dims(0);
+  if (in.size() < 2 || !Typed(ctx)) return;
+  std::vector<Kind> kinds(in.size(), Kind::kPass);
+  kinds[in.size() - 1] = kinds[in.size() - 2] = Kind::kNeedWhole;
+  AddFactorStrategies(ctx, FactorSpecBuilder(ctx).Along({0}, kinds).Build(), out);
+  AddPartialStrategy(ctx, {0}, out);
+}
+
+// Range and ConstantOfShape make a value from scalars or a shape: every rank makes the
+// whole value (a split would need the per-rank bounds).
+void Generator(const RuleContext& ctx, std::vector<Strategy>* out) {
+  if (!Typed(ctx)) return;
+  FactorSpecBuilder b(ctx);
+  const int64_t rank = static_cast<int64_t>(ctx.output_dims(0).size());
+  for (int64_t d = 0; d < rank; ++d) b.Add(Kind::kNeedWhole, {}, {d}, absl::StrCat("d", d));
+  FactorSpec spec = b.Build();
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    if (ctx.has_input(i)) {
+      spec.inputs[static_cast<size_t>(i)].resize(ctx.input_dims(i).size(), -1);
+    }
+  }
+  AddFactorStrategies(ctx, spec, out);
+}
+
+}  // namespace tpc::shard::rules
