@@ -241,6 +241,30 @@ def build_bert():
             ["last_hidden_state", "pooler_output"])
 
 
+class VitOut(nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, pixel_values):
+        out = self.m(pixel_values=pixel_values, return_dict=False)
+        return out[0], out[1]
+
+
+def build_vit():
+    """A vision transformer: the patch embedding is a Conv (kernel = stride = patch)."""
+    from transformers import ViTConfig, ViTModel
+    cfg = ViTConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4,
+                    intermediate_size=256, image_size=32, patch_size=8, num_channels=3,
+                    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                    attn_implementation="eager")
+    torch.manual_seed(0)
+    model = VitOut(ViTModel(cfg))
+    rng = np.random.default_rng(0)
+    pixels = rng.standard_normal((BATCH, 3, 32, 32)).astype(np.float32)
+    return model, {"pixel_values": pixels}, ["last_hidden_state", "pooler_output"]
+
+
 # name -> (builder, exporter)
 MODELS = {
     "mlp": (build_mlp, "legacy"),
@@ -250,12 +274,14 @@ MODELS = {
     "llama": (build_llama, "legacy"),
     "bert": (build_bert, "legacy"),
     "mistral": (build_mistral, "legacy"),
+    "vit": (build_vit, "legacy"),
     "phi3": (build_phi3, "legacy"),
     "phi3_gqa": (build_phi3_gqa, "legacy"),
     "mlp_dynamo": (build_mlp, "dynamo"),
     "phi3_dynamo": (build_phi3, "dynamo"),
     "phi3_gqa_dynamo": (build_phi3_gqa, "dynamo"),
     "gpt2_dynamo": (build_gpt2, "dynamo"),
+    "vit_dynamo": (build_vit, "dynamo"),
 }
 
 
@@ -265,7 +291,10 @@ MODELS = {
 
 def _dyn_axes_for(name, arr):
     # KV cache tensors are [batch, heads, past, head_dim]; present = past + seq
-    # is named "total" (tpc infers past+seq itself)
+    # is named "total" (tpc infers past+seq itself); images [batch, channels, h, w]
+    # keep their size (a ViT's patch count is fixed).
+    if name == "pixel_values":
+        return {0: "batch"}
     if name.startswith("past_"):
         return {0: "batch", 2: "past"}
     if name.startswith("present_"):
@@ -276,8 +305,9 @@ def _dyn_axes_for(name, arr):
 def export_legacy(model, inputs, out_names, path):
     args = tuple(torch.from_numpy(v) for v in inputs.values())
     dynamic_axes = {k: _dyn_axes_for(k, v) for k, v in inputs.items()}
+    images = "pixel_values" in inputs
     for o in out_names:
-        if o == "pooler_output":
+        if o == "pooler_output" or images:
             dynamic_axes[o] = {0: "batch"}
         elif o != "loss":
             dynamic_axes[o] = _dyn_axes_for(o, np.zeros((1, 1)))
@@ -292,7 +322,8 @@ def export_dynamo(model, inputs, out_names, path):
     seq = torch.export.Dim("seq", min=2, max=128)
     # a tuple matching the positional args (dict keys would have to be the
     # forward() parameter names, which differ for nn.Sequential)
-    dynamic_shapes = tuple({0: batch, 1: seq} for _ in inputs)
+    dynamic_shapes = tuple({0: batch} if k == "pixel_values" else {0: batch, 1: seq}
+                           for k in inputs)
     prog = torch.onnx.export(model, args, dynamo=True, opset_version=DYNAMO_OPSET,
                              input_names=list(inputs), output_names=out_names,
                              dynamic_shapes=dynamic_shapes, external_data=False,
@@ -363,6 +394,8 @@ def check_symbolic_dims(model, name):
         dims = vi.type.tensor_type.shape.dim
         if vi.name.startswith("past_"):
             params, want = [d.dim_param for d in dims[:3:2]], ["batch", "past"]
+        elif vi.name == "pixel_values":
+            params, want = [d.dim_param for d in dims[:1]], ["batch"]
         else:
             params, want = [d.dim_param for d in dims[:2]], ["batch", "seq"]
         if params != want:
@@ -392,6 +425,13 @@ def build_one(name, out_dir):
 
     # Make sure everything is embedded in one file.
     m = onnx.load(path, load_external_data=True)
+    if "pixel_values" in inputs:
+        # The TorchScript exporter names the output dims it could not size behind the
+        # dynamic batch (`LayerNormalization..._dim_1`); they are fixed by the image size.
+        for vi, r in zip(m.graph.output, ref):
+            for d, size in list(zip(vi.type.tensor_type.shape.dim, r.shape))[1:]:
+                if d.dim_param:
+                    d.dim_value = size
     onnx.save(m, path, save_as_external_data=False)
     for f in os.listdir(out_dir):
         if f.endswith(".data") and f.startswith(name):
