@@ -1,0 +1,234 @@
+// The rules whose cases one golden line does not show: Einsum's equations (ellipsis,
+// implicit output, diagonals, broadcast 1s), Conv with groups, Attention's grouped
+// heads and 3-D form, and the ops whose strategies depend on known inputs (Tile, Pad,
+// the scatters' reductions, MaxPool's indices).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "test_util.h"
+#include "tpc/ir/parser.h"
+#include "tpc/onnx/shape_inference.h"
+#include "tpc/shard/op_record.h"
+
+namespace tpc::shard {
+namespace {
+
+struct Rule {
+  std::string text;                     // the rule's text form, as in rules.txt
+  std::vector<std::string> strategies;  // `(S(0), R)->(S(1))`, replicate included
+};
+
+// The rule of the one call of `body` (IR text lines between `graph {` and `}`; its
+// output is %y) at N = n, with b and s divisible.
+Rule RuleOf(const std::string& body, int64_t n = 2) {
+  const std::string text =
+      absl::StrCat("graph \"t\" opsets(\"\": 18) {\n", body, "\n  output(%y)\n}\n");
+  auto graph = ir::ParseGraph(text);
+  INFO(text);
+  INFO(graph.status().ToString());
+  REQUIRE(graph.ok());
+  const absl::Status inferred = onnx::InferShapes(**graph);
+  INFO(inferred.ToString());
+  REQUIRE(inferred.ok());
+  ShardOptions options = testing::TpOptions(n);
+  options.divisible = {"b", "s"};
+  Rule rule;
+  for (ir::Node* node : (*graph)->nodes()) {
+    if (!node->is_call()) continue;
+    const OpRecord* record = FindOpRecord(node->domain(), node->op_type());
+    REQUIRE(record != nullptr);
+    std::vector<std::string> notes;
+    RuleContext ctx(*node, options);
+    ctx.set_text_sink(&notes);
+    std::vector<Strategy> ignored;
+    record->rule(ctx, &ignored);
+    rule.text = absl::StrJoin(notes, " + ");
+    bool has_rule = false;
+    for (const Strategy& s : StrategiesFor(*node, options, &has_rule)) {
+      std::vector<std::string> ins;
+      for (const auto& p : s.inputs) ins.push_back(p ? p->ToString() : "_");
+      std::vector<std::string> outs;
+      for (const auto& p : s.outputs) outs.push_back(p.ToString());
+      rule.strategies.push_back(
+          absl::StrCat("(", absl::StrJoin(ins, ", "), ")->(", absl::StrJoin(outs, ", "), ")"));
+    }
+    break;
+  }
+  return rule;
+}
+
+bool Has(const Rule& r, const std::string& strategy) {
+  return std::find(r.strategies.begin(), r.strategies.end(), strategy) != r.strategies.end();
+}
+
+std::string Einsum(const std::string& a, const std::string& b, const std::string& equation) {
+  return absl::StrCat("  %a: ", a, " = placeholder\n  %b: ", b,
+                      " = placeholder\n  %y: f32[*] = Einsum(%a, %b) {equation=\"", equation,
+                      "\"}");
+}
+
+TEST_CASE("einsum rule: the ellipsis dims pass aligned from the right", "[shard][rules]") {
+  // `...` is [b, s] in the first operand and [s] in the second.
+  const Rule r = RuleOf(Einsum("f32[b, s, 4, 6]", "f32[s, 6, 8]", "...ij,...jk->...ik"));
+  INFO(r.text);
+  CHECK(r.text ==
+        "([i, j, k, l], [j, l, m])->([i, j, k, m]) reduce_sum={l} + partial(0) + "
+        "partial(1)");
+  CHECK(Has(r, "(S(1), S(0))->(S(1))"));  // the shared broadcast dim s
+  CHECK(Has(r, "(S(0), R)->(S(0))"));     // b, which only the first operand has
+  CHECK(Has(r, "(S(3), S(1))->(P(sum))"));
+}
+
+TEST_CASE("einsum rule: a broadcast 1 under the ellipsis does not carry the factor",
+          "[shard][rules]") {
+  const Rule r = RuleOf(Einsum("f32[b, 4, 6]", "f32[1, 6, 8]", "...ij,...jk->...ik"));
+  INFO(r.text);
+  CHECK(r.text == "([i, j, k], [_, k, l])->([i, j, l]) reduce_sum={k} + partial(0) + partial(1)");
+  CHECK(Has(r, "(S(0), R)->(S(0))"));
+}
+
+TEST_CASE("einsum rule: the implicit output is the letters used once in order", "[shard][rules]") {
+  // `ji,jk` → output `ik`: j is summed.
+  const Rule r = RuleOf(Einsum("f32[6, b]", "f32[6, 8]", "ji,jk"));
+  INFO(r.text);
+  CHECK(r.text == "([i, j], [i, k])->([j, k]) reduce_sum={i} + partial(0) + partial(1)");
+  CHECK(Has(r, "(S(1), R)->(S(0))"));
+  CHECK(Has(r, "(S(0), S(0))->(P(sum))"));
+}
+
+TEST_CASE("einsum rule: a diagonal letter needs whole", "[shard][rules]") {
+  const Rule r = RuleOf(Einsum("f32[b, 4, 4]", "f32[b, 4]", "bii,bi->bi"));
+  INFO(r.text);
+  // (The builder names one dim per operand: the diagonal's second dim shows as `_`.)
+  CHECK(r.text == "([i, j, _], [i, j])->([i, j]) need_whole={j} + partial(0) + partial(1)");
+  CHECK_FALSE(Has(r, "(S(1), S(1))->(S(1))"));
+  CHECK(Has(r, "(S(0), S(0))->(S(0))"));
+}
+
+std::string Conv(int64_t group, const std::string& w) {
+  return absl::StrCat("  %x: f32[b, 4, 8, 8] = placeholder\n  %w: ", w,
+                      " = placeholder\n  %c: f32[4] = placeholder\n"
+                      "  %y: f32[*] = Conv(%x, %w, %c) {group=",
+                      group, ", kernel_shape=[2, 2], strides=[2, 2]}");
+}
+
+TEST_CASE("conv rule: output channels split with the weight and bias and input channels reduce",
+          "[shard][rules]") {
+  const Rule r = RuleOf(Conv(1, "f32[4, 4, 2, 2]"));
+  INFO(r.text);
+  CHECK(Has(r, "(R, S(0), S(0))->(S(1))"));         // column-parallel
+  CHECK(Has(r, "(S(1), S(1), P(sum))->(P(sum))"));  // row-parallel, bias added once
+  CHECK(Has(r, "(S(0), R, R)->(S(0))"));            // batch
+  for (const std::string& s : r.strategies) CHECK(s.find("S(2)") == std::string::npos);
+}
+
+TEST_CASE("conv rule: with groups the channels stay whole", "[shard][rules]") {
+  // Depthwise: a rank's channels would be a share of the groups, with group/N groups.
+  const Rule r = RuleOf(Conv(4, "f32[4, 1, 2, 2]"));
+  INFO(r.text);
+  CHECK(r.text.find("need_whole={j, k, l, m}") != std::string::npos);
+  CHECK_FALSE(Has(r, "(R, S(0), S(0))->(S(1))"));
+  CHECK_FALSE(Has(r, "(S(1), S(0), S(0))->(S(1))"));
+  CHECK(Has(r, "(S(0), R, R)->(S(0))"));
+}
+
+TEST_CASE("conv feature dims: the weight's output channels are colwise", "[shard][rules]") {
+  auto graph = ir::ParseGraph(
+      "graph \"t\" opsets(\"\": 18) {\n  %x: f32[b, 4, 8] = placeholder\n"
+      "  %w: f32[6, 4, 3] = placeholder\n  %c: f32[6] = placeholder\n"
+      "  %y: f32[*] = Conv(%x, %w, %c)\n  output(%y)\n}\n");
+  REQUIRE(graph.ok());
+  const ir::Node* conv = nullptr;
+  for (ir::Node* n : (*graph)->nodes()) {
+    if (n->is_call()) conv = n;
+  }
+  REQUIRE(conv != nullptr);
+  const OpRecord* record = FindOpRecord("", "Conv");
+  REQUIRE(record->hooks.feature_dim != nullptr);
+  auto none = [](const ir::Value*) { return std::optional<int64_t>(); };
+  CHECK(record->hooks.feature_dim(*conv, 1, true, none) == 0);
+  CHECK(record->hooks.feature_dim(*conv, 1, false, none) == 1);
+  CHECK(record->hooks.feature_dim(*conv, 2, true, none) == 0);
+  CHECK_FALSE(record->hooks.feature_dim(*conv, 0, true, none).has_value());
+}
+
+std::string Attention(const std::string& q, const std::string& kv, const std::string& attrs) {
+  return absl::StrCat("  %q: ", q, " = placeholder\n  %k: ", kv, " = placeholder\n  %v: ", kv,
+                      " = placeholder\n  %y: f32[*] = Attention(%q, %k, %v)", attrs);
+}
+
+TEST_CASE("attention rule: grouped heads split only when both head counts divide N",
+          "[shard][rules]") {
+  const std::string gqa = Attention("f32[b, 4, s, 8]", "f32[b, 2, s, 8]", "");
+  CHECK(Has(RuleOf(gqa, 2), "(S(1), S(1), S(1))->(S(1))"));
+  // 4 ranks: each would hold one query head but half a K/V head.
+  const Rule r4 = RuleOf(gqa, 4);
+  INFO(r4.text);
+  CHECK_FALSE(Has(r4, "(S(1), S(1), S(1))->(S(1))"));
+  CHECK(Has(r4, "(S(0), S(0), S(0))->(S(0))"));
+  CHECK(Has(r4, "(S(2), R, R)->(S(2))"));  // query rows, not causal
+}
+
+TEST_CASE("attention rule: causal query rows and 3-D hidden dims need whole", "[shard][rules]") {
+  const Rule causal = RuleOf(Attention("f32[b, 4, s, 8]", "f32[b, 4, s, 8]", " {is_causal=1}"), 2);
+  CHECK_FALSE(Has(causal, "(S(2), R, R)->(S(2))"));
+  CHECK(Has(causal, "(S(1), S(1), S(1))->(S(1))"));
+  const Rule flat =
+      RuleOf(Attention("f32[b, s, 32]", "f32[b, s, 32]", " {q_num_heads=4, kv_num_heads=4}"), 2);
+  INFO(flat.text);
+  CHECK_FALSE(Has(flat, "(S(2), S(2), S(2))->(S(2))"));
+  CHECK(Has(flat, "(S(0), S(0), S(0))->(S(0))"));
+}
+
+TEST_CASE("tile rule: only dims repeated once pass", "[shard][rules]") {
+  const Rule known = RuleOf(
+      "  %x: f32[b, 4, 6] = placeholder\n  %r: i64[3] = constant [1, 2, 1]\n"
+      "  %y: f32[*] = Tile(%x, %r)");
+  CHECK(Has(known, "(S(0), R)->(S(0))"));
+  CHECK(Has(known, "(S(2), R)->(S(2))"));
+  CHECK_FALSE(Has(known, "(S(1), R)->(S(1))"));
+  CHECK(Has(known, "(P(sum), R)->(P(sum))"));
+}
+
+TEST_CASE("pad rule: only a zero fill is linear", "[shard][rules]") {
+  const std::string head =
+      "  %x: f32[b, 4, 6] = placeholder\n  %p: i64[6] = constant [0, 0, 1, 0, 0, 1]\n";
+  const Rule zero = RuleOf(head + "  %y: f32[*] = Pad(%x, %p)");
+  CHECK(Has(zero, "(P(sum), R)->(P(sum))"));
+  CHECK(Has(zero, "(S(1), R)->(S(1))"));
+  CHECK_FALSE(Has(zero, "(S(2), R)->(S(2))"));
+  const Rule one = RuleOf(head + "  %c: f32[] = constant [1.0]\n  %y: f32[*] = Pad(%x, %p, %c)");
+  CHECK_FALSE(Has(one, "(P(sum), R, R)->(P(sum))"));
+  CHECK(Has(one, "(S(1), R, R)->(S(1))"));
+  const Rule reflect = RuleOf(head + "  %y: f32[*] = Pad(%x, %p) {mode=\"reflect\"}");
+  CHECK_FALSE(Has(reflect, "(P(sum), R)->(P(sum))"));
+}
+
+TEST_CASE("scatter rules: a multiplying reduction is not linear", "[shard][rules]") {
+  const std::string head =
+      "  %x: f32[b, 4, 6] = placeholder\n  %i: i64[b, 4, 2] = placeholder\n"
+      "  %u: f32[b, 4, 2] = placeholder\n";
+  const Rule none = RuleOf(head + "  %y: f32[*] = ScatterElements(%x, %i, %u) {axis=2}");
+  CHECK(Has(none, "(P(sum), R, P(sum))->(P(sum))"));
+  CHECK(Has(none, "(S(1), S(1), S(1))->(S(1))"));
+  CHECK_FALSE(Has(none, "(S(2), S(2), S(2))->(S(2))"));
+  const Rule mul =
+      RuleOf(head + "  %y: f32[*] = ScatterElements(%x, %i, %u) {axis=2, reduction=\"mul\"}");
+  CHECK_FALSE(Has(mul, "(P(sum), R, P(sum))->(P(sum))"));
+}
+
+TEST_CASE("pool rules: MaxPool with indices keeps everything whole", "[shard][rules]") {
+  const std::string x = "  %x: f32[b, 4, 8, 8] = placeholder\n";
+  CHECK(Has(RuleOf(x + "  %y: f32[*] = MaxPool(%x) {kernel_shape=[2, 2]}"), "(S(1))->(S(1))"));
+  const Rule indices = RuleOf(x + "  %y: f32[*], %j: i64[*] = MaxPool(%x) {kernel_shape=[2, 2]}");
+  INFO(indices.text);
+  CHECK(indices.strategies.size() == 1);  // replicate
+}
+
+}  // namespace
+}  // namespace tpc::shard
