@@ -112,8 +112,13 @@ class Partitioner {
     for (int i = 0; i < node->num_inputs(); ++i) {
       ir::Value* v = node->input(i);
       Placement want = Placement::Replicate();
-      auto it = options_.output_placements.find(v->name());
-      if (it != options_.output_placements.end()) want = it->second;
+      if (auto it = result_.output_placements.find(v->name());
+          it != result_.output_placements.end()) {
+        want = it->second;
+      } else if (auto o = options_.output_placements.find(v->name());
+                 o != options_.output_placements.end()) {
+        want = o->second;
+      }
       TPC_ASSIGN_OR_RETURN(ir::Value * converted, Convert(v, want, node));
       if (converted != v) {
         // Keep the graph output's name on the converted value.

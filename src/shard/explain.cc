@@ -82,7 +82,7 @@ absl::StatusOr<std::string> ExplainValue(ir::Graph& graph, const ShardOptions& r
     TPC_RETURN_IF_ERROR(clamped.Build());
     clamped.Clamp(var, c);
     auto sol = SolveMinSum(clamped.problem());
-    const std::string name = d.kind == internal::Decision::Kind::kConstant
+    const std::string name = d.kind != internal::Decision::Kind::kCall
                                  ? d.placements[static_cast<size_t>(c)].ToString()
                                  : absl::StrCat(d.strategies[static_cast<size_t>(c)].name, " → ",
                                                 d.OutputPlacement(c, v->index()).ToString());

@@ -137,6 +137,7 @@ int ProblemBuilder::NewVar(Decision d) {
 // ---------------------------------------------------------------- classification
 
 absl::Status ProblemBuilder::Classify() {
+  FindCachePairs();
   for (ir::Node* n : graph_.nodes()) {
     switch (n->kind()) {
       case ir::NodeKind::kPlaceholder:
@@ -155,8 +156,76 @@ absl::Status ProblemBuilder::Classify() {
   return absl::OkStatus();
 }
 
+// A decoder's KV cache: `present = Concat(.., past, ..)` along the sequence axis, with
+// `past` a graph input and `present` a graph output of the same shape but that axis.
+// Neither placed by the user. The cache may then stay split (on its heads) between
+// steps: the solver picks the input's placement and the output is delivered in it.
+void ProblemBuilder::FindCachePairs() {
+  const ir::Node* out = graph_.output_node();
+  if (out == nullptr || n() <= 1) return;
+  for (const ir::Value* q : out->inputs()) {
+    const ir::Node* concat = q->producer();
+    if (!concat->is_call() || options_.output_placements.count(q->name()) > 0 || !q->type().shape) {
+      continue;
+    }
+    const OpRecord* record = FindOpRecord(concat->domain(), concat->op_type());
+    if (record == nullptr || record->hooks.join_axis == nullptr) continue;
+    const auto joined = record->hooks.join_axis(*concat);
+    if (!joined) continue;
+    const int64_t rank = q->type().rank();
+    const int64_t axis = *joined;
+    for (const ir::Value* p : concat->inputs()) {
+      // Through joins of one input (the legacy exporter's Concat(past) of layer 0).
+      while (p != nullptr && p->producer()->is_call() && p->producer()->num_inputs() == 1) {
+        const ir::Node* single = p->producer();
+        const OpRecord* r = FindOpRecord(single->domain(), single->op_type());
+        if (r == nullptr || r->hooks.join_axis == nullptr) break;
+        p = single->input(0);
+      }
+      if (p == nullptr || p->producer()->kind() != ir::NodeKind::kPlaceholder) continue;
+      if (options_.input_placements.count(p->name()) > 0 || cache_input_axis_.contains(p)) continue;
+      if (!p->type().shape || p->type().rank() != rank || !ir::IsFloating(p->type().dtype))
+        continue;
+      bool same = true;
+      for (int64_t d = 0; d < rank; ++d) {
+        if (d != axis && !((*p->type().shape)[static_cast<size_t>(d)] ==
+                           (*q->type().shape)[static_cast<size_t>(d)])) {
+          same = false;
+        }
+      }
+      if (!same) continue;
+      cache_output_to_input_[q] = p;
+      cache_input_axis_[p] = axis;
+      break;
+    }
+  }
+}
+
+Placement ProblemBuilder::OutputWant(const ir::Value* v, const std::vector<int>& a) const {
+  if (auto it = cache_output_to_input_.find(v); it != cache_output_to_input_.end()) {
+    return PlacementOf(it->second, a);
+  }
+  auto it = options_.output_placements.find(v->name());
+  return it == options_.output_placements.end() ? Placement::Replicate() : it->second;
+}
+
 absl::Status ProblemBuilder::AddPlaceholder(const ir::Node* node) {
   const ir::Value* v = node->output(0);
+  if (auto axis = cache_input_axis_.find(v); axis != cache_input_axis_.end()) {
+    Decision d;
+    d.kind = Kind::kInput;
+    d.node = node;
+    d.placements.push_back(Placement::Replicate());
+    RuleContext ctx(*node, options_);
+    for (int64_t dim = 0; dim < v->type().rank(); ++dim) {
+      if (dim != axis->second && ctx.Divisible((*v->type().shape)[static_cast<size_t>(dim)])) {
+        d.placements.push_back(Placement::Shard(dim));
+      }
+    }
+    NewVar(std::move(d));
+    depends_on_inputs_.insert(v);
+    return absl::OkStatus();
+  }
   Placement p = Placement::Replicate();
   auto it = options_.input_placements.find(v->name());
   if (it != options_.input_placements.end()) p = it->second;
@@ -382,6 +451,20 @@ void ProblemBuilder::AddEdge(int from, const ir::Value* v) {
   for (const ir::Use& use : v->uses()) {
     if (use.user->kind() == ir::NodeKind::kCall && !VarOf(use.user)) continue;  // reads the shape
     if (use.user->kind() == ir::NodeKind::kOutput) {
+      if (auto pair = cache_output_to_input_.find(v); pair != cache_output_to_input_.end()) {
+        // Delivered in its cache input's placement, whichever that is.
+        const int iv = var_of_.at(pair->second->producer());
+        const Decision& id = decisions_[static_cast<size_t>(iv)];
+        std::vector<Cost> table;
+        for (int a = 0; a < fd.size(); ++a) {
+          for (int b = 0; b < id.size(); ++b) {
+            table.push_back(
+                Transition(placement(a), id.placements[static_cast<size_t>(b)], bytes, false));
+          }
+        }
+        problem_.AddPairwise(from, iv, std::move(table));
+        continue;
+      }
       Placement want = Placement::Replicate();
       auto it = options_.output_placements.find(v->name());
       if (it != options_.output_placements.end()) want = it->second;

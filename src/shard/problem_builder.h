@@ -29,10 +29,10 @@
 
 namespace tpc::shard::internal {
 
-// One decision: a weight's placement, a call's strategy, or the materialized form of a
-// value with several consumers.
+// One decision: a weight's placement, a cache input's placement, a call's strategy, or
+// the materialized form of a value with several consumers.
 struct Decision {
-  enum class Kind { kConstant, kCall, kMaterialize };
+  enum class Kind { kConstant, kInput, kCall, kMaterialize };
   Kind kind = Kind::kCall;
   const ir::Node* node = nullptr;         // constant or call
   const ir::Value* value = nullptr;       // materialize
@@ -76,9 +76,13 @@ class ProblemBuilder {
   double Bytes(const ir::Value& v) const;
   // The value's dim carrying the sequence symbol, or -1.
   int64_t SeqDim(const ir::Value& v) const;
+  // The placement graph output `v` is delivered in: its cache input's placement for the
+  // `present` half of a KV-cache pair, else --output-placement's, else R.
+  ir::Placement OutputWant(const ir::Value* v, const std::vector<int>& assignment) const;
 
  private:
   absl::Status Classify();
+  void FindCachePairs();
   absl::Status AddPlaceholder(const ir::Node* node);
   void AddConstant(const ir::Node* node);
   void AddCall(const ir::Node* node);
@@ -116,6 +120,10 @@ class ProblemBuilder {
   const ShardOptions options_;
   const Constraints& constraints_;
   std::set<const ir::Value*> sp_values_;
+  // KV-cache pairs: a graph input (past) concatenated into a graph output (present) along
+  // one axis. The input's placement is a decision, and the output is delivered in it.
+  absl::flat_hash_map<const ir::Value*, const ir::Value*> cache_output_to_input_;
+  absl::flat_hash_map<const ir::Value*, int64_t> cache_input_axis_;
   MinSumProblem problem_;
   std::vector<Decision> decisions_;
   absl::flat_hash_map<const ir::Node*, int> var_of_;

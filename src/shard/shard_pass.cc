@@ -151,11 +151,6 @@ absl::Status CheckValueSizes(const ir::Graph& graph, const ShardOptions& options
   return absl::OkStatus();
 }
 
-Placement OutputWant(const ShardOptions& options, const ir::Value* v) {
-  auto it = options.output_placements.find(v->name());
-  return it == options.output_placements.end() ? Placement::Replicate() : it->second;
-}
-
 ShardResult Collect(ir::Graph& graph, const ProblemBuilder& b, const ShardOptions& options,
                     const MinSumSolution& sol) {
   ShardResult r;
@@ -203,8 +198,11 @@ ShardResult Collect(ir::Graph& graph, const ProblemBuilder& b, const ShardOption
     }
   }
   if (ir::Node* out = graph.output_node()) {
-    for (const ir::Value* v : out->inputs())
-      add(b.MaterializedOf(v, a), OutputWant(options, v), v, nullptr);
+    for (const ir::Value* v : out->inputs()) {
+      const Placement want = b.OutputWant(v, a);
+      r.output_placements[v->name()] = want;
+      add(b.MaterializedOf(v, a), want, v, nullptr);
+    }
   }
   return r;
 }

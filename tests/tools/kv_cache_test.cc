@@ -23,10 +23,11 @@ using tpc::testing::TempDir;
 const char* const kPlacements =
     " --input-placement 'past_*=S(1)' --output-placement 'present_*=S(1)'";
 
-std::string CompileKv(int n, const std::string& dir) {
+// `placements`: the flags above, or none (tp-compile finds the cache pairs itself).
+std::string CompileKv(int n, const std::string& dir, const std::string& placements) {
   const std::string out = dir + "/plan";
   CommandResult r = RunTpCompile(SourcePath("models/gpt2_kv.onnx") + " --tp " + std::to_string(n) +
-                                 " --quiet" + kPlacements + " -o " + out);
+                                 " --quiet" + placements + " -o " + out);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   return out;
@@ -75,58 +76,78 @@ TEST_CASE("a plan with sharded KV-cache inputs runs from the full cache", "[tool
   const std::string model = SourcePath("models/gpt2_kv.onnx");
   const std::string data = SourcePath("models/gpt2_kv/test_data_set_0");
   for (int n : {2, 4}) {
-    INFO("--tp " << n);
-    const std::string dir = TempDir("kv_cache_" + std::to_string(n));
-    const std::string plan = CompileKv(n, dir);
+    for (bool flags : {true, false}) {
+      INFO("--tp " << n << (flags ? " with --input/--output-placement" : " with no flags"));
+      const std::string dir =
+          TempDir("kv_cache_" + std::to_string(n) + (flags ? "_flags" : "_auto"));
+      const std::string plan = CompileKv(n, dir, flags ? kPlacements : "");
 
-    // The globs reached every cache input and output; the tokens and logits stay whole.
-    auto manifest = tpc::plan::ReadManifest(plan);
-    INFO(manifest.status().ToString());
-    REQUIRE(manifest.ok());
-    CHECK(PlacementIn(manifest->inputs(), "input_ids") == "R");
-    CHECK(PlacementIn(manifest->outputs(), "logits") == "R");
-    for (int layer = 0; layer < 2; ++layer) {
-      for (const char* kv : {"key", "value"}) {
-        const std::string suffix = std::string(kv) + "_" + std::to_string(layer);
-        CHECK(PlacementIn(manifest->inputs(), "past_" + suffix) == "S(1)");
-        CHECK(PlacementIn(manifest->outputs(), "present_" + suffix) == "S(1)");
+      // Every cache input and output is split on its heads (by the globs, or found as a
+      // past → Concat → present pair); the tokens and logits stay whole.
+      auto manifest = tpc::plan::ReadManifest(plan);
+      INFO(manifest.status().ToString());
+      REQUIRE(manifest.ok());
+      CHECK(PlacementIn(manifest->inputs(), "input_ids") == "R");
+      CHECK(PlacementIn(manifest->outputs(), "logits") == "R");
+      for (int layer = 0; layer < 2; ++layer) {
+        for (const char* kv : {"key", "value"}) {
+          const std::string suffix = std::string(kv) + "_" + std::to_string(layer);
+          CHECK(PlacementIn(manifest->inputs(), "past_" + suffix) == "S(1)");
+          CHECK(PlacementIn(manifest->outputs(), "present_" + suffix) == "S(1)");
+        }
       }
-    }
 
-    // The test data: 3 new tokens after a real cache of 5 ([2, 4, 5, 16] per tensor),
-    // given whole; the assembled outputs equal the unsharded run and torch's.
-    CommandResult processes = RunTpRun(plan + " --input-dir " + data + " --check-against " + model +
-                                       " --output-dir " + dir + "/processes");
-    INFO(processes.output);
-    CHECK(processes.exit_code == 0);
-    CHECK_THAT(processes.output, Catch::Contains("as processes") &&
-                                     Catch::Contains("f32[2, 4, 8, 16]") &&
-                                     Catch::Contains("PASS: every output within tolerance"));
-    CommandResult threads =
-        RunTpRun(plan + " --ranks threads --input-dir " + data + " --check-against " + model +
-                 " --output-dir " + dir + "/threads");
-    INFO(threads.output);
-    CHECK(threads.exit_code == 0);
-    CHECK_THAT(threads.output, Catch::Contains("PASS: every output within tolerance"));
-    for (int k = 0; k < 5; ++k) {
-      CheckAgainstTorch(dir + "/processes", k);
-      CHECK(ReadFile(dir + "/processes/output_" + std::to_string(k) + ".pb") ==
-            ReadFile(dir + "/threads/output_" + std::to_string(k) + ".pb"));
-    }
+      // The test data: 3 new tokens after a real cache of 5 ([2, 4, 5, 16] per tensor),
+      // given whole; the assembled outputs equal the unsharded run and torch's.
+      CommandResult processes = RunTpRun(plan + " --input-dir " + data + " --check-against " +
+                                         model + " --output-dir " + dir + "/processes");
+      INFO(processes.output);
+      CHECK(processes.exit_code == 0);
+      CHECK_THAT(processes.output, Catch::Contains("as processes") &&
+                                       Catch::Contains("f32[2, 4, 8, 16]") &&
+                                       Catch::Contains("PASS: every output within tolerance"));
+      CommandResult threads =
+          RunTpRun(plan + " --ranks threads --input-dir " + data + " --check-against " + model +
+                   " --output-dir " + dir + "/threads");
+      INFO(threads.output);
+      CHECK(threads.exit_code == 0);
+      CHECK_THAT(threads.output, Catch::Contains("PASS: every output within tolerance"));
+      for (int k = 0; k < 5; ++k) {
+        CheckAgainstTorch(dir + "/processes", k);
+        CHECK(ReadFile(dir + "/processes/output_" + std::to_string(k) + ".pb") ==
+              ReadFile(dir + "/threads/output_" + std::to_string(k) + ".pb"));
+      }
 
-    // Random inputs of other sizes: the cache length is a dim of its own, and may be 0
-    // (the prompt's step).
-    CommandResult random =
-        RunTpRun(plan + " --dim batch=3 --dim seq=2 --dim past=7 --check-against " + model);
-    INFO(random.output);
-    CHECK(random.exit_code == 0);
-    CHECK_THAT(random.output, Catch::Contains("f32[3, 4, 9, 16]") &&
-                                  Catch::Contains("PASS: every output within tolerance"));
-    CommandResult prompt = RunTpRun(plan + " --ranks threads --dim batch=2 --dim seq=4" +
-                                    " --dim past=0 --check-against " + model);
-    INFO(prompt.output);
-    CHECK(prompt.exit_code == 0);
-    CHECK_THAT(prompt.output, Catch::Contains("f32[2, 4, 4, 16]") &&
-                                  Catch::Contains("PASS: every output within tolerance"));
+      // Random inputs of other sizes: the cache length is a dim of its own, and may be 0
+      // (the prompt's step).
+      CommandResult random =
+          RunTpRun(plan + " --dim batch=3 --dim seq=2 --dim past=7 --check-against " + model);
+      INFO(random.output);
+      CHECK(random.exit_code == 0);
+      CHECK_THAT(random.output, Catch::Contains("f32[3, 4, 9, 16]") &&
+                                    Catch::Contains("PASS: every output within tolerance"));
+      CommandResult prompt = RunTpRun(plan + " --ranks threads --dim batch=2 --dim seq=4" +
+                                      " --dim past=0 --check-against " + model);
+      INFO(prompt.output);
+      CHECK(prompt.exit_code == 0);
+      CHECK_THAT(prompt.output, Catch::Contains("f32[2, 4, 4, 16]") &&
+                                    Catch::Contains("PASS: every output within tolerance"));
+    }
+  }
+}
+
+// A cache output the user places keeps that placement, and its input stays as placed
+// (R by default): the automatic pairing never overrides a flag.
+TEST_CASE("--output-placement on a KV-cache output overrides the automatic head split", "[tools]") {
+  const std::string dir = TempDir("kv_cache_override");
+  const std::string plan = CompileKv(2, dir, " --output-placement 'present_*=R'");
+  auto manifest = tpc::plan::ReadManifest(plan);
+  REQUIRE(manifest.ok());
+  for (int layer = 0; layer < 2; ++layer) {
+    for (const char* kv : {"key", "value"}) {
+      const std::string suffix = std::string(kv) + "_" + std::to_string(layer);
+      CHECK(PlacementIn(manifest->inputs(), "past_" + suffix) == "R");
+      CHECK(PlacementIn(manifest->outputs(), "present_" + suffix) == "R");
+    }
   }
 }

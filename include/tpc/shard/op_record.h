@@ -37,6 +37,10 @@ using FeatureDimFn = std::optional<int64_t> (*)(
     const ir::Node& node, int input, bool colwise,
     const std::function<std::optional<int64_t>(const ir::Value*)>& of_output);
 
+// The axis along which the op joins its inputs whole (Concat), normalized; nullopt
+// when it does not (a KV cache is the past concatenated with the new keys).
+using JoinAxisFn = std::optional<int64_t> (*)(const ir::Node& node);
+
 struct OpHooks {
   // Inputs holding a size of a split dim (Reshape's shape, Expand's shape, a blocked
   // Split's sizes) get their per-rank value.
@@ -45,6 +49,7 @@ struct OpHooks {
   FlopsFn flops = nullptr;
   BlockCountFn block_count = nullptr;
   FeatureDimFn feature_dim = nullptr;
+  JoinAxisFn join_axis = nullptr;
   // Reads only its input's shape (Shape, Size): its result is replicated whatever the
   // input's placement, so nothing downstream of it is a decision.
   bool reads_shape_only = false;

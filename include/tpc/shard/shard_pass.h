@@ -59,6 +59,9 @@ struct ShardResult {
   // their consumers take what they need from it (absent: consumers convert from the
   // produced placement).
   absl::flat_hash_map<const ir::Value*, ir::Placement> materialized;
+  // The placement each graph output is delivered in (--output-placement's, a KV cache's
+  // chosen placement, else R), by output name.
+  std::map<std::string, ir::Placement> output_placements;
   Cost cost;
   // False when the memory budget was met by pricing weight bytes (a Lagrangian
   // relaxation): the plan fits the budget but a faster one may exist; `note` says so.

@@ -123,9 +123,9 @@ struct SliceBlock {
 };
 std::optional<SliceBlock> FindSliceBlock(const ir::Node& node);
 int64_t SliceBlockCount(const ir::Node& node);
-int64_t SplitBlockCount(const ir::Node& node);  // k equal outputs
-int64_t ConcatBlockCount(const ir::Node& node);
-std::optional<int64_t> ConcatAxis(const ir::Node& node);  // k equal inputs
+int64_t SplitBlockCount(const ir::Node& node);   // k equal outputs
+int64_t ConcatBlockCount(const ir::Node& node);  // k equal inputs
+std::optional<int64_t> ConcatAxis(const ir::Node& node);
 
 // shape_inputs.cc: per-rank values of the inputs that carry a size of a split dim.
 absl::Status WholeShape(LocalGraph& g, ir::Node* node, const std::vector<ir::Placement>& outputs,

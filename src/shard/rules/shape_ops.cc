@@ -223,6 +223,13 @@ int64_t SplitBlockCount(const ir::Node& node) {
   return node.num_outputs() >= 2 ? node.num_outputs() : 0;
 }
 
+std::optional<int64_t> ConcatAxis(const ir::Node& node) {
+  const ir::Value* y = node.output(0);
+  if (!y->type().has_rank()) return std::nullopt;
+  const int64_t axis = NormalizeAxis(node.attr_int("axis", 0), y->type().rank());
+  return axis < 0 ? std::nullopt : std::optional<int64_t>(axis);
+}
+
 int64_t ConcatBlockCount(const ir::Node& node) {
   return node.num_inputs() >= 2 ? node.num_inputs() : 0;
 }
