@@ -65,6 +65,8 @@ const ModelSpec kGpt2Loss{"gpt2_loss", 64, true, false, false};
 const ModelSpec kLlama{"llama", 64, true, false, true};
 const ModelSpec kMistral{"mistral", 64, true, false, true};
 const ModelSpec kBert{"bert", 64, true, true, true};
+const ModelSpec kPhi3{"phi3", 64, true, false, true};
+const ModelSpec kPhi3Gqa{"phi3_gqa", 64, true, false, true};
 
 // Megatron's bytes of one per-layer collective: an activation [b, s, h] in f32.
 double MegatronBytes(const ModelSpec& spec) {
@@ -384,8 +386,24 @@ TEST_CASE("collectives per layer: GPT-2 (legacy and dynamo) and BERT at N=2 and 
   }
 }
 
-TEST_CASE("collectives per layer: Llama and Mistral at N=2", "[partition][collectives]") {
-  for (const ModelSpec* spec : {&kLlama, &kMistral}) {
+TEST_CASE("collectives per layer: Phi-3 (fused projections cut by Slice) at N=2 and 4",
+          "[partition][collectives]") {
+  // (The dynamo exports name their folded weights val_N, so layers are not attributed
+  // here; megatron_test checks them through the nodes' module scopes.)
+  for (const ModelSpec* spec : {&kPhi3}) {
+    for (int n : {2, 4}) {
+      for (bool sp : {false, true}) {
+        DYNAMIC_SECTION(spec->name << " N=" << n << (sp ? " SP" : "")) {
+          CheckLayers(*spec, n, sp);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("collectives per layer: Llama, Mistral and Phi-3 with GQA at N=2",
+          "[partition][collectives]") {
+  for (const ModelSpec* spec : {&kLlama, &kMistral, &kPhi3Gqa}) {
     for (bool sp : {false, true}) {
       DYNAMIC_SECTION(spec->name << (sp ? " SP" : "")) { CheckLayers(*spec, 2, sp); }
     }
