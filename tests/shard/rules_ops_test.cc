@@ -127,14 +127,20 @@ TEST_CASE("conv rule: output channels split with the weight and bias and input c
   for (const std::string& s : r.strategies) CHECK(s.find("S(2)") == std::string::npos);
 }
 
-TEST_CASE("conv rule: with groups the channels stay whole", "[shard][rules]") {
-  // Depthwise: a rank's channels would be a share of the groups, with group/N groups.
+TEST_CASE("conv rule: with groups the channels split only by whole groups", "[shard][rules]") {
+  // Depthwise: rank r takes groups [r·g/N, (r+1)·g/N) and runs with g/N groups.
   const Rule r = RuleOf(Conv(4, "f32[4, 1, 2, 2]"));
   INFO(r.text);
   CHECK(r.text.find("need_whole={j, k, l, m}") != std::string::npos);
+  CHECK(r.text.find("\"split groups\" (S(1), S(0), S(0))->(S(1))") != std::string::npos);
   CHECK_FALSE(Has(r, "(R, S(0), S(0))->(S(1))"));
-  CHECK_FALSE(Has(r, "(S(1), S(0), S(0))->(S(1))"));
+  CHECK(Has(r, "(S(1), S(0), S(0))->(S(1))"));
   CHECK(Has(r, "(S(0), R, R)->(S(0))"));
+  // 2 groups on 4 ranks: a rank would hold half a group.
+  const Rule halves = RuleOf(Conv(2, "f32[4, 2, 2, 2]"), 4);
+  INFO(halves.text);
+  CHECK_FALSE(Has(halves, "(S(1), S(0), S(0))->(S(1))"));
+  CHECK(halves.text.find("split groups") == std::string::npos);
 }
 
 TEST_CASE("conv feature dims: the weight's output channels are colwise", "[shard][rules]") {

@@ -18,6 +18,15 @@ bool Typed(const RuleContext& ctx) {
   return true;
 }
 
+// A grouped Conv / ConvTranspose split by groups: the same op with group/N groups.
+absl::StatusOr<LocalGraph::Replacements> LowerGroupedConv(LocalGraph& g, ir::Node* node) {
+  ir::Attributes attrs = node->attrs();
+  attrs["group"] = node->attr_int("group", 1) / g.n();
+  ir::Value* y = g.Op(node, node->op_type(), node->inputs(), node->output(0)->type(),
+                      ir::Placement::Shard(1), std::move(attrs));
+  return g.Replace(node, {y});
+}
+
 // Factors of Conv (transposed = false: W is [M, C/group, k..]) and ConvTranspose
 // (transposed: W is [C, M/group, k..]); Y is [n, M, spatial..], the bias [M].
 void ConvFamily(const RuleContext& ctx, bool transposed, std::vector<Strategy>* out) {
@@ -53,6 +62,24 @@ void ConvFamily(const RuleContext& ctx, bool transposed, std::vector<Strategy>* 
   // Linear in X and in W (the bias partial with either).
   AddPartialStrategy(ctx, bias ? std::vector<int>{0, 2} : std::vector<int>{0}, out);
   AddPartialStrategy(ctx, bias ? std::vector<int>{1, 2} : std::vector<int>{1}, out);
+  // With groups (a depthwise convolution), rank r takes groups [r·g/N, (r+1)·g/N): its
+  // blocks of the input channels, of the weight's first dim (output channels for Conv,
+  // input channels for ConvTranspose) and of the output channels, as a convolution of
+  // g/N groups.
+  const int64_t group = ctx.node().attr_int("group", 1);
+  if (grouped && group > 0 && group % ctx.n() == 0) {
+    Strategy s;
+    s.name = "split groups";
+    s.lowering = LowerGroupedConv;
+    s.inputs = {ir::Placement::Shard(1), ir::Placement::Shard(0)};
+    if (ctx.num_inputs() > 2) {
+      s.inputs.push_back(bias ? std::optional<ir::Placement>(ir::Placement::Shard(0))
+                              : std::nullopt);
+    }
+    s.outputs = {ir::Placement::Shard(1)};
+    s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
+    AddNamedStrategy(ctx, std::move(s), out);
+  }
 }
 
 }  // namespace
