@@ -138,6 +138,15 @@ int ProblemBuilder::NewVar(Decision d) {
 
 absl::Status ProblemBuilder::Classify() {
   FindCachePairs();
+  // An output placed by the user must split as its input would have to.
+  if (const ir::Node* out = graph_.output_node()) {
+    for (const ir::Value* v : out->inputs()) {
+      auto it = options_.output_placements.find(v->name());
+      if (it == options_.output_placements.end()) continue;
+      TPC_RETURN_IF_ERROR(
+          CheckSplit(*v, it->second, absl::StrCat("--output-placement ", v->name())));
+    }
+  }
   for (ir::Node* n : graph_.nodes()) {
     switch (n->kind()) {
       case ir::NodeKind::kPlaceholder:

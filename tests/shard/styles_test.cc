@@ -273,6 +273,18 @@ TEST_CASE("styles: every bad constraint names its origin", "[shard][styles]") {
     auto llama2 = Import("llama");
     CHECK(tpc::shard::ShardGraph(*llama2, options).ok());
   }
+  SECTION("--output-placement on a dim that does not split") {
+    // Was accepted, and the plan failed at run time in its reduce-scatter.
+    ShardOptions options = Tp(4);
+    options.output_placements["logits"] = Placement::Shard(1);  // seq, not divisible
+    auto r = tpc::shard::ShardGraph(*llama, options);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(Message(r.status()), Catch::StartsWith("--output-placement logits"));
+    CHECK_THAT(Message(r.status()), Catch::Contains("does not split into 4 equal parts"));
+    options.output_placements["logits"] = Placement::Shard(2);  // vocab 512
+    auto llama2 = Import("llama");
+    CHECK(tpc::shard::ShardGraph(*llama2, options).ok());
+  }
 }
 
 TEST_CASE("styles: ExplainValue shows the choice and the refused splits", "[shard][styles]") {
