@@ -137,8 +137,11 @@ def main():
     for model_path in models:
         name = os.path.splitext(os.path.basename(model_path))[0]
         original = onnx.load(model_path)
+        # Sequence parallelism needs a symbolic `seq` input dim (a ViT's tokens are static).
+        has_seq = any(d.dim_param == "seq" for i in original.graph.input
+                      for d in i.type.tensor_type.shape.dim)
         for n in (1, 2, 4):
-            for sp in ((False,) if n == 1 else (False, True)):
+            for sp in ((False,) if n == 1 or not has_seq else (False, True)):
                 label = f"{name} --tp {n}" + (" --sequence-parallel" if sp else "")
                 out = os.path.join(args.work, f"{name}.tp{n}" + (".sp" if sp else ""))
                 shutil.rmtree(out, ignore_errors=True)

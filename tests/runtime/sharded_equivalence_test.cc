@@ -225,6 +225,8 @@ TEST_CASE("sharded == unsharded: phi3_gqa", "[equivalence]") { CheckModel("phi3_
 TEST_CASE("sharded == unsharded: phi3_gqa_dynamo", "[equivalence]") {
   CheckModel("phi3_gqa_dynamo");
 }
+TEST_CASE("sharded == unsharded: vit", "[equivalence]") { CheckModel("vit"); }
+TEST_CASE("sharded == unsharded: vit_dynamo", "[equivalence]") { CheckModel("vit_dynamo"); }
 
 // The loss model's plan for N > 1 really is vocab-parallel: the loss op is lowered
 // (no SoftmaxCrossEntropyLoss left in what rank 0 runs, tpc AllReduce ops instead), and

@@ -138,7 +138,7 @@ TEST_CASE("a plan with sharded KV-cache inputs runs from the full cache", "[tool
 
 // A cache output the user places keeps that placement, and its input stays as placed
 // (R by default): the automatic pairing never overrides a flag.
-TEST_CASE("--output-placement on a KV-cache output overrides the automatic head split", "[tools]") {
+TEST_CASE("a user placement of a KV-cache output overrides the automatic head split", "[tools]") {
   const std::string dir = TempDir("kv_cache_override");
   const std::string plan = CompileKv(2, dir, " --output-placement 'present_*=R'");
   auto manifest = tpc::plan::ReadManifest(plan);
