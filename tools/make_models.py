@@ -281,6 +281,7 @@ MODELS = {
     "phi3_dynamo": (build_phi3, "dynamo"),
     "phi3_gqa_dynamo": (build_phi3_gqa, "dynamo"),
     "gpt2_dynamo": (build_gpt2, "dynamo"),
+    "gpt2_kv_dynamo": (build_gpt2_kv, "dynamo"),
     "vit_dynamo": (build_vit, "dynamo"),
 }
 
@@ -320,10 +321,20 @@ def export_dynamo(model, inputs, out_names, path):
     args = tuple(torch.from_numpy(v) for v in inputs.values())
     batch = torch.export.Dim("batch", min=1, max=1024)
     seq = torch.export.Dim("seq", min=2, max=128)
+    past = torch.export.Dim("past", min=2, max=128)
+
+    def dims(k):
+        if k == "pixel_values":
+            return {0: batch}
+        if k.startswith("past_"):  # KV cache [batch, heads, past, head_dim]
+            return {0: batch, 2: past}
+        return {0: batch, 1: seq}
+
     # a tuple matching the positional args (dict keys would have to be the
     # forward() parameter names, which differ for nn.Sequential)
-    dynamic_shapes = tuple({0: batch} if k == "pixel_values" else {0: batch, 1: seq}
-                           for k in inputs)
+    dynamic_shapes = tuple(dims(k) for k in inputs)
+    if isinstance(model, KvCache):  # forward(input_ids, *past): the cache is one tuple
+        dynamic_shapes = (dynamic_shapes[0], dynamic_shapes[1:])
     prog = torch.onnx.export(model, args, dynamo=True, opset_version=DYNAMO_OPSET,
                              input_names=list(inputs), output_names=out_names,
                              dynamic_shapes=dynamic_shapes, external_data=False,

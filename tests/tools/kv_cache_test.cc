@@ -151,3 +151,42 @@ TEST_CASE("a user placement of a KV-cache output overrides the automatic head sp
     }
   }
 }
+
+// The dynamo exporter's KV-cache decoder (outputs `past + seq` long, cache inputs through
+// no single-input Concat): the cache pairs are found the same way, and the plan equals
+// torch's outputs and the unsharded run.
+TEST_CASE("the dynamo export's KV cache stays split on its heads with no flags",
+          "[tools][processes]") {
+  const std::string model = SourcePath("models/gpt2_kv_dynamo.onnx");
+  const std::string data = SourcePath("models/gpt2_kv_dynamo/test_data_set_0");
+  for (int n : {2, 4}) {
+    INFO("--tp " << n);
+    const std::string dir = TempDir("kv_dynamo_" + std::to_string(n));
+    CommandResult compiled =
+        RunTpCompile(model + " --tp " + std::to_string(n) + " --quiet -o " + dir + "/plan");
+    INFO(compiled.output);
+    REQUIRE(compiled.exit_code == 0);
+    auto manifest = tpc::plan::ReadManifest(dir + "/plan");
+    REQUIRE(manifest.ok());
+    CHECK(PlacementIn(manifest->inputs(), "input_ids") == "R");
+    CHECK(PlacementIn(manifest->outputs(), "logits") == "R");
+    for (int layer = 0; layer < 2; ++layer) {
+      for (const char* kv : {"key", "value"}) {
+        const std::string suffix = std::string(kv) + "_" + std::to_string(layer);
+        CHECK(PlacementIn(manifest->inputs(), "past_" + suffix) == "S(1)");
+        CHECK(PlacementIn(manifest->outputs(), "present_" + suffix) == "S(1)");
+      }
+    }
+    CommandResult run = RunTpRun(dir + "/plan --input-dir " + data + " --check-against " + model);
+    INFO(run.output);
+    CHECK(run.exit_code == 0);
+    CHECK_THAT(run.output, Catch::Contains("PASS: every output within tolerance") &&
+                               Catch::Contains("f32[2, 4, 8, 16]"));
+    CommandResult random = RunTpRun(dir + "/plan --ranks threads --dim batch=3 --dim seq=2" +
+                                    " --dim past=7 --check-against " + model);
+    INFO(random.output);
+    CHECK(random.exit_code == 0);
+    CHECK_THAT(random.output, Catch::Contains("f32[3, 4, 9, 16]") &&
+                                  Catch::Contains("PASS: every output within tolerance"));
+  }
+}
