@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "rules.h"
 
 namespace tpc::shard::rules {
@@ -5,6 +7,27 @@ namespace tpc::shard::rules {
 int64_t NormalizeAxis(int64_t axis, int64_t rank) {
   if (axis < 0) axis += rank;
   return axis >= 0 && axis < rank ? axis : -1;
+}
+
+bool Constrains(const Constraints& constraints, const std::vector<const ir::Node*>& nodes) {
+  auto named = [&](const ir::Value* v) {
+    if (v == nullptr) return false;
+    if (constraints.allowed.count(v) > 0) return true;
+    for (const auto& group : constraints.groups) {
+      if (std::find(group.begin(), group.end(), v) != group.end()) return true;
+    }
+    return false;
+  };
+  for (const ir::Node* n : nodes) {
+    if (constraints.node_strategies.count(n) > 0) return true;
+    for (const ir::Value* v : n->inputs()) {
+      if (named(v)) return true;
+    }
+    for (const ir::Value* v : n->outputs()) {
+      if (named(v)) return true;
+    }
+  }
+  return false;
 }
 
 double OutputElements(const RuleContext& ctx) {

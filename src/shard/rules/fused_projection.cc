@@ -243,38 +243,17 @@ void Unfuse(ir::Graph& graph, const Fused& f) {
   }
 }
 
-// Whether `constraints` name any node of `f` or any value they read or make.
-bool Constrained(const Fused& f, const Constraints& constraints) {
-  std::vector<const ir::Node*> nodes = {f.proj};
-  if (f.bias_add != nullptr) nodes.push_back(f.bias_add);
-  nodes.insert(nodes.end(), f.cutters.begin(), f.cutters.end());
-  auto named = [&](const ir::Value* v) {
-    if (v == nullptr) return false;
-    if (constraints.allowed.count(v) > 0) return true;
-    for (const auto& group : constraints.groups) {
-      if (std::find(group.begin(), group.end(), v) != group.end()) return true;
-    }
-    return false;
-  };
-  for (const ir::Node* n : nodes) {
-    if (constraints.node_strategies.count(n) > 0) return true;
-    for (const ir::Value* v : n->inputs()) {
-      if (named(v)) return true;
-    }
-    for (const ir::Value* v : n->outputs()) {
-      if (named(v)) return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 int SplitFusedProjections(ir::Graph& graph, const Constraints& constraints) {
   int count = 0;
   for (ir::Node* n : graph.NodeVector()) {
     auto f = Match(n);
-    if (!f || Constrained(*f, constraints)) continue;
+    if (!f) continue;
+    std::vector<const ir::Node*> nodes = {f->proj};
+    if (f->bias_add != nullptr) nodes.push_back(f->bias_add);
+    nodes.insert(nodes.end(), f->cutters.begin(), f->cutters.end());
+    if (rules::Constrains(constraints, nodes)) continue;
     Unfuse(graph, *f);
     ++count;
   }

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "tpc/shard/factor_spec.h"
 #include "tpc/shard/lowering.h"
+#include "tpc/shard/shard_pass.h"
 
 #include "tpc/shard/strategy.h"
 
@@ -23,6 +24,9 @@ bool ReshapeFactors(const RuleContext& ctx, const std::vector<ir::Dim>& in,
                     std::vector<int>* out_factors);
 // Normalises a possibly negative axis; -1 when out of range.
 int64_t NormalizeAxis(int64_t axis, int64_t rank);
+// Whether `constraints` (styles, sharding groups) name any of `nodes` or any value they
+// read or make: the rewrites before solving leave such nodes alone.
+bool Constrains(const Constraints& constraints, const std::vector<const ir::Node*>& nodes);
 // Elements of every output (the default FLOP count).
 double OutputElements(const RuleContext& ctx);
 

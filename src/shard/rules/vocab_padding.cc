@@ -71,22 +71,6 @@ ir::Tensor PadMatrix(const ir::Tensor& t, int64_t dim, int64_t size) {
   return ir::Tensor::FromBytes(t.dtype(), {new_rows, new_cols}, std::move(bytes));
 }
 
-bool Constrained(const ir::Node* w, const std::vector<VocabUse>& uses,
-                 const Constraints& constraints) {
-  auto named = [&](const ir::Value* v) {
-    if (constraints.allowed.count(v) > 0) return true;
-    for (const auto& group : constraints.groups) {
-      if (std::find(group.begin(), group.end(), v) != group.end()) return true;
-    }
-    return false;
-  };
-  if (named(w->output(0))) return true;
-  for (const VocabUse& u : uses) {
-    if (constraints.node_strategies.count(u.node) > 0 || named(u.node->output(0))) return true;
-  }
-  return false;
-}
-
 void Pad(ir::Graph& graph, ir::Node* w, const std::vector<VocabUse>& uses, int64_t vocab,
          int64_t padded) {
   const ir::Tensor& t = w->tensor();
@@ -149,7 +133,9 @@ int PadVocabularies(ir::Graph& graph, int64_t n, const Constraints& constraints)
     if (!uses) continue;
     const int64_t vocab = t.shape()[static_cast<size_t>((*uses)[0].dim)];
     if (vocab % n == 0 || vocab < kMinDimPerRank * n) continue;
-    if (Constrained(w, *uses, constraints)) continue;
+    std::vector<const ir::Node*> nodes = {w};
+    for (const VocabUse& u : *uses) nodes.push_back(u.node);
+    if (rules::Constrains(constraints, nodes)) continue;
     Pad(graph, w, *uses, vocab, (vocab + n - 1) / n * n);
     ++count;
   }
