@@ -15,13 +15,6 @@ namespace {
 using Kind = FactorSpec::Kind;
 constexpr int64_t kNone = FactorSpecBuilder::kNone;
 
-bool Typed(const RuleContext& ctx) {
-  for (const ir::Value* o : ctx.node().outputs()) {
-    if (!o->type().has_rank()) return false;
-  }
-  return true;
-}
-
 // Attention's operands.
 enum AttentionInput { kQ, kK, kV, kMask, kPastK, kPastV, kNonpadKvSeqlen };
 enum AttentionOutput { kY, kPresentK, kPresentV, kQk };
@@ -32,7 +25,7 @@ void Attention(const RuleContext& ctx, std::vector<Strategy>* out) {
   const std::vector<ir::Dim>& q = ctx.input_dims(kQ);
   const int64_t rank = static_cast<int64_t>(q.size());
   if ((rank != 3 && rank != 4) || ctx.input_rank(kK) != rank || ctx.input_rank(kV) != rank ||
-      !Typed(ctx)) {
+      !OutputsTyped(ctx)) {
     return;
   }
   const bool four = rank == 4;
@@ -74,7 +67,7 @@ void Attention(const RuleContext& ctx, std::vector<Strategy>* out) {
 double AttentionFlops(const RuleContext& ctx) {
   const std::vector<ir::Dim>& q = ctx.input_dims(kQ);
   const std::vector<ir::Dim>& k = ctx.input_dims(kK);
-  if (q.size() < 3 || k.size() != q.size() || !Typed(ctx)) return OutputElements(ctx);
+  if (q.size() < 3 || k.size() != q.size() || !OutputsTyped(ctx)) return OutputElements(ctx);
   const std::vector<ir::Dim>& y = ctx.output_dims(kY);
   const bool four = q.size() == 4;
   double keys = ctx.Size(k[four ? 2 : 1]);
@@ -93,7 +86,7 @@ double AttentionFlops(const RuleContext& ctx) {
 void RotaryEmbedding(const RuleContext& ctx, std::vector<Strategy>* out) {
   const std::vector<ir::Dim>& x = ctx.input_dims(0);
   const int64_t rank = static_cast<int64_t>(x.size());
-  if ((rank != 3 && rank != 4) || !Typed(ctx)) return;
+  if ((rank != 3 && rank != 4) || !OutputsTyped(ctx)) return;
   const bool pos = ctx.has_input(3);
   const int64_t seq = rank == 4 ? 2 : 1;
   FactorSpecBuilder b(ctx);

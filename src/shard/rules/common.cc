@@ -30,6 +30,13 @@ bool Constrains(const Constraints& constraints, const std::vector<const ir::Node
   return false;
 }
 
+bool OutputsTyped(const RuleContext& ctx) {
+  for (const ir::Value* o : ctx.node().outputs()) {
+    if (!o->type().has_rank()) return false;
+  }
+  return true;
+}
+
 double OutputElements(const RuleContext& ctx) {
   double out = 0;
   for (const ir::Value* o : ctx.node().outputs()) {

@@ -11,13 +11,6 @@ namespace {
 using Kind = FactorSpec::Kind;
 constexpr int64_t kNone = FactorSpecBuilder::kNone;
 
-bool Typed(const RuleContext& ctx) {
-  for (const ir::Value* o : ctx.node().outputs()) {
-    if (!o->type().has_rank()) return false;
-  }
-  return true;
-}
-
 // A grouped Conv / ConvTranspose split by groups: the same op with group/N groups.
 absl::StatusOr<LocalGraph::Replacements> LowerGroupedConv(LocalGraph& g, ir::Node* node) {
   ir::Attributes attrs = node->attrs();
@@ -32,7 +25,7 @@ absl::StatusOr<LocalGraph::Replacements> LowerGroupedConv(LocalGraph& g, ir::Nod
 void ConvFamily(const RuleContext& ctx, bool transposed, std::vector<Strategy>* out) {
   const std::vector<ir::Dim>& x = ctx.input_dims(0);
   const std::vector<ir::Dim>& w = ctx.input_dims(1);
-  if (x.size() < 3 || w.size() != x.size() || !Typed(ctx)) return;
+  if (x.size() < 3 || w.size() != x.size() || !OutputsTyped(ctx)) return;
   const std::vector<ir::Dim>& y = ctx.output_dims(0);
   if (y.size() != x.size()) return;
   const bool bias = ctx.has_input(2);
@@ -95,7 +88,7 @@ void ConvTranspose(const RuleContext& ctx, std::vector<Strategy>* out) {
 // |X|·|W| overall).
 double ConvFlops(const RuleContext& ctx) {
   const std::vector<ir::Dim>& w = ctx.input_dims(1);
-  if (w.size() < 2 || !Typed(ctx)) return OutputElements(ctx);
+  if (w.size() < 2 || !OutputsTyped(ctx)) return OutputElements(ctx);
   double per_output = 1;
   for (size_t d = 1; d < w.size(); ++d) per_output *= ctx.Size(w[d]);
   return 2 * OutputElements(ctx) * per_output;
@@ -128,7 +121,7 @@ std::optional<int64_t> ConvFeatureDim(
 // with them nothing splits.
 void Pool(const RuleContext& ctx, std::vector<Strategy>* out) {
   const std::vector<ir::Dim>& x = ctx.input_dims(0);
-  if (x.size() < 3 || !Typed(ctx)) return;
+  if (x.size() < 3 || !OutputsTyped(ctx)) return;
   const bool indices = ctx.node().num_outputs() > 1 && ctx.node().output(1) != nullptr;
   std::vector<Kind> kinds(x.size(), Kind::kNeedWhole);
   if (!indices) kinds[0] = kinds[1] = Kind::kPass;
@@ -139,7 +132,7 @@ void Pool(const RuleContext& ctx, std::vector<Strategy>* out) {
 // P(max)); GlobalLpPool needs them whole.
 void GlobalPool(const RuleContext& ctx, std::vector<Strategy>* out) {
   const std::vector<ir::Dim>& x = ctx.input_dims(0);
-  if (x.size() < 3 || !Typed(ctx)) return;
+  if (x.size() < 3 || !OutputsTyped(ctx)) return;
   const std::string& op = ctx.node().op_type();
   const Kind spatial = op == "GlobalAveragePool" ? Kind::kReduceAvg
                        : op == "GlobalMaxPool"   ? Kind::kReduceMax

@@ -13,13 +13,6 @@ namespace {
 using Kind = FactorSpec::Kind;
 constexpr int64_t kNone = FactorSpecBuilder::kNone;
 
-bool Typed(const RuleContext& ctx) {
-  for (const ir::Value* o : ctx.node().outputs()) {
-    if (!o->type().has_rank()) return false;
-  }
-  return true;
-}
-
 // ScatterND / ScatterElements with reduction none or add: out = data with updates put
 // (or added) in place, linear in (data, updates) together.
 bool ScatterIsLinear(const RuleContext& ctx) {
@@ -35,7 +28,7 @@ bool ScatterIsLinear(const RuleContext& ctx) {
 void GatherElements(const RuleContext& ctx, std::vector<Strategy>* out) {
   const std::vector<ir::Dim>& data = ctx.input_dims(0);
   const std::vector<ir::Dim>& idx = ctx.input_dims(1);
-  if (data.size() != idx.size() || !Typed(ctx)) return;
+  if (data.size() != idx.size() || !OutputsTyped(ctx)) return;
   const int64_t rank = static_cast<int64_t>(data.size());
   const int64_t axis = NormalizeAxis(ctx.node().attr_int("axis", 0), rank);
   if (axis < 0) return;
@@ -55,7 +48,7 @@ void GatherElements(const RuleContext& ctx, std::vector<Strategy>* out) {
 void GatherND(const RuleContext& ctx, std::vector<Strategy>* out) {
   const std::vector<ir::Dim>& data = ctx.input_dims(0);
   const std::vector<ir::Dim>& idx = ctx.input_dims(1);
-  if (idx.empty() || !idx.back().is_static() || !Typed(ctx)) return;
+  if (idx.empty() || !idx.back().is_static() || !OutputsTyped(ctx)) return;
   const int64_t batch = ctx.node().attr_int("batch_dims", 0);
   const int64_t q = idx.back().value();
   const int64_t r = static_cast<int64_t>(data.size());
@@ -86,7 +79,7 @@ void ScatterND(const RuleContext& ctx, std::vector<Strategy>* out) {
   const std::vector<ir::Dim>& data = ctx.input_dims(0);
   const std::vector<ir::Dim>& idx = ctx.input_dims(1);
   const std::vector<ir::Dim>& upd = ctx.input_dims(2);
-  if (idx.empty() || !idx.back().is_static() || !Typed(ctx)) return;
+  if (idx.empty() || !idx.back().is_static() || !OutputsTyped(ctx)) return;
   const int64_t q = idx.back().value();
   const int64_t r = static_cast<int64_t>(data.size());
   const int64_t ni = static_cast<int64_t>(idx.size()) - 1;
@@ -110,7 +103,7 @@ void ScatterElements(const RuleContext& ctx, std::vector<Strategy>* out) {
   const std::vector<ir::Dim>& data = ctx.input_dims(0);
   const std::vector<ir::Dim>& idx = ctx.input_dims(1);
   const std::vector<ir::Dim>& upd = ctx.input_dims(2);
-  if (data.size() != idx.size() || idx != upd || !Typed(ctx)) return;
+  if (data.size() != idx.size() || idx != upd || !OutputsTyped(ctx)) return;
   const int64_t rank = static_cast<int64_t>(data.size());
   const int64_t axis = NormalizeAxis(ctx.node().attr_int("axis", 0), rank);
   if (axis < 0) return;
@@ -128,7 +121,7 @@ void ScatterElements(const RuleContext& ctx, std::vector<Strategy>* out) {
 // dim needs whole (the copies of rank r's block would not be the output's block r).
 void Tile(const RuleContext& ctx, std::vector<Strategy>* out) {
   const std::vector<ir::Dim>& in = ctx.input_dims(0);
-  if (!Typed(ctx) || ctx.output_dims(0).size() != in.size()) return;
+  if (!OutputsTyped(ctx) || ctx.output_dims(0).size() != in.size()) return;
   const std::vector<ir::Dim>& y = ctx.output_dims(0);
   auto repeats = ctx.input_ints(1);
   std::vector<Kind> kinds;
@@ -148,7 +141,7 @@ void Tile(const RuleContext& ctx, std::vector<Strategy>* out) {
 // linear.
 void Pad(const RuleContext& ctx, std::vector<Strategy>* out) {
   const std::vector<ir::Dim>& in = ctx.input_dims(0);
-  if (!Typed(ctx)) return;
+  if (!OutputsTyped(ctx)) return;
   const int64_t rank = static_cast<int64_t>(in.size());
   std::vector<int64_t> pads = ctx.node().attr_ints("pads");  // opset < 11
   if (!ctx.node().has_attr("pads")) {
@@ -187,7 +180,7 @@ void Pad(const RuleContext& ctx, std::vector<Strategy>* out) {
 // pass; masking is linear.
 void Trilu(const RuleContext& ctx, std::vector<Strategy>* out) {
   const std::vector<ir::Dim>& in = ctx.input_dims(0);
-  if (in.size() < 2 || !Typed(ctx)) return;
+  if (in.size() < 2 || !OutputsTyped(ctx)) return;
   std::vector<Kind> kinds(in.size(), Kind::kPass);
   kinds[in.size() - 1] = kinds[in.size() - 2] = Kind::kNeedWhole;
   AddFactorStrategies(ctx, FactorSpecBuilder(ctx).Along({0}, kinds).Build(), out);
@@ -197,7 +190,7 @@ void Trilu(const RuleContext& ctx, std::vector<Strategy>* out) {
 // Range and ConstantOfShape make a value from scalars or a shape: every rank makes the
 // whole value (a split would need the per-rank bounds).
 void Generator(const RuleContext& ctx, std::vector<Strategy>* out) {
-  if (!Typed(ctx)) return;
+  if (!OutputsTyped(ctx)) return;
   FactorSpecBuilder b(ctx);
   const int64_t rank = static_cast<int64_t>(ctx.output_dims(0).size());
   for (int64_t d = 0; d < rank; ++d) b.Add(Kind::kNeedWhole, {}, {d}, absl::StrCat("d", d));

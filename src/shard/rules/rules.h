@@ -27,6 +27,8 @@ int64_t NormalizeAxis(int64_t axis, int64_t rank);
 // Whether `constraints` (styles, sharding groups) name any of `nodes` or any value they
 // read or make: the rewrites before solving leave such nodes alone.
 bool Constrains(const Constraints& constraints, const std::vector<const ir::Node*>& nodes);
+// Whether every output has a known rank (rules that index output dims need it).
+bool OutputsTyped(const RuleContext& ctx);
 // Elements of every output (the default FLOP count).
 double OutputElements(const RuleContext& ctx);
 
