@@ -213,6 +213,7 @@ absl::StatusOr<ShardResult> ShardGraph(ir::Graph& graph, const ShardOptions& raw
                                        const Constraints& constraints) {
   if (raw_options.mesh.tp() > 1) {
     SplitFusedProjections(graph, constraints);
+    UseTransposedWeights(graph, constraints);
     PadVocabularies(graph, raw_options.mesh.tp(), constraints);
   }
   const ShardOptions options = internal::WithBlockCounts(graph, raw_options);

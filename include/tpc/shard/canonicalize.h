@@ -15,6 +15,13 @@ namespace tpc::shard {
 // many were split.
 int SplitFusedProjections(ir::Graph& graph, const Constraints& constraints);
 
+// A MatMul whose weight is the transpose of a 2-D constant W (a Transpose node, or a
+// transposed copy the exporter stored beside W: a tied embedding and LM head) becomes
+// Gemm(x, W, transB=1), through a Reshape of x to 2-D and back when x has batch dims:
+// W is then stored once per rank and read transposed by the GEMM, with no transpose at
+// run time. Constrained nodes are left alone. Returns how many products were rewritten.
+int UseTransposedWeights(ir::Graph& graph, const Constraints& constraints);
+
 // A vocabulary `n` does not divide (GPT-2's 50257): every 2-D float weight read only as
 // an embedding table (Gather rows) or only as a head (MatMul / Gemm output columns),
 // whose vocab dim is at least 64·n and not a multiple of n, is padded with zeros to the
