@@ -50,6 +50,10 @@ void WriteShardReport(const ir::Graph& graph, const ShardResult& result,
   if (!result.note.empty()) json.Field("note", result.note);
   json.EndObject();
 
+  json.Key("rewrites").BeginArray();
+  for (const std::string& r : result.rewrites) json.String(r);
+  json.EndArray();
+
   json.Key("weights").BeginObject();
   json.Field("total_bytes", result.weight_bytes_total);
   json.Field("per_rank_bytes", result.weight_bytes_per_rank);
@@ -117,6 +121,14 @@ std::string ShardSummary(const ShardResult& result, const ShardOptions& options)
                     absl::StrFormat(" %d %s (%.1f MiB)", s.count, s.kind, s.bytes / 1048576.0));
   }
   absl::StrAppend(&out, "\n");
+  if (!result.rewrites.empty()) {
+    absl::StrAppend(&out,
+                    "  rewritten before solving (report.json lists each): ", result.rewrites.size(),
+                    "\n");
+    for (size_t i = 0; i < result.rewrites.size() && i < 3; ++i) {
+      absl::StrAppend(&out, "    ", result.rewrites[i], "\n");
+    }
+  }
   if (!result.fallback_ops.empty()) {
     std::map<std::string, int> ops;
     for (const ir::Node* n : result.fallback_ops) ++ops[n->op_type()];

@@ -211,15 +211,17 @@ ShardResult Collect(ir::Graph& graph, const ProblemBuilder& b, const ShardOption
 
 absl::StatusOr<ShardResult> ShardGraph(ir::Graph& graph, const ShardOptions& raw_options,
                                        const Constraints& constraints) {
+  std::vector<std::string> rewrites;
   if (raw_options.mesh.tp() > 1) {
-    SplitFusedProjections(graph, constraints);
-    UseTransposedWeights(graph, constraints);
-    PadVocabularies(graph, raw_options.mesh.tp(), constraints);
+    SplitFusedProjections(graph, constraints, &rewrites);
+    UseTransposedWeights(graph, constraints, &rewrites);
+    PadVocabularies(graph, raw_options.mesh.tp(), constraints, &rewrites);
   }
   const ShardOptions options = internal::WithBlockCounts(graph, raw_options);
   TPC_RETURN_IF_ERROR(CheckValueSizes(graph, options));
   TPC_ASSIGN_OR_RETURN(auto solved, internal::BuildAndSolve(graph, options, constraints));
   ShardResult result = Collect(graph, *solved.first, options, solved.second);
+  result.rewrites = std::move(rewrites);
   if (solved.second.fixed_hubs > 0) {
     result.optimal = false;
     result.note =

@@ -54,7 +54,10 @@ TEST_CASE("fused projection: unequal Split parts become one MatMul each, bias to
   output(%q, %kv)
 }
 )");
-  REQUIRE(SplitFusedProjections(*g, {}) == 1);
+  std::vector<std::string> notes;
+  REQUIRE(SplitFusedProjections(*g, {}, &notes) == 1);
+  CHECK(notes == std::vector<std::string>{
+                     "'qkv' is cut into unequal parts (4, 2 columns): one projection per part"});
   CHECK(Count(*g, "MatMul") == 2);
   CHECK(Count(*g, "Add") == 2);
   CHECK(Count(*g, "Split") == 0);

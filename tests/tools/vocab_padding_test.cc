@@ -128,6 +128,11 @@ TEST_CASE("vocab 50257: split by vocab with padding and the logits never all-red
       CommandResult compiled = RunTpCompile(model + " --tp " + std::to_string(n) + " -o " + plan);
       INFO(compiled.output);
       REQUIRE(compiled.exit_code == 0);
+      // The summary says what was rewritten before solving.
+      CHECK_THAT(compiled.output, Catch::Contains("'wte' is padded from 50257 to " +
+                                                  std::to_string(padded) + " rows") &&
+                                      Catch::Contains("reads 'wte' transposed through a Gemm"));
+      CHECK_THAT(tpc::testing::ReadFile(plan + "/report.json"), Catch::Contains("\"rewrites\""));
       CommandResult run =
           RunTpRun(plan + " --ranks threads --dim batch=2 --dim seq=5 --check-against " + model);
       INFO(run.output);

@@ -1,5 +1,9 @@
 // Rewrites the shard stage makes before solving, so that the solver's choices exist.
+// Each appends one line per rewrite to `notes` when given (the report lists them).
 #pragma once
+
+#include <string>
+#include <vector>
 
 #include "tpc/ir/graph.h"
 #include "tpc/shard/shard_pass.h"
@@ -13,14 +17,16 @@ namespace tpc::shard {
 // sizes are left alone (one GEMM, a blocked split), and so is a projection whose nodes
 // or values `constraints` name (a style on the fused weight keeps it fused). Returns how
 // many were split.
-int SplitFusedProjections(ir::Graph& graph, const Constraints& constraints);
+int SplitFusedProjections(ir::Graph& graph, const Constraints& constraints,
+                          std::vector<std::string>* notes = nullptr);
 
 // A MatMul whose weight is the transpose of a 2-D constant W (a Transpose node, or a
 // transposed copy the exporter stored beside W: a tied embedding and LM head) becomes
 // Gemm(x, W, transB=1), through a Reshape of x to 2-D and back when x has batch dims:
 // W is then stored once per rank and read transposed by the GEMM, with no transpose at
 // run time. Constrained nodes are left alone. Returns how many products were rewritten.
-int UseTransposedWeights(ir::Graph& graph, const Constraints& constraints);
+int UseTransposedWeights(ir::Graph& graph, const Constraints& constraints,
+                         std::vector<std::string>* notes = nullptr);
 
 // A vocabulary `n` does not divide (GPT-2's 50257): every 2-D float weight read only as
 // an embedding table (Gather rows) or only as a head (MatMul / Gemm output columns),
@@ -29,6 +35,7 @@ int UseTransposedWeights(ir::Graph& graph, const Constraints& constraints);
 // back to the vocabulary at once, and a lookup's ids are checked against the true
 // vocabulary first (tpc::CheckIndices), so outputs and errors are the unpadded model's.
 // Weights `constraints` name are left alone. Returns how many weights were padded.
-int PadVocabularies(ir::Graph& graph, int64_t n, const Constraints& constraints);
+int PadVocabularies(ir::Graph& graph, int64_t n, const Constraints& constraints,
+                    std::vector<std::string>* notes = nullptr);
 
 }  // namespace tpc::shard

@@ -62,6 +62,8 @@ struct ShardResult {
   // The placement each graph output is delivered in (--output-placement's, a KV cache's
   // chosen placement, else R), by output name.
   std::map<std::string, ir::Placement> output_placements;
+  // The rewrites made before solving (canonicalize.h), one line each.
+  std::vector<std::string> rewrites;
   Cost cost;
   // False when the memory budget was met by pricing weight bytes (a Lagrangian
   // relaxation): the plan fits the budget but a faster one may exist; `note` says so.

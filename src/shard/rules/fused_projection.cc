@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "rules.h"
 #include "tpc/shard/canonicalize.h"
 
@@ -245,7 +246,8 @@ void Unfuse(ir::Graph& graph, const Fused& f) {
 
 }  // namespace
 
-int SplitFusedProjections(ir::Graph& graph, const Constraints& constraints) {
+int SplitFusedProjections(ir::Graph& graph, const Constraints& constraints,
+                          std::vector<std::string>* notes) {
   int count = 0;
   for (ir::Node* n : graph.NodeVector()) {
     auto f = Match(n);
@@ -254,6 +256,13 @@ int SplitFusedProjections(ir::Graph& graph, const Constraints& constraints) {
     if (f->bias_add != nullptr) nodes.push_back(f->bias_add);
     nodes.insert(nodes.end(), f->cutters.begin(), f->cutters.end());
     if (rules::Constrains(constraints, nodes)) continue;
+    if (notes != nullptr) {
+      std::vector<std::string> widths;
+      for (const Part& p : f->parts) widths.push_back(std::to_string(p.end - p.begin));
+      notes->push_back(absl::StrCat("'", f->proj->name(), "' is cut into unequal parts (",
+                                    absl::StrJoin(widths, ", "),
+                                    " columns): one projection per part"));
+    }
     Unfuse(graph, *f);
     ++count;
   }

@@ -108,7 +108,8 @@ void Rewrite(ir::Graph& graph, ir::Node* mm, ir::Value* w) {
 
 }  // namespace
 
-int UseTransposedWeights(ir::Graph& graph, const Constraints& constraints) {
+int UseTransposedWeights(ir::Graph& graph, const Constraints& constraints,
+                         std::vector<std::string>* notes) {
   const std::vector<TiedPair> tied = FindTiedWeights(graph);
   // Found first, rewritten after: the rewrite makes and erases values.
   std::vector<std::pair<ir::Node*, ir::Value*>> found;
@@ -129,6 +130,10 @@ int UseTransposedWeights(ir::Graph& graph, const Constraints& constraints) {
   std::vector<ir::Node*> transposes;
   for (const auto& [mm, w] : found) {
     transposes.push_back(mm->input(1)->producer());
+    if (notes != nullptr) {
+      notes->push_back(absl::StrCat("'", mm->name(), "' reads '", w->name(),
+                                    "' transposed through a Gemm (transB): stored once"));
+    }
     Rewrite(graph, mm, w);
   }
   // The transposes (nodes or stored copies) no product reads any more.

@@ -122,7 +122,8 @@ void Pad(ir::Graph& graph, ir::Node* w, const std::vector<VocabUse>& uses, int64
 
 }  // namespace
 
-int PadVocabularies(ir::Graph& graph, int64_t n, const Constraints& constraints) {
+int PadVocabularies(ir::Graph& graph, int64_t n, const Constraints& constraints,
+                    std::vector<std::string>* notes) {
   if (n <= 1) return 0;
   int count = 0;
   for (ir::Node* w : graph.NodeVector()) {
@@ -136,7 +137,13 @@ int PadVocabularies(ir::Graph& graph, int64_t n, const Constraints& constraints)
     std::vector<const ir::Node*> nodes = {w};
     for (const VocabUse& u : *uses) nodes.push_back(u.node);
     if (rules::Constrains(constraints, nodes)) continue;
-    Pad(graph, w, *uses, vocab, (vocab + n - 1) / n * n);
+    const int64_t padded = (vocab + n - 1) / n * n;
+    if (notes != nullptr) {
+      notes->push_back(absl::StrCat("'", w->output(0)->name(), "' is padded from ", vocab, " to ",
+                                    padded, (*uses)[0].dim == 0 ? " rows" : " columns",
+                                    " (a multiple of ", n, "; the padding never shows)"));
+    }
+    Pad(graph, w, *uses, vocab, padded);
     ++count;
   }
   return count;
