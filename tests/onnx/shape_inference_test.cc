@@ -131,6 +131,22 @@ TEST_CASE("Broadcasting with symbolic dims", "[shape]") {
   CHECK(w->type().dtype == DType::kF32);
 }
 
+TEST_CASE("Bitwise operators of opset 18 broadcast", "[shape]") {
+  // Newer than libonnx 1.12: tpc's own rules.
+  Builder b(18);
+  Value* a = b.Input("a", DType::kI32, {Sym("batch"), 1, 4});
+  Value* c = b.Input("c", DType::kI32, {3, 1});
+  Value* band = b.Op("BitwiseAnd", {a, c});
+  Value* bor = b.Op("BitwiseOr", {a, c});
+  Value* bxor = b.Op("BitwiseXor", {c, a});
+  Value* bnot = b.Op("BitwiseNot", {a});
+  RequireOk(b.Infer());
+  CHECK(band->type().ToString() == "i32[batch, 3, 4]");
+  CHECK(bor->type().ToString() == "i32[batch, 3, 4]");
+  CHECK(bxor->type().ToString() == "i32[batch, 3, 4]");
+  CHECK(bnot->type().ToString() == "i32[batch, 1, 4]");
+}
+
 TEST_CASE("Broadcast mismatch names the node", "[shape]") {
   Builder b(17);
   Value* x = b.Input("x", DType::kF32, {Sym("batch"), 3});

@@ -81,6 +81,20 @@ absl::Status Variadic(KernelContext& ctx, F f, bool mean = false) {
   });
 }
 
+// Bitwise operators over the integer types: y has the operands' type.
+template <typename F>
+absl::Status Bitwise(KernelContext& ctx, F f) {
+  TPC_RETURN_IF_ERROR(CheckSameType(ctx));
+  return VisitNumeric(ctx, ctx.input(0).dtype(), [&]<typename T>() -> absl::Status {
+    if constexpr (std::is_integral_v<T>) {
+      return BinaryLoop<T, T>(ctx, ctx.input(0), ctx.input(1),
+                              [&](T x, T y) { return static_cast<T>(f(x, y)); });
+    } else {
+      return ctx.Error("bitwise operators take integers");
+    }
+  });
+}
+
 template <typename T>
 T FloorMod(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
@@ -96,6 +110,27 @@ T FloorMod(T a, T b) {
 }
 
 }  // namespace
+
+absl::Status BitwiseAnd(KernelContext& ctx) {
+  return Bitwise(ctx, [](auto a, auto b) { return a & b; });
+}
+absl::Status BitwiseOr(KernelContext& ctx) {
+  return Bitwise(ctx, [](auto a, auto b) { return a | b; });
+}
+absl::Status BitwiseXor(KernelContext& ctx) {
+  return Bitwise(ctx, [](auto a, auto b) { return a ^ b; });
+}
+// Shifts of unsigned integers; a shift by the width or more gives 0.
+absl::Status BitShift(KernelContext& ctx) {
+  const bool left = ctx.node().attr_string("direction", "") == "LEFT";
+  return Bitwise(ctx, [left](auto a, auto b) {
+    using T = decltype(a);
+    using U = WrapUnsigned<T>;
+    const U ua = static_cast<U>(a), ub = static_cast<U>(b);
+    if (ub >= sizeof(T) * 8) return T(0);
+    return static_cast<T>(left ? static_cast<U>(ua << ub) : static_cast<U>(ua >> ub));
+  });
+}
 
 absl::Status Add(KernelContext& ctx) {
   return Arithmetic(ctx, [](auto a, auto b) { return WrapAdd(a, b); });

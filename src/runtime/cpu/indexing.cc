@@ -354,4 +354,47 @@ absl::Status Trilu(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
+// The slices along `axis` (or, without it, the elements of the flattened input) whose
+// condition is true; the condition may be shorter than the dim.
+absl::Status Compress(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& cond = ctx.input(1);
+  if (cond.dtype() != ir::DType::kBool || cond.rank() != 1) {
+    return ctx.Error("the condition must be a 1-D bool tensor");
+  }
+  const bool has_axis = ctx.node().has_attr("axis");
+  int64_t axis = 0, outer = 1, len = x.num_elements(), inner = 1;
+  if (has_axis) {
+    TPC_ASSIGN_OR_RETURN(axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), x.rank()));
+    len = x.dim(axis);
+    for (int64_t d = 0; d < x.rank(); ++d) {
+      if (d < axis) outer *= x.dim(d);
+      if (d > axis) inner *= x.dim(d);
+    }
+  }
+  if (cond.num_elements() > len) return ctx.Error("the condition is longer than the dim");
+  std::vector<int64_t> kept;
+  for (int64_t i = 0; i < cond.num_elements(); ++i) {
+    if (cond.data<bool>()[i]) kept.push_back(i);
+  }
+  const int64_t k = static_cast<int64_t>(kept.size());
+  Shape shape{k};
+  if (has_axis) {
+    shape = x.shape();
+    shape[static_cast<size_t>(axis)] = k;
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, shape, x.dtype()));
+  return VisitBySize(ctx, x.dtype(), [&]<typename U>() {
+    const U* px = x.data<U>();
+    U* py = y->data<U>();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t j = 0; j < k; ++j) {
+        const U* src = px + (o * len + kept[static_cast<size_t>(j)]) * inner;
+        std::copy(src, src + inner, py + (o * k + j) * inner);
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
 }  // namespace tpc::runtime::cpu

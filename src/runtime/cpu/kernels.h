@@ -192,11 +192,23 @@ T WrapNeg(T a) {
 }
 
 absl::Status Abs(KernelContext& ctx);
+absl::Status Acos(KernelContext& ctx);
+absl::Status Acosh(KernelContext& ctx);
 absl::Status Add(KernelContext& ctx);
 absl::Status And(KernelContext& ctx);
+absl::Status Asin(KernelContext& ctx);
+absl::Status Asinh(KernelContext& ctx);
+absl::Status Atan(KernelContext& ctx);
+absl::Status Atanh(KernelContext& ctx);
+absl::Status BitShift(KernelContext& ctx);
+absl::Status BitwiseAnd(KernelContext& ctx);
+absl::Status BitwiseNot(KernelContext& ctx);
+absl::Status BitwiseOr(KernelContext& ctx);
+absl::Status BitwiseXor(KernelContext& ctx);
 absl::Status Ceil(KernelContext& ctx);
 absl::Status Clip(KernelContext& ctx);
 absl::Status Cos(KernelContext& ctx);
+absl::Status Cosh(KernelContext& ctx);
 absl::Status Div(KernelContext& ctx);
 absl::Status Elu(KernelContext& ctx);
 absl::Status Equal(KernelContext& ctx);
@@ -232,12 +244,14 @@ absl::Status Selu(KernelContext& ctx);
 absl::Status Sigmoid(KernelContext& ctx);
 absl::Status Sign(KernelContext& ctx);
 absl::Status Sin(KernelContext& ctx);
+absl::Status Sinh(KernelContext& ctx);
 absl::Status Softplus(KernelContext& ctx);
 absl::Status Sqrt(KernelContext& ctx);
 absl::Status Sub(KernelContext& ctx);
 absl::Status Sum(KernelContext& ctx);
 absl::Status Tan(KernelContext& ctx);
 absl::Status Tanh(KernelContext& ctx);
+absl::Status ThresholdedRelu(KernelContext& ctx);
 absl::Status Where(KernelContext& ctx);
 absl::Status Xor(KernelContext& ctx);
 
@@ -245,6 +259,8 @@ absl::Status Xor(KernelContext& ctx);
 absl::Status Cast(KernelContext& ctx);
 absl::Status CastLike(KernelContext& ctx);
 absl::Status ConstantOfShape(KernelContext& ctx);
+absl::Status EyeLike(KernelContext& ctx);
+absl::Status OneHot(KernelContext& ctx);
 absl::Status Range(KernelContext& ctx);
 absl::Status Shape_(KernelContext& ctx);
 absl::Status Size(KernelContext& ctx);
@@ -275,6 +291,9 @@ absl::Status GlobalMaxPool(KernelContext& ctx);
 absl::Status LpPool(KernelContext& ctx);
 absl::Status MaxPool(KernelContext& ctx);
 
+// ---- Interpolation (resize.cc) ----
+absl::Status Resize(KernelContext& ctx);
+
 // ---- Reductions (reduce.cc) ----
 absl::Status ArgMax(KernelContext& ctx);
 absl::Status ArgMin(KernelContext& ctx);
@@ -283,13 +302,18 @@ absl::Status Reduce(KernelContext& ctx);  // every Reduce* op, by op type
 absl::Status TopK(KernelContext& ctx);
 
 // ---- Softmax and norms (norms.cc) ----
+absl::Status BatchNormalization(KernelContext& ctx);
+absl::Status Hardmax(KernelContext& ctx);
+absl::Status InstanceNormalization(KernelContext& ctx);
 absl::Status LayerNormalization(KernelContext& ctx);
 absl::Status LogSoftmax(KernelContext& ctx);
 absl::Status RMSNormalization(KernelContext& ctx);
 absl::Status Softmax(KernelContext& ctx);
 
 // ---- Shape and movement (movement.cc, indexing.cc) ----
+absl::Status Compress(KernelContext& ctx);
 absl::Status Concat(KernelContext& ctx);
+absl::Status DepthToSpace(KernelContext& ctx);
 absl::Status Dropout(KernelContext& ctx);
 absl::Status Expand(KernelContext& ctx);
 absl::Status Flatten(KernelContext& ctx);
@@ -303,6 +327,7 @@ absl::Status Reshape(KernelContext& ctx);
 absl::Status ScatterElements(KernelContext& ctx);
 absl::Status ScatterND(KernelContext& ctx);
 absl::Status Slice(KernelContext& ctx);
+absl::Status SpaceToDepth(KernelContext& ctx);
 absl::Status Split(KernelContext& ctx);
 absl::Status Squeeze(KernelContext& ctx);
 absl::Status Tile(KernelContext& ctx);

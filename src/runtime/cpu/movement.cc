@@ -1,6 +1,6 @@
 // Shape and data movement: Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout,
-// Transpose, Expand, Tile, Concat, Split. Element types do not matter here: elements
-// move by their size.
+// Transpose, DepthToSpace, SpaceToDepth, Expand, Tile, Concat, Split. Element types do not matter
+// here: elements move by their size.
 #include <algorithm>
 #include <numeric>
 
@@ -138,6 +138,55 @@ absl::Status Transpose(KernelContext& ctx) {
     return absl::OkStatus();
   });
 }
+
+namespace {
+
+// DepthToSpace (to_space) and SpaceToDepth over [N, C, H, W] with blocks of b x b; `crd`:
+// DepthToSpace's CRD mode (channel, then block row and column) instead of DCR.
+absl::Status BlockMove(KernelContext& ctx, bool to_space, bool crd) {
+  const Tensor& x = ctx.input(0);
+  const int64_t b = ctx.node().attr_int("blocksize", 0);
+  if (x.rank() != 4 || b <= 0) return ctx.Error("needs a 4-D input and a positive blocksize");
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  if (to_space ? c % (b * b) != 0 : (h % b != 0 || w % b != 0)) {
+    return ctx.Error(absl::StrCat("blocksize ", b, " does not divide ", x.TypeString()));
+  }
+  // Dims of the space side [N, C', H', W'] (C' = channels of the space side).
+  const int64_t cs = to_space ? c / (b * b) : c, hs = to_space ? h * b : h,
+                ws = to_space ? w * b : w;
+  const Shape out = to_space ? Shape{n, cs, hs, ws} : Shape{n, c * b * b, h / b, w / b};
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
+  const int64_t hd = hs / b, wd = ws / b;  // dims of the depth side
+  return VisitBySize(ctx, x.dtype(), [&]<typename U>() {
+    const U* px = x.data<U>();
+    U* py = y->data<U>();
+    for (int64_t in = 0; in < n; ++in) {
+      for (int64_t ic = 0; ic < cs; ++ic) {
+        for (int64_t ih = 0; ih < hs; ++ih) {
+          for (int64_t iw = 0; iw < ws; ++iw) {
+            const int64_t bi = ih % b, bj = iw % b;
+            const int64_t dc = crd ? (ic * b + bi) * b + bj : (bi * b + bj) * cs + ic;
+            const int64_t space = ((in * cs + ic) * hs + ih) * ws + iw;
+            const int64_t depth = ((in * cs * b * b + dc) * hd + ih / b) * wd + iw / b;
+            if (to_space) {
+              py[space] = px[depth];
+            } else {
+              py[depth] = px[space];
+            }
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+
+absl::Status DepthToSpace(KernelContext& ctx) {
+  return BlockMove(ctx, true, ctx.node().attr_string("mode", "DCR") == "CRD");
+}
+absl::Status SpaceToDepth(KernelContext& ctx) { return BlockMove(ctx, false, false); }
 
 absl::Status Expand(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);

@@ -1,26 +1,39 @@
-// Softmax, LogSoftmax and the normalisation layers (LayerNormalization, RMS norm).
+// Softmax, LogSoftmax, Hardmax and the normalisation layers (LayerNormalization, RMS norm,
+// BatchNormalization in inference mode, InstanceNormalization).
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "kernels.h"
 
 namespace tpc::runtime::cpu {
 namespace {
 
-// Softmax over `len` elements at stride `inner`, for each of outer * inner lines.
-absl::Status SoftmaxImpl(KernelContext& ctx, bool log) {
-  const Tensor& x = ctx.input(0);
-  const int64_t rank = x.rank();
+// The lines of Softmax, LogSoftmax and Hardmax: `len` elements at stride `inner`, for each
+// of outer * inner lines.
+struct SoftmaxLines {
   int64_t outer = 1, len = 1, inner = 1;
+};
+absl::StatusOr<SoftmaxLines> ReadSoftmaxLines(const KernelContext& ctx, const Tensor& x) {
+  const int64_t rank = x.rank();
+  SoftmaxLines l;
   if (ctx.opset() < 13) {
     // Before opset 13 the input is coerced to 2-D at `axis` (default 1).
     TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 1),
                                                      std::max<int64_t>(rank, 1)));
-    for (int64_t i = 0; i < rank; ++i) (i < axis ? outer : len) *= x.dim(i);
+    for (int64_t i = 0; i < rank; ++i) (i < axis ? l.outer : l.len) *= x.dim(i);
   } else {
     TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", -1), rank));
-    for (int64_t i = 0; i < rank; ++i) (i < axis ? outer : (i == axis ? len : inner)) *= x.dim(i);
+    for (int64_t i = 0; i < rank; ++i)
+      (i < axis ? l.outer : (i == axis ? l.len : l.inner)) *= x.dim(i);
   }
+  return l;
+}
+
+absl::Status SoftmaxImpl(KernelContext& ctx, bool log) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(const SoftmaxLines lines, ReadSoftmaxLines(ctx, x));
+  const int64_t outer = lines.outer, len = lines.len, inner = lines.inner;
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
   return VisitFloat(ctx, x.dtype(), [&]<typename T>() {
     const T* px = x.data<T>();
@@ -127,8 +140,121 @@ absl::Status NormImpl(KernelContext& ctx, bool rms) {
 }  // namespace
 
 absl::Status Softmax(KernelContext& ctx) { return SoftmaxImpl(ctx, false); }
+
+// 1 at the first maximum of each line, 0 elsewhere.
+absl::Status Hardmax(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(const SoftmaxLines l, ReadSoftmaxLines(ctx, x));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  return VisitFloat(ctx, x.dtype(), [&]<typename T>() {
+    const T* px = x.data<T>();
+    T* py = y->data<T>();
+    for (int64_t line = 0; line < l.outer * l.inner; ++line) {
+      const int64_t base = (line / l.inner) * l.len * l.inner + line % l.inner;
+      int64_t best = 0;
+      for (int64_t j = 0; j < l.len; ++j) {
+        if (px[base + j * l.inner] > px[base + best * l.inner]) best = j;
+        py[base + j * l.inner] = T(0);
+      }
+      if (l.len > 0) py[base + best * l.inner] = T(1);
+    }
+    return absl::OkStatus();
+  });
+}
+
+namespace {
+
+// y = (x - mean) / sqrt(var + epsilon) * scale + bias per channel (dim 1), with per-channel
+// statistics: `stats` (BatchNormalization's running mean and variance) or those of each
+// (image, channel) plane (InstanceNormalization).
+absl::Status ChannelNorm(KernelContext& ctx, bool instance) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 2) return ctx.Error("the input needs a channel dim");
+  const int64_t n = x.dim(0), c = x.dim(1),
+                plane = c == 0 || n == 0 ? 0 : x.num_elements() / (n * c);
+  const double eps = ctx.node().attr_float("epsilon", 1e-5f);
+  // BatchNormalization's training mode (opset 14+): the statistics of the batch, and the
+  // running statistics moved towards them as outputs 1 and 2.
+  const bool training = !instance && ctx.node().attr_int("training_mode", 0) != 0;
+  const double momentum = ctx.node().attr_float("momentum", 0.9f);
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
+    for (int i = 1; i < (instance ? 3 : 5); ++i) {
+      if (ctx.input(i).dtype() != x.dtype() || ctx.input(i).num_elements() != c) {
+        return ctx.Error(absl::StrCat("input ", i, " must have one ", ir::DTypeName(x.dtype()),
+                                      " per channel (", c, ")"));
+      }
+    }
+    const T* px = x.data<T>();
+    T* py = y->data<T>();
+    const T* scale = ctx.input(1).data<T>();
+    const T* bias = ctx.input(2).data<T>();
+    // Per-channel statistics over the batch (training) or the running ones (inference).
+    std::vector<double> ch_mean(static_cast<size_t>(c)), ch_var(static_cast<size_t>(c));
+    if (!instance) {
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const size_t u = static_cast<size_t>(ch);
+        if (!training) {
+          ch_mean[u] = ctx.input(3).data<T>()[ch];
+          ch_var[u] = ctx.input(4).data<T>()[ch];
+          continue;
+        }
+        const double count = static_cast<double>(std::max<int64_t>(n * plane, 1));
+        for (int64_t b = 0; b < n; ++b) {
+          for (int64_t k = 0; k < plane; ++k) ch_mean[u] += px[(b * c + ch) * plane + k];
+        }
+        ch_mean[u] /= count;
+        for (int64_t b = 0; b < n; ++b) {
+          for (int64_t k = 0; k < plane; ++k) {
+            const double d = px[(b * c + ch) * plane + k] - ch_mean[u];
+            ch_var[u] += d * d;
+          }
+        }
+        ch_var[u] /= count;
+      }
+    }
+    if (training) {
+      for (int o = 1; o < 3; ++o) {
+        if (!ctx.wants_output(o)) continue;
+        TPC_ASSIGN_OR_RETURN(Tensor * r, ctx.Output(o, {c}, x.dtype()));
+        const T* running = ctx.input(o + 2).data<T>();
+        const std::vector<double>& batch = o == 1 ? ch_mean : ch_var;
+        for (int64_t ch = 0; ch < c; ++ch) {
+          r->data<T>()[ch] = static_cast<T>(running[ch] * momentum +
+                                            batch[static_cast<size_t>(ch)] * (1 - momentum));
+        }
+      }
+    }
+    ctx.pool().ParallelFor(n * c, 1, [&](int64_t b, int64_t e) {
+      for (int64_t nc = b; nc < e; ++nc) {
+        const int64_t ch = nc % c;
+        const T* xp = px + nc * plane;
+        T* yp = py + nc * plane;
+        double mean = 0, var = 0;
+        if (instance) {
+          for (int64_t k = 0; k < plane; ++k) mean += xp[k];
+          mean /= static_cast<double>(std::max<int64_t>(plane, 1));
+          for (int64_t k = 0; k < plane; ++k) var += (xp[k] - mean) * (xp[k] - mean);
+          var /= static_cast<double>(std::max<int64_t>(plane, 1));
+        } else {
+          mean = ch_mean[static_cast<size_t>(ch)];
+          var = ch_var[static_cast<size_t>(ch)];
+        }
+        const double a = scale[ch] / std::sqrt(var + eps);
+        const double bb = bias[ch] - mean * a;
+        for (int64_t k = 0; k < plane; ++k) yp[k] = static_cast<T>(xp[k] * a + bb);
+      }
+    });
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+
 absl::Status LogSoftmax(KernelContext& ctx) { return SoftmaxImpl(ctx, true); }
 absl::Status LayerNormalization(KernelContext& ctx) { return NormImpl(ctx, false); }
+absl::Status BatchNormalization(KernelContext& ctx) { return ChannelNorm(ctx, false); }
+absl::Status InstanceNormalization(KernelContext& ctx) { return ChannelNorm(ctx, true); }
 absl::Status RMSNormalization(KernelContext& ctx) { return NormImpl(ctx, true); }
 
 }  // namespace tpc::runtime::cpu

@@ -86,6 +86,30 @@ absl::Status Sin(KernelContext& ctx) {
 absl::Status Tan(KernelContext& ctx) {
   return FloatUnary(ctx, [](auto v) { return std::tan(v); });
 }
+absl::Status Acos(KernelContext& ctx) {
+  return FloatUnary(ctx, [](auto v) { return std::acos(v); });
+}
+absl::Status Acosh(KernelContext& ctx) {
+  return FloatUnary(ctx, [](auto v) { return std::acosh(v); });
+}
+absl::Status Asin(KernelContext& ctx) {
+  return FloatUnary(ctx, [](auto v) { return std::asin(v); });
+}
+absl::Status Asinh(KernelContext& ctx) {
+  return FloatUnary(ctx, [](auto v) { return std::asinh(v); });
+}
+absl::Status Atan(KernelContext& ctx) {
+  return FloatUnary(ctx, [](auto v) { return std::atan(v); });
+}
+absl::Status Atanh(KernelContext& ctx) {
+  return FloatUnary(ctx, [](auto v) { return std::atanh(v); });
+}
+absl::Status Cosh(KernelContext& ctx) {
+  return FloatUnary(ctx, [](auto v) { return std::cosh(v); });
+}
+absl::Status Sinh(KernelContext& ctx) {
+  return FloatUnary(ctx, [](auto v) { return std::sinh(v); });
+}
 absl::Status Tanh(KernelContext& ctx) {
   return FloatUnary(ctx, [](auto v) { return std::tanh(v); });
 }
@@ -148,6 +172,10 @@ absl::Status LeakyRelu(KernelContext& ctx) {
   const float alpha = AttrF(ctx, "alpha", 0.01f);
   return FloatUnary(ctx, [alpha](auto v) { return v < 0 ? alpha * v : v; });
 }
+absl::Status ThresholdedRelu(KernelContext& ctx) {
+  const float alpha = AttrF(ctx, "alpha", 1.0f);
+  return FloatUnary(ctx, [alpha](auto v) { return v > alpha ? v : decltype(v)(0); });
+}
 absl::Status HardSigmoid(KernelContext& ctx) {
   const double alpha = AttrF(ctx, "alpha", 0.2f), beta = AttrF(ctx, "beta", 0.5f);
   return FloatUnary(ctx, [=](auto v) { return std::max(0.0, std::min(1.0, alpha * v + beta)); });
@@ -169,6 +197,20 @@ absl::Status Not(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), ir::DType::kBool));
   for (int64_t i = 0; i < x.num_elements(); ++i) y->data<bool>()[i] = !x.data<bool>()[i];
   return absl::OkStatus();
+}
+
+absl::Status BitwiseNot(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  return VisitNumeric(ctx, x.dtype(), [&]<typename T>() {
+    if constexpr (std::is_integral_v<T>) {
+      for (int64_t i = 0; i < x.num_elements(); ++i)
+        y->data<T>()[i] = static_cast<T>(~x.data<T>()[i]);
+      return absl::OkStatus();
+    } else {
+      return ctx.Error("BitwiseNot takes integers");
+    }
+  });
 }
 
 absl::Status Clip(KernelContext& ctx) {
