@@ -1,6 +1,7 @@
 // Casts and tensor generators: Cast, CastLike, ConstantOfShape, EyeLike, OneHot, Range, Shape,
-// Size.
+// Size and the window functions (Hann, Hamming, Blackman).
 #include <cmath>
+#include <vector>
 
 #include "kernels.h"
 #include "tpc/util/checked_math.h"
@@ -148,5 +149,36 @@ absl::Status OneHot(KernelContext& ctx) {
     return absl::OkStatus();
   });
 }
+
+namespace {
+
+// A window of `size` (input 0) points: sum_k a[k] cos(2 pi k n / D), D = size when periodic
+// else size - 1.
+absl::Status CosineWindow(KernelContext& ctx, const std::vector<double>& a) {
+  TPC_ASSIGN_OR_RETURN(std::vector<int64_t> size, ReadInts(ctx, ctx.input(0)));
+  if (size.size() != 1 || size[0] < 0) return ctx.Error("size must be one non-negative value");
+  const int64_t n = size[0];
+  const bool periodic = ctx.node().attr_int("periodic", 1) != 0;
+  const double den = static_cast<double>(periodic ? n : n - 1);
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {n}));
+  return VisitNumeric(ctx, y->dtype(), [&]<typename T>() {
+    for (int64_t i = 0; i < n; ++i) {
+      double v = 0;
+      for (size_t k = 0; k < a.size(); ++k) {
+        v += a[k] * std::cos(2 * M_PI * static_cast<double>(k) * static_cast<double>(i) / den);
+      }
+      y->data<T>()[i] = static_cast<T>(v);
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+
+absl::Status HannWindow(KernelContext& ctx) { return CosineWindow(ctx, {0.5, -0.5}); }
+absl::Status HammingWindow(KernelContext& ctx) {
+  return CosineWindow(ctx, {25.0 / 46.0, -(1 - 25.0 / 46.0)});
+}
+absl::Status BlackmanWindow(KernelContext& ctx) { return CosineWindow(ctx, {0.42, -0.5, 0.08}); }
 
 }  // namespace tpc::runtime::cpu

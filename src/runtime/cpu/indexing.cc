@@ -397,4 +397,26 @@ absl::Status Compress(KernelContext& ctx) {
   });
 }
 
+// The indices of the non-zero elements: [rank, count], in row-major order.
+absl::Status NonZero(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  std::vector<int64_t> hits;
+  TPC_RETURN_IF_ERROR(VisitType(ctx, x.dtype(), [&]<typename T>() {
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      if (x.data<T>()[i] != T(0)) hits.push_back(i);
+    }
+    return absl::OkStatus();
+  }));
+  const int64_t rank = x.rank(), count = static_cast<int64_t>(hits.size());
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {rank, count}, ir::DType::kI64));
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t rem = hits[static_cast<size_t>(j)];
+    for (int64_t d = rank; d-- > 0;) {
+      y->data<int64_t>()[d * count + j] = rem % x.dim(d);
+      rem /= x.dim(d);
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace tpc::runtime::cpu

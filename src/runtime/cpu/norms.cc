@@ -254,6 +254,40 @@ absl::Status ChannelNorm(KernelContext& ctx, bool instance) {
 absl::Status LogSoftmax(KernelContext& ctx) { return SoftmaxImpl(ctx, true); }
 absl::Status LayerNormalization(KernelContext& ctx) { return NormImpl(ctx, false); }
 absl::Status BatchNormalization(KernelContext& ctx) { return ChannelNorm(ctx, false); }
+
+// Local response normalisation across `size` neighbouring channels of [N, C, ...].
+absl::Status LRN(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 2) return ctx.Error("the input needs a channel dim");
+  const int64_t size = ctx.node().attr_int("size", 0);
+  if (size <= 0) return ctx.Error("size must be positive");
+  const double alpha = ctx.node().attr_float("alpha", 1e-4f);
+  const double beta = ctx.node().attr_float("beta", 0.75f);
+  const double bias = ctx.node().attr_float("bias", 1.0f);
+  const int64_t n = x.dim(0), c = x.dim(1),
+                plane = c == 0 || n == 0 ? 0 : x.num_elements() / (n * c);
+  const int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  return VisitFloat(ctx, x.dtype(), [&]<typename T>() {
+    const T* px = x.data<T>();
+    T* py = y->data<T>();
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t ch = 0; ch < c; ++ch) {
+        for (int64_t k = 0; k < plane; ++k) {
+          double sum = 0;
+          for (int64_t j = std::max<int64_t>(0, ch - lo); j <= std::min(c - 1, ch + hi); ++j) {
+            const double v = px[(b * c + j) * plane + k];
+            sum += v * v;
+          }
+          const int64_t i = (b * c + ch) * plane + k;
+          py[i] = static_cast<T>(px[i] /
+                                 std::pow(bias + alpha / static_cast<double>(size) * sum, beta));
+        }
+      }
+    }
+    return absl::OkStatus();
+  });
+}
 absl::Status InstanceNormalization(KernelContext& ctx) { return ChannelNorm(ctx, true); }
 absl::Status RMSNormalization(KernelContext& ctx) { return NormImpl(ctx, true); }
 

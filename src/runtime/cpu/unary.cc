@@ -172,6 +172,21 @@ absl::Status LeakyRelu(KernelContext& ctx) {
   const float alpha = AttrF(ctx, "alpha", 0.01f);
   return FloatUnary(ctx, [alpha](auto v) { return v < 0 ? alpha * v : v; });
 }
+absl::Status Softsign(KernelContext& ctx) {
+  return FloatUnary(ctx, [](auto v) { return v / (decltype(v)(1) + std::fabs(v)); });
+}
+absl::Status Shrink(KernelContext& ctx) {
+  const double lambd = AttrF(ctx, "lambd", 0.5f), bias = AttrF(ctx, "bias", 0.0f);
+  return FloatUnary(ctx,
+                    [=](auto v) { return v < -lambd ? v + bias : (v > lambd ? v - bias : 0.0); });
+}
+absl::Status Celu(KernelContext& ctx) {
+  const double alpha = AttrF(ctx, "alpha", 1.0f);
+  return FloatUnary(ctx, [alpha](auto v) {
+    return std::max(0.0, static_cast<double>(v)) +
+           std::min(0.0, alpha * (std::exp(static_cast<double>(v) / alpha) - 1));
+  });
+}
 absl::Status ThresholdedRelu(KernelContext& ctx) {
   const float alpha = AttrF(ctx, "alpha", 1.0f);
   return FloatUnary(ctx, [alpha](auto v) { return v > alpha ? v : decltype(v)(0); });
