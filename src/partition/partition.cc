@@ -96,12 +96,16 @@ class Partitioner {
     // (The old values are gone; their entries are moved before anything can reuse
     // their addresses.)
     for (const auto& [old_value, new_value] : *replaced) {
-      global_[new_value] = global_.at(old_value);
-      placement_[new_value] = placement_.at(old_value);
+      // Copies first: inserting may rehash the maps and move the old entries.
+      const ir::TensorType global = global_.at(old_value);
+      const Placement placement = placement_.at(old_value);
+      global_[new_value] = global;
+      placement_[new_value] = placement;
       global_.erase(old_value);
       placement_.erase(old_value);
       if (auto m = materialized_.find(old_value); m != materialized_.end()) {
-        materialized_[new_value] = m->second;
+        const Placement materialized = m->second;
+        materialized_[new_value] = materialized;
         materialized_.erase(old_value);
       }
     }

@@ -248,7 +248,8 @@ void Unfuse(ir::Graph& graph, const Fused& f) {
 
 int SplitFusedProjections(ir::Graph& graph, const Constraints& constraints,
                           std::vector<std::string>* notes) {
-  int count = 0;
+  // Found first, rewritten after: a rewrite erases nodes later in the graph (the cutters).
+  std::vector<Fused> found;
   for (ir::Node* n : graph.NodeVector()) {
     auto f = Match(n);
     if (!f) continue;
@@ -256,17 +257,19 @@ int SplitFusedProjections(ir::Graph& graph, const Constraints& constraints,
     if (f->bias_add != nullptr) nodes.push_back(f->bias_add);
     nodes.insert(nodes.end(), f->cutters.begin(), f->cutters.end());
     if (rules::Constrains(constraints, nodes)) continue;
+    found.push_back(std::move(*f));
+  }
+  for (const Fused& f : found) {
     if (notes != nullptr) {
       std::vector<std::string> widths;
-      for (const Part& p : f->parts) widths.push_back(std::to_string(p.end - p.begin));
-      notes->push_back(absl::StrCat("'", f->proj->name(), "' is cut into unequal parts (",
+      for (const Part& p : f.parts) widths.push_back(std::to_string(p.end - p.begin));
+      notes->push_back(absl::StrCat("'", f.proj->name(), "' is cut into unequal parts (",
                                     absl::StrJoin(widths, ", "),
                                     " columns): one projection per part"));
     }
-    Unfuse(graph, *f);
-    ++count;
+    Unfuse(graph, f);
   }
-  return count;
+  return static_cast<int>(found.size());
 }
 
 }  // namespace tpc::shard

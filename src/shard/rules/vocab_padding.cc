@@ -125,7 +125,13 @@ void Pad(ir::Graph& graph, ir::Node* w, const std::vector<VocabUse>& uses, int64
 int PadVocabularies(ir::Graph& graph, int64_t n, const Constraints& constraints,
                     std::vector<std::string>* notes) {
   if (n <= 1) return 0;
-  int count = 0;
+  // Found first, padded after: padding replaces the products that read a weight.
+  struct Found {
+    ir::Node* w;
+    std::vector<VocabUse> uses;
+    int64_t vocab;
+  };
+  std::vector<Found> found;
   for (ir::Node* w : graph.NodeVector()) {
     if (w->kind() != ir::NodeKind::kConstant) continue;
     const ir::Tensor& t = w->tensor();
@@ -137,16 +143,18 @@ int PadVocabularies(ir::Graph& graph, int64_t n, const Constraints& constraints,
     std::vector<const ir::Node*> nodes = {w};
     for (const VocabUse& u : *uses) nodes.push_back(u.node);
     if (rules::Constrains(constraints, nodes)) continue;
-    const int64_t padded = (vocab + n - 1) / n * n;
+    found.push_back({w, std::move(*uses), vocab});
+  }
+  for (const Found& f : found) {
+    const int64_t padded = (f.vocab + n - 1) / n * n;
     if (notes != nullptr) {
-      notes->push_back(absl::StrCat("'", w->output(0)->name(), "' is padded from ", vocab, " to ",
-                                    padded, (*uses)[0].dim == 0 ? " rows" : " columns",
+      notes->push_back(absl::StrCat("'", f.w->output(0)->name(), "' is padded from ", f.vocab,
+                                    " to ", padded, f.uses[0].dim == 0 ? " rows" : " columns",
                                     " (a multiple of ", n, "; the padding never shows)"));
     }
-    Pad(graph, w, *uses, vocab, padded);
-    ++count;
+    Pad(graph, f.w, f.uses, f.vocab, padded);
   }
-  return count;
+  return static_cast<int>(found.size());
 }
 
 }  // namespace tpc::shard
