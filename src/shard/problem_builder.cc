@@ -1,12 +1,11 @@
 #include "problem_builder.h"
 
-#include "tpc/shard/op_record.h"
-
 #include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tpc/shard/op_record.h"
 #include "tpc/shard/tied_weights.h"
 #include "tpc/util/status_macros.h"
 
