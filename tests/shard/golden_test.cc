@@ -1,5 +1,6 @@
 // Golden IR text after sharding: every committed model × N ∈ {2, 4} × sequence
-// parallelism off/on, in tests/golden/shard/<model>.tp<N>[.sp].ir. A change in any
+// parallelism off/on, in tests/golden/shard/<model>.tp<N>[.sp].ir; and no operator of
+// them falls back to replicated for want of a sharding rule. A change in any
 // placement shows up as a diff. Set TPC_UPDATE_GOLDENS=1 to rewrite the files (the
 // test then passes with a warning); review the diff before committing it.
 #include <catch2/catch.hpp>
@@ -27,6 +28,11 @@ TEST_CASE("golden: sharded IR of every committed model", "[shard][golden]") {
           auto result = tpc::shard::ShardGraph(*graph, options);
           INFO(result.status().ToString());
           REQUIRE(result.ok());
+          // Every operator of every committed model has a rule: none runs replicated
+          // because tpc lacks one.
+          for (const tpc::ir::Node* n : result->fallback_ops) {
+            FAIL_CHECK(n->Describe() << " runs replicated: no sharding rule");
+          }
           const std::string text = tpc::ir::PrintGraph(*graph);
           CHECK(text.size() < 200 * 1024);
           bool rewritten = false;
