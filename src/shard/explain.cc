@@ -7,6 +7,10 @@
 
 namespace tpc::shard {
 namespace internal {
+// The rewrites ShardGraph makes before solving (canonicalize.h), one line each; they
+// are idempotent, so explaining first and compiling after gives the same plan.
+std::vector<std::string> RewriteBeforeSolving(ir::Graph& graph, const ShardOptions& options,
+                                              const Constraints& constraints);
 ShardOptions WithBlockCounts(const ir::Graph& graph, const ShardOptions& options);
 absl::StatusOr<std::pair<std::unique_ptr<ProblemBuilder>, MinSumSolution>> BuildAndSolve(
     const ir::Graph& graph, const ShardOptions& options, const Constraints& constraints);
@@ -32,8 +36,17 @@ std::string CostText(const ShardOptions& options, const Cost& c) {
 absl::StatusOr<std::string> ExplainValue(ir::Graph& graph, const ShardOptions& raw_options,
                                          const Constraints& constraints,
                                          const std::string& value_name) {
+  // Explain the graph the solver sees: after the rewrites ShardGraph makes.
+  const bool existed = graph.FindValue(value_name) != nullptr;
+  const std::vector<std::string> rewrites =
+      internal::RewriteBeforeSolving(graph, raw_options, constraints);
   const ShardOptions options = internal::WithBlockCounts(graph, raw_options);
   ir::Value* v = graph.FindValue(value_name);
+  if (v == nullptr && existed) {
+    std::string out = absl::StrCat(value_name, ": not in the plan, rewritten before solving:\n");
+    for (const std::string& r : rewrites) absl::StrAppend(&out, "  ", r, "\n");
+    return out;
+  }
   if (v == nullptr) {
     std::vector<std::string> names;
     for (const ir::Node* n : graph.nodes())

@@ -15,6 +15,17 @@ using ir::Placement;
 
 namespace internal {
 
+std::vector<std::string> RewriteBeforeSolving(ir::Graph& graph, const ShardOptions& options,
+                                              const Constraints& constraints) {
+  std::vector<std::string> rewrites;
+  if (options.mesh.tp() > 1) {
+    SplitFusedProjections(graph, constraints, &rewrites);
+    UseTransposedWeights(graph, constraints, &rewrites);
+    PadVocabularies(graph, options.mesh.tp(), constraints, &rewrites);
+  }
+  return rewrites;
+}
+
 // Block counts worth trying: the equal parts of ops that cut or join float values
 // (Split, Concat).
 ShardOptions WithBlockCounts(const ir::Graph& graph, const ShardOptions& options) {
@@ -211,12 +222,8 @@ ShardResult Collect(ir::Graph& graph, const ProblemBuilder& b, const ShardOption
 
 absl::StatusOr<ShardResult> ShardGraph(ir::Graph& graph, const ShardOptions& raw_options,
                                        const Constraints& constraints) {
-  std::vector<std::string> rewrites;
-  if (raw_options.mesh.tp() > 1) {
-    SplitFusedProjections(graph, constraints, &rewrites);
-    UseTransposedWeights(graph, constraints, &rewrites);
-    PadVocabularies(graph, raw_options.mesh.tp(), constraints, &rewrites);
-  }
+  std::vector<std::string> rewrites =
+      internal::RewriteBeforeSolving(graph, raw_options, constraints);
   const ShardOptions options = internal::WithBlockCounts(graph, raw_options);
   TPC_RETURN_IF_ERROR(CheckValueSizes(graph, options));
   TPC_ASSIGN_OR_RETURN(auto solved, internal::BuildAndSolve(graph, options, constraints));

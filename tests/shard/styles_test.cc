@@ -290,6 +290,20 @@ TEST_CASE("styles: every bad constraint names its origin", "[shard][styles]") {
   }
 }
 
+TEST_CASE("styles: ExplainValue of a value rewritten before solving says so", "[shard][styles]") {
+  // GPT-2's transposed copy of the table: the head reads the table through a Gemm.
+  auto g = Import("gpt2");
+  auto text = tpc::shard::ExplainValue(*g, Tp(2), {}, "onnx::MatMul_538");
+  INFO(text.status().ToString());
+  REQUIRE(text.ok());
+  CHECK_THAT(*text, Catch::StartsWith("onnx::MatMul_538: not in the plan, rewritten") &&
+                        Catch::Contains("transposed through a Gemm"));
+  // The explanation of the table is of the plan ShardGraph makes.
+  auto table = tpc::shard::ExplainValue(*g, Tp(2), {}, "m.transformer.wte.weight");
+  REQUIRE(table.ok());
+  CHECK_THAT(*table, Catch::Contains("m.transformer.wte.weight: f32[512, 64] → S(0)"));
+}
+
 TEST_CASE("styles: ExplainValue shows the choice and the refused splits", "[shard][styles]") {
   SECTION("a weight: the chosen split is starred") {
     auto g = Import("llama");
