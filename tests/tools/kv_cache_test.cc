@@ -70,6 +70,23 @@ void CheckAgainstTorch(const std::string& dir, int k) {
   CHECK(outside == 0);
 }
 
+// Random inputs of other sizes: the cache length is a dim of its own, and may be 0 (the
+// prompt's step); both runs equal the unsharded model.
+void CheckOtherSizes(const std::string& plan, const std::string& model) {
+  CommandResult random = RunTpRun(plan + " --ranks threads --dim batch=3 --dim seq=2" +
+                                  " --dim past=7 --check-against " + model);
+  INFO(random.output);
+  CHECK(random.exit_code == 0);
+  CHECK_THAT(random.output, Catch::Contains("f32[3, 4, 9, 16]") &&
+                                Catch::Contains("PASS: every output within tolerance"));
+  CommandResult prompt = RunTpRun(plan + " --ranks threads --dim batch=2 --dim seq=4" +
+                                  " --dim past=0 --check-against " + model);
+  INFO(prompt.output);
+  CHECK(prompt.exit_code == 0);
+  CHECK_THAT(prompt.output, Catch::Contains("f32[2, 4, 4, 16]") &&
+                                Catch::Contains("PASS: every output within tolerance"));
+}
+
 }  // namespace
 
 TEST_CASE("a plan with sharded KV-cache inputs runs from the full cache", "[tools][processes]") {
@@ -118,20 +135,7 @@ TEST_CASE("a plan with sharded KV-cache inputs runs from the full cache", "[tool
               ReadFile(dir + "/threads/output_" + std::to_string(k) + ".pb"));
       }
 
-      // Random inputs of other sizes: the cache length is a dim of its own, and may be 0
-      // (the prompt's step).
-      CommandResult random =
-          RunTpRun(plan + " --dim batch=3 --dim seq=2 --dim past=7 --check-against " + model);
-      INFO(random.output);
-      CHECK(random.exit_code == 0);
-      CHECK_THAT(random.output, Catch::Contains("f32[3, 4, 9, 16]") &&
-                                    Catch::Contains("PASS: every output within tolerance"));
-      CommandResult prompt = RunTpRun(plan + " --ranks threads --dim batch=2 --dim seq=4" +
-                                      " --dim past=0 --check-against " + model);
-      INFO(prompt.output);
-      CHECK(prompt.exit_code == 0);
-      CHECK_THAT(prompt.output, Catch::Contains("f32[2, 4, 4, 16]") &&
-                                    Catch::Contains("PASS: every output within tolerance"));
+      CheckOtherSizes(plan, model);
     }
   }
 }
@@ -182,11 +186,6 @@ TEST_CASE("the dynamo export's KV cache stays split on its heads with no flags",
     CHECK(run.exit_code == 0);
     CHECK_THAT(run.output, Catch::Contains("PASS: every output within tolerance") &&
                                Catch::Contains("f32[2, 4, 8, 16]"));
-    CommandResult random = RunTpRun(dir + "/plan --ranks threads --dim batch=3 --dim seq=2" +
-                                    " --dim past=7 --check-against " + model);
-    INFO(random.output);
-    CHECK(random.exit_code == 0);
-    CHECK_THAT(random.output, Catch::Contains("f32[3, 4, 9, 16]") &&
-                                  Catch::Contains("PASS: every output within tolerance"));
+    CheckOtherSizes(dir + "/plan", model);
   }
 }

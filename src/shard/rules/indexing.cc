@@ -20,26 +20,34 @@ bool ScatterIsLinear(const RuleContext& ctx) {
   return r == "none" || r == "add";
 }
 
+// GatherElements / ScatterElements: every operand in `operands` (data first, then the
+// operands shaped like the indices) and the output carry dim d, needed whole on the
+// axis and where the indices' size differs from the data's. False when the op's form
+// does not fit (ranks differ, unknown axis).
+bool AddElementsSpec(const RuleContext& ctx, int operands, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& data = ctx.input_dims(0);
+  const std::vector<ir::Dim>& idx = ctx.input_dims(1);
+  if (data.size() != idx.size() || !OutputsTyped(ctx)) return false;
+  const int64_t rank = static_cast<int64_t>(data.size());
+  const int64_t axis = NormalizeAxis(ctx.node().attr_int("axis", 0), rank);
+  if (axis < 0) return false;
+  FactorSpecBuilder b(ctx);
+  for (int64_t d = 0; d < rank; ++d) {
+    const bool same = data[static_cast<size_t>(d)] == idx[static_cast<size_t>(d)];
+    const Kind kind = d == axis || !same ? Kind::kNeedWhole : Kind::kPass;
+    b.Add(kind, std::vector<int64_t>(static_cast<size_t>(operands), d), {d}, absl::StrCat("d", d));
+  }
+  AddFactorStrategies(ctx, b.Build(), out);
+  return true;
+}
+
 }  // namespace
 
 // GatherElements(data, indices, axis): out[.., i, ..] = data[.., indices[.., i, ..], ..],
 // out has the indices' shape. The axis needs whole on both; another dim passes where
 // data and indices agree on its size (indices may be shorter there).
 void GatherElements(const RuleContext& ctx, std::vector<Strategy>* out) {
-  const std::vector<ir::Dim>& data = ctx.input_dims(0);
-  const std::vector<ir::Dim>& idx = ctx.input_dims(1);
-  if (data.size() != idx.size() || !OutputsTyped(ctx)) return;
-  const int64_t rank = static_cast<int64_t>(data.size());
-  const int64_t axis = NormalizeAxis(ctx.node().attr_int("axis", 0), rank);
-  if (axis < 0) return;
-  FactorSpecBuilder b(ctx);
-  for (int64_t d = 0; d < rank; ++d) {
-    const bool same = data[static_cast<size_t>(d)] == idx[static_cast<size_t>(d)];
-    const Kind kind = d == axis || !same ? Kind::kNeedWhole : Kind::kPass;
-    b.Add(kind, {d, d}, {d}, absl::StrCat("d", d));
-  }
-  AddFactorStrategies(ctx, b.Build(), out);
-  AddPartialStrategy(ctx, {0}, out);
+  if (AddElementsSpec(ctx, 2, out)) AddPartialStrategy(ctx, {0}, out);
 }
 
 // GatherND(data, indices, batch_dims = b): data [B.., X.., T..], indices [B.., I.., q],
@@ -100,21 +108,8 @@ void ScatterND(const RuleContext& ctx, std::vector<Strategy>* out) {
 // ScatterElements(data, indices, updates, axis): indices and updates share a shape; the
 // axis needs whole, another dim passes where all three agree on its size.
 void ScatterElements(const RuleContext& ctx, std::vector<Strategy>* out) {
-  const std::vector<ir::Dim>& data = ctx.input_dims(0);
-  const std::vector<ir::Dim>& idx = ctx.input_dims(1);
-  const std::vector<ir::Dim>& upd = ctx.input_dims(2);
-  if (data.size() != idx.size() || idx != upd || !OutputsTyped(ctx)) return;
-  const int64_t rank = static_cast<int64_t>(data.size());
-  const int64_t axis = NormalizeAxis(ctx.node().attr_int("axis", 0), rank);
-  if (axis < 0) return;
-  FactorSpecBuilder b(ctx);
-  for (int64_t d = 0; d < rank; ++d) {
-    const bool same = data[static_cast<size_t>(d)] == idx[static_cast<size_t>(d)];
-    const Kind kind = d == axis || !same ? Kind::kNeedWhole : Kind::kPass;
-    b.Add(kind, {d, d, d}, {d}, absl::StrCat("d", d));
-  }
-  AddFactorStrategies(ctx, b.Build(), out);
-  if (ScatterIsLinear(ctx)) AddPartialStrategy(ctx, {0, 2}, out);
+  if (ctx.input_dims(1) != ctx.input_dims(2)) return;
+  if (AddElementsSpec(ctx, 3, out) && ScatterIsLinear(ctx)) AddPartialStrategy(ctx, {0, 2}, out);
 }
 
 // Tile: a dim repeated once (the output's size equals the input's) passes; a repeated
