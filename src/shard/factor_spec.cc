@@ -29,7 +29,7 @@ void AddFactorStrategies(const RuleContext& ctx, const FactorSpec& spec,
                          std::vector<Strategy>* out) {
   using Kind = FactorSpec::Kind;
   const ir::Node& node = ctx.node();
-  ctx.Note(spec.ToString());
+  if (ctx.noting()) ctx.Note(spec.ToString());
   std::vector<int64_t> block_counts = {1};
   block_counts.insert(block_counts.end(), ctx.options().block_counts.begin(),
                       ctx.options().block_counts.end());

@@ -94,11 +94,15 @@ void AddPartialStrategy(const RuleContext& ctx, const std::vector<int>& partial_
     }
   }
   s.outputs.assign(static_cast<size_t>(node.num_outputs()), Placement::Partial(ir::ReduceOp::kSum));
-  ctx.Note(absl::StrCat("partial(", absl::StrJoin(partial_inputs, ", "), ")"));
+  if (ctx.noting()) ctx.Note(absl::StrCat("partial(", absl::StrJoin(partial_inputs, ", "), ")"));
   out->push_back(std::move(s));
 }
 
 void AddNamedStrategy(const RuleContext& ctx, Strategy s, std::vector<Strategy>* out) {
+  if (!ctx.noting()) {
+    out->push_back(std::move(s));
+    return;
+  }
   auto text = [](const std::optional<Placement>& p) { return p ? p->ToString() : "_"; };
   std::vector<std::string> ins;
   for (const auto& p : s.inputs) ins.push_back(text(p));

@@ -1,9 +1,14 @@
 #include "tpc/shard/tied_weights.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 namespace tpc::shard {
 namespace {
@@ -53,13 +58,18 @@ std::vector<std::pair<int64_t, int64_t>> SamplePositions(int64_t m, int64_t n) {
   return out;
 }
 
-// Whether the sampled elements of `b` equal those of `a` (or of aᵀ).
-bool SamplesAgree(const ir::Tensor& a, const ir::Tensor& b, bool transposed) {
-  const size_t size = static_cast<size_t>(ir::DTypeSize(a.dtype()));
-  for (const auto& [i, j] : SamplePositions(a.shape()[0], a.shape()[1])) {
-    if (std::memcmp(At(a, i, j), transposed ? At(b, j, i) : At(b, i, j), size) != 0) return false;
+// The key a copy of `t` shares: its type, shape and sampled bytes. With `transposed`,
+// the key of the matrix `t` is the transpose of (t read at the transposed positions),
+// so that b = aᵀ has Key(b, true) == Key(a, false).
+std::string Key(const ir::Tensor& t, bool transposed) {
+  const int64_t rows = t.shape()[transposed ? 1 : 0];
+  const int64_t cols = t.shape()[transposed ? 0 : 1];
+  const size_t size = static_cast<size_t>(ir::DTypeSize(t.dtype()));
+  std::string key = absl::StrCat(static_cast<int>(t.dtype()), ":", rows, "x", cols, ":");
+  for (const auto& [i, j] : SamplePositions(rows, cols)) {
+    key.append(reinterpret_cast<const char*>(transposed ? At(t, j, i) : At(t, i, j)), size);
   }
-  return true;
+  return key;
 }
 
 // A tensor whose sampled elements all have the same bytes (zeros, ones: fresh weights,
@@ -90,23 +100,29 @@ std::vector<TiedPair> FindTiedWeights(const ir::Graph& graph, int64_t min_bytes)
     }
   }
   // Each weight ties to the first earlier one it equals: copies form a star around the
-  // original, not a clique, so the solver sees one link per copy.
+  // original, not a clique, so the solver sees one link per copy. Candidates come from
+  // the sampled keys (one pass over the weights), and only they are compared whole.
   std::vector<TiedPair> out;
+  std::unordered_map<std::string, std::vector<size_t>> by_key;
   for (size_t j = 0; j < weights.size(); ++j) {
-    for (size_t i = 0; i < j; ++i) {
+    const ir::Tensor& b = weights[j]->tensor();
+    const std::string plain = Key(b, false);
+    std::vector<std::pair<size_t, bool>> candidates;  // (earlier weight, transposed)
+    if (auto it = by_key.find(plain); it != by_key.end()) {
+      for (size_t i : it->second) candidates.emplace_back(i, false);
+    }
+    if (auto it = by_key.find(Key(b, true)); it != by_key.end()) {
+      for (size_t i : it->second) candidates.emplace_back(i, true);
+    }
+    std::sort(candidates.begin(), candidates.end());
+    for (const auto& [i, transposed] : candidates) {
       const ir::Tensor& a = weights[i]->tensor();
-      const ir::Tensor& b = weights[j]->tensor();
-      if (a.dtype() != b.dtype() || a.nbytes() != b.nbytes()) continue;
-      if (a.shape() == b.shape() && SamplesAgree(a, b, false) && SameBytes(a, b)) {
-        out.push_back({weights[i]->output(0), weights[j]->output(0), false});
-        break;
-      }
-      if (a.shape()[0] == b.shape()[1] && a.shape()[1] == b.shape()[0] &&
-          SamplesAgree(a, b, true) && TransposedBytes(a, b)) {
-        out.push_back({weights[i]->output(0), weights[j]->output(0), true});
+      if (transposed ? TransposedBytes(a, b) : SameBytes(a, b)) {
+        out.push_back({weights[i]->output(0), weights[j]->output(0), transposed});
         break;
       }
     }
+    by_key[plain].push_back(j);
   }
   return out;
 }

@@ -76,6 +76,9 @@ class RuleContext {
   // add (a factor spec, `partial(0)`, a named strategy), for the per-rule golden test
   // and --explain.
   void set_text_sink(std::vector<std::string>* sink) { sink_ = sink; }
+  // Whether anyone reads the text: the helpers build it only then (the solver calls
+  // every rule many times and never reads it).
+  bool noting() const { return sink_ != nullptr; }
   void Note(std::string text) const {
     if (sink_ != nullptr) sink_->push_back(std::move(text));
   }
