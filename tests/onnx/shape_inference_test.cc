@@ -508,6 +508,32 @@ TEST_CASE("Attention: 3-D and 4-D forms, grouped K/V heads and a past cache", "[
         "attributes");
 }
 
+TEST_CASE("QuantizeLinear and DequantizeLinear keep symbolic dims; types of opset 21", "[shape]") {
+  Builder b(21);
+  Value* x = b.Input("x", DType::kF32, {Sym("batch"), 8});
+  Value* scale = b.Input("scale", DType::kF32, {Sym("batch"), 4});
+  Value* zp = b.Input("zp", DType::kI8, {Sym("batch"), 4});
+  Value* q16 =
+      b.Op("QuantizeLinear", {x, scale},
+           {{"axis", int64_t{1}}, {"block_size", int64_t{2}}, {"output_dtype", int64_t{5}}});
+  Value* q8 =
+      b.Op("QuantizeLinear", {x, scale, zp}, {{"axis", int64_t{1}}, {"block_size", int64_t{2}}});
+  Value* qu8 = b.Op("QuantizeLinear", {x, b.Input("s", DType::kF32, {})});
+  Value* h = b.Input("h", DType::kF16, {});
+  Value* dq = b.Op("DequantizeLinear", {q8, h});
+  RequireOk(b.Infer());
+  CHECK(q16->type().ToString() == "i16[batch, 8]");
+  CHECK(q8->type().ToString() == "i8[batch, 8]");
+  CHECK(qu8->type().ToString() == "u8[batch, 8]");
+  CHECK(dq->type().ToString() == "f16[batch, 8]");
+
+  Builder bad(21);
+  Value* bx = bad.Input("x", DType::kF32, {4});
+  bad.Op("QuantizeLinear", {bx, bad.Input("s", DType::kF32, {}), bad.Input("z", DType::kU8, {})},
+         {{"output_dtype", int64_t{3}}});
+  CHECK_THAT(std::string(bad.Infer().message()), Catch::Contains("differs from the zero point"));
+}
+
 TEST_CASE("Rule table", "[shape]") {
   std::vector<std::string> ops = SupportedOps();
   CHECK(std::is_sorted(ops.begin(), ops.end()));

@@ -48,6 +48,13 @@ const std::set<std::string> kExcluded = {
     // onnx 1.17's expected output counts the padding that ceil_mode adds past the end in
     // the divisor; onnx's newer reference and onnxruntime do not (nor does tpc).
     "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True",
+    // onnx 1.17's expected outputs wrap the int8 results that overflow (-236 becomes 20);
+    // the operator saturates them (to -128), as onnx's newer reference and onnxruntime do.
+    // Every element that does not overflow matches.
+    "test_qlinearmatmul_2D_int8_float16",
+    "test_qlinearmatmul_2D_int8_float32",
+    "test_qlinearmatmul_3D_int8_float16",
+    "test_qlinearmatmul_3D_int8_float32",
 };
 
 // Empty when `got` matches `want` (rtol 1e-3, atol 1e-4; NaN equals NaN). bfloat16 keeps 8

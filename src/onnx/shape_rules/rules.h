@@ -143,6 +143,10 @@ absl::Status InferLayerNorm(InferenceContext& ctx);  // also Simplified / RMS
 absl::Status InferSkipLayerNorm(InferenceContext& ctx);
 absl::Status InferDropout(InferenceContext& ctx);
 
+// ---- Quantization (quantize.cc) ----
+absl::Status InferDequantizeLinear(InferenceContext& ctx);
+absl::Status InferQuantizeLinear(InferenceContext& ctx);
+
 // ---- Losses (loss.cc) ----
 absl::Status InferSoftmaxCrossEntropyLoss(InferenceContext& ctx);
 absl::Status InferNegativeLogLikelihoodLoss(InferenceContext& ctx);

@@ -300,6 +300,15 @@ absl::Status MaxPool(KernelContext& ctx);
 // ---- Interpolation (resize.cc) ----
 absl::Status Resize(KernelContext& ctx);
 
+// ---- Quantization (quantize.cc) ----
+absl::Status ConvInteger(KernelContext& ctx);
+absl::Status DequantizeLinear(KernelContext& ctx);
+absl::Status DynamicQuantizeLinear(KernelContext& ctx);
+absl::Status MatMulInteger(KernelContext& ctx);
+absl::Status QLinearConv(KernelContext& ctx);
+absl::Status QLinearMatMul(KernelContext& ctx);
+absl::Status QuantizeLinear(KernelContext& ctx);
+
 // ---- Reductions (reduce.cc) ----
 absl::Status ArgMax(KernelContext& ctx);
 absl::Status ArgMin(KernelContext& ctx);
