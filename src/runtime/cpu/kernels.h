@@ -309,6 +309,11 @@ absl::Status QLinearConv(KernelContext& ctx);
 absl::Status QLinearMatMul(KernelContext& ctx);
 absl::Status QuantizeLinear(KernelContext& ctx);
 
+// ---- Recurrent networks (recurrent.cc) ----
+absl::Status GRU(KernelContext& ctx);
+absl::Status LSTM(KernelContext& ctx);
+absl::Status RNN(KernelContext& ctx);
+
 // ---- Reductions (reduce.cc) ----
 absl::Status ArgMax(KernelContext& ctx);
 absl::Status ArgMin(KernelContext& ctx);
