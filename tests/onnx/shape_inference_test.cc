@@ -472,13 +472,39 @@ TEST_CASE("libonnx inference errors name the node", "[shape]") {
 
 TEST_CASE("libonnx keeps only ranks for an operator whose shapes changed after opset 17",
           "[shape]") {
-  // GridSample-20 takes N-D grids; libonnx 1.12's GridSample-16 reads them as 2-D.
+  // DFT-20 takes its axis as an input (default -2); libonnx 1.12's DFT-17 reads an
+  // attribute (default 1).
   Builder b(20);
-  Value* x = b.Input("x", DType::kF32, {1, 3, 4, 4});
-  Value* grid = b.Input("grid", DType::kF32, {1, 6, 6, 2});
-  Value* y = b.Op("GridSample", {x, grid});
+  Value* x = b.Input("x", DType::kF32, {1, 8, 1});
+  Value* y = b.Op("DFT", {x});
   RequireOk(b.Infer());
-  CHECK(y->type().ToString() == "f32[?, ?, ?, ?]");
+  CHECK(y->type().ToString() == "f32[?, ?, ?]");
+}
+
+TEST_CASE("GridSample, AffineGrid and DeformConv keep symbolic dims", "[shape]") {
+  Builder b(22);
+  Value* x = b.Input("x", DType::kF32, {Sym("batch"), 3, 8, 8, 8});
+  Value* grid = b.Input("grid", DType::kF32, {Sym("batch"), 2, Sym("h"), 5, 3});
+  Value* sampled = b.Op("GridSample", {x, grid}, {{"mode", std::string("nearest")}});
+  Value* theta = b.Input("theta", DType::kF32, {Sym("batch"), 2, 3});
+  Value* size = b.Input("size", DType::kI64, {4});
+  Value* unknown = b.Op("AffineGrid", {theta, size});
+  Value* known = b.Op("AffineGrid", {theta, b.Ints({4, 3, 6, 7})});
+  Value* img = b.Input("img", DType::kF32, {Sym("batch"), 4, 9, 9});
+  Value* w = b.g.AddConstant("w", ir::Tensor::Elided(DType::kF32, {6, 4, 3, 3}));
+  Value* offset = b.Input("offset", DType::kF32, {Sym("batch"), 18, 7, 7});
+  Value* deformed = b.Op("DeformConv", {img, w, offset});
+  RequireOk(b.Infer());
+  CHECK(sampled->type().ToString() == "f32[batch, 3, 2, h, 5]");
+  CHECK(unknown->type().ToString() == "f32[batch, ?, ?, 2]");
+  CHECK(known->type().ToString() == "f32[batch, 6, 7, 2]");
+  CHECK(deformed->type().ToString() == "f32[batch, 6, 7, 7]");
+
+  Builder bad(22);
+  bad.Op("GridSample",
+         {bad.Input("x", DType::kF32, {1, 3, 8, 8}), bad.Input("grid", DType::kF32, {1, 4, 4, 3})});
+  CHECK(std::string(bad.Infer().message()) ==
+        "node '/GridSample_1' (GridSample): the grid's last dim is 3, X has 2 spatial dims");
 }
 
 TEST_CASE("Attention: 3-D and 4-D forms, grouped K/V heads and a past cache", "[shape]") {

@@ -25,6 +25,7 @@ struct Entry {
 constexpr Entry kRules[] = {
     {"", "Abs", InferAbs},
     {"", "Add", InferAdd},
+    {"", "AffineGrid", InferAffineGrid},
     {"", "And", InferAnd},
     {"", "ArgMax", InferArgReduce},
     {"", "ArgMin", InferArgReduce},
@@ -44,6 +45,7 @@ constexpr Entry kRules[] = {
     {"", "Conv", InferConv},
     {"", "Cos", InferUnary},
     {"", "CumSum", InferUnary},
+    {"", "DeformConv", InferDeformConv},
     {"", "DequantizeLinear", InferDequantizeLinear},
     {"", "Div", InferDiv},
     {"", "Dropout", InferDropout},
@@ -62,6 +64,7 @@ constexpr Entry kRules[] = {
     {"", "Gemm", InferGemm},
     {"", "Greater", InferGreater},
     {"", "GreaterOrEqual", InferGreaterOrEqual},
+    {"", "GridSample", InferGridSample},
     {"", "HardSigmoid", InferUnary},
     {"", "HardSwish", InferUnary},
     {"", "Identity", InferIdentity},

@@ -151,6 +151,11 @@ absl::Status InferQuantizeLinear(InferenceContext& ctx);
 absl::Status InferSoftmaxCrossEntropyLoss(InferenceContext& ctx);
 absl::Status InferNegativeLogLikelihoodLoss(InferenceContext& ctx);
 
+// ---- Sampling at computed coordinates (sampling.cc) ----
+absl::Status InferAffineGrid(InferenceContext& ctx);
+absl::Status InferDeformConv(InferenceContext& ctx);
+absl::Status InferGridSample(InferenceContext& ctx);
+
 // ---- Collectives of the `tpc` domain (collectives.cc) ----
 absl::Status InferAllGather(InferenceContext& ctx);
 absl::Status InferAllReduce(InferenceContext& ctx);

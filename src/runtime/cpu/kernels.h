@@ -287,17 +287,20 @@ absl::Status MatMul(KernelContext& ctx);
 absl::Status Attention(KernelContext& ctx);
 absl::Status RotaryEmbedding(KernelContext& ctx);
 
-// ---- Convolutions and pools (conv.cc, pool.cc) ----
+// ---- Convolutions and pools (conv.cc, pool.cc, deform_conv.cc) ----
 absl::Status AveragePool(KernelContext& ctx);
 absl::Status Conv(KernelContext& ctx);
 absl::Status ConvTranspose(KernelContext& ctx);
+absl::Status DeformConv(KernelContext& ctx);
 absl::Status GlobalAveragePool(KernelContext& ctx);
 absl::Status GlobalLpPool(KernelContext& ctx);
 absl::Status GlobalMaxPool(KernelContext& ctx);
 absl::Status LpPool(KernelContext& ctx);
 absl::Status MaxPool(KernelContext& ctx);
 
-// ---- Interpolation (resize.cc) ----
+// ---- Interpolation (resize.cc, grid_sample.cc) ----
+absl::Status AffineGrid(KernelContext& ctx);
+absl::Status GridSample(KernelContext& ctx);
 absl::Status Resize(KernelContext& ctx);
 
 // ---- Quantization (quantize.cc) ----
