@@ -303,6 +303,11 @@ absl::Status AffineGrid(KernelContext& ctx);
 absl::Status GridSample(KernelContext& ctx);
 absl::Status Resize(KernelContext& ctx);
 
+// ---- Spectral (spectral.cc) ----
+absl::Status DFT(KernelContext& ctx);
+absl::Status MelWeightMatrix(KernelContext& ctx);
+absl::Status STFT(KernelContext& ctx);
+
 // ---- Quantization (quantize.cc) ----
 absl::Status ConvInteger(KernelContext& ctx);
 absl::Status DequantizeLinear(KernelContext& ctx);
