@@ -303,6 +303,10 @@ absl::Status AffineGrid(KernelContext& ctx);
 absl::Status GridSample(KernelContext& ctx);
 absl::Status Resize(KernelContext& ctx);
 
+// ---- Detection (detection.cc) ----
+absl::Status NonMaxSuppression(KernelContext& ctx);
+absl::Status RoiAlign(KernelContext& ctx);
+
 // ---- Spectral (spectral.cc) ----
 absl::Status DFT(KernelContext& ctx);
 absl::Status MelWeightMatrix(KernelContext& ctx);
@@ -363,6 +367,7 @@ absl::Status Squeeze(KernelContext& ctx);
 absl::Status Tile(KernelContext& ctx);
 absl::Status Transpose(KernelContext& ctx);
 absl::Status Trilu(KernelContext& ctx);
+absl::Status Unique(KernelContext& ctx);  // unique.cc
 absl::Status Unsqueeze(KernelContext& ctx);
 
 // ---- Losses (loss.cc) ----
