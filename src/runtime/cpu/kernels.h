@@ -301,7 +301,7 @@ absl::Status MaxPool(KernelContext& ctx);
 // ---- Interpolation (resize.cc, grid_sample.cc) ----
 absl::Status AffineGrid(KernelContext& ctx);
 absl::Status GridSample(KernelContext& ctx);
-absl::Status Resize(KernelContext& ctx);
+absl::Status Resize(KernelContext& ctx);  // also Upsample
 
 // ---- Detection (detection.cc) ----
 absl::Status NonMaxSuppression(KernelContext& ctx);
@@ -311,6 +311,9 @@ absl::Status RoiAlign(KernelContext& ctx);
 absl::Status DFT(KernelContext& ctx);
 absl::Status MelWeightMatrix(KernelContext& ctx);
 absl::Status STFT(KernelContext& ctx);
+
+// ---- Text (tfidf.cc) ----
+absl::Status TfIdfVectorizer(KernelContext& ctx);
 
 // ---- Quantization (quantize.cc) ----
 absl::Status ConvInteger(KernelContext& ctx);

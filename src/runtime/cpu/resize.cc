@@ -1,10 +1,12 @@
-// Resize (and Upsample's successor forms): nearest, linear and cubic interpolation, one
-// axis at a time (the interpolation is separable), in double as onnx's reference.
+// Resize (and Upsample, its deprecated form: Resize-10's semantics): nearest, linear and cubic
+// interpolation, one axis at a time (the interpolation is separable), in double as onnx's
+// reference.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "kernels.h"
@@ -177,6 +179,12 @@ absl::Status Resize(KernelContext& ctx) {
                        ReadDoubles(ctx, v10 ? nullptr : ctx.optional_input(1)));
   TPC_ASSIGN_OR_RETURN(std::vector<double> scales_in,
                        ReadDoubles(ctx, ctx.optional_input(v10 ? 1 : 2)));
+  // Upsample-7 has its scales as an attribute.
+  if (auto it = ctx.node().attrs().find("scales"); v10 && it != ctx.node().attrs().end()) {
+    if (const auto* attr = std::get_if<std::vector<float>>(&it->second)) {
+      scales_in.assign(attr->begin(), attr->end());
+    }
+  }
   std::vector<int64_t> sizes_in;
   if (const Tensor* t = v10 ? nullptr : ctx.optional_input(3); t && t->num_elements() > 0) {
     TPC_ASSIGN_OR_RETURN(sizes_in, ReadInts(ctx, *t));
