@@ -560,6 +560,23 @@ TEST_CASE("QuantizeLinear and DequantizeLinear keep symbolic dims; types of opse
   CHECK_THAT(std::string(bad.Infer().message()), Catch::Contains("differs from the zero point"));
 }
 
+TEST_CASE("CenterCropPad and Col2Im take their sizes from known values", "[shape]") {
+  Builder b(18);
+  Value* x = b.Input("x", DType::kF32, {Sym("batch"), 10, 7});
+  Value* crop =
+      b.Op("CenterCropPad", {x, b.Ints({4, 9})}, {{"axes", std::vector<int64_t>{-2, -1}}});
+  Value* sizes = b.Input("sizes", DType::kI64, {2});
+  Value* unknown = b.Op("CenterCropPad", {x, sizes}, {{"axes", std::vector<int64_t>{1, 2}}});
+  Value* cols = b.Input("cols", DType::kF32, {Sym("batch"), 12, 20});
+  Value* im = b.Op("Col2Im", {cols, b.Ints({5, 8}), b.Ints({2, 3})});
+  Value* im2 = b.Op("Col2Im", {cols, sizes, b.Ints({2, 3})});
+  RequireOk(b.Infer());
+  CHECK(ShapeOf(crop) == "[batch, 4, 9]");
+  CHECK(ShapeOf(unknown) == "[batch, ?, ?]");
+  CHECK(ShapeOf(im) == "[batch, 2, 5, 8]");
+  CHECK(ShapeOf(im2) == "[batch, 2, ?, ?]");
+}
+
 TEST_CASE("Rule table", "[shape]") {
   std::vector<std::string> ops = SupportedOps();
   CHECK(std::is_sorted(ops.begin(), ops.end()));

@@ -199,6 +199,82 @@ TEST_CASE("Einsum broadcasts ellipsis dims and takes diagonals", "[runtime][kern
   CHECK(Floats(y[0]) == std::vector<float>{5, 1, 4, 13, 5, 8});
 }
 
+TEST_CASE("Det pivots past a zero and gives 0 for a singular matrix", "[runtime][kernels]") {
+  OneOp t;
+  t.Input("x", F32({2, 3, 3}, {0, 2, 1, 1, 1, 1, 2, 0, 3, 1, 2, 3, 2, 4, 6, 1, 0, 1}));
+  auto y = t.Run("Det");
+  REQUIRE(y[0].shape() == std::vector<int64_t>{2});
+  // Expansion along row 0: -2 * (3 - 2) + 1 * (0 - 2) = -4; rows 0 and 1 are parallel.
+  CHECK(Floats(y[0])[0] == Approx(-4));
+  CHECK(Floats(y[0])[1] == Approx(0).margin(1e-6));
+}
+
+TEST_CASE("GroupNormalization: scale per group (opset 18) and per channel (21)",
+          "[runtime][kernels]") {
+  // Groups of two channels: {0, 2, 4, 6} (mean 3, variance 5), {1, 1, 3, 5} (2.5, 2.75).
+  const std::vector<float> x = {0, 2, 4, 6, 1, 1, 3, 5};
+  const ir::Attributes attrs = {{"num_groups", int64_t{2}}, {"epsilon", 0.0f}};
+  {
+    OneOp t(18);
+    t.Input("x", F32({1, 4, 1, 2}, x));
+    t.Input("scale", F32({2}, {2, 1}));
+    t.Input("bias", F32({2}, {1, 0}));
+    const std::vector<float> y = Floats(t.Run("GroupNormalization", attrs)[0]);
+    const std::vector<double> want = {-1.6832816, 0.1055728,  1.8944272, 3.6832816,
+                                      -0.9045340, -0.9045340, 0.3015113, 1.5075567};
+    for (size_t i = 0; i < want.size(); ++i) CHECK(y[i] == Approx(want[i]).epsilon(1e-5));
+  }
+  {
+    OneOp t(21);
+    t.Input("x", F32({1, 4, 1, 2}, x));
+    t.Input("scale", F32({4}, {1, 2, 3, 4}));
+    t.Input("bias", F32({4}, {0, 0, 1, 1}));
+    const std::vector<float> y = Floats(t.Run("GroupNormalization", attrs)[0]);
+    const std::vector<double> want = {-1.3416408, -0.4472136, 0.8944272, 2.6832816,
+                                      -1.7136021, -1.7136021, 2.2060454, 7.0302269};
+    for (size_t i = 0; i < want.size(); ++i) CHECK(y[i] == Approx(want[i]).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("MeanVarianceNormalization over given axes; a constant line gives 0",
+          "[runtime][kernels]") {
+  OneOp t;
+  t.Input("x", F32({2, 2}, {1, 3, 5, 5}));
+  auto y = t.Run("MeanVarianceNormalization", {{"axes", std::vector<int64_t>{1}}});
+  CHECK(Floats(y[0])[0] == Approx(-1));
+  CHECK(Floats(y[0])[1] == Approx(1));
+  CHECK(Floats(y[0])[2] == 0);
+  CHECK(Floats(y[0])[3] == 0);
+}
+
+TEST_CASE("ReverseSequence, time-major and batch-major", "[runtime][kernels]") {
+  {
+    OneOp t;
+    t.Input("x", F32({4, 2}, {0, 1, 2, 3, 4, 5, 6, 7}));  // [time, batch]
+    t.Input("lens", I64({2}, {3, 1}));
+    auto y = t.Run("ReverseSequence", {{"batch_axis", int64_t{1}}, {"time_axis", int64_t{0}}});
+    CHECK(Floats(y[0]) == std::vector<float>{4, 1, 2, 3, 0, 5, 6, 7});
+  }
+  {
+    OneOp t;
+    t.Input("x", F32({2, 3}, {0, 1, 2, 3, 4, 5}));  // [batch, time]
+    t.Input("lens", I64({2}, {2, 3}));
+    auto y = t.Run("ReverseSequence", {{"batch_axis", int64_t{0}}, {"time_axis", int64_t{1}}});
+    CHECK(Floats(y[0]) == std::vector<float>{1, 0, 2, 5, 4, 3});
+  }
+}
+
+TEST_CASE("CenterCropPad crops and pads odd amounts with the extra element last",
+          "[runtime][kernels]") {
+  OneOp t;
+  t.Input("x", F32({3, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+  t.Ints({2, 7});
+  auto y = t.Run("CenterCropPad");
+  REQUIRE(y[0].shape() == std::vector<int64_t>{2, 7});
+  // Rows: 3 -> 2 drops the last; columns: 4 -> 7 pads one before, two after.
+  CHECK(Floats(y[0]) == std::vector<float>{0, 0, 1, 2, 3, 0, 0, 0, 4, 5, 6, 7, 0, 0});
+}
+
 }  // namespace
 }  // namespace tpc::runtime
 

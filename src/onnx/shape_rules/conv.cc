@@ -1,9 +1,11 @@
-// Convolutions and pools over a sliding window (Conv, MaxPool, AveragePool, LpPool): a rule
+// Convolutions and pools over a sliding window (Conv, MaxPool, AveragePool, LpPool, and
+// Col2Im, which libonnx 1.12 predates): a rule
 // of tpc's own rather than libonnx's, so that symbolic dims flow (the batch, and a length
 // under a stride-1 window: `seq-4`) and so that what libonnx 1.12 does not know is right
 // (pool dilations, added at opset 19; ceil_mode never starting a window in the padding).
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -146,6 +148,44 @@ absl::Status InferPool(InferenceContext& ctx) {
   // MaxPool's Indices: the argmax of each window.
   if (ctx.num_outputs() > 1) ctx.set_output_type(1, TensorType(DType::kI64, out));
   ctx.set_output_type(0, TensorType(x.dtype, std::move(out)));
+  return absl::OkStatus();
+}
+
+// [N, C * prod(block_shape), L] -> [N, C, image_shape...]; dims from the known values of
+// image_shape and block_shape (unknown where they are not known).
+absl::Status InferCol2Im(InferenceContext& ctx) {
+  TPC_RETURN_IF_ERROR(RequireInputs(ctx, 3));
+  TPC_ASSIGN_OR_RETURN(const Dims* x, RankedInput(ctx, 0));
+  const DType t = ctx.input_type(0).dtype;
+  if (x->size() != 3) {
+    return ctx.Error(absl::StrCat("input ", ir::DimsToString(*x), " must be [N, C * taps, L]"));
+  }
+  const std::optional<Dims>& image = ctx.input_value(1);
+  const std::optional<std::vector<int64_t>> block = StaticInts(ctx, 2);
+  std::optional<int64_t> spatial;
+  if (image.has_value()) {
+    spatial = static_cast<int64_t>(image->size());
+  } else if (const auto& s = ctx.input_type(1).shape; s && s->size() == 1 && (*s)[0].is_static()) {
+    spatial = (*s)[0].value();
+  }
+  if (!spatial.has_value()) {
+    SetUnknownRank(ctx, 0, t);
+    return absl::OkStatus();
+  }
+  Dims out = {(*x)[0], Dim::Unknown()};
+  if (block.has_value() && (*x)[1].is_static()) {
+    int64_t taps = 1;
+    for (int64_t b : *block) taps *= b;
+    if (taps <= 0 || (*x)[1].value() % taps != 0) {
+      return ctx.Error(
+          absl::StrCat("input ", ir::DimsToString(*x), " does not hold blocks of ", taps, " taps"));
+    }
+    out[1] = (*x)[1].value() / taps;
+  }
+  for (int64_t d = 0; d < *spatial; ++d) {
+    out.push_back(image.has_value() ? (*image)[static_cast<size_t>(d)] : Dim::Unknown());
+  }
+  ctx.set_output_type(0, TensorType(t, std::move(out)));
   return absl::OkStatus();
 }
 

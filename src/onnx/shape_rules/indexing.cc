@@ -1,5 +1,5 @@
 // Indexing, joining and splitting: Slice, Gather, GatherElements, GatherND, Scatter*,
-// Concat, Split, Tile, Pad. Slices, gathers and concatenations of known values are
+// Concat, Split, Tile, Pad, CenterCropPad. Slices, gathers and concatenations of known values are
 // evaluated.
 #include <algorithm>
 #include <cstdint>
@@ -386,6 +386,31 @@ absl::Status InferTile(InferenceContext& ctx) {
   Dims out(in->size());
   for (size_t k = 0; k < out.size(); ++k) out[k] = (*in)[k] * (*repeats)[k];
   ctx.set_output_type(0, TensorType(t, std::move(out)));
+  return absl::OkStatus();
+}
+
+// x's dims, those of `axes` (default all) the known values of `shape` (else unknown).
+absl::Status InferCenterCropPad(InferenceContext& ctx) {
+  TPC_RETURN_IF_ERROR(RequireInputs(ctx, 2));
+  TPC_ASSIGN_OR_RETURN(const Dims* in, RankedInput(ctx, 0));
+  const int64_t rank = static_cast<int64_t>(in->size());
+  std::vector<int64_t> axes;
+  if (ctx.node().has_attr("axes")) {
+    axes = ctx.node().attr_ints("axes");
+  } else {
+    for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
+  }
+  const std::optional<Dims>& sizes = ctx.input_value(1);
+  if (sizes.has_value() && sizes->size() != axes.size()) {
+    return ctx.Error(
+        absl::StrCat("shape has ", sizes->size(), " sizes for ", axes.size(), " axes"));
+  }
+  Dims out = *in;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    TPC_ASSIGN_OR_RETURN(const int64_t a, NormalizeAxis(ctx, axes[k], rank));
+    out[static_cast<size_t>(a)] = sizes.has_value() ? (*sizes)[k] : Dim::Unknown();
+  }
+  ctx.set_output_type(0, TensorType(ctx.input_type(0).dtype, std::move(out)));
   return absl::OkStatus();
 }
 

@@ -104,6 +104,7 @@ absl::Status InferAttention(InferenceContext& ctx);
 // ---- Convolutions and pools (conv.cc) ----
 absl::Status InferConv(InferenceContext& ctx);
 absl::Status InferPool(InferenceContext& ctx);  // MaxPool (and Indices), AveragePool, LpPool
+absl::Status InferCol2Im(InferenceContext& ctx);
 
 // ---- Reductions (reduce.cc) ----
 absl::Status InferReduce(InferenceContext& ctx);  // axes attribute or input
@@ -131,6 +132,7 @@ absl::Status InferConcat(InferenceContext& ctx);
 absl::Status InferSplit(InferenceContext& ctx);
 absl::Status InferTile(InferenceContext& ctx);
 absl::Status InferPad(InferenceContext& ctx);
+absl::Status InferCenterCropPad(InferenceContext& ctx);
 
 // ---- Tensor generators (generators.cc) ----
 absl::Status InferConstant(InferenceContext& ctx);

@@ -1,6 +1,7 @@
 // Conv and ConvTranspose, N-D with groups, strides, dilations and padding: the window's
 // taps laid out as the columns of a matrix (im2col) and one GEMM per image and group; the
 // transposed convolution is the GEMM followed by the scatter-add back (col2im).
+// Col2Im (the operator) is that scatter-add alone.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -241,6 +242,51 @@ absl::Status ConvTranspose(KernelContext& ctx) {
       }
     }
     if (b != nullptr) AddBias(ctx.pool(), n, out_channels, y_size, b->data<T>(), y->data<T>());
+    return absl::OkStatus();
+  });
+}
+
+// [N, C * prod(block_shape), L] columns summed back into [N, C, image_shape...]: column l
+// holds the block at window position l, row c * taps + t its tap t of channel c.
+absl::Status Col2Im(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(Shape image, ReadInts(ctx, ctx.input(1)));
+  TPC_ASSIGN_OR_RETURN(Shape block, ReadInts(ctx, ctx.input(2)));
+  const size_t s = image.size();
+  const auto& node = ctx.node();
+  Window win;
+  win.in = image;
+  win.kernel = block;
+  win.strides = node.has_attr("strides") ? node.attr_ints("strides") : Shape(s, 1);
+  win.dilations = node.has_attr("dilations") ? node.attr_ints("dilations") : Shape(s, 1);
+  const Shape pads = node.has_attr("pads") ? node.attr_ints("pads") : Shape(2 * s, 0);
+  if (s == 0 || block.size() != s || win.strides.size() != s || win.dilations.size() != s ||
+      pads.size() != 2 * s) {
+    return ctx.Error("block_shape, strides, dilations or pads do not match image_shape");
+  }
+  win.pad_begin.assign(pads.begin(), pads.begin() + static_cast<int64_t>(s));
+  win.pad_end.assign(pads.begin() + static_cast<int64_t>(s), pads.end());
+  for (size_t d = 0; d < s; ++d) {
+    if (win.strides[d] < 1 || win.dilations[d] < 1 || block[d] < 1 || image[d] < 0) {
+      return ctx.Error("strides, dilations and block_shape must be positive");
+    }
+    win.out.push_back(WindowOutputSize(image[d], block[d], win.strides[d], win.dilations[d],
+                                       win.pad_begin[d], win.pad_end[d], false));
+  }
+  const int64_t taps = NumElements(block), outs = NumElements(win.out);
+  if (x.rank() != 3 || x.dim(1) % taps != 0 || x.dim(2) != outs) {
+    return ctx.Error(
+        absl::StrCat("input must be [N, C * ", taps, ", ", outs, "], got ", x.TypeString()));
+  }
+  const int64_t n = x.dim(0), c = x.dim(1) / taps, size = NumElements(image);
+  Shape out_shape = {n, c};
+  out_shape.insert(out_shape.end(), image.begin(), image.end());
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out_shape, x.dtype()));
+  return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
+    std::fill(y->data<T>(), y->data<T>() + y->num_elements(), T(0));
+    for (int64_t i = 0; i < n; ++i) {
+      Col2Im(ctx.pool(), win, c, x.data<T>() + i * c * taps * outs, y->data<T>() + i * c * size);
+    }
     return absl::OkStatus();
   });
 }

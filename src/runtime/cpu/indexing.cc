@@ -1,5 +1,5 @@
 // Indexing: Slice, Gather, tpc::CheckIndices, GatherElements, GatherND, ScatterND, ScatterElements,
-// Pad, Trilu.
+// Pad, CenterCropPad, ReverseSequence, Trilu.
 #include <algorithm>
 
 #include "kernels.h"
@@ -323,6 +323,87 @@ absl::Status Pad(KernelContext& ctx) {
         off += p * strides[d];
       }
       y->data<U>()[i] = outside ? fill : x.data<U>()[off];
+    }
+    return absl::OkStatus();
+  });
+}
+
+// Each axis of `axes` (default all) cropped or zero-padded to its size in `shape`, centred:
+// the odd element cropped or padded at the end.
+absl::Status CenterCropPad(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t rank = x.rank();
+  TPC_ASSIGN_OR_RETURN(auto sizes, ReadInts(ctx, ctx.input(1)));
+  std::vector<int64_t> axes;
+  if (ctx.node().has_attr("axes")) {
+    axes = ctx.node().attr_ints("axes");
+  } else {
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  }
+  if (sizes.size() != axes.size()) {
+    return ctx.Error(absl::StrCat("shape has ", sizes.size(), " sizes for ", axes.size(), " axes"));
+  }
+  // y[i] reads x[i + shift] along each dim (a crop shifts forward, a pad backward).
+  Shape out = x.shape(), shift(static_cast<size_t>(rank), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    TPC_ASSIGN_OR_RETURN(const int64_t a, NormalizeAxis(ctx, axes[i], rank));
+    const auto d = static_cast<size_t>(a);
+    if (sizes[i] < 0) return ctx.Error("sizes must not be negative");
+    shift[d] =
+        x.shape()[d] >= sizes[i] ? (x.shape()[d] - sizes[i]) / 2 : -((sizes[i] - x.shape()[d]) / 2);
+    out[d] = sizes[i];
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
+  const Shape strides = Strides(x.shape());
+  return VisitBySize(ctx, x.dtype(), [&]<typename U>() -> absl::Status {
+    Shape idx(static_cast<size_t>(rank));
+    for (int64_t i = 0; i < y->num_elements(); ++i) {
+      Unravel(i, out, idx);
+      int64_t off = 0;
+      bool inside = true;
+      for (size_t d = 0; d < idx.size() && inside; ++d) {
+        const int64_t p = idx[d] + shift[d];
+        inside = p >= 0 && p < x.shape()[d];
+        off += p * strides[d];
+      }
+      y->data<U>()[i] = inside ? x.data<U>()[off] : U{};
+    }
+    return absl::OkStatus();
+  });
+}
+
+// The first sequence_lens[b] elements along time_axis reversed, for each b along batch_axis.
+absl::Status ReverseSequence(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(auto lens, ReadInts(ctx, ctx.input(1)));
+  const int64_t batch_axis = ctx.node().attr_int("batch_axis", 1);
+  const int64_t time_axis = ctx.node().attr_int("time_axis", 0);
+  if (x.rank() < 2 || (batch_axis != 0 && batch_axis != 1) || time_axis + batch_axis != 1) {
+    return ctx.Error("batch_axis and time_axis must be 0 and 1 (either way) of a rank >= 2 input");
+  }
+  const int64_t batch = x.dim(batch_axis), time = x.dim(time_axis);
+  if (static_cast<int64_t>(lens.size()) != batch) {
+    return ctx.Error(
+        absl::StrCat("sequence_lens has ", lens.size(), " lengths for a batch of ", batch));
+  }
+  for (int64_t len : lens) {
+    if (len < 0 || len > time) {
+      return ctx.Error(absl::StrCat("a sequence length ", len, " is outside [0, ", time, "]"));
+    }
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  const int64_t inner = x.num_elements() / std::max<int64_t>(batch * time, 1);
+  const Shape strides = Strides(x.shape());
+  const int64_t sb = strides[static_cast<size_t>(batch_axis)];
+  const int64_t st = strides[static_cast<size_t>(time_axis)];
+  return VisitBySize(ctx, x.dtype(), [&]<typename U>() -> absl::Status {
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t len = lens[static_cast<size_t>(b)];
+      for (int64_t t = 0; t < time; ++t) {
+        const int64_t from = t < len ? len - 1 - t : t;
+        std::memcpy(y->data<U>() + b * sb + t * st, x.data<U>() + b * sb + from * st,
+                    static_cast<size_t>(inner) * sizeof(U));
+      }
     }
     return absl::OkStatus();
   });

@@ -280,6 +280,7 @@ void Gemm2D(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T*
             const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
 
 absl::Status Einsum(KernelContext& ctx);  // einsum.cc
+absl::Status Det(KernelContext& ctx);     // det.cc
 absl::Status Gemm(KernelContext& ctx);
 absl::Status MatMul(KernelContext& ctx);
 
@@ -289,6 +290,7 @@ absl::Status RotaryEmbedding(KernelContext& ctx);
 
 // ---- Convolutions and pools (conv.cc, pool.cc, deform_conv.cc) ----
 absl::Status AveragePool(KernelContext& ctx);
+absl::Status Col2Im(KernelContext& ctx);
 absl::Status Conv(KernelContext& ctx);
 absl::Status ConvTranspose(KernelContext& ctx);
 absl::Status DeformConv(KernelContext& ctx);
@@ -297,6 +299,7 @@ absl::Status GlobalLpPool(KernelContext& ctx);
 absl::Status GlobalMaxPool(KernelContext& ctx);
 absl::Status LpPool(KernelContext& ctx);
 absl::Status MaxPool(KernelContext& ctx);
+absl::Status MaxUnpool(KernelContext& ctx);
 
 // ---- Interpolation (resize.cc, grid_sample.cc) ----
 absl::Status AffineGrid(KernelContext& ctx);
@@ -338,15 +341,18 @@ absl::Status TopK(KernelContext& ctx);
 
 // ---- Softmax and norms (norms.cc) ----
 absl::Status BatchNormalization(KernelContext& ctx);
+absl::Status GroupNormalization(KernelContext& ctx);
 absl::Status Hardmax(KernelContext& ctx);
 absl::Status InstanceNormalization(KernelContext& ctx);
 absl::Status LRN(KernelContext& ctx);
 absl::Status LayerNormalization(KernelContext& ctx);
 absl::Status LogSoftmax(KernelContext& ctx);
+absl::Status MeanVarianceNormalization(KernelContext& ctx);
 absl::Status RMSNormalization(KernelContext& ctx);
 absl::Status Softmax(KernelContext& ctx);
 
 // ---- Shape and movement (movement.cc, indexing.cc) ----
+absl::Status CenterCropPad(KernelContext& ctx);
 absl::Status Compress(KernelContext& ctx);
 absl::Status Concat(KernelContext& ctx);
 absl::Status DepthToSpace(KernelContext& ctx);
@@ -361,6 +367,7 @@ absl::Status Identity(KernelContext& ctx);
 absl::Status NonZero(KernelContext& ctx);
 absl::Status Pad(KernelContext& ctx);
 absl::Status Reshape(KernelContext& ctx);
+absl::Status ReverseSequence(KernelContext& ctx);
 absl::Status ScatterElements(KernelContext& ctx);
 absl::Status ScatterND(KernelContext& ctx);
 absl::Status Slice(KernelContext& ctx);

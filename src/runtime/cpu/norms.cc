@@ -1,5 +1,7 @@
 // Softmax, LogSoftmax, Hardmax and the normalisation layers (LayerNormalization, RMS norm,
-// BatchNormalization in inference mode, InstanceNormalization).
+// BatchNormalization in inference mode, InstanceNormalization, GroupNormalization,
+// MeanVarianceNormalization).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -289,6 +291,98 @@ absl::Status LRN(KernelContext& ctx) {
   });
 }
 absl::Status InstanceNormalization(KernelContext& ctx) { return ChannelNorm(ctx, true); }
+
+// y = (x - mean) / sqrt(var + epsilon) * scale + bias over each (image, group of C /
+// num_groups channels); scale and bias per channel (opset 21) or per group (opset 18).
+absl::Status GroupNormalization(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 2) return ctx.Error("the input needs a channel dim");
+  const int64_t groups = ctx.node().attr_int("num_groups", 0);
+  const int64_t n = x.dim(0), c = x.dim(1);
+  if (groups < 1 || c % groups != 0) {
+    return ctx.Error(absl::StrCat(c, " channels do not split into num_groups = ", groups));
+  }
+  const int64_t per = ctx.opset() >= 21 ? c : groups;
+  for (int i = 1; i < 3; ++i) {
+    if (ctx.input(i).dtype() != x.dtype() || ctx.input(i).num_elements() != per) {
+      return ctx.Error(absl::StrCat("input ", i, " must have ", per, " elements of x's type"));
+    }
+  }
+  const int64_t plane = n * c == 0 ? 0 : x.num_elements() / (n * c);
+  const int64_t cg = c / groups, len = cg * plane;
+  const double eps = ctx.node().attr_float("epsilon", 1e-5f);
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
+    const T* scale = ctx.input(1).data<T>();
+    const T* bias = ctx.input(2).data<T>();
+    ctx.pool().ParallelFor(n * groups, 1, [&](int64_t b, int64_t e) {
+      for (int64_t ng = b; ng < e; ++ng) {
+        const T* xp = x.data<T>() + ng * len;
+        T* yp = y->data<T>() + ng * len;
+        double mean = 0, var = 0;
+        for (int64_t k = 0; k < len; ++k) mean += xp[k];
+        mean /= static_cast<double>(std::max<int64_t>(len, 1));
+        for (int64_t k = 0; k < len; ++k) var += (xp[k] - mean) * (xp[k] - mean);
+        var /= static_cast<double>(std::max<int64_t>(len, 1));
+        const double inv = 1 / std::sqrt(var + eps);
+        for (int64_t j = 0; j < cg; ++j) {
+          const int64_t ch = (ng % groups) * cg + j, at = per == c ? ch : ng % groups;
+          const double a = scale[at] * inv, bb = bias[at] - mean * a;
+          for (int64_t k = j * plane; k < (j + 1) * plane; ++k) {
+            yp[k] = static_cast<T>(xp[k] * a + bb);
+          }
+        }
+      }
+    });
+    return absl::OkStatus();
+  });
+}
+
+// y = (x - mean) / (sqrt(mean(x^2) - mean^2) + 1e-9) over `axes` (default 0, 2, 3), as
+// ONNX's function body computes it.
+absl::Status MeanVarianceNormalization(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  std::vector<int64_t> axes =
+      ctx.node().has_attr("axes") ? ctx.node().attr_ints("axes") : std::vector<int64_t>{0, 2, 3};
+  std::vector<bool> reduced(static_cast<size_t>(x.rank()), false);
+  for (int64_t a : axes) {
+    TPC_ASSIGN_OR_RETURN(const int64_t d, NormalizeAxis(ctx, a, x.rank()));
+    reduced[static_cast<size_t>(d)] = true;
+  }
+  // Statistics per element of the kept dims.
+  Shape kept_shape;
+  for (int64_t d = 0; d < x.rank(); ++d) kept_shape.push_back(reduced[d] ? 1 : x.dim(d));
+  const int64_t groups = NumElements(kept_shape);
+  const double count =
+      static_cast<double>(std::max<int64_t>(groups == 0 ? 0 : x.num_elements() / groups, 1));
+  const Shape kept_strides = Strides(kept_shape);
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
+    const T* px = x.data<T>();
+    std::vector<double> sum(static_cast<size_t>(groups)), sq(static_cast<size_t>(groups));
+    std::vector<int64_t> group(static_cast<size_t>(x.num_elements()));
+    Shape idx(static_cast<size_t>(x.rank()), 0);
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      int64_t g = 0;
+      for (size_t d = 0; d < idx.size(); ++d) g += reduced[d] ? 0 : idx[d] * kept_strides[d];
+      group[static_cast<size_t>(i)] = g;
+      sum[static_cast<size_t>(g)] += px[i];
+      sq[static_cast<size_t>(g)] += static_cast<double>(px[i]) * px[i];
+      for (size_t d = idx.size(); d-- > 0;) {
+        if (++idx[d] < x.dim(static_cast<int64_t>(d))) break;
+        idx[d] = 0;
+      }
+    }
+    T* py = y->data<T>();
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      const auto g = static_cast<size_t>(group[static_cast<size_t>(i)]);
+      const double mean = sum[g] / count;
+      const double sd = std::sqrt(std::max(0.0, sq[g] / count - mean * mean));
+      py[i] = static_cast<T>((px[i] - mean) / (sd + 1e-9));
+    }
+    return absl::OkStatus();
+  });
+}
 absl::Status RMSNormalization(KernelContext& ctx) { return NormImpl(ctx, true); }
 
 }  // namespace tpc::runtime::cpu

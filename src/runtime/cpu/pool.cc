@@ -1,5 +1,6 @@
 // The pools: MaxPool (with its Indices), AveragePool and LpPool over a sliding window, and
 // their global forms over every spatial element. One image plane ([N, C] each) at a time.
+// MaxUnpool puts MaxPool's values back where its indices say.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -166,6 +167,61 @@ absl::Status LpPool(KernelContext& ctx) {
   opt.kind = PoolKind::kLp;
   opt.p = static_cast<double>(ctx.node().attr_int("p", 2));
   return PoolImpl(ctx, opt);
+}
+
+// y = zeros, y[I[i]] = X[i]: I indexes the flattened output of the pool's inverse geometry
+// ((in - 1) * stride - pads + kernel); a larger output_shape holds that output in its
+// leading corner (as ONNX's reference does).
+absl::Status MaxUnpool(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  if (x.rank() < 3 || indices.shape() != x.shape()) {
+    return ctx.Error(absl::StrCat("X must be [N, C, spatial...] and I of its shape, got ",
+                                  x.TypeString(), " and ", indices.TypeString()));
+  }
+  const auto s = static_cast<size_t>(x.rank() - 2);
+  const Shape kernel = ctx.node().attr_ints("kernel_shape");
+  const Shape strides =
+      ctx.node().has_attr("strides") ? ctx.node().attr_ints("strides") : Shape(s, 1);
+  const Shape pads = ctx.node().has_attr("pads") ? ctx.node().attr_ints("pads") : Shape(2 * s, 0);
+  if (kernel.size() != s || strides.size() != s || pads.size() != 2 * s) {
+    return ctx.Error("kernel_shape, strides or pads do not match the spatial dims");
+  }
+  Shape inferred = {x.dim(0), x.dim(1)};
+  for (size_t d = 0; d < s; ++d) {
+    inferred.push_back((x.dim(static_cast<int64_t>(d) + 2) - 1) * strides[d] - pads[d] -
+                       pads[d + s] + kernel[d]);
+  }
+  Shape out = inferred;
+  if (const Tensor* shape = ctx.optional_input(2); shape != nullptr) {
+    TPC_ASSIGN_OR_RETURN(out, ReadInts(ctx, *shape));
+    if (out.size() != inferred.size()) return ctx.Error("output_shape has the wrong rank");
+    for (size_t d = 0; d < out.size(); ++d) {
+      if (out[d] < inferred[d]) {
+        return ctx.Error(absl::StrCat("output_shape ", ShapeString(out), " is smaller than ",
+                                      ShapeString(inferred)));
+      }
+    }
+  }
+  TPC_ASSIGN_OR_RETURN(auto idx, ReadInts(ctx, indices));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
+  const int64_t total = NumElements(inferred);
+  const Shape out_strides = Strides(out);
+  return VisitNumeric(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
+    std::fill(y->data<T>(), y->data<T>() + y->num_elements(), T(0));
+    Shape pos(inferred.size());
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      const int64_t at = idx[static_cast<size_t>(i)];
+      if (at < 0 || at >= total) {
+        return ctx.Error(absl::StrCat("index ", at, " is outside the output (", total, ")"));
+      }
+      Unravel(at, inferred, &pos);
+      int64_t off = 0;
+      for (size_t d = 0; d < pos.size(); ++d) off += pos[d] * out_strides[d];
+      y->data<T>()[off] = x.data<T>()[i];
+    }
+    return absl::OkStatus();
+  });
 }
 
 absl::Status GlobalAveragePool(KernelContext& ctx) {
