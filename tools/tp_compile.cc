@@ -53,9 +53,14 @@ tpc::cli::Parser MakeParser() {
   p.Add({"output", "DIR", "output folder for the plans (required)", "", false});
   p.Add({"tp", "N", "number of tensor-parallel ranks", "1", false});
   p.Add({"objective", "KIND",
-         "memory: weight bytes per rank first, then collective time; "
+         "balanced: weight bytes per rank within --weight-slack of the least, then the shortest "
+         "modelled step; memory: weight bytes per rank first, then collective time; "
          "time: modelled step time (compute + collectives)",
-         "memory", false});
+         "balanced", false});
+  p.Add({"weight-slack", "FRACTION",
+         "with --objective balanced: how many more weight bytes per rank than the memory "
+         "objective's plan a plan may hold for a shorter modelled step (0.05: 5%)",
+         "0.05", false});
   p.Add({"memory-budget", "BYTES",
          "with --objective time: most weight bytes per rank (123456, 512MiB, 1GB)", "", false});
   p.Add({"device-profile", "NAME", "h100-nvlink, a100-nvlink or pcie4", "h100-nvlink", false});
@@ -149,8 +154,8 @@ class Compiler {
     }
     TPC_ASSIGN_OR_RETURN(shard_, tpc::shard::ShardGraph(*graph_, options_, constraints));
     times_["shard"] = Seconds(t);
-    // Under the memory objective every weight that can split does; none did.
-    if (tp_ > 1 && options_.objective == tpc::shard::Objective::kMemory &&
+    // Under the memory and balanced objectives every weight that can split does; none did.
+    if (tp_ > 1 && options_.objective != tpc::shard::Objective::kTime &&
         shard_.weight_bytes_total > 0 &&
         shard_.weight_bytes_per_rank >= shard_.weight_bytes_total) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -219,16 +224,32 @@ class Compiler {
 
   absl::Status ShardOptionsFromArgs() {
     options_.mesh = tpc::shard::Mesh::Tp(tp_);
-    const std::string objective = args_.get("objective", "memory");
-    if (objective == "memory") {
-      options_.objective = tpc::shard::Objective::kMemory;
-    } else if (objective == "time") {
-      options_.objective = tpc::shard::Objective::kTime;
-    } else {
+    const std::string objective = args_.get("objective", "balanced");
+    auto parsed = tpc::shard::ObjectiveFromName(objective);
+    if (!parsed) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--objective ", objective, ": expected memory or time"));
+          absl::StrCat("--objective ", objective, ": expected balanced, memory or time"));
+    }
+    options_.objective = *parsed;
+    if (args_.has("weight-slack")) {
+      if (options_.objective != tpc::shard::Objective::kBalanced) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--weight-slack applies to --objective balanced, not ", objective));
+      }
+      const std::string text = args_.get("weight-slack");
+      double slack = 0;
+      if (!absl::SimpleAtod(text, &slack) || !(slack >= 0) || slack > 10) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--weight-slack ", text, ": expected a fraction from 0 to 10 (0.05: 5% more)"));
+      }
+      options_.weight_slack = slack;
     }
     if (args_.has("memory-budget")) {
+      if (options_.objective != tpc::shard::Objective::kTime) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--memory-budget applies to --objective time, not ", objective,
+                         " (the balanced objective's bound is --weight-slack)"));
+      }
       TPC_ASSIGN_OR_RETURN(int64_t budget,
                            tpc::cli::ParseByteSize("memory-budget", args_.get("memory-budget")));
       options_.memory_budget_bytes = budget;
@@ -303,7 +324,8 @@ class Compiler {
 
   std::map<std::string, std::string> RecordedOptions() const {
     std::map<std::string, std::string> out;
-    for (const char* key : {"objective", "memory-budget", "device-profile", "styles", "seq-dim"}) {
+    for (const char* key :
+         {"objective", "weight-slack", "memory-budget", "device-profile", "styles", "seq-dim"}) {
       if (args_.has(key)) out[key] = args_.get(key);
     }
     for (const char* key : {"dim", "divisible", "input-placement", "output-placement"}) {

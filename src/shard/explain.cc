@@ -12,8 +12,6 @@ namespace internal {
 std::vector<std::string> RewriteBeforeSolving(ir::Graph& graph, const ShardOptions& options,
                                               const Constraints& constraints);
 ShardOptions WithBlockCounts(const ir::Graph& graph, const ShardOptions& options);
-absl::StatusOr<std::pair<std::unique_ptr<ProblemBuilder>, MinSumSolution>> BuildAndSolve(
-    const ir::Graph& graph, const ShardOptions& options, const Constraints& constraints);
 }  // namespace internal
 
 namespace {
@@ -23,6 +21,19 @@ std::string CostText(const ShardOptions& options, const Cost& c) {
   if (options.objective == Objective::kTime) {
     return absl::StrCat("step ", c.v[0] * 1e-6, " us, weights ", c.v[1], " B/rank, ", c.v[2],
                         " collectives");
+  }
+  if (options.objective == Objective::kBalanced) {
+    std::string out = absl::StrCat("weights ", c.v[3], " B/rank",
+                                   c.v[3] > options.slack_budget_bytes * (1 + 1e-12)
+                                       ? absl::StrCat(" (over the slack's ",
+                                                      options.slack_budget_bytes, ")")
+                                       : "",
+                                   ", step ", c.v[4] * 1e-6, " us (compute + ", c.v[2],
+                                   " collectives)");
+    if (options.sequence_parallel) {
+      absl::StrAppend(&out, ", ", c.v[1], " values off sequence shards");
+    }
+    return out;
   }
   std::string out = absl::StrCat("matrix weights ", c.v[0], " B/rank, collectives ", c.v[1] * 1e-6,
                                  " us (", c.v[3], ")");
@@ -54,9 +65,13 @@ absl::StatusOr<std::string> ExplainValue(ir::Graph& graph, const ShardOptions& r
     return absl::NotFoundError(absl::StrCat("--explain: no value named '", value_name, "'",
                                             DidYouMean(value_name, names)));
   }
-  TPC_ASSIGN_OR_RETURN(auto solved, internal::BuildAndSolve(graph, options, constraints));
-  const internal::ProblemBuilder& b = *solved.first;
-  const MinSumSolution& best = solved.second;
+  TPC_ASSIGN_OR_RETURN(internal::Solved solved,
+                       internal::BuildAndSolve(graph, options, constraints));
+  const internal::ProblemBuilder& b = *solved.builder;
+  const MinSumSolution& best = solved.solution;
+  // The objective the plan was found under (the balanced one's price of a weight byte,
+  // or the memory objective when the slack bought nothing).
+  const ShardOptions& solved_options = solved.options;
   const ir::Node* producer = v->producer();
   std::string out = absl::StrCat(
       v->name(), ": ", v->type().ToString(), " → ", b.PlacementOf(v, best.assignment).ToString(),
@@ -89,19 +104,25 @@ absl::StatusOr<std::string> ExplainValue(ir::Graph& graph, const ShardOptions& r
   }
   const int var = *b.VarOf(producer);
   const internal::Decision& d = b.decisions()[static_cast<size_t>(var)];
-  absl::StrAppend(&out, "  alternatives, each with the best plan that takes it:\n");
+  absl::StrAppend(&out, "  alternatives, each with the best plan that takes it (",
+                  ObjectiveName(solved_options.objective), " objective",
+                  solved_options.objective == Objective::kBalanced
+                      ? absl::StrCat(": weights within ", solved_options.slack_budget_bytes,
+                                     " B/rank, then the shortest modelled step")
+                      : "",
+                  "):\n");
   for (int c = 0; c < d.size(); ++c) {
-    internal::ProblemBuilder clamped(graph, options, constraints, b.sp_values());
+    internal::ProblemBuilder clamped(graph, solved_options, constraints, b.sp_values());
     TPC_RETURN_IF_ERROR(clamped.Build());
     clamped.Clamp(var, c);
-    auto sol = SolveMinSum(clamped.problem());
+    auto sol = SolveMinSum(internal::PricedProblem(clamped, solved_options));
     const std::string name = d.kind != internal::Decision::Kind::kCall
                                  ? d.placements[static_cast<size_t>(c)].ToString()
                                  : absl::StrCat(d.strategies[static_cast<size_t>(c)].name, " → ",
                                                 d.OutputPlacement(c, v->index()).ToString());
     const bool chosen = best.assignment[static_cast<size_t>(var)] == c;
     absl::StrAppend(&out, chosen ? "  * " : "    ", name, ": ",
-                    sol.ok() ? CostText(options, sol->cost) : std::string(sol.status().message()),
+                    sol.ok() ? CostText(solved_options, sol->cost) : std::string(sol.status().message()),
                     "\n");
   }
   return out;

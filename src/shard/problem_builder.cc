@@ -87,13 +87,22 @@ int64_t ProblemBuilder::SeqDim(const ir::Value& v) const {
 }
 
 ProblemBuilder::Slots ProblemBuilder::slots() const {
-  if (options_.objective == Objective::kTime) return {1, 0, 3, 2, 1, 0};
-  return {0, 1, 2, 3, 4, -1};
+  switch (options_.objective) {
+    case Objective::kTime:
+      return {1, 0, 3, 2, 1, 0, 0};
+    case Objective::kBalanced:
+      return {3, 4, 1, 2, 3, 4, 0};
+    case Objective::kMemory:
+      break;
+  }
+  return {0, 1, 2, 3, 4, -1, -1};
 }
 
 Cost ProblemBuilder::Collective(double picos) const {
-  Cost c = Cost::Component(slots().time, picos);
-  c.v[static_cast<size_t>(slots().count)] += 1;
+  const Slots s = slots();
+  Cost c = Cost::Component(s.time, picos);
+  if (s.priced >= 0 && s.priced != s.time) c.v[static_cast<size_t>(s.priced)] += picos;
+  c.v[static_cast<size_t>(s.count)] += 1;
   return c;
 }
 
@@ -114,10 +123,12 @@ Cost ProblemBuilder::Transition(const Placement& from, const Placement& to, doub
 Cost ProblemBuilder::WeightCost(double bytes, bool matrix) const {
   // Memory objective: matrices first; vectors (biases, norm scales) last, so that
   // splitting one never pays for a collective.
-  Cost c = Cost::Component(matrix ? slots().weights : slots().vectors, bytes);
-  // Under a memory budget the time objective also prices weight bytes.
+  const Slots s = slots();
+  Cost c = Cost::Component(matrix ? s.weights : s.vectors, bytes);
+  // Under a memory budget the time objective also prices weight bytes. (The balanced
+  // objective prices them after building: PricedProblem.)
   if (options_.objective == Objective::kTime && options_.weight_price_ps_per_byte > 0) {
-    c.v[static_cast<size_t>(slots().time)] += std::round(options_.weight_price_ps_per_byte * bytes);
+    c.v[static_cast<size_t>(s.priced)] += std::round(options_.weight_price_ps_per_byte * bytes);
   }
   return c;
 }
@@ -346,9 +357,14 @@ void ProblemBuilder::AddCallCosts(int var) {
     for (const InternalCollective& ic : s.internal) {
       c += Collective(CollectivePicos(options_.profile, ic.kind, n(), ic.bytes));
     }
-    if (slots().compute >= 0) {
-      c += Cost::Component(slots().compute, std::round(flops * s.compute_fraction /
-                                                       options_.profile.flops_per_s * 1e12));
+    const Slots slot = slots();
+    if (slot.compute >= 0) {
+      const double picos =
+          std::round(flops * s.compute_fraction / options_.profile.flops_per_s * 1e12);
+      c.v[static_cast<size_t>(slot.compute)] += picos;
+      if (slot.priced >= 0 && slot.priced != slot.compute) {
+        c.v[static_cast<size_t>(slot.priced)] += picos;
+      }
     }
     for (int o = 0; o < node.num_outputs(); ++o) {
       const ir::Value* out = node.output(o);

@@ -5,14 +5,18 @@
 // weight or a split value (its strategy), and one per value with several consumers
 // (the form it is materialized in once, so that two consumers needing the same
 // gathered value pay for one collective). Costs, compared lexicographically:
-//   memory: [matrix weight bytes, collective ps, sequence-parallel misses, collectives, vector
-//   bytes] time:   [compute + collective ps, weight bytes, collectives, sequence-parallel misses,
-//   0]
+//   memory:   [matrix weight bytes, collective ps, sequence-parallel misses, collectives,
+//              vector bytes]
+//   balanced: [compute + collective ps + price * weight bytes, sequence-parallel misses,
+//              collectives, weight bytes, compute + collective ps]
+//   time:     [compute + collective ps (+ price * weight bytes), weight bytes, collectives,
+//              sequence-parallel misses, 0]
 // Sequence parallelism thus only ever takes plans that move no more bytes (a
 // reduce-scatter + all-gather instead of an all-reduce), and between equal plans the one
 // with fewer collectives wins.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -60,6 +64,7 @@ class ProblemBuilder {
   void Clamp(int var, int choice);
 
   const MinSumProblem& problem() const { return problem_; }
+  const ShardOptions& options() const { return options_; }
   const std::vector<Decision>& decisions() const { return decisions_; }
   const std::vector<const ir::Node*>& fallback_ops() const { return fallback_; }
   const std::set<const ir::Value*>& sp_values() const { return sp_values_; }
@@ -104,6 +109,7 @@ class ProblemBuilder {
     int count;      // number of collectives
     int vectors;    // vector weight bytes per rank
     int compute;    // compute picoseconds (-1: not modelled)
+    int priced;     // collective ps + priced weight bytes (-1: no such slot)
   };
   Slots slots() const;
   Cost Collective(double picos) const;
@@ -135,5 +141,24 @@ class ProblemBuilder {
   absl::flat_hash_set<const ir::Value*> depends_on_inputs_;
   std::vector<const ir::Node*> fallback_;
 };
+
+// A solved problem: the builder to read placements through, the solution, the options
+// it was found under (with the balanced objective's price of a weight byte), and what
+// the weight slack bought.
+struct Solved {
+  std::unique_ptr<ProblemBuilder> builder;
+  MinSumSolution solution;
+  ShardOptions options;
+  std::optional<SlackTrade> slack;
+};
+
+// The objective's plan (shard_pass.cc): the memory or time objective, or the balanced
+// objective's search; each with the sequence-parallel round when asked.
+absl::StatusOr<Solved> BuildAndSolve(const ir::Graph& graph, const ShardOptions& options,
+                                     const Constraints& constraints);
+
+// The builder's problem at `options.weight_price_ps_per_byte` under the balanced objective
+// (the first component becomes collective ps + price · weight bytes); a copy otherwise.
+MinSumProblem PricedProblem(const ProblemBuilder& builder, const ShardOptions& options);
 
 }  // namespace tpc::shard::internal

@@ -24,17 +24,12 @@ std::vector<CollectiveSummary> SummarizeCollectives(const ShardResult& result) {
   return out;
 }
 
-namespace {
-
-const char* ObjectiveName(Objective o) { return o == Objective::kMemory ? "memory" : "time"; }
-
-}  // namespace
-
 void WriteShardReport(const ir::Graph& graph, const ShardResult& result,
                       const ShardOptions& options, JsonWriter& json) {
   json.Key("options").BeginObject();
   json.Field("tp", options.mesh.tp());
   json.Field("objective", std::string(ObjectiveName(options.objective)));
+  if (options.objective == Objective::kBalanced) json.Field("weight_slack", options.weight_slack);
   json.Field("device_profile", options.profile.name);
   json.Field("sequence_parallel", options.sequence_parallel);
   json.Key("dims").BeginObject();
@@ -49,6 +44,20 @@ void WriteShardReport(const ir::Graph& graph, const ShardResult& result,
   json.Field("optimal", result.optimal);
   if (!result.note.empty()) json.Field("note", result.note);
   json.EndObject();
+
+  if (result.slack) {
+    // What the weight slack bought, against the memory objective's plan.
+    const SlackTrade& t = *result.slack;
+    json.Key("weight_slack").BeginObject();
+    json.Field("slack", t.slack);
+    json.Field("memory_plan_per_rank_bytes", t.memory_plan_bytes);
+    json.Field("budget_per_rank_bytes", t.budget_bytes);
+    json.Field("weight_bytes_added_per_rank", t.weight_bytes_added);
+    json.Field("time_us_saved", t.time_us_saved);
+    json.Field("collectives_saved", static_cast<int64_t>(t.collectives_saved));
+    json.Field("price_ps_per_byte", t.price_ps_per_byte);
+    json.EndObject();
+  }
 
   json.Key("rewrites").BeginArray();
   for (const std::string& r : result.rewrites) json.String(r);
@@ -121,6 +130,19 @@ std::string ShardSummary(const ShardResult& result, const ShardOptions& options)
                     absl::StrFormat(" %d %s (%.1f MiB)", s.count, s.kind, s.bytes / 1048576.0));
   }
   absl::StrAppend(&out, "\n");
+  if (result.slack && result.slack->time_us_saved > 0) {
+    const SlackTrade& t = *result.slack;
+    absl::StrAppend(
+        &out, absl::StrFormat("  weight slack %.3g%%: +%.3f MiB of weights per rank (+%.1f%%) "
+                              "bought %.2f us less modelled step time per forward",
+                              100 * t.slack, t.weight_bytes_added / 1048576.0,
+                              100 * t.weight_bytes_added / t.memory_plan_bytes,
+                              t.time_us_saved));
+    if (t.collectives_saved > 0) {
+      absl::StrAppend(&out, " (", t.collectives_saved, " fewer collectives)");
+    }
+    absl::StrAppend(&out, "\n");
+  }
   if (!result.rewrites.empty()) {
     absl::StrAppend(&out,
                     "  rewritten before solving (report.json lists each): ", result.rewrites.size(),

@@ -41,12 +41,12 @@ ShardOptions WithBlockCounts(const ir::Graph& graph, const ShardOptions& options
   return out;
 }
 
-absl::StatusOr<MinSumSolution> Solve(const ProblemBuilder& b) {
-  auto exact = SolveMinSum(b.problem());
+absl::StatusOr<MinSumSolution> Solve(const MinSumProblem& problem) {
+  auto exact = SolveMinSum(problem);
   if (!exact.ok() && exact.status().code() == absl::StatusCode::kResourceExhausted) {
     // Too entangled for an exact answer here: fix the most connected decisions first.
     int fixed = 0;
-    TPC_ASSIGN_OR_RETURN(MinSumSolution sol, SolveMinSumFixingHubs(b.problem(), &fixed));
+    TPC_ASSIGN_OR_RETURN(MinSumSolution sol, SolveMinSumFixingHubs(problem, &fixed));
     sol.fixed_hubs = fixed;
     exact = std::move(sol);
   }
@@ -79,24 +79,23 @@ std::set<const ir::Value*> SequenceParallelValues(const ir::Graph& graph, const 
 // bytes per rank: weight bytes get a price in step time, raised (doubling, then
 // bisection) until the plan fits. Each price's plan is optimal for time + price·bytes;
 // the cheapest that fits is kept.
-absl::StatusOr<std::pair<std::unique_ptr<ProblemBuilder>, MinSumSolution>> SolveUnderBudget(
-    const ir::Graph& graph, const ShardOptions& options, const Constraints& constraints) {
+absl::StatusOr<Solved> SolveUnderBudget(const ir::Graph& graph, const ShardOptions& options,
+                                        const Constraints& constraints) {
   const double budget = static_cast<double>(*options.memory_budget_bytes);
-  auto solve = [&](double price)
-      -> absl::StatusOr<std::pair<std::unique_ptr<ProblemBuilder>, MinSumSolution>> {
+  auto solve = [&](double price) -> absl::StatusOr<Solved> {
     ShardOptions priced = options;
     priced.weight_price_ps_per_byte = price;
     auto b = std::make_unique<ProblemBuilder>(graph, priced, constraints);
     TPC_RETURN_IF_ERROR(b->Build());
-    TPC_ASSIGN_OR_RETURN(MinSumSolution s, Solve(*b));
-    return std::make_pair(std::move(b), std::move(s));
+    TPC_ASSIGN_OR_RETURN(MinSumSolution s, Solve(b->problem()));
+    return Solved{std::move(b), std::move(s), priced, std::nullopt};
   };
   double lo = 0;
   double hi = 1e-6;
-  std::optional<std::pair<std::unique_ptr<ProblemBuilder>, MinSumSolution>> best;
+  std::optional<Solved> best;
   for (int i = 0; i < 80 && !best; ++i, hi *= 4) {
-    TPC_ASSIGN_OR_RETURN(auto s, solve(hi));
-    if (s.second.cost.v[1] <= budget)
+    TPC_ASSIGN_OR_RETURN(Solved s, solve(hi));
+    if (s.solution.cost.v[1] <= budget)
       best = std::move(s);
     else
       lo = hi;
@@ -107,8 +106,8 @@ absl::StatusOr<std::pair<std::unique_ptr<ProblemBuilder>, MinSumSolution>> Solve
   }
   for (int i = 0; i < 30; ++i) {
     const double mid = (lo + hi) / 2;
-    TPC_ASSIGN_OR_RETURN(auto s, solve(mid));
-    if (s.second.cost.v[1] <= budget) {
+    TPC_ASSIGN_OR_RETURN(Solved s, solve(mid));
+    if (s.solution.cost.v[1] <= budget) {
       hi = mid;
       best = std::move(s);
     } else {
@@ -116,17 +115,17 @@ absl::StatusOr<std::pair<std::unique_ptr<ProblemBuilder>, MinSumSolution>> Solve
     }
   }
   // Report the plan's true step time (without the price of its bytes).
-  TPC_ASSIGN_OR_RETURN(auto plain, solve(0));
-  best->second.cost.v[0] = plain.first->problem().Evaluate(best->second.assignment).v[0];
+  TPC_ASSIGN_OR_RETURN(Solved plain, solve(0));
+  best->solution.cost.v[0] = plain.builder->problem().Evaluate(best->solution.assignment).v[0];
   return std::move(*best);
 }
 
-// Builds and solves, with the sequence-parallel second round when asked.
-absl::StatusOr<std::pair<std::unique_ptr<ProblemBuilder>, MinSumSolution>> BuildAndSolve(
-    const ir::Graph& graph, const ShardOptions& options, const Constraints& constraints) {
+// The memory or time objective, with the sequence-parallel second round when asked.
+absl::StatusOr<Solved> SolveStrict(const ir::Graph& graph, const ShardOptions& options,
+                                   const Constraints& constraints) {
   auto builder = std::make_unique<ProblemBuilder>(graph, options, constraints);
   TPC_RETURN_IF_ERROR(builder->Build());
-  TPC_ASSIGN_OR_RETURN(MinSumSolution sol, Solve(*builder));
+  TPC_ASSIGN_OR_RETURN(MinSumSolution sol, Solve(builder->problem()));
   if (options.objective == Objective::kTime && options.memory_budget_bytes &&
       sol.cost.v[1] > static_cast<double>(*options.memory_budget_bytes)) {
     return SolveUnderBudget(graph, options, constraints);
@@ -135,9 +134,115 @@ absl::StatusOr<std::pair<std::unique_ptr<ProblemBuilder>, MinSumSolution>> Build
     auto sp = SequenceParallelValues(graph, *builder, sol);
     builder = std::make_unique<ProblemBuilder>(graph, options, constraints, std::move(sp));
     TPC_RETURN_IF_ERROR(builder->Build());
-    TPC_ASSIGN_OR_RETURN(sol, Solve(*builder));
+    TPC_ASSIGN_OR_RETURN(sol, Solve(builder->problem()));
   }
-  return std::make_pair(std::move(builder), std::move(sol));
+  return Solved{std::move(builder), std::move(sol), options, std::nullopt};
+}
+
+// The balanced objective: per-rank weight bytes at most (1 + slack) times the memory
+// objective's plan, then the least modelled step time: collectives, and the compute a
+// replicated op repeats on every rank (counting collectives alone, a small model's
+// row-parallel projections would be replicated to turn their all-reduce into an
+// all-gather, which a real model pays for in compute). A Lagrangian search: weight bytes
+// get a price in picoseconds of step time, lowered (halving, then bisection) while
+// the plan that minimises time + price · bytes still fits; the plan of the lowest price
+// that fits is kept. The problem is built once per sequence-parallel round and only its
+// costs change with the price. At the starting price every plan over the budget costs
+// more than the memory objective's plan, so the search starts from a plan that fits and
+// never returns one with more collective time than the memory objective's.
+absl::StatusOr<Solved> SolveBalanced(const ir::Graph& graph, const ShardOptions& options,
+                                     const Constraints& constraints) {
+  ShardOptions memory_options = options;
+  memory_options.objective = Objective::kMemory;
+  TPC_ASSIGN_OR_RETURN(Solved memory, SolveStrict(graph, memory_options, constraints));
+  // The memory layout: [matrix bytes, collective ps, sp misses, collectives, vector bytes].
+  const Cost& mc = memory.solution.cost;
+  SlackTrade trade;
+  trade.slack = options.weight_slack;
+  trade.memory_plan_bytes = mc.v[0] + mc.v[4];
+  trade.budget_bytes = trade.memory_plan_bytes * (1 + options.weight_slack);
+  memory.slack = trade;
+  if (options.weight_slack <= 0 || mc.v[1] <= 0 || trade.memory_plan_bytes <= 0) return memory;
+
+  // The balanced layout: [ps + price · bytes, sp misses, collectives, weight bytes, ps],
+  // where ps is modelled compute + collective time.
+  ShardOptions balanced = options;
+  balanced.slack_budget_bytes = trade.budget_bytes;
+  auto builder = std::make_unique<ProblemBuilder>(graph, balanced, constraints);
+  TPC_RETURN_IF_ERROR(builder->Build());
+  TPC_CHECK(builder->problem().num_variables() == memory.builder->problem().num_variables());
+  const double memory_ps = builder->problem().Evaluate(memory.solution.assignment).v[4];
+  auto priced = [&balanced](const ProblemBuilder& b, double price) {
+    balanced.weight_price_ps_per_byte = price;
+    return PricedProblem(b, balanced);
+  };
+  const double budget = trade.budget_bytes * (1 + 1e-12);
+  auto fits = [budget](const MinSumSolution& s) { return s.cost.v[3] <= budget; };
+
+  double hi = 2 * memory_ps / (trade.memory_plan_bytes * options.weight_slack);
+  TPC_ASSIGN_OR_RETURN(MinSumSolution best, Solve(priced(*builder, hi)));
+  if (!fits(best)) return memory;  // rounding of the prices; keep the memory plan
+  double lo = 0;
+  for (int i = 0; i < 40; ++i) {
+    const double price = hi / 2;
+    TPC_ASSIGN_OR_RETURN(MinSumSolution s, Solve(priced(*builder, price)));
+    if (!fits(s)) {
+      lo = price;
+      break;
+    }
+    hi = price;
+    best = std::move(s);
+  }
+  for (int i = 0; lo > 0 && i < 8; ++i) {
+    const double price = (lo + hi) / 2;
+    TPC_ASSIGN_OR_RETURN(MinSumSolution s, Solve(priced(*builder, price)));
+    if (fits(s)) {
+      hi = price;
+      best = std::move(s);
+    } else {
+      lo = price;
+    }
+  }
+  if (!(best.cost.v[4] < memory_ps)) return memory;  // the slack bought nothing
+
+  if (options.sequence_parallel) {
+    auto sp = SequenceParallelValues(graph, *builder, best);
+    auto sp_builder = std::make_unique<ProblemBuilder>(graph, balanced, constraints, std::move(sp));
+    TPC_RETURN_IF_ERROR(sp_builder->Build());
+    TPC_ASSIGN_OR_RETURN(MinSumSolution s, Solve(priced(*sp_builder, hi)));
+    if (!fits(s) || !(s.cost.v[4] < memory_ps)) return memory;
+    builder = std::move(sp_builder);
+    best = std::move(s);
+  }
+  trade.weight_bytes_added = best.cost.v[3] - trade.memory_plan_bytes;
+  trade.time_us_saved = (memory_ps - best.cost.v[4]) * 1e-6;
+  trade.collectives_saved = static_cast<int>(mc.v[3] - best.cost.v[2]);
+  trade.price_ps_per_byte = hi;
+  balanced.weight_price_ps_per_byte = hi;
+  return Solved{std::move(builder), std::move(best), balanced, trade};
+}
+
+MinSumProblem PricedProblem(const ProblemBuilder& builder, const ShardOptions& options) {
+  MinSumProblem p = builder.problem();
+  if (options.objective != Objective::kBalanced) return p;
+  const double price = options.weight_price_ps_per_byte;
+  p.MapCosts([price](const Cost& c) {
+    if (c.is_infinite()) return c;
+    Cost out = c;
+    out.v[0] = c.v[4] + std::round(price * c.v[3]);
+    return out;
+  });
+  return p;
+}
+
+absl::StatusOr<Solved> BuildAndSolve(const ir::Graph& graph, const ShardOptions& options,
+                                     const Constraints& constraints) {
+  if (options.objective == Objective::kBalanced && options.mesh.tp() > 1) {
+    return SolveBalanced(graph, options, constraints);
+  }
+  ShardOptions strict = options;
+  if (strict.objective == Objective::kBalanced) strict.objective = Objective::kMemory;
+  return SolveStrict(graph, strict, constraints);
 }
 
 }  // namespace internal
@@ -226,22 +331,30 @@ absl::StatusOr<ShardResult> ShardGraph(ir::Graph& graph, const ShardOptions& raw
       internal::RewriteBeforeSolving(graph, raw_options, constraints);
   const ShardOptions options = internal::WithBlockCounts(graph, raw_options);
   TPC_RETURN_IF_ERROR(CheckValueSizes(graph, options));
-  TPC_ASSIGN_OR_RETURN(auto solved, internal::BuildAndSolve(graph, options, constraints));
-  ShardResult result = Collect(graph, *solved.first, options, solved.second);
+  TPC_ASSIGN_OR_RETURN(internal::Solved solved,
+                       internal::BuildAndSolve(graph, options, constraints));
+  ShardResult result = Collect(graph, *solved.builder, options, solved.solution);
   result.rewrites = std::move(rewrites);
-  if (solved.second.fixed_hubs > 0) {
+  result.slack = solved.slack;
+  if (solved.solution.fixed_hubs > 0) {
     result.optimal = false;
-    result.note =
-        absl::StrCat("the problem was too entangled to solve exactly: ", solved.second.fixed_hubs,
-                     " of the most connected decisions were fixed to their cheapest own "
-                     "choice first");
+    result.note = absl::StrCat("the problem was too entangled to solve exactly: ",
+                               solved.solution.fixed_hubs,
+                               " of the most connected decisions were fixed to their cheapest own "
+                               "choice first");
+  } else if (solved.options.objective == Objective::kBalanced) {
+    result.optimal = false;
+    result.note = absl::StrCat(
+        "the weight slack was met by pricing weight bytes (Lagrangian relaxation, ",
+        solved.options.weight_price_ps_per_byte,
+        " ps/byte): the plan fits, one with less collective time that fits may exist");
   }
   if (options.objective == Objective::kTime && options.memory_budget_bytes &&
-      solved.first->problem().num_variables() > 0 && options.weight_price_ps_per_byte == 0) {
+      solved.builder->problem().num_variables() > 0 && options.weight_price_ps_per_byte == 0) {
     // Whether the budget bound: compare with the unconstrained fastest plan.
     ProblemBuilder free_builder(graph, options, constraints);
     TPC_RETURN_IF_ERROR(free_builder.Build());
-    TPC_ASSIGN_OR_RETURN(MinSumSolution fastest, internal::Solve(free_builder));
+    TPC_ASSIGN_OR_RETURN(MinSumSolution fastest, internal::Solve(free_builder.problem()));
     if (fastest.cost.v[1] > static_cast<double>(*options.memory_budget_bytes)) {
       result.optimal = false;
       result.note =

@@ -328,7 +328,8 @@ TEST_CASE("tp-compile writes the library's rank files, plan.json and report.json
       const std::string out = tpc::testing::TempDir("slices_bin") + "/plan";
       std::string output;
       const int rc = RunTpCompile(
-          SourcePath(std::string("models/") + model + ".onnx") + " --tp 2 --quiet -o " + out,
+          SourcePath(std::string("models/") + model + ".onnx") +
+              " --tp 2 --objective memory --quiet -o " + out,
           &output);
       INFO(output);
       REQUIRE(rc == 0);
@@ -343,7 +344,7 @@ TEST_CASE("tp-compile writes the library's rank files, plan.json and report.json
         INFO("rank " << r);
         CHECK(plan.ranks(r).sha256() == Sha(out + "/" + plan.ranks(r).model()));
         CHECK(plan.ranks(r).weights_sha256() == Sha(out + "/" + plan.ranks(r).weights()));
-        // The same program and weights as the library pipeline with default options.
+        // The same program and weights as the library pipeline with the same options.
         CHECK(plan.ranks(r).sha256() == c.ranks[static_cast<size_t>(r)].model_sha256);
         CHECK(plan.ranks(r).weights_sha256() == c.ranks[static_cast<size_t>(r)].weights_sha256);
       }

@@ -75,6 +75,15 @@ class MinSumProblem {
   // The cost of a full assignment.
   Cost Evaluate(const std::vector<int>& assignment) const;
 
+  // Replaces every table entry `c` by `f(c)`: the same decisions under other weights of
+  // the objective (the balanced objective's price of a weight byte).
+  template <typename F>
+  void MapCosts(F f) {
+    for (Factor& factor : factors_) {
+      for (Cost& c : factor.table) c = f(c);
+    }
+  }
+
  private:
   std::vector<int> domains_;
   std::vector<Factor> factors_;

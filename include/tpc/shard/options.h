@@ -14,8 +14,13 @@
 namespace tpc::shard {
 
 enum class Objective {
-  // Minimise per-rank weight bytes first, then (with sequence parallelism) per-rank
-  // activation bytes of the values between blocks, then modelled collective time.
+  // Per-rank weight bytes within `weight_slack` of the memory objective's plan, then the
+  // shortest modelled step (collectives + compute): what a deployer wants (a few percent
+  // more weights for fewer collectives, such as K/V heads replicated when there are
+  // fewer than N).
+  kBalanced,
+  // Minimise per-rank weight bytes first, then modelled collective time, then (with
+  // sequence parallelism) values off sequence shards.
   kMemory,
   // Minimise modelled step time (compute at the profile's rate + collectives), with
   // per-rank weight bytes at most `memory_budget_bytes` when given.
@@ -24,7 +29,10 @@ enum class Objective {
 
 struct ShardOptions {
   Mesh mesh = Mesh::Tp(1);
-  Objective objective = Objective::kMemory;
+  Objective objective = Objective::kBalanced;
+  // kBalanced: the most per-rank weight bytes above the memory objective's plan, as a
+  // fraction of it (0.05: 5% more). 0 is the memory objective.
+  double weight_slack = 0.05;
   DeviceProfile profile = DeviceProfile::H100NvLink();
   // Sizes of symbolic dims for the cost model (`--dim seq=2048`). A size given here
   // that N divides also makes the symbol divisible.
@@ -47,6 +55,12 @@ struct ShardOptions {
   // Set by the shard pass under --memory-budget: the price of a weight byte in
   // picoseconds of step time (the Lagrange multiplier of the budget).
   double weight_price_ps_per_byte = 0;
+  // Set by the shard pass under kBalanced: the per-rank weight bytes the slack allows.
+  double slack_budget_bytes = 0;
 };
+
+// "balanced", "memory", "time".
+const char* ObjectiveName(Objective objective);
+std::optional<Objective> ObjectiveFromName(const std::string& name);
 
 }  // namespace tpc::shard

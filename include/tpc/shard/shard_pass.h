@@ -47,6 +47,18 @@ struct PlannedCollective {
   bool internal = false;  // run inside an op (vocab-parallel softmax or loss)
 };
 
+// What the balanced objective's weight slack bought, against the memory objective's
+// plan (the plan of least per-rank weight bytes, then least collective time).
+struct SlackTrade {
+  double slack = 0;                 // the fraction allowed (--weight-slack)
+  double memory_plan_bytes = 0;     // per-rank weight bytes of the memory objective's plan
+  double budget_bytes = 0;          // memory_plan_bytes * (1 + slack)
+  double weight_bytes_added = 0;    // per rank, over the memory objective's plan
+  double time_us_saved = 0;         // modelled step time (compute + collectives) per forward
+  int collectives_saved = 0;        // collectives per forward
+  double price_ps_per_byte = 0;     // the price of a weight byte that found the plan
+};
+
 struct ShardResult {
   // The strategy each call runs. Calls on replicated values only are absent (they
   // run replicated).
@@ -64,6 +76,8 @@ struct ShardResult {
   std::map<std::string, ir::Placement> output_placements;
   // The rewrites made before solving (canonicalize.h), one line each.
   std::vector<std::string> rewrites;
+  // Balanced objective: what the weight slack bought (zeros when it bought nothing).
+  std::optional<SlackTrade> slack;
   Cost cost;
   // False when the memory budget was met by pricing weight bytes (a Lagrangian
   // relaxation): the plan fits the budget but a faster one may exist; `note` says so.
