@@ -534,7 +534,8 @@ TEST_CASE("Attention: 3-D and 4-D forms, grouped K/V heads and a past cache", "[
         "attributes");
 }
 
-TEST_CASE("QuantizeLinear and DequantizeLinear keep symbolic dims; types of opset 21", "[shape]") {
+TEST_CASE("QuantizeLinear and DequantizeLinear keep symbolic dims and the types of opset 21",
+          "[shape]") {
   Builder b(21);
   Value* x = b.Input("x", DType::kF32, {Sym("batch"), 8});
   Value* scale = b.Input("scale", DType::kF32, {Sym("batch"), 4});

@@ -236,7 +236,7 @@ TEST_CASE("GroupNormalization: scale per group (opset 18) and per channel (21)",
   }
 }
 
-TEST_CASE("MeanVarianceNormalization over given axes; a constant line gives 0",
+TEST_CASE("MeanVarianceNormalization over given axes and a constant line gives 0",
           "[runtime][kernels]") {
   OneOp t;
   t.Input("x", F32({2, 2}, {1, 3, 5, 5}));

@@ -162,7 +162,7 @@ TEST_CASE("GRU: linear_before_reset 0 and 1", "[runtime][kernels]") {
   }
 }
 
-TEST_CASE("LSTM: reverse with peepholes, sequence_lens, initial states; Y_c",
+TEST_CASE("LSTM: reverse with peepholes, sequence_lens, initial states and Y_c",
           "[runtime][kernels]") {
   Net n{3, 2, 2, 2, 1, Values(12, 10), Values(16, 11), Values(16, 12), Values(16, 13)};
   const std::vector<float> h0 = Values(4, 14), c0 = Values(4, 15), p = Values(6, 16);

@@ -43,7 +43,7 @@ TEST_CASE("GridSample linear: centre and corner under each padding mode", "[runt
   CHECK(Sample2x3({3, 3}, {})[0] == 0.0f);
 }
 
-TEST_CASE("GridSample nearest rounds half to even; cubic is exact at pixel centres",
+TEST_CASE("GridSample nearest rounds half to even and cubic is exact at pixel centres",
           "[runtime][kernels]") {
   // align_corners 1 on 3 columns: x = -0.5 -> column 0.5 -> 0; x = 0.5 -> 1.5 -> 2.
   CHECK(Sample2x3({-0.5f, -1, 0.5f, -1},
