@@ -578,6 +578,66 @@ TEST_CASE("CenterCropPad and Col2Im take their sizes from known values", "[shape
   CHECK(ShapeOf(im2) == "[batch, 2, ?, ?]");
 }
 
+TEST_CASE("Axes, split sizes and pads computed at run time keep the rank", "[shape]") {
+  Builder b(18);
+  Value* x = b.Input("x", DType::kF32, {Sym("batch"), 6, 4});
+  Value* axes1 = b.Input("axes1", DType::kI64, {1});
+  Value* axes2 = b.Input("axes2", DType::kI64, {2});
+  Value* starts = b.Input("starts", DType::kI64, {1});
+  Value* steps = b.Input("steps", DType::kI64, {1});
+  // Slice: unknown axes make every dim unknown; unknown steps only the sliced one.
+  Value* slice = b.Op("Slice", {x, b.Ints({1}), b.Ints({3}), axes1});
+  Value* bounds = b.Op("Slice", {x, starts, b.Ints({3}), b.Ints({1})});
+  Value* stepped = b.Op("Slice", {x, b.Ints({1}), b.Ints({3}), b.Ints({2}), steps});
+  // Split: one output per part, of unknown length on the axis.
+  Value* sizes = b.Input("sizes", DType::kI64, {3});
+  ir::Node* split = b.Node("Split", {x, sizes}, {{"axis", int64_t{1}}}, 3);
+  ir::Node* one = b.Node("Split", {x, b.Input("one", DType::kI64, {1})}, {}, 1);
+  Value* empty = b.Input("empty", DType::kF32, {0, 4});
+  ir::Node* zeros = b.Node("Split", {empty, sizes}, {}, 3);
+  // Unsqueeze: the rank grows by the axes' count; a scalar gets only 1s.
+  Value* un = b.Op("Unsqueeze", {x, axes2});
+  Value* scalar = b.Op("Unsqueeze", {b.Scalar(7), axes1});
+  // Squeeze: the rank drops by the axes' count; the dims are known when the 1s are.
+  Value* sq = b.Op("Squeeze", {b.Input("y", DType::kF32, {Sym("batch"), 1, 4}), axes1});
+  Value* sq_static = b.Op("Squeeze", {b.Input("z", DType::kF32, {3, 1, 4, 1}), axes2});
+  // Pad: unknown axes make every dim unknown, unless no pad is other than 0.
+  Value* fill = b.Input("fill", DType::kF32, {});
+  Value* pad = b.Op("Pad", {x, b.Ints({1, 2}), fill, axes1});
+  Value* no_pad = b.Op("Pad", {x, b.Ints({0, 0}), fill, axes1});
+  RequireOk(b.Infer());
+  CHECK(ShapeOf(slice) == "[?, ?, ?]");
+  CHECK(ShapeOf(bounds) == "[batch, ?, 4]");
+  CHECK(ShapeOf(stepped) == "[batch, 6, ?]");
+  REQUIRE(split->num_outputs() == 3);
+  CHECK(ShapeOf(split->output(0)) == "[batch, ?, 4]");
+  CHECK(ShapeOf(split->output(2)) == "[batch, ?, 4]");
+  CHECK(ShapeOf(one->output(0)) == "[batch, 6, 4]");
+  CHECK(ShapeOf(zeros->output(1)) == "[0, 4]");
+  CHECK(ShapeOf(un) == "[?, ?, ?, ?, ?]");
+  CHECK(ShapeOf(scalar) == "[1]");
+  CHECK(ValueOf(scalar) == "[7]");
+  CHECK(ShapeOf(sq) == "[?, ?]");
+  CHECK(ShapeOf(sq_static) == "[3, 4]");
+  CHECK(ShapeOf(pad) == "[?, ?, ?]");
+  CHECK(ShapeOf(no_pad) == "[batch, 6, 4]");
+
+  // The output rank itself unknown: the error names the node.
+  Builder bad(13);
+  Value* y = bad.Input("y", DType::kF32, {3, 1, 4});
+  bad.Op("Squeeze", {y, bad.Input("axes", DType::kI64, {Sym("n")})});
+  const absl::Status s = bad.Infer();
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(s.message()),
+             Catch::Contains("/Squeeze_1") && Catch::Contains("their count is unknown ([n])"));
+
+  Builder parts(13);
+  Value* w = parts.Input("w", DType::kF32, {6});
+  parts.Node("Split", {w, parts.Input("split", DType::kI64, {3})}, {}, 2);
+  CHECK_THAT(std::string(parts.Infer().message()),
+             Catch::Contains("split has 3 sizes for 2 outputs"));
+}
+
 TEST_CASE("Rule table", "[shape]") {
   std::vector<std::string> ops = SupportedOps();
   CHECK(std::is_sorted(ops.begin(), ops.end()));

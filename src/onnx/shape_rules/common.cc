@@ -181,4 +181,18 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> IntsFromAttrOrInput(const In
   return ints;
 }
 
+bool IntsComputedAtRunTime(const InferenceContext& ctx, const std::string& name, int input) {
+  return !ctx.node().has_attr(name) && ctx.has_input(input) && !StaticInts(ctx, input).has_value();
+}
+
+std::optional<int64_t> StaticLength(const InferenceContext& ctx, int i) {
+  if (!ctx.has_input(i)) return std::nullopt;
+  const auto& shape = ctx.input_type(i).shape;
+  if (!shape.has_value() || shape->size() > 1) return std::nullopt;
+  if (shape->empty()) return 1;
+  const Dim& d = (*shape)[0];
+  if (!d.is_static()) return std::nullopt;
+  return d.value();
+}
+
 }  // namespace tpc::onnx::shape_rules

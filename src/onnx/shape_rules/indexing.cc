@@ -126,14 +126,16 @@ absl::Status InferSlice(InferenceContext& ctx) {
     ends = ctx.input_value(2);
     if (ctx.has_input(3)) {
       axes = StaticInts(ctx, 3);
-      if (!axes.has_value()) return ctx.Error("axes must be a constant list");
+      // Axes known only at run time: any dim may be sliced, so all are unknown.
+      if (!axes.has_value()) {
+        ctx.set_output_type(0, TensorType(t, Dims(in->size())));
+        return absl::OkStatus();
+      }
     }
-    if (ctx.has_input(4)) {
-      steps = StaticInts(ctx, 4);
-      if (!steps.has_value()) return ctx.Error("steps must be a constant list");
-    }
+    if (ctx.has_input(4)) steps = StaticInts(ctx, 4);
   }
-  if (!starts.has_value() || !ends.has_value()) {
+  // Bounds or steps known only at run time: the sliced dims are unknown.
+  if (!starts.has_value() || !ends.has_value() || (ctx.has_input(4) && !steps.has_value())) {
     // Which dims change is unknown unless the axes are: those become unknown.
     Dims out = *in;
     if (axes.has_value()) {
@@ -319,8 +321,26 @@ absl::Status InferSplit(InferenceContext& ctx) {
   TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), rank));
   const Dim& d = (*in)[static_cast<size_t>(axis)];
   const int outputs = ctx.num_outputs();
-  TPC_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> split,
-                       IntsFromAttrOrInput(ctx, "split", 1));
+  const std::optional<int64_t> split_length = StaticLength(ctx, 1);
+  if (IntsComputedAtRunTime(ctx, "split", 1) && split_length != 0) {
+    // Sizes known only at run time: one part per output, each of unknown length on the
+    // axis (unless there is one part, or nothing to split).
+    if (split_length.has_value() && *split_length != outputs) {
+      return ctx.Error(
+          absl::StrCat("split has ", *split_length, " sizes for ", outputs, " outputs"));
+    }
+    const bool whole = outputs == 1 || (d.is_static() && d.value() == 0);
+    for (int k = 0; k < outputs; ++k) {
+      Dims out = *in;
+      out[static_cast<size_t>(axis)] = whole ? d : Dim();
+      ctx.set_output_type(k, TensorType(t, std::move(out)));
+    }
+    return absl::OkStatus();
+  }
+  std::optional<std::vector<int64_t>> split;
+  if (!IntsComputedAtRunTime(ctx, "split", 1)) {
+    TPC_ASSIGN_OR_RETURN(split, IntsFromAttrOrInput(ctx, "split", 1));
+  }
   Dims sizes;
   if (split.has_value() && !split->empty()) {
     if (ctx.node().has_attr("num_outputs")) {
@@ -430,7 +450,16 @@ absl::Status InferPad(InferenceContext& ctx) {
   std::vector<int64_t> axes;
   if (ctx.has_input(3)) {
     std::optional<std::vector<int64_t>> a = StaticInts(ctx, 3);
-    if (!a.has_value()) return ctx.Error("axes must be a constant list");
+    if (!a.has_value()) {
+      // Axes known only at run time: any dim may be padded, so all are unknown, unless
+      // every pad is a known 0.
+      const bool no_padding =
+          pads.has_value() && std::all_of(pads->begin(), pads->end(), [](const Dim& p) {
+            return p.is_static() && p.value() == 0;
+          });
+      ctx.set_output_type(0, TensorType(t, no_padding ? *in : Dims(in->size())));
+      return absl::OkStatus();
+    }
     axes = *a;
   } else {
     for (int64_t k = 0; k < rank; ++k) axes.push_back(k);

@@ -65,6 +65,11 @@ std::optional<std::vector<Dims>> BroadcastValues(const InferenceContext& ctx,
 absl::StatusOr<std::optional<std::vector<int64_t>>> IntsFromAttrOrInput(const InferenceContext& ctx,
                                                                         const std::string& name,
                                                                         int input);
+// True when the list `name` comes from input `input` (no attribute of that name) and
+// the input is present but its values are not known (a graph input, a computed value).
+bool IntsComputedAtRunTime(const InferenceContext& ctx, const std::string& name, int input);
+// The length of input i, a list (rank 1) or a scalar (rank 0: 1), when it is static.
+std::optional<int64_t> StaticLength(const InferenceContext& ctx, int i);
 
 // ---- Elementwise (elementwise.cc) ----
 absl::Status InferUnary(InferenceContext& ctx);      // same type as input 0

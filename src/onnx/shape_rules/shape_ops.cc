@@ -39,6 +39,18 @@ absl::StatusOr<std::vector<int64_t>> NormalizeAxes(const InferenceContext& ctx,
   return axes;
 }
 
+// The count of axes that input 1 gives at run time; an error when it is not static
+// (the output rank is then unknown).
+absl::StatusOr<int64_t> RunTimeAxesCount(const InferenceContext& ctx) {
+  const std::optional<int64_t> count = StaticLength(ctx, 1);
+  if (!count.has_value()) {
+    return ctx.Error(absl::StrCat("axes are computed at run time and their count is unknown (",
+                                  ShapeString(ctx.input_type(1).shape),
+                                  "): the output rank is unknown"));
+  }
+  return *count;
+}
+
 }  // namespace
 
 absl::Status InferShape(InferenceContext& ctx) {
@@ -137,8 +149,31 @@ absl::Status InferFlatten(InferenceContext& ctx) {
 absl::Status InferSqueeze(InferenceContext& ctx) {
   TPC_ASSIGN_OR_RETURN(const Dims* in, RankedInput(ctx, 0));
   const int64_t rank = static_cast<int64_t>(in->size());
-  TPC_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes,
-                       IntsFromAttrOrInput(ctx, "axes", 1));
+  std::optional<std::vector<int64_t>> axes;
+  if (IntsComputedAtRunTime(ctx, "axes", 1)) {
+    // Axes known only at run time: the rank drops by their count, which must be static.
+    TPC_ASSIGN_OR_RETURN(const int64_t count, RunTimeAxesCount(ctx));
+    if (count > rank) {
+      return ctx.Error(absl::StrCat(count, " axes to squeeze from ", ir::DimsToString(*in)));
+    }
+    if (count > 0) {
+      // The dims are known when exactly `count` dims are 1 and the others static.
+      std::optional<std::vector<int64_t>> dims = StaticShape(*in);
+      if (dims.has_value() && std::count(dims->begin(), dims->end(), 1) == count) {
+        Dims out;
+        for (int64_t d : *dims) {
+          if (d != 1) out.push_back(Dim(d));
+        }
+        SetRearranged(ctx, std::move(out));
+      } else {
+        SetRearranged(ctx, Dims(static_cast<size_t>(rank - count)));
+      }
+      return absl::OkStatus();
+    }
+    // No axes: every dim that is 1, as below.
+  } else {
+    TPC_ASSIGN_OR_RETURN(axes, IntsFromAttrOrInput(ctx, "axes", 1));
+  }
   Dims out;
   if (!axes.has_value() || axes->empty()) {
     // Every dim that is 1. Symbolic dims are taken to be more than 1; an unknown dim
@@ -168,6 +203,22 @@ absl::Status InferSqueeze(InferenceContext& ctx) {
 
 absl::Status InferUnsqueeze(InferenceContext& ctx) {
   TPC_ASSIGN_OR_RETURN(const Dims* in, RankedInput(ctx, 0));
+  if (IntsComputedAtRunTime(ctx, "axes", 1)) {
+    // Axes known only at run time: the rank grows by their count, which must be static;
+    // where the new dims go is unknown.
+    TPC_ASSIGN_OR_RETURN(const int64_t count, RunTimeAxesCount(ctx));
+    const bool all_ones = std::all_of(in->begin(), in->end(),
+                                      [](const Dim& d) { return d.is_static() && d.value() == 1; });
+    const size_t out_rank = in->size() + static_cast<size_t>(count);
+    if (count == 0) {
+      SetRearranged(ctx, *in);
+    } else if (all_ones) {  // a scalar or all-1 input: every dim is 1 wherever the axes are
+      SetRearranged(ctx, Dims(out_rank, Dim(1)));
+    } else {
+      SetRearranged(ctx, Dims(out_rank));
+    }
+    return absl::OkStatus();
+  }
   TPC_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes,
                        IntsFromAttrOrInput(ctx, "axes", 1));
   if (!axes.has_value()) return ctx.Error("missing axes");
