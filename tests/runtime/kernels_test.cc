@@ -159,6 +159,61 @@ TEST_CASE("Reshape with 0 and -1, Transpose, Concat and Split", "[runtime][kerne
   REQUIRE(Floats(parts[1]) == std::vector<float>{2, 3, 4});
 }
 
+TEST_CASE("Axes, split sizes and pads read from graph inputs at run time", "[runtime][kernels]") {
+  // x = [[0 1 2 3 4] [5 6 7 8 9]]: columns 1 to 3 every other one on axis 1.
+  OneOp slice;
+  slice.Input("x", F32({2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  slice.Ints({1});
+  slice.Ints({4});
+  slice.Input("axes", I64({1}, {-1}));
+  slice.Input("steps", I64({1}, {2}));
+  auto sliced = slice.Run("Slice");
+  REQUIRE(sliced[0].shape() == std::vector<int64_t>{2, 2});
+  CHECK(Floats(sliced[0]) == std::vector<float>{1, 3, 6, 8});
+
+  OneOp squeeze(13);
+  squeeze.Input("x", F32({2, 1, 3}, {0, 1, 2, 3, 4, 5}));
+  squeeze.Input("axes", I64({1}, {1}));
+  CHECK(squeeze.Run("Squeeze")[0].shape() == std::vector<int64_t>{2, 3});
+  // An empty list squeezes every 1, as no axes do.
+  OneOp squeeze_all(13);
+  squeeze_all.Input("x", F32({1, 3, 1}, {0, 1, 2}));
+  squeeze_all.Input("axes", I64({0}, {}));
+  CHECK(squeeze_all.Run("Squeeze")[0].shape() == std::vector<int64_t>{3});
+
+  OneOp unsqueeze(13);
+  unsqueeze.Input("x", F32({2, 3}, {0, 1, 2, 3, 4, 5}));
+  unsqueeze.Input("axes", I64({2}, {3, 0}));
+  auto unsqueezed = unsqueeze.Run("Unsqueeze");
+  CHECK(unsqueezed[0].shape() == std::vector<int64_t>{1, 2, 3, 1});
+  CHECK(Floats(unsqueezed[0]) == std::vector<float>{0, 1, 2, 3, 4, 5});
+
+  OneOp split(13);
+  split.Input("x", F32({1, 5}, {0, 1, 2, 3, 4}));
+  split.Input("split", I64({3}, {3, 0, 2}));
+  auto parts = split.Run("Split", {{"axis", int64_t{1}}}, 3);
+  CHECK(Floats(parts[0]) == std::vector<float>{0, 1, 2});
+  CHECK(parts[1].shape() == std::vector<int64_t>{1, 0});
+  CHECK(Floats(parts[2]) == std::vector<float>{3, 4});
+  // An empty list: equal parts, as no sizes give.
+  OneOp halves(13);
+  halves.Input("x", F32({4}, {0, 1, 2, 3}));
+  halves.Input("split", I64({0}, {}));
+  auto half = halves.Run("Split", {}, 2);
+  CHECK(Floats(half[0]) == std::vector<float>{0, 1});
+  CHECK(Floats(half[1]) == std::vector<float>{2, 3});
+
+  // One column of 9s before and two after, on axis -1 only.
+  OneOp pad(18);
+  pad.Input("x", F32({2, 2}, {1, 2, 3, 4}));
+  pad.Input("pads", I64({2}, {1, 2}));
+  pad.Input("value", F32({}, {9}));
+  pad.Input("axes", I64({1}, {-1}));
+  auto padded = pad.Run("Pad");
+  REQUIRE(padded[0].shape() == std::vector<int64_t>{2, 5});
+  CHECK(Floats(padded[0]) == std::vector<float>{9, 1, 2, 9, 9, 9, 3, 4, 9, 9});
+}
+
 TEST_CASE("ReduceMean over an input axes list, keepdims off", "[runtime][kernels]") {
   OneOp t;
   t.Input("x", F32({2, 3}, {0, 1, 2, 3, 4, 5}));

@@ -51,7 +51,7 @@ absl::Status Squeeze(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   TPC_ASSIGN_OR_RETURN(auto axes, AxesFromAttrOrInput(ctx, "axes", 1));
   std::vector<bool> drop(static_cast<size_t>(x.rank()), false);
-  if (axes) {
+  if (axes && !axes->empty()) {  // no axes, or an empty list: every dim that is 1
     for (int64_t a : *axes) {
       TPC_ASSIGN_OR_RETURN(int64_t ax, NormalizeAxis(ctx, a, x.rank()));
       if (x.dim(ax) != 1)
@@ -277,7 +277,8 @@ absl::Status Split(KernelContext& ctx) {
     TPC_ASSIGN_OR_RETURN(sizes, ReadInts(ctx, ctx.input(1)));
   } else if (ctx.node().has_attr("split")) {
     sizes = ctx.node().attr_ints("split");
-  } else {
+  }
+  if (sizes.empty()) {  // no sizes, or an empty list
     // Equal parts; with opset 18's num_outputs the last part may be smaller.
     const int64_t part = (dim + n - 1) / n;
     for (int i = 0; i < n; ++i)
