@@ -33,9 +33,10 @@ TempDirs& Dirs() {
 
 }  // namespace
 
-const char* const kCommittedModels[14] = {
-    "mlp",  "mlp_dynamo", "gpt2",        "gpt2_dynamo", "gpt2_loss",       "llama", "mistral",
-    "bert", "phi3",       "phi3_dynamo", "phi3_gqa",    "phi3_gqa_dynamo", "vit",   "vit_dynamo"};
+const char* const kCommittedModels[16] = {"mlp",       "mlp_dynamo",  "gpt2",     "gpt2_dynamo",
+                                          "gpt2_loss", "llama",       "mistral",  "bert",
+                                          "phi3",      "phi3_dynamo", "phi3_gqa", "phi3_gqa_dynamo",
+                                          "vit",       "vit_dynamo",  "bloom",    "bloom_dynamo"};
 
 namespace {
 

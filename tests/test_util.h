@@ -52,7 +52,7 @@ absl::StatusOr<std::vector<std::vector<runtime::Tensor>>> RunRanks(
     const std::map<std::string, runtime::Tensor>& inputs);
 
 // The committed models (models/<name>.onnx), in a fixed order.
-extern const char* const kCommittedModels[14];
+extern const char* const kCommittedModels[16];
 
 // Golden files: compares `text` with the file at `relative` (in the source tree) and
 // returns "" when equal, else the first differing line. With TPC_UPDATE_GOLDENS=1 it

@@ -265,6 +265,21 @@ def build_vit():
     return model, {"pixel_values": pixels}, ["last_hidden_state", "pooler_output"]
 
 
+def build_bloom():
+    """Heads folded into batch: BLOOM computes attention on [batch*heads, s, d] tensors
+    (Reshape merging batch and heads, batched MatMul) with an ALiBi bias built per head
+    and repeated over the batch (Tile)."""
+    from transformers import BloomConfig, BloomForCausalLM
+    _patch_transformers()
+    cfg = BloomConfig(n_layer=2, hidden_size=64, n_head=4, vocab_size=VOCAB,
+                      hidden_dropout=0.0, attention_dropout=0.0,
+                      tie_word_embeddings=True, use_cache=False)
+    torch.manual_seed(0)
+    model = LogitsOnly(BloomForCausalLM(cfg))
+    rng = np.random.default_rng(0)
+    return model, {"input_ids": _ids(rng)}, ["logits"]
+
+
 # name -> (builder, exporter)
 MODELS = {
     "mlp": (build_mlp, "legacy"),
@@ -275,6 +290,7 @@ MODELS = {
     "bert": (build_bert, "legacy"),
     "mistral": (build_mistral, "legacy"),
     "vit": (build_vit, "legacy"),
+    "bloom": (build_bloom, "legacy"),
     "phi3": (build_phi3, "legacy"),
     "phi3_gqa": (build_phi3_gqa, "legacy"),
     "mlp_dynamo": (build_mlp, "dynamo"),
@@ -283,6 +299,7 @@ MODELS = {
     "gpt2_dynamo": (build_gpt2, "dynamo"),
     "gpt2_kv_dynamo": (build_gpt2_kv, "dynamo"),
     "vit_dynamo": (build_vit, "dynamo"),
+    "bloom_dynamo": (build_bloom, "dynamo"),
 }
 
 

@@ -35,6 +35,7 @@ std::string Placement::ToString() const {
     case Kind::kReplicate:
       return "R";
     case Kind::kShard:
+      if (!symbolic_blocks.empty()) return absl::StrCat("S(", dim, "/", symbolic_blocks, ")");
       return blocks == 1 ? absl::StrCat("S(", dim, ")") : absl::StrCat("S(", dim, "/", blocks, ")");
     case Kind::kPartial:
       return absl::StrCat("P(", ReduceOpName(reduce), ")");

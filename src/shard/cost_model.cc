@@ -60,6 +60,8 @@ double CollectivePicos(const DeviceProfile& p, CollectiveKind kind, int64_t n, d
 
 bool TransitionPossible(const Placement& from, const Placement& to) {
   if (from == to) return true;
+  // Blocks counted only at run time: no collective or local slice knows them.
+  if (from.has_symbolic_blocks() || to.has_symbolic_blocks()) return false;
   if (to.kind == Kind::kPartial) {
     // R → P(sum): keep the value on one rank; R → P(max|min|avg): the value itself.
     // S → P(sum): zero-pad the local block. Nothing else becomes partial locally.

@@ -23,13 +23,12 @@ std::string CostText(const ShardOptions& options, const Cost& c) {
                         " collectives");
   }
   if (options.objective == Objective::kBalanced) {
-    std::string out = absl::StrCat("weights ", c.v[3], " B/rank",
-                                   c.v[3] > options.slack_budget_bytes * (1 + 1e-12)
-                                       ? absl::StrCat(" (over the slack's ",
-                                                      options.slack_budget_bytes, ")")
-                                       : "",
-                                   ", step ", c.v[4] * 1e-6, " us (compute + ", c.v[2],
-                                   " collectives)");
+    std::string out =
+        absl::StrCat("weights ", c.v[3], " B/rank",
+                     c.v[3] > options.slack_budget_bytes * (1 + 1e-12)
+                         ? absl::StrCat(" (over the slack's ", options.slack_budget_bytes, ")")
+                         : "",
+                     ", step ", c.v[4] * 1e-6, " us (compute + ", c.v[2], " collectives)");
     if (options.sequence_parallel) {
       absl::StrAppend(&out, ", ", c.v[1], " values off sequence shards");
     }
@@ -121,9 +120,9 @@ absl::StatusOr<std::string> ExplainValue(ir::Graph& graph, const ShardOptions& r
                                  : absl::StrCat(d.strategies[static_cast<size_t>(c)].name, " → ",
                                                 d.OutputPlacement(c, v->index()).ToString());
     const bool chosen = best.assignment[static_cast<size_t>(var)] == c;
-    absl::StrAppend(&out, chosen ? "  * " : "    ", name, ": ",
-                    sol.ok() ? CostText(solved_options, sol->cost) : std::string(sol.status().message()),
-                    "\n");
+    absl::StrAppend(
+        &out, chosen ? "  * " : "    ", name, ": ",
+        sol.ok() ? CostText(solved_options, sol->cost) : std::string(sol.status().message()), "\n");
   }
   return out;
 }

@@ -16,9 +16,21 @@ int FactorSpec::AddFactor(Kind kind, ir::Dim size, std::string name) {
 
 namespace {
 
-std::optional<Placement> PlacementFor(const std::vector<int>& dims, int factor, int64_t blocks) {
+// A block count: static (1 for a plain split) or symbolic.
+struct Blocks {
+  int64_t count = 1;
+  std::optional<ir::Dim> symbolic;
+  std::string ToString() const { return symbolic ? symbolic->ToString() : absl::StrCat(count); }
+};
+
+std::optional<Placement> PlacementFor(const std::vector<int>& dims, int factor,
+                                      const Blocks& blocks) {
   for (size_t d = 0; d < dims.size(); ++d) {
-    if (dims[d] == factor) return Placement::Shard(static_cast<int64_t>(d), blocks);
+    if (dims[d] != factor) continue;
+    if (blocks.symbolic) {
+      return Placement::ShardInSymbolicBlocks(static_cast<int64_t>(d), blocks.symbolic->ToString());
+    }
+    return Placement::Shard(static_cast<int64_t>(d), blocks.count);
   }
   return std::nullopt;
 }
@@ -30,18 +42,23 @@ void AddFactorStrategies(const RuleContext& ctx, const FactorSpec& spec,
   using Kind = FactorSpec::Kind;
   const ir::Node& node = ctx.node();
   if (ctx.noting()) ctx.Note(spec.ToString());
-  std::vector<int64_t> block_counts = {1};
-  block_counts.insert(block_counts.end(), ctx.options().block_counts.begin(),
-                      ctx.options().block_counts.end());
+  std::vector<Blocks> block_counts = {Blocks{}};
+  for (int64_t k : ctx.options().block_counts) block_counts.push_back({k, std::nullopt});
+  for (const ir::Dim& d : ctx.options().symbolic_block_counts) block_counts.push_back({0, d});
   for (int f = 0; f < static_cast<int>(spec.factors.size()); ++f) {
-    for (int64_t blocks : block_counts) {
+    for (const Blocks& blocks : block_counts) {
       const FactorSpec::Factor& factor = spec.factors[static_cast<size_t>(f)];
-      if (factor.kind == Kind::kNeedWhole || !ctx.DivisibleInBlocks(factor.size, blocks)) continue;
+      if (factor.kind == Kind::kNeedWhole) continue;
+      if (blocks.symbolic ? !ctx.DivisibleInBlocks(factor.size, *blocks.symbolic)
+                          : !ctx.DivisibleInBlocks(factor.size, blocks.count)) {
+        continue;
+      }
+      const bool plain = !blocks.symbolic && blocks.count == 1;
       // Blocked splits only make sense for dims the result keeps.
-      if (blocks > 1 && factor.kind != Kind::kPass) continue;
+      if (!plain && factor.kind != Kind::kPass) continue;
       Strategy s;
-      s.name = blocks == 1 ? absl::StrCat("split ", factor.name)
-                           : absl::StrCat("split ", factor.name, " in ", blocks, " blocks");
+      s.name = plain ? absl::StrCat("split ", factor.name)
+                     : absl::StrCat("split ", factor.name, " in ", blocks.ToString(), " blocks");
       s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
       s.inputs.assign(static_cast<size_t>(node.num_inputs()), Placement::Replicate());
       for (int i = 0; i < node.num_inputs(); ++i) {

@@ -562,7 +562,9 @@ namespace {
 
 Placement Transposed(const Placement& p) {
   if (p.kind != Placement::Kind::kShard) return p;
-  return Placement::Shard(1 - p.dim, p.blocks);
+  Placement t = p;
+  t.dim = 1 - p.dim;
+  return t;
 }
 
 }  // namespace

@@ -136,8 +136,7 @@ std::string ShardSummary(const ShardResult& result, const ShardOptions& options)
         &out, absl::StrFormat("  weight slack %.3g%%: +%.3f MiB of weights per rank (+%.1f%%) "
                               "bought %.2f us less modelled step time per forward",
                               100 * t.slack, t.weight_bytes_added / 1048576.0,
-                              100 * t.weight_bytes_added / t.memory_plan_bytes,
-                              t.time_us_saved));
+                              100 * t.weight_bytes_added / t.memory_plan_bytes, t.time_us_saved));
     if (t.collectives_saved > 0) {
       absl::StrAppend(&out, " (", t.collectives_saved, " fewer collectives)");
     }

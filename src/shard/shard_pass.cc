@@ -1,5 +1,7 @@
 #include "tpc/shard/shard_pass.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "problem_builder.h"
 #include "tpc/shard/canonicalize.h"
@@ -33,9 +35,17 @@ ShardOptions WithBlockCounts(const ir::Graph& graph, const ShardOptions& options
   for (ir::Node* n : graph.nodes()) {
     if (!n->is_call()) continue;
     const OpRecord* record = FindOpRecord(n->domain(), n->op_type());
-    if (record == nullptr || record->hooks.block_count == nullptr) continue;
-    const int64_t k = record->hooks.block_count(*n);
-    if (k >= 2 && ir::IsFloating(n->output(0)->type().dtype)) out.block_counts.insert(k);
+    if (record == nullptr || !ir::IsFloating(n->output(0)->type().dtype)) continue;
+    if (record->hooks.block_count != nullptr) {
+      const int64_t k = record->hooks.block_count(*n);
+      if (k >= 2) out.block_counts.insert(k);
+    }
+    if (record->hooks.folded_blocks != nullptr) {
+      for (const ir::Dim& d : record->hooks.folded_blocks(*n)) {
+        auto& seen = out.symbolic_block_counts;
+        if (std::find(seen.begin(), seen.end(), d) == seen.end()) seen.push_back(d);
+      }
+    }
   }
   if (out.sequence_parallel) out.divisible.insert(out.seq_symbol);
   return out;
@@ -338,16 +348,16 @@ absl::StatusOr<ShardResult> ShardGraph(ir::Graph& graph, const ShardOptions& raw
   result.slack = solved.slack;
   if (solved.solution.fixed_hubs > 0) {
     result.optimal = false;
-    result.note = absl::StrCat("the problem was too entangled to solve exactly: ",
-                               solved.solution.fixed_hubs,
-                               " of the most connected decisions were fixed to their cheapest own "
-                               "choice first");
+    result.note =
+        absl::StrCat("the problem was too entangled to solve exactly: ", solved.solution.fixed_hubs,
+                     " of the most connected decisions were fixed to their cheapest own "
+                     "choice first");
   } else if (solved.options.objective == Objective::kBalanced) {
     result.optimal = false;
-    result.note = absl::StrCat(
-        "the weight slack was met by pricing weight bytes (Lagrangian relaxation, ",
-        solved.options.weight_price_ps_per_byte,
-        " ps/byte): the plan fits, one with less collective time that fits may exist");
+    result.note =
+        absl::StrCat("the weight slack was met by pricing weight bytes (Lagrangian relaxation, ",
+                     solved.options.weight_price_ps_per_byte,
+                     " ps/byte): the plan fits, one with less collective time that fits may exist");
   }
   if (options.objective == Objective::kTime && options.memory_budget_bytes &&
       solved.builder->problem().num_variables() > 0 && options.weight_price_ps_per_byte == 0) {

@@ -53,6 +53,12 @@ bool RuleContext::DivisibleInBlocks(const ir::Dim& d, int64_t blocks) const {
   return d.is_static() && d.value() > 0 && d.value() % (blocks * n()) == 0;
 }
 
+bool RuleContext::DivisibleInBlocks(const ir::Dim& d, const ir::Dim& blocks) const {
+  if (blocks.is_static()) return DivisibleInBlocks(d, blocks.value());
+  const std::optional<ir::Dim> block = d.DivExact(blocks);
+  return block && block->is_static() && block->value() > 0 && Divisible(*block);
+}
+
 double RuleContext::Size(const ir::Dim& d) const {
   if (d.is_unknown()) return static_cast<double>(options_.default_dim_size);
   double total = 0;

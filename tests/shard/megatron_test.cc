@@ -81,6 +81,18 @@ const ModelSpec kBert{
     0,
     true};
 
+// Heads folded into the batch: attention on [batch·heads, s, d] with an ALiBi bias
+// repeated over the batch by Tile. The fused query_key_value is interleaved per head
+// ([b, s, heads, 3, d]), so a plain column split gives each rank its heads' Q, K and V.
+const ModelSpec kBloom{"bloom",
+                       {"query_key_value", "dense_h_to_4h"},
+                       {"self_attention/dense/", "dense_4h_to_h"},
+                       {},
+                       1,
+                       true};
+const ModelSpec kBloomDynamo{
+    "bloom_dynamo", kBloom.column, {"self_attention.dense.", "dense_4h_to_h"}, {}, 1, false};
+
 constexpr int kLayers = 2;  // every committed transformer has two
 
 struct Block {
@@ -416,6 +428,32 @@ TEST_CASE("megatron: Phi-3 with a grouped-query fused QKV (unequal parts)", "[sh
       CHECK(kv_parts == 2 * kLayers);
       // Per layer: the K and V gathers; plus the embedding's and the logits'.
       CHECK(External(s.result, CollectiveKind::kAllGather).size() == 2 * kLayers + 2);
+    }
+  }
+}
+
+TEST_CASE("megatron: BLOOM with heads folded into the batch", "[shard][megatron]") {
+  for (const ModelSpec* spec : {&kBloom, &kBloomDynamo}) {
+    for (int n : {2, 4}) {
+      for (bool sp : {false, true}) {
+        DYNAMIC_SECTION(spec->name << " N=" << n << (sp ? " SP" : "")) {
+          CheckMegatron(*spec, n, sp);
+          // The attention between the blocks runs on each rank's heads: its
+          // [batch·heads, s, s] scores are split in batch blocks, never gathered.
+          Sharded s = Shard(spec->name, n, sp);
+          int folded = 0;
+          for (const Node* node : s.graph->nodes()) {
+            if (!node->is_call() || node->op_type() != "MatMul") continue;
+            const Value* y = node->output(0);
+            if (y->type().rank() != 3 || !y->sharding()) continue;
+            if (PlacementOf(y).ToString() == "S(0/batch)") ++folded;
+          }
+          CHECK(folded == 2 * kLayers);  // scores and context, per layer
+          for (const PlannedCollective& c : s.result.collectives) {
+            CHECK_FALSE(c.from.has_symbolic_blocks());
+          }
+        }
+      }
     }
   }
 }

@@ -23,8 +23,8 @@ struct Rule {
   std::vector<std::string> strategies;  // `(S(0), R)->(S(1))`, replicate included
 };
 
-// The rule of the one call of `body` (IR text lines between `graph {` and `}`; its
-// output is %y) at N = n, with b and s divisible.
+// The rule of the call producing %y in `body` (IR text lines between `graph {` and
+// `}`) at N = n, with b and s divisible.
 Rule RuleOf(const std::string& body, int64_t n = 2) {
   const std::string text =
       absl::StrCat("graph \"t\" opsets(\"\": 18) {\n", body, "\n  output(%y)\n}\n");
@@ -39,7 +39,7 @@ Rule RuleOf(const std::string& body, int64_t n = 2) {
   options.divisible = {"b", "s"};
   Rule rule;
   for (ir::Node* node : (*graph)->nodes()) {
-    if (!node->is_call()) continue;
+    if (!node->is_call() || node->output(0)->name() != "y") continue;
     const OpRecord* record = FindOpRecord(node->domain(), node->op_type());
     REQUIRE(record != nullptr);
     std::vector<std::string> notes;
@@ -199,6 +199,33 @@ TEST_CASE("tile rule: only dims repeated once pass", "[shard][rules]") {
   CHECK(Has(known, "(S(2), R)->(S(2))"));
   CHECK_FALSE(Has(known, "(S(1), R)->(S(1))"));
   CHECK(Has(known, "(P(sum), R)->(P(sum))"));
+}
+
+// ALiBi's per-head bias repeated over the batch (BLOOM): `[heads, 1, s]` tiled
+// `[batch, 1, 1]` times; rank r's heads, repeated, are its part of each copy.
+TEST_CASE("tile rule: a split dim repeated a symbolic number of times folds into blocks",
+          "[shard][rules]") {
+  const Rule r = RuleOf(
+      "  %ids: i64[b, s] = placeholder\n  %a: f32[4, 1, s] = placeholder\n"
+      "  %shape: i64[2] = Shape(%ids)\n  %i0: i64[1] = constant [0]\n"
+      "  %batch: i64[1] = Gather(%shape, %i0) {axis=0}\n  %ones: i64[2] = constant [1, 1]\n"
+      "  %rep: i64[3] = Concat(%batch, %ones) {axis=0}\n  %y: f32[*] = Tile(%a, %rep)");
+  CHECK(Has(r, "(S(0), R)->(S(0/b))"));
+  CHECK(Has(r, "(S(2), R)->(S(2))"));
+  CHECK(Has(r, "(R, R)->(R)"));
+}
+
+// Heads folded into the batch and back (BLOOM's `[batch·heads, s, d]` attention).
+TEST_CASE("reshape rule: a split of heads folds into batch blocks and back", "[shard][rules]") {
+  const Rule fold =
+      RuleOf("  %x: f32[b, 4, s, 8] = placeholder\n  %y: f32[*] = Flatten(%x) {axis=2}");
+  CHECK(Has(fold, "(S(1))->(S(0/b))"));
+  CHECK(Has(fold, "(S(0))->(S(0))"));
+  const Rule unfold = RuleOf(
+      "  %x: f32[b, 4, 8] = placeholder\n  %f: f32[*] = Flatten(%x) {axis=2}\n"
+      "  %t: i64[3] = constant [-1, 4, 8]\n  %y: f32[*] = Reshape(%f, %t)");
+  CHECK(Has(unfold, "(S(0/b), R)->(S(1))"));
+  CHECK(Has(unfold, "(S(0), R)->(S(0))"));
 }
 
 TEST_CASE("pad rule: only a zero fill is linear", "[shard][rules]") {

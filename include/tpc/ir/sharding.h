@@ -23,14 +23,23 @@ struct Placement {
   // Printed `S(2/3)`; 1 is a plain contiguous split, `S(2)`.
   int64_t blocks = 1;
   ReduceOp reduce = ReduceOp::kSum;  // for kPartial
+  // For kShard: a block count known only at run time, a symbolic dim (`batch`; `blocks`
+  // is then 0). Heads folded into the batch, `[batch·heads, s, d]` split by heads, is
+  // `S(0/batch)`: batch blocks of heads·s·d, each split N ways. Such a value only ever
+  // meets ops that keep it as it is (the shard stage allows no transition from or to it).
+  std::string symbolic_blocks;
 
   static Placement Replicate() { return {}; }
   static Placement Shard(int64_t d, int64_t blocks = 1) {
-    return {Kind::kShard, d, blocks, ReduceOp::kSum};
+    return {Kind::kShard, d, blocks, ReduceOp::kSum, {}};
   }
-  static Placement Partial(ReduceOp op) { return {Kind::kPartial, 0, 1, op}; }
+  static Placement Partial(ReduceOp op) { return {Kind::kPartial, 0, 1, op, {}}; }
+  static Placement ShardInSymbolicBlocks(int64_t d, std::string blocks) {
+    return {Kind::kShard, d, 0, ReduceOp::kSum, std::move(blocks)};
+  }
+  bool has_symbolic_blocks() const { return !symbolic_blocks.empty(); }
   bool operator==(const Placement&) const = default;
-  // `R`, `S(2)`, `S(2/3)`, `P(sum)`.
+  // `R`, `S(2)`, `S(2/3)`, `S(0/batch)`, `P(sum)`.
   std::string ToString() const;
   static std::optional<Placement> Parse(std::string_view text);
 };

@@ -93,7 +93,7 @@ struct MinSumSolution {
   std::vector<int> assignment;
   Cost cost;
   int64_t largest_table = 0;  // entries of the largest table elimination built
-  int fixed_hubs = 0;          // decisions fixed before solving (not a proven optimum)
+  int fixed_hubs = 0;         // decisions fixed before solving (not a proven optimum)
 };
 
 // Exact minimum. ResourceExhausted when a table would exceed `max_table_entries`.

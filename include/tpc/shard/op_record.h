@@ -41,6 +41,10 @@ using FeatureDimFn = std::optional<int64_t> (*)(
 // when it does not (a KV cache is the past concatenated with the new keys).
 using JoinAxisFn = std::optional<int64_t> (*)(const ir::Node& node);
 
+// The symbolic dims the op folds a split dim into as blocks: a Reshape
+// `[batch, heads, s, d] → [batch·heads, s, d]` gives `batch`.
+using FoldedBlocksFn = std::vector<ir::Dim> (*)(const ir::Node& node);
+
 struct OpHooks {
   // Inputs holding a size of a split dim (Reshape's shape, Expand's shape, a blocked
   // Split's sizes) get their per-rank value.
@@ -48,6 +52,7 @@ struct OpHooks {
   // Null: one FLOP per output element.
   FlopsFn flops = nullptr;
   BlockCountFn block_count = nullptr;
+  FoldedBlocksFn folded_blocks = nullptr;
   FeatureDimFn feature_dim = nullptr;
   JoinAxisFn join_axis = nullptr;
   // Reads only its input's shape (Shape, Size): its result is replicated whatever the

@@ -6,7 +6,9 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
+#include "tpc/ir/dim.h"
 #include "tpc/ir/sharding.h"
 #include "tpc/shard/cost_model.h"
 #include "tpc/shard/mesh.h"
@@ -52,6 +54,9 @@ struct ShardOptions {
   // Filled by the shard pass, not by users: block counts of equal Splits/Concats on
   // float values (3 for a fused QKV), tried as blocked splits `S(d/k)`.
   std::set<int64_t> block_counts;
+  // Filled by the shard pass: symbolic block counts, the batch dims that ops fold heads
+  // into (`[batch·heads, s, d]`), tried as `S(d/batch)`.
+  std::vector<ir::Dim> symbolic_block_counts;
   // Set by the shard pass under --memory-budget: the price of a weight byte in
   // picoseconds of step time (the Lagrange multiplier of the budget).
   double weight_price_ps_per_byte = 0;

@@ -50,13 +50,13 @@ struct PlannedCollective {
 // What the balanced objective's weight slack bought, against the memory objective's
 // plan (the plan of least per-rank weight bytes, then least collective time).
 struct SlackTrade {
-  double slack = 0;                 // the fraction allowed (--weight-slack)
-  double memory_plan_bytes = 0;     // per-rank weight bytes of the memory objective's plan
-  double budget_bytes = 0;          // memory_plan_bytes * (1 + slack)
-  double weight_bytes_added = 0;    // per rank, over the memory objective's plan
-  double time_us_saved = 0;         // modelled step time (compute + collectives) per forward
-  int collectives_saved = 0;        // collectives per forward
-  double price_ps_per_byte = 0;     // the price of a weight byte that found the plan
+  double slack = 0;               // the fraction allowed (--weight-slack)
+  double memory_plan_bytes = 0;   // per-rank weight bytes of the memory objective's plan
+  double budget_bytes = 0;        // memory_plan_bytes * (1 + slack)
+  double weight_bytes_added = 0;  // per rank, over the memory objective's plan
+  double time_us_saved = 0;       // modelled step time (compute + collectives) per forward
+  int collectives_saved = 0;      // collectives per forward
+  double price_ps_per_byte = 0;   // the price of a weight byte that found the plan
 };
 
 struct ShardResult {

@@ -68,6 +68,9 @@ class RuleContext {
   bool Divisible(const ir::Dim& d) const;
   // Whether `d` splits into `blocks` equal blocks each split N ways (static dims only).
   bool DivisibleInBlocks(const ir::Dim& d, int64_t blocks) const;
+  // Whether `d` splits into `blocks` (a symbolic dim: `batch`) equal blocks, each of a
+  // static size split N ways (`4*batch` in `batch` blocks, N dividing 4).
+  bool DivisibleInBlocks(const ir::Dim& d, const ir::Dim& blocks) const;
   // Modelled size of `d` (symbols take their --dim size).
   double Size(const ir::Dim& d) const;
   double Bytes(const ir::Value& v) const;

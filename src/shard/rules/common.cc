@@ -48,11 +48,9 @@ double OutputElements(const RuleContext& ctx) {
   return out;
 }
 
-bool ReshapeFactors(const RuleContext& ctx, const std::vector<ir::Dim>& in,
-                    const std::vector<ir::Dim>& out, FactorSpec* spec, std::vector<int>* in_f,
-                    std::vector<int>* out_f) {
-  in_f->assign(in.size(), -1);
-  out_f->assign(out.size(), -1);
+std::optional<std::vector<ReshapeGroup>> ReshapeGroups(const std::vector<ir::Dim>& in,
+                                                       const std::vector<ir::Dim>& out) {
+  std::vector<ReshapeGroup> groups;
   const ir::Dim one(1);
   size_t i = 0;
   size_t j = 0;
@@ -65,28 +63,43 @@ bool ReshapeFactors(const RuleContext& ctx, const std::vector<ir::Dim>& in,
       ++j;
       continue;
     }
-    if (i == in.size() || j == out.size()) return false;
-    const size_t gi = i;
-    const size_t gj = j;
+    if (i == in.size() || j == out.size()) return std::nullopt;
+    ReshapeGroup g{i, 0, j, 0};
     ir::Dim pa = in[i++];
     ir::Dim pb = out[j++];
     // Grow the side whose product divides the other's until the products match.
     while (!(pa == pb)) {
-      if (pa.is_unknown() || pb.is_unknown()) return false;
+      if (pa.is_unknown() || pb.is_unknown()) return std::nullopt;
       if (auto q = pb.DivExact(pa); q && i < in.size()) {
         pa = pa * in[i++];
       } else if (auto r = pa.DivExact(pb); r && j < out.size()) {
         pb = pb * out[j++];
       } else {
-        return false;
+        return std::nullopt;
       }
     }
+    g.in_end = i;
+    g.out_end = j;
+    groups.push_back(g);
+  }
+  return groups;
+}
+
+bool ReshapeFactors(const RuleContext& ctx, const std::vector<ir::Dim>& in,
+                    const std::vector<ir::Dim>& out, FactorSpec* spec, std::vector<int>* in_f,
+                    std::vector<int>* out_f) {
+  in_f->assign(in.size(), -1);
+  out_f->assign(out.size(), -1);
+  const auto groups = ReshapeGroups(in, out);
+  if (!groups) return false;
+  for (const ReshapeGroup& g : *groups) {
     // Splitting the major dim of a group N ways cuts the flattened group into the same
     // N contiguous chunks on both sides.
-    if (ctx.Divisible(in[gi]) && ctx.Divisible(out[gj])) {
-      int f = spec->AddFactor(FactorSpec::Kind::kPass, in[gi], "d" + std::to_string(gj));
-      (*in_f)[gi] = f;
-      (*out_f)[gj] = f;
+    if (ctx.Divisible(in[g.in_begin]) && ctx.Divisible(out[g.out_begin])) {
+      int f = spec->AddFactor(FactorSpec::Kind::kPass, in[g.in_begin],
+                              "d" + std::to_string(g.out_begin));
+      (*in_f)[g.in_begin] = f;
+      (*out_f)[g.out_begin] = f;
     }
   }
   return true;

@@ -129,6 +129,31 @@ void Tile(const RuleContext& ctx, std::vector<Strategy>* out) {
   }
   AddFactorStrategies(ctx, FactorSpecBuilder(ctx).Along({0}, kinds).Build(), out);
   AddPartialStrategy(ctx, {0}, out);
+  // A dim repeated a symbolic number of times r (ALiBi's per-head bias repeated over the
+  // batch): rank r's block, repeated, is its part of each of the r copies, S(d/r).
+  const std::optional<std::vector<ir::Dim>>& known = ctx.node().input(1)->known_value();
+  if (!known || known->size() != in.size()) return;
+  for (size_t d = 0; d < in.size(); ++d) {
+    const ir::Dim& r = (*known)[d];
+    if (r.is_static() || r.is_unknown() || !ctx.Divisible(in[d])) continue;
+    if (!ctx.DivisibleInBlocks(y[d], r)) continue;
+    Strategy s;
+    s.name = absl::StrCat("split d", d, " repeated in ", r.ToString(), " blocks");
+    s.inputs = {ir::Placement::Shard(static_cast<int64_t>(d)), ir::Placement::Replicate()};
+    s.outputs = {ir::Placement::ShardInSymbolicBlocks(static_cast<int64_t>(d), r.ToString())};
+    s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
+    AddNamedStrategy(ctx, std::move(s), out);
+  }
+}
+
+std::vector<ir::Dim> TileFoldedBlocks(const ir::Node& node) {
+  std::vector<ir::Dim> out;
+  const std::optional<std::vector<ir::Dim>>& known = node.input(1)->known_value();
+  if (!known) return out;
+  for (const ir::Dim& r : *known) {
+    if (!r.is_static() && !r.is_unknown()) out.push_back(r);
+  }
+  return out;
 }
 
 // Pad: a dim with no padding on either side passes, a padded one needs whole; the pads

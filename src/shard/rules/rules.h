@@ -16,6 +16,15 @@
 namespace tpc::shard::rules {
 
 // Factor spec helpers shared by the families.
+// A group of a reshape: dims [in_begin, in_end) of the input hold the same elements as
+// dims [out_begin, out_end) of the output (`[B, H, S] → [B·H, S]`: {0, 2, 0, 1} and
+// {2, 3, 1, 2}). Dims of size 1 belong to no group.
+struct ReshapeGroup {
+  size_t in_begin, in_end, out_begin, out_end;
+};
+// The groups, nullopt when the sizes do not factor into groups.
+std::optional<std::vector<ReshapeGroup>> ReshapeGroups(const std::vector<ir::Dim>& in,
+                                                       const std::vector<ir::Dim>& out);
 // Maps the dims of `in` onto `out` through the factorisation of sizes (reshape):
 // in_factors/out_factors get a shared factor for each group whose major dims both
 // split N ways. False when the sizes do not factor into groups.
@@ -131,6 +140,9 @@ std::optional<SliceBlock> FindSliceBlock(const ir::Node& node);
 int64_t SliceBlockCount(const ir::Node& node);
 int64_t SplitBlockCount(const ir::Node& node);   // k equal outputs
 int64_t ConcatBlockCount(const ir::Node& node);  // k equal inputs
+// Symbolic dims a split is folded into as blocks (op_record.h's folded_blocks).
+std::vector<ir::Dim> ReshapeFoldedBlocks(const ir::Node& node);
+std::vector<ir::Dim> TileFoldedBlocks(const ir::Node& node);
 std::optional<int64_t> ConcatAxis(const ir::Node& node);
 
 // shape_inputs.cc: per-rank values of the inputs that carry a size of a split dim.

@@ -9,16 +9,74 @@
 
 namespace tpc::shard::rules {
 
+namespace {
+
+// Folds of a reshape: in a group where one side is a single dim M and the other has
+// several, [a0, ..., ak], each a_t (t ≥ 1) whose outer product a0·…·a(t−1) is symbolic.
+// Calls fold(M's index, t, outer, whether M is the input's).
+template <typename Fold>
+void ForEachFold(const std::vector<ir::Dim>& in, const std::vector<ir::Dim>& y, Fold fold) {
+  const auto groups = ReshapeGroups(in, y);
+  if (!groups) return;
+  for (const ReshapeGroup& g : *groups) {
+    const bool in_single = g.in_end - g.in_begin == 1;
+    const bool out_single = g.out_end - g.out_begin == 1;
+    if (in_single == out_single) continue;
+    const std::vector<ir::Dim>& many = in_single ? y : in;
+    const size_t begin = in_single ? g.out_begin : g.in_begin;
+    const size_t end = in_single ? g.out_end : g.in_end;
+    const size_t single = in_single ? g.in_begin : g.out_begin;
+    ir::Dim outer = many[begin];
+    for (size_t t = begin + 1; t < end; ++t) {
+      if (!outer.is_static() && !outer.is_unknown()) fold(single, t, outer, in_single);
+      outer = outer * many[t];
+    }
+  }
+}
+
+}  // namespace
+
+// Heads folded into the batch and back: `[B, H, S] → [B·H, S]` takes a split of H,
+// S(1), to `B` blocks of H·S each split N ways, S(0/B) (and back). Only symbolic B: a
+// static outer product is a plain split of the major dim or a blocked split.
 void Reshape(const RuleContext& ctx, std::vector<Strategy>* out) {
   FactorSpec spec;
   std::vector<int> in_f;
   std::vector<int> out_f;
-  if (ReshapeFactors(ctx, ctx.input_dims(0), ctx.output_dims(0), &spec, &in_f, &out_f)) {
+  const std::vector<ir::Dim>& in = ctx.input_dims(0);
+  const std::vector<ir::Dim>& y = ctx.output_dims(0);
+  if (ReshapeFactors(ctx, in, y, &spec, &in_f, &out_f)) {
     spec.inputs.push_back(in_f);
     spec.outputs.push_back(out_f);
     AddFactorStrategies(ctx, spec, out);
   }
+  ForEachFold(in, y, [&](size_t single, size_t t, const ir::Dim& outer, bool single_is_input) {
+    const std::vector<ir::Dim>& many = single_is_input ? y : in;
+    const ir::Dim& merged = single_is_input ? in[single] : y[single];
+    if (!ctx.Divisible(many[t]) || !ctx.DivisibleInBlocks(merged, outer)) return;
+    const ir::Placement folded =
+        ir::Placement::ShardInSymbolicBlocks(static_cast<int64_t>(single), outer.ToString());
+    const ir::Placement plain = ir::Placement::Shard(static_cast<int64_t>(t));
+    Strategy s;
+    s.name = absl::StrCat(single_is_input ? "unfold d" : "fold d", t, " in ", outer.ToString(),
+                          " blocks");
+    s.inputs.assign(static_cast<size_t>(ctx.node().num_inputs()), ir::Placement::Replicate());
+    s.inputs[0] = single_is_input ? folded : plain;
+    s.outputs = {single_is_input ? plain : folded};
+    s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
+    AddNamedStrategy(ctx, std::move(s), out);
+  });
   AddPartialStrategy(ctx, {0}, out);
+}
+
+std::vector<ir::Dim> ReshapeFoldedBlocks(const ir::Node& node) {
+  std::vector<ir::Dim> out;
+  const ir::Value* x = node.input(0);
+  const ir::Value* y = node.output(0);
+  if (x == nullptr || !x->type().shape || !y->type().shape) return out;
+  ForEachFold(*x->type().shape, *y->type().shape,
+              [&](size_t, size_t, const ir::Dim& outer, bool) { out.push_back(outer); });
+  return out;
 }
 
 void Transpose(const RuleContext& ctx, std::vector<Strategy>* out) {
