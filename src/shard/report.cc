@@ -133,7 +133,7 @@ std::string ShardSummary(const ShardResult& result, const ShardOptions& options)
   if (result.slack && result.slack->time_us_saved > 0) {
     const SlackTrade& t = *result.slack;
     absl::StrAppend(
-        &out, absl::StrFormat("  weight slack %.3g%%: +%.3f MiB of weights per rank (+%.1f%%) "
+        &out, absl::StrFormat("  weight slack %.3g%%: %+.3f MiB of weights per rank (%+.1f%%) "
                               "bought %.2f us less modelled step time per forward",
                               100 * t.slack, t.weight_bytes_added / 1048576.0,
                               100 * t.weight_bytes_added / t.memory_plan_bytes, t.time_us_saved));
