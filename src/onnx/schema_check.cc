@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "onnx/checker.h"
@@ -115,6 +116,15 @@ absl::Status CheckAgainstSchema(const ::onnx::NodeProto& node, const std::string
     return absl::InvalidArgumentError(absl::StrCat(label, ": ", node.input_size(),
                                                    " inputs, the operator needs at least ",
                                                    schema->min_input()));
+  }
+  // Versions newer than libonnx's schema added an input to these (axes, dft_length).
+  static const absl::flat_hash_set<std::string> kGainedAnInput = {
+      "DFT",       "Pad",        "ReduceL1",  "ReduceL2",   "ReduceLogSum",   "ReduceLogSumExp",
+      "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSumSquare"};
+  const int most = schema->max_input() + (kGainedAnInput.contains(node.op_type()) ? 1 : 0);
+  if (node.input_size() > most) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(label, ": ", node.input_size(), " inputs, the operator takes at most ", most));
   }
   for (const auto& a : node.attribute()) {
     auto it = schema->attributes().find(a.name());

@@ -325,6 +325,13 @@ absl::Status InferSplit(InferenceContext& ctx) {
   if (IntsComputedAtRunTime(ctx, "split", 1) && split_length != 0) {
     // Sizes known only at run time: one part per output, each of unknown length on the
     // axis (unless there is one part, or nothing to split).
+    if (ctx.node().has_attr("num_outputs")) {
+      return ctx.Error("has both split sizes and num_outputs; ONNX allows one of them");
+    }
+    if (ctx.input_type(1).dtype != DType::kI64) {
+      return ctx.Error(absl::StrCat("split sizes are ", ir::DTypeName(ctx.input_type(1).dtype),
+                                    "; ONNX wants int64"));
+    }
     if (split_length.has_value() && *split_length != outputs) {
       return ctx.Error(
           absl::StrCat("split has ", *split_length, " sizes for ", outputs, " outputs"));
