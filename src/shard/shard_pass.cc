@@ -264,6 +264,11 @@ namespace {
 absl::Status CheckValueSizes(const ir::Graph& graph, const ShardOptions& options) {
   for (ir::Node* node : graph.nodes()) {
     for (const ir::Value* v : node->outputs()) {
+      // A dim known only at run time (a Squeeze of axes from an input) has no size here.
+      if (v->type().shape && std::any_of(v->type().shape->begin(), v->type().shape->end(),
+                                         [](const ir::Dim& d) { return d.is_unknown(); })) {
+        continue;
+      }
       const double size = static_cast<double>(std::max<int64_t>(ir::DTypeSize(v->type().dtype), 1));
       const double elements = RuleContext(*node, options).Bytes(*v) / size;
       if (elements > static_cast<double>(kMaxTensorElements)) {

@@ -137,5 +137,25 @@ TEST_CASE("axes and split sizes given at run time: the ops take their input whol
   CHECK(result.decisions > 0);
 }
 
+// Dims known only at run time have no size for the cost model: a rank-6 value of such
+// dims is not refused as too large (it was, priced at 512 per dim).
+TEST_CASE("Values of dims known only at run time are not refused as too large",
+          "[runtime][shard]") {
+  ir::Graph g;
+  g.opsets()[""] = 18;
+  std::vector<float> w(8 * 16, 0.5f);
+  ir::Value* x = g.AddPlaceholder("x", TensorType(DType::kF32, {4, 8}));
+  ir::Value* axes = g.AddPlaceholder("axes", TensorType(DType::kI64, {4}));
+  ir::Value* weight = g.AddConstant("w", ir::Tensor::FromFloat({8, 16}, w));
+  ir::Value* h = g.AddCall("", "MatMul", {x, weight}, {"h"}, {}, "/h")->output(0);
+  ir::Value* y = g.AddCall("", "Unsqueeze", {h, axes}, {"y"}, {}, "/y")->output(0);
+  g.SetOutputs({y});
+  REQUIRE(onnx::InferShapes(g).ok());
+  REQUIRE(y->type().rank() == 6);
+  auto r = shard::ShardGraph(g, testing::TpOptions(2));
+  INFO(r.status().ToString());
+  CHECK(r.ok());
+}
+
 }  // namespace
 }  // namespace tpc::runtime
