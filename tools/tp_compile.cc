@@ -154,9 +154,13 @@ class Compiler {
     }
     TPC_ASSIGN_OR_RETURN(shard_, tpc::shard::ShardGraph(*graph_, options_, constraints));
     times_["shard"] = Seconds(t);
-    // Under the memory and balanced objectives every weight that can split does; none did.
-    if (tp_ > 1 && options_.objective != tpc::shard::Objective::kTime &&
-        shard_.weight_bytes_total > 0 &&
+    // Under the memory objective every weight that can split does; none did. (The
+    // balanced objective's plan is the memory objective's unless the slack bought
+    // something, and a slack of N-1 or more may replicate everything.)
+    const bool memory_plan = options_.objective == tpc::shard::Objective::kMemory ||
+                             (options_.objective == tpc::shard::Objective::kBalanced &&
+                              (!shard_.slack || shard_.slack->time_us_saved <= 0));
+    if (tp_ > 1 && memory_plan && shard_.weight_bytes_total > 0 &&
         shard_.weight_bytes_per_rank >= shard_.weight_bytes_total) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--tp ", tp_, ": no weight of ", model_path_, " splits into ", tp_,

@@ -543,11 +543,12 @@ class Parser {
           size_t at = Skip();
           ReadWord(IsIdentChar);
           if (Consume('(')) {
-            ReadWord(IsWordChar);
+            // `S(1/3)`, `S(0/batch)`, `S(0/2*batch)`
+            ReadWord([](char c) { return IsWordChar(c) || c == '/' || c == '*'; });
             TPC_RETURN_IF_ERROR(Expect(')'));
           }
           std::string_view text = text_.substr(at, pos_ - at);
-          std::optional<Placement> p = Placement::Parse(text);
+          std::optional<Placement> p = Placement::Parse(text, /*symbolic=*/true);
           if (!p) return ErrorAt(at, absl::StrCat("invalid placement '", AV(text), "'"));
           sharding.placements.push_back(*p);
         } while (Consume(','));

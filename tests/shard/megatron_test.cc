@@ -451,6 +451,7 @@ TEST_CASE("megatron: BLOOM with heads folded into the batch", "[shard][megatron]
           CHECK(folded == 2 * kLayers);  // scores and context, per layer
           for (const PlannedCollective& c : s.result.collectives) {
             CHECK_FALSE(c.from.has_symbolic_blocks());
+            CHECK_FALSE(c.to.has_symbolic_blocks());
           }
         }
       }

@@ -25,7 +25,7 @@ struct Rule {
 
 // The rule of the call producing %y in `body` (IR text lines between `graph {` and
 // `}`) at N = n, with b and s divisible.
-Rule RuleOf(const std::string& body, int64_t n = 2) {
+Rule RuleOf(const std::string& body, int64_t n = 2, std::vector<ir::Dim> symbolic_blocks = {}) {
   const std::string text =
       absl::StrCat("graph \"t\" opsets(\"\": 18) {\n", body, "\n  output(%y)\n}\n");
   auto graph = ir::ParseGraph(text);
@@ -37,6 +37,7 @@ Rule RuleOf(const std::string& body, int64_t n = 2) {
   REQUIRE(inferred.ok());
   ShardOptions options = testing::TpOptions(n);
   options.divisible = {"b", "s"};
+  options.symbolic_block_counts = std::move(symbolic_blocks);
   Rule rule;
   for (ir::Node* node : (*graph)->nodes()) {
     if (!node->is_call() || node->output(0)->name() != "y") continue;
@@ -226,6 +227,29 @@ TEST_CASE("reshape rule: a split of heads folds into batch blocks and back", "[s
       "  %t: i64[3] = constant [-1, 4, 8]\n  %y: f32[*] = Reshape(%f, %t)");
   CHECK(Has(unfold, "(S(0/b), R)->(S(1))"));
   CHECK(Has(unfold, "(S(0), R)->(S(0))"));
+}
+
+// With `b` a block count (a Reshape folded heads into it), ops that carry a dim keep
+// S(d/b); a dim of b itself (`[4·b, 8] → [b, 4, 8]`) holds no b blocks of a size N splits.
+TEST_CASE("symbolic block counts pass through batched ops and only onto dims of whole blocks",
+          "[shard][rules]") {
+  const ir::Dim b = ir::Dim::Symbol("b");
+  const Rule matmul = RuleOf(
+      "  %a: f32[4*b, s, 8] = placeholder\n  %c: f32[4*b, 8, s] = placeholder\n"
+      "  %y: f32[*] = MatMul(%a, %c)",
+      2, {b});
+  CHECK(Has(matmul, "(S(0/b), S(0/b))->(S(0/b))"));
+  const Rule add = RuleOf(
+      "  %a: f32[4*b, s, s] = placeholder\n  %c: f32[4*b, 1, s] = placeholder\n"
+      "  %y: f32[*] = Add(%a, %c)",
+      2, {b});
+  CHECK(Has(add, "(S(0/b), S(0/b))->(S(0/b))"));
+  const Rule unfold = RuleOf(
+      "  %x: f32[b, 4, 8] = placeholder\n  %f: f32[*] = Flatten(%x) {axis=2}\n"
+      "  %t: i64[3] = constant [-1, 4, 8]\n  %y: f32[*] = Reshape(%f, %t)",
+      2, {b});
+  CHECK(Has(unfold, "(S(0/b), R)->(S(1))"));
+  CHECK_FALSE(Has(unfold, "(S(0/b), R)->(S(0/b))"));
 }
 
 TEST_CASE("pad rule: only a zero fill is linear", "[shard][rules]") {

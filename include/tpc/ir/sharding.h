@@ -41,7 +41,8 @@ struct Placement {
   bool operator==(const Placement&) const = default;
   // `R`, `S(2)`, `S(2/3)`, `S(0/batch)`, `P(sum)`.
   std::string ToString() const;
-  static std::optional<Placement> Parse(std::string_view text);
+  // `symbolic`: also `S(0/batch)` (the IR text reads it back; users never write one).
+  static std::optional<Placement> Parse(std::string_view text, bool symbolic = false);
 };
 
 // Placements in the order of the mesh axes (one axis, `tp`, for now).

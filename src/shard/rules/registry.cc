@@ -45,7 +45,7 @@ constexpr OpRecord kRecords[] = {
     {"", "Erf", Unary},
     {"", "Exp", Unary},
     {"", "Expand", Expand, {.shape_inputs = ExpandShapeInput}},
-    {"", "Flatten", Reshape},
+    {"", "Flatten", Reshape, {.folded_blocks = ReshapeFoldedBlocks}},
     {"", "Floor", Unary},
     {"", "Gather", Gather, {.feature_dim = GatherFeatureDim}},
     {"", "GatherElements", GatherElements},
