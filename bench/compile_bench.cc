@@ -5,7 +5,9 @@
 // For each MODEL (N = --tp ranks, default 4):
 //   ProtobufParse  read + ModelProto::ParseFromString: the floor, and the baseline;
 //   Import         tpc::onnx::ImportModel (read, IR, shape inference, verifier);
-//   Shard          tpc::shard::ShardGraph (rules, cost model, solver, propagation);
+//   Shard          tpc::shard::ShardGraph (rules, cost model, solver, propagation) with
+//                  the default objective (balanced: a search over a price of weights);
+//   ShardMemory    the same with --objective memory (one exact solve): the baseline;
 //   Partition      tpc::partition::PartitionGraph + the verifier;
 //   Export         every rank's graph as an ONNX ModelProto serialized to a string,
 //                  weights excluded (per-rank constants write no bytes; the few small
@@ -60,8 +62,11 @@ struct Pipeline {
     graph = *std::move(g);
     return true;
   }
-  bool Shard(benchmark::State& state) {
-    auto r = tpc::shard::ShardGraph(*graph, Options());
+  bool Shard(benchmark::State& state,
+             tpc::shard::Objective objective = tpc::shard::ShardOptions{}.objective) {
+    tpc::shard::ShardOptions options = Options();
+    options.objective = objective;
+    auto r = tpc::shard::ShardGraph(*graph, options);
     if (!r.ok()) return Fail(state, r.status());
     shard = *std::move(r);
     return true;
@@ -118,7 +123,7 @@ void BM_Import(benchmark::State& state, std::string path) {
   SetNodes(state, p.graph.get());
 }
 
-void BM_Shard(benchmark::State& state, std::string path) {
+void ShardWith(benchmark::State& state, const std::string& path, tpc::shard::Objective objective) {
   Pipeline p;
   int64_t nodes = 0;
   for (auto _ : state) {
@@ -126,10 +131,20 @@ void BM_Shard(benchmark::State& state, std::string path) {
     const bool ok = p.Import(state, path);
     if (ok) nodes = static_cast<int64_t>(p.graph->nodes().size());
     state.ResumeTiming();
-    if (!ok || !p.Shard(state)) break;
+    if (!ok || !p.Shard(state, objective)) break;
   }
   state.counters["ir_nodes"] = static_cast<double>(nodes);
   state.counters["decisions"] = static_cast<double>(p.shard.decisions);
+}
+
+// The default objective (balanced: a search over a price of weight bytes) ...
+void BM_Shard(benchmark::State& state, std::string path) {
+  ShardWith(state, path, tpc::shard::ShardOptions{}.objective);
+}
+
+// ... and the memory objective (one exact solve), its baseline in the same run.
+void BM_ShardMemory(benchmark::State& state, std::string path) {
+  ShardWith(state, path, tpc::shard::Objective::kMemory);
 }
 
 void BM_Partition(benchmark::State& state, std::string path) {
@@ -227,6 +242,7 @@ int main(int argc, char** argv) {
     reg("ProtobufParse", BM_ProtobufParse, 0);
     reg("Import", BM_Import, 0);
     reg("Shard", BM_Shard, 3);
+    reg("ShardMemory", BM_ShardMemory, 3);
     reg("Partition", BM_Partition, 3);
     reg("Export", BM_Export, 3);
     reg("Pipeline", BM_Pipeline, 0);

@@ -154,12 +154,12 @@ absl::StatusOr<Solved> SolveStrict(const ir::Graph& graph, const ShardOptions& o
 // replicated op repeats on every rank (counting collectives alone, a small model's
 // row-parallel projections would be replicated to turn their all-reduce into an
 // all-gather, which a real model pays for in compute). A Lagrangian search: weight bytes
-// get a price in picoseconds of step time, lowered (halving, then bisection) while
-// the plan that minimises time + price · bytes still fits; the plan of the lowest price
-// that fits is kept. The problem is built once per sequence-parallel round and only its
-// costs change with the price. At the starting price every plan over the budget costs
-// more than the memory objective's plan, so the search starts from a plan that fits and
-// never returns one with a longer modelled step than the memory objective's.
+// get a price in picoseconds of step time, and the plan that fits at the lowest price
+// (where it minimises time + price · bytes) is kept, found by solving where the cost
+// lines of a fitting and an over-budget plan cross. The problem is built once per
+// sequence-parallel round and only its costs change with the price. The search starts
+// from the memory objective's plan and only replaces it by faster plans that fit, so it
+// never returns one with a longer modelled step.
 absl::StatusOr<Solved> SolveBalanced(const ir::Graph& graph, const ShardOptions& options,
                                      const Constraints& constraints) {
   ShardOptions memory_options = options;
@@ -190,30 +190,53 @@ absl::StatusOr<Solved> SolveBalanced(const ir::Graph& graph, const ShardOptions&
   const double budget = trade.budget_bytes * (1 + 1e-12);
   auto fits = [budget](const MinSumSolution& s) { return s.cost.v[3] <= budget; };
 
-  double hi = 2 * memory_ps / (trade.memory_plan_bytes * options.weight_slack);
-  TPC_ASSIGN_OR_RETURN(MinSumSolution best, Solve(priced(*builder, hi)));
-  if (!fits(best)) return memory;  // rounding of the prices; keep the memory plan
-  double lo = 0;
-  for (int i = 0; i < 40; ++i) {
-    const double price = hi / 2;
-    TPC_ASSIGN_OR_RETURN(MinSumSolution s, Solve(priced(*builder, price)));
-    if (!fits(s)) {
-      lo = price;
-      break;
-    }
-    hi = price;
-    best = std::move(s);
+  // Two plans bracket the answer: `fit` within the budget (the memory objective's to
+  // start) and `over` beyond it (the fastest plan, at price 0). Their priced costs are
+  // lines in the price; solve where the lines cross. A plan below both replaces the one
+  // on its side of the budget; none below means `fit` is optimal from that price up (a
+  // breakpoint of the lower envelope), so it is the fitting plan of the lowest price.
+  // Each step finds a new plan, so this ends, in a few solves.
+  struct Plan {
+    std::vector<int> assignment;
+    double ps = 0;
+    double bytes = 0;
+  };
+  const MinSumProblem& unpriced = builder->problem();  // v[0]: modelled ps alone
+  auto plan_of = [&unpriced](std::vector<int> assignment) {
+    const Cost c = unpriced.Evaluate(assignment);
+    return Plan{std::move(assignment), c.v[4], c.v[3]};
+  };
+  Plan fit = plan_of(memory.solution.assignment);
+  TPC_ASSIGN_OR_RETURN(MinSumSolution fastest, Solve(priced(*builder, 0)));
+  std::optional<Plan> over;
+  if (fits(fastest)) {
+    fit = plan_of(fastest.assignment);
+  } else {
+    over = plan_of(fastest.assignment);
   }
-  for (int i = 0; lo > 0 && i < 8; ++i) {
-    const double price = (lo + hi) / 2;
-    TPC_ASSIGN_OR_RETURN(MinSumSolution s, Solve(priced(*builder, price)));
+  double price = 0;
+  int64_t largest_table = fastest.largest_table;
+  for (int i = 0; over && i < 64 && over->bytes > fit.bytes && fit.ps > over->ps; ++i) {
+    price = (fit.ps - over->ps) / (over->bytes - fit.bytes);
+    const MinSumProblem at = priced(*builder, price);
+    TPC_ASSIGN_OR_RETURN(MinSumSolution s, Solve(at));
+    largest_table = std::max(largest_table, s.largest_table);
+    const double lines =
+        std::min(at.Evaluate(fit.assignment).v[0], at.Evaluate(over->assignment).v[0]);
+    if (!(s.cost.v[0] < lines)) break;
     if (fits(s)) {
-      hi = price;
-      best = std::move(s);
+      fit = plan_of(std::move(s.assignment));
     } else {
-      lo = price;
+      over = plan_of(std::move(s.assignment));
     }
   }
+  // Just above the crossing `fit` is strictly cheaper than `over`: the price the
+  // sequence-parallel round and --explain use.
+  const double hi = price * (1 + 1e-6);
+  MinSumSolution best;
+  best.assignment = fit.assignment;
+  best.cost = priced(*builder, hi).Evaluate(fit.assignment);
+  best.largest_table = largest_table;
   if (!(best.cost.v[4] < memory_ps)) return memory;  // the slack bought nothing
 
   if (options.sequence_parallel) {
