@@ -1,0 +1,32 @@
+// QuantizeLinear and DequantizeLinear: elementwise in x. A per-tensor scale and zero
+// point (scalars) stay whole on every rank; a per-axis one (1-D, as long as x's `axis`)
+// is split with that axis. Blocked quantization (block_size > 0: a scale as large as x
+// with one dim divided into blocks) gets no split here (it runs replicated). Neither
+// op is linear (the zero point), so a partial x is never passed through.
+#include "rules.h"
+
+namespace tpc::shard::rules {
+
+void QuantizeLinear(const RuleContext& ctx, std::vector<Strategy>* out) {
+  if (!OutputsTyped(ctx) || ctx.node().attr_int("block_size", 0) != 0) return;
+  const std::vector<ir::Dim>& x = ctx.input_dims(0);
+  const int64_t rank = static_cast<int64_t>(x.size());
+  const int64_t scale_rank = ctx.input_type(1).rank();
+  int64_t axis = -1;  // none: per tensor
+  if (scale_rank == 1) {
+    axis = NormalizeAxis(ctx.node().attr_int("axis", 1), rank);
+    if (axis < 0 || !(ctx.input_dims(1)[0] == x[static_cast<size_t>(axis)])) return;
+  } else if (scale_rank != 0) {
+    return;
+  }
+  using Kind = FactorSpec::Kind;
+  constexpr int64_t kNone = FactorSpecBuilder::kNone;
+  FactorSpecBuilder spec(ctx);
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t scale_dim = d == axis ? 0 : kNone;
+    spec.Add(Kind::kPass, {d, scale_dim, scale_dim}, {d}, "d" + std::to_string(d));
+  }
+  AddFactorStrategies(ctx, spec.Build(), out);
+}
+
+}  // namespace tpc::shard::rules
