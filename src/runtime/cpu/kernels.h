@@ -87,6 +87,35 @@ absl::StatusOr<Shape> BroadcastShapes(const KernelContext& ctx, const std::vecto
 // Strides of `in` read as `out` (0 on broadcast dims); `in` is right-aligned.
 Shape BroadcastStrides(const Shape& in, const Shape& out);
 
+// The geometry of numpy's matmul of A and B (MatMul, MatMulInteger, QLinearMatMul): a
+// 1-D operand is read as a row (A) or a column (B), the batch dims broadcast.
+struct MatMulShape {
+  Shape a, b;  // the operands' shapes, at least 2-D
+  int64_t m = 0, k = 0, n = 0;
+  Shape batch_a, batch_b, batch;  // batch dims of A, of B, broadcast
+  Shape out;                      // the result's (without the dims of a 1-D operand)
+  // Calls f(i, a_offset, b_offset) for every output matrix i with the element offsets
+  // of the A and B matrices it multiplies.
+  template <typename F>
+  void ForEachMatrix(F f) const {
+    const Shape sa = BroadcastStrides(batch_a, batch), sb = BroadcastStrides(batch_b, batch);
+    const Shape bs = Strides(batch);
+    const int64_t count = NumElements(batch);
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t oa = 0, ob = 0, rem = i;
+      for (size_t d = 0; d < batch.size(); ++d) {
+        const int64_t idx = rem / bs[d];
+        rem %= bs[d];
+        oa += idx * sa[d];
+        ob += idx * sb[d];
+      }
+      f(i, oa * m * k, ob * k * n);
+    }
+  }
+};
+absl::StatusOr<MatMulShape> MatMulShapes(const KernelContext& ctx, const Tensor& a,
+                                         const Tensor& b);
+
 // Calls f(i, offsets) for every element i of `out` with the element offset of each of
 // the N inputs; large loops are split across the pool.
 template <size_t N, typename F>

@@ -38,51 +38,50 @@ template void Gemm2D<float>(bool, bool, int64_t, int64_t, int64_t, float, const 
 template void Gemm2D<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
                              const double*, int64_t, double, double*, int64_t);
 
+absl::StatusOr<MatMulShape> MatMulShapes(const KernelContext& ctx, const Tensor& a,
+                                         const Tensor& b) {
+  if (a.rank() == 0 || b.rank() == 0) return ctx.Error("operands must have rank >= 1");
+  MatMulShape g;
+  g.a = a.shape();
+  g.b = b.shape();
+  const bool vec_a = g.a.size() == 1, vec_b = g.b.size() == 1;
+  if (vec_a) g.a.insert(g.a.begin(), 1);
+  if (vec_b) g.b.push_back(1);
+  g.m = g.a[g.a.size() - 2];
+  g.k = g.a.back();
+  g.n = g.b.back();
+  if (g.b[g.b.size() - 2] != g.k) {
+    return ctx.Error(absl::StrCat("inner dims differ: ", a.TypeString(), " x ", b.TypeString()));
+  }
+  g.batch_a.assign(g.a.begin(), g.a.end() - 2);
+  g.batch_b.assign(g.b.begin(), g.b.end() - 2);
+  TPC_ASSIGN_OR_RETURN(g.batch, BroadcastShapes(ctx, {g.batch_a, g.batch_b}));
+  g.out = g.batch;
+  if (!vec_a) g.out.push_back(g.m);
+  if (!vec_b) g.out.push_back(g.n);
+  return g;
+}
+
 absl::Status MatMul(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
   if (a.dtype() != b.dtype()) return ctx.Error("operand types differ");
-  if (a.rank() == 0 || b.rank() == 0) return ctx.Error("MatMul operands must have rank >= 1");
-  Shape sa = a.shape(), sb = b.shape();
-  const bool vec_a = sa.size() == 1, vec_b = sb.size() == 1;
-  if (vec_a) sa.insert(sa.begin(), 1);
-  if (vec_b) sb.push_back(1);
-  const int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
-  if (sb[sb.size() - 2] != k) {
-    return ctx.Error(absl::StrCat("inner dims differ: ", a.TypeString(), " x ", b.TypeString()));
-  }
-  Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
-  TPC_ASSIGN_OR_RETURN(Shape batch, BroadcastShapes(ctx, {batch_a, batch_b}));
-  Shape out = batch;
-  if (!vec_a) out.push_back(m);
-  if (!vec_b) out.push_back(n);
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, a.dtype()));
+  TPC_ASSIGN_OR_RETURN(const MatMulShape g, MatMulShapes(ctx, a, b));
+  const int64_t m = g.m, k = g.k, n = g.n;
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, g.out, a.dtype()));
   return VisitNumeric(ctx, a.dtype(), [&]<typename T>() -> absl::Status {
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     T* py = y->data<T>();
-    if (NumElements(batch_b) == 1) {
+    if (NumElements(g.batch_b) == 1 && NumElements(g.batch_a) == NumElements(g.batch)) {
       // B shared by every batch: one GEMM over all rows of A (A is contiguous).
-      const int64_t rows = NumElements(batch) * m;
-      if (NumElements(batch_a) == NumElements(batch)) {
-        Gemm2D<T>(false, false, rows, n, k, T(1), pa, k, pb, n, T(0), py, n);
-        return absl::OkStatus();
-      }
+      const int64_t rows = NumElements(g.batch) * m;
+      Gemm2D<T>(false, false, rows, n, k, T(1), pa, k, pb, n, T(0), py, n);
+      return absl::OkStatus();
     }
-    const int64_t nb = NumElements(batch);
-    Shape sa_b = BroadcastStrides(batch_a, batch), sb_b = BroadcastStrides(batch_b, batch);
-    Shape bs = Strides(batch);
-    for (int64_t i = 0; i < nb; ++i) {
-      int64_t oa = 0, ob = 0, rem = i;
-      for (size_t d = 0; d < batch.size(); ++d) {
-        const int64_t idx = rem / bs[d];
-        rem %= bs[d];
-        oa += idx * sa_b[d];
-        ob += idx * sb_b[d];
-      }
-      Gemm2D<T>(false, false, m, n, k, T(1), pa + oa * m * k, k, pb + ob * k * n, n, T(0),
-                py + i * m * n, n);
-    }
+    g.ForEachMatrix([&](int64_t i, int64_t oa, int64_t ob) {
+      Gemm2D<T>(false, false, m, n, k, T(1), pa + oa, k, pb + ob, n, T(0), py + i * m * n, n);
+    });
     return absl::OkStatus();
   });
 }

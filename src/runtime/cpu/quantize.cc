@@ -151,43 +151,22 @@ absl::StatusOr<IntProduct> IntegerMatMul(const KernelContext& ctx, int b_input, 
                                          int b_zp_input) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(b_input);
-  if (a.rank() == 0 || b.rank() == 0) return ctx.Error("operands must have rank >= 1");
-  Shape sa = a.shape(), sb = b.shape();
-  const bool vec_a = sa.size() == 1, vec_b = sb.size() == 1;
-  if (vec_a) sa.insert(sa.begin(), 1);
-  if (vec_b) sb.push_back(1);
-  const int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
-  if (sb[sb.size() - 2] != k) {
-    return ctx.Error(absl::StrCat("inner dims differ: ", a.TypeString(), " x ", b.TypeString()));
-  }
+  TPC_ASSIGN_OR_RETURN(const MatMulShape g, MatMulShapes(ctx, a, b));
+  const int64_t m = g.m, k = g.k, n = g.n;
   TPC_ASSIGN_OR_RETURN(std::vector<double> pa,
-                       Centered(ctx, a, sa, ctx.optional_input(a_zp_input), true, "A"));
+                       Centered(ctx, a, g.a, ctx.optional_input(a_zp_input), true, "A"));
   TPC_ASSIGN_OR_RETURN(std::vector<double> pb,
-                       Centered(ctx, b, sb, ctx.optional_input(b_zp_input), false, "B"));
-  const Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
-  TPC_ASSIGN_OR_RETURN(Shape batch, BroadcastShapes(ctx, {batch_a, batch_b}));
+                       Centered(ctx, b, g.b, ctx.optional_input(b_zp_input), false, "B"));
   IntProduct r;
-  r.full = batch;
+  r.full = g.batch;
   r.full.push_back(m);
   r.full.push_back(n);
-  r.shape = batch;
-  if (!vec_a) r.shape.push_back(m);
-  if (!vec_b) r.shape.push_back(n);
+  r.shape = g.out;
   r.c.resize(static_cast<size_t>(NumElements(r.full)));
-  const Shape sa_b = BroadcastStrides(batch_a, batch), sb_b = BroadcastStrides(batch_b, batch);
-  const Shape bs = Strides(batch);
-  const int64_t nb = NumElements(batch);
-  for (int64_t i = 0; i < nb; ++i) {
-    int64_t oa = 0, ob = 0, rem = i;
-    for (size_t d = 0; d < batch.size(); ++d) {
-      const int64_t idx = rem / bs[d];
-      rem %= bs[d];
-      oa += idx * sa_b[d];
-      ob += idx * sb_b[d];
-    }
-    Gemm2D<double>(false, false, m, n, k, 1.0, pa.data() + oa * m * k, k, pb.data() + ob * k * n, n,
-                   0.0, r.c.data() + i * m * n, n);
-  }
+  g.ForEachMatrix([&](int64_t i, int64_t oa, int64_t ob) {
+    Gemm2D<double>(false, false, m, n, k, 1.0, pa.data() + oa, k, pb.data() + ob, n, 0.0,
+                   r.c.data() + i * m * n, n);
+  });
   return r;
 }
 
