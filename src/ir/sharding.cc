@@ -36,6 +36,7 @@ std::string Placement::ToString() const {
       return "R";
     case Kind::kShard:
       if (!symbolic_blocks.empty()) return absl::StrCat("S(", dim, "/", symbolic_blocks, ")");
+      if (groups > 0) return absl::StrCat("S(", dim, "@", groups, ")");
       return blocks == 1 ? absl::StrCat("S(", dim, ")") : absl::StrCat("S(", dim, "/", blocks, ")");
     case Kind::kPartial:
       return absl::StrCat("P(", ReduceOpName(reduce), ")");
@@ -62,6 +63,12 @@ std::optional<Placement> Placement::Parse(std::string_view text, bool symbolic) 
         if (!ok) return std::nullopt;
       }
       return ShardInSymbolicBlocks(d, std::string(count));
+    }
+    if (ptr != end && *ptr == '@') {
+      int64_t groups = 0;
+      auto [p2, ec2] = std::from_chars(ptr + 1, end, groups);
+      if (ec2 != std::errc() || groups < 2 || p2 != end) return std::nullopt;
+      return ShardInGroups(d, groups);
     }
     if (ptr != end && *ptr == '/') {
       auto [p2, ec2] = std::from_chars(ptr + 1, end, blocks);

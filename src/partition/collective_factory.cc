@@ -38,10 +38,13 @@ CollectiveFactory TpcCollectives(int64_t group_size) {
         g, before, "AllToAll", x,
         {{"split_axis", split_axis}, {"concat_axis", concat_axis}, {"group_size", group_size}});
   };
-  f.shard = [group_size](ir::Graph& g, ir::Node* before, ir::Value* x, int64_t axis,
-                         int64_t blocks) {
-    return Make(g, before, "Shard", x,
-                {{"axis", axis}, {"blocks", blocks}, {"group_size", group_size}});
+  f.shard = [group_size](ir::Graph& g, ir::Node* before, ir::Value* x, int64_t axis, int64_t blocks,
+                         int64_t parts, int64_t stride) {
+    ir::Attributes attrs = {{"axis", axis}, {"blocks", blocks}, {"group_size", group_size}};
+    // The defaults (parts N, stride 1) are left out: plans read as before.
+    if (parts != group_size) attrs["parts"] = parts;
+    if (stride != 1) attrs["stride"] = stride;
+    return Make(g, before, "Shard", x, std::move(attrs));
   };
   return f;
 }

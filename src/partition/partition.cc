@@ -17,7 +17,7 @@ ir::TensorType LocalType(const ir::TensorType& global, const Placement& p, int64
   if (p.kind != PKind::kShard || !global.shape) return global;
   ir::TensorType t = global;
   ir::Dim& d = (*t.shape)[static_cast<size_t>(p.dim)];
-  d = d.DivideBy(n);
+  d = d.DivideBy(p.Parts(n));
   return t;
 }
 
@@ -168,6 +168,7 @@ class Partitioner {
     const CollectiveFactory& f = rw_.factory();
     ir::Value* out = nullptr;
     const bool collective = shard::TransitionCollective(from, to).has_value();
+    if (from.has_groups() || to.has_groups()) return GroupTransition(original, x, from, to, before);
     if (from.kind == PKind::kShard && to.kind == PKind::kReplicate) {
       out = f.all_gather(graph_, before, x, from.dim, from.blocks);
     } else if (from.kind == PKind::kPartial && to.kind == PKind::kReplicate) {
@@ -184,7 +185,7 @@ class Partitioner {
         return Transition(original, whole, Placement::Replicate(), to, before);
       }
     } else if (from.kind == PKind::kReplicate && to.kind == PKind::kShard) {
-      out = f.shard(graph_, before, x, to.dim, to.blocks);
+      out = f.shard(graph_, before, x, to.dim, to.blocks, n(), 1);
       ++rw_.stats().local_shards;
     } else if (from.kind == PKind::kReplicate && to.kind == PKind::kPartial) {
       if (to.reduce != ir::ReduceOp::kSum) return x;  // max/min/avg of equal terms
@@ -199,6 +200,34 @@ class Partitioner {
     if (collective) ++rw_.stats().collectives;
     rw_.UseTpcDomain();
     out->set_type(LocalType(global, to, n()));
+    out->set_sharding(ir::Sharding{{to}});
+    return out;
+  }
+
+  // Transitions from or to a split in groups, S(d@g): the two local slices (R → S(d@g)
+  // and S(d@g) → S(d)); anything else through the whole value (S(d@g) → S(d) → R).
+  absl::StatusOr<ir::Value*> GroupTransition(ir::Value* original, ir::Value* x,
+                                             const Placement& from, const Placement& to,
+                                             ir::Node* before) {
+    const CollectiveFactory& f = rw_.factory();
+    ir::Value* out = nullptr;
+    if (shard::GroupSlice(from, to)) {
+      out = f.shard(graph_, before, x, to.dim, 1, n() / from.groups, 1);
+    } else if (from.kind == PKind::kReplicate && to.has_groups()) {
+      out = f.shard(graph_, before, x, to.dim, 1, to.groups, n() / to.groups);
+    } else {
+      ir::Value* whole = x;
+      Placement p = from;
+      if (from.has_groups()) {
+        p = Placement::Shard(from.dim);
+        TPC_ASSIGN_OR_RETURN(whole, Transition(original, whole, from, p, before));
+      }
+      TPC_ASSIGN_OR_RETURN(whole, Transition(original, whole, p, Placement::Replicate(), before));
+      return Transition(original, whole, Placement::Replicate(), to, before);
+    }
+    ++rw_.stats().local_shards;
+    rw_.UseTpcDomain();
+    out->set_type(LocalType(global_.at(original), to, n()));
     out->set_sharding(ir::Sharding{{to}});
     return out;
   }

@@ -4,7 +4,7 @@ namespace tpc::partition {
 
 int64_t SliceBytes(const ir::Tensor& full, const ir::Placement& p, int64_t n) {
   const int64_t bytes = static_cast<int64_t>(full.nbytes());
-  return p.kind == ir::Placement::Kind::kShard ? bytes / n : bytes;
+  return bytes / p.Parts(n);
 }
 
 absl::Status WriteSlice(const ir::Tensor& full, const ir::Placement& p, int64_t rank, int64_t n,

@@ -68,6 +68,7 @@ proto::Placement ToProto(const ir::Placement& p) {
     case ir::Placement::Kind::kShard:
       out.set_kind(proto::Placement::SHARD);
       out.set_dim(p.dim);
+      if (p.has_groups()) out.set_groups(p.groups);
       break;
     case ir::Placement::Kind::kPartial: {
       out.set_kind(proto::Placement::PARTIAL);

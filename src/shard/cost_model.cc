@@ -58,23 +58,36 @@ double CollectivePicos(const DeviceProfile& p, CollectiveKind kind, int64_t n, d
   return 0;
 }
 
+bool GroupSlice(const Placement& from, const Placement& to) {
+  return from.has_groups() && to.kind == Kind::kShard && !to.has_groups() && to.blocks == 1 &&
+         !to.has_symbolic_blocks() && to.dim == from.dim;
+}
+
 bool TransitionPossible(const Placement& from, const Placement& to) {
   if (from == to) return true;
   // Blocks counted only at run time: no collective or local slice knows them.
   if (from.has_symbolic_blocks() || to.has_symbolic_blocks()) return false;
   if (to.kind == Kind::kPartial) {
     // R → P(sum): keep the value on one rank; R → P(max|min|avg): the value itself.
-    // S → P(sum): zero-pad the local block. Nothing else becomes partial locally.
+    // S → P(sum): zero-pad the local block. Nothing else becomes partial locally (a
+    // group's ranks hold the same part of S(d@g): it is not a sum of theirs).
     if (from.kind == Kind::kReplicate) return true;
-    return from.kind == Kind::kShard && to.reduce == ir::ReduceOp::kSum;
+    return from.kind == Kind::kShard && !from.has_groups() && to.reduce == ir::ReduceOp::kSum;
   }
-  // S → R, S → S', P → R, P → S: a collective.
+  // S → R, S → S', P → R, P → S: a collective; R → S(d@g), S(d@g) → S(d): local.
   return true;
 }
 
 std::optional<CollectiveKind> TransitionCollective(const Placement& from, const Placement& to) {
   if (from == to || from.kind == Kind::kReplicate) return std::nullopt;
   if (to.kind == Kind::kPartial) return std::nullopt;  // local, see TransitionPossible
+  if (from.has_groups() || to.has_groups()) {
+    // A rank's part of its group's part is a local slice. Anything else goes through
+    // the whole value: an all-reduce of partial sums, or an all-gather (S(d@g) first
+    // sliced to S(d), so each rank brings a different N-th), then a local slice.
+    if (GroupSlice(from, to)) return std::nullopt;
+    return from.kind == Kind::kPartial ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather;
+  }
   if (from.kind == Kind::kShard) {
     return to.kind == Kind::kReplicate ? CollectiveKind::kAllGather : CollectiveKind::kAllToAll;
   }

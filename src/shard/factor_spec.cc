@@ -16,11 +16,19 @@ int FactorSpec::AddFactor(Kind kind, ir::Dim size, std::string name) {
 
 namespace {
 
-// A block count: static (1 for a plain split) or symbolic.
+// How a factor is split: in blocks (static, 1 for a plain split, or symbolic), or in
+// groups of ranks.
 struct Blocks {
   int64_t count = 1;
   std::optional<ir::Dim> symbolic;
+  int64_t groups = 0;
+  bool plain() const { return !symbolic && count == 1 && groups == 0; }
   std::string ToString() const { return symbolic ? symbolic->ToString() : absl::StrCat(count); }
+  // Whether `d` splits so.
+  bool Fits(const RuleContext& ctx, const ir::Dim& d) const {
+    if (groups > 0) return ctx.DivisibleInGroups(d, groups);
+    return symbolic ? ctx.DivisibleInBlocks(d, *symbolic) : ctx.DivisibleInBlocks(d, count);
+  }
 };
 
 std::optional<Placement> PlacementFor(const std::vector<int>& dims, int factor,
@@ -30,6 +38,7 @@ std::optional<Placement> PlacementFor(const std::vector<int>& dims, int factor,
     if (blocks.symbolic) {
       return Placement::ShardInSymbolicBlocks(static_cast<int64_t>(d), blocks.symbolic->ToString());
     }
+    if (blocks.groups > 0) return Placement::ShardInGroups(static_cast<int64_t>(d), blocks.groups);
     return Placement::Shard(static_cast<int64_t>(d), blocks.count);
   }
   return std::nullopt;
@@ -43,32 +52,36 @@ void AddFactorStrategies(const RuleContext& ctx, const FactorSpec& spec,
   const ir::Node& node = ctx.node();
   if (ctx.noting()) ctx.Note(spec.ToString());
   std::vector<Blocks> block_counts = {Blocks{}};
-  for (int64_t k : ctx.options().block_counts) block_counts.push_back({k, std::nullopt});
-  for (const ir::Dim& d : ctx.options().symbolic_block_counts) block_counts.push_back({0, d});
+  for (int64_t k : ctx.options().block_counts) block_counts.push_back({k, std::nullopt, 0});
+  for (const ir::Dim& d : ctx.options().symbolic_block_counts) block_counts.push_back({0, d, 0});
+  for (int64_t g : ctx.options().group_counts) block_counts.push_back({1, std::nullopt, g});
   for (int f = 0; f < static_cast<int>(spec.factors.size()); ++f) {
     for (const Blocks& blocks : block_counts) {
       const FactorSpec::Factor& factor = spec.factors[static_cast<size_t>(f)];
       if (factor.kind == Kind::kNeedWhole) continue;
-      if (blocks.symbolic ? !ctx.DivisibleInBlocks(factor.size, *blocks.symbolic)
-                          : !ctx.DivisibleInBlocks(factor.size, blocks.count)) {
-        continue;
-      }
-      const bool plain = !blocks.symbolic && blocks.count == 1;
-      // Blocked splits only make sense for dims the result keeps.
+      if (!blocks.Fits(ctx, factor.size)) continue;
+      const bool plain = blocks.plain();
+      // Blocked splits only make sense for dims the result keeps; a split in groups
+      // reduced over would leave each group's ranks with the same partial sum.
       if (!plain && factor.kind != Kind::kPass) continue;
       Strategy s;
-      s.name = plain ? absl::StrCat("split ", factor.name)
-                     : absl::StrCat("split ", factor.name, " in ", blocks.ToString(), " blocks");
-      s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
-      // A blocked split must cut every dim carrying the factor into whole blocks: a
-      // reshape's factor is the size of its input's major dim, and the output's may be
-      // smaller (`[4·b, 8] → [b, 4, 8]` carries b to a dim of b, not of 4·b).
+      if (plain) {
+        s.name = absl::StrCat("split ", factor.name);
+      } else if (blocks.groups > 0) {
+        s.name = absl::StrCat("split ", factor.name, " in ", blocks.groups, " rank groups");
+      } else {
+        s.name = absl::StrCat("split ", factor.name, " in ", blocks.ToString(), " blocks");
+      }
+      s.compute_fraction = 1.0 / static_cast<double>(blocks.groups > 0 ? blocks.groups : ctx.n());
+      // A split must cut every dim carrying the factor alike: a reshape's factor is the
+      // size of its input's major dim, and the output's may be smaller (`[4·b, 8] →
+      // [b, 4, 8]` carries b to a dim of b, not of 4·b; `[b, s, 32] → [b, s, 2, 16]` in
+      // 2 groups carries them to a dim of 2, which does not split 4 ways).
       bool valid = true;
       auto blocks_fit = [&](const std::vector<ir::Dim>& dims, const Placement& p) {
-        if (plain || p.dim >= static_cast<int64_t>(dims.size())) return true;
+        if (p.dim >= static_cast<int64_t>(dims.size())) return true;
         const ir::Dim& d = dims[static_cast<size_t>(p.dim)];
-        return blocks.symbolic ? ctx.DivisibleInBlocks(d, *blocks.symbolic)
-                               : ctx.DivisibleInBlocks(d, blocks.count);
+        return d == factor.size || blocks.Fits(ctx, d);
       };
       s.inputs.assign(static_cast<size_t>(node.num_inputs()), Placement::Replicate());
       for (int i = 0; i < node.num_inputs(); ++i) {

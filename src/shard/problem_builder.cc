@@ -266,6 +266,19 @@ absl::Status ProblemBuilder::CheckSplit(const ir::Value& v, const Placement& p,
                                                    v.type().ToString(), " has no dim ", p.dim));
   }
   const ir::Dim& d = (*v.type().shape)[static_cast<size_t>(p.dim)];
+  if (p.has_groups()) {
+    if (p.groups >= n() || n() % p.groups != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ": ", p.ToString(), " needs ", p.groups, " groups of ranks, which ",
+                       n(), " ranks do not make (g must divide N, g < N)"));
+    }
+    if (!RuleContext(*v.producer(), options_).DivisibleInGroups(d, p.groups)) {
+      return absl::InvalidArgumentError(absl::StrCat(origin, ": dim ", p.dim, " of ", v.name(),
+                                                     " (", d.ToString(), ") does not split into ",
+                                                     p.groups, " equal parts"));
+    }
+    return absl::OkStatus();
+  }
   if (!RuleContext(*v.producer(), options_).DivisibleInBlocks(d, p.blocks)) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": dim ", p.dim, " of ", v.name(), " (",
                                                    d.ToString(), ") does not split into ", n(),
@@ -290,6 +303,10 @@ void ProblemBuilder::AddConstant(const ir::Node* node) {
         if (ctx.DivisibleInBlocks(size, blocks))
           d.placements.push_back(Placement::Shard(dim, blocks));
       }
+      for (int64_t groups : options_.group_counts) {
+        if (ctx.DivisibleInGroups(size, groups))
+          d.placements.push_back(Placement::ShardInGroups(dim, groups));
+      }
     }
   }
   if (d.placements.size() == 1) {
@@ -301,8 +318,7 @@ void ProblemBuilder::AddConstant(const ir::Node* node) {
   const double bytes = Bytes(*v);
   std::vector<Cost> costs;
   for (const Placement& p : decisions_[static_cast<size_t>(var)].placements) {
-    const bool split = p.kind == Placement::Kind::kShard;
-    costs.push_back(WeightCost(split ? bytes / static_cast<double>(n()) : bytes, t.rank() >= 2));
+    costs.push_back(WeightCost(bytes / static_cast<double>(p.Parts(n())), t.rank() >= 2));
   }
   problem_.AddUnary(var, std::move(costs));
 }
@@ -370,7 +386,8 @@ void ProblemBuilder::AddCallCosts(int var) {
       const ir::Value* out = node.output(o);
       if (sp_values_.count(out) == 0) continue;
       const Placement& p = s.outputs[static_cast<size_t>(o)];
-      const bool seq = p.kind == Placement::Kind::kShard && p.dim == SeqDim(*out);
+      const bool seq =
+          p.kind == Placement::Kind::kShard && !p.has_groups() && p.dim == SeqDim(*out);
       if (!seq) c += Cost::Component(slots().sp_misses, 1);
     }
     own.push_back(c);

@@ -40,6 +40,13 @@ ShardOptions WithBlockCounts(const ir::Graph& graph, const ShardOptions& options
       const int64_t k = record->hooks.block_count(*n);
       if (k >= 2) out.block_counts.insert(k);
     }
+    if (record->hooks.group_counts != nullptr) {
+      for (int64_t g : record->hooks.group_counts(*n, options.mesh.tp())) {
+        if (g > 1 && g < options.mesh.tp() && options.mesh.tp() % g == 0) {
+          out.group_counts.insert(g);
+        }
+      }
+    }
     if (record->hooks.folded_blocks != nullptr) {
       for (const ir::Dim& d : record->hooks.folded_blocks(*n)) {
         auto& seen = out.symbolic_block_counts;
@@ -333,8 +340,8 @@ ShardResult Collect(ir::Graph& graph, const ProblemBuilder& b, const ShardOption
     if (node->kind() == ir::NodeKind::kConstant) {
       const double bytes = b.Bytes(*node->output(0));
       r.weight_bytes_total += bytes;
-      const bool split = b.PlacementOf(node->output(0), a).kind == Placement::Kind::kShard;
-      r.weight_bytes_per_rank += split ? bytes / static_cast<double>(n) : bytes;
+      r.weight_bytes_per_rank +=
+          bytes / static_cast<double>(b.PlacementOf(node->output(0), a).Parts(n));
     }
     auto var = b.VarOf(node);
     if (!node->is_call() || !var) continue;

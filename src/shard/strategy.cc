@@ -59,6 +59,19 @@ bool RuleContext::DivisibleInBlocks(const ir::Dim& d, const ir::Dim& blocks) con
   return block && block->is_static() && block->value() > 0 && Divisible(*block);
 }
 
+bool RuleContext::DivisibleInGroups(const ir::Dim& d, int64_t groups) const {
+  if (d.is_static()) return d.value() > 0 && groups > 0 && d.value() % groups == 0;
+  return Divisible(d);
+}
+
+bool RuleContext::Splittable(const ir::Dim& d) const {
+  if (Divisible(d)) return true;
+  for (int64_t g : options_.group_counts) {
+    if (DivisibleInGroups(d, g)) return true;
+  }
+  return false;
+}
+
 double RuleContext::Size(const ir::Dim& d) const {
   if (d.is_unknown()) return static_cast<double>(options_.default_dim_size);
   double total = 0;

@@ -28,12 +28,12 @@ bool Matches(const std::string& pattern, const std::string& name) {
   return !name.empty() && ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
 }
 
-// `R`, `S(1)`, `S(-1)`, `S(2/3)`, `P(sum)`; negative dims count from `rank`.
+// `R`, `S(1)`, `S(-1)`, `S(2/3)`, `S(1@2)`, `P(sum)`; negative dims count from `rank`.
 std::optional<Placement> ParsePlacementFor(const std::string& text, int64_t rank) {
   std::string t = text;
   if (t.size() > 3 && t[0] == 'S' && t[1] == '(' && t[2] == '-' && rank > 0) {
     // Normalise S(-k[/b]) to S(rank-k[/b]).
-    const auto close = t.find_first_of("/)");
+    const auto close = t.find_first_of("/@)");
     int64_t k = 0;
     if (!absl::SimpleAtoi(t.substr(3, close - 3), &k)) return std::nullopt;
     t = absl::StrCat("S(", rank - k, t.substr(close));

@@ -110,6 +110,22 @@ TEST_CASE("Placement and Sharding text", "[ir]") {
   CHECK_FALSE(Placement::Parse("P(prod)").has_value());
   CHECK_FALSE(Placement::Parse("Q(1)").has_value());
   CHECK_FALSE(Placement::Parse("R(1)").has_value());
+  // Split in groups of ranks: S(1@2) is dim 1 in 2 parts, each on N/2 ranks.
+  const Placement grouped = Placement::ShardInGroups(1, 2);
+  CHECK(grouped.ToString() == "S(1@2)");
+  CHECK(Placement::Parse("S(1@2)") == grouped);
+  CHECK_FALSE(Placement::Parse("S(1@1)").has_value());
+  CHECK_FALSE(Placement::Parse("S(1@)").has_value());
+  CHECK_FALSE(Placement::Parse("S(1@2x)").has_value());
+  // Parts and which part a rank holds: 8 ranks in 2 groups of 4.
+  CHECK(grouped.Parts(8) == 2);
+  CHECK(Placement::Shard(1).Parts(8) == 8);
+  CHECK(Placement::Replicate().Parts(8) == 1);
+  CHECK(grouped.PartOf(0, 8) == 0);
+  CHECK(grouped.PartOf(3, 8) == 0);
+  CHECK(grouped.PartOf(4, 8) == 1);
+  CHECK(grouped.PartOf(7, 8) == 1);
+  CHECK(Placement::Shard(1).PartOf(5, 8) == 5);
   Sharding s{{Placement::Shard(2), Placement::Replicate()}};
   CHECK(s.ToString() == "S(2), R");
   CHECK(Sharding{{Placement::Partial(ReduceOp::kSum)}}.ToString() == "P(sum)");

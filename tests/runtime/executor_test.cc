@@ -238,5 +238,33 @@ TEST_CASE("tpc collective ops across ranks", "[runtime][collectives]") {
   }
 }
 
+TEST_CASE("tpc Shard takes each rank's part, in groups of ranks too", "[runtime][collectives]") {
+  // x = [2, 8] iota + 100·rank. Plain: rank r takes columns [2r, 2r+2) of its own x.
+  auto plain = RunCollective(4, "Shard", {{"axis", int64_t{1}}}, {2, 8});
+  // R → S(1@2) on 4 ranks: parts 2, stride 2, ranks 0 and 1 take columns 0-3, ranks 2
+  // and 3 columns 4-7.
+  auto groups = RunCollective(
+      4, "Shard", {{"axis", int64_t{1}}, {"parts", int64_t{2}}, {"stride", int64_t{2}}}, {2, 8});
+  // S(1@2) → S(1): a rank's part of its group's part, parts 2, stride 1 (r mod 2).
+  auto within = RunCollective(4, "Shard", {{"axis", int64_t{1}}, {"parts", int64_t{2}}}, {2, 8});
+  for (int r = 0; r < 4; ++r) {
+    REQUIRE(plain[r][0].shape() == std::vector<int64_t>{2, 2});
+    REQUIRE(groups[r][0].shape() == std::vector<int64_t>{2, 4});
+    REQUIRE(within[r][0].shape() == std::vector<int64_t>{2, 4});
+    for (int64_t row = 0; row < 2; ++row) {
+      for (int64_t j = 0; j < 2; ++j) {
+        CHECK(plain[r][0].data<float>()[row * 2 + j] ==
+              static_cast<float>(r * 100 + row * 8 + 2 * r + j));
+      }
+      for (int64_t j = 0; j < 4; ++j) {
+        CHECK(groups[r][0].data<float>()[row * 4 + j] ==
+              static_cast<float>(r * 100 + row * 8 + 4 * (r / 2) + j));
+        CHECK(within[r][0].data<float>()[row * 4 + j] ==
+              static_cast<float>(r * 100 + row * 8 + 4 * (r % 2) + j));
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tpc::runtime

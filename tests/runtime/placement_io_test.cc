@@ -71,6 +71,35 @@ TEST_CASE("a full tensor sliced by S(d) and gathered back is itself", "[runtime]
   for (const rt::Tensor& t : RoundTrip(full, Placement::Shard(1), 3)) CHECK(SameBytes(t, full));
 }
 
+TEST_CASE("a tensor split in groups of ranks: each group's ranks hold its part",
+          "[runtime][placement_io]") {
+  // 4 ranks, S(1@2): dim 1 (6) in 2 parts of 3; ranks 0 and 1 hold columns 0-2, ranks 2
+  // and 3 columns 3-5.
+  const rt::Tensor full = Iota({2, 6, 5});
+  const Placement grouped = Placement::ShardInGroups(1, 2);
+  for (int r = 0; r < 4; ++r) {
+    auto part = rt::SliceForRank("x", full, grouped, r, 4);
+    REQUIRE(part.ok());
+    CHECK(part->shape() == std::vector<int64_t>{2, 3, 5});
+    const float first = r < 2 ? 0.0f : 15.0f;  // [0, 0, 0] or [0, 3, 0]
+    CHECK(part->data<float>()[0] == first);
+    CHECK(part->data<float>()[15] == first + 30.0f);  // the same column of row 1
+  }
+  for (const rt::Tensor& t : RoundTrip(full, grouped, 4)) CHECK(SameBytes(t, full));
+  // 8 ranks in 4 groups of 2, on the last dim.
+  const rt::Tensor wide = Iota({3, 8});
+  for (const rt::Tensor& t : RoundTrip(wide, Placement::ShardInGroups(1, 4), 8)) {
+    CHECK(SameBytes(t, wide));
+  }
+  rt::IoSpec spec{"x", tpc::ir::TensorType(DType::kF32, {tpc::ir::Dim(2), tpc::ir::Dim(3)})};
+  const auto full_specs = rt::FullSpecs({spec}, {{"x", grouped}}, 4);
+  CHECK((*full_specs[0].type.shape)[1] == tpc::ir::Dim(6));
+  auto odd = rt::SliceForRank("past", Iota({2, 5}), grouped, 0, 4);
+  REQUIRE_FALSE(odd.ok());
+  CHECK_THAT(std::string(odd.status().message()),
+             Catch::Contains("past") && Catch::Contains("multiple of 2"));
+}
+
 TEST_CASE("a dim that does not divide by the ranks is refused, naming it",
           "[runtime][placement_io]") {
   const rt::Tensor full = Iota({2, 7});

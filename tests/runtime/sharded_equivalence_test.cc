@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -122,22 +123,34 @@ struct Compiled {
   partition::PartitionStats stats;
   int64_t weight_bytes_per_rank = 0;
   std::vector<std::unique_ptr<ir::Graph>> ranks;  // the plan as the runtime loads it
+  int weights_in_groups = 0;                      // constants placed S(d@g)
 };
 
 // tp-compile in-process: import → shard → partition → rank files + manifest.
-absl::StatusOr<Compiled> Compile(const std::string& model, int64_t n, bool sp) {
+// `weight_slack`: the balanced objective's (default: the default objective).
+absl::StatusOr<Compiled> Compile(const std::string& model, int64_t n, bool sp,
+                                 std::optional<double> weight_slack = std::nullopt) {
   Compiled c;
   auto graph = onnx::ImportModel(ModelPath(model));
   if (!graph.ok()) return graph.status();
   shard::ShardOptions options;
   options.mesh = shard::Mesh::Tp(n);
   options.sequence_parallel = sp;
+  if (weight_slack) {
+    options.objective = shard::Objective::kBalanced;
+    options.weight_slack = *weight_slack;
+  }
   auto sharded = shard::ShardGraph(**graph, options);
   if (!sharded.ok()) return sharded.status();
   auto stats = partition::PartitionGraph(**graph, *sharded, options);
   if (!stats.ok()) return stats.status();
   c.stats = *stats;
   if (auto s = ir::VerifyGraph(**graph); !s.ok()) return s;
+  for (const ir::Node* node : (*graph)->nodes()) {
+    if (node->kind() != ir::NodeKind::kConstant) continue;
+    const ir::Value* v = node->output(0);
+    c.weights_in_groups += v->sharding() && v->sharding()->placements[0].has_groups();
+  }
   c.dir = testing::TempDir(model + "_tp" + std::to_string(n) + (sp ? "_sp" : ""));
   plan::PlanOptions po;
   po.tp = n;
@@ -153,8 +166,10 @@ absl::StatusOr<Compiled> Compile(const std::string& model, int64_t n, bool sp) {
 }
 
 // Compiles `model` for every N and SP, runs each plan and compares every rank's outputs
-// with the unsharded run. One failure message per bad combination / output.
-void CheckModel(const std::string& model) {
+// with the unsharded run. One failure message per bad combination / output. With
+// `kv_groups`: at N=4 and a 25% weight slack, the 2 K/V heads of each of the 2 layers
+// must sit on their groups of 2 ranks (K and V weights S(1@2)).
+void CheckModel(const std::string& model, bool kv_groups = false) {
   const std::map<std::string, Tensor> inputs = TestInputs(model);
   auto original = onnx::ImportModel(ModelPath(model));
   if (!original.ok()) FAIL(model << ": import failed: " << original.status().ToString());
@@ -163,11 +178,12 @@ void CheckModel(const std::string& model) {
   const std::vector<Tensor>& want = reference->per_rank[0];
 
   int64_t unsharded_weight_bytes = 0;
-  for (int64_t n : {1, 2, 4}) {
+  for (int64_t n : kv_groups ? std::vector<int64_t>{4} : std::vector<int64_t>{1, 2, 4}) {
     for (bool sp : {false, true}) {
       std::ostringstream label;
       label << model << " N=" << n << " SP=" << (sp ? "on" : "off");
-      auto compiled = Compile(model, n, sp);
+      auto compiled =
+          kv_groups ? Compile(model, n, sp, /*weight_slack=*/0.25) : Compile(model, n, sp);
       if (!compiled.ok()) {
         FAIL_CHECK(label.str() << ": compile failed: " << compiled.status().ToString());
         continue;
@@ -176,8 +192,10 @@ void CheckModel(const std::string& model) {
         FAIL_CHECK(label.str() << ": the plan has " << compiled->ranks.size() << " ranks");
         continue;
       }
-      // For N > 1 the plan must really be split: less weight per rank than unsharded.
-      if (n == 1) {
+      if (kv_groups) {
+        CHECK(compiled->weights_in_groups == 4);
+      } else if (n == 1) {
+        // For N > 1 the plan must really be split: less weight per rank than unsharded.
         unsharded_weight_bytes = compiled->weight_bytes_per_rank;
       } else if (compiled->weight_bytes_per_rank >= unsharded_weight_bytes) {
         FAIL_CHECK(label.str() << ": " << compiled->weight_bytes_per_rank
@@ -226,6 +244,12 @@ TEST_CASE("sharded == unsharded: phi3_gqa_dynamo", "[equivalence]") {
   CheckModel("phi3_gqa_dynamo");
 }
 TEST_CASE("sharded == unsharded: vit", "[equivalence]") { CheckModel("vit"); }
+// Fewer K/V heads than ranks: each K/V head on its group of ranks, as Megatron does.
+TEST_CASE("sharded == unsharded: K/V heads on groups of ranks", "[equivalence]") {
+  for (const char* model : {"llama", "mistral", "phi3_gqa", "phi3_gqa_dynamo"}) {
+    DYNAMIC_SECTION(model) { CheckModel(model, /*kv_groups=*/true); }
+  }
+}
 TEST_CASE("sharded == unsharded: vit_dynamo", "[equivalence]") { CheckModel("vit_dynamo"); }
 
 // The loss model's plan for N > 1 really is vocab-parallel: the loss op is lowered

@@ -115,54 +115,51 @@ TEST_CASE("balanced objective: no slack is the memory objective", "[shard][balan
 }
 
 // Llama has 2 K/V heads: on 4 ranks the memory objective splits the K/V projections
-// across heads and all-gathers their outputs (megatron_test). Their weights are 1/8 of
-// a layer's, so with room for them the balanced objective replicates K/V, as Megatron
-// and vLLM do with fewer K/V heads than ranks, and the gathers go.
-TEST_CASE("balanced objective: K/V heads replicated when fewer than the ranks",
+// across heads and all-gathers their outputs (megatron_test). With room for more weights
+// the balanced objective puts each K/V head on its group of 2 ranks, S(1@2), as Megatron
+// and vLLM do with fewer K/V heads than ranks (half the bytes of replicating K/V), and
+// the gathers go.
+TEST_CASE("balanced objective: each K/V head on its group of ranks when fewer than the ranks",
           "[shard][balanced]") {
   // (With sequence parallelism the memory objective's plan moves K/V by all-to-alls
   // instead, and the slack buys something else there; the first test case covers it.)
-  {
-    {
-      const bool sp = false;
-      const ShardOptions options = Options(4, Objective::kBalanced, 0.25, sp);
-      auto graph = tpc::testing::ImportCommitted("llama");
-      auto r = tpc::shard::ShardGraph(*graph, options);
-      INFO(r.status().ToString());
-      REQUIRE(r.ok());
-      int kv = 0;
-      for (Node* node : graph->nodes()) {
-        if (!node->is_call() || node->op_type() != "MatMul") continue;
-        if (!Contains(node->name(), "k_proj") && !Contains(node->name(), "v_proj")) continue;
-        ++kv;
-        const Value* w = node->input(1);
-        REQUIRE(w->sharding());
-        CHECK(w->sharding()->ToString() == "R");
-      }
-      CHECK(kv == 4);
-      for (const tpc::shard::PlannedCollective& c : r->collectives) {
-        if (c.value == nullptr || c.kind != CollectiveKind::kAllGather) continue;
-        INFO(c.value->name());
-        CHECK_FALSE((Contains(c.value->name(), "k_proj") || Contains(c.value->name(), "v_proj")));
-      }
-      REQUIRE(r->slack.has_value());
-      CHECK(r->slack->weight_bytes_added > 0);
-      CHECK(r->slack->time_us_saved > 0);
-      const Sharded memory_plan = Solve("llama", Options(4, Objective::kMemory, 0, sp));
-      const ShardResult& memory = memory_plan.result;
-      CHECK(r->weight_bytes_per_rank > memory.weight_bytes_per_rank);
-      CHECK(r->weight_bytes_per_rank - memory.weight_bytes_per_rank <=
-            0.25 * r->slack->memory_plan_bytes);
-      // The memory objective's plan gathers K and V in each layer; this one does not.
-      int memory_kv_gathers = 0;
-      for (const tpc::shard::PlannedCollective& c : memory.collectives) {
-        memory_kv_gathers +=
-            c.value != nullptr && c.kind == CollectiveKind::kAllGather &&
-            (Contains(c.value->name(), "k_proj") || Contains(c.value->name(), "v_proj"));
-      }
-      CHECK(memory_kv_gathers == 4);
-    }
+  const bool sp = false;
+  const ShardOptions options = Options(4, Objective::kBalanced, 0.25, sp);
+  auto graph = tpc::testing::ImportCommitted("llama");
+  auto r = tpc::shard::ShardGraph(*graph, options);
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  int kv = 0;
+  for (Node* node : graph->nodes()) {
+    if (!node->is_call() || node->op_type() != "MatMul") continue;
+    if (!Contains(node->name(), "k_proj") && !Contains(node->name(), "v_proj")) continue;
+    ++kv;
+    const Value* w = node->input(1);
+    REQUIRE(w->sharding());
+    CHECK(w->sharding()->ToString() == "S(1@2)");
   }
+  CHECK(kv == 4);
+  for (const tpc::shard::PlannedCollective& c : r->collectives) {
+    if (c.value == nullptr || c.kind != CollectiveKind::kAllGather) continue;
+    INFO(c.value->name());
+    CHECK_FALSE((Contains(c.value->name(), "k_proj") || Contains(c.value->name(), "v_proj")));
+  }
+  REQUIRE(r->slack.has_value());
+  CHECK(r->slack->weight_bytes_added > 0);
+  CHECK(r->slack->time_us_saved > 0);
+  const Sharded memory_plan = Solve("llama", Options(4, Objective::kMemory, 0, sp));
+  const ShardResult& memory = memory_plan.result;
+  CHECK(r->weight_bytes_per_rank > memory.weight_bytes_per_rank);
+  CHECK(r->weight_bytes_per_rank - memory.weight_bytes_per_rank <=
+        0.25 * r->slack->memory_plan_bytes);
+  // The memory objective's plan gathers K and V in each layer; this one does not.
+  int memory_kv_gathers = 0;
+  for (const tpc::shard::PlannedCollective& c : memory.collectives) {
+    memory_kv_gathers +=
+        c.value != nullptr && c.kind == CollectiveKind::kAllGather &&
+        (Contains(c.value->name(), "k_proj") || Contains(c.value->name(), "v_proj"));
+  }
+  CHECK(memory_kv_gathers == 4);
 }
 
 TEST_CASE("balanced objective: --explain shows each choice with its bytes and step time",
@@ -182,9 +179,10 @@ TEST_CASE("balanced objective: --explain shows each choice with its bytes and st
   REQUIRE(text.ok());
   INFO(*text);
   CHECK(Contains(*text, "balanced objective: weights within"));
-  // The chosen R and the rejected S(1), each with its weight bytes and step time; S(1)
-  // holds fewer bytes but needs the gathers.
-  CHECK(Contains(*text, "  * R: weights "));
+  // The chosen S(1@2), the rejected S(1) and R, each with its weight bytes and step
+  // time; S(1) holds fewer bytes but needs the gathers, R more bytes for nothing.
+  CHECK(Contains(*text, "  * S(1@2): weights "));
   CHECK(Contains(*text, "    S(1): weights "));
+  CHECK(Contains(*text, "    R: weights "));
   CHECK(Contains(*text, " us (compute + "));
 }

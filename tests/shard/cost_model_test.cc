@@ -21,6 +21,7 @@ using tpc::shard::TransitionPossible;
 Placement R() { return Placement::Replicate(); }
 Placement S(int64_t d, int64_t blocks = 1) { return Placement::Shard(d, blocks); }
 Placement P(ReduceOp op = ReduceOp::kSum) { return Placement::Partial(op); }
+Placement G(int64_t d, int64_t groups) { return Placement::ShardInGroups(d, groups); }
 
 }  // namespace
 
@@ -129,6 +130,17 @@ TEST_CASE("cost model: the collective of each placement transition", "[shard][co
       {P(ReduceOp::kMax), P(), std::nullopt, false},
       {P(), P(ReduceOp::kMax), std::nullopt, false},
       {S(0), P(ReduceOp::kMax), std::nullopt, false},
+      // Splits in groups of ranks (S(d@g)): R → S(d@g) and S(d@g) → S(d) are local
+      // slices; the rest goes through the whole value (all-gather, or all-reduce of
+      // partial sums); a group's equal parts are no partial sum.
+      {R(), G(1, 2), std::nullopt, true},
+      {G(1, 2), S(1), std::nullopt, true},
+      {G(1, 2), R(), CollectiveKind::kAllGather, true},
+      {S(1), G(1, 2), CollectiveKind::kAllGather, true},
+      {G(1, 2), S(0), CollectiveKind::kAllGather, true},
+      {G(1, 2), S(1, 3), CollectiveKind::kAllGather, true},
+      {P(), G(1, 2), CollectiveKind::kAllReduce, true},
+      {G(1, 2), P(), std::nullopt, false},
   };
   const DeviceProfile h100 = DeviceProfile::H100NvLink();
   const double bytes = 1 << 20;

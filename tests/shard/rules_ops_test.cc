@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,8 @@ struct Rule {
 
 // The rule of the call producing %y in `body` (IR text lines between `graph {` and
 // `}`) at N = n, with b and s divisible.
-Rule RuleOf(const std::string& body, int64_t n = 2, std::vector<ir::Dim> symbolic_blocks = {}) {
+Rule RuleOf(const std::string& body, int64_t n = 2, std::vector<ir::Dim> symbolic_blocks = {},
+            std::set<int64_t> group_counts = {}) {
   const std::string text =
       absl::StrCat("graph \"t\" opsets(\"\": 18) {\n", body, "\n  output(%y)\n}\n");
   auto graph = ir::ParseGraph(text);
@@ -38,6 +40,7 @@ Rule RuleOf(const std::string& body, int64_t n = 2, std::vector<ir::Dim> symboli
   ShardOptions options = testing::TpOptions(n);
   options.divisible = {"b", "s"};
   options.symbolic_block_counts = std::move(symbolic_blocks);
+  options.group_counts = std::move(group_counts);
   Rule rule;
   for (ir::Node* node : (*graph)->nodes()) {
     if (!node->is_call() || node->output(0)->name() != "y") continue;
@@ -250,6 +253,62 @@ TEST_CASE("symbolic block counts pass through batched ops and only onto dims of 
       2, {b});
   CHECK(Has(unfold, "(S(0/b), R)->(S(1))"));
   CHECK_FALSE(Has(unfold, "(S(0/b), R)->(S(0/b))"));
+}
+
+// Grouped-query attention repeats its KV < N K/V heads for the query heads by Expand:
+// the Expand tells the solver to try each K/V head on its group of N/KV ranks, S(d@KV).
+TEST_CASE("group counts: an Expand repeating KV < N heads offers S(d@KV)", "[shard][rules]") {
+  const std::string repeat =
+      "  %x: f32[b, 2, 1, s, 8] = placeholder\n  %t: i64[5] = constant [1, 1, 2, 1, 1]\n"
+      "  %y: f32[*] = Expand(%x, %t)";
+  auto graph = ir::ParseGraph(
+      absl::StrCat("graph \"t\" opsets(\"\": 18) {\n", repeat, "\n  output(%y)\n}\n"));
+  REQUIRE(graph.ok());
+  REQUIRE(onnx::InferShapes(**graph).ok());
+  const ir::Node* expand = nullptr;
+  for (ir::Node* node : (*graph)->nodes()) {
+    if (node->is_call() && node->op_type() == "Expand") expand = node;
+  }
+  REQUIRE(expand != nullptr);
+  const OpRecord* record = FindOpRecord("", "Expand");
+  REQUIRE(record->hooks.group_counts != nullptr);
+  CHECK(record->hooks.group_counts(*expand, 4) == std::vector<int64_t>{2});
+  CHECK(record->hooks.group_counts(*expand, 8) == std::vector<int64_t>{2});
+  CHECK(record->hooks.group_counts(*expand, 2).empty());  // KV = N: a plain split
+  CHECK(record->hooks.group_counts(*expand, 3).empty());  // 2 does not divide 3
+
+  // At N = 4 with 2 groups: the repeat keeps a K/V head per group, the merge of K/V heads
+  // and repeats into the query heads carries it, and the head split of a projection's
+  // output lands only on dims that split so ([b, s, 16] → [b, s, 2, 8]: S(2@2), not S(2),
+  // since 2 heads do not split 4 ways).
+  const std::set<int64_t> groups = {2};
+  const Rule expand_rule = RuleOf(repeat, 4, {}, groups);
+  CHECK(Has(expand_rule, "(S(1@2), R)->(S(1@2))"));
+  const Rule merge = RuleOf(
+      "  %x: f32[b, 2, 2, s, 8] = placeholder\n  %t: i64[4] = constant [0, 4, -1, 8]\n"
+      "  %y: f32[*] = Reshape(%x, %t)",
+      4, {}, groups);
+  CHECK(Has(merge, "(S(1@2), R)->(S(1@2))"));
+  CHECK_FALSE(Has(merge, "(S(1), R)->(S(1))"));
+  const Rule heads = RuleOf(
+      "  %x: f32[b, s, 16] = placeholder\n  %t: i64[4] = constant [0, 0, 2, 8]\n"
+      "  %y: f32[*] = Reshape(%x, %t)",
+      4, {}, groups);
+  CHECK(Has(heads, "(S(2@2), R)->(S(2@2))"));
+  CHECK_FALSE(Has(heads, "(S(2), R)->(S(2))"));
+  // A projection: its output features in groups; never its reduced dim (each group's
+  // ranks would hold the same partial sum).
+  const Rule proj = RuleOf(
+      "  %x: f32[b, s, 8] = placeholder\n  %w: f32[8, 16] = placeholder\n"
+      "  %y: f32[*] = MatMul(%x, %w)",
+      4, {}, groups);
+  CHECK(Has(proj, "(R, S(1@2))->(S(2@2))"));
+  CHECK(Has(proj, "(S(2), S(0))->(P(sum))"));
+  for (const std::string& st : proj.strategies)
+    CHECK(st.find("S(2@2), S(0@2)") == std::string::npos);
+  // Without group counts (no such Expand in the graph) nothing is offered in groups.
+  for (const std::string& st : RuleOf(repeat, 4).strategies)
+    CHECK(st.find('@') == std::string::npos);
 }
 
 TEST_CASE("pad rule: only a zero fill is linear", "[shard][rules]") {

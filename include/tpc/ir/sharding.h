@@ -28,18 +28,39 @@ struct Placement {
   // `S(0/batch)`: batch blocks of heads·s·d, each split N ways. Such a value only ever
   // meets ops that keep it as it is (the shard stage allows no transition from or to it).
   std::string symbolic_blocks;
+  // For kShard: 0, the dim is split across all N ranks. g (1 < g < N, g divides N): the
+  // dim is split in g parts and part p is held whole by the N/g consecutive ranks
+  // p·N/g, ..., (p+1)·N/g - 1, a group. Printed `S(1@2)`. Megatron's and vLLM's layout
+  // for fewer K/V heads than ranks: each K/V head on its group of N/KV ranks, whose
+  // query heads use it. Never with blocks or symbolic blocks.
+  int64_t groups = 0;
 
   static Placement Replicate() { return {}; }
   static Placement Shard(int64_t d, int64_t blocks = 1) {
-    return {Kind::kShard, d, blocks, ReduceOp::kSum, {}};
+    return {Kind::kShard, d, blocks, ReduceOp::kSum, {}, 0};
   }
-  static Placement Partial(ReduceOp op) { return {Kind::kPartial, 0, 1, op, {}}; }
+  static Placement Partial(ReduceOp op) { return {Kind::kPartial, 0, 1, op, {}, 0}; }
   static Placement ShardInSymbolicBlocks(int64_t d, std::string blocks) {
-    return {Kind::kShard, d, 0, ReduceOp::kSum, std::move(blocks)};
+    return {Kind::kShard, d, 0, ReduceOp::kSum, std::move(blocks), 0};
+  }
+  static Placement ShardInGroups(int64_t d, int64_t groups) {
+    return {Kind::kShard, d, 1, ReduceOp::kSum, {}, groups};
   }
   bool has_symbolic_blocks() const { return !symbolic_blocks.empty(); }
+  bool has_groups() const { return kind == Kind::kShard && groups > 0; }
+  // How many distinct parts of the split dim there are over `n` ranks (each block's, for
+  // a blocked split): g for a split in groups, else n. 1 when not split.
+  int64_t Parts(int64_t n) const {
+    if (kind != Kind::kShard) return 1;
+    return groups > 0 ? groups : n;
+  }
+  // Which of those parts rank `rank` of `n` holds.
+  int64_t PartOf(int64_t rank, int64_t n) const {
+    if (kind != Kind::kShard) return 0;
+    return groups > 0 ? rank / (n / groups) : rank;
+  }
   bool operator==(const Placement&) const = default;
-  // `R`, `S(2)`, `S(2/3)`, `S(0/batch)`, `P(sum)`.
+  // `R`, `S(2)`, `S(2/3)`, `S(0/batch)`, `S(1@2)`, `P(sum)`.
   std::string ToString() const;
   // `symbolic`: also `S(0/batch)` (the IR text reads it back; users never write one).
   static std::optional<Placement> Parse(std::string_view text, bool symbolic = false);

@@ -26,9 +26,12 @@ struct CollectiveFactory {
   std::function<ir::Value*(ir::Graph&, ir::Node* before, ir::Value* x, int64_t split_axis,
                            int64_t concat_axis)>
       all_to_all;
-  // Not a collective: this rank's part of a replicated value (R → S(d/k)).
-  std::function<ir::Value*(ir::Graph&, ir::Node* before, ir::Value* x, int64_t axis,
-                           int64_t blocks)>
+  // Not a collective: this rank's part of a value every rank of a group holds whole.
+  // Each block of `axis` is cut in `parts` and rank r takes part (r / stride) % parts:
+  // R → S(d/k) is parts N, stride 1; R → S(d@g) parts g, stride N/g; S(d@g) → S(d)
+  // parts N/g, stride 1 (a rank's part of its group's part).
+  std::function<ir::Value*(ir::Graph&, ir::Node* before, ir::Value* x, int64_t axis, int64_t blocks,
+                           int64_t parts, int64_t stride)>
       shard;
 };
 

@@ -39,8 +39,12 @@ const char* CollectiveName(CollectiveKind kind);
 // whole (unsharded) tensor.
 double CollectivePicos(const DeviceProfile& profile, CollectiveKind kind, int64_t n, double bytes);
 
+// Whether `to` is each rank's part of its group's part `from`: S(d@g) → S(d), a local
+// slice.
+bool GroupSlice(const ir::Placement& from, const ir::Placement& to);
+
 // The collective that turns placement `from` into `to` (nullopt when the transition
-// is local: equal placements, R → S, R → P, S → P).
+// is local: equal placements, R → S, R → P, S → P, S(d@g) → S(d)).
 std::optional<CollectiveKind> TransitionCollective(const ir::Placement& from,
                                                    const ir::Placement& to);
 // Whether a transition is possible at all (P(max) → P(sum) is not, for example).

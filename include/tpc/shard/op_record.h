@@ -45,6 +45,12 @@ using JoinAxisFn = std::optional<int64_t> (*)(const ir::Node& node);
 // `[batch, heads, s, d] → [batch·heads, s, d]` gives `batch`.
 using FoldedBlocksFn = std::vector<ir::Dim> (*)(const ir::Node& node);
 
+// Part counts the op repeats over the ranks: an Expand `[b, KV, 1, s, d] →
+// [b, KV, r, s, d]` (K/V heads repeated for grouped-query attention) gives KV when
+// 1 < KV < n and KV divides n, so that each K/V head can live on its group of n/KV
+// ranks (`S(1@KV)`).
+using GroupCountsFn = std::vector<int64_t> (*)(const ir::Node& node, int64_t n);
+
 struct OpHooks {
   // Inputs holding a size of a split dim (Reshape's shape, Expand's shape, a blocked
   // Split's sizes) get their per-rank value.
@@ -53,6 +59,7 @@ struct OpHooks {
   FlopsFn flops = nullptr;
   BlockCountFn block_count = nullptr;
   FoldedBlocksFn folded_blocks = nullptr;
+  GroupCountsFn group_counts = nullptr;
   FeatureDimFn feature_dim = nullptr;
   JoinAxisFn join_axis = nullptr;
   // Reads only its input's shape (Shape, Size): its result is replicated whatever the

@@ -57,6 +57,10 @@ struct ShardOptions {
   // Filled by the shard pass: symbolic block counts, the batch dims that ops fold heads
   // into (`[batch·heads, s, d]`), tried as `S(d/batch)`.
   std::vector<ir::Dim> symbolic_block_counts;
+  // Filled by the shard pass: group counts g (1 < g < N, g divides N) of ops that repeat
+  // each of g parts across ranks (K/V heads repeated for the query heads of grouped-query
+  // attention), tried as splits in groups `S(d@g)`.
+  std::set<int64_t> group_counts;
   // Set by the shard pass under --memory-budget: the price of a weight byte in
   // picoseconds of step time (the Lagrange multiplier of the budget).
   double weight_price_ps_per_byte = 0;

@@ -71,6 +71,11 @@ class RuleContext {
   // Whether `d` splits into `blocks` (a symbolic dim: `batch`) equal blocks, each of a
   // static size split N ways (`4*batch` in `batch` blocks, N dividing 4).
   bool DivisibleInBlocks(const ir::Dim& d, const ir::Dim& blocks) const;
+  // Whether `d` splits into `groups` equal parts (S(d@g)): static and divisible, or
+  // divisible by N (which g divides).
+  bool DivisibleInGroups(const ir::Dim& d, int64_t groups) const;
+  // Whether `d` splits N ways or into one of the options' group counts.
+  bool Splittable(const ir::Dim& d) const;
   // Modelled size of `d` (symbols take their --dim size).
   double Size(const ir::Dim& d) const;
   double Bytes(const ir::Value& v) const;

@@ -89,9 +89,16 @@ absl::Status InferShard(InferenceContext& ctx) {
   TPC_ASSIGN_OR_RETURN(int64_t n, GroupSize(ctx));
   TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0),
                                                    static_cast<int64_t>(dims->size())));
+  // Each block cut in `parts` (default N; see docs/collectives.md).
+  const int64_t parts = ctx.node().attr_int("parts", n);
+  const int64_t stride = ctx.node().attr_int("stride", 1);
+  if (parts < 1 || stride < 1 || parts * stride > n) {
+    return ctx.Error(
+        absl::StrCat("parts ", parts, " with stride ", stride, " do not fit group_size ", n));
+  }
   Dims out = *dims;
   TPC_ASSIGN_OR_RETURN(out[static_cast<size_t>(axis)],
-                       DivideDim(ctx, out[static_cast<size_t>(axis)], n));
+                       DivideDim(ctx, out[static_cast<size_t>(axis)], parts));
   ctx.set_output_type(0, ir::TensorType(ctx.input_type(0).dtype, std::move(out)));
   return absl::OkStatus();
 }

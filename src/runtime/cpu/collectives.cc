@@ -131,8 +131,8 @@ absl::Status AllToAll(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-// This rank's part of a replicated value: block by block along `axis` (no
-// communication).
+// This rank's part of a value its group holds whole: each block along `axis` cut in
+// `parts` (default N), rank r taking part (r / stride) % parts (no communication).
 absl::Status Shard(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const int n = ctx.comm() ? ctx.comm()->size() : 1;
@@ -144,22 +144,29 @@ absl::Status Shard(KernelContext& ctx) {
   const int r = ctx.comm() ? ctx.comm()->rank() : 0;
   TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), x.rank()));
   const int64_t k = ctx.node().attr_int("blocks", 1);
-  if (k < 1 || x.dim(axis) % (k * n) != 0) {
-    return ctx.Error(absl::StrCat("dim ", axis, " = ", x.dim(axis), " does not split into ", k,
-                                  " blocks of ", n, " parts"));
+  const int64_t parts = ctx.node().attr_int("parts", n);
+  const int64_t stride = ctx.node().attr_int("stride", 1);
+  if (parts < 1 || stride < 1 || parts * stride > n) {
+    return ctx.Error(
+        absl::StrCat("parts ", parts, " with stride ", stride, " do not fit ", n, " ranks"));
   }
+  if (k < 1 || x.dim(axis) % (k * parts) != 0) {
+    return ctx.Error(absl::StrCat("dim ", axis, " = ", x.dim(axis), " does not split into ", k,
+                                  " blocks of ", parts, " parts"));
+  }
+  const int64_t index = (r / stride) % parts;
   Shape out = x.shape();
-  out[static_cast<size_t>(axis)] /= n;
+  out[static_cast<size_t>(axis)] /= parts;
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
   int64_t outer, inner;
   OuterInner(x, axis, &outer, &inner);
   outer *= k;
-  inner /= k;                      // bytes of one block (all ranks' parts)
-  const int64_t part = inner / n;  // bytes of this rank's part of a block
+  inner /= k;                          // bytes of one block (all ranks' parts)
+  const int64_t part = inner / parts;  // bytes of this rank's part of a block
   const uint8_t* src = x.raw();
   uint8_t* dst = y->raw();
   for (int64_t o = 0; o < outer; ++o) {
-    std::memcpy(dst + o * part, src + o * inner + r * part, static_cast<size_t>(part));
+    std::memcpy(dst + o * part, src + o * inner + index * part, static_cast<size_t>(part));
   }
   return absl::OkStatus();
 }

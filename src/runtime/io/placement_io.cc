@@ -34,7 +34,12 @@ absl::StatusOr<ir::Placement> FromProto(const proto::Placement& p, const std::st
     case proto::Placement::REPLICATE:
       return ir::Placement::Replicate();
     case proto::Placement::SHARD:
-      return ir::Placement::Shard(p.dim());
+      if (p.groups() == 0) return ir::Placement::Shard(p.dim());
+      if (p.groups() < 2) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("plan.json: ", what, ": groups ", p.groups(), " (0, or at least 2)"));
+      }
+      return ir::Placement::ShardInGroups(p.dim(), p.groups());
     case proto::Placement::PARTIAL: {
       auto op = ir::ReduceOpFromName(p.reduce());
       if (!op) {
@@ -91,7 +96,7 @@ ir::TensorType FullType(const ir::TensorType& rank_type, const ir::Placement& p,
   const int64_t d = NormalizeDim(p.dim, rank_type.rank());
   if (d < 0) return full;
   ir::Dim& dim = (*full.shape)[static_cast<size_t>(d)];
-  if (!dim.is_unknown()) dim = dim * ir::Dim(ranks);
+  if (!dim.is_unknown()) dim = dim * ir::Dim(p.Parts(ranks));
   return full;
 }
 
@@ -113,19 +118,21 @@ absl::StatusOr<Tensor> SliceForRank(const std::string& name, const Tensor& full,
         ") but the tensor given has ", full.rank(), " dims (", full.TypeString(), ")"));
   }
   const Blocks b = BlocksAround(full, d);
-  if (b.dim % ranks != 0) {
+  const int64_t parts = p.Parts(ranks);
+  if (b.dim % parts != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("input '", name, "': dim ", d, " is ", b.dim, ", not a multiple of ", ranks,
-                     ": the plan splits it over ", ranks, " ranks (", p.ToString(), "; given ",
-                     full.TypeString(), ")"));
+        absl::StrCat("input '", name, "': dim ", d, " is ", b.dim, ", not a multiple of ", parts,
+                     ": the plan splits it in ", parts, " parts over ", ranks, " ranks (",
+                     p.ToString(), "; given ", full.TypeString(), ")"));
   }
-  const int64_t part = b.dim / ranks;
+  const int64_t part = b.dim / parts;
+  const int64_t index = p.PartOf(rank, ranks);
   std::vector<int64_t> shape = full.shape();
   shape[static_cast<size_t>(d)] = part;
   Tensor out = Tensor::Allocate(full.dtype(), shape);
   const size_t chunk = static_cast<size_t>(part * b.inner_bytes);
   for (int64_t o = 0; o < b.outer; ++o) {
-    const uint8_t* src = full.raw() + (o * b.dim + rank * part) * b.inner_bytes;
+    const uint8_t* src = full.raw() + (o * b.dim + index * part) * b.inner_bytes;
     if (chunk > 0) std::memcpy(out.raw() + static_cast<size_t>(o) * chunk, src, chunk);
   }
   return out;
@@ -167,18 +174,21 @@ absl::StatusOr<Tensor> AssembleOutput(const std::string& name, const Tensor& loc
     return absl::Status(s.code(), absl::StrCat("assembling output '", name, "' (", p.ToString(),
                                                "): ", std::string(s.message())));
   }
-  // Block k of `gathered` is rank k's part; its slabs go to rank k's span of dim d.
+  // Block k of `gathered` is rank k's part; its slabs go to part k's span of dim d. In
+  // groups (S(d@g)) part k is held by ranks k·n/g, ..., (k+1)·n/g - 1: the first one's.
+  const int64_t parts = p.Parts(n);
   const Blocks b = BlocksAround(local, d);
   std::vector<int64_t> shape = local.shape();
-  shape[static_cast<size_t>(d)] *= n;
+  shape[static_cast<size_t>(d)] *= parts;
   Tensor out = Tensor::Allocate(local.dtype(), shape);
   const size_t chunk = static_cast<size_t>(b.dim * b.inner_bytes);
   const size_t block = static_cast<size_t>(b.outer) * chunk;
-  for (int k = 0; k < n; ++k) {
+  for (int64_t k = 0; k < parts; ++k) {
+    const int64_t holder = k * (n / parts);
     for (int64_t o = 0; o < b.outer; ++o) {
       const uint8_t* src =
-          gathered.raw() + static_cast<size_t>(k) * block + static_cast<size_t>(o) * chunk;
-      uint8_t* dst = out.raw() + static_cast<size_t>((o * n + k) * b.dim * b.inner_bytes);
+          gathered.raw() + static_cast<size_t>(holder) * block + static_cast<size_t>(o) * chunk;
+      uint8_t* dst = out.raw() + static_cast<size_t>((o * parts + k) * b.dim * b.inner_bytes);
       if (chunk > 0) std::memcpy(dst, src, chunk);
     }
   }

@@ -93,9 +93,9 @@ bool ReshapeFactors(const RuleContext& ctx, const std::vector<ir::Dim>& in,
   const auto groups = ReshapeGroups(in, out);
   if (!groups) return false;
   for (const ReshapeGroup& g : *groups) {
-    // Splitting the major dim of a group N ways cuts the flattened group into the same
-    // N contiguous chunks on both sides.
-    if (ctx.Divisible(in[g.in_begin]) && ctx.Divisible(out[g.out_begin])) {
+    // Splitting the major dim of a group N ways (or in g groups) cuts the flattened
+    // group into the same contiguous chunks on both sides.
+    if (ctx.Splittable(in[g.in_begin]) && ctx.Splittable(out[g.out_begin])) {
       int f = spec->AddFactor(FactorSpec::Kind::kPass, in[g.in_begin],
                               "d" + std::to_string(g.out_begin));
       (*in_f)[g.in_begin] = f;

@@ -45,7 +45,7 @@ constexpr OpRecord kRecords[] = {
     {"", "Equal", Binary},
     {"", "Erf", Unary},
     {"", "Exp", Unary},
-    {"", "Expand", Expand, {.shape_inputs = ExpandShapeInput}},
+    {"", "Expand", Expand, {.shape_inputs = ExpandShapeInput, .group_counts = ExpandGroupCounts}},
     {"", "Flatten", Reshape, {.folded_blocks = ReshapeFoldedBlocks}},
     {"", "Floor", Unary},
     {"", "Gather", Gather, {.feature_dim = GatherFeatureDim}},

@@ -144,6 +144,8 @@ int64_t SplitBlockCount(const ir::Node& node);   // k equal outputs
 int64_t ConcatBlockCount(const ir::Node& node);  // k equal inputs
 // Symbolic dims a split is folded into as blocks (op_record.h's folded_blocks).
 std::vector<ir::Dim> ReshapeFoldedBlocks(const ir::Node& node);
+// Part counts an Expand repeats over the ranks (op_record.h's group_counts).
+std::vector<int64_t> ExpandGroupCounts(const ir::Node& node, int64_t n);
 std::vector<ir::Dim> TileFoldedBlocks(const ir::Node& node);
 std::optional<int64_t> ConcatAxis(const ir::Node& node);
 

@@ -12,8 +12,9 @@ namespace {
 
 using ir::Placement;
 
-// The shape value `t` with element `index` divided by N.
-ir::Value* DivideElement(LocalGraph& rw, ir::Node* before, ir::Value* t, int64_t index) {
+// The shape value `t` with element `index` divided by `parts` (N, or g for S(d@g)).
+ir::Value* DivideElement(LocalGraph& rw, ir::Node* before, ir::Value* t, int64_t index,
+                         int64_t parts) {
   const std::optional<std::vector<ir::Dim>>& known = t->known_value();
   if (known && index < static_cast<int64_t>(known->size())) {
     const ir::Dim& e = (*known)[static_cast<size_t>(index)];
@@ -22,7 +23,7 @@ ir::Value* DivideElement(LocalGraph& rw, ir::Node* before, ir::Value* t, int64_t
   const ir::Node* producer = t->producer();
   if (producer->kind() == ir::NodeKind::kConstant && producer->tensor().has_data()) {
     std::vector<int64_t> values = producer->tensor().ToInt64();
-    values[static_cast<size_t>(index)] /= rw.n();
+    values[static_cast<size_t>(index)] /= parts;
     return rw.Int64s(t->name() + "/per_rank", values, t->type().rank() == 0);
   }
   const int64_t len = static_cast<int64_t>(producer->tensor().num_elements());
@@ -31,7 +32,7 @@ ir::Value* DivideElement(LocalGraph& rw, ir::Node* before, ir::Value* t, int64_t
                                                        ? (*t->type().shape)[0].value()
                                                        : len),
                                1);
-  divisor[static_cast<size_t>(index)] = rw.n();
+  divisor[static_cast<size_t>(index)] = parts;
   ir::Value* out = rw.Op(before, "Div", {t, rw.Int64s("tp/per_rank_divisor", divisor)}, t->type(),
                          Placement::Replicate());
   return out;
@@ -51,7 +52,7 @@ absl::Status WholeShape(LocalGraph& rw, ir::Node* node, const std::vector<Placem
   std::vector<int64_t> factor;
   const bool size = node->output(0)->type().rank() == 0;  // Size; Shape gives a 1-D value
   if (size) {
-    factor = {rw.n()};
+    factor = {p.Parts(rw.n())};
   } else {
     const int64_t rank = node->input(0)->type().rank();
     int64_t start = node->attr_int("start", 0);
@@ -60,7 +61,7 @@ absl::Status WholeShape(LocalGraph& rw, ir::Node* node, const std::vector<Placem
     if (end < 0) end += rank;
     start = std::clamp<int64_t>(start, 0, rank);
     end = std::clamp<int64_t>(end, 0, rank);
-    for (int64_t d = start; d < end; ++d) factor.push_back(d == p.dim ? rw.n() : 1);
+    for (int64_t d = start; d < end; ++d) factor.push_back(d == p.dim ? p.Parts(rw.n()) : 1);
   }
   ir::Value* whole = rw.Op(node, "Mul", {local, rw.Int64s("tp/whole_shape", factor, size)},
                            node->output(0)->type(), Placement::Replicate());
@@ -96,7 +97,8 @@ absl::Status ReshapeShapeInput(LocalGraph& rw, ir::Node* node,
                                const std::vector<Placement>& outputs,
                                const std::vector<std::optional<Placement>>&) {
   if (outputs.empty() || outputs[0].kind != Placement::Kind::kShard) return absl::OkStatus();
-  node->SetInput(1, DivideElement(rw, node, node->input(1), outputs[0].dim));
+  node->SetInput(1,
+                 DivideElement(rw, node, node->input(1), outputs[0].dim, outputs[0].Parts(rw.n())));
   return absl::OkStatus();
 }
 
@@ -150,7 +152,9 @@ absl::Status ExpandShapeInput(LocalGraph& rw, ir::Node* node, const std::vector<
           ? (*shape->type().shape)[0].value()
           : out_rank;
   const int64_t index = d - (out_rank - len);
-  if (index >= 0) node->SetInput(1, DivideElement(rw, node, shape, index));
+  if (index >= 0) {
+    node->SetInput(1, DivideElement(rw, node, shape, index, outputs[0].Parts(rw.n())));
+  }
   return absl::OkStatus();
 }
 

@@ -102,6 +102,29 @@ void Expand(const RuleContext& ctx, std::vector<Strategy>* out) {
   AddPartialStrategy(ctx, {0}, out);
 }
 
+std::vector<int64_t> ExpandGroupCounts(const ir::Node& node, int64_t n) {
+  std::vector<int64_t> out;
+  const ir::Value* x = node.input(0);
+  const ir::Value* y = node.output(0);
+  if (x == nullptr || !x->type().shape || !y->type().shape) return out;
+  const std::vector<ir::Dim>& in = *x->type().shape;
+  const std::vector<ir::Dim>& to = *y->type().shape;
+  // Input dims aligned to the output's trailing ones: [.., KV, 1, ..] → [.., KV, r, ..].
+  const int64_t shift = static_cast<int64_t>(to.size()) - static_cast<int64_t>(in.size());
+  for (int64_t i = 1; i < static_cast<int64_t>(in.size()); ++i) {
+    const ir::Dim& kv = in[static_cast<size_t>(i - 1)];
+    const ir::Dim& one = in[static_cast<size_t>(i)];
+    const ir::Dim& repeated = to[static_cast<size_t>(i + shift)];
+    if (!one.is_static() || one.value() != 1 || (repeated.is_static() && repeated.value() <= 1)) {
+      continue;
+    }
+    if (kv.is_static() && kv.value() > 1 && kv.value() < n && n % kv.value() == 0) {
+      out.push_back(kv.value());
+    }
+  }
+  return out;
+}
+
 void Concat(const RuleContext& ctx, std::vector<Strategy>* out) {
   const std::vector<ir::Dim>& y = ctx.output_dims(0);
   const int64_t axis =
