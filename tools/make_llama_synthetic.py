@@ -29,6 +29,14 @@ Weights are random (numpy seed --seed), stored as [in, out] initializers the
 way the legacy exporter stores transposed Linear weights.  --check runs
 onnx.checker and onnxruntime on batch=2, seq=8 and compares with a numpy
 reference implementation.
+
+--past adds a KV cache with Optimum's names: inputs
+`past_key_values.{i}.key|value` float [batch, kv_heads, past, head_dim] and
+outputs `present.{i}.key|value` [batch, kv_heads, past + seq, head_dim] (the
+past concatenated with the new keys after RoPE, and the new values); RoPE
+positions and the causal mask start at `past`. --check then runs the same
+8 tokens once whole (past = 0) and as a prefix of 5 and a step of 3 fed the
+prefix's present, and compares the step's logits and presents.
 """
 import argparse
 import os
@@ -107,6 +115,7 @@ def make_weights(args):
 
 def build(args, W):
     H, V, nh, nkv = args.hidden, args.vocab, args.heads, args.kv_heads
+    past = args.past
     hd = H // nh
     rep = nh // nkv
     eps = args.eps
@@ -125,21 +134,27 @@ def build(args, W):
     seq = b.op("Gather", [shp, b.const(1, p)], p, axis=0)
     bsz_u = b.op("Unsqueeze", [bsz, b.const([0], p)], p)
     seq_u = b.op("Unsqueeze", [seq, b.const([0], p)], p)
+    if past:
+        # positions past .. past + seq: the cache's length from layer 0's past keys
+        pshp = b.op("Shape", ["past_key_values.0.key"], p)
+        past_u = b.op("Unsqueeze", [b.op("Gather", [pshp, b.const(2, p)], p, axis=0),
+                                    b.const([0], p)], p)
+        total_u = b.op("Add", [past_u, seq_u], p)
+    else:
+        past_u, total_u = b.const([0], p), seq_u
 
     h = b.op("Gather", ["model.embed_tokens.weight", ids], f"{p}/embed_tokens", axis=0)
 
     # rotary tables and the causal mask sliced to seq
     pr = f"{p}/rotary_emb"
-    cos = b.op("Slice", ["model.rotary_emb.cos_cached", b.const([0], pr), seq_u,
-                         b.const([0], pr)], pr)
-    sin = b.op("Slice", ["model.rotary_emb.sin_cached", b.const([0], pr), seq_u,
-                         b.const([0], pr)], pr)
+    cos = b.op("Slice", ["model.rotary_emb.cos_cached", past_u, total_u, b.const([0], pr)], pr)
+    sin = b.op("Slice", ["model.rotary_emb.sin_cached", past_u, total_u, b.const([0], pr)], pr)
     cos = b.op("Unsqueeze", [cos, b.const([0, 1], pr)], pr)  # [1,1,S,hd]
     sin = b.op("Unsqueeze", [sin, b.const([0, 1], pr)], pr)
     pm = f"{p}/mask"
-    ends = b.op("Concat", [seq_u, seq_u], pm, axis=0)
-    mask = b.op("Slice", ["model.causal_mask", b.const([0, 0], pm), ends,
-                          b.const([0, 1], pm)], pm)
+    starts = b.op("Concat", [past_u, b.const([0], pm)], pm, axis=0)
+    ends = b.op("Concat", [total_u, total_u], pm, axis=0)
+    mask = b.op("Slice", ["model.causal_mask", starts, ends, b.const([0, 1], pm)], pm)
     mask = b.op("Unsqueeze", [mask, b.const([0, 1], pm)], pm)  # [1,1,S,S]
 
     def rmsnorm(x, wname, prefix):
@@ -170,9 +185,9 @@ def build(args, W):
             return x
         u = b.op("Unsqueeze", [x, b.const([2], prefix)], prefix)  # [B,kv,1,S,hd]
         eshape = b.op("Concat", [bsz_u, b.const([nkv], prefix), b.const([rep], prefix),
-                                 seq_u, b.const([hd], prefix)], prefix, axis=0)
+                                 kv_len, b.const([hd], prefix)], prefix, axis=0)
         e = b.op("Expand", [u, eshape], prefix)
-        rshape = b.op("Concat", [bsz_u, b.const([nh], prefix), seq_u, b.const([hd], prefix)],
+        rshape = b.op("Concat", [bsz_u, b.const([nh], prefix), kv_len, b.const([hd], prefix)],
                       prefix, axis=0)
         return b.op("Reshape", [e, rshape], prefix)
 
@@ -195,12 +210,22 @@ def build(args, W):
                                    b.const([0], pa)], pa)
         seq_u = b.op("Unsqueeze", [b.op("Gather", [lshp, b.const(1, pa)], pa, axis=0),
                                    b.const([0], pa)], pa)
+        kv_len = b.op("Add", [past_u, seq_u], pa) if past else seq_u
         q = b.op("MatMul", [x, f"{wn}.self_attn.q_proj.weight"], f"{pa}/q_proj")
         k = b.op("MatMul", [x, f"{wn}.self_attn.k_proj.weight"], f"{pa}/k_proj")
         v = b.op("MatMul", [x, f"{wn}.self_attn.v_proj.weight"], f"{pa}/v_proj")
         q = rope(heads(q, nh, pa), pa)
-        k = repeat_kv(rope(heads(k, nkv, pa), pa), pa)
-        v = repeat_kv(heads(v, nkv, pa), pa)
+        k = rope(heads(k, nkv, pa), pa)
+        v = heads(v, nkv, pa)
+        if past:
+            # the present is the Concat itself, as in the exporters' graphs
+            for kind, t in (("key", k), ("value", v)):
+                b.nodes.append(helper.make_node(
+                    "Concat", [f"past_key_values.{i}.{kind}", t], [f"present.{i}.{kind}"],
+                    name=f"{pa}/Concat_present_{kind}", axis=2))
+            k, v = f"present.{i}.key", f"present.{i}.value"
+        k = repeat_kv(k, pa)
+        v = repeat_kv(v, pa)
         kt = b.op("Transpose", [k], pa, perm=[0, 1, 3, 2])
         s = b.op("MatMul", [q, kt], pa)
         s = b.op("Div", [s, b.const(float(np.sqrt(hd)), pa, np.float32)], pa)
@@ -228,11 +253,19 @@ def build(args, W):
     logits = b.op("MatMul", [x, "lm_head.weight"], "/lm_head")
     b.nodes.append(helper.make_node("Identity", [logits], ["logits"], name="/lm_head/Identity"))
 
-    graph = helper.make_graph(
-        b.nodes, f"llama_synthetic_{args.layers}l",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "seq", V])],
-        initializer=b.inits)
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"])]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "seq", V])]
+    if past:
+        for i in range(args.layers):
+            for kind in ("key", "value"):
+                inputs.append(helper.make_tensor_value_info(
+                    f"past_key_values.{i}.{kind}", TensorProto.FLOAT,
+                    ["batch", nkv, "past", hd]))
+                outputs.append(helper.make_tensor_value_info(
+                    f"present.{i}.{kind}", TensorProto.FLOAT,
+                    ["batch", nkv, "past + seq", hd]))
+    graph = helper.make_graph(b.nodes, f"llama_synthetic_{args.layers}l", inputs, outputs,
+                              initializer=b.inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                               producer_name="tpc-make_llama_synthetic")
     model.ir_version = 8
@@ -274,6 +307,29 @@ def reference(args, W, ids):
     return rms(h, W["norm"]) @ W["lm_head"]
 
 
+def check_cache(a, sess, ids):
+    """The 8 tokens at once (past = 0) against a prefix of 5 and a step of 3."""
+    hd = a.hidden // a.heads
+
+    def feeds(tokens, cache):
+        f = {"input_ids": tokens}
+        for i in range(a.layers):
+            for j, kind in enumerate(("key", "value")):
+                f[f"past_key_values.{i}.{kind}"] = cache[2 * i + j]
+        return f
+
+    empty = [np.zeros((2, a.kv_heads, 0, hd), np.float32)] * (2 * a.layers)
+    whole = sess.run(None, feeds(ids, empty))
+    prefix = sess.run(None, feeds(ids[:, :5], empty))
+    step = sess.run(None, feeds(ids[:, 5:], prefix[1:]))
+    ok = np.allclose(step[0], whole[0][:, 5:], rtol=1e-4, atol=1e-4)
+    for got, want in zip(step[1:], whole[1:]):
+        ok = ok and got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-4)
+    print(f"check: checker ok, prefix 5 + step 3 {'equals' if ok else 'DIFFERS FROM'} "
+          f"8 tokens at once (logits and {2 * a.layers} presents)")
+    return 0 if ok else 1
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -290,6 +346,8 @@ def main(argv=None):
     ap.add_argument("--rope-theta", type=float, default=10000.0)
     ap.add_argument("--eps", type=float, default=1e-6)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--past", action="store_true",
+                    help="a KV cache: past_key_values.* inputs, present.* outputs")
     ap.add_argument("--check", action="store_true",
                     help="run onnx.checker and onnxruntime (batch 2, seq 8) vs numpy")
     a = ap.parse_args(argv)
@@ -313,6 +371,8 @@ def main(argv=None):
         onnx.checker.check_model(a.output, full_check=True)
         ids = np.random.default_rng(0).integers(0, a.vocab, size=(2, 8), dtype=np.int64)
         sess = ort.InferenceSession(a.output, providers=["CPUExecutionProvider"])
+        if a.past:
+            return check_cache(a, sess, ids)
         (got,) = sess.run(None, {"input_ids": ids})
         want = reference(a, W, ids)
         err = float(np.abs(got - want).max())

@@ -237,8 +237,14 @@ absl::Status ProblemBuilder::AddPlaceholder(const ir::Node* node) {
     d.placements.push_back(Placement::Replicate());
     RuleContext ctx(*node, options_);
     for (int64_t dim = 0; dim < v->type().rank(); ++dim) {
-      if (dim != axis->second && ctx.Divisible((*v->type().shape)[static_cast<size_t>(dim)])) {
-        d.placements.push_back(Placement::Shard(dim));
+      if (dim == axis->second) continue;
+      const ir::Dim& size = (*v->type().shape)[static_cast<size_t>(dim)];
+      if (ctx.Divisible(size)) d.placements.push_back(Placement::Shard(dim));
+      // Fewer K/V heads than ranks: each head's cache on its group of ranks.
+      for (int64_t groups : options_.group_counts) {
+        if (ctx.DivisibleInGroups(size, groups) && !ctx.Divisible(size)) {
+          d.placements.push_back(Placement::ShardInGroups(dim, groups));
+        }
       }
     }
     NewVar(std::move(d));
