@@ -11,6 +11,11 @@ and checks that
     on its group of N/KV ranks, never gathered), and every K/V projection weight too;
   - `tp-run --check-against` the unsharded model passes, on a decoding step (past 5,
     seq 3) and a prefill (past 0, seq 8), with the processes launched by tp-run itself.
+And on a decoder of realistic proportions (hidden 512, 8 query heads, 2 K/V heads, no
+cache) at N = 4, sized for a 2048-token prefill: the default objective gives Megatron's
+layout with sequence parallelism, each K/V head on its group of 2 ranks: per layer 2
+reduce-scatters (after o_proj and down_proj) and 2 all-gathers (before the attention and
+the MLP), no collective on a K/V value, and the same outputs as the unsharded run.
 
 Exit status: 0 all pass, 1 something failed, 77 onnx or numpy is not importable.
 """
@@ -74,6 +79,56 @@ def check_case(args, n, heads, kv, hidden):
     return errors
 
 
+def check_megatron_sp(args):
+    label = "hidden 512, 2 K/V heads, N=4"
+    work = os.path.join(args.work, "megatron_sp")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    model = os.path.join(work, "model.onnx")
+    code, out = run([sys.executable, GENERATOR, "--layers", "2", "--hidden", "512", "--heads",
+                     "8", "--kv-heads", "2", "--intermediate", "1408", "--vocab", "1024",
+                     "-o", model])
+    if code != 0:
+        return [f"{label}: generator failed: {out}"]
+    plan = os.path.join(work, "plan")
+    code, ir = run([args.tp_compile, model, "--tp", "4", "-o", plan, "--quiet", "--dim",
+                    "batch=1", "--dim", "seq=2048", "--dump-ir", "-"])
+    if code != 0:
+        return [f"{label}: tp-compile failed: {ir}"]
+    errors = []
+    for line in ir.splitlines():
+        if "proj.weight:" not in line or "constant" not in line:
+            continue
+        want = "S(1@2)" if ("k_proj" in line or "v_proj" in line) else None
+        if want and f"sharding({want})" not in line:
+            errors.append(f"{label}: {line.strip()[:120]}: expected {want}")
+    import onnx
+    rank0 = onnx.load(os.path.join(plan, "rank0.onnx"), load_external_data=False)
+    per_layer = {}
+    for node in rank0.graph.node:
+        if node.domain != "tpc" or node.op_type not in ("AllGather", "ReduceScatter", "AllReduce",
+                                                         "AllToAll"):
+            continue
+        source = node.input[0]
+        if "k_proj" in source or "v_proj" in source:
+            errors.append(f"{label}: {node.op_type} of the K/V value {source}")
+        for layer in (0, 1):
+            if f"/layers.{layer}/" in source:
+                per_layer.setdefault(layer, []).append(node.op_type)
+    for layer in (0, 1):
+        kinds = sorted(per_layer.get(layer, []))
+        # Layer 0's input is gathered with the embedding's output, outside the layer.
+        want = sorted(["ReduceScatter", "ReduceScatter", "AllGather"] +
+                      (["AllGather"] if layer == 1 else []))
+        if kinds != want:
+            errors.append(f"{label}: layer {layer} collectives {kinds}, expected {want}")
+    code, out = run([args.tp_run, plan, "--check-against", model, "--dim", "batch=2",
+                     "--dim", "seq=8"])
+    if code != 0 or "PASS" not in out:
+        errors.append(f"{label}: tp-run --check-against: {out}")
+    return errors
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tp-compile", required=True)
@@ -90,9 +145,10 @@ def main():
     errors = []
     for case in CASES:
         errors += check_case(args, *case)
+    errors += check_megatron_sp(args)
     for e in errors:
         print("FAIL:", e)
-    print(f"{len(CASES)} cases, {len(errors)} failures")
+    print(f"{len(CASES) + 1} cases, {len(errors)} failures")
     return 1 if errors else 0
 
 
