@@ -68,4 +68,12 @@ if [ ! -d "$root/.cache/onnx-node-tests-23" ] && command -v python3 >/dev/null; 
   python3 "$root/tests/runtime/generate_opset23_node_tests.py" >/dev/null 2>&1 ||
     echo "deps: could not generate the opset-23 node tests (onnx < 1.18?); those will skip" >&2
 fi
+# Node tests of onnxruntime's com.microsoft operators, their outputs computed by the
+# installed onnxruntime; written again when the generator is newer than them.
+contrib="$root/.cache/ort-contrib-node-tests"
+gen="$root/tests/runtime/generate_contrib_node_tests.py"
+if command -v python3 >/dev/null && { [ ! -d "$contrib" ] || [ "$gen" -nt "$contrib" ]; }; then
+  python3 "$gen" "$contrib" >/dev/null 2>&1 ||
+    echo "deps: could not generate the com.microsoft node tests (onnxruntime missing?); those will skip" >&2
+fi
 exit 0

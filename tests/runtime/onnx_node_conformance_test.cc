@@ -194,5 +194,26 @@ TEST_CASE("ONNX backend node tests of the opset 23 operators pass", "[runtime][c
   REQUIRE(r.failures.empty());
 }
 
+// onnxruntime's com.microsoft operators (and the ones it registers in the default domain,
+// SimplifiedLayerNormalization) have no ONNX test data: onnxruntime is their reference.
+// tests/runtime/generate_contrib_node_tests.py writes one-op tests with its outputs into
+// .cache/ort-contrib-node-tests.
+TEST_CASE("onnxruntime's contrib operators give onnxruntime's outputs", "[runtime][conformance]") {
+  const std::string root = TPC_SOURCE_DIR "/.cache/ort-contrib-node-tests/node";
+  if (!fs::is_directory(root)) {
+    WARN("skipped: " << root << " is missing (python3 "
+                     << "tests/runtime/generate_contrib_node_tests.py writes it)");
+    return;
+  }
+  const NodeTestRun r = RunNodeTests(root);
+  WARN("com.microsoft " << Summary(r));
+  INFO("failing:\n  " << absl::StrJoin(r.failures, "\n  "));
+  CHECK(r.run > 0);
+  // Every generated test names an operator tpc implements: none may be skipped.
+  CHECK(r.unsupported == 0);
+  CHECK(r.not_imported == 0);
+  REQUIRE(r.failures.empty());
+}
+
 }  // namespace
 }  // namespace tpc::runtime

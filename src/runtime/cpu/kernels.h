@@ -246,6 +246,9 @@ absl::Status Erf(KernelContext& ctx);
 absl::Status Exp(KernelContext& ctx);
 absl::Status Floor(KernelContext& ctx);
 absl::Status Gelu(KernelContext& ctx);
+absl::Status FastGelu(KernelContext& ctx);
+absl::Status BiasGelu(KernelContext& ctx);
+absl::Status QuickGelu(KernelContext& ctx);
 absl::Status Greater(KernelContext& ctx);
 absl::Status GreaterOrEqual(KernelContext& ctx);
 absl::Status HardSigmoid(KernelContext& ctx);
@@ -378,6 +381,8 @@ absl::Status LayerNormalization(KernelContext& ctx);
 absl::Status LogSoftmax(KernelContext& ctx);
 absl::Status MeanVarianceNormalization(KernelContext& ctx);
 absl::Status RMSNormalization(KernelContext& ctx);
+// onnxruntime's SkipLayerNormalization and SkipSimplifiedLayerNormalization.
+absl::Status SkipLayerNormalization(KernelContext& ctx);
 absl::Status Softmax(KernelContext& ctx);
 
 // ---- Shape and movement (movement.cc, indexing.cc) ----

@@ -67,6 +67,37 @@ absl::Status SoftmaxImpl(KernelContext& ctx, bool log) {
   });
 }
 
+// y = (x - mean) / sqrt(var + eps) · g + b for each of `rows` rows of `cols` (rms: no mean
+// subtraction, var the mean square); the mean and 1 / sqrt(var + eps) of each row into
+// `mean` and `inv` when not null.
+template <typename T>
+void NormRows(ThreadPool& pool, const T* px, int64_t rows, int64_t cols, const T* g, const T* bv,
+              bool rms, double eps, T* py, T* mean_out, T* inv_out) {
+  pool.ParallelFor(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(cols, 1)),
+                   [&](int64_t b, int64_t e) {
+                     for (int64_t r = b; r < e; ++r) {
+                       const T* row = px + r * cols;
+                       double mean = 0;
+                       if (!rms) {
+                         for (int64_t j = 0; j < cols; ++j) mean += row[j];
+                         mean /= static_cast<double>(cols);
+                       }
+                       double var = 0;
+                       for (int64_t j = 0; j < cols; ++j) {
+                         const double d = row[j] - mean;
+                         var += d * d;
+                       }
+                       var /= static_cast<double>(cols);
+                       const double inv = 1.0 / std::sqrt(var + eps);
+                       for (int64_t j = 0; j < cols; ++j) {
+                         py[r * cols + j] = static_cast<T>((row[j] - mean) * inv * g[j] + bv[j]);
+                       }
+                       if (mean_out) mean_out[r] = static_cast<T>(mean);
+                       if (inv_out) inv_out[r] = static_cast<T>(inv);
+                     }
+                   });
+}
+
 // Normalises each row of the trailing dims from `axis`; rms: no mean subtraction.
 absl::Status NormImpl(KernelContext& ctx, bool rms) {
   const Tensor& x = ctx.input(0);
@@ -109,32 +140,8 @@ absl::Status NormImpl(KernelContext& ctx, bool rms) {
                             bv[static_cast<size_t>(i)] = bias->data<T>()[o[0]];
                           });
     }
-    const T* px = x.data<T>();
-    T* py = y->data<T>();
-    ctx.pool().ParallelFor(
-        rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(cols, 1)), [&](int64_t b, int64_t e) {
-          for (int64_t r = b; r < e; ++r) {
-            const T* row = px + r * cols;
-            double mean = 0;
-            if (!rms) {
-              for (int64_t j = 0; j < cols; ++j) mean += row[j];
-              mean /= static_cast<double>(cols);
-            }
-            double var = 0;
-            for (int64_t j = 0; j < cols; ++j) {
-              const double d = row[j] - mean;
-              var += d * d;
-            }
-            var /= static_cast<double>(cols);
-            const double inv = 1.0 / std::sqrt(var + eps);
-            for (int64_t j = 0; j < cols; ++j) {
-              py[r * cols + j] = static_cast<T>((row[j] - mean) * inv * g[static_cast<size_t>(j)] +
-                                                bv[static_cast<size_t>(j)]);
-            }
-            if (mean_out) mean_out->data<T>()[r] = static_cast<T>(mean);
-            if (inv_out) inv_out->data<T>()[r] = static_cast<T>(inv);
-          }
-        });
+    NormRows<T>(ctx.pool(), x.data<T>(), rows, cols, g.data(), bv.data(), rms, eps, y->data<T>(),
+                mean_out ? mean_out->data<T>() : nullptr, inv_out ? inv_out->data<T>() : nullptr);
     return absl::OkStatus();
   });
 }
@@ -384,5 +391,77 @@ absl::Status MeanVarianceNormalization(KernelContext& ctx) {
   });
 }
 absl::Status RMSNormalization(KernelContext& ctx) { return NormImpl(ctx, true); }
+
+// onnxruntime's SkipLayerNormalization(input, skip, gamma, beta?, bias?) and
+// SkipSimplifiedLayerNormalization(input, skip, gamma, bias?): the norm of
+// s = input + skip + bias over the last dim. Outputs: output, mean, inv_std_var (each
+// [..., 1]; the simplified form's mean is 0, as onnxruntime's), input_skip_bias_sum (s).
+absl::Status SkipLayerNormalization(KernelContext& ctx) {
+  const bool rms = ctx.node().op_type() == "SkipSimplifiedLayerNormalization";
+  const Tensor& x = ctx.input(0);
+  const Tensor& skip = ctx.input(1);
+  const Tensor& gamma = ctx.input(2);
+  const Tensor* beta = rms ? nullptr : ctx.optional_input(3);
+  const Tensor* bias = ctx.optional_input(rms ? 3 : 4);
+  if (x.rank() < 1) return ctx.Error("the input needs a hidden dim");
+  const int64_t cols = x.dim(x.rank() - 1);
+  const int64_t rows = cols == 0 ? 0 : x.num_elements() / cols;
+  auto is_row = [&](const Tensor* t) {
+    return t == nullptr || (t->dtype() == x.dtype() && t->num_elements() == cols);
+  };
+  if (!is_row(&gamma) || !is_row(beta) || !is_row(bias)) {
+    return ctx.Error(absl::StrCat("gamma, beta and bias must hold ", cols,
+                                  " elements (the hidden dim) of the input's type"));
+  }
+  TPC_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(ctx, {x.shape(), skip.shape()}));
+  if (shape != x.shape() || skip.dtype() != x.dtype()) {
+    return ctx.Error(absl::StrCat("skip ", skip.TypeString(), " does not broadcast to the input ",
+                                  x.TypeString()));
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  Shape stat_shape = x.shape();
+  stat_shape.back() = 1;
+  Tensor* mean_out = nullptr;
+  Tensor* inv_out = nullptr;
+  Tensor* sum_out = nullptr;
+  if (ctx.wants_output(1)) {
+    TPC_ASSIGN_OR_RETURN(mean_out, ctx.Output(1, stat_shape));
+  }
+  if (ctx.wants_output(2)) {
+    TPC_ASSIGN_OR_RETURN(inv_out, ctx.Output(2, stat_shape));
+  }
+  if (ctx.wants_output(3)) {
+    TPC_ASSIGN_OR_RETURN(sum_out, ctx.Output(3, x.shape(), x.dtype()));
+  }
+  const double eps = ctx.node().attr_float("epsilon", 1e-12f);
+  return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
+    std::vector<T> scratch;
+    T* ps = nullptr;
+    if (sum_out != nullptr) {
+      ps = sum_out->data<T>();
+    } else {
+      scratch.resize(static_cast<size_t>(x.num_elements()));
+      ps = scratch.data();
+    }
+    const T* px = x.data<T>();
+    const T* pk = skip.data<T>();
+    const T* pb = bias ? bias->data<T>() : nullptr;
+    ForEachBroadcast<2>(ctx.pool(), shape, {x.shape(), skip.shape()},
+                        [&](int64_t i, const std::array<int64_t, 2>& o) {
+                          T v = static_cast<T>(px[o[0]] + pk[o[1]]);
+                          if (pb != nullptr) v = static_cast<T>(v + pb[i % cols]);
+                          ps[i] = v;
+                        });
+    std::vector<T> zeros;
+    const T* pbeta = beta ? beta->data<T>() : nullptr;
+    if (pbeta == nullptr) {
+      zeros.assign(static_cast<size_t>(cols), T(0));
+      pbeta = zeros.data();
+    }
+    NormRows<T>(ctx.pool(), ps, rows, cols, gamma.data<T>(), pbeta, rms, eps, y->data<T>(),
+                mean_out ? mean_out->data<T>() : nullptr, inv_out ? inv_out->data<T>() : nullptr);
+    return absl::OkStatus();
+  });
+}
 
 }  // namespace tpc::runtime::cpu

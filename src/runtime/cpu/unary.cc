@@ -23,6 +23,29 @@ absl::Status FloatUnary(KernelContext& ctx, F f) {
   });
 }
 
+// y = f(x + bias) over float types, `bias` the optional input 1 broadcast to x
+// (onnxruntime's FastGelu and BiasGelu).
+template <typename F>
+absl::Status FloatUnaryWithBias(KernelContext& ctx, F f) {
+  const Tensor* bias = ctx.optional_input(1);
+  if (bias == nullptr) return FloatUnary(ctx, f);
+  const Tensor& x = ctx.input(0);
+  if (bias->dtype() != x.dtype()) return ctx.Error("the bias and the input differ in type");
+  TPC_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(ctx, {x.shape(), bias->shape()}));
+  if (shape != x.shape()) return ctx.Error("the bias does not broadcast to the input");
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  return VisitFloat(ctx, x.dtype(), [&]<typename T>() {
+    const T* px = x.data<T>();
+    const T* pb = bias->data<T>();
+    T* py = y->data<T>();
+    ForEachBroadcast<2>(ctx.pool(), shape, {x.shape(), bias->shape()},
+                        [&](int64_t i, const std::array<int64_t, 2>& o) {
+                          py[i] = static_cast<T>(f(static_cast<T>(px[o[0]] + pb[o[1]])));
+                        });
+    return absl::OkStatus();
+  });
+}
+
 // y = f(x) over every numeric type (Abs, Neg, Sign).
 template <typename F>
 absl::Status NumericUnary(KernelContext& ctx, F f) {
@@ -144,19 +167,41 @@ absl::Status Mish(KernelContext& ctx) {
   return FloatUnary(ctx,
                     [](auto v) { return v * std::tanh(v > 20 ? v : std::log1p(std::exp(v))); });
 }
+namespace {
+
+// GELU with the tanh approximation (tanh(u) = 1 - 2 / (exp(2u) + 1): one exp, much
+// cheaper than std::tanh), and exact (erf).
+template <typename T>
+T GeluTanh(T v) {
+  const T c = static_cast<T>(0.7978845608028654);  // sqrt(2 / pi)
+  const T u = c * (v + T(0.044715) * v * v * v);
+  const T t = u > T(20) ? T(1) : (u < T(-20) ? T(-1) : T(1) - T(2) / (std::exp(T(2) * u) + T(1)));
+  return T(0.5) * v * (T(1) + t);
+}
+template <typename T>
+T GeluErf(T v) {
+  return T(0.5) * v * (T(1) + std::erf(v * static_cast<T>(0.7071067811865476)));
+}
+
+}  // namespace
+
 absl::Status Gelu(KernelContext& ctx) {
   const bool tanh = ctx.node().attr_string("approximate", "none") == "tanh";
-  return FloatUnary(ctx, [tanh](auto v) {
+  return FloatUnary(ctx, [tanh](auto v) { return tanh ? GeluTanh(v) : GeluErf(v); });
+}
+// onnxruntime's: FastGelu(x, bias?) is the tanh form of x + bias, BiasGelu(a, b) the exact
+// one of a + b, QuickGelu(x) = x · sigmoid(alpha · x).
+absl::Status FastGelu(KernelContext& ctx) {
+  return FloatUnaryWithBias(ctx, [](auto v) { return GeluTanh(v); });
+}
+absl::Status BiasGelu(KernelContext& ctx) {
+  return FloatUnaryWithBias(ctx, [](auto v) { return GeluErf(v); });
+}
+absl::Status QuickGelu(KernelContext& ctx) {
+  const float alpha = AttrF(ctx, "alpha", 1.702f);
+  return FloatUnary(ctx, [alpha](auto v) {
     using T = decltype(v);
-    if (tanh) {
-      const T c = static_cast<T>(0.7978845608028654);  // sqrt(2 / pi)
-      // tanh(u) = 1 - 2 / (exp(2u) + 1): one exp, much cheaper than std::tanh.
-      const T u = c * (v + T(0.044715) * v * v * v);
-      const T t =
-          u > T(20) ? T(1) : (u < T(-20) ? T(-1) : T(1) - T(2) / (std::exp(T(2) * u) + T(1)));
-      return T(0.5) * v * (T(1) + t);
-    }
-    return T(0.5) * v * (T(1) + std::erf(v * static_cast<T>(0.7071067811865476)));
+    return v / (T(1) + std::exp(-static_cast<T>(alpha) * v));
   });
 }
 absl::Status Elu(KernelContext& ctx) {

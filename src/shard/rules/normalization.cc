@@ -49,6 +49,23 @@ void LayerNormalization(const RuleContext& ctx, std::vector<Strategy>* out) {
   AddFactorStrategies(ctx, AxisSpec(ctx, whole), out);
 }
 
+// onnxruntime's SkipLayerNormalization / SkipSimplifiedLayerNormalization: the norm of
+// input + skip (+ bias) over the last dim. Rows pass through input, skip and every output
+// (mean and inv_std_var with a 1 in the hidden dim); gamma, beta and bias stay whole.
+void SkipLayerNormalization(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& in = ctx.input_dims(0);
+  if (in.empty()) return;
+  std::vector<FactorSpec::Kind> kinds(in.size(), FactorSpec::Kind::kPass);
+  kinds.back() = FactorSpec::Kind::kNeedWhole;
+  // A skip of another rank (broadcast) stays whole.
+  const bool same_rank = ctx.input_rank(1) == static_cast<int64_t>(in.size());
+  AddFactorStrategies(ctx,
+                      FactorSpecBuilder(ctx)
+                          .Along(same_rank ? std::vector<int>{0, 1} : std::vector<int>{0}, kinds)
+                          .Build(),
+                      out);
+}
+
 void AxisWhole(const RuleContext& ctx, std::vector<Strategy>* out) {
   const std::vector<ir::Dim>& in = ctx.input_dims(0);
   const int64_t rank = static_cast<int64_t>(in.size());

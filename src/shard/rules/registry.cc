@@ -132,8 +132,13 @@ constexpr OpRecord kRecords[] = {
     {"", "Unsqueeze", Reshape},
     {"", "Where", Where},
     {"", "Xor", Binary},
+    {kMicrosoft, "BiasGelu", Unary},
+    {kMicrosoft, "FastGelu", Unary},
     {kMicrosoft, "Gelu", Unary},
+    {kMicrosoft, "QuickGelu", Unary},
     {kMicrosoft, "SimplifiedLayerNormalization", LayerNormalization},
+    {kMicrosoft, "SkipLayerNormalization", SkipLayerNormalization},
+    {kMicrosoft, "SkipSimplifiedLayerNormalization", SkipLayerNormalization},
 };
 
 bool Less(const OpRecord& r, std::string_view domain, std::string_view op) {

@@ -84,6 +84,7 @@ void ArgReduce(const RuleContext& ctx, std::vector<Strategy>* out);
 // normalization.cc
 void Softmax(const RuleContext& ctx, std::vector<Strategy>* out);
 void LayerNormalization(const RuleContext& ctx, std::vector<Strategy>* out);
+void SkipLayerNormalization(const RuleContext& ctx, std::vector<Strategy>* out);
 void AxisWhole(const RuleContext& ctx, std::vector<Strategy>* out);  // TopK, CumSum
 
 // conv.cc

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Writes node tests of onnxruntime's com.microsoft operators into .cache/ort-contrib-node-tests.
+
+The operators that onnxruntime-genai's model builder and Optimum's exports use have no
+ONNX backend test data: onnxruntime (which implements them all) is the reference. Each
+case is a one-op model in the ONNX node-test layout (model.onnx, test_data_set_0/
+input_K.pb, output_K.pb), its inputs drawn from a seeded generator and its outputs
+computed by onnxruntime's CPU provider. tests/runtime/onnx_node_conformance_test.cc runs
+them when the folder exists; `make deps` writes it (again when this script changes).
+
+usage: generate_contrib_node_tests.py [OUT]   (default .cache/ort-contrib-node-tests)
+"""
+import os
+import shutil
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import helper, numpy_helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MS = "com.microsoft"
+
+
+class Case:
+    def __init__(self, name, op, inputs, outputs, opset=17, domain=MS, **attrs):
+        """inputs: list of (name, array or None for an absent optional input);
+        outputs: list of names, "" for an output the node leaves out. `domain` "": an
+        operator onnxruntime registers in the default domain (SimplifiedLayerNormalization)."""
+        self.name, self.op, self.inputs, self.outputs = name, op, inputs, outputs
+        self.opset, self.domain, self.attrs = opset, domain, attrs
+
+    def model(self):
+        node = helper.make_node(self.op, [n if a is not None else "" for n, a in self.inputs],
+                                self.outputs, domain=self.domain, **self.attrs)
+        graph_inputs = [helper.make_tensor_value_info(
+            n, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape))
+            for n, a in self.inputs if a is not None]
+        graph_outputs = [helper.make_empty_tensor_value_info(o)
+                         for o in self.outputs if o]
+        graph = helper.make_graph([node], self.name, graph_inputs, graph_outputs)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset),
+                                                        helper.make_opsetid(MS, 1)])
+        model.ir_version = 8
+        return model
+
+    def write(self, out):
+        model = self.model()
+        feeds = {n: a for n, a in self.inputs if a is not None}
+        sess = ort.InferenceSession(model.SerializeToString(),
+                                    providers=["CPUExecutionProvider"])
+        results = sess.run(None, feeds)
+        # Declare the output types onnxruntime produced (tpc reads typed outputs).
+        del model.graph.output[:]
+        for name, r in zip([o for o in self.outputs if o], results):
+            model.graph.output.append(helper.make_tensor_value_info(
+                name, helper.np_dtype_to_tensor_dtype(r.dtype), list(r.shape)))
+        d = os.path.join(out, "node", f"test_ms_{self.name}")
+        data = os.path.join(d, "test_data_set_0")
+        os.makedirs(data)
+        onnx.save(model, os.path.join(d, "model.onnx"))
+        for k, (n, a) in enumerate((n, a) for n, a in self.inputs if a is not None):
+            t = numpy_helper.from_array(a, n)
+            with open(os.path.join(data, f"input_{k}.pb"), "wb") as f:
+                f.write(t.SerializeToString())
+        for k, r in enumerate(results):
+            with open(os.path.join(data, f"output_{k}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(r).SerializeToString())
+
+
+def cases():
+    rng = np.random.default_rng(0)
+
+    def f32(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    x, skip = f32(2, 3, 16), f32(2, 3, 16)
+    gamma, beta, bias = f32(16), f32(16), f32(16)
+    out = [
+        Case("fastgelu", "FastGelu", [("x", f32(2, 3, 16))], ["y"]),
+        Case("fastgelu_bias", "FastGelu", [("x", f32(2, 3, 16)), ("bias", f32(16))], ["y"]),
+        Case("biasgelu", "BiasGelu", [("a", f32(2, 3, 16)), ("b", f32(16))], ["y"]),
+        Case("quickgelu", "QuickGelu", [("x", f32(2, 3, 16))], ["y"]),
+        Case("quickgelu_alpha", "QuickGelu", [("x", f32(2, 3, 16))], ["y"], alpha=1.5),
+        Case("gelu", "Gelu", [("x", f32(2, 3, 16))], ["y"]),
+        Case("simplified_layer_norm", "SimplifiedLayerNormalization",
+             [("x", f32(2, 3, 16)), ("scale", f32(16))], ["y"], domain="", epsilon=1e-5),
+        Case("skip_layer_norm", "SkipLayerNormalization",
+             [("input", x), ("skip", skip), ("gamma", gamma)], ["output"], epsilon=1e-5),
+        Case("skip_layer_norm_beta_bias_all_outputs", "SkipLayerNormalization",
+             [("input", x), ("skip", skip), ("gamma", gamma), ("beta", beta), ("bias", bias)],
+             ["output", "mean", "inv_std_var", "input_skip_bias_sum"], epsilon=1e-5),
+        Case("skip_layer_norm_sum_only", "SkipLayerNormalization",
+             [("input", x), ("skip", skip), ("gamma", gamma), ("beta", None), ("bias", bias)],
+             ["output", "", "", "input_skip_bias_sum"], epsilon=1e-6),
+        Case("skip_layer_norm_2d", "SkipLayerNormalization",
+             [("input", f32(5, 16)), ("skip", f32(5, 16)), ("gamma", gamma), ("beta", beta)],
+             ["output"], epsilon=1e-5),
+        Case("skip_simplified_layer_norm", "SkipSimplifiedLayerNormalization",
+             [("input", x), ("skip", skip), ("gamma", gamma)], ["output"], epsilon=1e-6),
+        Case("skip_simplified_layer_norm_sum", "SkipSimplifiedLayerNormalization",
+             [("input", x), ("skip", skip), ("gamma", gamma), ("bias", bias)],
+             ["output", "", "inv_std_var", "input_skip_bias_sum"], epsilon=1e-5),
+    ]
+    return out
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, ".cache",
+                                                            "ort-contrib-node-tests")
+    tmp = out + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    all_cases = cases()
+    for c in all_cases:
+        c.write(tmp)
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)
+    print(f"wrote {len(all_cases)} tests to {out}/node (onnxruntime {ort.__version__})")
+
+
+if __name__ == "__main__":
+    main()
