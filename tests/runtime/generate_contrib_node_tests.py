@@ -103,6 +103,51 @@ def cases():
              [("input", x), ("skip", skip), ("gamma", gamma), ("bias", bias)],
              ["output", "", "inv_std_var", "input_skip_bias_sum"], epsilon=1e-5),
     ]
+    out += matmul_nbits_cases(rng)
+    return out
+
+
+def quantize_blocks(rng, n, k, bits, block, zero_points):
+    """Random codes packed as MatMulNBits reads them: B [N, blocks, blob], scales
+    [N, blocks], zero points packed uint8 [N, ceil(blocks * bits / 8)] (or None)."""
+    blocks = -(-k // block)
+    per_byte = 8 // bits
+    codes = rng.integers(0, 1 << bits, (n, blocks, block)).astype(np.uint8)
+    b = np.zeros((n, blocks, block // per_byte), np.uint8)
+    for j in range(block):
+        b[:, :, j // per_byte] |= (codes[:, :, j] << (bits * (j % per_byte))).astype(np.uint8)
+    scales = (rng.random((n, blocks)) * 0.1 + 0.01).astype(np.float32)
+    zp = None
+    if zero_points:
+        values = rng.integers(0, 1 << bits, (n, blocks)).astype(np.uint8)
+        zp = np.zeros((n, -(-blocks * bits // 8)), np.uint8)
+        for j in range(blocks):
+            zp[:, j // per_byte] |= (values[:, j] << (bits * (j % per_byte))).astype(np.uint8)
+    return b, scales, zp
+
+
+def matmul_nbits_cases(rng):
+    out = []
+    for name, m_shape, k, n, bits, block, zp_kind, scales_1d, bias in [
+            ("4bit", (2, 3), 64, 16, 4, 16, "packed", True, False),
+            ("4bit_2d_scales_bias", (2, 3), 64, 16, 4, 32, "packed", False, True),
+            ("4bit_no_zero_points", (5,), 64, 8, 4, 16, None, True, False),
+            ("4bit_float_zero_points", (1, 4), 64, 8, 4, 16, "float", True, True),
+            ("4bit_partial_block", (2, 2), 40, 8, 4, 16, "packed", True, False),
+            ("8bit", (2, 3), 64, 16, 8, 32, "packed", True, False),
+            ("2bit", (3,), 64, 8, 2, 16, "packed", False, False)]:
+        b, scales, zp = quantize_blocks(rng, n, k, bits, block, zp_kind == "packed")
+        if zp_kind == "float":
+            zp = (rng.random(scales.shape) * (1 << bits)).astype(np.float32)
+        a = rng.standard_normal(m_shape + (k,)).astype(np.float32)
+        inputs = [("A", a), ("B", b),
+                  ("scales", scales.reshape(-1) if scales_1d else scales),
+                  ("zero_points", None if zp is None else
+                   (zp.reshape(-1) if scales_1d else zp))]
+        if bias:
+            inputs += [("g_idx", None), ("bias", rng.standard_normal(n).astype(np.float32))]
+        out.append(Case(f"matmul_nbits_{name}", "MatMulNBits", inputs, ["Y"], K=k, N=n,
+                        bits=bits, block_size=block))
     return out
 
 

@@ -53,6 +53,62 @@ absl::Status InferMatMul(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// onnxruntime's MatMulNBits: Y[..., N] = A[..., K] · dequant(B)ᵀ (+ bias); B uint8
+// [N, k_blocks, block_size · bits / 8], scales N · k_blocks elements ([N, k_blocks] or
+// flattened), zero points packed uint8 (N · ceil(k_blocks · bits / 8)) or in A's type
+// (N · k_blocks), bias [N]. See include/tpc/runtime/math/nbits.h.
+absl::Status InferMatMulNBits(InferenceContext& ctx) {
+  TPC_RETURN_IF_ERROR(RequireInputs(ctx, 3));
+  const ir::Node& node = ctx.node();
+  const int64_t k = node.attr_int("K", 0), n = node.attr_int("N", 0);
+  const int64_t bits = node.attr_int("bits", 4), block = node.attr_int("block_size", 0);
+  if (k <= 0 || n <= 0 || !(bits == 2 || bits == 4 || bits == 8) || block < 16 ||
+      (block & (block - 1)) != 0) {
+    return ctx.Error(absl::StrCat("K = ", k, ", N = ", n, ", bits = ", bits,
+                                  ", block_size = ", block,
+                                  ": needs positive K and N, bits 2, 4 or 8 and a power-of-two "
+                                  "block_size of at least 16"));
+  }
+  if (ctx.has_input(4)) return ctx.Error("g_idx (a permutation of K) is not supported");
+  const int64_t blocks = (k + block - 1) / block;
+  const TensorType& a = ctx.input_type(0);
+  // Every constant-sized operand must hold its element count.
+  auto check = [&](int i, int64_t want, const char* what) -> absl::Status {
+    if (!ctx.has_input(i) || !ctx.input_type(i).shape) return absl::OkStatus();
+    int64_t have = 1;
+    for (const Dim& d : *ctx.input_type(i).shape) {
+      if (!d.is_static()) return absl::OkStatus();
+      have *= d.value();
+    }
+    if (have != want) {
+      return ctx.Error(absl::StrCat(what, " has ", have, " elements, expected ", want, " (N = ", n,
+                                    ", ", blocks, " blocks of ", block, " along K = ", k, ")"));
+    }
+    return absl::OkStatus();
+  };
+  if (ctx.input_type(1).dtype != DType::kU8) return ctx.Error("B must be uint8");
+  TPC_RETURN_IF_ERROR(check(1, n * blocks * block * bits / 8, "B"));
+  TPC_RETURN_IF_ERROR(check(2, n * blocks, "scales"));
+  if (ctx.has_input(3)) {
+    const bool packed = ctx.input_type(3).dtype == DType::kU8;
+    TPC_RETURN_IF_ERROR(
+        check(3, packed ? n * ((blocks * bits + 7) / 8) : n * blocks, "zero_points"));
+  }
+  TPC_RETURN_IF_ERROR(check(5, n, "bias"));
+  if (!a.shape) {
+    SetUnknownRank(ctx, 0, a.dtype);
+    return absl::OkStatus();
+  }
+  if (a.shape->empty()) return ctx.Error("A is a scalar");
+  if (Mismatch(a.shape->back(), Dim(k))) {
+    return ctx.Error(absl::StrCat("A ", ir::DimsToString(*a.shape), " does not end in K = ", k));
+  }
+  Dims out = *a.shape;
+  out.back() = Dim(n);
+  ctx.set_output_type(0, TensorType(a.dtype, std::move(out)));
+  return absl::OkStatus();
+}
+
 absl::Status InferGemm(InferenceContext& ctx) {
   TPC_ASSIGN_OR_RETURN(const Dims* a, RankedInput(ctx, 0));
   TPC_ASSIGN_OR_RETURN(const Dims* b, RankedInput(ctx, 1));

@@ -315,6 +315,7 @@ absl::Status Einsum(KernelContext& ctx);  // einsum.cc
 absl::Status Det(KernelContext& ctx);     // det.cc
 absl::Status Gemm(KernelContext& ctx);
 absl::Status MatMul(KernelContext& ctx);
+absl::Status MatMulNBits(KernelContext& ctx);  // matmul_nbits.cc
 
 // ---- Attention (attention.cc, rotary.cc) ----
 absl::Status Attention(KernelContext& ctx);

@@ -198,6 +198,7 @@ const Entry kKernels[] = {
     {kMicrosoft, "Gelu", {Gelu}},
     {kMicrosoft, "FastGelu", {FastGelu}},
     {kMicrosoft, "BiasGelu", {BiasGelu}},
+    {kMicrosoft, "MatMulNBits", {MatMulNBits}},
     {kMicrosoft, "QuickGelu", {QuickGelu}},
     {kMicrosoft, "SkipLayerNormalization", {SkipLayerNormalization}},
     {kMicrosoft, "SkipSimplifiedLayerNormalization", {SkipLayerNormalization}},

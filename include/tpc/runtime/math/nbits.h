@@ -1,0 +1,53 @@
+// Block-quantized weights of onnxruntime's MatMulNBits: the element arithmetic, shared by
+// the CPU kernel and a CUDA one.
+//
+// The weight W is [N, K]; each column n (one output feature) is cut along K into
+// blocks of `block_size`, k_blocks = ceil(K / block_size). B is uint8 [N, k_blocks, blob]
+// with blob = block_size · bits / 8: the codes of a block, `bits` each, packed low bits
+// first. W[n, k] = (code - zero_point) · scale, with one scale (and zero point) per
+// (n, block): scales [N, k_blocks] (or flattened), zero points either packed like the
+// codes, uint8 [N, ceil(k_blocks · bits / 8)], or in the scales' type [N, k_blocks];
+// without zero points 2^(bits - 1).
+#pragma once
+
+#include <cstdint>
+
+#include "tpc/util/host_device.h"
+
+namespace tpc::runtime::math {
+
+struct NBitsLayout {
+  int64_t n = 0, k = 0, bits = 4, block_size = 32;
+  TPC_HOST_DEVICE int64_t blocks() const { return (k + block_size - 1) / block_size; }
+  TPC_HOST_DEVICE int64_t blob_bytes() const { return block_size * bits / 8; }
+  // Bytes of packed zero points per column.
+  TPC_HOST_DEVICE int64_t packed_zero_point_bytes() const { return (blocks() * bits + 7) / 8; }
+  // Whether the layout is one MatMulNBits supports: 2, 4 or 8 bits (a code never
+  // straddles two bytes), a power-of-two block of at least 16.
+  TPC_HOST_DEVICE bool valid() const {
+    return (bits == 2 || bits == 4 || bits == 8) && block_size >= 16 &&
+           (block_size & (block_size - 1)) == 0 && n > 0 && k > 0;
+  }
+};
+
+// The `index`-th code (of `bits` bits) of a packed run of codes, low bits first.
+TPC_HOST_DEVICE inline int UnpackCode(const uint8_t* packed, int64_t index, int64_t bits) {
+  const int64_t bit = index * bits;
+  return (packed[bit / 8] >> (bit % 8)) & ((1 << bits) - 1);
+}
+
+// The code of W[n, k].
+TPC_HOST_DEVICE inline int NBitsCode(const NBitsLayout& l, const uint8_t* b, int64_t n, int64_t k) {
+  const int64_t block = k / l.block_size;
+  const uint8_t* blob = b + (n * l.blocks() + block) * l.blob_bytes();
+  return UnpackCode(blob, k % l.block_size, l.bits);
+}
+
+// The zero point of (n, block) from packed uint8 zero points; 2^(bits - 1) without them.
+TPC_HOST_DEVICE inline int NBitsPackedZeroPoint(const NBitsLayout& l, const uint8_t* zero_points,
+                                                int64_t n, int64_t block) {
+  if (zero_points == nullptr) return 1 << (l.bits - 1);
+  return UnpackCode(zero_points + n * l.packed_zero_point_bytes(), block, l.bits);
+}
+
+}  // namespace tpc::runtime::math

@@ -1,0 +1,87 @@
+// onnxruntime's MatMulNBits: Y = A · dequant(B)ᵀ (+ bias) with B block-quantized along K
+// (2, 4 or 8 bits; include/tpc/runtime/math/nbits.h has the layout and the arithmetic).
+// The weight is dequantized to [N, K] and multiplied by the BLAS.
+#include <vector>
+
+#include "kernels.h"
+#include "tpc/runtime/math/nbits.h"
+
+namespace tpc::runtime::cpu {
+
+absl::Status MatMulNBits(KernelContext& ctx) {
+  math::NBitsLayout l;
+  l.k = ctx.node().attr_int("K", 0);
+  l.n = ctx.node().attr_int("N", 0);
+  l.bits = ctx.node().attr_int("bits", 4);
+  l.block_size = ctx.node().attr_int("block_size", 0);
+  if (!l.valid()) {
+    return ctx.Error(absl::StrCat("K = ", l.k, ", N = ", l.n, ", bits = ", l.bits,
+                                  ", block_size = ", l.block_size, " is not a supported layout"));
+  }
+  if (ctx.optional_input(4) != nullptr) return ctx.Error("g_idx is not supported");
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  const Tensor& scales = ctx.input(2);
+  const Tensor* zero_points = ctx.optional_input(3);
+  const Tensor* bias = ctx.optional_input(5);
+  const int64_t blocks = l.blocks();
+  if (a.rank() < 1 || a.dim(a.rank() - 1) != l.k) {
+    return ctx.Error(absl::StrCat("A ", a.TypeString(), " does not end in K = ", l.k));
+  }
+  if (b.dtype() != ir::DType::kU8 || b.num_elements() != l.n * blocks * l.blob_bytes()) {
+    return ctx.Error(absl::StrCat("B ", b.TypeString(), " is not uint8 [", l.n, ", ", blocks, ", ",
+                                  l.blob_bytes(), "]"));
+  }
+  if (scales.dtype() != a.dtype() || scales.num_elements() != l.n * blocks) {
+    return ctx.Error(absl::StrCat("scales ", scales.TypeString(), " do not hold ", l.n * blocks,
+                                  " values of A's type"));
+  }
+  const bool packed = zero_points != nullptr && zero_points->dtype() == ir::DType::kU8;
+  if (zero_points != nullptr &&
+      (packed ? zero_points->num_elements() != l.n * l.packed_zero_point_bytes()
+              : zero_points->dtype() != a.dtype() || zero_points->num_elements() != l.n * blocks)) {
+    return ctx.Error(absl::StrCat("zero_points ", zero_points->TypeString(),
+                                  " are neither packed uint8 nor one per block in A's type"));
+  }
+  if (bias != nullptr && (bias->dtype() != a.dtype() || bias->num_elements() != l.n)) {
+    return ctx.Error(absl::StrCat("bias ", bias->TypeString(), " does not hold N = ", l.n,
+                                  " values of A's type"));
+  }
+  Shape out = a.shape();
+  out.back() = l.n;
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, a.dtype()));
+  const int64_t m = l.k == 0 ? 0 : a.num_elements() / l.k;
+  return VisitFloat(ctx, a.dtype(), [&]<typename T>() -> absl::Status {
+    std::vector<T> w(static_cast<size_t>(l.n * l.k));
+    const uint8_t* pb = b.data<uint8_t>();
+    const T* ps = scales.data<T>();
+    const uint8_t* pz = packed ? zero_points->data<uint8_t>() : nullptr;
+    const T* pzf = zero_points != nullptr && !packed ? zero_points->data<T>() : nullptr;
+    ctx.pool().ParallelFor(l.n, std::max<int64_t>(1, 16384 / l.k), [&](int64_t lo, int64_t hi) {
+      for (int64_t col = lo; col < hi; ++col) {
+        for (int64_t blk = 0; blk < blocks; ++blk) {
+          const T scale = ps[col * blocks + blk];
+          const T zero = pzf != nullptr
+                             ? pzf[col * blocks + blk]
+                             : static_cast<T>(math::NBitsPackedZeroPoint(l, pz, col, blk));
+          const int64_t end = std::min(l.k, (blk + 1) * l.block_size);
+          for (int64_t k = blk * l.block_size; k < end; ++k) {
+            w[static_cast<size_t>(col * l.k + k)] =
+                (static_cast<T>(math::NBitsCode(l, pb, col, k)) - zero) * scale;
+          }
+        }
+      }
+    });
+    T* py = y->data<T>();
+    Gemm2D<T>(false, true, m, l.n, l.k, T(1), a.data<T>(), l.k, w.data(), l.k, T(0), py, l.n);
+    if (bias != nullptr) {
+      const T* pbias = bias->data<T>();
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t col = 0; col < l.n; ++col) py[r * l.n + col] += pbias[col];
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace tpc::runtime::cpu
