@@ -20,9 +20,10 @@ CollectiveFactory TpcCollectives(int64_t group_size) {
                 {{"reduce", std::string(ir::ReduceOpName(op))}, {"group_size", group_size}});
   };
   f.all_gather = [group_size](ir::Graph& g, ir::Node* before, ir::Value* x, int64_t axis,
-                              int64_t blocks) {
-    return Make(g, before, "AllGather", x,
-                {{"axis", axis}, {"blocks", blocks}, {"group_size", group_size}});
+                              int64_t blocks, int64_t parts) {
+    ir::Attributes attrs = {{"axis", axis}, {"blocks", blocks}, {"group_size", group_size}};
+    if (parts != group_size) attrs["parts"] = parts;
+    return Make(g, before, "AllGather", x, std::move(attrs));
   };
   f.reduce_scatter = [group_size](ir::Graph& g, ir::Node* before, ir::Value* x, int64_t axis,
                                   int64_t blocks, ir::ReduceOp op) {

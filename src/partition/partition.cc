@@ -167,10 +167,10 @@ class Partitioner {
     const ir::TensorType& global = global_.at(original);
     const CollectiveFactory& f = rw_.factory();
     ir::Value* out = nullptr;
-    const bool collective = shard::TransitionCollective(from, to).has_value();
     if (from.has_groups() || to.has_groups()) return GroupTransition(original, x, from, to, before);
+    const bool collective = shard::TransitionCollective(from, to).has_value();
     if (from.kind == PKind::kShard && to.kind == PKind::kReplicate) {
-      out = f.all_gather(graph_, before, x, from.dim, from.blocks);
+      out = f.all_gather(graph_, before, x, from.dim, from.blocks, n());
     } else if (from.kind == PKind::kPartial && to.kind == PKind::kReplicate) {
       out = f.all_reduce(graph_, before, x, from.reduce);
     } else if (from.kind == PKind::kPartial && to.kind == PKind::kShard) {
@@ -205,7 +205,8 @@ class Partitioner {
   }
 
   // Transitions from or to a split in groups, S(d@g): the two local slices (R → S(d@g)
-  // and S(d@g) → S(d)); anything else through the whole value (S(d@g) → S(d) → R).
+  // and S(d@g) → S(d)) and the gather of the g parts (S(d@g) → R, an AllGather keeping
+  // one copy of each part: dim d need not split N ways); anything else through R.
   absl::StatusOr<ir::Value*> GroupTransition(ir::Value* original, ir::Value* x,
                                              const Placement& from, const Placement& to,
                                              ir::Node* before) {
@@ -213,19 +214,18 @@ class Partitioner {
     ir::Value* out = nullptr;
     if (shard::GroupSlice(from, to)) {
       out = f.shard(graph_, before, x, to.dim, 1, n() / from.groups, 1);
+      ++rw_.stats().local_shards;
     } else if (from.kind == PKind::kReplicate && to.has_groups()) {
       out = f.shard(graph_, before, x, to.dim, 1, to.groups, n() / to.groups);
+      ++rw_.stats().local_shards;
+    } else if (from.has_groups() && to.kind == PKind::kReplicate) {
+      out = f.all_gather(graph_, before, x, from.dim, 1, from.groups);
+      ++rw_.stats().collectives;
     } else {
-      ir::Value* whole = x;
-      Placement p = from;
-      if (from.has_groups()) {
-        p = Placement::Shard(from.dim);
-        TPC_ASSIGN_OR_RETURN(whole, Transition(original, whole, from, p, before));
-      }
-      TPC_ASSIGN_OR_RETURN(whole, Transition(original, whole, p, Placement::Replicate(), before));
+      TPC_ASSIGN_OR_RETURN(ir::Value * whole,
+                           Transition(original, x, from, Placement::Replicate(), before));
       return Transition(original, whole, Placement::Replicate(), to, before);
     }
-    ++rw_.stats().local_shards;
     rw_.UseTpcDomain();
     out->set_type(LocalType(global_.at(original), to, n()));
     out->set_sharding(ir::Sharding{{to}});

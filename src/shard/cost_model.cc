@@ -98,7 +98,12 @@ std::optional<CollectiveKind> TransitionCollective(const Placement& from, const 
 double TransitionPicos(const DeviceProfile& profile, const Placement& from, const Placement& to,
                        int64_t n, double bytes) {
   auto kind = TransitionCollective(from, to);
-  return kind ? CollectivePicos(profile, *kind, n, bytes) : 0.0;
+  if (!kind) return 0.0;
+  // Gathering S(d@g) moves every rank's copy of its group's part: N/g times the bytes.
+  if (from.has_groups() && *kind == CollectiveKind::kAllGather && from.groups > 0) {
+    bytes *= static_cast<double>(n) / static_cast<double>(from.groups);
+  }
+  return CollectivePicos(profile, *kind, n, bytes);
 }
 
 }  // namespace tpc::shard

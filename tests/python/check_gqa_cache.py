@@ -8,9 +8,12 @@ Optimum's `past_key_values.{i}.key|value` inputs and `present.{i}.key|value` out
 with fewer K/V heads than ranks, compiles them with the default objective and no flags,
 and checks that
   - every cache input and output is placed S(1@KV) in plan.json (each K/V head's cache
-    on its group of N/KV ranks, never gathered), and every K/V projection weight too;
+    on its group of N/KV ranks, never gathered), and at N = 4 and 8 every K/V projection
+    weight too;
   - `tp-run --check-against` the unsharded model passes, on a decoding step (past 5,
-    seq 3) and a prefill (past 0, seq 8), with the processes launched by tp-run itself.
+    seq 3) and a prefill (past 0, seq 8), with the processes launched by tp-run itself
+    (threads at N = 12), and so do the plans of the memory and time objectives; and a
+    plan given the past S(1@KV) by --input-placement, its present left R (gathered).
 And on a decoder of realistic proportions (hidden 512, 8 query heads, 2 K/V heads, no
 cache) at N = 4, sized for a 2048-token prefill: the default objective gives Megatron's
 layout with sequence parallelism, each K/V head on its group of 2 ranks: per layer 2
@@ -31,7 +34,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 GENERATOR = os.path.join(HERE, "..", "..", "tools", "make_llama_synthetic.py")
 
 # (ranks, query heads, K/V heads, hidden): K/V heads < ranks, each dividing the ranks.
-CASES = [(4, 4, 2, 64), (8, 8, 2, 64), (8, 8, 4, 64)]
+# At N = 6 and 12 the head dim (16) does not split N ways: a group's part can then only
+# be gathered as a whole (the RoPE tables take S(1@KV) and are gathered).
+CASES = [(4, 4, 2, 64), (8, 8, 2, 64), (8, 8, 4, 64), (6, 6, 2, 96), (12, 12, 4, 192)]
 
 
 def run(cmd):
@@ -69,13 +74,27 @@ def check_case(args, n, heads, kv, hidden):
                     "--dump-ir", "-"])
     kv_weights = [line for line in ir.splitlines()
                   if ("k_proj.weight:" in line or "v_proj.weight:" in line) and "constant" in line]
-    if len(kv_weights) != 4 or not all(f"sharding(S(1@{kv}))" in line for line in kv_weights):
+    # (At N = 6 and 12 these tiny layers (MLP 64 wide) find row-split K/V cheaper.)
+    if n in (4, 8) and (len(kv_weights) != 4 or
+                        not all(f"sharding(S(1@{kv}))" in line for line in kv_weights)):
         errors.append(f"{label}: K/V weights not on head groups: {kv_weights}")
+    ranks = ["--ranks", "threads"] if n > 8 else []
     for past, seq in ((5, 3), (0, 8)):
         code, out = run([args.tp_run, plan, "--check-against", model, "--dim", "batch=2",
-                         "--dim", f"seq={seq}", "--dim", f"past={past}"])
+                         "--dim", f"seq={seq}", "--dim", f"past={past}"] + ranks)
         if code != 0 or "PASS" not in out:
             errors.append(f"{label} past={past} seq={seq}: tp-run --check-against: {out}")
+    for extra in (["--objective", "memory"], ["--objective", "time"],
+                  ["--input-placement", f"past_key_values.*=S(1@{kv})"]):
+        other = plan + "." + extra[1].split("=")[0].strip("*.")
+        code, out = run([args.tp_compile, model, "--tp", str(n), "-o", other, "--quiet"] + extra)
+        if code != 0:
+            errors.append(f"{label} {' '.join(extra)}: tp-compile failed: {out}")
+            continue
+        code, out = run([args.tp_run, other, "--check-against", model, "--dim", "batch=2",
+                         "--dim", "seq=3", "--dim", "past=5"] + ranks)
+        if code != 0 or "PASS" not in out:
+            errors.append(f"{label} {' '.join(extra)}: tp-run --check-against: {out}")
     return errors
 
 

@@ -238,6 +238,33 @@ TEST_CASE("tpc collective ops across ranks", "[runtime][collectives]") {
   }
 }
 
+TEST_CASE("tpc AllGather of parts held by groups of ranks keeps one copy of each",
+          "[runtime][collectives]") {
+  // 6 ranks in 3 groups of 2 (S(1@3)): x = [2, 2] iota + 100·rank; the result is rank 0's,
+  // rank 2's and rank 4's blocks side by side on axis 1.
+  auto ag = RunCollective(6, "AllGather", {{"axis", int64_t{1}}, {"parts", int64_t{3}}}, {2, 2});
+  for (int r = 0; r < 6; ++r) {
+    REQUIRE(ag[r][0].shape() == std::vector<int64_t>{2, 6});
+    for (int64_t row = 0; row < 2; ++row) {
+      for (int64_t k = 0; k < 3; ++k) {
+        for (int64_t j = 0; j < 2; ++j) {
+          CHECK(ag[r][0].data<float>()[row * 6 + k * 2 + j] ==
+                static_cast<float>(2 * k * 100 + row * 2 + j));
+        }
+      }
+    }
+  }
+  // On the outermost axis (one contiguous block per rank).
+  auto outer = RunCollective(4, "AllGather", {{"axis", int64_t{0}}, {"parts", int64_t{2}}}, {1, 3});
+  for (int r = 0; r < 4; ++r) {
+    REQUIRE(outer[r][0].shape() == std::vector<int64_t>{2, 3});
+    for (int64_t j = 0; j < 3; ++j) {
+      CHECK(outer[r][0].data<float>()[j] == static_cast<float>(j));
+      CHECK(outer[r][0].data<float>()[3 + j] == static_cast<float>(200 + j));
+    }
+  }
+}
+
 TEST_CASE("tpc Shard takes each rank's part, in groups of ranks too", "[runtime][collectives]") {
   // x = [2, 8] iota + 100·rank. Plain: rank r takes columns [2r, 2r+2) of its own x.
   auto plain = RunCollective(4, "Shard", {{"axis", int64_t{1}}}, {2, 8});

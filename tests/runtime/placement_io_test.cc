@@ -100,6 +100,29 @@ TEST_CASE("a tensor split in groups of ranks: each group's ranks hold its part",
              Catch::Contains("past") && Catch::Contains("multiple of 2"));
 }
 
+TEST_CASE("plan.json's groups must divide its ranks", "[runtime][placement_io]") {
+  tpc::proto::Plan plan;
+  for (int r = 0; r < 8; ++r) plan.add_ranks();
+  auto* in = plan.add_inputs();
+  in->set_value("past");
+  auto* p = in->add_placements();
+  p->set_kind(tpc::proto::Placement::SHARD);
+  p->set_dim(1);
+  for (int64_t groups : {2, 4}) {
+    p->set_groups(groups);
+    auto io = rt::IoPlacementsFromPlan(plan);
+    REQUIRE(io.ok());
+    CHECK(io->inputs.at("past") == Placement::ShardInGroups(1, groups));
+  }
+  for (int64_t groups : {1, 3, 8, 16}) {
+    INFO("groups " << groups);
+    p->set_groups(groups);
+    auto io = rt::IoPlacementsFromPlan(plan);
+    REQUIRE_FALSE(io.ok());
+    CHECK_THAT(std::string(io.status().message()), Catch::Contains("past"));
+  }
+}
+
 TEST_CASE("a dim that does not divide by the ranks is refused, naming it",
           "[runtime][placement_io]") {
   const rt::Tensor full = Iota({2, 7});

@@ -30,7 +30,8 @@ int UseTransposedWeights(ir::Graph& graph, const Constraints& constraints,
 
 // A vocabulary `n` does not divide (GPT-2's 50257): every 2-D float weight read only as
 // an embedding table (Gather rows) or only as a head (MatMul / Gemm output columns),
-// whose vocab dim is at least 64·n and not a multiple of n, is padded with zeros to the
+// whose vocab dim is at least 64·n, not a multiple of n and at least its other dim (a
+// K/V projection narrower than the hidden size is not a vocabulary), is padded with zeros to the
 // next multiple, as Megatron pads its vocabulary. The head's padded logits are sliced
 // back to the vocabulary at once, and a lookup's ids are checked against the true
 // vocabulary first (tpc::CheckIndices), so outputs and errors are the unpadded model's.

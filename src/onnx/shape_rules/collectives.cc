@@ -49,8 +49,13 @@ absl::Status InferAllGather(InferenceContext& ctx) {
   TPC_ASSIGN_OR_RETURN(int64_t n, GroupSize(ctx));
   TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0),
                                                    static_cast<int64_t>(dims->size())));
+  // `parts` < N: one copy of each of the parts groups of ranks hold (S(d@parts)).
+  const int64_t parts = ctx.node().attr_int("parts", n);
+  if (parts < 1 || parts > n || n % parts != 0) {
+    return ctx.Error(absl::StrCat("parts ", parts, " does not divide group_size ", n));
+  }
   Dims out = *dims;
-  out[static_cast<size_t>(axis)] = out[static_cast<size_t>(axis)] * ir::Dim(n);
+  out[static_cast<size_t>(axis)] = out[static_cast<size_t>(axis)] * ir::Dim(parts);
   ctx.set_output_type(0, ir::TensorType(ctx.input_type(0).dtype, std::move(out)));
   return absl::OkStatus();
 }
@@ -93,8 +98,8 @@ absl::Status InferShard(InferenceContext& ctx) {
   const int64_t parts = ctx.node().attr_int("parts", n);
   const int64_t stride = ctx.node().attr_int("stride", 1);
   if (parts < 1 || stride < 1 || parts * stride > n) {
-    return ctx.Error(
-        absl::StrCat("parts ", parts, " with stride ", stride, " do not fit group_size ", n));
+    return ctx.Error(absl::StrCat("parts ", parts, " with stride ", stride, " need ",
+                                  parts * stride, " ranks or fewer; group_size is ", n));
   }
   Dims out = *dims;
   TPC_ASSIGN_OR_RETURN(out[static_cast<size_t>(axis)],

@@ -59,22 +59,43 @@ absl::Status AllReduce(KernelContext& ctx) {
   return ctx.comm()->AllReduce(x.raw(), y->raw(), x.num_elements(), x.dtype(), op);
 }
 
+// `parts` = p < N (default N): the ranks hold p distinct parts, part k on ranks
+// k·N/p, ..., (k+1)·N/p - 1 (placement S(d@p)); the result keeps one copy of each.
 absl::Status AllGather(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   TPC_ASSIGN_OR_RETURN(int n, GroupSize(ctx));
   TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), x.rank()));
+  const int64_t parts = ctx.node().attr_int("parts", n);
+  if (parts < 1 || parts > n || n % parts != 0) {
+    return ctx.Error(absl::StrCat("parts ", parts, " does not divide ", n, " ranks"));
+  }
   Shape out = x.shape();
-  out[static_cast<size_t>(axis)] *= n;
+  out[static_cast<size_t>(axis)] *= parts;
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
   if (n == 1) return CopyWithShape(ctx, out);
   int64_t outer, inner;
   OuterInner(x, axis, &outer, &inner);
   TPC_RETURN_IF_ERROR(ApplyBlocks(ctx, x, axis, &outer, &inner));
-  if (outer == 1) return ctx.comm()->AllGather(x.raw(), y->raw(), x.num_elements(), x.dtype());
+  if (outer == 1 && parts == n) {
+    return ctx.comm()->AllGather(x.raw(), y->raw(), x.num_elements(), x.dtype());
+  }
   TPC_ASSIGN_OR_RETURN(Tensor tmp,
                        Tensor::Create(x.dtype(), {n * x.num_elements()}, ctx.node().Describe()));
   TPC_RETURN_IF_ERROR(ctx.comm()->AllGather(x.raw(), tmp.raw(), x.num_elements(), x.dtype()));
-  SwapOuter(tmp.raw(), y->raw(), n, outer, inner);  // [N, outer, blk] -> [outer, N, blk]
+  if (parts == n) {
+    SwapOuter(tmp.raw(), y->raw(), n, outer, inner);  // [N, outer, blk] -> [outer, N, blk]
+    return absl::OkStatus();
+  }
+  // [N, outer, blk] -> [outer, parts, blk], block k from rank k·N/parts.
+  const int64_t stride = n / parts;
+  const uint8_t* src = tmp.raw();
+  uint8_t* dst = y->raw();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t k = 0; k < parts; ++k) {
+      std::memcpy(dst + (o * parts + k) * inner, src + (k * stride * outer + o) * inner,
+                  static_cast<size_t>(inner));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -74,6 +74,15 @@ absl::StatusOr<IoPlacements> IoPlacementsFromPlan(const proto::Plan& plan) {
   };
   TPC_RETURN_IF_ERROR(read(plan.inputs(), "input", io.inputs));
   TPC_RETURN_IF_ERROR(read(plan.outputs(), "output", io.outputs));
+  for (const auto* placements : {&io.inputs, &io.outputs}) {
+    for (const auto& [name, p] : *placements) {
+      if (p.has_groups() && (p.groups >= io.ranks || io.ranks % p.groups != 0)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("plan.json: '", name, "' is placed ", p.ToString(), ": ", p.groups,
+                         " groups do not divide the plan's ", io.ranks, " ranks"));
+      }
+    }
+  }
   for (const auto& kv : io.inputs) {
     if (kv.second.kind == ir::Placement::Kind::kPartial) {
       return absl::InvalidArgumentError(

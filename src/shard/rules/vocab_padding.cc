@@ -140,6 +140,9 @@ int PadVocabularies(ir::Graph& graph, int64_t n, const Constraints& constraints,
     if (!uses) continue;
     const int64_t vocab = t.shape()[static_cast<size_t>((*uses)[0].dim)];
     if (vocab % n == 0 || vocab < kMinDimPerRank * n) continue;
+    // A vocabulary (or an MLP width) is at least as wide as the hidden size; a narrower
+    // projection (K/V of fewer heads than ranks) is left to its head groups, S(d@g).
+    if (vocab < t.shape()[static_cast<size_t>(1 - (*uses)[0].dim)]) continue;
     std::vector<const ir::Node*> nodes = {w};
     for (const VocabUse& u : *uses) nodes.push_back(u.node);
     if (rules::Constrains(constraints, nodes)) continue;
