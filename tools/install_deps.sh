@@ -33,6 +33,12 @@ if command -v python3 >/dev/null; then
     python3 -m pip install -q onnx onnxruntime numpy 2>&1 | grep -v -i "warning" ||
       echo "deps: pip install failed; the onnxruntime cross-checks will be skipped" >&2
   fi
+  # onnxruntime's int4 quantizer (MatMulNBitsQuantizer, what onnxruntime-genai's builder
+  # uses) imports onnx_ir.
+  if ! python3 -c "import onnx_ir" 2>/dev/null; then
+    python3 -m pip install -q onnx_ir 2>&1 | grep -v -i "warning" ||
+      echo "deps: pip install onnx_ir failed; the int4 checks will be skipped" >&2
+  fi
 fi
 # ONNX backend node tests (model + inputs + expected outputs per operator) for the
 # runtime's conformance test. onnx 1.23 no longer ships them; onnx 1.17.0's wheel

@@ -37,6 +37,10 @@ past concatenated with the new keys after RoPE, and the new values); RoPE
 positions and the causal mask start at `past`. --check then runs the same
 8 tokens once whole (past = 0) and as a prefix of 5 and a step of 3 fed the
 prefix's present, and compares the step's logits and presents.
+
+--int4 BLOCK quantizes every projection and the LM head to 4 bits with onnxruntime's
+MatMulNBitsQuantizer (what onnxruntime-genai's model builder uses: com.microsoft
+MatMulNBits, asymmetric, blocks of BLOCK along K; needs onnxruntime and onnx_ir).
 """
 import argparse
 import os
@@ -346,6 +350,8 @@ def main(argv=None):
     ap.add_argument("--rope-theta", type=float, default=10000.0)
     ap.add_argument("--eps", type=float, default=1e-6)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--int4", type=int, metavar="BLOCK", default=0,
+                    help="quantize the MatMuls to 4 bits in blocks of BLOCK (MatMulNBits)")
     ap.add_argument("--past", action="store_true",
                     help="a KV cache: past_key_values.* inputs, present.* outputs")
     ap.add_argument("--check", action="store_true",
@@ -358,6 +364,13 @@ def main(argv=None):
 
     W = make_weights(a)
     model = build(a, W)
+    if a.int4:
+        import logging
+        logging.disable(logging.INFO)  # the quantizer logs every node
+        from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+        quantizer = MatMulNBitsQuantizer(model, block_size=a.int4, is_symmetric=False)
+        quantizer.process()
+        model = quantizer.model.model
     if model.ByteSize() >= 2 ** 31 - 1024:
         ap.error("model would exceed 2 GiB protobuf limit; lower --hidden/--vocab/--layers")
     onnx.save(model, a.output)

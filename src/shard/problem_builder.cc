@@ -300,7 +300,10 @@ void ProblemBuilder::AddConstant(const ir::Node* node) {
   d.kind = Kind::kConstant;
   d.node = node;
   d.placements.push_back(Placement::Replicate());
-  if (ir::IsFloating(t.dtype) && t.rank() >= 1 && n() > 1) {
+  // Float weights, and the 8-bit codes of quantized ones (MatMulNBits' packed B and zero
+  // points, DequantizeLinear's int8 data): never shape values (int64, int32).
+  const bool codes = (t.dtype == ir::DType::kU8 || t.dtype == ir::DType::kI8) && t.rank() >= 2;
+  if ((ir::IsFloating(t.dtype) || codes) && t.rank() >= 1 && n() > 1) {
     RuleContext ctx(*node, options_);
     for (int64_t dim = 0; dim < t.rank(); ++dim) {
       const ir::Dim& size = (*t.shape)[static_cast<size_t>(dim)];

@@ -172,7 +172,9 @@ absl::StatusOr<std::optional<World>> WorldFromEnvironment(const EnvLookup& env,
       // Of the job and its step: srun steps of one job get their own ports.
       uint32_t h = 2166136261u;  // FNV-1a: the same on every machine and build
       for (char ch : w.job_id) h = (h ^ static_cast<uint8_t>(ch)) * 16777619u;
-      w.master_port = 20000 + static_cast<int>(h % 20000);
+      // Below Linux's ephemeral range (32768 and up by default), where the ports of
+      // outgoing connections (other jobs' collectives) could already hold it.
+      w.master_port = 20000 + static_cast<int>(h % 12000);
     }
   }
   return std::optional<World>(w);

@@ -86,6 +86,77 @@ void Gemm(const RuleContext& ctx, std::vector<Strategy>* out) {
   AddPartialStrategy(ctx, bias ? std::vector<int>{1, 2} : std::vector<int>{1}, out);
 }
 
+// onnxruntime's MatMulNBits: Y[.., N] = A[.., K] · dequant(B)ᵀ (+ bias), B [N, k_blocks,
+// blob] with scales and zero points per (column, block). Column-parallel: N splits B,
+// scales, zero points, bias and Y alike. Row-parallel: K splits A and, on whole blocks,
+// B, scales and zero points (2-D ones: [N, k_blocks], packed [N, bytes]), giving partial
+// sums (the bias then arrives partial: added once). A K split that would cut a block, or
+// a byte of packed zero points, is no candidate.
+void MatMulNBits(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& a = ctx.input_dims(0);
+  if (a.empty() || ctx.has_input(4)) return;  // g_idx permutes K
+  const ir::Node& node = ctx.node();
+  const int64_t k = node.attr_int("K", 0), bits = node.attr_int("bits", 4),
+                block = node.attr_int("block_size", 0);
+  if (k <= 0 || block <= 0) return;
+  const int64_t blocks = (k + block - 1) / block;
+  const int64_t rank = static_cast<int64_t>(a.size());
+  using Kind = FactorSpec::Kind;
+  constexpr int64_t kNone = FactorSpecBuilder::kNone;
+  FactorSpecBuilder b(ctx);
+  for (int64_t d = 0; d + 1 < rank; ++d) b.Add(Kind::kPass, {d}, {d}, "m" + std::to_string(d));
+  auto has = [&](int i) { return ctx.has_input(i); };
+  // Columns: dim 0 of B, scales, zero points (flattened ones are column-major blocks of
+  // k_blocks, so a split of dim 0 is a split of columns too) and bias.
+  b.Add(Kind::kPass, {kNone, 0, 0, has(3) ? 0 : kNone, kNone, has(5) ? 0 : kNone}, {rank - 1},
+        "n (column)");
+  const bool two_d = ctx.input_rank(2) == 2 && (!has(3) || ctx.input_rank(3) == 2);
+  const int64_t n = ctx.n();
+  const bool whole_blocks =
+      k % block == 0 && blocks % n == 0 &&
+      (!has(3) || ctx.input_type(3).dtype != ir::DType::kU8 || (blocks / n * bits) % 8 == 0);
+  if (two_d && whole_blocks) {
+    b.Add(Kind::kReduceSum, {rank - 1, 1, 1, has(3) ? 1 : kNone}, {}, "k (row)");
+  }
+  std::vector<Strategy> local;
+  AddFactorStrategies(ctx, b.Build(), &local);
+  for (Strategy& s : local) {
+    if (has(5) && s.outputs[0].kind == ir::Placement::Kind::kPartial) {
+      s.inputs[5] = ir::Placement::Partial(ir::ReduceOp::kSum);
+    }
+    out->push_back(std::move(s));
+  }
+  // Linear in A: partial sums in, partial sums out (the bias then partial too).
+  AddPartialStrategy(ctx, has(5) ? std::vector<int>{0, 5} : std::vector<int>{0}, out);
+}
+
+// Per-rank K and N attributes of a split MatMulNBits.
+absl::Status MatMulNBitsAttributes(LocalGraph& rw, ir::Node* node,
+                                   const std::vector<ir::Placement>& outputs,
+                                   const std::vector<std::optional<ir::Placement>>& inputs) {
+  const int64_t rank = node->input(0)->type().rank();
+  auto split_at = [&](const std::optional<ir::Placement>& p, int64_t dim) {
+    return p && p->kind == ir::Placement::Kind::kShard && p->dim == dim;
+  };
+  if (!outputs.empty() && split_at(outputs[0], rank - 1)) {
+    node->attrs()["N"] = node->attr_int("N", 0) / outputs[0].Parts(rw.n());
+  }
+  if (!inputs.empty() && split_at(inputs[0], rank - 1)) {
+    node->attrs()["K"] = node->attr_int("K", 0) / inputs[0]->Parts(rw.n());
+  }
+  return absl::OkStatus();
+}
+
+// B, scales and zero points hold output features on dim 0 and K's blocks on dim 1.
+std::optional<int64_t> MatMulNBitsFeatureDim(
+    const ir::Node& node, int input, bool colwise,
+    const std::function<std::optional<int64_t>(const ir::Value*)>&) {
+  if (input == 5) return colwise ? std::optional<int64_t>(0) : std::nullopt;
+  if (input < 1 || input > 3) return std::nullopt;
+  if (!colwise && node.input(input)->type().rank() < 2) return std::nullopt;
+  return colwise ? 0 : 1;
+}
+
 // 2·M·N·K: two FLOPs per output element and step of the reduced dim.
 double MatMulFlops(const RuleContext& ctx) {
   const std::vector<ir::Dim>& a = ctx.input_dims(0);

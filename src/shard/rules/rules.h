@@ -55,6 +55,10 @@ void Cast(const RuleContext& ctx, std::vector<Strategy>* out);
 void MatMul(const RuleContext& ctx, std::vector<Strategy>* out);
 void Gemm(const RuleContext& ctx, std::vector<Strategy>* out);
 double MatMulFlops(const RuleContext& ctx);
+void MatMulNBits(const RuleContext& ctx, std::vector<Strategy>* out);
+std::optional<int64_t> MatMulNBitsFeatureDim(
+    const ir::Node& node, int input, bool colwise,
+    const std::function<std::optional<int64_t>(const ir::Value*)>& of_output);
 double GemmFlops(const RuleContext& ctx);
 std::optional<int64_t> MatMulFeatureDim(
     const ir::Node& node, int input, bool colwise,
@@ -156,6 +160,9 @@ absl::Status WholeShape(LocalGraph& g, ir::Node* node, const std::vector<ir::Pla
 absl::Status BlockedSplitSizes(LocalGraph& g, ir::Node* node,
                                const std::vector<ir::Placement>& outputs,
                                const std::vector<std::optional<ir::Placement>>& inputs);
+absl::Status MatMulNBitsAttributes(LocalGraph& g, ir::Node* node,
+                                   const std::vector<ir::Placement>& outputs,
+                                   const std::vector<std::optional<ir::Placement>>& inputs);
 absl::Status ReshapeShapeInput(LocalGraph& g, ir::Node* node,
                                const std::vector<ir::Placement>& outputs,
                                const std::vector<std::optional<ir::Placement>>& inputs);

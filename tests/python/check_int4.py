@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""ctest entry: int4 decoders (onnxruntime's MatMulNBits) split as Megatron splits them.
+
+usage: check_int4.py --tp-compile PATH --tp-run PATH --work DIR
+
+Generates Llama-shaped decoders with a KV cache whose projections and LM head are
+quantized to 4 bits by onnxruntime's MatMulNBitsQuantizer (tools/make_llama_synthetic.py
+--int4 16: what onnxruntime-genai's builder writes), and checks that
+  - tpc's unsharded run (tp = 1) equals onnxruntime's on the same inputs (rtol, atol 1e-4:
+    both dequantize to float and multiply in float32);
+  - at N = 2 and 4 under the memory objective, the packed weights of q/k/v/gate/up are
+    split by output features (B placed S(0)) and those of o_proj/down_proj by whole
+    blocks of K (S(1)), each layer has exactly 2 all-reduces, and the cache is split;
+  - the default objective's plans at N = 2 and 4 give the unsharded outputs
+    (`tp-run --check-against`) on a decoding step and a prefill, for 4 K/V heads and for
+    2 (grouped-query attention: at N = 4 each K/V head on its group of 2 ranks).
+
+Exit status: 0 all pass, 1 something failed, 77 onnxruntime, onnx_ir or numpy missing.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+GENERATOR = os.path.join(HERE, "..", "..", "tools", "make_llama_synthetic.py")
+COLUMN = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")
+ROW = ("o_proj", "down_proj")
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
+
+
+def generate(work, kv):
+    model = os.path.join(work, f"int4_kv{kv}.onnx")
+    code, out = run([sys.executable, GENERATOR, "--past", "--layers", "2", "--hidden", "256",
+                     "--heads", "8", "--kv-heads", str(kv), "--intermediate", "512",
+                     "--int4", "16", "-o", model])
+    return model if code == 0 else None, out
+
+
+def check_against_onnxruntime(args, model, work):
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import numpy_helper
+    plan = os.path.join(work, "tp1")
+    code, out = run([args.tp_compile, model, "--tp", "1", "-o", plan, "--quiet", "--force"])
+    if code != 0:
+        return [f"tp-compile --tp 1: {out}"]
+    rng = np.random.default_rng(1)
+    m = onnx.load(model, load_external_data=False)
+    feeds = {}
+    for vi in m.graph.input:
+        if vi.name == "input_ids":
+            feeds[vi.name] = rng.integers(0, 512, (2, 3)).astype(np.int64)
+        else:
+            feeds[vi.name] = rng.standard_normal((2, vi.type.tensor_type.shape.dim[1].dim_value, 5,
+                                                  32)).astype(np.float32)
+    inputs = os.path.join(work, "inputs")
+    os.makedirs(inputs, exist_ok=True)
+    for k, vi in enumerate(m.graph.input):
+        with open(os.path.join(inputs, f"input_{k}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(feeds[vi.name], vi.name).SerializeToString())
+    outputs = os.path.join(work, "outputs")
+    shutil.rmtree(outputs, ignore_errors=True)
+    code, out = run([args.tp_run, plan, "--input-dir", inputs, "--output-dir", outputs])
+    if code != 0:
+        return [f"tp-run --tp 1: {out}"]
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
+    errors = []
+    for k, (vi, w) in enumerate(zip(m.graph.output, want)):
+        got = numpy_helper.to_array(onnx.load_tensor(os.path.join(outputs, f"output_{k}.pb")))
+        if got.shape != w.shape or not np.allclose(got, w, rtol=1e-4, atol=1e-4):
+            err = float(np.abs(got - w).max()) if got.shape == w.shape else "shape"
+            errors.append(f"{vi.name}: tpc differs from onnxruntime (max abs err {err})")
+    return errors
+
+
+def check_megatron(args, model, work, n):
+    import onnx
+    label = f"{os.path.basename(model)} N={n} memory objective"
+    plan = os.path.join(work, f"memory_tp{n}")
+    code, ir = run([args.tp_compile, model, "--tp", str(n), "-o", plan, "--quiet", "--force",
+                    "--objective", "memory", "--dump-ir", "-"])
+    if code != 0:
+        return [f"{label}: tp-compile failed: {ir}"]
+    errors = []
+    seen = 0
+    for line in ir.splitlines():
+        if "_Q4:" not in line or "constant" not in line:
+            continue
+        seen += 1
+        want = "S(0)" if any(p in line for p in COLUMN) else "S(1)" if any(
+            p in line for p in ROW) else None
+        if want and f"sharding({want})" not in line:
+            errors.append(f"{label}: {line.strip()[:100]}: expected {want}")
+    if seen != 15:
+        errors.append(f"{label}: {seen} packed weights in the IR, expected 15")
+    rank0 = onnx.load(os.path.join(plan, "rank0.onnx"), load_external_data=False)
+    for layer in (0, 1):
+        reduces = [node for node in rank0.graph.node if node.domain == "tpc" and
+                   node.op_type == "AllReduce" and f"/layers.{layer}/" in node.input[0]]
+        if len(reduces) != 2:
+            errors.append(f"{label}: layer {layer} has {len(reduces)} all-reduces, expected 2")
+    for v in ("past_key_values.0.key", "present.1.value"):
+        if f"%{v}: f32" in ir and "sharding(R)" in [l for l in ir.splitlines()
+                                                   if l.strip().startswith(f"%{v}:")][0]:
+            errors.append(f"{label}: the cache value {v} is not split")
+    return errors
+
+
+def check_equivalence(args, model, work, n):
+    label = f"{os.path.basename(model)} N={n}"
+    plan = os.path.join(work, f"tp{n}")
+    code, out = run([args.tp_compile, model, "--tp", str(n), "-o", plan, "--quiet", "--force"])
+    if code != 0:
+        return [f"{label}: tp-compile failed: {out}"]
+    errors = []
+    for past, seq in ((5, 3), (0, 8)):
+        code, out = run([args.tp_run, plan, "--check-against", model, "--dim", "batch=2",
+                         "--dim", f"seq={seq}", "--dim", f"past={past}"])
+        if code != 0 or "PASS" not in out:
+            errors.append(f"{label} past={past} seq={seq}: tp-run --check-against: {out}")
+    return errors
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tp-compile", required=True)
+    ap.add_argument("--tp-run", required=True)
+    ap.add_argument("--work", required=True)
+    args = ap.parse_args()
+    try:
+        import numpy  # noqa: F401
+        import onnx  # noqa: F401
+        import onnx_ir  # noqa: F401
+        import onnxruntime  # noqa: F401
+    except ImportError as e:
+        print(f"skipped: {e}")
+        return SKIP
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    errors = []
+    for kv in (4, 2):
+        model, out = generate(args.work, kv)
+        if model is None:
+            errors.append(f"generator failed (kv {kv}): {out}")
+            continue
+        work = os.path.join(args.work, f"kv{kv}")
+        os.makedirs(work)
+        if kv == 4:
+            errors += check_against_onnxruntime(args, model, work)
+            for n in (2, 4):
+                errors += check_megatron(args, model, work, n)
+        for n in (2, 4):
+            errors += check_equivalence(args, model, work, n)
+    for e in errors:
+        print("FAIL:", e)
+    print(f"{len(errors)} failures")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
