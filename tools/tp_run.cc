@@ -26,6 +26,7 @@
 #include "tpc/onnx/importer.h"
 #include "tpc/plan/plan_reader.h"
 #include "tpc/runtime/compare.h"
+#include "tpc/runtime/generate.h"
 #include "tpc/runtime/launcher.h"
 #include "tpc/runtime/placement_io.h"
 #include "tpc/runtime/plan_runner.h"
@@ -85,6 +86,14 @@ tpc::cli::Parser MakeParser() {
          false});
   p.Add({"timeout", "SECONDS", "how long a rank waits for the others (joining, collectives)", "30",
          false});
+  p.Add({"generate", "K",
+         "greedy generation with a KV-cache decoder: the prefill and K - 1 decode steps, the "
+         "cache kept on its ranks; prints the K new token ids per row and tokens/s",
+         "", false});
+  p.Add({"prompt", "IDS", "with --generate: the prompt's token ids, '1 2 3' (rows by ';')", "",
+         false});
+  p.Add({"input-ids", "FILE", "with --generate: the prompt, int64 [batch, length] (.pb or .npy)",
+         "", false});
   p.Add({"master", "ADDR:PORT",
          "the rendezvous store under a cluster launcher (default MASTER_ADDR:MASTER_PORT)", "",
          false});
@@ -230,6 +239,7 @@ struct Settings {
   bool quiet = false;
   double rtol = 0, atol = 0;
   int64_t repeat = 0, threads = 0;
+  int64_t generate = 0;  // --generate K (0: one run)
   std::chrono::milliseconds timeout{30000};
   rt::LoadPlanOptions load;
 };
@@ -265,6 +275,22 @@ absl::StatusOr<Settings> ReadSettings(const tpc::cli::Args& args) {
   }
   s.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
   s.load.verify_hashes = !args.has("no-verify");
+  if (args.has("generate")) {
+    if (!absl::SimpleAtoi(args.get("generate"), &s.generate) || s.generate < 1) {
+      return absl::InvalidArgumentError("--generate must be a positive number of tokens");
+    }
+    if (args.has("prompt") == args.has("input-ids")) {
+      return absl::InvalidArgumentError("--generate needs the prompt: --prompt or --input-ids");
+    }
+    for (const char* other : {"input", "input-dir", "repeat", "output-dir"}) {
+      if (args.has(other)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", other, " does not go with --generate (the prompt is the input)"));
+      }
+    }
+  } else if (args.has("prompt") || args.has("input-ids")) {
+    return absl::InvalidArgumentError("--prompt and --input-ids go with --generate K");
+  }
   const std::string ranks = args.get("ranks", "processes");
   if (ranks != "processes" && ranks != "threads") {
     return absl::InvalidArgumentError(
@@ -299,6 +325,148 @@ void PrintTimes(const tpc::cli::Args& args, std::vector<double> times, double lo
     std::printf("tp-run: time per operator type on rank 0, last run:\n");
     for (const auto& [s, op] : ops) std::printf("  %-28s %9.3f ms\n", op.c_str(), s * 1e3);
   }
+}
+
+// The prompt of --generate: --prompt "1 2 3; 4 5 6" (rows of equal length) or
+// --input-ids FILE, as int64 [batch, length].
+absl::StatusOr<rt::Tensor> Prompt(const tpc::cli::Args& args) {
+  if (args.has("input-ids")) {
+    TPC_ASSIGN_OR_RETURN(rt::NamedTensor t, rt::ReadTensorFile(args.get("input-ids")));
+    if (t.tensor.rank() != 2 ||
+        (t.tensor.dtype() != tpc::ir::DType::kI64 && t.tensor.dtype() != tpc::ir::DType::kI32)) {
+      return absl::InvalidArgumentError(absl::StrCat("--input-ids ", args.get("input-ids"),
+                                                     ": expected int64 or int32 [batch, length], "
+                                                     "got ",
+                                                     t.tensor.TypeString()));
+    }
+    rt::Tensor ids = rt::Tensor::Allocate(tpc::ir::DType::kI64, t.tensor.shape());
+    for (int64_t i = 0; i < ids.num_elements(); ++i) {
+      ids.data<int64_t>()[i] = t.tensor.dtype() == tpc::ir::DType::kI64
+                                   ? t.tensor.data<int64_t>()[i]
+                                   : t.tensor.data<int32_t>()[i];
+    }
+    return ids;
+  }
+  std::vector<std::vector<int64_t>> rows;
+  for (absl::string_view row : absl::StrSplit(args.get("prompt"), ';')) {
+    std::vector<int64_t> ids;
+    for (absl::string_view tok : absl::StrSplit(row, ' ', absl::SkipWhitespace())) {
+      int64_t v = 0;
+      if (!absl::SimpleAtoi(tok, &v) || v < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("--prompt: '", std::string(tok),
+                                                       "' is not a token id (a non-negative "
+                                                       "integer)"));
+      }
+      ids.push_back(v);
+    }
+    rows.push_back(std::move(ids));
+  }
+  if (rows.empty() || rows[0].empty()) {
+    return absl::InvalidArgumentError("--prompt holds no token ids");
+  }
+  for (const auto& r : rows) {
+    if (r.size() != rows[0].size()) {
+      return absl::InvalidArgumentError(
+          "--prompt: every row (';'-separated) needs the same length");
+    }
+  }
+  const int64_t batch = static_cast<int64_t>(rows.size());
+  const int64_t length = static_cast<int64_t>(rows[0].size());
+  rt::Tensor ids = rt::Tensor::Allocate(tpc::ir::DType::kI64, {batch, length});
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t i = 0; i < length; ++i) {
+      ids.data<int64_t>()[b * length + i] = rows[static_cast<size_t>(b)][static_cast<size_t>(i)];
+    }
+  }
+  return ids;
+}
+
+// One rank's generation loop: its executor on its inputs (the token ids, mask and
+// positions taken by the plan's placements; the cache its own part), the logits and any
+// other output assembled whole, the presents kept as this rank holds them.
+absl::StatusOr<rt::GenerateResult> GenerateOnRank(rt::Executor& ex, rt::Communicator* comm,
+                                                  const rt::IoPlacements& io, int rank, int n,
+                                                  const rt::Tensor& prompt, int64_t steps) {
+  TPC_ASSIGN_OR_RETURN(const rt::DecoderIo parts, rt::FindDecoderIo(ex.inputs(), ex.outputs()));
+  std::set<std::string> cache;
+  for (const auto& c : parts.cache) {
+    cache.insert(c.past);
+    cache.insert(c.present);
+  }
+  rt::RankStep step = [&](const std::map<std::string, rt::Tensor>& feed)
+      -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
+    std::map<std::string, rt::Tensor> mine;
+    for (const auto& [name, t] : feed) {
+      if (cache.count(name) > 0) {
+        mine[name] = t;
+      } else {
+        TPC_ASSIGN_OR_RETURN(mine[name],
+                             rt::SliceForRank(name, t, rt::PlacementOf(io.inputs, name), rank, n));
+      }
+    }
+    TPC_ASSIGN_OR_RETURN(auto out, ex.Run(mine));
+    std::map<std::string, rt::Tensor> named;
+    for (size_t k = 0; k < out.size(); ++k) {
+      const std::string& name = ex.outputs()[k].name;
+      if (cache.count(name) > 0 || comm == nullptr) {
+        named[name] = std::move(out[k]);
+      } else {
+        TPC_ASSIGN_OR_RETURN(
+            named[name],
+            rt::AssembleOutput(name, out[k], rt::PlacementOf(io.outputs, name), *comm));
+      }
+    }
+    return named;
+  };
+  return rt::Generate(parts, ex.inputs(), prompt, steps, step);
+}
+
+// Prints the generated ids and the speed, and with --check-against runs the same loop on
+// the unsharded model: the ids must be equal and the last logits within tolerance.
+absl::StatusOr<int> ReportGeneration(const tpc::cli::Args& args, const Settings& s, int ranks,
+                                     const rt::Tensor& prompt, const rt::GenerateResult& r) {
+  double decode = 0;
+  for (double t : r.step_seconds) decode += t;
+  const int64_t batch = prompt.dim(0);
+  for (int64_t b = 0; b < batch; ++b) {
+    std::printf("tokens (row %lld): %s\n", static_cast<long long>(b),
+                absl::StrJoin(r.tokens[static_cast<size_t>(b)], " ").c_str());
+  }
+  std::printf("tp-run: generated %lld token(s) per row on %d rank(s): prefill of %lld in %.3f s",
+              static_cast<long long>(s.generate), ranks, static_cast<long long>(prompt.dim(1)),
+              r.prefill_seconds);
+  if (!r.step_seconds.empty()) {
+    std::printf("; %zu decode step(s) in %.3f s, %.1f tokens/s (%.1f per row)",
+                r.step_seconds.size(), decode,
+                static_cast<double>(r.step_seconds.size() * batch) / decode,
+                static_cast<double>(r.step_seconds.size()) / decode);
+  }
+  std::printf("\n");
+  if (!args.has("check-against")) return 0;
+  const std::string model = args.get("check-against");
+  TPC_ASSIGN_OR_RETURN(auto original, tpc::onnx::ImportModel(model));
+  rt::PlanRunnerOptions options;
+  options.threads = static_cast<int>(s.threads);
+  TPC_ASSIGN_OR_RETURN(auto runner, rt::PlanRunner::Create({original.get()}, options));
+  TPC_ASSIGN_OR_RETURN(rt::GenerateResult want,
+                       GenerateOnRank(runner->executor(0), nullptr, {}, 0, 1, prompt, s.generate));
+  const bool same_ids = want.tokens == r.tokens;
+  const rt::Comparison c = rt::CompareTensors(r.last_logits, want.last_logits, s.rtol, s.atol);
+  std::printf(
+      "check against %s, %d rank(s) vs unsharded: token ids %s; last logits max abs err "
+      "%.3e, max rel err %.3e (rtol %g, atol %g): %s\n",
+      model.c_str(), ranks, same_ids ? "equal" : "DIFFER", c.max_abs, c.max_rel, s.rtol, s.atol,
+      c.pass ? "PASS" : "FAIL");
+  if (!same_ids) {
+    for (int64_t b = 0; b < batch; ++b) {
+      std::printf("  unsharded (row %lld): %s\n", static_cast<long long>(b),
+                  absl::StrJoin(want.tokens[static_cast<size_t>(b)], " ").c_str());
+    }
+  }
+  const bool pass = same_ids && c.pass;
+  std::printf("%s\n", pass ? "PASS: the same token ids, last logits within tolerance"
+                           : "FAIL: the generation differs from the unsharded model's");
+  return pass ? 0 : 1;
 }
 
 // Writes --output-dir and runs --check-against on the assembled outputs of rank 0
@@ -419,6 +587,22 @@ absl::StatusOr<int> RunThreads(const tpc::cli::Args& args, const Settings& s) {
   TPC_ASSIGN_OR_RETURN(auto runner, rt::PlanRunner::Create(ptrs, options));
   const double load_s = Seconds(t_load);
   const int n = runner->num_ranks();
+  if (s.generate > 0) {
+    TPC_ASSIGN_OR_RETURN(const rt::Tensor prompt, Prompt(args));
+    std::vector<rt::GenerateResult> results(static_cast<size_t>(n));
+    TPC_RETURN_IF_ERROR(
+        runner->RunOnRanks([&](int r, rt::Executor& ex, rt::Communicator& comm) -> absl::Status {
+          TPC_ASSIGN_OR_RETURN(results[static_cast<size_t>(r)],
+                               GenerateOnRank(ex, &comm, options.io, r, n, prompt, s.generate));
+          return absl::OkStatus();
+        }));
+    for (int r = 1; r < n; ++r) {
+      if (results[static_cast<size_t>(r)].tokens != results[0].tokens) {
+        return absl::InternalError(absl::StrCat("rank ", r, " generated other ids than rank 0"));
+      }
+    }
+    return ReportGeneration(args, s, n, prompt, results[0]);
+  }
   const auto specs = rt::FullSpecs(runner->executor(0).inputs(), options.io.inputs, n);
   const auto out_specs = rt::FullSpecs(runner->executor(0).outputs(), options.io.outputs, n);
   TPC_ASSIGN_OR_RETURN(auto inputs, FullInputs(args, specs, s.quiet));
@@ -533,6 +717,7 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
   std::map<std::string, rt::Tensor> full, mine;
   rt::IoPlacements io;
   std::vector<rt::IoSpec> out_specs;
+  rt::Tensor prompt;
   absl::Status ready = [&]() -> absl::Status {
     TPC_ASSIGN_OR_RETURN(io, rt::IoPlacementsFromPlan(*manifest));
     TPC_ASSIGN_OR_RETURN(graph, rt::LoadPlanRank(s.plan, *manifest, rank, s.load));
@@ -542,6 +727,12 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
     ex_options.profile = args.has("profile");
     // The communicator comes after the agreement (set_communicator).
     TPC_ASSIGN_OR_RETURN(executor, rt::Executor::Create(*graph, *backend, nullptr, ex_options));
+    if (s.generate > 0) {
+      // The prompt is the input (digested below like any input).
+      TPC_ASSIGN_OR_RETURN(prompt, Prompt(args));
+      full["prompt"] = prompt;
+      return rt::FindDecoderIo(executor->inputs(), executor->outputs()).status();
+    }
     const auto specs = rt::FullSpecs(executor->inputs(), io.inputs, world.size);
     out_specs = rt::FullSpecs(executor->outputs(), io.outputs, world.size);
     TPC_ASSIGN_OR_RETURN(full, FullInputs(args, specs, quiet));
@@ -615,7 +806,14 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
     return out;
   };
   const auto t_first = Clock::now();
-  auto outputs = run_once();
+  absl::StatusOr<std::vector<rt::Tensor>> outputs = std::vector<rt::Tensor>{};
+  absl::StatusOr<rt::GenerateResult> generated = rt::GenerateResult{};
+  if (s.generate > 0) {
+    generated = GenerateOnRank(*executor, comm->get(), io, rank, world.size, prompt, s.generate);
+    if (!generated.ok()) outputs = generated.status();
+  } else {
+    outputs = run_once();
+  }
   const double first_s = Seconds(t_first);
   std::vector<double> times;
   for (int64_t i = 0; outputs.ok() && i < s.repeat; ++i) {
@@ -666,6 +864,11 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
     }
   }
   if (s.repeat > 0) PrintTimes(args, times, load_s, first_s, executor->last_stats());
+  if (s.generate > 0) {
+    TPC_ASSIGN_OR_RETURN(const int reported,
+                         ReportGeneration(args, s, world.size, prompt, *generated));
+    return reported != 0 ? reported : code;
+  }
   TPC_ASSIGN_OR_RETURN(const int concluded, Conclude(args, s, world.size, out_specs, *outputs, {}));
   return concluded != 0 ? concluded : code;
 }

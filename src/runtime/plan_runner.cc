@@ -105,37 +105,14 @@ absl::StatusOr<std::unique_ptr<PlanRunner>> PlanRunner::Create(
   return runner;
 }
 
-absl::StatusOr<std::vector<std::vector<Tensor>>> PlanRunner::Run(
-    const std::map<std::string, Tensor>& inputs) {
+absl::Status PlanRunner::RunOnRanks(const RankFn& fn) {
   const int n = num_ranks();
-  auto with_rank = [n](int r, const absl::Status& s) {
-    return n == 1
-               ? s
-               : absl::Status(s.code(), absl::StrCat("rank ", r, ": ", std::string(s.message())));
-  };
-  std::vector<std::map<std::string, Tensor>> rank_inputs;
-  for (int r = 0; r < n; ++r) {
-    TPC_ASSIGN_OR_RETURN(auto in, InputsForRank(inputs, io_, r));
-    auto checked = executors_[static_cast<size_t>(r)]->CheckInputs(in);
-    if (!checked.ok()) return with_rank(r, checked.status());
-    rank_inputs.push_back(std::move(in));
-  }
-  std::vector<absl::StatusOr<std::vector<Tensor>>> results(static_cast<size_t>(n));
+  std::vector<absl::Status> results(static_cast<size_t>(n));
   auto run_rank = [&](int r) {
-    Executor& ex = *executors_[static_cast<size_t>(r)];
     Communicator& comm = *comms_[static_cast<size_t>(r)];
-    auto out = ex.Run(rank_inputs[static_cast<size_t>(r)]);
-    for (size_t k = 0; out.ok() && k < out->size(); ++k) {
-      const std::string& name = ex.outputs()[k].name;
-      auto full = AssembleOutput(name, (*out)[k], PlacementOf(io_.outputs, name), comm);
-      if (!full.ok()) {
-        out = full.status();
-        break;
-      }
-      (*out)[k] = std::move(*full);
-    }
-    if (!out.ok()) comm.Abort(out.status());
-    results[static_cast<size_t>(r)] = std::move(out);
+    absl::Status s = fn(r, *executors_[static_cast<size_t>(r)], comm);
+    if (!s.ok()) comm.Abort(s);
+    results[static_cast<size_t>(r)] = std::move(s);
   };
   if (n == 1) {
     run_rank(0);
@@ -147,20 +124,45 @@ absl::StatusOr<std::vector<std::vector<Tensor>>> PlanRunner::Run(
   // Report the rank that failed first-hand over the ones it aborted.
   const absl::Status* first = nullptr;
   for (int r = 0; r < n; ++r) {
-    const auto& res = results[static_cast<size_t>(r)];
+    const absl::Status& res = results[static_cast<size_t>(r)];
     if (res.ok()) continue;
-    if (first == nullptr || (first->code() == absl::StatusCode::kAborted &&
-                             res.status().code() != absl::StatusCode::kAborted)) {
-      first = &res.status();
-      if (res.status().code() != absl::StatusCode::kAborted) {
-        return with_rank(r, res.status());
-      }
+    if (res.code() != absl::StatusCode::kAborted) {
+      return n == 1 ? res
+                    : absl::Status(res.code(),
+                                   absl::StrCat("rank ", r, ": ", std::string(res.message())));
     }
+    if (first == nullptr) first = &res;
   }
-  if (first != nullptr) return *first;
-  std::vector<std::vector<Tensor>> out;
-  for (auto& res : results) out.push_back(std::move(*res));
-  return out;
+  return first != nullptr ? *first : absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::vector<Tensor>>> PlanRunner::Run(
+    const std::map<std::string, Tensor>& inputs) {
+  const int n = num_ranks();
+  std::vector<std::map<std::string, Tensor>> rank_inputs;
+  for (int r = 0; r < n; ++r) {
+    TPC_ASSIGN_OR_RETURN(auto in, InputsForRank(inputs, io_, r));
+    auto checked = executors_[static_cast<size_t>(r)]->CheckInputs(in);
+    if (!checked.ok()) {
+      return n == 1 ? checked.status()
+                    : absl::Status(
+                          checked.status().code(),
+                          absl::StrCat("rank ", r, ": ", std::string(checked.status().message())));
+    }
+    rank_inputs.push_back(std::move(in));
+  }
+  std::vector<std::vector<Tensor>> results(static_cast<size_t>(n));
+  TPC_RETURN_IF_ERROR(RunOnRanks([&](int r, Executor& ex, Communicator& comm) -> absl::Status {
+    TPC_ASSIGN_OR_RETURN(auto out, ex.Run(rank_inputs[static_cast<size_t>(r)]));
+    for (size_t k = 0; k < out.size(); ++k) {
+      const std::string& name = ex.outputs()[k].name;
+      TPC_ASSIGN_OR_RETURN(out[k],
+                           AssembleOutput(name, out[k], PlacementOf(io_.outputs, name), comm));
+    }
+    results[static_cast<size_t>(r)] = std::move(out);
+    return absl::OkStatus();
+  }));
+  return results;
 }
 
 }  // namespace tpc::runtime

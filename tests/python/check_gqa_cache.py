@@ -12,7 +12,8 @@ and checks that
     weight too;
   - `tp-run --check-against` the unsharded model passes, on a decoding step (past 5,
     seq 3) and a prefill (past 0, seq 8), with the processes launched by tp-run itself
-    (threads at N = 12), and so do the plans of the memory and time objectives; and a
+    (threads at N = 12), `tp-run --generate 16` gives the unsharded model's token ids,
+    and so do the plans of the memory and time objectives; and a
     plan given the past S(1@KV) by --input-placement, its present left R (gathered).
 And on a decoder of realistic proportions (hidden 512, 8 query heads, 2 K/V heads, no
 cache) at N = 4, sized for a 2048-token prefill: the default objective gives Megatron's
@@ -84,6 +85,11 @@ def check_case(args, n, heads, kv, hidden):
                          "--dim", f"seq={seq}", "--dim", f"past={past}"] + ranks)
         if code != 0 or "PASS" not in out:
             errors.append(f"{label} past={past} seq={seq}: tp-run --check-against: {out}")
+    # 16 greedy tokens, the cache kept on its ranks: the unsharded model's ids.
+    code, out = run([args.tp_run, plan, "--generate", "16", "--prompt", "1 2 3 4; 5 6 7 8",
+                     "--check-against", model] + ranks)
+    if code != 0 or "token ids equal" not in out:
+        errors.append(f"{label}: tp-run --generate 16 --check-against: {out}")
     for extra in (["--objective", "memory"], ["--objective", "time"],
                   ["--input-placement", f"past_key_values.*=S(1@{kv})"]):
         other = plan + "." + extra[1].split("=")[0].strip("*.")

@@ -13,7 +13,8 @@ quantized to 4 bits by onnxruntime's MatMulNBitsQuantizer (tools/make_llama_synt
     blocks of K (S(1)), each layer has exactly 2 all-reduces, and the cache is split;
   - the default objective's plans at N = 2 and 4 give the unsharded outputs
     (`tp-run --check-against`) on a decoding step and a prefill, for 4 K/V heads and for
-    2 (grouped-query attention: at N = 4 each K/V head on its group of 2 ranks).
+    2 (grouped-query attention: at N = 4 each K/V head on its group of 2 ranks), and
+    `tp-run --generate 16` gives the unsharded model's token ids.
 
 Exit status: 0 all pass, 1 something failed, 77 onnxruntime, onnx_ir or numpy missing.
 """
@@ -126,6 +127,11 @@ def check_equivalence(args, model, work, n):
                          "--dim", f"seq={seq}", "--dim", f"past={past}"])
         if code != 0 or "PASS" not in out:
             errors.append(f"{label} past={past} seq={seq}: tp-run --check-against: {out}")
+    # 16 greedy tokens, the cache kept on its ranks: the unsharded model's ids.
+    code, out = run([args.tp_run, plan, "--generate", "16", "--prompt", "1 2 3 4; 5 6 7 8",
+                     "--check-against", model])
+    if code != 0 or "token ids equal" not in out:
+        errors.append(f"{label}: tp-run --generate 16 --check-against: {out}")
     return errors
 
 

@@ -2,6 +2,8 @@
 // process, with the in-process communicator between them.
 #pragma once
 
+#include <functional>
+
 #include <chrono>
 #include <map>
 #include <memory>
@@ -61,6 +63,12 @@ class PlanRunner {
   // into full tensors by the output placements. A failing rank stops the others; the
   // error names it.
   absl::StatusOr<std::vector<std::vector<Tensor>>> Run(const std::map<std::string, Tensor>& inputs);
+
+  // Runs `fn` for every rank on its own thread (with the rank's executor and
+  // communicator); a rank whose `fn` fails aborts the others' collectives. The first
+  // rank's own failure is returned, named by its rank (over the ones it aborted).
+  using RankFn = std::function<absl::Status(int rank, Executor& executor, Communicator& comm)>;
+  absl::Status RunOnRanks(const RankFn& fn);
 
  private:
   std::vector<std::unique_ptr<Communicator>> comms_;

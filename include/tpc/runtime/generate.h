@@ -1,0 +1,58 @@
+// Greedy generation with a KV-cache decoder: the prefill and K decode steps, each step's
+// `present` outputs fed back as the next step's `past` inputs. Under tensor parallelism
+// every rank runs this loop on its own part of the cache, which never leaves the rank;
+// the logits (whole on every rank) give every rank the same next token.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tpc/runtime/executor.h"
+#include "tpc/runtime/tensor.h"
+
+namespace tpc::runtime {
+
+// Which inputs and outputs of a decoder play which part, found by name.
+struct DecoderIo {
+  std::string input_ids;
+  std::string attention_mask;  // empty: the model has none
+  std::string position_ids;    // empty: none
+  struct Cache {
+    std::string past, present;
+  };
+  std::vector<Cache> cache;
+  std::string logits;
+};
+
+// Finds the decoder's parts: `input_ids`, `attention_mask`, `position_ids`; the cache
+// pairs of Optimum and onnxruntime-genai (`past_key_values.{i}.key|value` →
+// `present.{i}.key|value`) or tpc's own models' (`past_key_{i}` → `present_key_{i}`);
+// the logits (`logits`, else the first output that is not a present). An input it cannot
+// feed, or a past without its present, is an error naming it.
+absl::StatusOr<DecoderIo> FindDecoderIo(const std::vector<IoSpec>& inputs,
+                                        const std::vector<IoSpec>& outputs);
+
+struct GenerateResult {
+  std::vector<std::vector<int64_t>> tokens;  // [batch][steps]: the generated ids
+  Tensor last_logits;                        // [batch, vocab] of the last step
+  double prefill_seconds = 0;
+  std::vector<double> step_seconds;  // each decode step
+};
+
+// Runs one rank's graph on this rank's inputs and returns its outputs by name (the logits
+// whole; the presents this rank's part, as the graph computes them).
+using RankStep = std::function<absl::StatusOr<std::map<std::string, Tensor>>(
+    const std::map<std::string, Tensor>& inputs)>;
+
+// `prompt`: int64 [batch, length] token ids. `inputs` are this rank's input specs (the
+// empty cache of the prefill takes their dims: the batch for the first symbolic dim, 0
+// for the other symbolic ones). Runs the prefill and `steps` - 1 decode steps: `steps`
+// new tokens per row, each the argmax of the last position's logits.
+absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<IoSpec>& inputs,
+                                        const Tensor& prompt, int64_t steps, const RankStep& run);
+
+}  // namespace tpc::runtime

@@ -1,0 +1,187 @@
+#include "tpc/runtime/generate.h"
+
+#include <chrono>
+#include <set>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "tpc/util/status_macros.h"
+
+namespace tpc::runtime {
+namespace {
+
+const IoSpec* Find(const std::vector<IoSpec>& specs, const std::string& name) {
+  for (const IoSpec& s : specs) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+// The present a past input pairs with: `past_key_values.3.key` → `present.3.key`,
+// `past_key_3` → `present_key_3`; "" when the name is not a past.
+std::string PresentOf(const std::string& past) {
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{"past_key_values.", "present."},
+        {"past_", "present_"}}) {
+    if (absl::StartsWith(past, from)) return to + past.substr(from.size());
+  }
+  return "";
+}
+
+// An integer tensor of `dtype` (i64 or i32) and `shape` with values f(i).
+template <typename F>
+Tensor Ints(ir::DType dtype, std::vector<int64_t> shape, F f) {
+  Tensor t = Tensor::Allocate(dtype, std::move(shape));
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    if (dtype == ir::DType::kI32) {
+      t.data<int32_t>()[i] = static_cast<int32_t>(f(i));
+    } else {
+      t.data<int64_t>()[i] = f(i);
+    }
+  }
+  return t;
+}
+
+// The empty cache of the prefill: the batch for the first symbolic dim, 0 for the others.
+absl::StatusOr<Tensor> EmptyCache(const IoSpec& spec, int64_t batch) {
+  if (!spec.type.shape) {
+    return absl::InvalidArgumentError(absl::StrCat("cache input '", spec.name, "' has no rank"));
+  }
+  std::vector<int64_t> shape;
+  bool first = true;
+  for (const ir::Dim& d : *spec.type.shape) {
+    if (d.is_static()) {
+      shape.push_back(d.value());
+    } else {
+      shape.push_back(first ? batch : 0);
+      first = false;
+    }
+  }
+  return Tensor::Allocate(spec.type.dtype, shape);
+}
+
+}  // namespace
+
+absl::StatusOr<DecoderIo> FindDecoderIo(const std::vector<IoSpec>& inputs,
+                                        const std::vector<IoSpec>& outputs) {
+  DecoderIo io;
+  std::set<std::string> presents;
+  for (const IoSpec& in : inputs) {
+    if (in.name == "input_ids") {
+      io.input_ids = in.name;
+    } else if (in.name == "attention_mask") {
+      io.attention_mask = in.name;
+    } else if (in.name == "position_ids") {
+      io.position_ids = in.name;
+    } else if (std::string present = PresentOf(in.name); !present.empty()) {
+      if (Find(outputs, present) == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "cache input '", in.name, "' has no output '", present, "' to feed it back"));
+      }
+      io.cache.push_back({in.name, present});
+      presents.insert(present);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", in.name,
+                       "' is none of a decoder's: input_ids, attention_mask, position_ids, "
+                       "past_key_values.{i}.key|value or past_key_{i}/past_value_{i}"));
+    }
+  }
+  if (io.input_ids.empty()) return absl::InvalidArgumentError("the model has no input_ids input");
+  if (io.cache.empty()) {
+    return absl::InvalidArgumentError(
+        "the model has no KV cache (past_key_values.* inputs): it is not a decoder that "
+        "generates step by step");
+  }
+  for (const IoSpec& out : outputs) {
+    if (out.name == "logits") io.logits = out.name;
+  }
+  for (const IoSpec& out : outputs) {
+    if (io.logits.empty() && presents.count(out.name) == 0) io.logits = out.name;
+  }
+  if (io.logits.empty()) return absl::InvalidArgumentError("the model has no logits output");
+  return io;
+}
+
+absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<IoSpec>& inputs,
+                                        const Tensor& prompt, int64_t steps, const RankStep& run) {
+  using Clock = std::chrono::steady_clock;
+  if (prompt.dtype() != ir::DType::kI64 || prompt.rank() != 2 || prompt.dim(1) < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the prompt must be int64 [batch, length] token ids, length >= 1; got ",
+                     prompt.TypeString()));
+  }
+  if (steps < 1) return absl::InvalidArgumentError("generate at least 1 token");
+  const int64_t batch = prompt.dim(0);
+  auto dtype_of = [&](const std::string& name) {
+    const IoSpec* s = Find(inputs, name);
+    return s != nullptr ? s->type.dtype : ir::DType::kI64;
+  };
+  GenerateResult result;
+  result.tokens.assign(static_cast<size_t>(batch), {});
+  std::map<std::string, Tensor> feed;
+  for (const DecoderIo::Cache& c : io.cache) {
+    const IoSpec* spec = Find(inputs, c.past);
+    if (spec == nullptr) return absl::InternalError(absl::StrCat("no spec for ", c.past));
+    TPC_ASSIGN_OR_RETURN(feed[c.past], EmptyCache(*spec, batch));
+  }
+  Tensor ids = prompt;
+  if (dtype_of(io.input_ids) != ir::DType::kI64) {
+    ids = Ints(dtype_of(io.input_ids), prompt.shape(),
+               [&](int64_t i) { return prompt.data<int64_t>()[i]; });
+  }
+  int64_t past = 0;
+  for (int64_t step = 0; step < steps; ++step) {
+    const int64_t seq = ids.dim(1);
+    feed[io.input_ids] = ids;
+    if (!io.attention_mask.empty()) {
+      feed[io.attention_mask] =
+          Ints(dtype_of(io.attention_mask), {batch, past + seq}, [](int64_t) { return 1; });
+    }
+    if (!io.position_ids.empty()) {
+      feed[io.position_ids] =
+          Ints(dtype_of(io.position_ids), {batch, seq}, [&](int64_t i) { return past + i % seq; });
+    }
+    const auto t = Clock::now();
+    TPC_ASSIGN_OR_RETURN(auto out, run(feed));
+    const double seconds = std::chrono::duration<double>(Clock::now() - t).count();
+    (step == 0 ? result.prefill_seconds : result.step_seconds.emplace_back()) = seconds;
+    auto logits_it = out.find(io.logits);
+    if (logits_it == out.end()) return absl::InternalError("the run gave no logits");
+    const Tensor& logits = logits_it->second;
+    if (logits.dtype() != ir::DType::kF32 || (logits.rank() != 3 && logits.rank() != 2) ||
+        logits.dim(0) != batch) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "logits '", io.logits, "' are ", logits.TypeString(),
+          ": expected float32 [batch, seq, vocab] or [batch, vocab] with batch ", batch));
+    }
+    const int64_t vocab = logits.dim(logits.rank() - 1);
+    const int64_t rows = logits.rank() == 3 ? logits.dim(1) : 1;
+    Tensor last = Tensor::Allocate(ir::DType::kF32, {batch, vocab});
+    std::vector<int64_t> next(static_cast<size_t>(batch));
+    for (int64_t b = 0; b < batch; ++b) {
+      const float* row = logits.data<float>() + (b * rows + rows - 1) * vocab;
+      int64_t best = 0;
+      for (int64_t v = 0; v < vocab; ++v) {
+        last.data<float>()[b * vocab + v] = row[v];
+        if (row[v] > row[best]) best = v;
+      }
+      next[static_cast<size_t>(b)] = best;
+      result.tokens[static_cast<size_t>(b)].push_back(best);
+    }
+    result.last_logits = std::move(last);
+    // This step's presents are the next step's pasts, as this rank holds them.
+    for (const DecoderIo::Cache& c : io.cache) {
+      auto it = out.find(c.present);
+      if (it == out.end()) return absl::InternalError(absl::StrCat("no output ", c.present));
+      feed[c.past] = std::move(it->second);
+    }
+    past += seq;
+    ids = Ints(dtype_of(io.input_ids), {batch, 1},
+               [&](int64_t i) { return next[static_cast<size_t>(i)]; });
+  }
+  return result;
+}
+
+}  // namespace tpc::runtime

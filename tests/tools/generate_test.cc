@@ -1,0 +1,127 @@
+// Greedy generation (`tp-run --generate`): the prefill and the decode steps of a KV-cache
+// decoder, each step's presents fed back as the next step's pasts on every rank. The
+// ranks generate the unsharded model's token ids, their cache never leaves them (each
+// rank's present holds its heads only), and usage errors are clear.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+#include "tpc/plan/plan_reader.h"
+#include "tpc/runtime/generate.h"
+#include "tpc/runtime/placement_io.h"
+#include "tpc/runtime/plan_runner.h"
+
+namespace {
+
+using tpc::testing::CommandResult;
+using tpc::testing::RunTpCompile;
+using tpc::testing::RunTpRun;
+using tpc::testing::SourcePath;
+using tpc::testing::TempDir;
+namespace rt = tpc::runtime;
+
+std::string Compile(const std::string& model, int n) {
+  const std::string out = TempDir("generate_" + model + std::to_string(n)) + "/plan";
+  CommandResult r = RunTpCompile(SourcePath("models/" + model + ".onnx") + " --tp " +
+                                 std::to_string(n) + " --quiet -o " + out);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("tp-run --generate gives the unsharded model's token ids", "[tools][generate]") {
+  for (const char* model : {"gpt2_kv", "gpt2_kv_dynamo"}) {
+    for (int n : {2, 4}) {
+      DYNAMIC_SECTION(model << " N=" << n) {
+        const std::string plan = Compile(model, n);
+        for (const char* ranks : {"processes", "threads"}) {
+          INFO(ranks);
+          CommandResult r =
+              RunTpRun(plan + " --generate 16 --prompt '10 20 30; 40 50 60'" + " --ranks " + ranks +
+                       " --check-against " + SourcePath(std::string("models/") + model + ".onnx"));
+          INFO(r.output);
+          CHECK(r.exit_code == 0);
+          CHECK_THAT(r.output, Catch::Contains("token ids equal") &&
+                                   Catch::Contains("tokens (row 1): ") &&
+                                   Catch::Contains("15 decode step(s)"));
+        }
+      }
+    }
+  }
+}
+
+// The library loop on the threads of one process: every rank's present holds its own heads
+// (4 heads on 2 ranks: 2 each) and grows by the tokens of each step; every rank generates
+// the same ids.
+TEST_CASE("generation keeps each rank's cache on the rank", "[tools][generate]") {
+  const std::string plan = Compile("gpt2_kv", 2);
+  auto graphs = rt::LoadPlan(plan);
+  REQUIRE(graphs.ok());
+  std::vector<const tpc::ir::Graph*> ptrs;
+  for (auto& g : *graphs) ptrs.push_back(g.get());
+  auto runner = rt::PlanRunner::Create(ptrs);
+  REQUIRE(runner.ok());
+  rt::Tensor prompt = rt::Tensor::Allocate(tpc::ir::DType::kI64, {1, 3});
+  for (int64_t i = 0; i < 3; ++i) prompt.data<int64_t>()[i] = 7 + i;
+  std::vector<std::vector<std::vector<int64_t>>> present_shapes(2);
+  std::vector<rt::GenerateResult> results(2);
+  absl::Status s =
+      (*runner)->RunOnRanks([&](int r, rt::Executor& ex, rt::Communicator&) -> absl::Status {
+        auto io = rt::FindDecoderIo(ex.inputs(), ex.outputs());
+        if (!io.ok()) return io.status();
+        rt::RankStep step = [&](const std::map<std::string, rt::Tensor>& feed)
+            -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
+          auto out = ex.Run(feed);
+          if (!out.ok()) return out.status();
+          std::map<std::string, rt::Tensor> named;
+          for (size_t k = 0; k < out->size(); ++k) named[ex.outputs()[k].name] = (*out)[k];
+          present_shapes[static_cast<size_t>(r)].push_back(named.at("present_key_0").shape());
+          return named;
+        };
+        auto g = rt::Generate(*io, ex.inputs(), prompt, 4, step);
+        if (!g.ok()) return g.status();
+        results[static_cast<size_t>(r)] = *g;
+        return absl::OkStatus();
+      });
+  INFO(s.ToString());
+  REQUIRE(s.ok());
+  CHECK(results[0].tokens == results[1].tokens);
+  REQUIRE(results[0].tokens.size() == 1);
+  CHECK(results[0].tokens[0].size() == 4);
+  for (int r = 0; r < 2; ++r) {
+    const auto& shapes = present_shapes[static_cast<size_t>(r)];
+    REQUIRE(shapes.size() == 4);
+    for (size_t step = 0; step < shapes.size(); ++step) {
+      // [batch 1, 2 of the 4 heads, 3 + step tokens, head dim 16]
+      CHECK(shapes[step] == std::vector<int64_t>{1, 2, 3 + static_cast<int64_t>(step), 16});
+    }
+  }
+}
+
+TEST_CASE("tp-run --generate refuses what it cannot run, saying why", "[tools][generate]") {
+  const std::string plan = Compile("gpt2_kv", 2);
+  struct Case {
+    std::string args, message;
+  };
+  const std::string gpt2 = Compile("gpt2", 2);
+  for (const Case& c : std::vector<Case>{
+           {plan + " --generate 4", "--prompt or --input-ids"},
+           {plan + " --generate 0 --prompt '1 2'", "--generate must be a positive"},
+           {plan + " --generate 4 --prompt '1 x'", "'x' is not a token id"},
+           {plan + " --generate 4 --prompt '1 2; 3'", "same length"},
+           {plan + " --prompt '1 2'", "go with --generate"},
+           {plan + " --generate 4 --prompt '1 2' --repeat 3", "--repeat does not go with"},
+           {gpt2 + " --generate 4 --prompt '1 2' --ranks threads", "no KV cache"},
+       }) {
+    INFO(c.args);
+    CommandResult r = RunTpRun(c.args);
+    INFO(r.output);
+    CHECK(r.exit_code != 0);
+    CHECK_THAT(r.output, Catch::Contains(c.message));
+  }
+}
