@@ -104,6 +104,54 @@ def cases():
              ["output", "", "inv_std_var", "input_skip_bias_sum"], epsilon=1e-5),
     ]
     out += matmul_nbits_cases(rng)
+    out += group_query_attention_cases(rng)
+    return out
+
+
+def group_query_attention_cases(rng):
+    """onnxruntime's GroupQueryAttention: prefill (no past), decode steps, a prompt after a
+    past (onnxruntime wants batch 1 then), rotary (halves, interleaved, partial), packed
+    QKV, a local window, softcap, one K/V head (multi-query). Head size 16 (onnxruntime
+    wants a multiple of 16)."""
+    def f32(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    out = []
+    for name, b, s, p, hq, hkv, extra in [
+            ("prefill", 2, 4, 0, 4, 2, {}),
+            ("decode", 2, 1, 5, 4, 2, {}),
+            ("prompt_after_past", 1, 3, 4, 4, 2, {}),
+            ("rotary", 2, 1, 5, 4, 2, {"do_rotary": 1}),
+            ("rotary_prefill_interleaved", 1, 5, 0, 4, 2,
+             {"do_rotary": 1, "rotary_interleaved": 1}),
+            ("rotary_partial", 1, 3, 2, 4, 2, {"do_rotary": 1, "rotary_dim": 16, "head_size": 32}),
+            ("packed", 2, 1, 3, 4, 2, {"packed": 1}),
+            ("local_window", 1, 6, 0, 4, 2, {"local_window_size": 3}),
+            ("softcap_scale", 2, 1, 4, 4, 2, {"softcap": 2.0, "scale": 0.3}),
+            ("multi_query", 2, 1, 3, 4, 1, {})]:
+        extra = dict(extra)
+        packed = extra.pop("packed", 0)
+        hd = extra.pop("head_size", 16)
+        rotary_dim = extra.pop("rotary_dim", hd)
+        total = p + s
+        if packed:
+            inputs = [("query", f32(b, s, (hq + 2 * hkv) * hd)), ("key", None), ("value", None)]
+        else:
+            inputs = [("query", f32(b, s, hq * hd)), ("key", f32(b, s, hkv * hd)),
+                      ("value", f32(b, s, hkv * hd))]
+        if p > 0:
+            inputs += [("past_key", f32(b, hkv, p, hd)), ("past_value", f32(b, hkv, p, hd))]
+        else:
+            inputs += [("past_key", None), ("past_value", None)]
+        inputs += [("seqlens_k", np.full((b,), total - 1, np.int32)),
+                   ("total_sequence_length", np.array([total], np.int32))]
+        if extra.get("do_rotary"):
+            angles = rng.random((32, rotary_dim // 2)) * 3
+            inputs += [("cos_cache", np.cos(angles).astype(np.float32)),
+                       ("sin_cache", np.sin(angles).astype(np.float32))]
+        out.append(Case(f"group_query_attention_{name}", "GroupQueryAttention", inputs,
+                        ["output", "present_key", "present_value"], num_heads=hq,
+                        kv_num_heads=hkv, **extra))
     return out
 
 

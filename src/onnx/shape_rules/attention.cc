@@ -68,4 +68,40 @@ absl::Status InferAttention(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// onnxruntime's GroupQueryAttention: output [B, S, num_heads · hd]; present_key and
+// present_value [B, kv_num_heads, past + S, hd] (hd from query, packed or not).
+absl::Status InferGroupQueryAttention(InferenceContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(const Dims* q, RankedInput(ctx, 0));
+  const int64_t hq = ctx.node().attr_int("num_heads", 0);
+  const int64_t hkv = ctx.node().attr_int("kv_num_heads", 0);
+  if (hq <= 0 || hkv <= 0 || hq % hkv != 0) {
+    return ctx.Error(absl::StrCat("num_heads ", hq, " and kv_num_heads ", hkv,
+                                  " must be positive, kv_num_heads dividing num_heads"));
+  }
+  if (q->size() != 3) return ctx.Error("query must be [batch, seq, hidden]");
+  const bool packed = !ctx.has_input(1);
+  const Dim& hidden = (*q)[2];
+  std::optional<Dim> hd;
+  if (hidden.is_static()) {
+    const int64_t parts = packed ? hq + 2 * hkv : hq;
+    if (hidden.value() % parts != 0) {
+      return ctx.Error(absl::StrCat("query's last dim ", hidden.value(), " is not ", parts,
+                                    " heads of equal size"));
+    }
+    hd = Dim(hidden.value() / parts);
+  }
+  const ir::DType t = ctx.input_type(0).dtype;
+  ctx.set_output_type(0, TensorType(t, {(*q)[0], (*q)[1], hd ? Dim(hq * hd->value()) : Dim()}));
+  Dim total = (*q)[1];
+  if (ctx.has_input(3) && ctx.input_type(3).shape && ctx.input_type(3).shape->size() == 4) {
+    total = (*ctx.input_type(3).shape)[2] + (*q)[1];
+  }
+  for (int i : {1, 2}) {
+    if (i < ctx.num_outputs()) {
+      ctx.set_output_type(i, TensorType(t, {(*q)[0], Dim(hkv), total, hd ? *hd : Dim()}));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace tpc::onnx::shape_rules

@@ -144,6 +144,7 @@ constexpr Entry kRules[] = {
     {kMicrosoft, "BiasGelu", InferUnary},
     {kMicrosoft, "FastGelu", InferUnary},
     {kMicrosoft, "Gelu", InferUnary},
+    {kMicrosoft, "GroupQueryAttention", InferGroupQueryAttention},
     {kMicrosoft, "MatMulNBits", InferMatMulNBits},
     {kMicrosoft, "QuickGelu", InferUnary},
     {kMicrosoft, "SimplifiedLayerNormalization", InferLayerNorm},

@@ -4,12 +4,14 @@
 // causal masking aligned to the end of a past K/V cache, softcap, and the QK product as an
 // optional output. Per (batch, head): one GEMM for the scores, the rows' softmax, one GEMM
 // for the output. As onnx's reference: a row with every key masked gives zeros.
+// Also onnxruntime's GroupQueryAttention (the attention of onnxruntime-genai's decoders).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "kernels.h"
+#include "tpc/runtime/math/rotary.h"
 
 namespace tpc::runtime::cpu {
 namespace {
@@ -207,6 +209,177 @@ absl::Status Attention(KernelContext& ctx) {
         const int64_t y_off = q.rank() == 4 ? (b * hq + h) * qs * vd : b * qs * hq * vd + h * vd;
         Gemm2D<T>(false, false, qs, vd, total, T(1), scores.data(), total,
                   pv + (b * hkv + g) * total * vd, vd, T(0), y->data<T>() + y_off, y_row);
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+// onnxruntime's GroupQueryAttention: query [B, S, Hq·hd] (or Q, K and V packed in it),
+// key and value [B, S, Hkv·hd], past_key/past_value [B, Hkv, P, hd], seqlens_k [B] (the
+// keys of each row minus one), total_sequence_length, cos/sin caches ([positions, rd/2])
+// when do_rotary. Outputs: [B, S, Hq·hd], present_key/present_value [B, Hkv, P + S, hd]
+// (the past, then the new keys, rotated). Causal at the end of the past, within
+// local_window_size when set; query head h reads K/V head h / (Hq / Hkv). Every row must
+// hold P + S keys (seqlens_k + 1): padded batches (rows of other lengths) are refused.
+absl::Status GroupQueryAttention(KernelContext& ctx) {
+  const ir::Node& node = ctx.node();
+  const Tensor& query = ctx.input(0);
+  const Tensor* key = ctx.optional_input(1);
+  const Tensor* value = ctx.optional_input(2);
+  const Tensor* past_k = ctx.optional_input(3);
+  const Tensor* past_v = ctx.optional_input(4);
+  const Tensor& seqlens = ctx.input(5);
+  const Tensor* cos = ctx.optional_input(7);
+  const Tensor* sin = ctx.optional_input(8);
+  const Tensor* position_ids = ctx.optional_input(9);
+  for (int i : {10, 11}) {
+    if (ctx.optional_input(i) != nullptr) {
+      return ctx.Error(i == 10 ? "attention_bias is not supported" : "head_sink is not supported");
+    }
+  }
+  const int64_t hq = node.attr_int("num_heads", 0), hkv = node.attr_int("kv_num_heads", 0);
+  if (hq <= 0 || hkv <= 0 || hq % hkv != 0) {
+    return ctx.Error(absl::StrCat("num_heads ", hq, " and kv_num_heads ", hkv,
+                                  " must be positive, kv_num_heads dividing num_heads"));
+  }
+  if (query.rank() != 3) return ctx.Error("query must be [batch, seq, hidden]");
+  const bool packed = key == nullptr;
+  if (packed != (value == nullptr)) return ctx.Error("key and value come together");
+  const int64_t batch = query.dim(0), seq = query.dim(1);
+  const int64_t hd = query.dim(2) / (packed ? hq + 2 * hkv : hq);
+  if (hd <= 0 || query.dim(2) != hd * (packed ? hq + 2 * hkv : hq) ||
+      (!packed && (key->shape() != Shape{batch, seq, hkv * hd} || value->shape() != key->shape() ||
+                   key->dtype() != query.dtype() || value->dtype() != query.dtype()))) {
+    return ctx.Error(absl::StrCat("query ", query.TypeString(),
+                                  key ? absl::StrCat(", key ", key->TypeString()) : "",
+                                  " do not fit num_heads ", hq, " and kv_num_heads ", hkv));
+  }
+  if ((past_k == nullptr) != (past_v == nullptr)) {
+    return ctx.Error("past_key and past_value come together");
+  }
+  const int64_t past = past_k ? past_k->dim(2) : 0, total = past + seq;
+  if (past_k &&
+      (past_k->shape() != Shape{batch, hkv, past, hd} || past_v->shape() != past_k->shape() ||
+       past_k->dtype() != query.dtype() || past_v->dtype() != query.dtype())) {
+    return ctx.Error(absl::StrCat("past_key ", past_k->TypeString(), " and past_value ",
+                                  past_v->TypeString(), " must be [batch, kv_num_heads, past, ", hd,
+                                  "]"));
+  }
+  TPC_ASSIGN_OR_RETURN(std::vector<int64_t> lens, ReadInts(ctx, seqlens));
+  if (static_cast<int64_t>(lens.size()) != batch) return ctx.Error("seqlens_k must be [batch]");
+  for (int64_t b = 0; b < batch; ++b) {
+    if (lens[static_cast<size_t>(b)] + 1 != total) {
+      return ctx.Error(absl::StrCat("row ", b, " holds ", lens[static_cast<size_t>(b)] + 1,
+                                    " keys but past + seq is ", total,
+                                    ": padded batches are not supported"));
+    }
+  }
+  const bool rotary = node.attr_int("do_rotary", 0) != 0;
+  int64_t half = 0;
+  std::vector<int64_t> positions;
+  if (rotary) {
+    if (cos == nullptr || sin == nullptr || cos->rank() != 2 || sin->shape() != cos->shape() ||
+        cos->dtype() != query.dtype() || sin->dtype() != query.dtype() || 2 * cos->dim(1) > hd) {
+      return ctx.Error("do_rotary needs cos_cache and sin_cache [positions, rotary_dim / 2]");
+    }
+    half = cos->dim(1);
+    if (position_ids != nullptr) {
+      TPC_ASSIGN_OR_RETURN(positions, ReadInts(ctx, *position_ids));
+      if (static_cast<int64_t>(positions.size()) != batch * seq) {
+        return ctx.Error("position_ids must be [batch, seq]");
+      }
+    } else {
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t s = 0; s < seq; ++s) positions.push_back(past + s);
+      }
+    }
+    for (int64_t p : positions) {
+      if (p < 0 || p >= cos->dim(0)) {
+        return ctx.Error(
+            absl::StrCat("position ", p, " is outside the caches' ", cos->dim(0), " positions"));
+      }
+    }
+  }
+  const bool interleaved = node.attr_int("rotary_interleaved", 0) != 0;
+  const int64_t window = node.attr_int("local_window_size", -1);
+  const double softcap = node.attr_float("softcap", 0.0f);
+  const double scale = node.has_attr("scale") && node.attr_float("scale", 0.0f) != 0.0f
+                           ? node.attr_float("scale", 1.0f)
+                           : 1.0 / std::sqrt(static_cast<double>(hd));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {batch, seq, hq * hd}, query.dtype()));
+  return VisitFloat(ctx, query.dtype(), [&]<typename T>() -> absl::Status {
+    // Q [B, Hq, S, hd] and the presents [B, Hkv, total, hd], rotated.
+    std::vector<T> q(static_cast<size_t>(batch * hq * seq * hd));
+    std::vector<T> k_scratch, v_scratch;
+    auto present = [&](int i, std::vector<T>* scratch) -> absl::StatusOr<T*> {
+      if (ctx.wants_output(i)) {
+        TPC_ASSIGN_OR_RETURN(Tensor * p, ctx.Output(i, {batch, hkv, total, hd}, query.dtype()));
+        return p->data<T>();
+      }
+      scratch->resize(static_cast<size_t>(batch * hkv * total * hd));
+      return scratch->data();
+    };
+    TPC_ASSIGN_OR_RETURN(T * pk, present(1, &k_scratch));
+    TPC_ASSIGN_OR_RETURN(T * pv, present(2, &v_scratch));
+    // Row (b, s) of the query input holds Q's heads, then (packed) K's and V's.
+    const int64_t q_row = query.dim(2);
+    auto src = [&](int which, int64_t b, int64_t s, int64_t h) -> const T* {
+      if (which == 0) return query.data<T>() + (b * seq + s) * q_row + h * hd;
+      if (packed) {
+        return query.data<T>() + (b * seq + s) * q_row + (hq + (which - 1) * hkv + h) * hd;
+      }
+      const Tensor& t = which == 1 ? *key : *value;
+      return t.data<T>() + (b * seq + s) * hkv * hd + h * hd;
+    };
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t h = 0; h < hkv; ++h) {
+        T* dk = pk + (b * hkv + h) * total * hd;
+        T* dv = pv + (b * hkv + h) * total * hd;
+        if (past > 0) {
+          std::copy_n(past_k->data<T>() + (b * hkv + h) * past * hd, past * hd, dk);
+          std::copy_n(past_v->data<T>() + (b * hkv + h) * past * hd, past * hd, dv);
+        }
+      }
+      for (int64_t s = 0; s < seq; ++s) {
+        const int64_t pos = rotary ? positions[static_cast<size_t>(b * seq + s)] : 0;
+        const T* c = rotary ? cos->data<T>() + pos * half : nullptr;
+        const T* sn = rotary ? sin->data<T>() + pos * half : nullptr;
+        for (int64_t h = 0; h < hq; ++h) {
+          T* dq = q.data() + ((b * hq + h) * seq + s) * hd;
+          std::copy_n(src(0, b, s, h), hd, dq);
+          if (rotary) math::RotateHead(dq, c, sn, half, interleaved, dq);
+        }
+        for (int64_t h = 0; h < hkv; ++h) {
+          T* dk = pk + ((b * hkv + h) * total + past + s) * hd;
+          std::copy_n(src(1, b, s, h), hd, dk);
+          if (rotary) math::RotateHead(dk, c, sn, half, interleaved, dk);
+          std::copy_n(src(2, b, s, h), hd, pv + ((b * hkv + h) * total + past + s) * hd);
+        }
+      }
+    }
+    std::vector<T> scores(static_cast<size_t>(seq * total));
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t h = 0; h < hq; ++h) {
+        const int64_t g = h / (hq / hkv);
+        Gemm2D<T>(false, true, seq, total, hd, static_cast<T>(scale),
+                  q.data() + (b * hq + h) * seq * hd, hd, pk + (b * hkv + g) * total * hd, hd, T(0),
+                  scores.data(), total);
+        ctx.pool().ParallelFor(seq, 16, [&](int64_t lo, int64_t hi) {
+          for (int64_t i = lo; i < hi; ++i) {
+            T* row = scores.data() + i * total;
+            const int64_t at = past + i;  // this query's position among the keys
+            for (int64_t j = 0; j < total; ++j) {
+              const bool open = j <= at && (window <= 0 || j > at - window);
+              row[j] = open ? static_cast<T>(Softcap(static_cast<double>(row[j]), softcap))
+                            : -std::numeric_limits<T>::infinity();
+            }
+            SoftmaxRow(row, total);
+          }
+        });
+        Gemm2D<T>(false, false, seq, hd, total, T(1), scores.data(), total,
+                  pv + (b * hkv + g) * total * hd, hd, T(0),
+                  y->data<T>() + b * seq * hq * hd + h * hd, hq * hd);
       }
     }
     return absl::OkStatus();

@@ -198,6 +198,7 @@ const Entry kKernels[] = {
     {kMicrosoft, "Gelu", {Gelu}},
     {kMicrosoft, "FastGelu", {FastGelu}},
     {kMicrosoft, "BiasGelu", {BiasGelu}},
+    {kMicrosoft, "GroupQueryAttention", {GroupQueryAttention}},
     {kMicrosoft, "MatMulNBits", {MatMulNBits}},
     {kMicrosoft, "QuickGelu", {QuickGelu}},
     {kMicrosoft, "SkipLayerNormalization", {SkipLayerNormalization}},

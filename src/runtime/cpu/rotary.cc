@@ -5,23 +5,10 @@
 #include <vector>
 
 #include "kernels.h"
+#include "tpc/runtime/math/rotary.h"
 
 namespace tpc::runtime::cpu {
-namespace {
-
-// y = x rotated by the angles whose cosines and sines are `c` and `s` (`half` of each), for
-// the first 2 * half elements; pairs are (i, i + half), or (2i, 2i + 1) when interleaved.
-template <typename T>
-void RotateHead(const T* x, const T* c, const T* s, int64_t half, bool interleaved, T* y) {
-  for (int64_t i = 0; i < half; ++i) {
-    const int64_t a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + half;
-    const T x1 = x[a], x2 = x[b];
-    y[a] = c[i] * x1 - s[i] * x2;
-    y[b] = s[i] * x1 + c[i] * x2;
-  }
-}
-
-}  // namespace
+using math::RotateHead;
 
 absl::Status RotaryEmbedding(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
