@@ -38,6 +38,11 @@ positions and the causal mask start at `past`. --check then runs the same
 8 tokens once whole (past = 0) and as a prefix of 5 and a step of 3 fed the
 prefix's present, and compares the step's logits and presents.
 
+--gqa-op (implies --past) writes attention as onnxruntime-genai's model builder does: one
+com.microsoft GroupQueryAttention per layer (rotary inside, do_rotary=1, from cos/sin
+caches [max_pos, head_dim/2]) fed the Q/K/V projections, the past and seqlens_k /
+total_sequence_length computed from an `attention_mask` input [batch, past + seq].
+
 --int4 BLOCK quantizes every projection and the LM head to 4 bits with onnxruntime's
 MatMulNBitsQuantizer (what onnxruntime-genai's model builder uses: com.microsoft
 MatMulNBits, asymmetric, blocks of BLOCK along K; needs onnxruntime and onnx_ir).
@@ -119,7 +124,7 @@ def make_weights(args):
 
 def build(args, W):
     H, V, nh, nkv = args.hidden, args.vocab, args.heads, args.kv_heads
-    past = args.past
+    past = args.past or args.gqa_op
     hd = H // nh
     rep = nh // nkv
     eps = args.eps
@@ -148,6 +153,18 @@ def build(args, W):
         past_u, total_u = b.const([0], p), seq_u
 
     h = b.op("Gather", ["model.embed_tokens.weight", ids], f"{p}/embed_tokens", axis=0)
+    if args.gqa_op:
+        # genai's attention inputs: the keys of each row minus one, and the total length,
+        # from the mask; cos/sin caches of half the head size.
+        b.init("model.rotary_emb.cos_cache", W["cos"][:, :hd // 2].copy())
+        b.init("model.rotary_emb.sin_cache", W["sin"][:, :hd // 2].copy())
+        pa = f"{p}/attn_mask_reformat"
+        keys = b.op("ReduceSum", ["attention_mask", b.const([1], pa)], pa, keepdims=0)
+        seqlens_k = b.op("Cast", [b.op("Sub", [keys, b.const(1, pa)], pa)], pa,
+                         to=TensorProto.INT32)
+        mshp = b.op("Shape", ["attention_mask"], pa)
+        total_len = b.op("Cast", [b.op("Gather", [mshp, b.const(1, pa)], pa, axis=0)], pa,
+                         to=TensorProto.INT32)
 
     # rotary tables and the causal mask sliced to seq
     pr = f"{p}/rotary_emb"
@@ -218,6 +235,26 @@ def build(args, W):
         q = b.op("MatMul", [x, f"{wn}.self_attn.q_proj.weight"], f"{pa}/q_proj")
         k = b.op("MatMul", [x, f"{wn}.self_attn.k_proj.weight"], f"{pa}/k_proj")
         v = b.op("MatMul", [x, f"{wn}.self_attn.v_proj.weight"], f"{pa}/v_proj")
+        if args.gqa_op:
+            o = f"{pa}/GroupQueryAttention_output_0"
+            b.nodes.append(helper.make_node(
+                "GroupQueryAttention",
+                [q, k, v, f"past_key_values.{i}.key", f"past_key_values.{i}.value", seqlens_k,
+                 total_len, "model.rotary_emb.cos_cache", "model.rotary_emb.sin_cache"],
+                [o, f"present.{i}.key", f"present.{i}.value"], name=f"{pa}/GroupQueryAttention",
+                domain="com.microsoft", num_heads=nh, kv_num_heads=nkv, do_rotary=1))
+            o = b.op("MatMul", [o, f"{wn}.self_attn.o_proj.weight"], f"{pa}/o_proj")
+            h = b.op("Add", [h, o], pl)
+            pmlp = f"{pl}/mlp"
+            x = rmsnorm(h, f"{wn}.post_attention_layernorm.weight",
+                        f"{pl}/post_attention_layernorm")
+            g = b.op("MatMul", [x, f"{wn}.mlp.gate_proj.weight"], f"{pmlp}/gate_proj")
+            g = b.op("Mul", [g, b.op("Sigmoid", [g], f"{pmlp}/act_fn")], f"{pmlp}/act_fn")
+            u = b.op("MatMul", [x, f"{wn}.mlp.up_proj.weight"], f"{pmlp}/up_proj")
+            d = b.op("MatMul", [b.op("Mul", [g, u], pmlp), f"{wn}.mlp.down_proj.weight"],
+                     f"{pmlp}/down_proj")
+            h = b.op("Add", [h, d], pl)
+            continue
         q = rope(heads(q, nh, pa), pa)
         k = rope(heads(k, nkv, pa), pa)
         v = heads(v, nkv, pa)
@@ -258,6 +295,9 @@ def build(args, W):
     b.nodes.append(helper.make_node("Identity", [logits], ["logits"], name="/lm_head/Identity"))
 
     inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"])]
+    if args.gqa_op:
+        inputs.append(helper.make_tensor_value_info("attention_mask", TensorProto.INT64,
+                                                    ["batch", "past + seq"]))
     outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "seq", V])]
     if past:
         for i in range(args.layers):
@@ -270,7 +310,10 @@ def build(args, W):
                     ["batch", nkv, "past + seq", hd]))
     graph = helper.make_graph(b.nodes, f"llama_synthetic_{args.layers}l", inputs, outputs,
                               initializer=b.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+    opsets = [helper.make_opsetid("", OPSET)]
+    if args.gqa_op:
+        opsets.append(helper.make_opsetid("com.microsoft", 1))
+    model = helper.make_model(graph, opset_imports=opsets,
                               producer_name="tpc-make_llama_synthetic")
     model.ir_version = 8
     return model
@@ -314,15 +357,20 @@ def reference(args, W, ids):
 def check_cache(a, sess, ids):
     """The 8 tokens at once (past = 0) against a prefix of 5 and a step of 3."""
     hd = a.hidden // a.heads
+    if a.gqa_op:
+        ids = ids[:1]  # onnxruntime's GroupQueryAttention: batch 1 for a prompt after a past
 
     def feeds(tokens, cache):
         f = {"input_ids": tokens}
+        if a.gqa_op:
+            f["attention_mask"] = np.ones((tokens.shape[0], cache[0].shape[2] + tokens.shape[1]),
+                                          np.int64)
         for i in range(a.layers):
             for j, kind in enumerate(("key", "value")):
                 f[f"past_key_values.{i}.{kind}"] = cache[2 * i + j]
         return f
 
-    empty = [np.zeros((2, a.kv_heads, 0, hd), np.float32)] * (2 * a.layers)
+    empty = [np.zeros((ids.shape[0], a.kv_heads, 0, hd), np.float32)] * (2 * a.layers)
     whole = sess.run(None, feeds(ids, empty))
     prefix = sess.run(None, feeds(ids[:, :5], empty))
     step = sess.run(None, feeds(ids[:, 5:], prefix[1:]))
@@ -352,6 +400,8 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--int4", type=int, metavar="BLOCK", default=0,
                     help="quantize the MatMuls to 4 bits in blocks of BLOCK (MatMulNBits)")
+    ap.add_argument("--gqa-op", action="store_true",
+                    help="attention as com.microsoft GroupQueryAttention (genai's builder)")
     ap.add_argument("--past", action="store_true",
                     help="a KV cache: past_key_values.* inputs, present.* outputs")
     ap.add_argument("--check", action="store_true",
@@ -384,7 +434,7 @@ def main(argv=None):
         onnx.checker.check_model(a.output, full_check=True)
         ids = np.random.default_rng(0).integers(0, a.vocab, size=(2, 8), dtype=np.int64)
         sess = ort.InferenceSession(a.output, providers=["CPUExecutionProvider"])
-        if a.past:
+        if a.past or a.gqa_op:
             return check_cache(a, sess, ids)
         (got,) = sess.run(None, {"input_ids": ids})
         want = reference(a, W, ids)

@@ -99,4 +99,93 @@ void RotaryEmbedding(const RuleContext& ctx, std::vector<Strategy>* out) {
   AddFactorStrategies(ctx, b.Build(), out);
 }
 
+// onnxruntime's GroupQueryAttention(query, key, value, past_key, past_value, seqlens_k,
+// total_sequence_length, cos_cache, sin_cache, position_ids): heads folded into the hidden
+// dim of [batch, seq, heads · hd] and counted by num_heads / kv_num_heads, which the
+// partition stage sets per rank (GroupQueryAttentionHeads). Split by heads as Megatron
+// splits attention: the query's heads N ways and the K/V heads N ways when N divides
+// them, else each K/V head on its group of N / Hkv ranks (S(d@Hkv)): rank r's query
+// heads read exactly its K/V heads either way. Or split by batch. Packed Q/K/V (one
+// input) split by batch only.
+void GroupQueryAttention(const RuleContext& ctx, std::vector<Strategy>* out) {
+  if (ctx.input_rank(0) != 3 || !OutputsTyped(ctx)) return;
+  const ir::Node& node = ctx.node();
+  const int64_t hq = node.attr_int("num_heads", 0), hkv = node.attr_int("kv_num_heads", 0);
+  const int64_t n = ctx.n();
+  if (hq <= 0 || hkv <= 0) return;
+  const bool packed = !ctx.has_input(1);
+  const bool past = ctx.has_input(3);
+  auto strategy = [&](std::string name, const ir::Placement& q, const ir::Placement& kv,
+                      const ir::Placement& cache, const ir::Placement& per_row, double fraction) {
+    Strategy s;
+    s.name = std::move(name);
+    s.inputs.assign(static_cast<size_t>(node.num_inputs()), ir::Placement::Replicate());
+    for (int i = 0; i < node.num_inputs(); ++i) {
+      if (!ctx.has_input(i)) s.inputs[static_cast<size_t>(i)] = std::nullopt;
+    }
+    s.inputs[0] = q;
+    if (!packed) s.inputs[1] = s.inputs[2] = kv;
+    if (past) s.inputs[3] = s.inputs[4] = cache;
+    s.inputs[5] = per_row;  // seqlens_k [batch]
+    if (ctx.has_input(9))
+      s.inputs[9] = per_row.kind == ir::Placement::Kind::kShard
+                        ? ir::Placement::Shard(0)
+                        : ir::Placement::Replicate();  // position_ids
+    s.outputs.assign(static_cast<size_t>(node.num_outputs()), cache);
+    s.outputs[0] = q;
+    s.compute_fraction = fraction;
+    AddNamedStrategy(ctx, std::move(s), out);
+  };
+  if (ctx.Divisible(ctx.input_dims(0)[0])) {
+    const ir::Placement batch = ir::Placement::Shard(0);
+    strategy("split batch", batch, batch, batch, batch, 1.0 / static_cast<double>(n));
+  }
+  if (packed || hq % n != 0) return;
+  const ir::Placement heads = ir::Placement::Shard(2);
+  if (hkv % n == 0) {
+    strategy("split heads", heads, heads, ir::Placement::Shard(1), ir::Placement::Replicate(),
+             1.0 / static_cast<double>(n));
+  } else if (hkv < n && n % hkv == 0) {
+    strategy("split heads, each K/V head on its group of ranks", heads,
+             ir::Placement::ShardInGroups(2, hkv), ir::Placement::ShardInGroups(1, hkv),
+             ir::Placement::Replicate(), 1.0 / static_cast<double>(n));
+  }
+}
+
+// Per-rank num_heads and kv_num_heads of a GroupQueryAttention split by heads.
+absl::Status GroupQueryAttentionHeads(LocalGraph& rw, ir::Node* node,
+                                      const std::vector<ir::Placement>&,
+                                      const std::vector<std::optional<ir::Placement>>& inputs) {
+  auto heads_split = [&](size_t i) {
+    return i < inputs.size() && inputs[i] && inputs[i]->kind == ir::Placement::Kind::kShard &&
+           inputs[i]->dim == 2;
+  };
+  if (heads_split(0)) {
+    node->attrs()["num_heads"] = node->attr_int("num_heads", 0) / inputs[0]->Parts(rw.n());
+  }
+  if (heads_split(1)) {
+    node->attrs()["kv_num_heads"] = node->attr_int("kv_num_heads", 0) / inputs[1]->Parts(rw.n());
+  }
+  return absl::OkStatus();
+}
+
+// The presents are the pasts and the new keys joined on axis 2.
+std::optional<int64_t> GroupQueryAttentionJoinAxis(const ir::Node&) { return 2; }
+
+// K/V heads fewer than the ranks: each on its group of ranks (S(d@Hkv)).
+std::vector<int64_t> GroupQueryAttentionGroupCounts(const ir::Node& node, int64_t n) {
+  const int64_t hkv = node.attr_int("kv_num_heads", 0);
+  if (hkv > 1 && hkv < n && n % hkv == 0) return {hkv};
+  return {};
+}
+
+// 4 FLOPs per query head, query row, key and head element (Q·Kᵀ and P·V).
+double GroupQueryAttentionFlops(const RuleContext& ctx) {
+  const std::vector<ir::Dim>& q = ctx.input_dims(0);
+  if (q.size() != 3 || !OutputsTyped(ctx)) return OutputElements(ctx);
+  double keys = ctx.Size(q[1]);
+  if (ctx.has_input(3) && ctx.input_rank(3) == 4) keys += ctx.Size(ctx.input_dims(3)[2]);
+  return 4 * ctx.Size(q[0]) * ctx.Size(q[1]) * keys * ctx.Size(ctx.output_dims(0)[2]);
+}
+
 }  // namespace tpc::shard::rules

@@ -56,6 +56,10 @@ void MatMul(const RuleContext& ctx, std::vector<Strategy>* out);
 void Gemm(const RuleContext& ctx, std::vector<Strategy>* out);
 double MatMulFlops(const RuleContext& ctx);
 void MatMulNBits(const RuleContext& ctx, std::vector<Strategy>* out);
+void GroupQueryAttention(const RuleContext& ctx, std::vector<Strategy>* out);
+double GroupQueryAttentionFlops(const RuleContext& ctx);
+std::optional<int64_t> GroupQueryAttentionJoinAxis(const ir::Node& node);
+std::vector<int64_t> GroupQueryAttentionGroupCounts(const ir::Node& node, int64_t n);
 std::optional<int64_t> MatMulNBitsFeatureDim(
     const ir::Node& node, int input, bool colwise,
     const std::function<std::optional<int64_t>(const ir::Value*)>& of_output);
@@ -160,6 +164,9 @@ absl::Status WholeShape(LocalGraph& g, ir::Node* node, const std::vector<ir::Pla
 absl::Status BlockedSplitSizes(LocalGraph& g, ir::Node* node,
                                const std::vector<ir::Placement>& outputs,
                                const std::vector<std::optional<ir::Placement>>& inputs);
+absl::Status GroupQueryAttentionHeads(LocalGraph& g, ir::Node* node,
+                                      const std::vector<ir::Placement>& outputs,
+                                      const std::vector<std::optional<ir::Placement>>& inputs);
 absl::Status MatMulNBitsAttributes(LocalGraph& g, ir::Node* node,
                                    const std::vector<ir::Placement>& outputs,
                                    const std::vector<std::optional<ir::Placement>>& inputs);
