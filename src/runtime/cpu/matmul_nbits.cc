@@ -1,12 +1,19 @@
 // onnxruntime's MatMulNBits: Y = A · dequant(B)ᵀ (+ bias) with B block-quantized along K
 // (2, 4 or 8 bits; include/tpc/runtime/math/nbits.h has the layout and the arithmetic).
-// The weight is dequantized to [N, K] and multiplied by the BLAS.
+// Decoding (up to kDirectRows rows) reads the packed weight once, decoding as it goes;
+// larger inputs dequantize it to [N, K] and multiply by the BLAS.
 #include <vector>
 
 #include "kernels.h"
 #include "tpc/runtime/math/nbits.h"
 
 namespace tpc::runtime::cpu {
+namespace {
+
+// Up to this many rows (tokens) the packed weight is read directly, not dequantized.
+constexpr int64_t kDirectRows = 4;
+
+}  // namespace
 
 absl::Status MatMulNBits(KernelContext& ctx) {
   math::NBitsLayout l;
@@ -52,11 +59,58 @@ absl::Status MatMulNBits(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, a.dtype()));
   const int64_t m = l.k == 0 ? 0 : a.num_elements() / l.k;
   return VisitFloat(ctx, a.dtype(), [&]<typename T>() -> absl::Status {
-    std::vector<T> w(static_cast<size_t>(l.n * l.k));
     const uint8_t* pb = b.data<uint8_t>();
     const T* ps = scales.data<T>();
     const uint8_t* pz = packed ? zero_points->data<uint8_t>() : nullptr;
     const T* pzf = zero_points != nullptr && !packed ? zero_points->data<T>() : nullptr;
+    T* py = y->data<T>();
+    const T* pa = a.data<T>();
+    if (m <= kDirectRows) {
+      // Decoding (a few rows): one pass over the packed weight, each block's codes unpacked
+      // once and multiplied into every row; nothing the size of the weight is written.
+      // Σ_k (code - zero) · scale · a_k = scale · (Σ code · a_k - zero · Σ a_k), and Σ a_k
+      // of each block does not depend on the column.
+      std::vector<T> sum_a(static_cast<size_t>(m * blocks), T(0));
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t k = 0; k < l.k; ++k)
+          sum_a[static_cast<size_t>(r * blocks + k / l.block_size)] += pa[r * l.k + k];
+      }
+      ctx.pool().ParallelFor(l.n, std::max<int64_t>(1, 4096 / l.k), [&](int64_t lo, int64_t hi) {
+        std::vector<T> codes(static_cast<size_t>(l.block_size));
+        for (int64_t col = lo; col < hi; ++col) {
+          T acc[kDirectRows] = {};
+          for (int64_t blk = 0; blk < blocks; ++blk) {
+            const T scale = ps[col * blocks + blk];
+            const T zero = pzf != nullptr
+                               ? pzf[col * blocks + blk]
+                               : static_cast<T>(math::NBitsPackedZeroPoint(l, pz, col, blk));
+            const int64_t k0 = blk * l.block_size;
+            const int64_t len = std::min(l.k, k0 + l.block_size) - k0;
+            math::UnpackCodes(pb + (col * blocks + blk) * l.blob_bytes(), len, l.bits,
+                              codes.data());
+            for (int64_t r = 0; r < m; ++r) {
+              const T* ar = pa + r * l.k + k0;
+              T d0 = 0, d1 = 0, d2 = 0, d3 = 0;  // independent sums the compiler can vectorize
+              int64_t k = 0;
+              for (; k + 4 <= len; k += 4) {
+                d0 += codes[static_cast<size_t>(k)] * ar[k];
+                d1 += codes[static_cast<size_t>(k + 1)] * ar[k + 1];
+                d2 += codes[static_cast<size_t>(k + 2)] * ar[k + 2];
+                d3 += codes[static_cast<size_t>(k + 3)] * ar[k + 3];
+              }
+              for (; k < len; ++k) d0 += codes[static_cast<size_t>(k)] * ar[k];
+              acc[r] += scale * ((d0 + d1) + (d2 + d3) -
+                                 zero * sum_a[static_cast<size_t>(r * blocks + blk)]);
+            }
+          }
+          for (int64_t r = 0; r < m; ++r) {
+            py[r * l.n + col] = acc[r] + (bias != nullptr ? bias->data<T>()[col] : T(0));
+          }
+        }
+      });
+      return absl::OkStatus();
+    }
+    std::vector<T> w(static_cast<size_t>(l.n * l.k));
     ctx.pool().ParallelFor(l.n, std::max<int64_t>(1, 16384 / l.k), [&](int64_t lo, int64_t hi) {
       for (int64_t col = lo; col < hi; ++col) {
         for (int64_t blk = 0; blk < blocks; ++blk) {
@@ -72,8 +126,7 @@ absl::Status MatMulNBits(KernelContext& ctx) {
         }
       }
     });
-    T* py = y->data<T>();
-    Gemm2D<T>(false, true, m, l.n, l.k, T(1), a.data<T>(), l.k, w.data(), l.k, T(0), py, l.n);
+    Gemm2D<T>(false, true, m, l.n, l.k, T(1), pa, l.k, w.data(), l.k, T(0), py, l.n);
     if (bias != nullptr) {
       const T* pbias = bias->data<T>();
       for (int64_t r = 0; r < m; ++r) {

@@ -36,6 +36,20 @@ TPC_HOST_DEVICE inline int UnpackCode(const uint8_t* packed, int64_t index, int6
   return (packed[bit / 8] >> (bit % 8)) & ((1 << bits) - 1);
 }
 
+// The first `count` codes of a packed run, as T (4 bits: two per byte, low first).
+template <typename T>
+TPC_HOST_DEVICE void UnpackCodes(const uint8_t* packed, int64_t count, int64_t bits, T* out) {
+  if (bits == 4) {
+    for (int64_t j = 0; 2 * j + 1 < count; ++j) {
+      out[2 * j] = static_cast<T>(packed[j] & 15);
+      out[2 * j + 1] = static_cast<T>(packed[j] >> 4);
+    }
+    if (count % 2 != 0) out[count - 1] = static_cast<T>(packed[count / 2] & 15);
+    return;
+  }
+  for (int64_t j = 0; j < count; ++j) out[j] = static_cast<T>(UnpackCode(packed, j, bits));
+}
+
 // The code of W[n, k].
 TPC_HOST_DEVICE inline int NBitsCode(const NBitsLayout& l, const uint8_t* b, int64_t n, int64_t k) {
   const int64_t block = k / l.block_size;
