@@ -105,6 +105,19 @@ def cases():
     ]
     out += matmul_nbits_cases(rng)
     out += group_query_attention_cases(rng)
+    angles = rng.random((32, 8)) * 3
+    cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+    for name, x, pos, attrs in [
+            ("rotary_3d", f32(2, 3, 32), np.array([[0, 1, 2], [5, 6, 7]], np.int64), {}),
+            ("rotary_3d_offset", f32(2, 3, 32), np.array([4], np.int64), {}),
+            ("rotary_3d_interleaved_heads", f32(1, 4, 32), np.array([[3, 4, 5, 6]], np.int64),
+             {"interleaved": 1, "num_heads": 2}),
+            ("rotary_4d", f32(2, 2, 3, 16), np.array([[0, 1, 2], [1, 2, 3]], np.int64), {}),
+            ("rotary_partial", f32(1, 3, 64), np.array([2], np.int64),
+             {"num_heads": 2, "rotary_embedding_dim": 16})]:
+        out.append(Case(f"rotary_embedding_{name[7:]}", "RotaryEmbedding",
+                        [("input", x), ("position_ids", pos), ("cos_cache", cos),
+                         ("sin_cache", sin)], ["output"], **attrs))
     return out
 
 

@@ -147,6 +147,7 @@ constexpr Entry kRules[] = {
     {kMicrosoft, "GroupQueryAttention", InferGroupQueryAttention},
     {kMicrosoft, "MatMulNBits", InferMatMulNBits},
     {kMicrosoft, "QuickGelu", InferUnary},
+    {kMicrosoft, "RotaryEmbedding", InferUnary},
     {kMicrosoft, "SimplifiedLayerNormalization", InferLayerNorm},
     {kMicrosoft, "SkipLayerNormalization", InferSkipLayerNorm},
     {kMicrosoft, "SkipSimplifiedLayerNormalization", InferSkipLayerNorm},

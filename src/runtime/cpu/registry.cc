@@ -201,6 +201,7 @@ const Entry kKernels[] = {
     {kMicrosoft, "GroupQueryAttention", {GroupQueryAttention}},
     {kMicrosoft, "MatMulNBits", {MatMulNBits}},
     {kMicrosoft, "QuickGelu", {QuickGelu}},
+    {kMicrosoft, "RotaryEmbedding", {MsRotaryEmbedding}},
     {kMicrosoft, "SkipLayerNormalization", {SkipLayerNormalization}},
     {kMicrosoft, "SkipSimplifiedLayerNormalization", {SkipLayerNormalization}},
     {kMicrosoft, "SimplifiedLayerNormalization", {RMSNormalization}},

@@ -83,4 +83,68 @@ absl::Status RotaryEmbedding(KernelContext& ctx) {
   });
 }
 
+// onnxruntime's RotaryEmbedding(input, position_ids, cos_cache, sin_cache): input
+// [batch, seq, hidden] or [batch, heads, seq, head]; position_ids [batch, seq], or [1]
+// (the first position; the rest follow); caches [positions, rotary/2]. The head size of a
+// 3-D input is hidden / num_heads, or the rotary size when num_heads is 0.
+absl::Status MsRotaryEmbedding(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& pos = ctx.input(1);
+  const Tensor& cos = ctx.input(2);
+  const Tensor& sin = ctx.input(3);
+  const ir::Node& node = ctx.node();
+  if ((x.rank() != 3 && x.rank() != 4) || cos.rank() != 2 || sin.shape() != cos.shape() ||
+      cos.dtype() != x.dtype() || sin.dtype() != x.dtype()) {
+    return ctx.Error(absl::StrCat("input ", x.TypeString(), ", cos_cache ", cos.TypeString(),
+                                  " and sin_cache ", sin.TypeString(),
+                                  " must be 3-D or 4-D and [positions, rotary / 2] of its type"));
+  }
+  const int64_t batch = x.dim(0), seq = x.rank() == 4 ? x.dim(2) : x.dim(1);
+  int64_t rd = node.attr_int("rotary_embedding_dim", 0);
+  if (rd == 0) rd = 2 * cos.dim(1);
+  int64_t heads = 0, hd = 0;
+  if (x.rank() == 4) {
+    heads = x.dim(1);
+    hd = x.dim(3);
+  } else {
+    heads = node.attr_int("num_heads", 0);
+    hd = heads > 0 ? x.dim(2) / heads : rd;
+    if (heads == 0 && hd > 0) heads = x.dim(2) / hd;
+  }
+  if (hd <= 0 || heads * hd != (x.rank() == 4 ? heads * x.dim(3) : x.dim(2)) || rd > hd ||
+      rd % 2 != 0 || rd / 2 != cos.dim(1)) {
+    return ctx.Error(absl::StrCat("rotary size ", rd, " does not fit heads of ", hd, " (num_heads ",
+                                  node.attr_int("num_heads", 0), ")"));
+  }
+  TPC_ASSIGN_OR_RETURN(std::vector<int64_t> ids, ReadInts(ctx, pos));
+  const bool offset = pos.rank() == 1 && ids.size() == 1;
+  if (!offset && static_cast<int64_t>(ids.size()) != batch * seq) {
+    return ctx.Error(
+        absl::StrCat("position_ids ", pos.TypeString(), " must be [batch, seq] or [1]"));
+  }
+  const int64_t half = rd / 2;
+  const bool interleaved = node.attr_int("interleaved", 0) != 0;
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
+    const T* px = x.data<T>();
+    T* py = y->data<T>();
+    std::copy_n(px, x.num_elements(), py);  // the unrotated tail of each head
+    for (int64_t bs = 0; bs < batch * seq; ++bs) {
+      const int64_t b = bs / seq, s = bs % seq;
+      const int64_t p = offset ? ids[0] + s : ids[static_cast<size_t>(bs)];
+      if (p < 0 || p >= cos.dim(0)) {
+        return ctx.Error(
+            absl::StrCat("position ", p, " is outside the caches' ", cos.dim(0), " positions"));
+      }
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t off =
+            x.rank() == 4 ? ((b * heads + h) * seq + s) * hd : (bs * heads + h) * hd;
+        RotateHead(px + off, cos.data<T>() + p * half, sin.data<T>() + p * half, half, interleaved,
+                   py + off);
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
 }  // namespace tpc::runtime::cpu

@@ -188,4 +188,48 @@ double GroupQueryAttentionFlops(const RuleContext& ctx) {
   return 4 * ctx.Size(q[0]) * ctx.Size(q[1]) * keys * ctx.Size(ctx.output_dims(0)[2]);
 }
 
+// onnxruntime's RotaryEmbedding(input, position_ids, cos_cache, sin_cache): input
+// [batch, seq, heads · head] or [batch, heads, seq, head]; position_ids [batch, seq] or
+// [1] (the first position). Batch, seq and the heads pass (3-D: when N divides the heads,
+// each rank rotating whole heads; num_heads is then set per rank by MsRotaryHeads); the
+// head dim needs whole, and the caches stay whole.
+void MsRotaryEmbedding(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& x = ctx.input_dims(0);
+  const int64_t rank = static_cast<int64_t>(x.size());
+  if ((rank != 3 && rank != 4) || ctx.input_rank(2) != 2 || !OutputsTyped(ctx)) return;
+  const bool rows = ctx.input_rank(1) == 2;  // position_ids per row and token
+  const int64_t seq = rank == 4 ? 2 : 1;
+  FactorSpecBuilder b(ctx);
+  b.Add(Kind::kPass, {0, rows ? 0 : kNone}, {0}, "batch");
+  b.Add(Kind::kPass, {seq, rows ? 1 : kNone}, {seq}, "seq");
+  if (rank == 4) {
+    b.Add(Kind::kPass, {1}, {1}, "heads");
+    b.Add(Kind::kNeedWhole, {3}, {3}, "head");
+  } else {
+    const ir::Dim& hidden = x[2];
+    const std::vector<ir::Dim>& c = ctx.input_dims(2);
+    int64_t heads = ctx.node().attr_int("num_heads", 0);
+    const int64_t rd = ctx.node().attr_int("rotary_embedding_dim", 0) > 0
+                           ? ctx.node().attr_int("rotary_embedding_dim", 0)
+                           : (c[1].is_static() ? 2 * c[1].value() : 0);
+    if (heads == 0 && hidden.is_static() && rd > 0) heads = hidden.value() / rd;
+    const bool whole_heads = heads > 0 && heads % ctx.n() == 0;
+    b.Add(whole_heads ? Kind::kPass : Kind::kNeedWhole, {2}, {2}, "heads · head");
+  }
+  b.Add(Kind::kNeedWhole, {kNone, kNone, 0, 0}, {}, "positions");
+  AddFactorStrategies(ctx, b.Build(), out);
+}
+
+// A 3-D RotaryEmbedding split by heads rotates num_heads / N heads on each rank.
+absl::Status MsRotaryHeads(LocalGraph& rw, ir::Node* node, const std::vector<ir::Placement>&,
+                           const std::vector<std::optional<ir::Placement>>& inputs) {
+  if (inputs.empty() || !inputs[0] || inputs[0]->kind != ir::Placement::Kind::kShard ||
+      inputs[0]->dim != 2 || node->input(0)->type().rank() != 3 ||
+      node->attr_int("num_heads", 0) == 0) {
+    return absl::OkStatus();
+  }
+  node->attrs()["num_heads"] = node->attr_int("num_heads", 0) / inputs[0]->Parts(rw.n());
+  return absl::OkStatus();
+}
+
 }  // namespace tpc::shard::rules

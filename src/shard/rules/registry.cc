@@ -149,6 +149,7 @@ constexpr OpRecord kRecords[] = {
       .flops = MatMulFlops,
       .feature_dim = MatMulNBitsFeatureDim}},
     {kMicrosoft, "QuickGelu", Unary},
+    {kMicrosoft, "RotaryEmbedding", MsRotaryEmbedding, {.shape_inputs = MsRotaryHeads}},
     {kMicrosoft, "SimplifiedLayerNormalization", LayerNormalization},
     {kMicrosoft, "SkipLayerNormalization", SkipLayerNormalization},
     {kMicrosoft, "SkipSimplifiedLayerNormalization", SkipLayerNormalization},

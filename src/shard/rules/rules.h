@@ -57,6 +57,7 @@ void Gemm(const RuleContext& ctx, std::vector<Strategy>* out);
 double MatMulFlops(const RuleContext& ctx);
 void MatMulNBits(const RuleContext& ctx, std::vector<Strategy>* out);
 void GroupQueryAttention(const RuleContext& ctx, std::vector<Strategy>* out);
+void MsRotaryEmbedding(const RuleContext& ctx, std::vector<Strategy>* out);
 double GroupQueryAttentionFlops(const RuleContext& ctx);
 std::optional<int64_t> GroupQueryAttentionJoinAxis(const ir::Node& node);
 std::vector<int64_t> GroupQueryAttentionGroupCounts(const ir::Node& node, int64_t n);
@@ -167,6 +168,8 @@ absl::Status BlockedSplitSizes(LocalGraph& g, ir::Node* node,
 absl::Status GroupQueryAttentionHeads(LocalGraph& g, ir::Node* node,
                                       const std::vector<ir::Placement>& outputs,
                                       const std::vector<std::optional<ir::Placement>>& inputs);
+absl::Status MsRotaryHeads(LocalGraph& g, ir::Node* node, const std::vector<ir::Placement>& outputs,
+                           const std::vector<std::optional<ir::Placement>>& inputs);
 absl::Status MatMulNBitsAttributes(LocalGraph& g, ir::Node* node,
                                    const std::vector<ir::Placement>& outputs,
                                    const std::vector<std::optional<ir::Placement>>& inputs);
