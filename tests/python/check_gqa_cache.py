@@ -27,8 +27,9 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
+
+from decoder_checks import check_generate, run
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,11 +39,6 @@ GENERATOR = os.path.join(HERE, "..", "..", "tools", "make_llama_synthetic.py")
 # At N = 6 and 12 the head dim (16) does not split N ways: a group's part can then only
 # be gathered as a whole (the RoPE tables take S(1@KV) and are gathered).
 CASES = [(4, 4, 2, 64), (8, 8, 2, 64), (8, 8, 4, 64), (6, 6, 2, 96), (12, 12, 4, 192)]
-
-
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    return p.returncode, p.stdout + p.stderr
 
 
 def check_case(args, n, heads, kv, hidden):
@@ -85,11 +81,7 @@ def check_case(args, n, heads, kv, hidden):
                          "--dim", f"seq={seq}", "--dim", f"past={past}"] + ranks)
         if code != 0 or "PASS" not in out:
             errors.append(f"{label} past={past} seq={seq}: tp-run --check-against: {out}")
-    # 16 greedy tokens, the cache kept on its ranks: the unsharded model's ids.
-    code, out = run([args.tp_run, plan, "--generate", "16", "--prompt", "1 2 3 4; 5 6 7 8",
-                     "--check-against", model] + ranks)
-    if code != 0 or "token ids equal" not in out:
-        errors.append(f"{label}: tp-run --generate 16 --check-against: {out}")
+    errors += check_generate(args.tp_run, plan, model, label, ranks)
     for extra in (["--objective", "memory"], ["--objective", "time"],
                   ["--input-placement", f"past_key_values.*=S(1@{kv})"]):
         other = plan + "." + extra[1].split("=")[0].strip("*.")

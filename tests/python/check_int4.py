@@ -23,19 +23,15 @@ Exit status: 0 all pass, 1 something failed, 77 onnxruntime, onnx_ir or numpy mi
 import argparse
 import os
 import shutil
-import subprocess
 import sys
+
+from decoder_checks import check_generate, run
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 GENERATOR = os.path.join(HERE, "..", "..", "tools", "make_llama_synthetic.py")
 COLUMN = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")
 ROW = ("o_proj", "down_proj")
-
-
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    return p.returncode, p.stdout + p.stderr
 
 
 def generate(work, kv, gqa_op=False):
@@ -139,11 +135,7 @@ def check_equivalence(args, model, work, n):
                          "--dim", f"seq={seq}", "--dim", f"past={past}"])
         if code != 0 or "PASS" not in out:
             errors.append(f"{label} past={past} seq={seq}: tp-run --check-against: {out}")
-    # 16 greedy tokens, the cache kept on its ranks: the unsharded model's ids.
-    code, out = run([args.tp_run, plan, "--generate", "16", "--prompt", "1 2 3 4; 5 6 7 8",
-                     "--check-against", model])
-    if code != 0 or "token ids equal" not in out:
-        errors.append(f"{label}: tp-run --generate 16 --check-against: {out}")
+    errors += check_generate(args.tp_run, plan, model, label)
     return errors
 
 

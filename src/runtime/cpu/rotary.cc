@@ -8,7 +8,34 @@
 #include "tpc/runtime/math/rotary.h"
 
 namespace tpc::runtime::cpu {
-using math::RotateHead;
+namespace {
+
+// y = x with the first 2 · half elements of every head rotated by the angles of cache row
+// angle_row(b · seq + s); x is [batch, heads, seq, hd] (4-D) or [batch, seq, heads · hd].
+template <typename T, typename RowFn>
+void RotateHeads(KernelContext& ctx, const Tensor& x, Tensor* y, int64_t heads, int64_t seq,
+                 int64_t hd, const Tensor& cos, const Tensor& sin, int64_t half, bool interleaved,
+                 RowFn angle_row) {
+  const T* px = x.data<T>();
+  T* py = y->data<T>();
+  std::copy_n(px, x.num_elements(), py);  // the unrotated tail of each head
+  const int64_t batch = x.dim(0);
+  ctx.pool().ParallelFor(batch * seq, 8, [&](int64_t lo, int64_t hi) {
+    for (int64_t bs = lo; bs < hi; ++bs) {
+      const int64_t b = bs / seq, s = bs % seq;
+      const int64_t row = angle_row(bs);
+      const T* c = cos.data<T>() + row * half;
+      const T* sn = sin.data<T>() + row * half;
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t off =
+            x.rank() == 4 ? ((b * heads + h) * seq + s) * hd : (bs * heads + h) * hd;
+        math::RotateHead(px + off, c, sn, half, interleaved, py + off);
+      }
+    }
+  });
+}
+
+}  // namespace
 
 absl::Status RotaryEmbedding(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -63,22 +90,8 @@ absl::Status RotaryEmbedding(KernelContext& ctx) {
   const bool interleaved = node.attr_int("interleaved", 0) != 0;
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
   return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
-    const T* px = x.data<T>();
-    T* py = y->data<T>();
-    std::copy_n(px, x.num_elements(), py);  // the unrotated tail of each head
-    ctx.pool().ParallelFor(batch * seq, 8, [&](int64_t lo, int64_t hi) {
-      for (int64_t bs = lo; bs < hi; ++bs) {
-        const int64_t b = bs / seq, s = bs % seq;
-        const int64_t row = pos ? positions[static_cast<size_t>(bs)] : bs;
-        const T* c = cos.data<T>() + row * half;
-        const T* sn = sin.data<T>() + row * half;
-        for (int64_t h = 0; h < heads; ++h) {
-          const int64_t off =
-              x.rank() == 4 ? ((b * heads + h) * seq + s) * hd : (bs * heads + h) * hd;
-          RotateHead(px + off, c, sn, half, interleaved, py + off);
-        }
-      }
-    });
+    RotateHeads<T>(ctx, x, y, heads, seq, hd, cos, sin, half, interleaved,
+                   [&](int64_t bs) { return pos ? positions[static_cast<size_t>(bs)] : bs; });
     return absl::OkStatus();
   });
 }
@@ -125,24 +138,17 @@ absl::Status MsRotaryEmbedding(KernelContext& ctx) {
   const int64_t half = rd / 2;
   const bool interleaved = node.attr_int("interleaved", 0) != 0;
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
-  return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
-    const T* px = x.data<T>();
-    T* py = y->data<T>();
-    std::copy_n(px, x.num_elements(), py);  // the unrotated tail of each head
-    for (int64_t bs = 0; bs < batch * seq; ++bs) {
-      const int64_t b = bs / seq, s = bs % seq;
-      const int64_t p = offset ? ids[0] + s : ids[static_cast<size_t>(bs)];
-      if (p < 0 || p >= cos.dim(0)) {
-        return ctx.Error(
-            absl::StrCat("position ", p, " is outside the caches' ", cos.dim(0), " positions"));
-      }
-      for (int64_t h = 0; h < heads; ++h) {
-        const int64_t off =
-            x.rank() == 4 ? ((b * heads + h) * seq + s) * hd : (bs * heads + h) * hd;
-        RotateHead(px + off, cos.data<T>() + p * half, sin.data<T>() + p * half, half, interleaved,
-                   py + off);
-      }
+  auto position = [&](int64_t bs) {
+    return offset ? ids[0] + bs % seq : ids[static_cast<size_t>(bs)];
+  };
+  for (int64_t bs = 0; bs < batch * seq; ++bs) {
+    if (position(bs) < 0 || position(bs) >= cos.dim(0)) {
+      return ctx.Error(absl::StrCat("position ", position(bs), " is outside the caches' ",
+                                    cos.dim(0), " positions"));
     }
+  }
+  return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
+    RotateHeads<T>(ctx, x, y, heads, seq, hd, cos, sin, half, interleaved, position);
     return absl::OkStatus();
   });
 }
