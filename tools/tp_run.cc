@@ -381,6 +381,18 @@ absl::StatusOr<rt::Tensor> Prompt(const tpc::cli::Args& args) {
   return ids;
 }
 
+// A plan that splits the sequence between blocks cannot take the decode steps' single
+// token: refused before anything runs.
+absl::Status CheckGeneratable(const tpc::proto::Plan& manifest) {
+  auto it = manifest.options().find("sequence-parallel");
+  if (it != manifest.options().end() && it->second == "true") {
+    return absl::InvalidArgumentError(
+        "--generate: the plan was compiled with --sequence-parallel, which splits the sequence "
+        "across the ranks; a decode step has one token (compile without it)");
+  }
+  return absl::OkStatus();
+}
+
 // One rank's generation loop: its executor on its inputs (the token ids, mask and
 // positions taken by the plan's placements; the cache its own part), the logits and any
 // other output assembled whole, the presents kept as this rank holds them.
@@ -393,32 +405,44 @@ absl::StatusOr<rt::GenerateResult> GenerateOnRank(rt::Executor& ex, rt::Communic
     cache.insert(c.past);
     cache.insert(c.present);
   }
+  // A present placed as its past stays on its rank; one placed otherwise (a plan compiled
+  // with other placements for them) is assembled and cut again as the past.
+  std::map<std::string, std::string> past_of;
+  for (const auto& c : parts.cache) past_of[c.present] = c.past;
   rt::RankStep step = [&](const std::map<std::string, rt::Tensor>& feed)
       -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
     std::map<std::string, rt::Tensor> mine;
     for (const auto& [name, t] : feed) {
-      if (cache.count(name) > 0) {
-        mine[name] = t;
-      } else {
+      // Whole: the inputs other than the cache, and the prefill's (empty) cache.
+      if (cache.count(name) == 0 || t.num_elements() == 0) {
         TPC_ASSIGN_OR_RETURN(mine[name],
                              rt::SliceForRank(name, t, rt::PlacementOf(io.inputs, name), rank, n));
+      } else {
+        mine[name] = t;
       }
     }
     TPC_ASSIGN_OR_RETURN(auto out, ex.Run(mine));
     std::map<std::string, rt::Tensor> named;
     for (size_t k = 0; k < out.size(); ++k) {
       const std::string& name = ex.outputs()[k].name;
-      if (cache.count(name) > 0 || comm == nullptr) {
+      const tpc::ir::Placement placed = rt::PlacementOf(io.outputs, name);
+      auto past = past_of.find(name);
+      if (comm == nullptr ||
+          (past != past_of.end() && placed == rt::PlacementOf(io.inputs, past->second))) {
         named[name] = std::move(out[k]);
-      } else {
-        TPC_ASSIGN_OR_RETURN(
-            named[name],
-            rt::AssembleOutput(name, out[k], rt::PlacementOf(io.outputs, name), *comm));
+        continue;
       }
+      TPC_ASSIGN_OR_RETURN(rt::Tensor whole, rt::AssembleOutput(name, out[k], placed, *comm));
+      if (past != past_of.end()) {
+        TPC_ASSIGN_OR_RETURN(
+            whole, rt::SliceForRank(past->second, whole, rt::PlacementOf(io.inputs, past->second),
+                                    rank, n));
+      }
+      named[name] = std::move(whole);
     }
     return named;
   };
-  return rt::Generate(parts, ex.inputs(), prompt, steps, step);
+  return rt::Generate(parts, rt::FullSpecs(ex.inputs(), io.inputs, n), prompt, steps, step);
 }
 
 // Prints the generated ids and the speed, and with --check-against runs the same loop on
@@ -588,6 +612,7 @@ absl::StatusOr<int> RunThreads(const tpc::cli::Args& args, const Settings& s) {
   const double load_s = Seconds(t_load);
   const int n = runner->num_ranks();
   if (s.generate > 0) {
+    TPC_RETURN_IF_ERROR(CheckGeneratable(manifest));
     TPC_ASSIGN_OR_RETURN(const rt::Tensor prompt, Prompt(args));
     std::vector<rt::GenerateResult> results(static_cast<size_t>(n));
     TPC_RETURN_IF_ERROR(
@@ -729,6 +754,7 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
     TPC_ASSIGN_OR_RETURN(executor, rt::Executor::Create(*graph, *backend, nullptr, ex_options));
     if (s.generate > 0) {
       // The prompt is the input (digested below like any input).
+      TPC_RETURN_IF_ERROR(CheckGeneratable(*manifest));
       TPC_ASSIGN_OR_RETURN(prompt, Prompt(args));
       full["prompt"] = prompt;
       return rt::FindDecoderIo(executor->inputs(), executor->outputs()).status();

@@ -43,19 +43,18 @@ Tensor Ints(ir::DType dtype, std::vector<int64_t> shape, F f) {
   return t;
 }
 
-// The empty cache of the prefill: the batch for the first symbolic dim, 0 for the others.
-absl::StatusOr<Tensor> EmptyCache(const IoSpec& spec, int64_t batch) {
+// The empty cache of the prefill: static dims as they are, the dim of input_ids' batch
+// the prompt's batch, any other symbolic dim (the past) 0.
+absl::StatusOr<Tensor> EmptyCache(const IoSpec& spec, const ir::Dim& batch_dim, int64_t batch) {
   if (!spec.type.shape) {
     return absl::InvalidArgumentError(absl::StrCat("cache input '", spec.name, "' has no rank"));
   }
   std::vector<int64_t> shape;
-  bool first = true;
   for (const ir::Dim& d : *spec.type.shape) {
     if (d.is_static()) {
       shape.push_back(d.value());
     } else {
-      shape.push_back(first ? batch : 0);
-      first = false;
+      shape.push_back(d == batch_dim ? batch : 0);
     }
   }
   return Tensor::Allocate(spec.type.dtype, shape);
@@ -120,11 +119,15 @@ absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<I
   };
   GenerateResult result;
   result.tokens.assign(static_cast<size_t>(batch), {});
+  const IoSpec* ids_spec = Find(inputs, io.input_ids);
+  if (ids_spec == nullptr || !ids_spec->type.shape || ids_spec->type.shape->size() != 2) {
+    return absl::InvalidArgumentError("input_ids must be [batch, seq]");
+  }
   std::map<std::string, Tensor> feed;
   for (const DecoderIo::Cache& c : io.cache) {
     const IoSpec* spec = Find(inputs, c.past);
     if (spec == nullptr) return absl::InternalError(absl::StrCat("no spec for ", c.past));
-    TPC_ASSIGN_OR_RETURN(feed[c.past], EmptyCache(*spec, batch));
+    TPC_ASSIGN_OR_RETURN(feed[c.past], EmptyCache(*spec, (*ids_spec->type.shape)[0], batch));
   }
   Tensor ids = prompt;
   if (dtype_of(io.input_ids) != ir::DType::kI64) {

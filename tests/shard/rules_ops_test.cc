@@ -28,8 +28,8 @@ struct Rule {
 // `}`) at N = n, with b and s divisible.
 Rule RuleOf(const std::string& body, int64_t n = 2, std::vector<ir::Dim> symbolic_blocks = {},
             std::set<int64_t> group_counts = {}) {
-  const std::string text =
-      absl::StrCat("graph \"t\" opsets(\"\": 18) {\n", body, "\n  output(%y)\n}\n");
+  const std::string text = absl::StrCat("graph \"t\" opsets(\"\": 18, \"com.microsoft\": 1) {\n",
+                                        body, "\n  output(%y)\n}\n");
   auto graph = ir::ParseGraph(text);
   INFO(text);
   INFO(graph.status().ToString());
@@ -309,6 +309,23 @@ TEST_CASE("group counts: an Expand repeating KV < N heads offers S(d@KV)", "[sha
   // Without group counts (no such Expand in the graph) nothing is offered in groups.
   for (const std::string& st : RuleOf(repeat, 4).strategies)
     CHECK(st.find('@') == std::string::npos);
+}
+
+// onnxruntime's RotaryEmbedding numbers the tokens from position_ids: per token, the
+// sequence may split; from a first position ([1]), a rank holding part of the sequence
+// would number its tokens from that position again, so the sequence stays whole.
+TEST_CASE("contrib rotary rule: a first position keeps the sequence whole", "[shard][rules]") {
+  const std::string caches = "  %c: f32[32, 8] = placeholder\n  %sn: f32[32, 8] = placeholder\n";
+  const Rule per_token =
+      RuleOf("  %x: f32[b, s, 64] = placeholder\n  %p: i64[b, s] = placeholder\n" + caches +
+             "  %y: f32[*] = com.microsoft::RotaryEmbedding(%x, %p, %c, %sn)");
+  CHECK(Has(per_token, "(S(1), S(1), R, R)->(S(1))"));
+  CHECK(Has(per_token, "(S(2), R, R, R)->(S(2))"));  // whole heads: 4 heads of 16 on 2 ranks
+  const Rule first =
+      RuleOf("  %x: f32[b, s, 64] = placeholder\n  %p: i64[1] = placeholder\n" + caches +
+             "  %y: f32[*] = com.microsoft::RotaryEmbedding(%x, %p, %c, %sn)");
+  CHECK_FALSE(Has(first, "(S(1), R, R, R)->(S(1))"));
+  CHECK(Has(first, "(S(0), R, R, R)->(S(0))"));
 }
 
 TEST_CASE("pad rule: only a zero fill is linear", "[shard][rules]") {

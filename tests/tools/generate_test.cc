@@ -103,12 +103,37 @@ TEST_CASE("generation keeps each rank's cache on the rank", "[tools][generate]")
   }
 }
 
+// The cache split by batch, or a present placed otherwise than its past (gathered, then
+// cut again as the past): the same ids as the unsharded model.
+TEST_CASE("tp-run --generate runs caches split by batch or placed apart", "[tools][generate]") {
+  for (const char* placements :
+       {" --divisible batch --input-placement 'past_*=S(0)' --output-placement 'present_*=S(0)'",
+        " --input-placement 'past_*=S(1)' --output-placement 'present_*=R'"}) {
+    INFO(placements);
+    const std::string out = TempDir("generate_placed") + "/plan";
+    CommandResult c =
+        RunTpCompile(SourcePath("models/gpt2_kv.onnx") + " --tp 2 --quiet -o " + out + placements);
+    INFO(c.output);
+    REQUIRE(c.exit_code == 0);
+    CommandResult r =
+        RunTpRun(out + " --generate 8 --prompt '10 20 30; 40 50 60' --check-against " +
+                 SourcePath("models/gpt2_kv.onnx"));
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.output, Catch::Contains("token ids equal"));
+  }
+}
+
 TEST_CASE("tp-run --generate refuses what it cannot run, saying why", "[tools][generate]") {
   const std::string plan = Compile("gpt2_kv", 2);
   struct Case {
     std::string args, message;
   };
   const std::string gpt2 = Compile("gpt2", 2);
+  const std::string sp = TempDir("generate_sp") + "/plan";
+  REQUIRE(RunTpCompile(SourcePath("models/gpt2_kv.onnx") +
+                       " --tp 2 --quiet --sequence-parallel -o " + sp)
+              .exit_code == 0);
   for (const Case& c : std::vector<Case>{
            {plan + " --generate 4", "--prompt or --input-ids"},
            {plan + " --generate 0 --prompt '1 2'", "--generate must be a positive"},
@@ -117,6 +142,8 @@ TEST_CASE("tp-run --generate refuses what it cannot run, saying why", "[tools][g
            {plan + " --prompt '1 2'", "go with --generate"},
            {plan + " --generate 4 --prompt '1 2' --repeat 3", "--repeat does not go with"},
            {gpt2 + " --generate 4 --prompt '1 2' --ranks threads", "no KV cache"},
+           {sp + " --generate 4 --prompt '1 2'", "--sequence-parallel"},
+           {sp + " --generate 4 --prompt '1 2' --ranks threads", "--sequence-parallel"},
        }) {
     INFO(c.args);
     CommandResult r = RunTpRun(c.args);

@@ -48,10 +48,12 @@ struct GenerateResult {
 using RankStep = std::function<absl::StatusOr<std::map<std::string, Tensor>>(
     const std::map<std::string, Tensor>& inputs)>;
 
-// `prompt`: int64 [batch, length] token ids. `inputs` are this rank's input specs (the
-// empty cache of the prefill takes their dims: the batch for the first symbolic dim, 0
-// for the other symbolic ones). Runs the prefill and `steps` - 1 decode steps: `steps`
-// new tokens per row, each the argmax of the last position's logits.
+// `prompt`: int64 [batch, length] token ids. `inputs` are the model's full input specs:
+// the prefill's empty cache takes their dims (the prompt's batch for the dim of
+// input_ids' batch, 0 for any other symbolic dim) and comes to `run` whole, as its other
+// inputs do; from then on `run` gets back the presents it returned. Runs the prefill and
+// `steps` - 1 decode steps: `steps` new tokens per row, each the argmax of the last
+// position's logits.
 absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<IoSpec>& inputs,
                                         const Tensor& prompt, int64_t steps, const RankStep& run);
 

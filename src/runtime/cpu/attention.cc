@@ -238,6 +238,9 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
       return ctx.Error(i == 10 ? "attention_bias is not supported" : "head_sink is not supported");
     }
   }
+  for (const char* attr : {"smooth_softmax", "qk_output"}) {
+    if (node.attr_int(attr, 0) != 0) return ctx.Error(absl::StrCat(attr, " is not supported"));
+  }
   const int64_t hq = node.attr_int("num_heads", 0), hkv = node.attr_int("kv_num_heads", 0);
   if (hq <= 0 || hkv <= 0 || hq % hkv != 0) {
     return ctx.Error(absl::StrCat("num_heads ", hq, " and kv_num_heads ", hkv,
@@ -257,6 +260,9 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
   }
   if ((past_k == nullptr) != (past_v == nullptr)) {
     return ctx.Error("past_key and past_value come together");
+  }
+  if (past_k && (past_k->rank() != 4 || past_v->rank() != 4)) {
+    return ctx.Error("past_key and past_value must be [batch, kv_num_heads, past, head_size]");
   }
   const int64_t past = past_k ? past_k->dim(2) : 0, total = past + seq;
   if (past_k &&

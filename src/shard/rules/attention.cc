@@ -201,7 +201,9 @@ void MsRotaryEmbedding(const RuleContext& ctx, std::vector<Strategy>* out) {
   const int64_t seq = rank == 4 ? 2 : 1;
   FactorSpecBuilder b(ctx);
   b.Add(Kind::kPass, {0, rows ? 0 : kNone}, {0}, "batch");
-  b.Add(Kind::kPass, {seq, rows ? 1 : kNone}, {seq}, "seq");
+  // A first position ([1]) numbers the tokens of the whole sequence: a rank holding part
+  // of it would number its own from that position again.
+  b.Add(rows ? Kind::kPass : Kind::kNeedWhole, {seq, rows ? 1 : kNone}, {seq}, "seq");
   if (rank == 4) {
     b.Add(Kind::kPass, {1}, {1}, "heads");
     b.Add(Kind::kNeedWhole, {3}, {3}, "head");
