@@ -18,8 +18,8 @@ struct CollectiveFactory {
   // `blocks` > 1: the axis is `blocks` equal blocks, each split across the ranks
   // (placement S(d/k)); the collective works block by block. `parts` < N: the ranks hold
   // `parts` distinct parts in groups of N/parts (S(d@parts)); one copy of each is kept.
-  std::function<ir::Value*(ir::Graph&, ir::Node* before, ir::Value* x, int64_t axis,
-                           int64_t blocks, int64_t parts)>
+  std::function<ir::Value*(ir::Graph&, ir::Node* before, ir::Value* x, int64_t axis, int64_t blocks,
+                           int64_t parts)>
       all_gather;
   std::function<ir::Value*(ir::Graph&, ir::Node* before, ir::Value* x, int64_t axis, int64_t blocks,
                            ir::ReduceOp op)>
