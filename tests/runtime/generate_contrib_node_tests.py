@@ -196,7 +196,9 @@ def matmul_nbits_cases(rng):
             ("4bit_float_zero_points", (1, 4), 64, 8, 4, 16, "float", True, True),
             ("4bit_partial_block", (2, 2), 40, 8, 4, 16, "packed", True, False),
             ("8bit", (2, 3), 64, 16, 8, 32, "packed", True, False),
-            ("2bit", (3,), 64, 8, 2, 16, "packed", False, False)]:
+            ("2bit", (3,), 64, 8, 2, 16, "packed", False, False),
+            # 6 rows (the dequantizing path) over several column tiles (256 columns at K 4096)
+            ("4bit_column_tiles", (2, 3), 4096, 300, 4, 32, "packed", False, True)]:
         b, scales, zp = quantize_blocks(rng, n, k, bits, block, zp_kind == "packed")
         if zp_kind == "float":
             zp = (rng.random(scales.shape) * (1 << bits)).astype(np.float32)

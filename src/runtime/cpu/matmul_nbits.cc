@@ -1,7 +1,8 @@
 // onnxruntime's MatMulNBits: Y = A · dequant(B)ᵀ (+ bias) with B block-quantized along K
 // (2, 4 or 8 bits; include/tpc/runtime/math/nbits.h has the layout and the arithmetic).
 // Decoding (up to kDirectRows rows) reads the packed weight once, decoding as it goes;
-// larger inputs dequantize it to [N, K] and multiply by the BLAS.
+// larger inputs dequantize it a tile of columns at a time and multiply by the BLAS.
+#include <algorithm>
 #include <vector>
 
 #include "kernels.h"
@@ -110,23 +111,30 @@ absl::Status MatMulNBits(KernelContext& ctx) {
       });
       return absl::OkStatus();
     }
-    std::vector<T> w(static_cast<size_t>(l.n * l.k));
-    ctx.pool().ParallelFor(l.n, std::max<int64_t>(1, 16384 / l.k), [&](int64_t lo, int64_t hi) {
-      for (int64_t col = lo; col < hi; ++col) {
-        for (int64_t blk = 0; blk < blocks; ++blk) {
-          const T scale = ps[col * blocks + blk];
-          const T zero = pzf != nullptr
-                             ? pzf[col * blocks + blk]
-                             : static_cast<T>(math::NBitsPackedZeroPoint(l, pz, col, blk));
-          const int64_t end = std::min(l.k, (blk + 1) * l.block_size);
-          for (int64_t k = blk * l.block_size; k < end; ++k) {
-            w[static_cast<size_t>(col * l.k + k)] =
-                (static_cast<T>(math::NBitsCode(l, pb, col, k)) - zero) * scale;
+    // Prefill: columns dequantized a tile at a time (about 4 MiB of floats), each tile
+    // multiplied by the BLAS into its columns of Y.
+    const int64_t tile = std::clamp<int64_t>((int64_t{1} << 20) / l.k, 16, l.n);
+    std::vector<T> w(static_cast<size_t>(tile * l.k));
+    for (int64_t first = 0; first < l.n; first += tile) {
+      const int64_t cols = std::min(tile, l.n - first);
+      ctx.pool().ParallelFor(cols, std::max<int64_t>(1, 16384 / l.k), [&](int64_t lo, int64_t hi) {
+        for (int64_t c = lo; c < hi; ++c) {
+          const int64_t col = first + c;
+          for (int64_t blk = 0; blk < blocks; ++blk) {
+            const T scale = ps[col * blocks + blk];
+            const T zero = pzf != nullptr
+                               ? pzf[col * blocks + blk]
+                               : static_cast<T>(math::NBitsPackedZeroPoint(l, pz, col, blk));
+            const int64_t k0 = blk * l.block_size;
+            const int64_t len = std::min(l.k, k0 + l.block_size) - k0;
+            T* dst = w.data() + c * l.k + k0;
+            math::UnpackCodes(pb + (col * blocks + blk) * l.blob_bytes(), len, l.bits, dst);
+            for (int64_t k = 0; k < len; ++k) dst[k] = (dst[k] - zero) * scale;
           }
         }
-      }
-    });
-    Gemm2D<T>(false, true, m, l.n, l.k, T(1), pa, l.k, w.data(), l.k, T(0), py, l.n);
+      });
+      Gemm2D<T>(false, true, m, cols, l.k, T(1), pa, l.k, w.data(), l.k, T(0), py + first, l.n);
+    }
     if (bias != nullptr) {
       const T* pbias = bias->data<T>();
       for (int64_t r = 0; r < m; ++r) {
