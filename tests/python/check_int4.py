@@ -16,7 +16,8 @@ seqlens from an attention_mask), 4 and 2 K/V heads each, and checks that
   - the default objective's plans at N = 2 and 4 give the unsharded outputs
     (`tp-run --check-against`) on a decoding step and a prefill, for 4 K/V heads and for
     2 (grouped-query attention: at N = 4 each K/V head on its group of 2 ranks), and
-    `tp-run --generate 16` gives the unsharded model's token ids.
+    `tp-run --generate 16` gives the unsharded model's token ids; and unsharded, tp-run's
+    greedy ids are onnxruntime's own greedy loop's (presents fed back as pasts).
 
 Exit status: 0 all pass, 1 something failed, 77 onnxruntime, onnx_ir or numpy missing.
 """
@@ -81,6 +82,55 @@ def check_against_onnxruntime(args, model, work):
         if got.shape != w.shape or not np.allclose(got, w, rtol=1e-4, atol=1e-4):
             err = float(np.abs(got - w).max()) if got.shape == w.shape else "shape"
             errors.append(f"{vi.name}: tpc differs from onnxruntime (max abs err {err})")
+    return errors
+
+
+def ort_greedy(model, prompt, steps):
+    """onnxruntime's greedy loop: the presents fed back as the pasts, one token a step."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    m = onnx.load(model, load_external_data=False)
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    names = [o.name for o in m.graph.output]
+    batch = prompt.shape[0]
+    feed = {}
+    for vi in m.graph.input:
+        if vi.name.startswith("past_key_values."):
+            dims = vi.type.tensor_type.shape.dim
+            feed[vi.name] = np.zeros((batch, dims[1].dim_value, 0, dims[3].dim_value), np.float32)
+    ids, out = prompt, []
+    for _ in range(steps):
+        feed["input_ids"] = ids
+        past = next(v for k, v in feed.items() if k.startswith("past_key_values.")).shape[2]
+        if any(vi.name == "attention_mask" for vi in m.graph.input):
+            feed["attention_mask"] = np.ones((batch, past + ids.shape[1]), np.int64)
+        res = dict(zip(names, sess.run(None, feed)))
+        nxt = res["logits"][:, -1, :].argmax(-1)
+        out.append(nxt)
+        for k in list(feed):
+            if k.startswith("past_key_values."):
+                feed[k] = res["present." + k[len("past_key_values."):]]
+        ids = nxt[:, None].astype(np.int64)
+    return np.stack(out, 1)
+
+
+def check_generation_against_onnxruntime(args, model, work):
+    """tp-run --generate on the tp=1 plan gives onnxruntime's greedy ids."""
+    import numpy as np
+    plan = os.path.join(work, "tp1")
+    # onnxruntime's GroupQueryAttention takes a prompt after a past in batch 1 only.
+    rows = [[1, 2, 3, 4]] if "gqa_op" in model else [[1, 2, 3, 4], [5, 6, 7, 8]]
+    want = ort_greedy(model, np.array(rows, np.int64), 12)
+    code, out = run([args.tp_run, plan, "--generate", "12", "--prompt",
+                     "; ".join(" ".join(map(str, r)) for r in rows)])
+    if code != 0:
+        return [f"{model}: tp-run --generate: {out}"]
+    errors = []
+    for b in range(len(rows)):
+        got = [int(t) for t in out.split(f"tokens (row {b}): ")[1].split("\n")[0].split()]
+        if got != [int(t) for t in want[b]]:
+            errors.append(f"{model} row {b}: tp-run generated {got}, onnxruntime {[int(t) for t in want[b]]}")
     return errors
 
 
@@ -165,6 +215,7 @@ def main():
         os.makedirs(work)
         if kv == 4:
             errors += check_against_onnxruntime(args, model, work)
+            errors += check_generation_against_onnxruntime(args, model, work)
             for n in (2, 4):
                 errors += check_megatron(args, model, work, n)
         for n in (2, 4):
