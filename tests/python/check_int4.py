@@ -129,8 +129,9 @@ def check_generation_against_onnxruntime(args, model, work):
     errors = []
     for b in range(len(rows)):
         got = [int(t) for t in out.split(f"tokens (row {b}): ")[1].split("\n")[0].split()]
-        if got != [int(t) for t in want[b]]:
-            errors.append(f"{model} row {b}: tp-run generated {got}, onnxruntime {[int(t) for t in want[b]]}")
+        expected = [int(t) for t in want[b]]
+        if got != expected:
+            errors.append(f"{model} row {b}: tp-run generated {got}, onnxruntime {expected}")
     return errors
 
 
