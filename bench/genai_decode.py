@@ -41,7 +41,8 @@ def write_model(a):
         os.makedirs(folder, exist_ok=True)
         t = time.time()
         print(run([sys.executable, GENERATOR, "--gqa-op", "--int4", "32", "--layers", str(a.layers),
-                   "--hidden", str(a.hidden), "--heads", str(a.heads), "--kv-heads", str(a.kv_heads),
+                   "--hidden", str(a.hidden), "--heads", str(a.heads),
+                   "--kv-heads", str(a.kv_heads),
                    "--intermediate", str(a.intermediate), "--vocab", str(a.vocab), "--max-pos",
                    "512", "-o", model]).strip(), f"({time.time() - t:.0f} s)")
     config = {
@@ -121,13 +122,15 @@ def main():
     rows = {"onnxruntime-genai (unsharded)": [], "tp-run N=1": [], "tp-run N=2 (processes)": []}
     ids = {}
     for _ in range(a.rounds):
-        for name, fn in (("onnxruntime-genai (unsharded)", lambda: genai_round(folder, prompt, a.new)),
+        for name, fn in (("onnxruntime-genai (unsharded)",
+                          lambda: genai_round(folder, prompt, a.new)),
                          ("tp-run N=1", lambda: tpc_round(a, plans[1], prompt, a.new)),
                          ("tp-run N=2 (processes)", lambda: tpc_round(a, plans[2], prompt, a.new))):
             got, tps, prefill = fn()
             rows[name].append((tps, prefill))
             ids[name] = got
-    print(f"\nmodel: {a.layers} layers, hidden {a.hidden}, {a.heads} heads, {a.kv_heads} K/V heads, "
+    print(f"\nmodel: {a.layers} layers, hidden {a.hidden}, {a.heads} heads, "
+          f"{a.kv_heads} K/V heads, "
           f"MLP {a.intermediate}, vocab {a.vocab}, int4 blocks of 32: {size:.0f} MiB; prompt "
           f"{a.prompt_len}, {a.new} new tokens, {a.threads} threads in total, {a.rounds} rounds "
           f"interleaved; load average {os.getloadavg()[0]:.2f}")
@@ -135,7 +138,8 @@ def main():
     print(f"{'':32} {'decode tok/s':>13} {'vs genai':>9} {'prefill s':>10}")
     for name, r in rows.items():
         tps = statistics.median(t for t, _ in r)
-        print(f"{name:32} {tps:13.2f} {tps / base:8.2f}x {statistics.median(p for _, p in r):10.3f}")
+        prefill = statistics.median(p for _, p in r)
+        print(f"{name:32} {tps:13.2f} {tps / base:8.2f}x {prefill:10.3f}")
     first = ids["onnxruntime-genai (unsharded)"]
     same = all(v == first for v in ids.values())
     print(f"generated ids: {'the same in all three' if same else 'DIFFER'}")
