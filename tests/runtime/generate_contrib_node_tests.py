@@ -141,6 +141,7 @@ def group_query_attention_cases(rng):
             ("packed", 2, 1, 3, 4, 2, {"packed": 1}),
             ("local_window", 1, 6, 0, 4, 2, {"local_window_size": 3}),
             ("softcap_scale", 2, 1, 4, 4, 2, {"softcap": 2.0, "scale": 0.3}),
+            ("smooth_softmax", 1, 4, 2, 4, 2, {"smooth_softmax": 1}),
             ("multi_query", 2, 1, 3, 4, 1, {})]:
         extra = dict(extra)
         packed = extra.pop("packed", 0)

@@ -39,6 +39,22 @@ void SoftmaxRow(T* row, int64_t n) {
   for (int64_t j = 0; j < n; ++j) row[j] = static_cast<T>(row[j] / sum);
 }
 
+// onnxruntime's smooth softmax: the softmax of the row with one more score of 0 that is
+// then dropped (a row can attend to "nothing"): exp(x_j - m) / (exp(-m) + Σ exp(x_k - m)),
+// m = max(0, max x).
+template <typename T>
+void SmoothSoftmaxRow(T* row, int64_t n) {
+  double mx = 0;
+  for (int64_t j = 0; j < n; ++j) mx = std::max(mx, static_cast<double>(row[j]));
+  double sum = std::exp(-mx);
+  for (int64_t j = 0; j < n; ++j) {
+    const double e = std::exp(static_cast<double>(row[j]) - mx);
+    row[j] = static_cast<T>(e);
+    sum += e;
+  }
+  for (int64_t j = 0; j < n; ++j) row[j] = static_cast<T>(row[j] / sum);
+}
+
 // Where one (batch, head) of a 3-D or 4-D Q/K/V operand lies: element (s, d) of head h of
 // batch b is at `b * batch_stride + h * head_stride + s * row_stride + d`.
 struct HeadLayout {
@@ -238,9 +254,8 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
       return ctx.Error(i == 10 ? "attention_bias is not supported" : "head_sink is not supported");
     }
   }
-  for (const char* attr : {"smooth_softmax", "qk_output"}) {
-    if (node.attr_int(attr, 0) != 0) return ctx.Error(absl::StrCat(attr, " is not supported"));
-  }
+  if (node.attr_int("qk_output", 0) != 0) return ctx.Error("qk_output is not supported");
+  const bool smooth = node.attr_int("smooth_softmax", 0) != 0;
   const int64_t hq = node.attr_int("num_heads", 0), hkv = node.attr_int("kv_num_heads", 0);
   if (hq <= 0 || hkv <= 0 || hq % hkv != 0) {
     return ctx.Error(absl::StrCat("num_heads ", hq, " and kv_num_heads ", hkv,
@@ -380,7 +395,11 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
               row[j] = open ? static_cast<T>(Softcap(static_cast<double>(row[j]), softcap))
                             : -std::numeric_limits<T>::infinity();
             }
-            SoftmaxRow(row, total);
+            if (smooth) {
+              SmoothSoftmaxRow(row, total);
+            } else {
+              SoftmaxRow(row, total);
+            }
           }
         });
         Gemm2D<T>(false, false, seq, hd, total, T(1), scores.data(), total,
