@@ -23,6 +23,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "tp_run_generate.h"
 #include "tpc/onnx/importer.h"
 #include "tpc/plan/plan_reader.h"
 #include "tpc/runtime/compare.h"
@@ -42,6 +43,10 @@
 
 namespace {
 
+using tpc::tp_run::CheckGeneratable;
+using tpc::tp_run::GenerateOnRank;
+using tpc::tp_run::Prompt;
+using tpc::tp_run::ReportGeneration;
 namespace fs = std::filesystem;
 namespace rt = tpc::runtime;
 using Clock = std::chrono::steady_clock;
@@ -244,6 +249,10 @@ struct Settings {
   rt::LoadPlanOptions load;
 };
 
+tpc::tp_run::GenerationCheck Check(const Settings& s) {
+  return {s.generate, s.rtol, s.atol, s.threads};
+}
+
 absl::StatusOr<Settings> ReadSettings(const tpc::cli::Args& args) {
   Settings s;
   if (args.positional().size() != 1)
@@ -325,172 +334,6 @@ void PrintTimes(const tpc::cli::Args& args, std::vector<double> times, double lo
     std::printf("tp-run: time per operator type on rank 0, last run:\n");
     for (const auto& [s, op] : ops) std::printf("  %-28s %9.3f ms\n", op.c_str(), s * 1e3);
   }
-}
-
-// The prompt of --generate: --prompt "1 2 3; 4 5 6" (rows of equal length) or
-// --input-ids FILE, as int64 [batch, length].
-absl::StatusOr<rt::Tensor> Prompt(const tpc::cli::Args& args) {
-  if (args.has("input-ids")) {
-    TPC_ASSIGN_OR_RETURN(rt::NamedTensor t, rt::ReadTensorFile(args.get("input-ids")));
-    if (t.tensor.rank() != 2 ||
-        (t.tensor.dtype() != tpc::ir::DType::kI64 && t.tensor.dtype() != tpc::ir::DType::kI32)) {
-      return absl::InvalidArgumentError(absl::StrCat("--input-ids ", args.get("input-ids"),
-                                                     ": expected int64 or int32 [batch, length], "
-                                                     "got ",
-                                                     t.tensor.TypeString()));
-    }
-    rt::Tensor ids = rt::Tensor::Allocate(tpc::ir::DType::kI64, t.tensor.shape());
-    for (int64_t i = 0; i < ids.num_elements(); ++i) {
-      ids.data<int64_t>()[i] = t.tensor.dtype() == tpc::ir::DType::kI64
-                                   ? t.tensor.data<int64_t>()[i]
-                                   : t.tensor.data<int32_t>()[i];
-    }
-    return ids;
-  }
-  std::vector<std::vector<int64_t>> rows;
-  for (absl::string_view row : absl::StrSplit(args.get("prompt"), ';')) {
-    std::vector<int64_t> ids;
-    for (absl::string_view tok : absl::StrSplit(row, ' ', absl::SkipWhitespace())) {
-      int64_t v = 0;
-      if (!absl::SimpleAtoi(tok, &v) || v < 0) {
-        return absl::InvalidArgumentError(absl::StrCat("--prompt: '", std::string(tok),
-                                                       "' is not a token id (a non-negative "
-                                                       "integer)"));
-      }
-      ids.push_back(v);
-    }
-    rows.push_back(std::move(ids));
-  }
-  if (rows.empty() || rows[0].empty()) {
-    return absl::InvalidArgumentError("--prompt holds no token ids");
-  }
-  for (const auto& r : rows) {
-    if (r.size() != rows[0].size()) {
-      return absl::InvalidArgumentError(
-          "--prompt: every row (';'-separated) needs the same length");
-    }
-  }
-  const int64_t batch = static_cast<int64_t>(rows.size());
-  const int64_t length = static_cast<int64_t>(rows[0].size());
-  rt::Tensor ids = rt::Tensor::Allocate(tpc::ir::DType::kI64, {batch, length});
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t i = 0; i < length; ++i) {
-      ids.data<int64_t>()[b * length + i] = rows[static_cast<size_t>(b)][static_cast<size_t>(i)];
-    }
-  }
-  return ids;
-}
-
-// A plan that splits the sequence between blocks cannot take the decode steps' single
-// token: refused before anything runs.
-absl::Status CheckGeneratable(const tpc::proto::Plan& manifest) {
-  auto it = manifest.options().find("sequence-parallel");
-  if (it != manifest.options().end() && it->second == "true") {
-    return absl::InvalidArgumentError(
-        "--generate: the plan was compiled with --sequence-parallel, which splits the sequence "
-        "across the ranks; a decode step has one token (compile without it)");
-  }
-  return absl::OkStatus();
-}
-
-// One rank's generation loop: its executor on its inputs (the token ids, mask and
-// positions taken by the plan's placements; the cache its own part), the logits and any
-// other output assembled whole, the presents kept as this rank holds them.
-absl::StatusOr<rt::GenerateResult> GenerateOnRank(rt::Executor& ex, rt::Communicator* comm,
-                                                  const rt::IoPlacements& io, int rank, int n,
-                                                  const rt::Tensor& prompt, int64_t steps) {
-  TPC_ASSIGN_OR_RETURN(const rt::DecoderIo parts, rt::FindDecoderIo(ex.inputs(), ex.outputs()));
-  std::set<std::string> cache;
-  for (const auto& c : parts.cache) {
-    cache.insert(c.past);
-    cache.insert(c.present);
-  }
-  // A present placed as its past stays on its rank; one placed otherwise (a plan compiled
-  // with other placements for them) is assembled and cut again as the past.
-  std::map<std::string, std::string> past_of;
-  for (const auto& c : parts.cache) past_of[c.present] = c.past;
-  rt::RankStep step = [&](const std::map<std::string, rt::Tensor>& feed)
-      -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
-    std::map<std::string, rt::Tensor> mine;
-    for (const auto& [name, t] : feed) {
-      // Whole: the inputs other than the cache, and the prefill's (empty) cache.
-      if (cache.count(name) == 0 || t.num_elements() == 0) {
-        TPC_ASSIGN_OR_RETURN(mine[name],
-                             rt::SliceForRank(name, t, rt::PlacementOf(io.inputs, name), rank, n));
-      } else {
-        mine[name] = t;
-      }
-    }
-    TPC_ASSIGN_OR_RETURN(auto out, ex.Run(mine));
-    std::map<std::string, rt::Tensor> named;
-    for (size_t k = 0; k < out.size(); ++k) {
-      const std::string& name = ex.outputs()[k].name;
-      const tpc::ir::Placement placed = rt::PlacementOf(io.outputs, name);
-      auto past = past_of.find(name);
-      if (comm == nullptr ||
-          (past != past_of.end() && placed == rt::PlacementOf(io.inputs, past->second))) {
-        named[name] = std::move(out[k]);
-        continue;
-      }
-      TPC_ASSIGN_OR_RETURN(rt::Tensor whole, rt::AssembleOutput(name, out[k], placed, *comm));
-      if (past != past_of.end()) {
-        TPC_ASSIGN_OR_RETURN(
-            whole, rt::SliceForRank(past->second, whole, rt::PlacementOf(io.inputs, past->second),
-                                    rank, n));
-      }
-      named[name] = std::move(whole);
-    }
-    return named;
-  };
-  return rt::Generate(parts, rt::FullSpecs(ex.inputs(), io.inputs, n), prompt, steps, step);
-}
-
-// Prints the generated ids and the speed, and with --check-against runs the same loop on
-// the unsharded model: the ids must be equal and the last logits within tolerance.
-absl::StatusOr<int> ReportGeneration(const tpc::cli::Args& args, const Settings& s, int ranks,
-                                     const rt::Tensor& prompt, const rt::GenerateResult& r) {
-  double decode = 0;
-  for (double t : r.step_seconds) decode += t;
-  const int64_t batch = prompt.dim(0);
-  for (int64_t b = 0; b < batch; ++b) {
-    std::printf("tokens (row %lld): %s\n", static_cast<long long>(b),
-                absl::StrJoin(r.tokens[static_cast<size_t>(b)], " ").c_str());
-  }
-  std::printf("tp-run: generated %lld token(s) per row on %d rank(s): prefill of %lld in %.3f s",
-              static_cast<long long>(s.generate), ranks, static_cast<long long>(prompt.dim(1)),
-              r.prefill_seconds);
-  if (!r.step_seconds.empty()) {
-    std::printf("; %zu decode step(s) in %.3f s, %.1f tokens/s (%.1f per row)",
-                r.step_seconds.size(), decode,
-                static_cast<double>(r.step_seconds.size() * batch) / decode,
-                static_cast<double>(r.step_seconds.size()) / decode);
-  }
-  std::printf("\n");
-  if (!args.has("check-against")) return 0;
-  const std::string model = args.get("check-against");
-  TPC_ASSIGN_OR_RETURN(auto original, tpc::onnx::ImportModel(model));
-  rt::PlanRunnerOptions options;
-  options.threads = static_cast<int>(s.threads);
-  TPC_ASSIGN_OR_RETURN(auto runner, rt::PlanRunner::Create({original.get()}, options));
-  TPC_ASSIGN_OR_RETURN(rt::GenerateResult want,
-                       GenerateOnRank(runner->executor(0), nullptr, {}, 0, 1, prompt, s.generate));
-  const bool same_ids = want.tokens == r.tokens;
-  const rt::Comparison c = rt::CompareTensors(r.last_logits, want.last_logits, s.rtol, s.atol);
-  std::printf(
-      "check against %s, %d rank(s) vs unsharded: token ids %s; last logits max abs err "
-      "%.3e, max rel err %.3e (rtol %g, atol %g): %s\n",
-      model.c_str(), ranks, same_ids ? "equal" : "DIFFER", c.max_abs, c.max_rel, s.rtol, s.atol,
-      c.pass ? "PASS" : "FAIL");
-  if (!same_ids) {
-    for (int64_t b = 0; b < batch; ++b) {
-      std::printf("  unsharded (row %lld): %s\n", static_cast<long long>(b),
-                  absl::StrJoin(want.tokens[static_cast<size_t>(b)], " ").c_str());
-    }
-  }
-  const bool pass = same_ids && c.pass;
-  std::printf("%s\n", pass ? "PASS: the same token ids, last logits within tolerance"
-                           : "FAIL: the generation differs from the unsharded model's");
-  return pass ? 0 : 1;
 }
 
 // Writes --output-dir and runs --check-against on the assembled outputs of rank 0
@@ -626,7 +469,7 @@ absl::StatusOr<int> RunThreads(const tpc::cli::Args& args, const Settings& s) {
         return absl::InternalError(absl::StrCat("rank ", r, " generated other ids than rank 0"));
       }
     }
-    return ReportGeneration(args, s, n, prompt, results[0]);
+    return ReportGeneration(args, Check(s), n, prompt, results[0]);
   }
   const auto specs = rt::FullSpecs(runner->executor(0).inputs(), options.io.inputs, n);
   const auto out_specs = rt::FullSpecs(runner->executor(0).outputs(), options.io.outputs, n);
@@ -892,7 +735,7 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
   if (s.repeat > 0) PrintTimes(args, times, load_s, first_s, executor->last_stats());
   if (s.generate > 0) {
     TPC_ASSIGN_OR_RETURN(const int reported,
-                         ReportGeneration(args, s, world.size, prompt, *generated));
+                         ReportGeneration(args, Check(s), world.size, prompt, *generated));
     return reported != 0 ? reported : code;
   }
   TPC_ASSIGN_OR_RETURN(const int concluded, Conclude(args, s, world.size, out_specs, *outputs, {}));

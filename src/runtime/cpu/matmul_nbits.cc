@@ -66,6 +66,16 @@ absl::Status MatMulNBits(KernelContext& ctx) {
     const T* pzf = zero_points != nullptr && !packed ? zero_points->data<T>() : nullptr;
     T* py = y->data<T>();
     const T* pa = a.data<T>();
+    // The codes of block `blk` of column `col` into `out` (its length returned), with the
+    // block's scale and zero point.
+    auto unpack = [&](int64_t col, int64_t blk, T* out, T* scale, T* zero) {
+      *scale = ps[col * blocks + blk];
+      *zero = pzf != nullptr ? pzf[col * blocks + blk]
+                             : static_cast<T>(math::NBitsPackedZeroPoint(l, pz, col, blk));
+      const int64_t len = std::min(l.k, (blk + 1) * l.block_size) - blk * l.block_size;
+      math::UnpackCodes(pb + (col * blocks + blk) * l.blob_bytes(), len, l.bits, out);
+      return len;
+    };
     if (m <= kDirectRows) {
       // Decoding (a few rows): one pass over the packed weight, each block's codes unpacked
       // once and multiplied into every row; nothing the size of the weight is written.
@@ -81,14 +91,9 @@ absl::Status MatMulNBits(KernelContext& ctx) {
         for (int64_t col = lo; col < hi; ++col) {
           T acc[kDirectRows] = {};
           for (int64_t blk = 0; blk < blocks; ++blk) {
-            const T scale = ps[col * blocks + blk];
-            const T zero = pzf != nullptr
-                               ? pzf[col * blocks + blk]
-                               : static_cast<T>(math::NBitsPackedZeroPoint(l, pz, col, blk));
+            T scale, zero;
+            const int64_t len = unpack(col, blk, codes.data(), &scale, &zero);
             const int64_t k0 = blk * l.block_size;
-            const int64_t len = std::min(l.k, k0 + l.block_size) - k0;
-            math::UnpackCodes(pb + (col * blocks + blk) * l.blob_bytes(), len, l.bits,
-                              codes.data());
             for (int64_t r = 0; r < m; ++r) {
               const T* ar = pa + r * l.k + k0;
               T d0 = 0, d1 = 0, d2 = 0, d3 = 0;  // independent sums the compiler can vectorize
@@ -121,14 +126,9 @@ absl::Status MatMulNBits(KernelContext& ctx) {
         for (int64_t c = lo; c < hi; ++c) {
           const int64_t col = first + c;
           for (int64_t blk = 0; blk < blocks; ++blk) {
-            const T scale = ps[col * blocks + blk];
-            const T zero = pzf != nullptr
-                               ? pzf[col * blocks + blk]
-                               : static_cast<T>(math::NBitsPackedZeroPoint(l, pz, col, blk));
-            const int64_t k0 = blk * l.block_size;
-            const int64_t len = std::min(l.k, k0 + l.block_size) - k0;
-            T* dst = w.data() + c * l.k + k0;
-            math::UnpackCodes(pb + (col * blocks + blk) * l.blob_bytes(), len, l.bits, dst);
+            T scale, zero;
+            T* dst = w.data() + c * l.k + blk * l.block_size;
+            const int64_t len = unpack(col, blk, dst, &scale, &zero);
             for (int64_t k = 0; k < len; ++k) dst[k] = (dst[k] - zero) * scale;
           }
         }
