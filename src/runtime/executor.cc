@@ -25,6 +25,26 @@ struct Executor::Step {
   std::vector<int> out_slots;
   std::vector<bool> wanted;
   std::vector<int> frees;  // slots whose last use is this step
+  bool on_host = false;    // a host kernel of a device backend: host inputs and outputs
+};
+
+// The values of a run by slot: in backend memory, and (device backends) host copies.
+struct Executor::Values {
+  std::vector<Tensor> mem;
+  std::vector<Tensor> host;
+  explicit Values(size_t n) : mem(n), host(n) {}
+  void Clear(int s) {
+    mem[static_cast<size_t>(s)] = Tensor();
+    host[static_cast<size_t>(s)] = Tensor();
+  }
+};
+
+// A constant: its bytes in backend memory (`mem`) and, with a device backend, in host
+// memory (`host`: the mapped weights or a folded value).
+struct Executor::Constant {
+  int slot;
+  Tensor mem;
+  Tensor host;
 };
 
 // Concrete shapes of one binding and the arena offsets they get.
@@ -43,6 +63,7 @@ class Executor::StepAllocator final : public OutputAllocator {
 
   absl::StatusOr<Tensor> AllocateOutput(int index, ir::DType dtype,
                                         const std::vector<int64_t>& shape) override {
+    if (step_.on_host) return Tensor::Create(dtype, shape, step_.node->Describe());
     const int slot = step_.out_slots[static_cast<size_t>(index)];
     const ir::Value* v = ex_.slot_values_[static_cast<size_t>(slot)];
     Tensor t(dtype, shape, nullptr);
@@ -83,7 +104,11 @@ class Executor::StepAllocator final : public OutputAllocator {
 
 Executor::Executor(const ir::Graph& graph, Backend& backend, Communicator* comm,
                    ExecutorOptions options)
-    : graph_(graph), backend_(backend), comm_(comm), options_(options) {}
+    : graph_(graph),
+      backend_(backend),
+      comm_(comm),
+      options_(options),
+      device_(!backend.host_memory()) {}
 
 Executor::~Executor() {
   if (arena_ != nullptr) backend_.Free(arena_);
@@ -123,7 +148,9 @@ absl::Status Executor::Build() {
           std::memcpy(copy.raw(), t.data(), t.nbytes());
           view = copy;
         }
-        constants_.emplace_back(slot_for(n->output()), view);
+        Constant c{slot_for(n->output()), {}, {}};
+        (device_ ? c.host : c.mem) = view;
+        constants_.push_back(std::move(c));
         constant_refs_.push_back(t);
         break;
       }
@@ -135,6 +162,11 @@ absl::Status Executor::Build() {
           return absl::UnimplementedError(
               absl::StrCat(n->Describe(), ": the ", backend_.name(), " backend has no kernel for ",
                            n->domain().empty() ? "" : n->domain() + "::", n->op_type()));
+        }
+        step.on_host = device_ && step.kernel->host;
+        if (device_ && !step.on_host && !step.kernel->any_float) {
+          return absl::InternalError(absl::StrCat(n->Describe(), ": the ", backend_.name(),
+                                                  " kernel must handle every float type"));
         }
         for (ir::Value* in : n->inputs()) step.in_slots.push_back(in ? slot_for(in) : -1);
         for (ir::Value* out : n->outputs()) {
@@ -153,6 +185,7 @@ absl::Status Executor::Build() {
     }
   }
   TPC_RETURN_IF_ERROR(FoldConstantSteps());
+  if (device_) TPC_RETURN_IF_ERROR(UploadConstants());
   std::set<std::string> seen;
   for (const ir::Value* v : slot_values_) {
     if (!v->type().shape) continue;
@@ -191,10 +224,11 @@ absl::Status Executor::FoldConstantSteps() {
   // Steps whose inputs are all constants (a transposed weight, a mask) run once here;
   // their outputs become constants. Collectives never fold: every rank must call them.
   std::vector<bool> is_const(slot_values_.size(), false);
-  std::vector<Tensor> values(slot_values_.size());
-  for (const auto& [slot, t] : constants_) {
-    is_const[static_cast<size_t>(slot)] = true;
-    values[static_cast<size_t>(slot)] = t;
+  Values values(slot_values_.size());
+  for (const Constant& c : constants_) {
+    is_const[static_cast<size_t>(c.slot)] = true;
+    values.mem[static_cast<size_t>(c.slot)] = c.mem;
+    values.host[static_cast<size_t>(c.slot)] = c.host;
   }
   Plan unplanned;
   unplanned.offsets.assign(slot_values_.size(), -1);
@@ -209,11 +243,71 @@ absl::Status Executor::FoldConstantSteps() {
     TPC_RETURN_IF_ERROR(RunStep(step, unplanned, values));
     for (int s : step.out_slots) {
       is_const[static_cast<size_t>(s)] = true;
-      constants_.emplace_back(s, values[static_cast<size_t>(s)]);
+      constants_.push_back(
+          {s, values.mem[static_cast<size_t>(s)], values.host[static_cast<size_t>(s)]});
     }
   }
   steps_ = std::move(kept);
   return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> Executor::ToBackend(const Tensor& t, const std::string& what) {
+  const size_t bytes = std::max<size_t>(t.nbytes(), 1);
+  void* p = backend_.Allocate(bytes);
+  if (p == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, ": cannot allocate ", bytes, " bytes of ", backend_.name(), " memory"));
+  }
+  Tensor out(t.dtype(), t.shape(), p);
+  Backend* backend = &backend_;
+  out.set_owner(std::shared_ptr<void>(p, [backend](void* q) { backend->Free(q); }));
+  if (t.nbytes() > 0) backend_.CopyFromHost(p, t.raw(), t.nbytes());
+  return out;
+}
+
+absl::Status Executor::UploadConstants() {
+  // Constants a device kernel reads get one device copy, made here and kept; the others
+  // (shape arithmetic, host kernels' inputs) stay in host memory only.
+  std::vector<bool> on_device(slot_values_.size(), false);
+  for (const Step& step : steps_) {
+    if (step.on_host || step.kernel->shape_only) continue;
+    for (size_t k = 0; k < step.in_slots.size(); ++k) {
+      const int s = step.in_slots[k];
+      if (s >= 0 && !(k < 32 && ((step.kernel->host_inputs >> k) & 1u))) {
+        on_device[static_cast<size_t>(s)] = true;
+      }
+    }
+  }
+  for (const int s : output_slots_) on_device[static_cast<size_t>(s)] = false;
+  for (Constant& c : constants_) {
+    const std::string& name = slot_values_[static_cast<size_t>(c.slot)]->name();
+    if (c.host.dtype() == ir::DType::kUndefined) {  // folded on the device
+      TPC_ASSIGN_OR_RETURN(c.host, Tensor::Create(c.mem.dtype(), c.mem.shape(), name));
+      if (c.mem.nbytes() > 0) backend_.CopyToHost(c.host.raw(), c.mem.raw(), c.mem.nbytes());
+    }
+    if (on_device[static_cast<size_t>(c.slot)] && c.mem.dtype() == ir::DType::kUndefined) {
+      TPC_ASSIGN_OR_RETURN(c.mem, ToBackend(c.host, absl::StrCat("constant '", name, "'")));
+    }
+  }
+  return backend_.Synchronize();
+}
+
+absl::StatusOr<const Tensor*> Executor::Fetch(int s, bool want_host, bool shape_only,
+                                              Values& values) {
+  Tensor& mem = values.mem[static_cast<size_t>(s)];
+  if (!device_) return &mem;
+  Tensor& host = values.host[static_cast<size_t>(s)];
+  const bool have_mem = mem.dtype() != ir::DType::kUndefined;
+  const bool have_host = host.dtype() != ir::DType::kUndefined;
+  if (shape_only) return have_mem ? &mem : &host;
+  const std::string& name = slot_values_[static_cast<size_t>(s)]->name();
+  if (want_host && !have_host && have_mem) {
+    TPC_ASSIGN_OR_RETURN(host, Tensor::Create(mem.dtype(), mem.shape(), name));
+    if (mem.nbytes() > 0) backend_.CopyToHost(host.raw(), mem.raw(), mem.nbytes());
+  } else if (!want_host && !have_mem && have_host) {
+    TPC_ASSIGN_OR_RETURN(mem, ToBackend(host, absl::StrCat("value '", name, "'")));
+  }
+  return want_host ? &host : &mem;
 }
 
 absl::StatusOr<SymbolBindings> Executor::CheckInputs(
@@ -256,6 +350,7 @@ const Executor::Plan& Executor::PlanFor(const SymbolBindings& bindings) {
   std::vector<BufferRequest> requests;
   std::vector<int> request_slots;
   for (size_t i = 0; i < steps_.size(); ++i) {
+    if (steps_[i].on_host) continue;  // host memory, not the arena
     for (int s : steps_[i].out_slots) {
       const ir::Value* v = slot_values_[static_cast<size_t>(s)];
       plan->shapes[static_cast<size_t>(s)] = EvaluateShape(v->type(), bindings);
@@ -287,14 +382,18 @@ const Executor::Plan& Executor::PlanFor(const SymbolBindings& bindings) {
   return *plans_.emplace(key, std::move(plan)).first->second;
 }
 
-absl::Status Executor::RunStep(const Step& step, const Plan& plan, std::vector<Tensor>& values) {
+absl::Status Executor::RunStep(const Step& step, const Plan& plan, Values& values) {
   const ir::Node& node = *step.node;
   std::vector<const Tensor*> ins;
   std::vector<Tensor> converted;  // f32 stand-ins of half inputs
   converted.reserve(step.in_slots.size());
   for (size_t k = 0; k < step.in_slots.size(); ++k) {
     const int s = step.in_slots[k];
-    const Tensor* t = s >= 0 ? &values[static_cast<size_t>(s)] : nullptr;
+    const bool want_host = step.on_host || (k < 32 && ((step.kernel->host_inputs >> k) & 1u));
+    const Tensor* t = nullptr;
+    if (s >= 0) {
+      TPC_ASSIGN_OR_RETURN(t, Fetch(s, want_host, step.kernel->shape_only, values));
+    }
     if (t != nullptr && t->raw() == nullptr && t->num_elements() > 0) {
       return absl::InternalError(absl::StrCat(node.Describe(), ": input ", k, " ('",
                                               slot_values_[static_cast<size_t>(s)]->name(),
@@ -312,7 +411,7 @@ absl::Status Executor::RunStep(const Step& step, const Plan& plan, std::vector<T
     out_types.push_back(!step.kernel->any_float && IsHalfType(t) ? ir::DType::kF32 : t);
   }
   StepAllocator alloc(*this, step, plan);
-  KernelContext ctx(node, std::move(ins), std::move(out_types), alloc, comm_, backend_.pool(),
+  KernelContext ctx(node, std::move(ins), std::move(out_types), alloc, comm_, backend_,
                     graph_.onnx_opset());
   ctx.set_wanted(step.wanted);
   TPC_RETURN_IF_ERROR(step.kernel->fn(ctx));
@@ -332,7 +431,8 @@ absl::Status Executor::RunStep(const Step& step, const Plan& plan, std::vector<T
       ConvertFloats(out, half);
       out = half;
     }
-    values[static_cast<size_t>(step.out_slots[k])] = std::move(out);
+    (step.on_host ? values.host : values.mem)[static_cast<size_t>(step.out_slots[k])] =
+        std::move(out);
   }
   return absl::OkStatus();
 }
@@ -347,19 +447,25 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
   for (int64_t o : plan.offsets) (o >= 0 ? stats_.planned_values : stats_.unplanned_values)++;
   stats_.unplanned_values -= static_cast<int>(input_slots_.size() + constants_.size());
 
-  std::vector<Tensor> values(slot_values_.size());
+  // Inputs are host tensors: the backend's memory, or a host copy moved on first need.
+  Values values(slot_values_.size());
   for (size_t i = 0; i < inputs_.size(); ++i) {
-    values[static_cast<size_t>(input_slots_[i])] = inputs.at(inputs_[i].name);
+    (device_ ? values.host : values.mem)[static_cast<size_t>(input_slots_[i])] =
+        inputs.at(inputs_[i].name);
   }
-  for (const auto& [slot, t] : constants_) values[static_cast<size_t>(slot)] = t;
+  for (const Constant& c : constants_) {
+    values.mem[static_cast<size_t>(c.slot)] = c.mem;
+    values.host[static_cast<size_t>(c.slot)] = c.host;
+  }
 
   unplanned_live_ = 0;
   unplanned_peak_ = 0;
   for (const Step& step : steps_) {
     const auto ts = Clock::now();
     TPC_RETURN_IF_ERROR(RunStep(step, plan, values));
-    for (int f : step.frees) values[static_cast<size_t>(f)] = Tensor();
+    for (int f : step.frees) values.Clear(f);
     if (options_.profile) {
+      if (device_) TPC_RETURN_IF_ERROR(backend_.Synchronize());
       stats_.op_seconds[step.node->op_type()] +=
           std::chrono::duration<double>(Clock::now() - ts).count();
     }
@@ -367,13 +473,17 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
   // Outputs are copied to host tensors the caller owns, independent of the executor.
   std::vector<Tensor> outputs;
   for (int s : output_slots_) {
-    const Tensor& t = values[static_cast<size_t>(s)];
+    const Tensor& in_host = values.host[static_cast<size_t>(s)];
+    const bool from_host = device_ && in_host.dtype() != ir::DType::kUndefined;
+    const Tensor& t = from_host ? in_host : values.mem[static_cast<size_t>(s)];
     Tensor host = Tensor::Allocate(t.dtype(), t.shape());
-    if (t.nbytes() > 0) backend_.CopyToHost(host.raw(), t.raw(), t.nbytes());
+    if (t.nbytes() > 0 && from_host) std::memcpy(host.raw(), t.raw(), t.nbytes());
+    if (t.nbytes() > 0 && !from_host) backend_.CopyToHost(host.raw(), t.raw(), t.nbytes());
     stats_.output_bytes += static_cast<int64_t>(t.nbytes());
     outputs.push_back(std::move(host));
   }
-  values.clear();
+  values = Values(0);
+  TPC_RETURN_IF_ERROR(backend_.Synchronize());
   stats_.unplanned_peak_bytes = unplanned_peak_;
   stats_.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return outputs;

@@ -1,10 +1,13 @@
 #include "tpc/runtime/kernel.h"
 
 #include "absl/strings/str_cat.h"
+#include "tpc/runtime/backend.h"
 #include "tpc/util/checked_math.h"
 #include "tpc/util/status_macros.h"
 
 namespace tpc::runtime {
+
+ThreadPool& KernelContext::pool() const { return backend_.pool(); }
 
 absl::StatusOr<Tensor*> KernelContext::Output(int i, const std::vector<int64_t>& shape) {
   return Output(i, shape, output_dtype(i));

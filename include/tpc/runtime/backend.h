@@ -7,6 +7,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
 
 #include "tpc/runtime/kernel.h"
 #include "tpc/runtime/thread_pool.h"
@@ -30,6 +33,12 @@ class Backend {
 
   // Threads for data-parallel loops inside kernels.
   virtual ThreadPool& pool() = 0;
+
+  // False when tensors live apart from the host (a GPU): the executor then keeps a host
+  // copy of the values that host kernels read (Kernel::host, host_inputs).
+  virtual bool host_memory() const { return true; }
+  // Waits for the work queued so far; an error it raised (an asynchronous kernel fault).
+  virtual absl::Status Synchronize() { return absl::OkStatus(); }
 };
 
 // The CPU backend with `threads` threads for its loops (0: DefaultThreadCount()); BLAS

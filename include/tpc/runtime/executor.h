@@ -1,5 +1,8 @@
 // Runs one rank's graph: checks the inputs, binds the symbolic dims, plans one arena by
 // value lifetimes (cached per binding), and runs the kernels of the backend in order.
+// With a device backend (a GPU), the arena is device memory; steps whose kernel runs on
+// the host (shape arithmetic, operators with no device kernel) get host copies of their
+// inputs and leave host outputs, copied to the device only when a device kernel reads them.
 #pragma once
 
 #include <cstdint>
@@ -70,12 +73,20 @@ class Executor {
  private:
   struct Step;
   struct Plan;
+  struct Values;
+  struct Constant;
   class StepAllocator;
   Executor(const ir::Graph& graph, Backend& backend, Communicator* comm, ExecutorOptions options);
   absl::Status Build();
   absl::Status FoldConstantSteps();
   const Plan& PlanFor(const SymbolBindings& bindings);
-  absl::Status RunStep(const Step& step, const Plan& plan, std::vector<Tensor>& values);
+  absl::Status RunStep(const Step& step, const Plan& plan, Values& values);
+  // Slot `s` where a kernel reads it: backend memory, or host memory (`want_host`),
+  // copied there on first need in a device backend.
+  absl::StatusOr<const Tensor*> Fetch(int s, bool want_host, bool shape_only, Values& values);
+  // A copy of host tensor `t` in backend memory (freed with its last holder).
+  absl::StatusOr<Tensor> ToBackend(const Tensor& t, const std::string& what);
+  absl::Status UploadConstants();
 
   const ir::Graph& graph_;
   Backend& backend_;
@@ -85,7 +96,9 @@ class Executor {
   std::vector<const ir::Value*> slot_values_;  // slot -> value
   std::map<const ir::Value*, int> slot_of_;
   std::vector<int> input_slots_, output_slots_;
-  std::vector<std::pair<int, Tensor>> constants_;
+  // True when the backend's memory is not the host's (values may need copies).
+  bool device_ = false;
+  std::vector<Constant> constants_;
   std::vector<ir::Tensor> constant_refs_;  // keeps the mapped data alive
   std::vector<Step> steps_;
   std::vector<int64_t> last_use_;  // per slot; -1: never read; INT64_MAX: pinned

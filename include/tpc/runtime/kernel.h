@@ -16,6 +16,8 @@
 
 namespace tpc::runtime {
 
+class Backend;
+
 // Gives a kernel the memory for its outputs (the executor: a slot of its arena when
 // the output's shape was planned, else a buffer of its own).
 class OutputAllocator {
@@ -29,14 +31,14 @@ class KernelContext {
  public:
   KernelContext(const ir::Node& node, std::vector<const Tensor*> inputs,
                 std::vector<ir::DType> output_dtypes, OutputAllocator& allocator,
-                Communicator* comm, ThreadPool& pool, int64_t opset)
+                Communicator* comm, Backend& backend, int64_t opset)
       : node_(node),
         inputs_(std::move(inputs)),
         output_dtypes_(std::move(output_dtypes)),
         outputs_(output_dtypes_.size()),
         allocator_(allocator),
         comm_(comm),
-        pool_(pool),
+        backend_(backend),
         opset_(opset) {}
 
   const ir::Node& node() const { return node_; }
@@ -64,7 +66,9 @@ class KernelContext {
   std::vector<Tensor>& outputs() { return outputs_; }
 
   Communicator* comm() const { return comm_; }
-  ThreadPool& pool() const { return pool_; }
+  // The backend running the kernel (a device kernel's stream and handles) and its threads.
+  Backend& backend() const { return backend_; }
+  ThreadPool& pool() const;
 
   // InvalidArgument naming the node: `node '/h.0/Add' (Add): <message>`.
   absl::Status Error(std::string_view message) const;
@@ -77,7 +81,7 @@ class KernelContext {
   std::vector<bool> wanted_;
   OutputAllocator& allocator_;
   Communicator* comm_;
-  ThreadPool& pool_;
+  Backend& backend_;
   int64_t opset_;
 };
 
@@ -88,6 +92,14 @@ struct Kernel {
   // The kernel handles f16 and bf16 itself (movement ops, Cast). Otherwise the executor
   // hands it f32 copies of f16/bf16 inputs and converts its f32 outputs back.
   bool any_float = false;
+  // In a backend whose memory is not the host's (CUDA): the kernel reads and writes host
+  // memory (a CPU kernel standing in for a missing device kernel, or shape arithmetic);
+  // the executor copies its inputs there and its outputs back where they are needed.
+  bool host = false;
+  // Bit i: a device kernel reads input i in host memory (a shape, axes, starts).
+  uint32_t host_inputs = 0;
+  // The kernel reads only its inputs' shapes, never their bytes (Shape, Size).
+  bool shape_only = false;
 };
 
 }  // namespace tpc::runtime
