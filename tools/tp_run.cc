@@ -26,6 +26,7 @@
 #include "tp_run_generate.h"
 #include "tpc/onnx/importer.h"
 #include "tpc/plan/plan_reader.h"
+#include "tpc/runtime/backends.h"
 #include "tpc/runtime/compare.h"
 #include "tpc/runtime/generate.h"
 #include "tpc/runtime/launcher.h"
@@ -71,7 +72,12 @@ tpc::cli::Parser MakeParser() {
       "A rank that fails, crashes or hangs stops every rank within --timeout.\n"
       "Exit status: 0 success, 1 --check-against above tolerance or a failed run, 2 bad usage\n"
       "or bad input, 3 (a rank under a cluster launcher) stopped because another rank failed.");
-  p.Add({"backend", "NAME", "cpu (cuda: not built yet)", "cpu", false});
+  p.Add({"backend", "NAME",
+         "cpu or cuda (one GPU per process, LOCAL_RANK picks it; --ranks threads: all ranks on "
+         "one GPU); operators with no CUDA kernel run on the host (--list-kernels)",
+         "cpu", false});
+  p.Add({"list-kernels", "",
+         "print `backend domain::op dtypes` per kernel of each backend built in", "", false});
   p.Add({"input", "NAME=FILE", "an input from a TensorProto .pb or a .npy file", "", true});
   p.Add(
       {"input-dir", "DIR", "inputs DIR/input_K.pb or .npy (the ONNX test-data layout)", "", false});
@@ -241,6 +247,7 @@ std::string MiB(int64_t bytes) {
 // The flags every mode reads, checked once.
 struct Settings {
   std::string plan;
+  std::string backend = "cpu";
   bool quiet = false;
   double rtol = 0, atol = 0;
   int64_t repeat = 0, threads = 0;
@@ -258,13 +265,16 @@ absl::StatusOr<Settings> ReadSettings(const tpc::cli::Args& args) {
   if (args.positional().size() != 1)
     return absl::InvalidArgumentError("expected exactly one plan DIR (see --help)");
   s.plan = args.positional()[0];
-  const std::string backend = args.get("backend", "cpu");
-  if (backend == "cuda")
-    return absl::UnimplementedError(
-        "--backend cuda: the CUDA backend is not built yet; use --backend cpu");
-  if (backend != "cpu")
+  s.backend = args.get("backend", "cpu");
+  if (s.backend != "cpu" && s.backend != "cuda")
     return absl::InvalidArgumentError(
-        absl::StrCat("--backend ", backend, ": expected cpu or cuda"));
+        absl::StrCat("--backend ", s.backend, ": expected cpu or cuda"));
+  if (s.backend == "cuda" && !rt::CudaBuiltIn())
+    return absl::UnimplementedError(
+        "--backend cuda: this tp-run was built without CUDA (no nvcc at build time)");
+  if (s.backend == "cuda" && rt::GpuCount() == 0)
+    return absl::FailedPreconditionError(
+        "--backend cuda: no GPU here (no CUDA driver or no visible device); use --backend cpu");
   s.quiet = args.has("quiet");
   if (!absl::SimpleAtod(args.get("rtol", "1e-4"), &s.rtol) ||
       !absl::SimpleAtod(args.get("atol", "1e-5"), &s.atol)) {
@@ -448,6 +458,7 @@ absl::StatusOr<int> RunThreads(const tpc::cli::Args& args, const Settings& s) {
   for (auto& g : graphs) ptrs.push_back(g.get());
   rt::PlanRunnerOptions options;
   options.threads = static_cast<int>(s.threads);
+  options.backend = s.backend;
   options.executor.profile = args.has("profile");
   options.timeout = s.timeout;
   TPC_ASSIGN_OR_RETURN(options.io, rt::IoPlacementsFromPlan(manifest));
@@ -590,7 +601,10 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
     TPC_ASSIGN_OR_RETURN(io, rt::IoPlacementsFromPlan(*manifest));
     TPC_ASSIGN_OR_RETURN(graph, rt::LoadPlanRank(s.plan, *manifest, rank, s.load));
     const int cores = s.threads > 0 ? static_cast<int>(s.threads) : rt::DefaultThreadCount();
-    backend = rt::MakeCpuBackend(std::max(1, cores / std::max(1, world.local_size)));
+    TPC_ASSIGN_OR_RETURN(
+        backend, rt::MakeBackend({.name = s.backend,
+                                  .threads = std::max(1, cores / std::max(1, world.local_size)),
+                                  .device = world.local_rank}));
     rt::ExecutorOptions ex_options;
     ex_options.profile = args.has("profile");
     // The communicator comes after the agreement (set_communicator).
@@ -752,6 +766,10 @@ absl::StatusOr<int> Launch(const Settings& s, int argc, char** argv) {
 }
 
 absl::StatusOr<int> Run(const tpc::cli::Args& args, int argc, char** argv) {
+  if (args.has("list-kernels")) {
+    for (const std::string& line : rt::KernelListing()) std::printf("%s\n", line.c_str());
+    return 0;
+  }
   TPC_ASSIGN_OR_RETURN(const Settings s, ReadSettings(args));
   const bool threads = args.get("ranks", "processes") == "threads";
   TPC_ASSIGN_OR_RETURN(auto world,

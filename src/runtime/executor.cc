@@ -123,6 +123,14 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const ir::Graph& grap
 }
 
 absl::Status Executor::Build() {
+  // Values already in host memory (device backends): graph inputs, constants, outputs
+  // of host steps. A step on such values with no float output (shape arithmetic) runs
+  // on the host too, so that shapes never go to the device and back.
+  std::set<const ir::Value*> host_resident;
+  auto is_float = [](ir::DType t) {
+    return t == ir::DType::kF32 || t == ir::DType::kF16 || t == ir::DType::kBF16 ||
+           t == ir::DType::kF64;
+  };
   auto slot_for = [&](const ir::Value* v) {
     auto [it, inserted] = slot_of_.emplace(v, static_cast<int>(slot_values_.size()));
     if (inserted) slot_values_.push_back(v);
@@ -132,6 +140,7 @@ absl::Status Executor::Build() {
     switch (n->kind()) {
       case ir::NodeKind::kPlaceholder:
         input_slots_.push_back(slot_for(n->output()));
+        host_resident.insert(n->output());
         inputs_.push_back({n->output()->name(), n->output()->type()});
         break;
       case ir::NodeKind::kConstant: {
@@ -151,19 +160,35 @@ absl::Status Executor::Build() {
         Constant c{slot_for(n->output()), {}, {}};
         (device_ ? c.host : c.mem) = view;
         constants_.push_back(std::move(c));
+        host_resident.insert(n->output());
         constant_refs_.push_back(t);
         break;
       }
       case ir::NodeKind::kCall: {
         Step step;
         step.node = n;
-        step.kernel = backend_.FindKernel(n->domain(), n->op_type());
+        step.kernel = backend_.FindKernelFor(*n);
+        if (device_ && step.kernel != nullptr && !step.kernel->host) {
+          bool shape_math = true;
+          for (const ir::Value* in : n->inputs()) {
+            shape_math = shape_math && (in == nullptr || host_resident.count(in) > 0);
+          }
+          for (const ir::Value* out : n->outputs()) {
+            shape_math = shape_math && !is_float(out->type().dtype);
+          }
+          const Kernel* host =
+              shape_math ? backend_.FindHostKernel(n->domain(), n->op_type()) : nullptr;
+          if (host != nullptr) step.kernel = host;
+        }
         if (step.kernel == nullptr) {
           return absl::UnimplementedError(
               absl::StrCat(n->Describe(), ": the ", backend_.name(), " backend has no kernel for ",
                            n->domain().empty() ? "" : n->domain() + "::", n->op_type()));
         }
         step.on_host = device_ && step.kernel->host;
+        if (step.on_host) {
+          for (const ir::Value* out : n->outputs()) host_resident.insert(out);
+        }
         if (device_ && !step.on_host && !step.kernel->any_float) {
           return absl::InternalError(absl::StrCat(n->Describe(), ": the ", backend_.name(),
                                                   " kernel must handle every float type"));

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "tpc/onnx/importer.h"
 #include "tpc/plan/plan_reader.h"
+#include "tpc/runtime/backends.h"
 #include "tpc/runtime/inprocess_communicator.h"
 #include "tpc/util/exceptions.h"
 #include "tpc/util/status_macros.h"
@@ -94,7 +95,10 @@ absl::StatusOr<std::unique_ptr<PlanRunner>> PlanRunner::Create(
   runner->io_ = options.io;
   runner->io_.ranks = n;
   for (int r = 0; r < n; ++r) {
-    runner->backends_.push_back(MakeCpuBackend(per_rank));
+    auto backend =
+        MakeBackend({.name = options.backend, .threads = per_rank, .device = options.device});
+    if (!backend.ok()) return backend.status();
+    runner->backends_.push_back(std::move(*backend));
     auto ex = Executor::Create(*graphs[static_cast<size_t>(r)], *runner->backends_.back(),
                                runner->comms_[static_cast<size_t>(r)].get(), options.executor);
     if (!ex.ok())

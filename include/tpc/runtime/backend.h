@@ -23,6 +23,18 @@ class Backend {
 
   // The kernel of an operator (domain "" is ai.onnx), or null when there is none.
   virtual const Kernel* FindKernel(std::string_view domain, std::string_view op_type) const = 0;
+  // The kernel for this node (a device backend checks the element types its kernel
+  // takes, else offers its host kernel); null when there is none.
+  virtual const Kernel* FindKernelFor(const ir::Node& node) const {
+    return FindKernel(node.domain(), node.op_type());
+  }
+  // A device backend's host kernel of an operator (Kernel::host), for steps whose inputs
+  // are all in host memory and whose outputs are not floats (shape arithmetic); null
+  // when there is none or the backend's memory is the host's.
+  virtual const Kernel* FindHostKernel(std::string_view /*domain*/,
+                                       std::string_view /*op_type*/) const {
+    return nullptr;
+  }
 
   // Memory for tensors (the executor's arena, outputs). Aligned to 64 bytes.
   virtual void* Allocate(size_t bytes) = 0;
@@ -30,6 +42,8 @@ class Backend {
   // Copies between host memory and the backend's memory.
   virtual void CopyFromHost(void* dst, const void* src, size_t bytes) = 0;
   virtual void CopyToHost(void* dst, const void* src, size_t bytes) = 0;
+  // A copy within the backend's memory (ordered with the kernels).
+  virtual void Copy(void* dst, const void* src, size_t bytes) = 0;
 
   // Threads for data-parallel loops inside kernels.
   virtual ThreadPool& pool() = 0;

@@ -41,6 +41,9 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> LoadPlanRank(const std::string& dir,
 struct PlanRunnerOptions {
   // Threads in total; each rank gets an equal share (at least 1). 0: DefaultThreadCount().
   int threads = 0;
+  // The ranks' backend (runtime/backends.h): cpu, or cuda with every rank on GPU `device`.
+  std::string backend = "cpu";
+  int device = 0;
   ExecutorOptions executor;
   // How long a rank waits in a collective before the run fails.
   std::chrono::milliseconds timeout = std::chrono::seconds(120);

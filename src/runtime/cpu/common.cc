@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "kernels.h"
+#include "tpc/runtime/backend.h"
 #include "tpc/util/half.h"
 
 namespace tpc::runtime::cpu {
@@ -140,7 +141,7 @@ absl::Status CopyWithShape(KernelContext& ctx, const Shape& shape) {
         absl::StrCat("cannot give ", x.TypeString(), " the shape ", ShapeString(shape)));
   }
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, shape, x.dtype()));
-  if (x.nbytes() > 0 && y->raw() != x.raw()) std::memcpy(y->raw(), x.raw(), x.nbytes());
+  if (x.nbytes() > 0 && y->raw() != x.raw()) ctx.backend().Copy(y->raw(), x.raw(), x.nbytes());
   return absl::OkStatus();
 }
 

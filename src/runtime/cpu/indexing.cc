@@ -34,8 +34,8 @@ T Combine(const std::string& reduction, T a, T b) {
 
 }  // namespace
 
-absl::Status Slice(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
+absl::Status SliceGeometry(const KernelContext& ctx, const Tensor& x, Shape* begin_out,
+                           Shape* step_out, Shape* out_shape) {
   const int64_t rank = x.rank();
   TPC_ASSIGN_OR_RETURN(auto starts, ReadInts(ctx, ctx.input(1)));
   TPC_ASSIGN_OR_RETURN(auto ends, ReadInts(ctx, ctx.input(2)));
@@ -75,6 +75,17 @@ absl::Status Slice(KernelContext& ctx) {
     step[static_cast<size_t>(a)] = s;
     out[static_cast<size_t>(a)] = std::max<int64_t>(0, len);
   }
+  *begin_out = std::move(begin);
+  *step_out = std::move(step);
+  *out_shape = std::move(out);
+  return absl::OkStatus();
+}
+
+absl::Status Slice(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t rank = x.rank();
+  Shape begin, step, out;
+  TPC_RETURN_IF_ERROR(SliceGeometry(ctx, x, &begin, &step, &out));
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
   const Shape strides = Strides(x.shape());
   return VisitBySize(ctx, x.dtype(), [&]<typename U>() {

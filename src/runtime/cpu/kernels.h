@@ -181,8 +181,24 @@ absl::Status VisitBySize(const KernelContext& ctx, ir::DType t, F&& f) {
 absl::StatusOr<std::optional<std::vector<int64_t>>> AxesFromAttrOrInput(const KernelContext& ctx,
                                                                         const std::string& name,
                                                                         int input);
-// Output 0 as a copy of input 0's bytes with a new shape (Reshape, Squeeze, ...).
+// Output 0 as a copy of input 0's bytes with a new shape (Reshape, Squeeze, ...), copied
+// by the backend (so the kernels that only do this run on any backend).
 absl::Status CopyWithShape(KernelContext& ctx, const Shape& shape);
+
+// ---- Geometry shared with the device kernels ----
+
+// The lines of Softmax, LogSoftmax and Hardmax: `len` elements at stride `inner`, for each
+// of outer * inner lines (norms.cc).
+struct SoftmaxLines {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+absl::StatusOr<SoftmaxLines> ReadSoftmaxLines(const KernelContext& ctx, const Tensor& x);
+// Slice's first index, step and output shape per dim of x (indexing.cc).
+absl::Status SliceGeometry(const KernelContext& ctx, const Tensor& x, Shape* begin, Shape* step,
+                           Shape* out);
+// Split's part sizes along `axis` (movement.cc).
+absl::StatusOr<std::vector<int64_t>> SplitSizes(const KernelContext& ctx, const Tensor& x,
+                                                int64_t axis);
 
 // ---- Elementwise (elementwise.cc, unary.cc) ----
 

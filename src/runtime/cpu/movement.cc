@@ -267,9 +267,8 @@ absl::Status Concat(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status Split(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), x.rank()));
+absl::StatusOr<std::vector<int64_t>> SplitSizes(const KernelContext& ctx, const Tensor& x,
+                                                int64_t axis) {
   const int64_t dim = x.dim(axis);
   const int n = ctx.num_outputs();
   std::vector<int64_t> sizes;
@@ -288,6 +287,15 @@ absl::Status Split(KernelContext& ctx) {
       std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != dim) {
     return ctx.Error(absl::StrCat("split sizes do not add up to dim ", axis, " = ", dim));
   }
+  return sizes;
+}
+
+absl::Status Split(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), x.rank()));
+  const int64_t dim = x.dim(axis);
+  const int n = ctx.num_outputs();
+  TPC_ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, SplitSizes(ctx, x, axis));
   int64_t outer = 1, inner = ir::DTypeSize(x.dtype());
   for (int64_t d = 0; d < x.rank(); ++d) {
     if (d < axis) outer *= x.dim(d);

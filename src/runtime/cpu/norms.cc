@@ -9,13 +9,6 @@
 #include "kernels.h"
 
 namespace tpc::runtime::cpu {
-namespace {
-
-// The lines of Softmax, LogSoftmax and Hardmax: `len` elements at stride `inner`, for each
-// of outer * inner lines.
-struct SoftmaxLines {
-  int64_t outer = 1, len = 1, inner = 1;
-};
 absl::StatusOr<SoftmaxLines> ReadSoftmaxLines(const KernelContext& ctx, const Tensor& x) {
   const int64_t rank = x.rank();
   SoftmaxLines l;
@@ -31,6 +24,8 @@ absl::StatusOr<SoftmaxLines> ReadSoftmaxLines(const KernelContext& ctx, const Te
   }
   return l;
 }
+
+namespace {
 
 absl::Status SoftmaxImpl(KernelContext& ctx, bool log) {
   const Tensor& x = ctx.input(0);

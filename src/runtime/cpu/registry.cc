@@ -241,6 +241,7 @@ class CpuBackend final : public Backend {
   void CopyToHost(void* dst, const void* src, size_t bytes) override {
     std::memcpy(dst, src, bytes);
   }
+  void Copy(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   ThreadPool& pool() override { return pool_; }
 
  private:

@@ -1,0 +1,31 @@
+// Backends by name, as tp-run's --backend and the tests choose them.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tpc/runtime/backend.h"
+
+namespace tpc::runtime {
+
+struct BackendSpec {
+  std::string name = "cpu";  // cpu or cuda
+  int threads = 0;           // CPU threads (cuda: of the host kernels); 0: all cores
+  int device = 0;            // cuda: the GPU (a process's LOCAL_RANK)
+};
+
+// The backend, or: InvalidArgument for an unknown name, Unimplemented when this build
+// has no CUDA, FailedPrecondition when there is no usable GPU.
+absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendSpec& spec);
+
+// True when this build has the CUDA backend.
+bool CudaBuiltIn();
+// Visible GPUs (0 without CUDA, a driver or a GPU).
+int GpuCount();
+
+// tp-run --list-kernels: `backend domain::op dtypes`, per backend built in.
+std::vector<std::string> KernelListing();
+
+}  // namespace tpc::runtime

@@ -1,0 +1,22 @@
+// The CUDA backend's entry points (built when nvcc is found: TPC_HAVE_CUDA).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tpc/runtime/backend.h"
+
+namespace tpc::runtime::cuda {
+
+// A CUDA backend on `device` (FailedPrecondition naming the reason when there is no
+// usable GPU); operators without a device kernel run on `host_threads` host threads.
+absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(int device, int host_threads);
+// Visible CUDA devices; 0 without a driver or a GPU.
+int CudaDeviceCount();
+// `domain::op dtypes` for every operator of the CPU backend: the dtypes of its device
+// kernel, or `host` when the CPU kernel runs on host copies.
+std::vector<std::string> CudaKernelListing();
+
+}  // namespace tpc::runtime::cuda

@@ -1,0 +1,59 @@
+// The CUDA kernels' launches: thread-to-data mapping only; the math is in
+// tpc/runtime/math (shared with the host tests). Every launch is asynchronous on
+// `stream` and returns the launch error (cudaSuccess when queued).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "tpc/runtime/math/floats.h"
+#include "tpc/runtime/math/pointwise.h"
+#include "tpc/runtime/math/rows.h"
+#include "tpc/runtime/math/strided.h"
+
+namespace tpc::runtime::cuda {
+
+using math::BinaryOp;
+using math::FloatKind;
+using math::ReduceKind;
+using math::RowLayout;
+using math::StridedView;
+using math::UnaryOp;
+
+// out[i] = op(a[va(i)], b[vb(i)]), i < n.
+cudaError_t LaunchBinary(FloatKind k, BinaryOp op, const void* a, const StridedView& va,
+                         const void* b, const StridedView& vb, void* out, int64_t n,
+                         cudaStream_t stream);
+// y[i] = op(x[i]), i < n.
+cudaError_t LaunchUnary(FloatKind k, UnaryOp op, float alpha, const void* x, void* y, int64_t n,
+                        cudaStream_t stream);
+// y[i] = x[i] converted between float kinds.
+cudaError_t LaunchCast(FloatKind from, FloatKind to, const void* x, void* y, int64_t n,
+                       cudaStream_t stream);
+// dst[vd(i)] = src[vs(i)] for i < n, elements of `elem_bytes` (1, 2, 4 or 8).
+cudaError_t LaunchCopy(int elem_bytes, const void* src, const StridedView& vs, void* dst,
+                       const StridedView& vd, int64_t n, cudaStream_t stream);
+// out[i] = cond[vc(i)] ? x[vx(i)] : y[vy(i)].
+cudaError_t LaunchWhere(int elem_bytes, const bool* cond, const StridedView& vc, const void* x,
+                        const StridedView& vx, const void* y, const StridedView& vy, void* out,
+                        int64_t n, cudaStream_t stream);
+// Gather along an axis of data [outer, axis_len, inner] with n_indices indices (int64 or
+// int32) into out [outer, n_indices, inner].
+cudaError_t LaunchGather(int elem_bytes, const void* data, const void* indices, bool indices_i64,
+                         int64_t outer, int64_t axis_len, int64_t inner, int64_t n_indices,
+                         void* out, cudaStream_t stream);
+// Softmax (or LogSoftmax) of each row.
+cudaError_t LaunchSoftmax(FloatKind k, const void* x, void* y, const RowLayout& rows, bool log,
+                          cudaStream_t stream);
+// Normalizes contiguous rows of `len`: (x - mean) · inv_std · scale + bias, or the RMS
+// norm (`rms`: no mean, no bias). scale and bias (may be null) have `len` elements of
+// kind `k`. mean and inv_std (f32, may be null) get one value per row.
+cudaError_t LaunchNorm(FloatKind k, const void* x, const void* scale, const void* bias, void* y,
+                       float* mean, float* inv_std, int64_t rows, int64_t len, float epsilon,
+                       bool rms, cudaStream_t stream);
+// y[r] = reduce of row r, one value per row.
+cudaError_t LaunchReduce(FloatKind k, ReduceKind op, const void* x, void* y, const RowLayout& rows,
+                         cudaStream_t stream);
+
+}  // namespace tpc::runtime::cuda

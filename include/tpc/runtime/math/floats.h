@@ -1,0 +1,38 @@
+// Float storage types of the device kernels (f32, f16, bf16 bits) and their loads and
+// stores in f32, which is where every kernel computes.
+#pragma once
+
+#include <cstdint>
+
+#include "tpc/util/half.h"
+#include "tpc/util/host_device.h"
+
+namespace tpc::runtime::math {
+
+enum class FloatKind : int { kF32 = 0, kF16 = 1, kBF16 = 2 };
+
+template <FloatKind K>
+struct FloatIO;
+
+template <>
+struct FloatIO<FloatKind::kF32> {
+  using Storage = float;
+  TPC_HOST_DEVICE static float Load(Storage v) { return v; }
+  TPC_HOST_DEVICE static Storage Store(float v) { return v; }
+};
+
+template <>
+struct FloatIO<FloatKind::kF16> {
+  using Storage = uint16_t;
+  TPC_HOST_DEVICE static float Load(Storage v) { return HalfToFloat(v); }
+  TPC_HOST_DEVICE static Storage Store(float v) { return FloatToHalf(v); }
+};
+
+template <>
+struct FloatIO<FloatKind::kBF16> {
+  using Storage = uint16_t;
+  TPC_HOST_DEVICE static float Load(Storage v) { return BFloat16ToFloat(v); }
+  TPC_HOST_DEVICE static Storage Store(float v) { return FloatToBFloat16(v); }
+};
+
+}  // namespace tpc::runtime::math

@@ -1,0 +1,52 @@
+#include "tpc/runtime/backends.h"
+
+#include "absl/strings/str_cat.h"
+#if defined(TPC_HAVE_CUDA)
+#include "tpc/runtime/cuda/cuda.h"
+#endif
+
+namespace tpc::runtime {
+
+absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendSpec& spec) {
+  if (spec.name == "cpu") return MakeCpuBackend(spec.threads);
+  if (spec.name == "cuda") {
+#if defined(TPC_HAVE_CUDA)
+    return cuda::MakeCudaBackend(spec.device, spec.threads);
+#else
+    return absl::UnimplementedError(
+        "--backend cuda: this build has no CUDA backend (nvcc was not found when it was built)");
+#endif
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--backend ", spec.name, ": expected cpu or cuda"));
+}
+
+bool CudaBuiltIn() {
+#if defined(TPC_HAVE_CUDA)
+  return true;
+#else
+  return false;
+#endif
+}
+
+int GpuCount() {
+#if defined(TPC_HAVE_CUDA)
+  return cuda::CudaDeviceCount();
+#else
+  return 0;
+#endif
+}
+
+std::vector<std::string> KernelListing() {
+  std::vector<std::string> lines;
+  for (const std::string& op : CpuKernelOps()) {
+    const bool onnx = op.find("::") == std::string::npos;
+    lines.push_back(absl::StrCat("cpu ", onnx ? "ai.onnx::" : "", op, " any"));
+  }
+#if defined(TPC_HAVE_CUDA)
+  for (const std::string& line : cuda::CudaKernelListing()) lines.push_back("cuda " + line);
+#endif
+  return lines;
+}
+
+}  // namespace tpc::runtime

@@ -1,0 +1,173 @@
+// The CUDA backend: device memory (a caching allocator over cudaMalloc), one stream,
+// uploads through pinned staging buffers, and the kernel table (registry.cc) with the CPU
+// backend's kernels standing in, on host copies, for operators it has no kernel for.
+#include "cuda_backend.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace tpc::runtime::cuda {
+namespace {
+
+constexpr size_t kStagingBytes = size_t{8} << 20;  // per staging buffer
+
+// Block sizes: multiples of 512 bytes, so that nearby sizes share the free lists.
+size_t RoundUp(size_t bytes) { return (std::max<size_t>(bytes, 1) + 511) / 512 * 512; }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(int device, int host_threads) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--backend cuda: no CUDA device (",
+        e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports 0 devices", ")"));
+  }
+  if (device < 0 || device >= count) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--backend cuda: device ", device, " asked for, but ", count,
+                     " device(s) are visible (LOCAL_RANK or CUDA_VISIBLE_DEVICES)"));
+  }
+  std::unique_ptr<CudaBackend> b(new CudaBackend(device, MakeCpuBackend(host_threads)));
+  auto check = [&](cudaError_t err, const char* what) -> absl::Status {
+    if (err == cudaSuccess) return absl::OkStatus();
+    return absl::InternalError(absl::StrCat("--backend cuda: ", what, " on device ", device, ": ",
+                                            cudaGetErrorString(err)));
+  };
+  if (auto s = check(cudaSetDevice(device), "cudaSetDevice"); !s.ok()) return s;
+  if (auto s =
+          check(cudaStreamCreateWithFlags(&b->stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+      !s.ok())
+    return s;
+  for (int i = 0; i < 2; ++i) {
+    if (auto s = check(cudaMallocHost(&b->staging_[i], kStagingBytes), "cudaMallocHost"); !s.ok())
+      return s;
+    if (auto s = check(cudaEventCreateWithFlags(&b->staged_[i], cudaEventDisableTiming),
+                       "cudaEventCreate");
+        !s.ok())
+      return s;
+  }
+  if (cublasCreate(&b->cublas_) != CUBLAS_STATUS_SUCCESS) {
+    return absl::InternalError(
+        absl::StrCat("--backend cuda: cublasCreate failed on device ", device));
+  }
+  cublasSetStream(b->cublas_, b->stream_);
+  return std::unique_ptr<Backend>(std::move(b));
+}
+
+CudaBackend::CudaBackend(int device, std::unique_ptr<Backend> host)
+    : device_(device), host_(std::move(host)) {}
+
+CudaBackend::~CudaBackend() {
+  cudaSetDevice(device_);
+  if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  if (cublas_ != nullptr) cublasDestroy(cublas_);
+  for (auto& [size, blocks] : free_) {
+    for (void* p : blocks) cudaFree(p);
+  }
+  for (auto& [p, size] : sizes_) cudaFree(p);  // blocks still out (none after a run)
+  for (int i = 0; i < 2; ++i) {
+    if (staged_[i] != nullptr) cudaEventDestroy(staged_[i]);
+    if (staging_[i] != nullptr) cudaFreeHost(staging_[i]);
+  }
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+void CudaBackend::Record(cudaError_t e, const char* what) {
+  if (e != cudaSuccess && error_ == cudaSuccess) {
+    error_ = e;
+    error_what_ = what;
+  }
+}
+
+void* CudaBackend::Allocate(size_t bytes) {
+  Bind();
+  const size_t size = RoundUp(bytes);
+  auto it = free_.find(size);
+  if (it != free_.end() && !it->second.empty()) {
+    void* p = it->second.back();
+    it->second.pop_back();
+    sizes_[p] = size;
+    return p;
+  }
+  void* p = nullptr;
+  if (cudaMalloc(&p, size) != cudaSuccess) {
+    // Out of memory: give the cached blocks back and try once more.
+    cudaGetLastError();
+    cudaStreamSynchronize(stream_);
+    for (auto& [s, blocks] : free_) {
+      for (void* q : blocks) cudaFree(q);
+    }
+    free_.clear();
+    if (cudaMalloc(&p, size) != cudaSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+  }
+  sizes_[p] = size;
+  return p;
+}
+
+void CudaBackend::Free(void* p) {
+  if (p == nullptr) return;
+  auto it = sizes_.find(p);
+  if (it == sizes_.end()) return;
+  free_[it->second].push_back(p);
+  sizes_.erase(it);
+}
+
+void CudaBackend::CopyFromHost(void* dst, const void* src, size_t bytes) {
+  Bind();
+  if (bytes <= 64 * 1024) {  // small: the driver stages it
+    Record(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "upload");
+    return;
+  }
+  // Chunks through two pinned buffers: the copy of one overlaps the fill of the other.
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint8_t*>(dst);
+  for (size_t off = 0, i = 0; off < bytes; off += kStagingBytes, i ^= 1) {
+    const size_t n = std::min(kStagingBytes, bytes - off);
+    Record(cudaEventSynchronize(staged_[i]), "upload");  // its previous copy is done
+    std::memcpy(staging_[i], s + off, n);
+    Record(cudaMemcpyAsync(d + off, staging_[i], n, cudaMemcpyHostToDevice, stream_), "upload");
+    Record(cudaEventRecord(staged_[i], stream_), "upload");
+  }
+}
+
+void CudaBackend::CopyToHost(void* dst, const void* src, size_t bytes) {
+  Bind();
+  Record(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "download");
+  Record(cudaStreamSynchronize(stream_), "download");
+}
+
+void CudaBackend::Copy(void* dst, const void* src, size_t bytes) {
+  Record(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_), "device copy");
+}
+
+absl::Status CudaBackend::Synchronize() {
+  Bind();
+  Record(cudaStreamSynchronize(stream_), "a kernel");
+  if (error_ == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat("cuda device ", device_, ": ", error_what_,
+                                          " failed: ", cudaGetErrorString(error_)));
+}
+
+const Kernel* CudaBackend::FindHostKernel(std::string_view domain, std::string_view op_type) const {
+  const Kernel* k = host_->FindKernel(domain, op_type);
+  if (k == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(host_kernels_mu_);
+  const std::string key = absl::StrCat(std::string(domain), "::", std::string(op_type));
+  auto& slot = host_kernels_[key];
+  if (!slot) {
+    slot = std::make_unique<Kernel>(*k);
+    slot->host = true;
+  }
+  return slot.get();
+}
+
+}  // namespace tpc::runtime::cuda

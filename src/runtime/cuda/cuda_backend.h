@@ -1,0 +1,70 @@
+// Internal to the CUDA backend: the backend object its kernels reach through
+// KernelContext::backend() (device, stream, cuBLAS handle, memory).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "tpc/runtime/backend.h"
+
+namespace tpc::runtime::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  // A backend on `device` with one stream; host kernels (operators with no device
+  // kernel) get `host_threads` threads.
+  static absl::StatusOr<std::unique_ptr<Backend>> Create(int device, int host_threads);
+  ~CudaBackend() override;
+
+  std::string name() const override { return "cuda"; }
+  const Kernel* FindKernel(std::string_view domain, std::string_view op_type) const override;
+  const Kernel* FindKernelFor(const ir::Node& node) const override;
+  const Kernel* FindHostKernel(std::string_view domain, std::string_view op_type) const override;
+  void* Allocate(size_t bytes) override;
+  void Free(void* p) override;
+  void CopyFromHost(void* dst, const void* src, size_t bytes) override;
+  void CopyToHost(void* dst, const void* src, size_t bytes) override;
+  void Copy(void* dst, const void* src, size_t bytes) override;
+  ThreadPool& pool() override { return host_->pool(); }
+  bool host_memory() const override { return false; }
+  absl::Status Synchronize() override;
+
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t cublas() const { return cublas_; }
+  // Makes this backend's device current for the calling thread (ranks as threads).
+  void Bind() const { cudaSetDevice(device_); }
+
+ private:
+  CudaBackend(int device, std::unique_ptr<Backend> host);
+  void Record(cudaError_t e, const char* what);
+
+  int device_;
+  std::unique_ptr<Backend> host_;  // the CPU backend: host kernels and their threads
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  // Pinned staging buffers for uploads (double-buffered) and their events.
+  void* staging_[2] = {nullptr, nullptr};
+  cudaEvent_t staged_[2] = {nullptr, nullptr};
+  // Freed device blocks by rounded size, reused before cudaMalloc (stream-ordered: every
+  // use is on stream_).
+  std::map<size_t, std::vector<void*>> free_;
+  absl::flat_hash_map<void*, size_t> sizes_;
+  // Host kernels standing in for missing device kernels (Kernel::host).
+  mutable std::mutex host_kernels_mu_;
+  mutable std::map<std::string, std::unique_ptr<Kernel>> host_kernels_;
+  cudaError_t error_ = cudaSuccess;  // first failure of a copy
+  std::string error_what_;
+};
+
+}  // namespace tpc::runtime::cuda

@@ -1,0 +1,145 @@
+// GEMMs on the GPU through cuBLAS (f32, f16, bf16 storage; f32 accumulation; no TF32):
+// MatMul with batch dims and broadcasting, Gemm with transposes and a bias C.
+// Row-major Y = A·B is column-major Yᵀ = Bᵀ·Aᵀ: every call passes B first.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "absl/strings/str_cat.h"
+#include "ops.h"
+
+namespace tpc::runtime::cuda {
+namespace {
+
+cudaDataType_t CudaType(FloatKind k) {
+  switch (k) {
+    case FloatKind::kF16:
+      return CUDA_R_16F;
+    case FloatKind::kBF16:
+      return CUDA_R_16BF;
+    default:
+      return CUDA_R_32F;
+  }
+}
+
+absl::Status CheckBlas(const KernelContext& ctx, cublasStatus_t s) {
+  if (s == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  return absl::InternalError(
+      absl::StrCat(ctx.node().Describe(), ": cuBLAS failed: ", cublasGetStatusString(s)));
+}
+
+// The column-major description of one row-major product Y[m,n] = op(A)·op(B) (+ beta·Y),
+// `count` times with the given element strides between matrices.
+struct Gemm2D {
+  bool ta = false, tb = false;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  int64_t count = 1;
+  float alpha = 1.0f, beta = 0.0f;
+};
+
+absl::Status RunGemm(const KernelContext& ctx, FloatKind kind, const Gemm2D& g, const void* a,
+                     const void* b, void* c) {
+  const int64_t limit = 2147483647LL;
+  if (g.m > limit || g.n > limit || g.k > limit || g.count > limit) {
+    return ctx.Error("a GEMM dim is over cuBLAS's 32-bit limit");
+  }
+  const cudaDataType_t t = CudaType(kind);
+  return CheckBlas(
+      ctx, cublasGemmStridedBatchedEx(
+               BackendOf(ctx).cublas(), g.tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+               g.ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(g.n), static_cast<int>(g.m),
+               static_cast<int>(g.k), &g.alpha, b, t, static_cast<int>(g.ldb), g.stride_b, a, t,
+               static_cast<int>(g.lda), g.stride_a, &g.beta, c, t, static_cast<int>(g.ldc),
+               g.stride_c, static_cast<int>(g.count), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+}  // namespace
+
+absl::Status MatMul(KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (a.dtype() != b.dtype()) return ctx.Error("operand types differ");
+  TPC_ASSIGN_OR_RETURN(FloatKind kind, FloatKindOf(ctx, a.dtype()));
+  TPC_ASSIGN_OR_RETURN(const cpu::MatMulShape g, cpu::MatMulShapes(ctx, a, b));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, g.out, a.dtype()));
+  if (y->num_elements() == 0) return absl::OkStatus();
+  if (g.k == 0) {
+    return Check(ctx, cudaMemsetAsync(y->raw(), 0, y->nbytes(), StreamOf(ctx)));
+  }
+  const int64_t na = cpu::NumElements(g.batch_a), nb = cpu::NumElements(g.batch_b),
+                nbatch = cpu::NumElements(g.batch);
+  Gemm2D gm;
+  gm.m = g.m;
+  gm.n = g.n;
+  gm.k = g.k;
+  gm.lda = g.k;
+  gm.ldb = g.n;
+  gm.ldc = g.n;
+  gm.stride_c = g.m * g.n;
+  const size_t es = static_cast<size_t>(ir::DTypeSize(a.dtype()));
+  if (nb == 1 && na == nbatch) {
+    gm.m = nbatch * g.m;  // B shared: one GEMM over every row of A
+    return RunGemm(ctx, kind, gm, a.raw(), b.raw(), y->raw());
+  }
+  // Each operand a full batch (laid out as the output's) or one matrix for all.
+  if ((na == 1 || na == nbatch) && (nb == 1 || nb == nbatch)) {
+    gm.stride_a = na == 1 ? 0 : g.m * g.k;
+    gm.stride_b = nb == 1 ? 0 : g.k * g.n;
+    gm.count = nbatch;
+    return RunGemm(ctx, kind, gm, a.raw(), b.raw(), y->raw());
+  }
+  // General broadcasting of the batch dims: one GEMM per output matrix.
+  absl::Status status;
+  g.ForEachMatrix([&](int64_t i, int64_t oa, int64_t ob) {
+    if (!status.ok()) return;
+    status = RunGemm(ctx, kind, gm, a.raw() + static_cast<size_t>(oa) * es,
+                     b.raw() + static_cast<size_t>(ob) * es,
+                     y->raw() + static_cast<size_t>(i * g.m * g.n) * es);
+  });
+  return status;
+}
+
+absl::Status Gemm(KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  const Tensor* c = ctx.optional_input(2);
+  if (a.rank() != 2 || b.rank() != 2) return ctx.Error("Gemm operands must be matrices");
+  if (a.dtype() != b.dtype() || (c != nullptr && c->dtype() != a.dtype())) {
+    return ctx.Error("operand types differ");
+  }
+  TPC_ASSIGN_OR_RETURN(FloatKind kind, FloatKindOf(ctx, a.dtype()));
+  Gemm2D g;
+  g.ta = ctx.node().attr_int("transA", 0) != 0;
+  g.tb = ctx.node().attr_int("transB", 0) != 0;
+  g.alpha = ctx.node().attr_float("alpha", 1.0f);
+  const float beta = ctx.node().attr_float("beta", 1.0f);
+  g.m = g.ta ? a.dim(1) : a.dim(0);
+  g.k = g.ta ? a.dim(0) : a.dim(1);
+  g.n = g.tb ? b.dim(0) : b.dim(1);
+  if ((g.tb ? b.dim(1) : b.dim(0)) != g.k) {
+    return ctx.Error(absl::StrCat("inner dims differ: ", a.TypeString(), " x ", b.TypeString()));
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {g.m, g.n}, a.dtype()));
+  if (y->num_elements() == 0) return absl::OkStatus();
+  if (c != nullptr && beta != 0.0f) {
+    // Y = broadcast C, then the GEMM adds alpha·op(A)·op(B) to beta·Y.
+    TPC_ASSIGN_OR_RETURN(Shape s, cpu::BroadcastShapes(ctx, {c->shape(), {g.m, g.n}}));
+    if (s != Shape{g.m, g.n}) return ctx.Error("C does not broadcast to [M, N]");
+    const StridedView vc = math::BroadcastView(c->shape(), {g.m, g.n});
+    const StridedView vy = math::ContiguousView({g.m, g.n});
+    TPC_RETURN_IF_ERROR(Check(ctx, LaunchCopy(ir::DTypeSize(a.dtype()), c->raw(), vc, y->raw(), vy,
+                                              y->num_elements(), StreamOf(ctx))));
+    g.beta = beta;
+  }
+  if (g.k == 0) {
+    if (g.beta == 0.0f) return Check(ctx, cudaMemsetAsync(y->raw(), 0, y->nbytes(), StreamOf(ctx)));
+    return ctx.Error("Gemm with K = 0 and a bias C scaled by beta is not supported on CUDA");
+  }
+  g.lda = a.dim(1);
+  g.ldb = b.dim(1);
+  g.ldc = g.n;
+  return RunGemm(ctx, kind, g, a.raw(), b.raw(), y->raw());
+}
+
+}  // namespace tpc::runtime::cuda

@@ -1,0 +1,161 @@
+// Data movement CUDA kernels: each is one or more strided copies (math/strided.h) or a
+// gather. Shapes as the CPU kernels (shared geometry helpers).
+#include "absl/strings/str_cat.h"
+#include "ops.h"
+
+namespace tpc::runtime::cuda {
+namespace {
+
+absl::Status CheckRank(const KernelContext& ctx, size_t rank) {
+  if (rank <= static_cast<size_t>(math::kMaxDims)) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("rank ", rank, " is over the CUDA kernels' ", math::kMaxDims));
+}
+
+// dst (viewed by vd) = src (viewed by vs), over the views' common dims.
+absl::Status StridedCopy(const KernelContext& ctx, ir::DType dt, const void* src, StridedView vs,
+                         void* dst, StridedView vd) {
+  int64_t n = 1;
+  for (int d = 0; d < vs.rank; ++d) n *= vs.dims[d];
+  math::Simplify({&vs, &vd});
+  return Check(ctx, LaunchCopy(ir::DTypeSize(dt), src, vs, dst, vd, n, StreamOf(ctx)));
+}
+
+}  // namespace
+
+absl::Status Transpose(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t rank = x.rank();
+  TPC_RETURN_IF_ERROR(CheckRank(ctx, static_cast<size_t>(rank)));
+  std::vector<int64_t> perm = ctx.node().attr_ints("perm");
+  if (perm.empty()) {
+    for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
+  }
+  if (static_cast<int64_t>(perm.size()) != rank) return ctx.Error("perm does not match the rank");
+  const Shape in_strides = math::ContiguousStrides(x.shape());
+  Shape out(static_cast<size_t>(rank));
+  StridedView vs;
+  vs.rank = static_cast<int>(rank);
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (int64_t d = 0; d < rank; ++d) {
+    TPC_ASSIGN_OR_RETURN(int64_t p, cpu::NormalizeAxis(ctx, perm[static_cast<size_t>(d)], rank));
+    if (seen[static_cast<size_t>(p)]) return ctx.Error("perm repeats a dim");
+    seen[static_cast<size_t>(p)] = true;
+    out[static_cast<size_t>(d)] = x.dim(p);
+    vs.dims[d] = x.dim(p);
+    vs.strides[d] = in_strides[static_cast<size_t>(p)];
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
+  return StridedCopy(ctx, x.dtype(), x.raw(), vs, y->raw(), math::ContiguousView(out));
+}
+
+absl::Status Expand(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(Shape shape, cpu::ReadInts(ctx, ctx.input(1)));
+  TPC_ASSIGN_OR_RETURN(Shape out, cpu::BroadcastShapes(ctx, {x.shape(), shape}));
+  TPC_RETURN_IF_ERROR(CheckRank(ctx, out.size()));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
+  return StridedCopy(ctx, x.dtype(), x.raw(), math::BroadcastView(x.shape(), out), y->raw(),
+                     math::ContiguousView(out));
+}
+
+absl::Status Slice(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_RETURN_IF_ERROR(CheckRank(ctx, x.shape().size()));
+  Shape begin, step, out;
+  TPC_RETURN_IF_ERROR(cpu::SliceGeometry(ctx, x, &begin, &step, &out));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
+  const Shape strides = math::ContiguousStrides(x.shape());
+  StridedView vs;
+  vs.rank = static_cast<int>(x.rank());
+  for (size_t d = 0; d < out.size(); ++d) {
+    vs.offset += begin[d] * strides[d];
+    vs.dims[d] = out[d];
+    vs.strides[d] = step[d] * strides[d];
+  }
+  return StridedCopy(ctx, x.dtype(), x.raw(), vs, y->raw(), math::ContiguousView(out));
+}
+
+absl::Status Concat(KernelContext& ctx) {
+  const Tensor& x0 = ctx.input(0);
+  TPC_RETURN_IF_ERROR(CheckRank(ctx, x0.shape().size()));
+  TPC_ASSIGN_OR_RETURN(int64_t axis,
+                       cpu::NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), x0.rank()));
+  Shape out = x0.shape();
+  out[static_cast<size_t>(axis)] = 0;
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    const Tensor& xi = ctx.input(i);
+    if (xi.rank() != x0.rank() || xi.dtype() != x0.dtype()) {
+      return ctx.Error(absl::StrCat("input ", i, " (", xi.TypeString(),
+                                    ") does not match input 0 (", x0.TypeString(), ")"));
+    }
+    for (int64_t d = 0; d < x0.rank(); ++d) {
+      if (d != axis && xi.dim(d) != x0.dim(d)) {
+        return ctx.Error(absl::StrCat("input ", i, " differs from input 0 in dim ", d));
+      }
+    }
+    out[static_cast<size_t>(axis)] += xi.dim(axis);
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x0.dtype()));
+  const Shape out_strides = math::ContiguousStrides(out);
+  int64_t at = 0;
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    const Tensor& xi = ctx.input(i);
+    if (xi.num_elements() > 0) {
+      StridedView vd = math::ContiguousView(xi.shape());
+      for (int d = 0; d < vd.rank; ++d) vd.strides[d] = out_strides[static_cast<size_t>(d)];
+      vd.offset = at * out_strides[static_cast<size_t>(axis)];
+      TPC_RETURN_IF_ERROR(
+          StridedCopy(ctx, xi.dtype(), xi.raw(), math::ContiguousView(xi.shape()), y->raw(), vd));
+    }
+    at += xi.dim(axis);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Split(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_RETURN_IF_ERROR(CheckRank(ctx, x.shape().size()));
+  TPC_ASSIGN_OR_RETURN(int64_t axis,
+                       cpu::NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), x.rank()));
+  TPC_ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, cpu::SplitSizes(ctx, x, axis));
+  const Shape in_strides = math::ContiguousStrides(x.shape());
+  int64_t at = 0;
+  for (int i = 0; i < ctx.num_outputs(); ++i) {
+    Shape shape = x.shape();
+    shape[static_cast<size_t>(axis)] = sizes[static_cast<size_t>(i)];
+    TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(i, shape, x.dtype()));
+    if (y->num_elements() > 0) {
+      StridedView vs = math::ContiguousView(shape);
+      for (int d = 0; d < vs.rank; ++d) vs.strides[d] = in_strides[static_cast<size_t>(d)];
+      vs.offset = at * in_strides[static_cast<size_t>(axis)];
+      TPC_RETURN_IF_ERROR(
+          StridedCopy(ctx, x.dtype(), x.raw(), vs, y->raw(), math::ContiguousView(shape)));
+    }
+    at += sizes[static_cast<size_t>(i)];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Gather(KernelContext& ctx) {
+  const Tensor& data = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  if (indices.dtype() != ir::DType::kI64 && indices.dtype() != ir::DType::kI32) {
+    return ctx.Error("indices must be int64 or int32");
+  }
+  TPC_ASSIGN_OR_RETURN(int64_t axis,
+                       cpu::NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), data.rank()));
+  Shape out(data.shape().begin(), data.shape().begin() + axis);
+  out.insert(out.end(), indices.shape().begin(), indices.shape().end());
+  out.insert(out.end(), data.shape().begin() + axis + 1, data.shape().end());
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, data.dtype()));
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < data.rank(); ++d) {
+    if (d < axis) outer *= data.dim(d);
+    if (d > axis) inner *= data.dim(d);
+  }
+  return Check(ctx, LaunchGather(ir::DTypeSize(data.dtype()), data.raw(), indices.raw(),
+                                 indices.dtype() == ir::DType::kI64, outer, data.dim(axis), inner,
+                                 indices.num_elements(), y->raw(), StreamOf(ctx)));
+}
+
+}  // namespace tpc::runtime::cuda

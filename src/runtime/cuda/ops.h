@@ -1,0 +1,82 @@
+// Internal to the CUDA backend: the kernel functions registry.cc puts in its table and
+// the helpers they share. Shapes are worked out with the CPU backend's geometry helpers
+// (cpu/kernels.h), so both backends accept and refuse the same inputs.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <optional>
+#include <vector>
+
+#include "../cpu/kernels.h"
+#include "cuda_backend.h"
+#include "tpc/runtime/cuda/launch.h"
+#include "tpc/runtime/kernel.h"
+
+namespace tpc::runtime::cuda {
+
+using cpu::Shape;
+
+inline CudaBackend& BackendOf(const KernelContext& ctx) {
+  return static_cast<CudaBackend&>(ctx.backend());
+}
+inline cudaStream_t StreamOf(const KernelContext& ctx) { return BackendOf(ctx).stream(); }
+
+// The float kind of f32/f16/bf16; nullopt for other types.
+std::optional<FloatKind> KindOf(ir::DType t);
+// The same, or an error naming the node.
+absl::StatusOr<FloatKind> FloatKindOf(const KernelContext& ctx, ir::DType t);
+// An error naming the node when a launch failed.
+absl::Status Check(const KernelContext& ctx, cudaError_t e);
+// Device memory for a kernel's temporaries, given back when the holder goes.
+absl::StatusOr<Tensor> Scratch(const KernelContext& ctx, ir::DType dtype, const Shape& shape);
+
+// pointwise_ops.cc
+absl::Status Add(KernelContext& ctx);
+absl::Status Sub(KernelContext& ctx);
+absl::Status Mul(KernelContext& ctx);
+absl::Status Div(KernelContext& ctx);
+absl::Status Pow(KernelContext& ctx);
+absl::Status Max(KernelContext& ctx);
+absl::Status Min(KernelContext& ctx);
+absl::Status Relu(KernelContext& ctx);
+absl::Status Tanh(KernelContext& ctx);
+absl::Status Erf(KernelContext& ctx);
+absl::Status Exp(KernelContext& ctx);
+absl::Status Log(KernelContext& ctx);
+absl::Status Sqrt(KernelContext& ctx);
+absl::Status Neg(KernelContext& ctx);
+absl::Status Abs(KernelContext& ctx);
+absl::Status Reciprocal(KernelContext& ctx);
+absl::Status Sigmoid(KernelContext& ctx);
+absl::Status Gelu(KernelContext& ctx);
+absl::Status LeakyRelu(KernelContext& ctx);
+absl::Status FastGelu(KernelContext& ctx);
+absl::Status BiasGelu(KernelContext& ctx);
+absl::Status QuickGelu(KernelContext& ctx);
+absl::Status Where(KernelContext& ctx);
+absl::Status Cast(KernelContext& ctx);
+
+// movement_ops.cc
+absl::Status Transpose(KernelContext& ctx);
+absl::Status Expand(KernelContext& ctx);
+absl::Status Slice(KernelContext& ctx);
+absl::Status Concat(KernelContext& ctx);
+absl::Status Split(KernelContext& ctx);
+absl::Status Gather(KernelContext& ctx);
+
+// row_ops.cc
+absl::Status Softmax(KernelContext& ctx);
+absl::Status LogSoftmax(KernelContext& ctx);
+absl::Status LayerNormalization(KernelContext& ctx);
+absl::Status RMSNormalization(KernelContext& ctx);
+absl::Status ReduceSum(KernelContext& ctx);
+absl::Status ReduceMean(KernelContext& ctx);
+absl::Status ReduceMax(KernelContext& ctx);
+absl::Status ReduceMin(KernelContext& ctx);
+
+// matmul_ops.cc
+absl::Status MatMul(KernelContext& ctx);
+absl::Status Gemm(KernelContext& ctx);
+
+}  // namespace tpc::runtime::cuda

@@ -1,0 +1,231 @@
+// Launches of the element-wise CUDA kernels: one thread per output element in a
+// grid-stride loop (64-bit indices); the per-element math is math/pointwise.h.
+#include <cuda_runtime.h>
+
+#include "tpc/runtime/cuda/launch.h"
+
+namespace tpc::runtime::cuda {
+namespace {
+
+using math::FloatIO;
+
+constexpr int kThreads = 256;
+
+// Enough blocks to cover n, capped (the loop strides over the rest).
+unsigned Blocks(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > 65536 ? 65536 : b));
+}
+
+__device__ int64_t First() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ int64_t Step() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+template <FloatKind K>
+__global__ void BinaryKernel(BinaryOp op, const typename FloatIO<K>::Storage* a, StridedView va,
+                             const typename FloatIO<K>::Storage* b, StridedView vb,
+                             typename FloatIO<K>::Storage* out, int64_t n) {
+  for (int64_t i = First(); i < n; i += Step()) math::BinaryElement<K>(op, a, va, b, vb, out, i);
+}
+
+template <FloatKind K>
+__global__ void UnaryKernel(UnaryOp op, float alpha, const typename FloatIO<K>::Storage* x,
+                            typename FloatIO<K>::Storage* y, int64_t n) {
+  for (int64_t i = First(); i < n; i += Step()) math::UnaryElement<K>(op, alpha, x, y, i);
+}
+
+template <FloatKind From, FloatKind To>
+__global__ void CastKernel(const typename FloatIO<From>::Storage* x,
+                           typename FloatIO<To>::Storage* y, int64_t n) {
+  for (int64_t i = First(); i < n; i += Step()) math::CastElement<From, To>(x, y, i);
+}
+
+template <typename Word>
+__global__ void CopyKernel(const Word* src, StridedView vs, Word* dst, StridedView vd, int64_t n) {
+  for (int64_t i = First(); i < n; i += Step()) math::CopyElement(src, vs, dst, vd, i);
+}
+
+template <typename Word>
+__global__ void WhereKernel(const bool* cond, StridedView vc, const Word* x, StridedView vx,
+                            const Word* y, StridedView vy, Word* out, int64_t n) {
+  for (int64_t i = First(); i < n; i += Step()) math::WhereElement(cond, vc, x, vx, y, vy, out, i);
+}
+
+template <typename Word, typename Index>
+__global__ void GatherKernel(const Word* data, const Index* indices, int64_t n_indices,
+                             int64_t axis_len, int64_t inner, Word* out, int64_t n) {
+  for (int64_t i = First(); i < n; i += Step()) {
+    math::GatherElement(data, indices, n_indices, axis_len, inner, out, i);
+  }
+}
+
+template <FloatKind K>
+cudaError_t Binary(BinaryOp op, const void* a, const StridedView& va, const void* b,
+                   const StridedView& vb, void* out, int64_t n, cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  BinaryKernel<K><<<Blocks(n), kThreads, 0, stream>>>(
+      op, static_cast<const S*>(a), va, static_cast<const S*>(b), vb, static_cast<S*>(out), n);
+  return cudaGetLastError();
+}
+
+template <FloatKind K>
+cudaError_t Unary(UnaryOp op, float alpha, const void* x, void* y, int64_t n, cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  UnaryKernel<K><<<Blocks(n), kThreads, 0, stream>>>(op, alpha, static_cast<const S*>(x),
+                                                     static_cast<S*>(y), n);
+  return cudaGetLastError();
+}
+
+template <FloatKind From, FloatKind To>
+cudaError_t Cast(const void* x, void* y, int64_t n, cudaStream_t stream) {
+  CastKernel<From, To>
+      <<<Blocks(n), kThreads, 0, stream>>>(static_cast<const typename FloatIO<From>::Storage*>(x),
+                                           static_cast<typename FloatIO<To>::Storage*>(y), n);
+  return cudaGetLastError();
+}
+
+template <FloatKind From>
+cudaError_t CastFrom(FloatKind to, const void* x, void* y, int64_t n, cudaStream_t stream) {
+  switch (to) {
+    case FloatKind::kF32:
+      return Cast<From, FloatKind::kF32>(x, y, n, stream);
+    case FloatKind::kF16:
+      return Cast<From, FloatKind::kF16>(x, y, n, stream);
+    case FloatKind::kBF16:
+      return Cast<From, FloatKind::kBF16>(x, y, n, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <typename Word>
+cudaError_t Copy(const void* src, const StridedView& vs, void* dst, const StridedView& vd,
+                 int64_t n, cudaStream_t stream) {
+  CopyKernel<Word><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const Word*>(src), vs,
+                                                       static_cast<Word*>(dst), vd, n);
+  return cudaGetLastError();
+}
+
+template <typename Word>
+cudaError_t Where(const bool* cond, const StridedView& vc, const void* x, const StridedView& vx,
+                  const void* y, const StridedView& vy, void* out, int64_t n, cudaStream_t stream) {
+  WhereKernel<Word><<<Blocks(n), kThreads, 0, stream>>>(cond, vc, static_cast<const Word*>(x), vx,
+                                                        static_cast<const Word*>(y), vy,
+                                                        static_cast<Word*>(out), n);
+  return cudaGetLastError();
+}
+
+template <typename Word>
+cudaError_t Gather(const void* data, const void* indices, bool i64, int64_t outer, int64_t axis_len,
+                   int64_t inner, int64_t n_indices, void* out, cudaStream_t stream) {
+  const int64_t n = outer * n_indices * inner;
+  if (i64) {
+    GatherKernel<Word, int64_t><<<Blocks(n), kThreads, 0, stream>>>(
+        static_cast<const Word*>(data), static_cast<const int64_t*>(indices), n_indices, axis_len,
+        inner, static_cast<Word*>(out), n);
+  } else {
+    GatherKernel<Word, int32_t><<<Blocks(n), kThreads, 0, stream>>>(
+        static_cast<const Word*>(data), static_cast<const int32_t*>(indices), n_indices, axis_len,
+        inner, static_cast<Word*>(out), n);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t LaunchBinary(FloatKind k, BinaryOp op, const void* a, const StridedView& va,
+                         const void* b, const StridedView& vb, void* out, int64_t n,
+                         cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (k) {
+    case FloatKind::kF32:
+      return Binary<FloatKind::kF32>(op, a, va, b, vb, out, n, stream);
+    case FloatKind::kF16:
+      return Binary<FloatKind::kF16>(op, a, va, b, vb, out, n, stream);
+    case FloatKind::kBF16:
+      return Binary<FloatKind::kBF16>(op, a, va, b, vb, out, n, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchUnary(FloatKind k, UnaryOp op, float alpha, const void* x, void* y, int64_t n,
+                        cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (k) {
+    case FloatKind::kF32:
+      return Unary<FloatKind::kF32>(op, alpha, x, y, n, stream);
+    case FloatKind::kF16:
+      return Unary<FloatKind::kF16>(op, alpha, x, y, n, stream);
+    case FloatKind::kBF16:
+      return Unary<FloatKind::kBF16>(op, alpha, x, y, n, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchCast(FloatKind from, FloatKind to, const void* x, void* y, int64_t n,
+                       cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (from) {
+    case FloatKind::kF32:
+      return CastFrom<FloatKind::kF32>(to, x, y, n, stream);
+    case FloatKind::kF16:
+      return CastFrom<FloatKind::kF16>(to, x, y, n, stream);
+    case FloatKind::kBF16:
+      return CastFrom<FloatKind::kBF16>(to, x, y, n, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchCopy(int elem_bytes, const void* src, const StridedView& vs, void* dst,
+                       const StridedView& vd, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (elem_bytes) {
+    case 1:
+      return Copy<uint8_t>(src, vs, dst, vd, n, stream);
+    case 2:
+      return Copy<uint16_t>(src, vs, dst, vd, n, stream);
+    case 4:
+      return Copy<uint32_t>(src, vs, dst, vd, n, stream);
+    case 8:
+      return Copy<uint64_t>(src, vs, dst, vd, n, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchWhere(int elem_bytes, const bool* cond, const StridedView& vc, const void* x,
+                        const StridedView& vx, const void* y, const StridedView& vy, void* out,
+                        int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (elem_bytes) {
+    case 1:
+      return Where<uint8_t>(cond, vc, x, vx, y, vy, out, n, stream);
+    case 2:
+      return Where<uint16_t>(cond, vc, x, vx, y, vy, out, n, stream);
+    case 4:
+      return Where<uint32_t>(cond, vc, x, vx, y, vy, out, n, stream);
+    case 8:
+      return Where<uint64_t>(cond, vc, x, vx, y, vy, out, n, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchGather(int elem_bytes, const void* data, const void* indices, bool indices_i64,
+                         int64_t outer, int64_t axis_len, int64_t inner, int64_t n_indices,
+                         void* out, cudaStream_t stream) {
+  if (outer * n_indices * inner == 0) return cudaSuccess;
+  switch (elem_bytes) {
+    case 1:
+      return Gather<uint8_t>(data, indices, indices_i64, outer, axis_len, inner, n_indices, out,
+                             stream);
+    case 2:
+      return Gather<uint16_t>(data, indices, indices_i64, outer, axis_len, inner, n_indices, out,
+                              stream);
+    case 4:
+      return Gather<uint32_t>(data, indices, indices_i64, outer, axis_len, inner, n_indices, out,
+                              stream);
+    case 8:
+      return Gather<uint64_t>(data, indices, indices_i64, outer, axis_len, inner, n_indices, out,
+                              stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace tpc::runtime::cuda

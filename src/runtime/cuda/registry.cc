@@ -1,0 +1,179 @@
+// The CUDA backend's kernel table: the one place of the backend that names operators.
+// Operators not in it, and nodes whose element types a device kernel does not take,
+// run the CPU backend's kernel on host copies (Kernel::host).
+#include <string>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "ops.h"
+#include "tpc/runtime/cuda/cuda.h"
+
+namespace tpc::runtime::cuda {
+namespace {
+
+constexpr std::string_view kMicrosoft = "com.microsoft";
+
+bool IsDeviceFloat(ir::DType t) { return KindOf(t).has_value(); }
+
+// Which nodes a device kernel takes, by element type.
+enum class Takes {
+  kFloats,     // every input and output f32, f16 or bf16
+  kFloatData,  // input 0 and the outputs float (axes inputs may be integers)
+  kAnyData,    // elements moved by size (movement ops): 1, 2, 4 or 8 bytes
+};
+
+bool Accepts(Takes takes, const ir::Node& node) {
+  auto float_value = [](const ir::Value* v) {
+    return v == nullptr || IsDeviceFloat(v->type().dtype);
+  };
+  switch (takes) {
+    case Takes::kFloats:
+      for (const ir::Value* v : node.inputs()) {
+        if (!float_value(v)) return false;
+      }
+      for (const ir::Value* v : node.outputs()) {
+        if (!float_value(v)) return false;
+      }
+      return true;
+    case Takes::kFloatData:
+      if (node.inputs().empty() || !float_value(node.inputs()[0])) return false;
+      for (const ir::Value* v : node.outputs()) {
+        if (!float_value(v)) return false;
+      }
+      return true;
+    case Takes::kAnyData:
+      for (const ir::Value* v : node.outputs()) {
+        const int64_t size = ir::DTypeSize(v->type().dtype);
+        if (v->type().dtype == ir::DType::kString ||
+            (size != 1 && size != 2 && size != 4 && size != 8)) {
+          return false;
+        }
+      }
+      return true;
+  }
+  return false;
+}
+
+struct Entry {
+  std::string_view domain;  // "" (ai.onnx) or "com.microsoft"
+  std::string_view op_type;
+  Kernel kernel;
+  Takes takes;
+};
+
+constexpr uint32_t In(int i) { return 1u << i; }
+// Device kernels all handle f16 and bf16 themselves.
+constexpr Kernel K(KernelFn fn, uint32_t host_inputs = 0) {
+  return Kernel{.fn = fn, .any_float = true, .host = false, .host_inputs = host_inputs};
+}
+
+// Sorted by domain, then op type; one line per operator.
+const Entry kKernels[] = {
+    {"", "Abs", K(Abs), Takes::kFloats},
+    {"", "Add", K(Add), Takes::kFloats},
+    {"", "Cast", K(Cast), Takes::kFloats},
+    {"", "Concat", K(Concat), Takes::kAnyData},
+    {"", "Div", K(Div), Takes::kFloats},
+    {"", "Erf", K(Erf), Takes::kFloats},
+    {"", "Exp", K(Exp), Takes::kFloats},
+    {"", "Expand", K(Expand, In(1)), Takes::kAnyData},
+    {"", "Flatten", K(cpu::Flatten), Takes::kAnyData},
+    {"", "Gather", K(Gather), Takes::kAnyData},
+    {"", "Gelu", K(Gelu), Takes::kFloats},
+    {"", "Gemm", K(Gemm), Takes::kFloats},
+    {"", "Identity", K(cpu::Identity), Takes::kAnyData},
+    {"", "LayerNormalization", K(LayerNormalization), Takes::kFloats},
+    {"", "LeakyRelu", K(LeakyRelu), Takes::kFloats},
+    {"", "Log", K(Log), Takes::kFloats},
+    {"", "LogSoftmax", K(LogSoftmax), Takes::kFloats},
+    {"", "MatMul", K(MatMul), Takes::kFloats},
+    {"", "Max", K(Max), Takes::kFloats},
+    {"", "Min", K(Min), Takes::kFloats},
+    {"", "Mul", K(Mul), Takes::kFloats},
+    {"", "Neg", K(Neg), Takes::kFloats},
+    {"", "Pow", K(Pow), Takes::kFloats},
+    {"", "RMSNormalization", K(RMSNormalization), Takes::kFloats},
+    {"", "Reciprocal", K(Reciprocal), Takes::kFloats},
+    {"", "ReduceMax", K(ReduceMax, In(1)), Takes::kFloatData},
+    {"", "ReduceMean", K(ReduceMean, In(1)), Takes::kFloatData},
+    {"", "ReduceMin", K(ReduceMin, In(1)), Takes::kFloatData},
+    {"", "ReduceSum", K(ReduceSum, In(1)), Takes::kFloatData},
+    {"", "Relu", K(Relu), Takes::kFloats},
+    {"", "Reshape", K(cpu::Reshape, In(1)), Takes::kAnyData},
+    {"", "Sigmoid", K(Sigmoid), Takes::kFloats},
+    {"", "Slice", K(Slice, In(1) | In(2) | In(3) | In(4)), Takes::kAnyData},
+    {"", "Softmax", K(Softmax), Takes::kFloats},
+    {"", "Split", K(Split, In(1)), Takes::kAnyData},
+    {"", "Sqrt", K(Sqrt), Takes::kFloats},
+    {"", "Squeeze", K(cpu::Squeeze, In(1)), Takes::kAnyData},
+    {"", "Sub", K(Sub), Takes::kFloats},
+    {"", "Tanh", K(Tanh), Takes::kFloats},
+    {"", "Transpose", K(Transpose), Takes::kAnyData},
+    {"", "Unsqueeze", K(cpu::Unsqueeze, In(1)), Takes::kAnyData},
+    {"", "Where", K(Where), Takes::kAnyData},
+    {kMicrosoft, "BiasGelu", K(BiasGelu), Takes::kFloats},
+    {kMicrosoft, "FastGelu", K(FastGelu), Takes::kFloats},
+    {kMicrosoft, "QuickGelu", K(QuickGelu), Takes::kFloats},
+    {kMicrosoft, "SimplifiedLayerNormalization", K(RMSNormalization), Takes::kFloats},
+};
+
+const Entry* Find(std::string_view domain, std::string_view op_type) {
+  if (domain == "ai.onnx") domain = "";
+  for (const Entry& e : kKernels) {
+    if (e.domain == domain && e.op_type == op_type) return &e;
+  }
+  return nullptr;
+}
+
+std::string_view TakesText(Takes t) {
+  switch (t) {
+    case Takes::kFloats:
+    case Takes::kFloatData:
+      return "f32,f16,bf16";
+    case Takes::kAnyData:
+      return "any";
+  }
+  return "";
+}
+
+}  // namespace
+
+const Kernel* CudaBackend::FindKernel(std::string_view domain, std::string_view op_type) const {
+  if (const Entry* e = Find(domain, op_type)) return &e->kernel;
+  return FindHostKernel(domain, op_type);
+}
+
+const Kernel* CudaBackend::FindKernelFor(const ir::Node& node) const {
+  const Entry* e = Find(node.domain(), node.op_type());
+  if (e != nullptr && Accepts(e->takes, node)) return &e->kernel;
+  return FindHostKernel(node.domain(), node.op_type());
+}
+
+std::vector<std::string> CudaKernelListing() {
+  std::vector<std::string> lines;
+  for (const std::string& op : CpuKernelOps()) {
+    const size_t sep = op.find("::");
+    const std::string domain = sep == std::string::npos ? "" : op.substr(0, sep);
+    const std::string type = sep == std::string::npos ? op : op.substr(sep + 2);
+    const Entry* e = Find(domain, type);
+    lines.push_back(
+        absl::StrCat(domain.empty() ? "ai.onnx" : domain, "::", type, " ",
+                     e != nullptr ? std::string(TakesText(e->takes)) : std::string("host")));
+  }
+  return lines;
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(int device, int host_threads) {
+  return CudaBackend::Create(device, host_threads);
+}
+
+int CudaDeviceCount() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+}  // namespace tpc::runtime::cuda

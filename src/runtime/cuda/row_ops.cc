@@ -1,0 +1,144 @@
+// Row CUDA kernels: Softmax/LogSoftmax, LayerNormalization and the RMS norms, and the
+// Reduce* of sums, means and extremes. Shapes as the CPU kernels; math in math/rows.h.
+#include "absl/strings/str_cat.h"
+#include "ops.h"
+
+namespace tpc::runtime::cuda {
+namespace {
+
+absl::Status SoftmaxImpl(KernelContext& ctx, bool log) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
+  TPC_ASSIGN_OR_RETURN(const cpu::SoftmaxLines lines, cpu::ReadSoftmaxLines(ctx, x));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  const RowLayout rl{lines.outer, lines.len, lines.inner};
+  return Check(ctx, LaunchSoftmax(k, x.raw(), y->raw(), rl, log, StreamOf(ctx)));
+}
+
+// `t` as `len` elements: itself, or broadcast into device scratch (a scale of [1]).
+absl::StatusOr<Tensor> FullRow(const KernelContext& ctx, const Tensor& t, const Shape& norm_shape) {
+  TPC_ASSIGN_OR_RETURN(Shape b, cpu::BroadcastShapes(ctx, {t.shape(), norm_shape}));
+  if (b != norm_shape) return ctx.Error("scale or bias does not broadcast to the normalised dims");
+  if (t.shape() == norm_shape) return t;
+  if (norm_shape.size() > static_cast<size_t>(math::kMaxDims)) return ctx.Error("rank over 8");
+  TPC_ASSIGN_OR_RETURN(Tensor full, Scratch(ctx, t.dtype(), norm_shape));
+  const StridedView vs = math::BroadcastView(t.shape(), norm_shape);
+  const StridedView vd = math::ContiguousView(norm_shape);
+  TPC_RETURN_IF_ERROR(Check(ctx, LaunchCopy(ir::DTypeSize(t.dtype()), t.raw(), vs, full.raw(), vd,
+                                            full.num_elements(), StreamOf(ctx))));
+  return full;
+}
+
+// LayerNormalization (rms = false: outputs Y, Mean, InvStdDev) and the RMS norms
+// (outputs Y, InvStdDev): rows from `axis` to the end, statistics in f32.
+absl::Status NormImpl(KernelContext& ctx, bool rms) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
+  const int64_t rank = x.rank();
+  TPC_ASSIGN_OR_RETURN(int64_t axis,
+                       cpu::NormalizeAxis(ctx, ctx.node().attr_int("axis", -1), rank));
+  const float eps = ctx.node().attr_float("epsilon", 1e-5f);
+  int64_t rows = 1, cols = 1;
+  for (int64_t i = 0; i < rank; ++i) (i < axis ? rows : cols) *= x.dim(i);
+  const Shape norm_shape(x.shape().begin() + axis, x.shape().end());
+  for (int i = 1; i < ctx.num_inputs(); ++i) {
+    if (ctx.has_input(i) && ctx.input(i).dtype() != x.dtype()) {
+      return ctx.Error(absl::StrCat("input ", i, " differs from X in element type"));
+    }
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor scale, FullRow(ctx, ctx.input(1), norm_shape));
+  Tensor bias;
+  if (!rms && ctx.has_input(2)) {
+    TPC_ASSIGN_OR_RETURN(bias, FullRow(ctx, ctx.input(2), norm_shape));
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  Shape stat_shape(x.shape().begin(), x.shape().begin() + axis);
+  stat_shape.resize(static_cast<size_t>(rank), 1);
+  // Statistics are computed in f32; an output of another type gets a converted copy.
+  Tensor* stats[2] = {nullptr, nullptr};  // mean, inv_std
+  Tensor f32_stats[2];
+  const int index[2] = {rms ? -1 : 1, rms ? 1 : 2};
+  for (int s = 0; s < 2; ++s) {
+    if (index[s] < 0 || !ctx.wants_output(index[s])) continue;
+    TPC_ASSIGN_OR_RETURN(stats[s], ctx.Output(index[s], stat_shape));
+    if (stats[s]->dtype() != ir::DType::kF32) {
+      TPC_RETURN_IF_ERROR(FloatKindOf(ctx, stats[s]->dtype()).status());
+      TPC_ASSIGN_OR_RETURN(f32_stats[s], Scratch(ctx, ir::DType::kF32, stat_shape));
+    }
+  }
+  auto stat_ptr = [&](int s) -> float* {
+    if (stats[s] == nullptr) return nullptr;
+    return f32_stats[s].raw() ? f32_stats[s].data<float>() : stats[s]->data<float>();
+  };
+  TPC_RETURN_IF_ERROR(
+      Check(ctx, LaunchNorm(k, x.raw(), scale.raw(), bias.raw(), y->raw(), stat_ptr(0), stat_ptr(1),
+                            rows, cols, eps, rms, StreamOf(ctx))));
+  for (int s = 0; s < 2; ++s) {
+    if (f32_stats[s].raw() == nullptr) continue;
+    TPC_RETURN_IF_ERROR(
+        Check(ctx, LaunchCast(FloatKind::kF32, *KindOf(stats[s]->dtype()), f32_stats[s].raw(),
+                              stats[s]->raw(), rows, StreamOf(ctx))));
+  }
+  return absl::OkStatus();
+}
+
+// Reduces the listed axes one at a time (last first), each pass one row kernel; a mean of
+// equal-sized means is the mean, and sums and extremes compose the same way.
+absl::Status ReduceImpl(KernelContext& ctx, ReduceKind kind) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
+  const int64_t rank = x.rank();
+  TPC_ASSIGN_OR_RETURN(auto axes_opt, cpu::AxesFromAttrOrInput(ctx, "axes", 1));
+  std::vector<int64_t> axes = axes_opt.value_or(std::vector<int64_t>{});
+  const bool keepdims = ctx.node().attr_int("keepdims", 1) != 0;
+  if (axes.empty() && ctx.node().attr_int("noop_with_empty_axes", 0) != 0) {
+    return cpu::CopyWithShape(ctx, x.shape());
+  }
+  std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty());
+  for (int64_t a : axes) {
+    TPC_ASSIGN_OR_RETURN(int64_t ax, cpu::NormalizeAxis(ctx, a, rank));
+    reduced[static_cast<size_t>(ax)] = true;
+  }
+  Shape out_shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!reduced[static_cast<size_t>(i)]) out_shape.push_back(x.dim(i));
+    if (reduced[static_cast<size_t>(i)] && keepdims) out_shape.push_back(1);
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out_shape, x.dtype()));
+  std::vector<int64_t> todo;
+  for (int64_t i = rank - 1; i >= 0; --i) {
+    if (reduced[static_cast<size_t>(i)]) todo.push_back(i);
+  }
+  if (todo.empty()) return cpu::CopyWithShape(ctx, out_shape);
+  Shape cur = x.shape();
+  Tensor src = x, tmp;
+  for (size_t t = 0; t < todo.size(); ++t) {
+    const int64_t axis = todo[t];
+    RowLayout rl;
+    for (int64_t i = 0; i < rank; ++i) {
+      (i < axis ? rl.outer : (i == axis ? rl.len : rl.inner)) *= cur[static_cast<size_t>(i)];
+    }
+    cur[static_cast<size_t>(axis)] = 1;
+    Tensor dst = *y;
+    if (t + 1 < todo.size()) {
+      TPC_ASSIGN_OR_RETURN(dst, Scratch(ctx, x.dtype(), cur));
+    }
+    TPC_RETURN_IF_ERROR(Check(ctx, LaunchReduce(k, kind, src.raw(), dst.raw(), rl, StreamOf(ctx))));
+    tmp = src;  // keeps the previous scratch alive until the next pass is queued
+    src = dst;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Softmax(KernelContext& ctx) { return SoftmaxImpl(ctx, false); }
+absl::Status LogSoftmax(KernelContext& ctx) { return SoftmaxImpl(ctx, true); }
+absl::Status LayerNormalization(KernelContext& ctx) { return NormImpl(ctx, false); }
+absl::Status RMSNormalization(KernelContext& ctx) { return NormImpl(ctx, true); }
+absl::Status ReduceSum(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kSum); }
+absl::Status ReduceMean(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kMean); }
+absl::Status ReduceMax(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kMax); }
+absl::Status ReduceMin(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kMin); }
+
+}  // namespace tpc::runtime::cuda

@@ -1,0 +1,189 @@
+// Launches of the row CUDA kernels (Softmax, norms, reductions): one block of kThreads
+// threads per row; each thread folds a strided part of the row into f32 statistics, the
+// block combines them in shared memory (BlockReduce), then the threads write the row.
+// The statistics and element math are math/rows.h.
+#include <cuda_runtime.h>
+
+#include "tpc/runtime/cuda/launch.h"
+
+namespace tpc::runtime::cuda {
+namespace {
+
+using math::FloatIO;
+using math::Moments;
+
+constexpr int kThreads = 256;  // a power of two: BlockReduce halves it
+
+// Every thread of the block gets the combination of all threads' `v`. All threads of
+// the block must call it (it synchronizes).
+template <typename T, typename F>
+__device__ T BlockReduce(T v, F combine) {
+  __shared__ T buf[kThreads];
+  buf[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s >>= 1) {
+    if (static_cast<int>(threadIdx.x) < s)
+      buf[threadIdx.x] = combine(buf[threadIdx.x], buf[threadIdx.x + s]);
+    __syncthreads();
+  }
+  const T r = buf[0];
+  __syncthreads();  // buf is reused by the next call
+  return r;
+}
+
+unsigned RowBlocks(int64_t rows) { return static_cast<unsigned>(rows); }
+
+template <FloatKind K>
+__global__ void SoftmaxKernel(const typename FloatIO<K>::Storage* x,
+                              typename FloatIO<K>::Storage* y, RowLayout rl, bool log) {
+  using IO = FloatIO<K>;
+  const int64_t base = rl.Start(blockIdx.x);
+  const int64_t stride = rl.stride();
+  float mx = -INFINITY;
+  for (int64_t j = threadIdx.x; j < rl.len; j += kThreads) {
+    mx = math::CombineMax(mx, IO::Load(x[base + j * stride]));
+  }
+  mx = BlockReduce(mx, [](float a, float b) { return math::CombineMax(a, b); });
+  float sum = 0.0f;
+  for (int64_t j = threadIdx.x; j < rl.len; j += kThreads) {
+    sum += math::SoftmaxTerm(IO::Load(x[base + j * stride]), mx);
+  }
+  sum = BlockReduce(sum, [](float a, float b) { return a + b; });
+  for (int64_t j = threadIdx.x; j < rl.len; j += kThreads) {
+    const int64_t at = base + j * stride;
+    y[at] = IO::Store(math::SoftmaxElement(IO::Load(x[at]), mx, sum, log));
+  }
+}
+
+template <FloatKind K>
+__global__ void NormKernel(const typename FloatIO<K>::Storage* x,
+                           const typename FloatIO<K>::Storage* scale,
+                           const typename FloatIO<K>::Storage* bias,
+                           typename FloatIO<K>::Storage* y, float* mean_out, float* inv_std_out,
+                           int64_t len, float epsilon, bool rms) {
+  using IO = FloatIO<K>;
+  const int64_t row = blockIdx.x;
+  const typename IO::Storage* xr = x + row * len;
+  float mean = 0.0f, inv_std = 0.0f;
+  if (rms) {
+    float sq = 0.0f;
+    for (int64_t j = threadIdx.x; j < len; j += kThreads) {
+      const float v = IO::Load(xr[j]);
+      sq += v * v;
+    }
+    sq = BlockReduce(sq, [](float a, float b) { return a + b; });
+    inv_std = math::InvStd(sq / static_cast<float>(len), epsilon);
+  } else {
+    Moments m{};
+    for (int64_t j = threadIdx.x; j < len; j += kThreads) m.Add(IO::Load(xr[j]));
+    m = BlockReduce(m, [](const Moments& a, const Moments& b) { return Moments::Combine(a, b); });
+    mean = m.mean;
+    inv_std = math::InvStd(m.Variance(), epsilon);
+  }
+  for (int64_t j = threadIdx.x; j < len; j += kThreads) {
+    const float s = scale ? IO::Load(scale[j]) : 1.0f;
+    const float b = bias ? IO::Load(bias[j]) : 0.0f;
+    y[row * len + j] = IO::Store(math::NormElement(IO::Load(xr[j]), mean, inv_std, s, b));
+  }
+  if (threadIdx.x == 0) {
+    if (mean_out) mean_out[row] = mean;
+    if (inv_std_out) inv_std_out[row] = inv_std;
+  }
+}
+
+template <FloatKind K>
+__global__ void ReduceKernel(ReduceKind op, const typename FloatIO<K>::Storage* x,
+                             typename FloatIO<K>::Storage* y, RowLayout rl) {
+  using IO = FloatIO<K>;
+  const int64_t base = rl.Start(blockIdx.x);
+  float acc = math::ReduceInit(op);
+  for (int64_t j = threadIdx.x; j < rl.len; j += kThreads) {
+    acc = math::ReduceCombine(op, acc, math::ReduceTerm(op, IO::Load(x[base + j * rl.stride()])));
+  }
+  acc = BlockReduce(acc, [op](float a, float b) { return math::ReduceCombine(op, a, b); });
+  if (threadIdx.x == 0) y[blockIdx.x] = IO::Store(math::ReduceFinish(op, acc, rl.len));
+}
+
+template <FloatKind K>
+cudaError_t Softmax(const void* x, void* y, const RowLayout& rl, bool log, cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  SoftmaxKernel<K><<<RowBlocks(rl.rows()), kThreads, 0, stream>>>(static_cast<const S*>(x),
+                                                                  static_cast<S*>(y), rl, log);
+  return cudaGetLastError();
+}
+
+template <FloatKind K>
+cudaError_t Norm(const void* x, const void* scale, const void* bias, void* y, float* mean,
+                 float* inv_std, int64_t rows, int64_t len, float epsilon, bool rms,
+                 cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  NormKernel<K><<<RowBlocks(rows), kThreads, 0, stream>>>(
+      static_cast<const S*>(x), static_cast<const S*>(scale), static_cast<const S*>(bias),
+      static_cast<S*>(y), mean, inv_std, len, epsilon, rms);
+  return cudaGetLastError();
+}
+
+template <FloatKind K>
+cudaError_t Reduce(ReduceKind op, const void* x, void* y, const RowLayout& rl,
+                   cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  ReduceKernel<K><<<RowBlocks(rl.rows()), kThreads, 0, stream>>>(op, static_cast<const S*>(x),
+                                                                 static_cast<S*>(y), rl);
+  return cudaGetLastError();
+}
+
+// Grid x is at most 2^31 - 1 blocks: one block per row.
+bool TooManyRows(int64_t rows) { return rows > 2147483647LL; }
+
+}  // namespace
+
+cudaError_t LaunchSoftmax(FloatKind k, const void* x, void* y, const RowLayout& rows, bool log,
+                          cudaStream_t stream) {
+  if (rows.rows() == 0 || rows.len == 0) return cudaSuccess;
+  if (TooManyRows(rows.rows())) return cudaErrorInvalidConfiguration;
+  switch (k) {
+    case FloatKind::kF32:
+      return Softmax<FloatKind::kF32>(x, y, rows, log, stream);
+    case FloatKind::kF16:
+      return Softmax<FloatKind::kF16>(x, y, rows, log, stream);
+    case FloatKind::kBF16:
+      return Softmax<FloatKind::kBF16>(x, y, rows, log, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchNorm(FloatKind k, const void* x, const void* scale, const void* bias, void* y,
+                       float* mean, float* inv_std, int64_t rows, int64_t len, float epsilon,
+                       bool rms, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  if (TooManyRows(rows)) return cudaErrorInvalidConfiguration;
+  switch (k) {
+    case FloatKind::kF32:
+      return Norm<FloatKind::kF32>(x, scale, bias, y, mean, inv_std, rows, len, epsilon, rms,
+                                   stream);
+    case FloatKind::kF16:
+      return Norm<FloatKind::kF16>(x, scale, bias, y, mean, inv_std, rows, len, epsilon, rms,
+                                   stream);
+    case FloatKind::kBF16:
+      return Norm<FloatKind::kBF16>(x, scale, bias, y, mean, inv_std, rows, len, epsilon, rms,
+                                    stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchReduce(FloatKind k, ReduceKind op, const void* x, void* y, const RowLayout& rows,
+                         cudaStream_t stream) {
+  if (rows.rows() == 0) return cudaSuccess;
+  if (TooManyRows(rows.rows())) return cudaErrorInvalidConfiguration;
+  switch (k) {
+    case FloatKind::kF32:
+      return Reduce<FloatKind::kF32>(op, x, y, rows, stream);
+    case FloatKind::kF16:
+      return Reduce<FloatKind::kF16>(op, x, y, rows, stream);
+    case FloatKind::kBF16:
+      return Reduce<FloatKind::kBF16>(op, x, y, rows, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace tpc::runtime::cuda
