@@ -3,6 +3,7 @@
 // all have a CPU kernel and whose model tpc imports must pass. `make deps` puts the
 // data in .cache/onnx-node-tests (from onnx 1.17.0's wheel); without it the test skips.
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -16,6 +17,7 @@
 #include "catch2/catch.hpp"
 #include "tpc/onnx/importer.h"
 #include "tpc/onnx/model_file.h"
+#include "tpc/runtime/backends.h"
 #include "tpc/runtime/compare.h"
 #include "tpc/runtime/executor.h"
 #include "tpc/runtime/tensor_io.h"
@@ -112,11 +114,11 @@ std::string RunOne(const ir::Graph& graph, Backend& backend, const std::string& 
   return "";
 }
 
-NodeTestRun RunNodeTests(const std::string& root) {
+NodeTestRun RunNodeTests(const std::string& root, Backend& backend_ref) {
   std::vector<std::string> tests;
   for (const auto& e : fs::directory_iterator(root)) tests.push_back(e.path().filename().string());
   std::sort(tests.begin(), tests.end());
-  auto backend = MakeCpuBackend(1);
+  Backend* backend = &backend_ref;
   NodeTestRun r;
   for (const std::string& name : tests) {
     const std::string dir = root + "/" + name;
@@ -148,6 +150,11 @@ NodeTestRun RunNodeTests(const std::string& root) {
     }
   }
   return r;
+}
+
+NodeTestRun RunNodeTests(const std::string& root) {
+  auto backend = MakeCpuBackend(1);
+  return RunNodeTests(root, *backend);
 }
 
 // The summary line, then the operators without a kernel (by tests) and the refusals.
@@ -213,6 +220,36 @@ TEST_CASE("onnxruntime's contrib operators give onnxruntime's outputs", "[runtim
   CHECK(r.unsupported == 0);
   CHECK(r.not_imported == 0);
   REQUIRE(r.failures.empty());
+}
+
+// The same tests through the CUDA backend (its kernels, and the CPU kernels on host copies
+// for the rest): on a GPU, every test the CPU backend passes must pass.
+TEST_CASE("ONNX backend node tests pass on the CUDA backend", "[runtime][conformance][cuda]") {
+  if (!CudaBuiltIn()) {
+    WARN("skipped: this build has no CUDA backend");
+    return;
+  }
+  if (GpuCount() == 0) {
+    WARN("skipped: no GPU here (tools/gpu_check.sh runs this on a GPU machine)");
+    return;
+  }
+  auto backend = MakeBackend({.name = "cuda", .threads = 1});
+  REQUIRE(backend.ok());
+  for (const char* sub : {"/.cache/onnx-node-tests/node", "/.cache/onnx-node-tests-23/node",
+                          "/.cache/ort-contrib-node-tests/node"}) {
+    // TPC_SOURCE_ROOT: the checkout's place on a GPU machine the tests were carried to.
+    const char* moved = std::getenv("TPC_SOURCE_ROOT");
+    const std::string root = std::string(moved != nullptr ? moved : TPC_SOURCE_DIR) + sub;
+    if (!fs::is_directory(root)) {
+      WARN("skipped " << root << ": missing");
+      continue;
+    }
+    const NodeTestRun r = RunNodeTests(root, **backend);
+    WARN("cuda " << root << ": " << Summary(r));
+    INFO("failing:\n  " << absl::StrJoin(r.failures, "\n  "));
+    CHECK(r.run > 0);
+    CHECK(r.failures.empty());
+  }
 }
 
 }  // namespace

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# tools/gpu_check.sh — every GPU test and benchmark of tpc in one call, on a machine with
+# an NVIDIA GPU. Builds nothing: it runs the executables it is given.
+#
+#   tools/gpu_check.sh [BIN_DIR] [OUT_DIR]
+#
+# BIN_DIR holds tp-compile, tp-run and tpc_tests (default: build, with build/tests);
+# OUT_DIR gets gpu_check.log and the plans (default: $OUT or /tmp/gpu_check). The models
+# are the checkout's models/*.onnx; TPC_SOURCE_ROOT (default: this checkout) is where the
+# tests find .cache/ (the ONNX node tests). Exit status: 0 when every check passed, 1
+# when one failed, 77 when there is no GPU (nothing checked). ../shared/GPU.md says how
+# to carry a build to the lent GPU machine.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${1:-$root/build}
+out=${2:-${OUT:-/tmp/gpu_check}}
+mkdir -p "$out"
+log=$out/gpu_check.log
+: >"$log"
+export TPC_SOURCE_ROOT=${TPC_SOURCE_ROOT:-$root}
+
+find_bin() {
+  for c in "$bin/$1" "$bin/tests/$1" "$bin/bin/$1"; do
+    [ -x "$c" ] && { echo "$c"; return; }
+  done
+  echo ""
+}
+compile=$(find_bin tp-compile)
+run=$(find_bin tp-run)
+tests=$(find_bin tpc_tests)
+say() { echo "$*" | tee -a "$log"; }
+pass=0
+fail=0
+failed=()
+check() {  # check NAME COMMAND...: runs it, logs its output, counts it
+  local name=$1
+  shift
+  say "---- $name"
+  if "$@" >>"$log" 2>&1; then
+    pass=$((pass + 1))
+    say "PASS $name"
+  else
+    fail=$((fail + 1))
+    failed+=("$name")
+    say "FAIL $name (exit $?)"
+  fi
+}
+
+say "gpu_check: $(date -u +%FT%TZ) on $(hostname)"
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi >>"$log" 2>&1; then
+  say "gpu_check: no GPU here (nvidia-smi failed): nothing checked"
+  exit 77
+fi
+for b in "$compile" "$run" "$tests"; do
+  [ -n "$b" ] || { say "gpu_check: tp-compile, tp-run or tpc_tests missing under $bin"; exit 2; }
+done
+
+# 1. The kernel lists: the CUDA list covers every operator of the CPU list.
+"$run" --list-kernels >"$out/kernels.txt"
+cpu_ops=$(grep -c '^cpu ' "$out/kernels.txt")
+cuda_ops=$(grep -c '^cuda ' "$out/kernels.txt")
+native=$(grep '^cuda ' "$out/kernels.txt" | grep -vc ' host$')
+say "kernels: cpu $cpu_ops, cuda $cuda_ops ($native with a device kernel, the rest on the host)"
+check "cuda lists every cpu operator" test "$cpu_ops" -eq "$cuda_ops"
+
+# 2. The GPU unit tests: the ONNX node tests through the CUDA backend, kernel tests.
+check "tpc_tests [cuda]" "$tests" "[cuda]" --durations yes
+
+# 3. Every committed model x N in {1, 2, 4}, ranks as threads on this GPU, against the
+#    unsharded CPU run (f32: rtol 1e-4, atol 1e-5 as on the CPU).
+for model in "$root"/models/*.onnx; do
+  name=$(basename "$model" .onnx)
+  for n in 1 2 4; do
+    plan=$out/plans/${name}_$n
+    if ! "$compile" "$model" --tp "$n" -o "$plan" >>"$log" 2>&1; then
+      say "skip $name N=$n: tp-compile refused it (see the log)"
+      continue
+    fi
+    check "$name N=$n cuda threads == cpu unsharded" \
+      "$run" "$plan" --backend cuda --ranks threads --check-against "$model" --quiet
+  done
+done
+
+# 4. One rank as a process of a cluster launcher (LOCAL_RANK picks the GPU).
+plan=$out/plans/gpt2_1
+if [ -d "$plan" ]; then
+  check "gpt2 N=1 cuda process (RANK/WORLD_SIZE)" \
+    env RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 \
+    MASTER_PORT=29577 "$run" "$plan" --backend cuda --check-against "$root/models/gpt2.onnx" --quiet
+fi
+
+# 5. Throughput, cpu against cuda, same plan and inputs (absolute numbers mean little
+#    across machines; the ratio is the figure).
+for name in gpt2 llama; do
+  plan=$out/plans/${name}_1
+  [ -d "$plan" ] || continue
+  for backend in cpu cuda; do
+    say "---- bench $name N=1 $backend"
+    "$run" "$plan" --backend "$backend" --ranks threads --repeat 20 --dim batch=4 --dim seq=128 \
+      2>&1 | tail -4 | tee -a "$log"
+  done
+done
+
+say "gpu_check: $pass passed, $fail failed"
+for f in "${failed[@]}"; do say "  failed: $f"; done
+[ "$fail" -eq 0 ]
