@@ -5,7 +5,7 @@
 #   tools/gpu_check.sh [BIN_DIR] [OUT_DIR]
 #
 # BIN_DIR holds tp-compile, tp-run and tpc_tests (default: build, with build/tests);
-# OUT_DIR gets gpu_check.log and the plans (default: $OUT or /tmp/gpu_check). The models
+# OUT_DIR gets gpu_check.log and kernels.txt (default: $OUT or /tmp/gpu_check). The models
 # are the checkout's models/*.onnx; TPC_SOURCE_ROOT (default: this checkout) is where the
 # tests find .cache/ (the ONNX node tests). Exit status: 0 when every check passed, 1
 # when one failed, 77 when there is no GPU (nothing checked). ../shared/GPU.md says how
@@ -16,6 +16,8 @@ bin=${1:-$root/build}
 out=${2:-${OUT:-/tmp/gpu_check}}
 mkdir -p "$out"
 log=$out/gpu_check.log
+plans=$(mktemp -d)
+trap 'rm -rf "$plans"' EXIT
 : >"$log"
 export TPC_SOURCE_ROOT=${TPC_SOURCE_ROOT:-$root}
 
@@ -71,7 +73,7 @@ check "tpc_tests [cuda]" "$tests" "[cuda]" --durations yes
 for model in "$root"/models/*.onnx; do
   name=$(basename "$model" .onnx)
   for n in 1 2 4; do
-    plan=$out/plans/${name}_$n
+    plan=$plans/${name}_$n
     if ! "$compile" "$model" --tp "$n" -o "$plan" >>"$log" 2>&1; then
       say "skip $name N=$n: tp-compile refused it (see the log)"
       continue
@@ -82,7 +84,7 @@ for model in "$root"/models/*.onnx; do
 done
 
 # 4. One rank as a process of a cluster launcher (LOCAL_RANK picks the GPU).
-plan=$out/plans/gpt2_1
+plan=$plans/gpt2_1
 if [ -d "$plan" ]; then
   check "gpt2 N=1 cuda process (RANK/WORLD_SIZE)" \
     env RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 \
@@ -92,7 +94,7 @@ fi
 # 5. Throughput, cpu against cuda, same plan and inputs (absolute numbers mean little
 #    across machines; the ratio is the figure).
 for name in gpt2 llama; do
-  plan=$out/plans/${name}_1
+  plan=$plans/${name}_1
   [ -d "$plan" ] || continue
   for backend in cpu cuda; do
     say "---- bench $name N=1 $backend"
