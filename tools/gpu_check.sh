@@ -78,8 +78,10 @@ for model in "$root"/models/*.onnx; do
       say "skip $name N=$n: tp-compile refused it (see the log)"
       continue
     fi
+    inputs=()  # the model's own test inputs where it has them (KV-cache models need them)
+    [ -d "$root/models/$name/test_data_set_0" ] && inputs=(--input-dir "$root/models/$name/test_data_set_0")
     check "$name N=$n cuda threads == cpu unsharded" \
-      "$run" "$plan" --backend cuda --ranks threads --check-against "$model" --quiet
+      "$run" "$plan" --backend cuda --ranks threads --check-against "$model" --quiet "${inputs[@]}"
   done
 done
 
@@ -91,7 +93,36 @@ if [ -d "$plan" ]; then
     MASTER_PORT=29577 "$run" "$plan" --backend cuda --check-against "$root/models/gpt2.onnx" --quiet
 fi
 
-# 5. Throughput, cpu against cuda, same plan and inputs (absolute numbers mean little
+# 5. Ranks as processes sharing this GPU (tp-run's launcher; the collectives go through
+#    the host with Gloo), and a rank killed mid-run: the others stop within --timeout.
+plan=$plans/llama_4
+if [ -d "$plan" ]; then
+  check "llama N=4 cuda processes == cpu unsharded" \
+    "$run" "$plan" --backend cuda --check-against "$root/models/llama.onnx" --quiet
+  say "---- llama N=4 cuda processes, rank 2 killed"
+  "$run" "$plan" --backend cuda --quiet --repeat 1000000 --timeout 5 >"$plans/kill.log" 2>&1 &
+  launcher=$!
+  victim=""
+  for _ in $(seq 1 200); do  # the worker of rank 2: TPC_RANK=2 in its environment
+    for p in $(pgrep -f "$plan"); do
+      if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'TPC_RANK=2'; then victim=$p; fi
+    done
+    [ -n "$victim" ] && break
+    sleep 0.05
+  done
+  sleep 3
+  [ -n "$victim" ] && kill -9 "$victim"
+  start=$(date +%s)
+  wait "$launcher"
+  code=$?
+  took=$(($(date +%s) - start))
+  cat "$plans/kill.log" >>"$log"
+  left=$(pgrep -fc "$plan" || true)
+  check "killed rank stops the others (exit $code in ${took}s, $left left)" \
+    test -n "$victim" -a "$code" -ne 0 -a "$took" -lt 15 -a "$left" -eq 0
+fi
+
+# 6. Throughput, cpu against cuda, same plan and inputs (absolute numbers mean little
 #    across machines; the ratio is the figure).
 for name in gpt2 llama; do
   plan=$plans/${name}_1

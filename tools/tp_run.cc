@@ -601,10 +601,16 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
     TPC_ASSIGN_OR_RETURN(io, rt::IoPlacementsFromPlan(*manifest));
     TPC_ASSIGN_OR_RETURN(graph, rt::LoadPlanRank(s.plan, *manifest, rank, s.load));
     const int cores = s.threads > 0 ? static_cast<int>(s.threads) : rt::DefaultThreadCount();
+    // LOCAL_RANK picks the GPU; with fewer GPUs than local ranks they share them (the
+    // collectives go through the host).
+    const int gpus = s.backend == "cuda" ? std::max(1, rt::GpuCount()) : 1;
+    if (s.backend == "cuda" && world.local_rank == 0 && world.local_size > gpus) {
+      std::fprintf(stderr, "tp-run: %d local ranks share %d GPU(s)\n", world.local_size, gpus);
+    }
     TPC_ASSIGN_OR_RETURN(
         backend, rt::MakeBackend({.name = s.backend,
                                   .threads = std::max(1, cores / std::max(1, world.local_size)),
-                                  .device = world.local_rank}));
+                                  .device = world.local_rank % gpus}));
     rt::ExecutorOptions ex_options;
     ex_options.profile = args.has("profile");
     // The communicator comes after the agreement (set_communicator).

@@ -293,20 +293,23 @@ absl::StatusOr<Tensor> Executor::ToBackend(const Tensor& t, const std::string& w
 absl::Status Executor::UploadConstants() {
   // Constants a device kernel reads get one device copy, made here and kept; the others
   // (shape arithmetic, host kernels' inputs) stay in host memory only.
-  std::vector<bool> on_device(slot_values_.size(), false);
+  std::vector<bool> on_device(slot_values_.size(), false), on_host(slot_values_.size(), false);
   for (const Step& step : steps_) {
-    if (step.on_host || step.kernel->shape_only) continue;
+    if (step.kernel->shape_only) continue;
     for (size_t k = 0; k < step.in_slots.size(); ++k) {
       const int s = step.in_slots[k];
-      if (s >= 0 && !(k < 32 && ((step.kernel->host_inputs >> k) & 1u))) {
-        on_device[static_cast<size_t>(s)] = true;
-      }
+      if (s < 0) continue;
+      const bool host = step.on_host || (k < 32 && ((step.kernel->host_inputs >> k) & 1u));
+      (host ? on_host : on_device)[static_cast<size_t>(s)] = true;
     }
   }
-  for (const int s : output_slots_) on_device[static_cast<size_t>(s)] = false;
+  for (const int s : output_slots_) {
+    on_device[static_cast<size_t>(s)] = false;
+    on_host[static_cast<size_t>(s)] = true;
+  }
   for (Constant& c : constants_) {
     const std::string& name = slot_values_[static_cast<size_t>(c.slot)]->name();
-    if (c.host.dtype() == ir::DType::kUndefined) {  // folded on the device
+    if (c.host.dtype() == ir::DType::kUndefined && on_host[static_cast<size_t>(c.slot)]) {
       TPC_ASSIGN_OR_RETURN(c.host, Tensor::Create(c.mem.dtype(), c.mem.shape(), name));
       if (c.mem.nbytes() > 0) backend_.CopyToHost(c.host.raw(), c.mem.raw(), c.mem.nbytes());
     }
@@ -436,8 +439,8 @@ absl::Status Executor::RunStep(const Step& step, const Plan& plan, Values& value
     out_types.push_back(!step.kernel->any_float && IsHalfType(t) ? ir::DType::kF32 : t);
   }
   StepAllocator alloc(*this, step, plan);
-  KernelContext ctx(node, std::move(ins), std::move(out_types), alloc, comm_, backend_,
-                    graph_.onnx_opset());
+  KernelContext ctx(node, std::move(ins), std::move(out_types), alloc, comm_,
+                    step.on_host ? backend_.host_backend() : backend_, graph_.onnx_opset());
   ctx.set_wanted(step.wanted);
   TPC_RETURN_IF_ERROR(step.kernel->fn(ctx));
   for (size_t k = 0; k < step.out_slots.size(); ++k) {

@@ -118,11 +118,23 @@ class FakeDevice final : public Backend {
     Close();
     ++downloads;
   }
-  void Copy(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  // Within device memory only (a host kernel copies through the host backend).
+  void Copy(void* dst, const void* src, size_t bytes) override {
+    REQUIRE(InDevice(dst));
+    REQUIRE(InDevice(src));
+    std::memcpy(dst, src, bytes);
+  }
+  Backend& host_backend() override { return *cpu_; }
 
   int uploads = 0, downloads = 0, device_steps = 0, host_steps = 0;
 
  private:
+  bool InDevice(const void* p) const {
+    auto it = blocks_.upper_bound(const_cast<void*>(p));
+    if (it == blocks_.begin()) return false;
+    --it;
+    return static_cast<const char*>(p) < static_cast<const char*>(it->first) + it->second;
+  }
   void Open() { Protect(PROT_READ | PROT_WRITE, true); }
   void Close() { Protect(PROT_NONE, false); }
   void Protect(int prot, bool open) {

@@ -3,8 +3,8 @@
 // all have a CPU kernel and whose model tpc imports must pass. `make deps` puts the
 // data in .cache/onnx-node-tests (from onnx 1.17.0's wheel); without it the test skips.
 #include <algorithm>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>

@@ -51,6 +51,9 @@ class Backend {
   // False when tensors live apart from the host (a GPU): the executor then keeps a host
   // copy of the values that host kernels read (Kernel::host, host_inputs).
   virtual bool host_memory() const { return true; }
+  // The backend host kernels run with (their copies and threads): this one when its
+  // memory is the host's, else the CPU backend it keeps for them.
+  virtual Backend& host_backend() { return *this; }
   // Waits for the work queued so far; an error it raised (an asynchronous kernel fault).
   virtual absl::Status Synchronize() { return absl::OkStatus(); }
 };

@@ -79,6 +79,7 @@ CudaBackend::~CudaBackend() {
 }
 
 void CudaBackend::Record(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) cudaGetLastError();  // not left for the next launch's check
   if (e != cudaSuccess && error_ == cudaSuccess) {
     error_ = e;
     error_what_ = what;
@@ -153,8 +154,10 @@ absl::Status CudaBackend::Synchronize() {
   Bind();
   Record(cudaStreamSynchronize(stream_), "a kernel");
   if (error_ == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat("cuda device ", device_, ": ", error_what_,
-                                          " failed: ", cudaGetErrorString(error_)));
+  const cudaError_t e = error_;
+  error_ = cudaSuccess;  // reported once
+  return absl::InternalError(
+      absl::StrCat("cuda device ", device_, ": ", error_what_, " failed: ", cudaGetErrorString(e)));
 }
 
 const Kernel* CudaBackend::FindHostKernel(std::string_view domain, std::string_view op_type) const {

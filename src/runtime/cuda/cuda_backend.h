@@ -37,6 +37,7 @@ class CudaBackend final : public Backend {
   void Copy(void* dst, const void* src, size_t bytes) override;
   ThreadPool& pool() override { return host_->pool(); }
   bool host_memory() const override { return false; }
+  Backend& host_backend() override { return *host_; }
   absl::Status Synchronize() override;
 
   int device() const { return device_; }
