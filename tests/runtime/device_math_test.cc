@@ -1,0 +1,283 @@
+// The math the CUDA kernels share with the host (tpc/runtime/math: strided views,
+// element functions, row statistics, half conversions), run here element by element and
+// row by row as the kernels' threads do, against the CPU backend's kernels.
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "one_op.h"
+#include "tpc/runtime/math/floats.h"
+#include "tpc/runtime/math/pointwise.h"
+#include "tpc/runtime/math/rows.h"
+#include "tpc/runtime/math/strided.h"
+#include "tpc/util/half.h"
+
+namespace tpc::runtime {
+namespace {
+
+using math::FloatKind;
+using math::StridedView;
+using testing::F32;
+using testing::Floats;
+using testing::OneOp;
+
+Tensor Random(std::vector<int64_t> shape, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  Tensor t = Tensor::Allocate(ir::DType::kF32, std::move(shape));
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = u(g);
+  return t;
+}
+
+void RequireClose(const std::vector<float>& got, const std::vector<float>& want, float tol) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": " << got[i] << " vs " << want[i]);
+    REQUIRE(std::abs(got[i] - want[i]) <= tol * (1.0f + std::abs(want[i])));
+  }
+}
+
+TEST_CASE("Strided views broadcast, and simplified views address the same elements",
+          "[runtime][device-math]") {
+  const std::vector<std::vector<int64_t>> ins = {{3, 1, 5}, {4, 1}, {5}, {2, 3, 4, 5}, {1}};
+  const std::vector<int64_t> out = {2, 3, 4, 5};
+  for (const auto& in : ins) {
+    StridedView v = math::BroadcastView(in, out), c = math::ContiguousView(out);
+    StridedView vs = v, cs = c;
+    math::Simplify({&vs, &cs});
+    CHECK(vs.rank <= v.rank);
+    const std::vector<int64_t> st = math::ContiguousStrides(in);
+    for (int64_t i = 0; i < 120; ++i) {
+      // The element numpy broadcasting reads: each output index clamped to the input's dims.
+      int64_t rem = i, off = 0;
+      for (int d = 3; d >= 0; --d) {
+        const int64_t idx = rem % out[static_cast<size_t>(d)];
+        rem /= out[static_cast<size_t>(d)];
+        const int lead = 4 - static_cast<int>(in.size());
+        if (d >= lead && in[static_cast<size_t>(d - lead)] != 1)
+          off += idx * st[static_cast<size_t>(d - lead)];
+      }
+      REQUIRE(v.At(i) == off);
+      REQUIRE(vs.At(i) == off);
+      REQUIRE(cs.At(i) == i);
+    }
+  }
+}
+
+TEST_CASE("Binary element math with broadcasting equals the CPU kernels",
+          "[runtime][device-math]") {
+  const Tensor a = Random({2, 3, 4}, 1), b = Random({3, 1}, 2);
+  const std::vector<std::pair<std::string, math::BinaryOp>> ops = {
+      {"Add", math::BinaryOp::kAdd}, {"Sub", math::BinaryOp::kSub}, {"Mul", math::BinaryOp::kMul},
+      {"Div", math::BinaryOp::kDiv}, {"Max", math::BinaryOp::kMax}, {"Min", math::BinaryOp::kMin}};
+  for (const auto& [name, op] : ops) {
+    INFO(name);
+    OneOp o;
+    o.Input("a", a);
+    o.Input("b", b);
+    const std::vector<float> want = Floats(o.Run(name)[0]);
+    std::vector<float> got(want.size());
+    StridedView va = math::BroadcastView(a.shape(), {2, 3, 4}),
+                vb = math::BroadcastView(b.shape(), {2, 3, 4});
+    for (int64_t i = 0; i < 24; ++i) {
+      math::BinaryElement<FloatKind::kF32>(op, a.data<float>(), va, b.data<float>(), vb, got.data(),
+                                           i);
+    }
+    RequireClose(got, want, 1e-6f);
+  }
+}
+
+TEST_CASE("Unary element math equals the CPU kernels", "[runtime][device-math]") {
+  const Tensor x = Random({64}, 3);
+  const std::vector<std::tuple<std::string, math::UnaryOp, ir::Attributes>> ops = {
+      {"Relu", math::UnaryOp::kRelu, {}},
+      {"Tanh", math::UnaryOp::kTanh, {}},
+      {"Erf", math::UnaryOp::kErf, {}},
+      {"Exp", math::UnaryOp::kExp, {}},
+      {"Neg", math::UnaryOp::kNeg, {}},
+      {"Abs", math::UnaryOp::kAbs, {}},
+      {"Reciprocal", math::UnaryOp::kReciprocal, {}},
+      {"Sigmoid", math::UnaryOp::kSigmoid, {}},
+      {"Gelu", math::UnaryOp::kGeluErf, {}},
+      {"Gelu", math::UnaryOp::kGeluTanh, {{"approximate", std::string("tanh")}}},
+      {"LeakyRelu", math::UnaryOp::kLeakyRelu, {{"alpha", 0.1f}}}};
+  for (const auto& [name, op, attrs] : ops) {
+    INFO(name);
+    OneOp o(20);
+    o.Input("x", x);
+    const std::vector<float> want = Floats(o.Run(name, attrs)[0]);
+    std::vector<float> got(want.size());
+    const float alpha = name == "LeakyRelu" ? 0.1f : 0.0f;
+    for (int64_t i = 0; i < 64; ++i) {
+      math::UnaryElement<FloatKind::kF32>(op, alpha, x.data<float>(), got.data(), i);
+    }
+    RequireClose(got, want, 2e-6f);
+  }
+}
+
+TEST_CASE("Transpose, slice and gather index math equals the CPU kernels",
+          "[runtime][device-math]") {
+  const Tensor x = Random({2, 3, 4}, 4);
+  {  // Transpose perm (2, 0, 1): the view the CUDA kernel builds.
+    OneOp o;
+    o.Input("x", x);
+    const std::vector<float> want =
+        Floats(o.Run("Transpose", {{"perm", std::vector<int64_t>{2, 0, 1}}})[0]);
+    StridedView vs;
+    vs.rank = 3;
+    const int64_t dims[3] = {4, 2, 3}, strides[3] = {1, 12, 4};
+    for (int d = 0; d < 3; ++d) {
+      vs.dims[d] = dims[d];
+      vs.strides[d] = strides[d];
+    }
+    StridedView vd = math::ContiguousView({4, 2, 3});
+    math::Simplify({&vs, &vd});
+    std::vector<float> got(24);
+    for (int64_t i = 0; i < 24; ++i) {
+      math::CopyElement(x.data<uint32_t>(), vs, reinterpret_cast<uint32_t*>(got.data()), vd, i);
+    }
+    RequireClose(got, want, 0.0f);
+  }
+  {  // Gather axis 1 with a negative index.
+    OneOp o;
+    o.Input("x", x);
+    o.Input("i", testing::I64({2}, {-1, 0}));
+    const std::vector<float> want = Floats(o.Run("Gather", {{"axis", int64_t{1}}})[0]);
+    const int64_t idx[2] = {-1, 0};
+    std::vector<float> got(16);
+    for (int64_t i = 0; i < 16; ++i) {
+      math::GatherElement(x.data<float>(), idx, 2, 3, 4, got.data(), i);
+    }
+    RequireClose(got, want, 0.0f);
+  }
+}
+
+// A row kernel's statistics as a block of `threads` threads gathers them: each thread
+// folds every threads-th element, then the partial results combine pairwise.
+template <typename T, typename Fold, typename Combine>
+T BlockFold(int64_t len, int threads, T init, Fold fold, Combine combine) {
+  std::vector<T> part(static_cast<size_t>(threads), init);
+  for (int t = 0; t < threads; ++t) {
+    for (int64_t j = t; j < len; j += threads)
+      part[static_cast<size_t>(t)] = fold(part[static_cast<size_t>(t)], j);
+  }
+  for (int s = threads / 2; s > 0; s >>= 1) {
+    for (int t = 0; t < s; ++t) {
+      part[static_cast<size_t>(t)] =
+          combine(part[static_cast<size_t>(t)], part[static_cast<size_t>(t + s)]);
+    }
+  }
+  return part[0];
+}
+
+TEST_CASE("Softmax and norm row math, folded as a thread block does, equals the CPU kernels",
+          "[runtime][device-math]") {
+  const Tensor x = Random({3, 300}, 5);
+  const int threads = 256;
+  for (bool log : {false, true}) {
+    OneOp o;
+    o.Input("x", x);
+    const std::vector<float> want = Floats(o.Run(log ? "LogSoftmax" : "Softmax")[0]);
+    std::vector<float> got(want.size());
+    const math::RowLayout rl{3, 300, 1};
+    for (int64_t r = 0; r < rl.rows(); ++r) {
+      const float* row = x.data<float>() + rl.Start(r);
+      const float mx = BlockFold(
+          300, threads, -INFINITY, [&](float m, int64_t j) { return math::CombineMax(m, row[j]); },
+          [](float a, float b) { return math::CombineMax(a, b); });
+      const float sum = BlockFold(
+          300, threads, 0.0f, [&](float s, int64_t j) { return s + math::SoftmaxTerm(row[j], mx); },
+          [](float a, float b) { return a + b; });
+      for (int64_t j = 0; j < 300; ++j)
+        got[static_cast<size_t>(r * 300 + j)] = math::SoftmaxElement(row[j], mx, sum, log);
+    }
+    RequireClose(got, want, 1e-5f);
+  }
+  const Tensor scale = Random({300}, 6), bias = Random({300}, 7);
+  OneOp o;
+  o.Input("x", x);
+  o.Input("s", scale);
+  o.Input("b", bias);
+  const std::vector<float> want = Floats(o.Run("LayerNormalization", {{"epsilon", 1e-5f}})[0]);
+  std::vector<float> got(want.size());
+  for (int64_t r = 0; r < 3; ++r) {
+    const float* row = x.data<float>() + r * 300;
+    const math::Moments m = BlockFold(
+        300, threads, math::Moments{},
+        [&](math::Moments acc, int64_t j) {
+          acc.Add(row[j]);
+          return acc;
+        },
+        [](const math::Moments& a, const math::Moments& b) {
+          return math::Moments::Combine(a, b);
+        });
+    const float inv = math::InvStd(m.Variance(), 1e-5f);
+    for (int64_t j = 0; j < 300; ++j) {
+      got[static_cast<size_t>(r * 300 + j)] =
+          math::NormElement(row[j], m.mean, inv, scale.data<float>()[j], bias.data<float>()[j]);
+    }
+  }
+  RequireClose(got, want, 1e-5f);
+}
+
+TEST_CASE("Reduction row math equals the CPU kernels", "[runtime][device-math]") {
+  const Tensor x = Random({4, 5, 6}, 8);
+  const std::vector<std::pair<std::string, math::ReduceKind>> ops = {
+      {"ReduceSum", math::ReduceKind::kSum},
+      {"ReduceMean", math::ReduceKind::kMean},
+      {"ReduceMax", math::ReduceKind::kMax},
+      {"ReduceMin", math::ReduceKind::kMin}};
+  for (const auto& [name, kind] : ops) {
+    INFO(name);
+    OneOp o;
+    o.Input("x", x);
+    o.Ints({1});
+    const std::vector<float> want = Floats(o.Run(name, {{"keepdims", int64_t{0}}})[0]);
+    const math::RowLayout rl{4, 5, 6};  // axis 1
+    std::vector<float> got(static_cast<size_t>(rl.rows()));
+    for (int64_t r = 0; r < rl.rows(); ++r) {
+      const float* p = x.data<float>() + rl.Start(r);
+      const float acc = BlockFold(
+          5, 4, math::ReduceInit(kind),
+          [&](float a, int64_t j) {
+            return math::ReduceCombine(kind, a, math::ReduceTerm(kind, p[j * rl.stride()]));
+          },
+          [&](float a, float b) { return math::ReduceCombine(kind, a, b); });
+      got[static_cast<size_t>(r)] = math::ReduceFinish(kind, acc, rl.len);
+    }
+    RequireClose(got, want, 1e-5f);
+  }
+}
+
+TEST_CASE("Half and bfloat16 conversions round to nearest even and round-trip",
+          "[runtime][device-math]") {
+  // Every half value converts to float and back unchanged (NaNs stay NaNs).
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float f = HalfToFloat(static_cast<uint16_t>(h));
+    if (std::isnan(f)) {
+      REQUIRE(std::isnan(HalfToFloat(FloatToHalf(f))));
+    } else {
+      REQUIRE(FloatToHalf(f) == h);
+    }
+    const float b = BFloat16ToFloat(static_cast<uint16_t>(h));
+    if (!std::isnan(b)) REQUIRE(FloatToBFloat16(b) == h);
+  }
+  // Ties go to the even neighbour; the largest finite half; overflow to infinity.
+  CHECK(FloatToHalf(1.0f + 1.0f / 2048.0f) == 0x3c00);  // tie between 1 and 1 + 2^-10
+  CHECK(FloatToHalf(1.0f + 3.0f / 2048.0f) == 0x3c02);  // tie, rounds up to even
+  CHECK(FloatToHalf(65504.0f) == 0x7bff);
+  CHECK(FloatToHalf(65520.0f) == 0x7c00);
+  CHECK(FloatToHalf(std::ldexp(1.0f, -25)) == 0);          // half the smallest subnormal
+  CHECK(FloatToHalf(std::ldexp(3.0f, -25)) == 2);          // 1.5 subnormal ulps: to even
+  CHECK(FloatToBFloat16(1.0f + 1.0f / 256.0f) == 0x3f80);  // tie to even
+  CHECK(FloatToBFloat16(1.0f + 3.0f / 256.0f) == 0x3f82);
+  // Loads and stores of the kernels' storage types are these conversions.
+  CHECK(math::FloatIO<FloatKind::kF16>::Load(0x3c00) == 1.0f);
+  CHECK(math::FloatIO<FloatKind::kBF16>::Store(-2.0f) == 0xc000);
+}
+
+}  // namespace
+}  // namespace tpc::runtime
