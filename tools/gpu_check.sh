@@ -85,6 +85,25 @@ for model in "$root"/models/*.onnx; do
   done
 done
 
+# 3b. Half-precision plans (tp-compile --dtype) on the GPU against the unsharded f32 CPU
+#     run, within the tolerances documented in docs/cuda.md (f16 1e-2, bf16 5e-2).
+for model in "$root"/models/*.onnx; do
+  name=$(basename "$model" .onnx)
+  inputs=()
+  [ -d "$root/models/$name/test_data_set_0" ] && inputs=(--input-dir "$root/models/$name/test_data_set_0")
+  for dtype in f16 bf16; do
+    tol=1e-2
+    [ "$dtype" = bf16 ] && tol=5e-2
+    for n in 1 4; do
+      plan=$plans/${name}_${n}_$dtype
+      "$compile" "$model" --tp "$n" --dtype "$dtype" -o "$plan" >>"$log" 2>&1 || continue
+      check "$name N=$n $dtype cuda threads ~ cpu f32" \
+        "$run" "$plan" --backend cuda --ranks threads --check-against "$model" --quiet \
+        --rtol "$tol" --atol "$tol" "${inputs[@]}"
+    done
+  done
+done
+
 # 4. One rank as a process of a cluster launcher (LOCAL_RANK picks the GPU).
 plan=$plans/gpt2_1
 if [ -d "$plan" ]; then

@@ -24,6 +24,7 @@
 #include "tpc/onnx/importer.h"
 #include "tpc/partition/partition.h"
 #include "tpc/plan/plan_writer.h"
+#include "tpc/plan/precision.h"
 #include "tpc/shard/report.h"
 #include "tpc/shard/shard_pass.h"
 #include "tpc/shard/styles.h"
@@ -52,6 +53,10 @@ tpc::cli::Parser MakeParser() {
       "needed); DIR is written all or nothing.");
   p.Add({"output", "DIR", "output folder for the plans (required)", "", false});
   p.Add({"tp", "N", "number of tensor-parallel ranks", "1", false});
+  p.Add({"dtype", "TYPE",
+         "f32, f16 or bf16: the plans' float type (weights converted as they are sliced; f32 "
+         "inputs and outputs keep their type, cast at the boundary)",
+         "f32", false});
   p.Add({"objective", "KIND",
          "balanced: weight bytes per rank within --weight-slack of the least, then the shortest "
          "modelled step; memory: weight bytes per rank first, then collective time; "
@@ -176,6 +181,7 @@ class Compiler {
 
     t = Clock::now();
     TPC_ASSIGN_OR_RETURN(partition_, tpc::partition::PartitionGraph(*graph_, shard_, options_));
+    TPC_RETURN_IF_ERROR(tpc::plan::ConvertFloatPrecision(*graph_, dtype_));
     TPC_RETURN_IF_ERROR(tpc::ir::VerifyGraph(*graph_));
     times_["partition"] = Seconds(t);
     TPC_RETURN_IF_ERROR(Dump("partition"));
@@ -228,6 +234,13 @@ class Compiler {
 
   absl::Status ShardOptionsFromArgs() {
     options_.mesh = tpc::shard::Mesh::Tp(tp_);
+    const std::string dtype = args_.get("dtype", "f32");
+    if (dtype == "f16") dtype_ = tpc::ir::DType::kF16;
+    if (dtype == "bf16") dtype_ = tpc::ir::DType::kBF16;
+    if (dtype != "f32" && dtype != "f16" && dtype != "bf16") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--dtype ", dtype, ": expected f32, f16 or bf16"));
+    }
     const std::string objective = args_.get("objective", "balanced");
     auto parsed = tpc::shard::ObjectiveFromName(objective);
     if (!parsed) {
@@ -328,8 +341,8 @@ class Compiler {
 
   std::map<std::string, std::string> RecordedOptions() const {
     std::map<std::string, std::string> out;
-    for (const char* key :
-         {"objective", "weight-slack", "memory-budget", "device-profile", "styles", "seq-dim"}) {
+    for (const char* key : {"objective", "weight-slack", "memory-budget", "device-profile",
+                            "styles", "seq-dim", "dtype"}) {
       if (args_.has(key)) out[key] = args_.get(key);
     }
     for (const char* key : {"dim", "divisible", "input-placement", "output-placement"}) {
@@ -389,6 +402,7 @@ class Compiler {
   tpc::shard::ShardOptions options_;
   tpc::shard::ShardResult shard_;
   tpc::partition::PartitionStats partition_;
+  tpc::ir::DType dtype_ = tpc::ir::DType::kF32;
   std::vector<tpc::plan::RankFiles> ranks_;
   tpc::JsonWriter report_;
   std::string shard_summary_;

@@ -47,7 +47,10 @@ absl::Status VerifyConstant(const Node* n) {
   const Value* v = n->output(0);
   const Tensor& t = n->tensor();
   const TensorType& type = v->type();
-  if (t.dtype() != type.dtype) {
+  // f32 data typed f16/bf16: a half-precision plan's weight, converted as it is written.
+  const bool to_half =
+      t.dtype() == DType::kF32 && (type.dtype == DType::kF16 || type.dtype == DType::kBF16);
+  if (t.dtype() != type.dtype && !to_half) {
     return Fail(n, absl::StrCat("constant data of dtype ", std::string(DTypeName(t.dtype())),
                                 " does not match the type ", type.ToString()));
   }

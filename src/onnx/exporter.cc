@@ -94,13 +94,15 @@ absl::StatusOr<::onnx::ModelProto> BuildModel(const ir::Graph& graph, const Expo
               absl::StrCat("constant '", node->output(0)->name(), "' has no data (elided)"));
         }
         TPC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ConstantDims(*node));
-        const bool sliced = dims != t.shape();
+        // Per-rank (a slice) or converted (tp-compile --dtype): the plan writer's bytes.
+        const ir::DType dtype = node->output(0)->type().dtype;
+        const bool sliced = dims != t.shape() || dtype != t.dtype();
         if (sliced && !options.write_constant) {
           return absl::FailedPreconditionError(
               absl::StrCat("constant '", node->output(0)->name(),
                            "' is per-rank; export it through a plan writer"));
         }
-        int64_t nbytes = ir::DTypeSize(t.dtype());
+        int64_t nbytes = ir::DTypeSize(dtype);
         for (int64_t d : dims) nbytes *= d;
         ::onnx::TensorProto* proto = g->add_initializer();
         const bool ext =
@@ -113,13 +115,13 @@ absl::StatusOr<::onnx::ModelProto> BuildModel(const ir::Graph& graph, const Expo
           std::ostringstream bytes;
           TPC_RETURN_IF_ERROR(options.write_constant(*node, bytes));
           proto->set_name(node->output(0)->name());
-          proto->set_data_type(static_cast<int32_t>(t.dtype()));
+          proto->set_data_type(static_cast<int32_t>(dtype));
           for (int64_t d : dims) proto->add_dims(d);
           proto->set_raw_data(bytes.str());
           break;
         }
         proto->set_name(node->output(0)->name());
-        proto->set_data_type(static_cast<int32_t>(t.dtype()));
+        proto->set_data_type(static_cast<int32_t>(dtype));
         for (int64_t d : dims) proto->add_dims(d);
         offset = (offset + options.alignment - 1) / options.alignment * options.alignment;
         proto->set_data_location(::onnx::TensorProto::EXTERNAL);

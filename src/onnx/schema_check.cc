@@ -1,4 +1,5 @@
 #include "schema_check.h"
+#include "tpc/onnx/schema.h"
 
 #include <algorithm>
 #include <array>
@@ -182,3 +183,11 @@ absl::Status CheckInputTypes(const ir::Node& node, int64_t opset) {
 }
 
 }  // namespace tpc::onnx::internal
+
+namespace tpc::onnx {
+
+absl::Status CheckInputTypes(const ir::Node& node, int64_t opset) {
+  return internal::CheckInputTypes(node, opset);
+}
+
+}  // namespace tpc::onnx

@@ -39,10 +39,14 @@ int64_t RankWeightBytes(const ir::Graph& graph, int64_t n, bool sliced_only = fa
   for (ir::Node* node : graph.nodes()) {
     if (node->kind() != ir::NodeKind::kConstant) continue;
     const ir::Placement* p = ShardOf(*node->output(0));
+    // A constant converted to half precision (tp-compile --dtype) holds half the bytes.
+    const ir::Tensor& t = node->tensor();
+    const int64_t scale = ir::DTypeSize(node->output(0)->type().dtype);
+    const int64_t from = std::max<int64_t>(ir::DTypeSize(t.dtype()), 1);
     if (p != nullptr) {
-      total += partition::SliceBytes(node->tensor(), *p, n);
+      total += partition::SliceBytes(t, *p, n) / from * scale;
     } else if (!sliced_only) {
-      total += static_cast<int64_t>(node->tensor().nbytes());
+      total += static_cast<int64_t>(t.nbytes()) / from * scale;
     }
   }
   return total;
@@ -144,10 +148,12 @@ absl::StatusOr<std::vector<RankFiles>> WriteRankFiles(const ir::Graph& graph,
                    {"tpc.version", Version()}};
     eo.weights_file = files.weights;
     eo.write_constant = [&](const ir::Node& constant, std::ostream& out) -> absl::Status {
+      // A rank's slice, or a whole constant converted to another float type.
       const ir::Placement* p = ShardOf(*constant.output(0));
-      if (p == nullptr) return absl::InternalError("write_constant on a whole constant");
-      TPC_RETURN_IF_ERROR(partition::WriteSlice(constant.tensor(), *p, r, n, out));
-      done += partition::SliceBytes(constant.tensor(), *p, n);
+      const ir::Placement whole = ir::Placement::Replicate();
+      TPC_RETURN_IF_ERROR(partition::WriteSlice(constant.tensor(), p != nullptr ? *p : whole, r, n,
+                                                out, constant.output(0)->type().dtype));
+      if (p != nullptr) done += partition::SliceBytes(constant.tensor(), *p, n);
       if (options.progress) options.progress(done, total);
       return absl::OkStatus();
     };

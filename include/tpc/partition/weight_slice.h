@@ -20,7 +20,10 @@ template <typename Write>
 absl::Status ForEachSliceRun(const ir::Tensor& full, const ir::Placement& p, int64_t rank,
                              int64_t n, Write&& write);
 
-// Writes the slice to `out`.
+// Writes the slice to `out`, as `to` (the tensor's own type, or f16/bf16 for an f32
+// tensor: converted on the way, a run at a time).
+absl::Status WriteSlice(const ir::Tensor& full, const ir::Placement& p, int64_t rank, int64_t n,
+                        std::ostream& out, ir::DType to);
 absl::Status WriteSlice(const ir::Tensor& full, const ir::Placement& p, int64_t rank, int64_t n,
                         std::ostream& out);
 

@@ -1,0 +1,17 @@
+// Half-precision plans (tp-compile --dtype f16|bf16): every f32 value of the partitioned
+// graph becomes f16 or bf16 (weights are converted as the plan writer slices them), and
+// the graph's f32 inputs and outputs keep their declared type behind a Cast, so a plan
+// takes and gives what the original model does.
+#pragma once
+
+#include "absl/status/status.h"
+#include "tpc/ir/graph.h"
+
+namespace tpc::plan {
+
+// Converts `graph` to `to` (kF32: nothing; kF16, kBF16). An operator whose ONNX schema
+// does not take `to` (bf16 `Cos` at opset 7) computes in f32 between Casts. Refuses
+// quantized operators (their scales are f32 by definition), naming the node.
+absl::Status ConvertFloatPrecision(ir::Graph& graph, ir::DType to);
+
+}  // namespace tpc::plan
