@@ -11,7 +11,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendSpec& spec) {
   if (spec.name == "cpu") return MakeCpuBackend(spec.threads);
   if (spec.name == "cuda") {
 #if defined(TPC_HAVE_CUDA)
-    return cuda::MakeCudaBackend(spec.device, spec.threads);
+    return cuda::MakeCudaBackend(spec.device, spec.threads, spec.device_collectives);
 #else
     return absl::UnimplementedError(
         "--backend cuda: this build has no CUDA backend (nvcc was not found when it was built)");
@@ -19,6 +19,14 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendSpec& spec) {
   }
   return absl::InvalidArgumentError(
       absl::StrCat("--backend ", spec.name, ": expected cpu or cuda"));
+}
+
+std::unique_ptr<GroupMemory> MakeGroupMemory(Backend& backend) {
+  if (backend.host_memory()) return nullptr;
+#if defined(TPC_HAVE_CUDA)
+  if (backend.name() == "cuda") return cuda::MakeDeviceGroupMemory(backend);
+#endif
+  return nullptr;
 }
 
 bool CudaBuiltIn() {

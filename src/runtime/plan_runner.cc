@@ -91,15 +91,24 @@ absl::StatusOr<std::unique_ptr<PlanRunner>> PlanRunner::Create(
   const int n = static_cast<int>(graphs.size());
   const int total = options.threads > 0 ? options.threads : DefaultThreadCount();
   const int per_rank = std::max(1, total / std::max(n, 1));
-  runner->comms_ = MakeInProcessGroup(n, options.timeout);
   runner->io_ = options.io;
   runner->io_.ranks = n;
+  // Ranks sharing a GPU exchange device memory directly: their collectives are device
+  // kernels on an in-process group whose buffers are the GPU's.
+  std::vector<std::unique_ptr<GroupMemory>> memory;
   for (int r = 0; r < n; ++r) {
-    auto backend =
-        MakeBackend({.name = options.backend, .threads = per_rank, .device = options.device});
+    auto backend = MakeBackend({.name = options.backend,
+                                .threads = per_rank,
+                                .device = options.device,
+                                .device_collectives = options.backend == "cuda"});
     if (!backend.ok()) return backend.status();
     runner->backends_.push_back(std::move(*backend));
-    auto ex = Executor::Create(*graphs[static_cast<size_t>(r)], *runner->backends_.back(),
+    if (auto m = MakeGroupMemory(*runner->backends_.back())) memory.push_back(std::move(m));
+  }
+  runner->comms_ = MakeInProcessGroup(n, options.timeout, std::move(memory));
+  for (int r = 0; r < n; ++r) {
+    auto ex = Executor::Create(*graphs[static_cast<size_t>(r)],
+                               *runner->backends_[static_cast<size_t>(r)],
                                runner->comms_[static_cast<size_t>(r)].get(), options.executor);
     if (!ex.ok())
       return absl::Status(ex.status().code(),

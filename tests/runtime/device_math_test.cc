@@ -252,6 +252,35 @@ TEST_CASE("Reduction row math equals the CPU kernels", "[runtime][device-math]")
   }
 }
 
+TEST_CASE("The reduction across ranks of a collective on one GPU combines in rank order",
+          "[runtime][device-math]") {
+  const int n = 3;
+  std::vector<Tensor> ins;
+  for (int k = 0; k < n; ++k) ins.push_back(Random({40}, 20 + static_cast<uint32_t>(k)));
+  for (int op = 0; op < 4; ++op) {  // sum, max, min, avg
+    std::vector<std::vector<float>> outs(2, std::vector<float>(40));
+    math::RankPointers p;
+    p.n = n;
+    for (int k = 0; k < n; ++k) p.in[k] = ins[static_cast<size_t>(k)].data<float>();
+    p.n_out = 2;
+    p.out[0] = outs[0].data();
+    p.out[1] = outs[1].data();
+    for (int64_t i = 0; i < 40; ++i) {
+      math::ReduceRanksElement<FloatKind::kF32>(op == 3 ? 0 : op, op == 3, p, i);
+    }
+    for (int64_t i = 0; i < 40; ++i) {
+      float want = ins[0].data<float>()[i];
+      for (int k = 1; k < n; ++k) {
+        const float v = ins[static_cast<size_t>(k)].data<float>()[i];
+        want = op == 1 ? std::max(want, v) : op == 2 ? std::min(want, v) : want + v;
+      }
+      if (op == 3) want /= n;
+      REQUIRE(outs[0][static_cast<size_t>(i)] == want);
+      REQUIRE(outs[1][static_cast<size_t>(i)] == want);
+    }
+  }
+}
+
 TEST_CASE("Half and bfloat16 conversions round to nearest even and round-trip",
           "[runtime][device-math]") {
   // Every half value converts to float and back unchanged (NaNs stay NaNs).

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "tpc/runtime/backend.h"
+#include "tpc/runtime/inprocess_communicator.h"
 
 namespace tpc::runtime {
 
@@ -14,11 +15,18 @@ struct BackendSpec {
   std::string name = "cpu";  // cpu or cuda
   int threads = 0;           // CPU threads (cuda: of the host kernels); 0: all cores
   int device = 0;            // cuda: the GPU (a process's LOCAL_RANK)
+  // cuda: the communicator's buffers are device memory (NCCL, ranks as threads on one
+  // GPU with MakeDeviceGroupMemory), so the tpc collectives run as device kernels.
+  bool device_collectives = false;
 };
 
 // The backend, or: InvalidArgument for an unknown name, Unimplemented when this build
 // has no CUDA, FailedPrecondition when there is no usable GPU.
 absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendSpec& spec);
+
+// Where an in-process group of ranks on `backend` exchanges buffers: null for a backend
+// on host memory (the group's default), device memory for a CUDA backend.
+std::unique_ptr<GroupMemory> MakeGroupMemory(Backend& backend);
 
 // True when this build has the CUDA backend.
 bool CudaBuiltIn();

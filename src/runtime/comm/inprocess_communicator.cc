@@ -98,10 +98,24 @@ class Rendezvous {
 
 namespace {
 
+class HostMemory final : public GroupMemory {
+ public:
+  absl::Status Copy(void* dst, const void* src, size_t bytes) override {
+    if (dst != src && bytes > 0) std::memcpy(dst, src, bytes);
+    return absl::OkStatus();
+  }
+  absl::Status Reduce(ir::DType dtype, const std::vector<const uint8_t*>& srcs,
+                      const std::vector<uint8_t*>& dsts, int64_t begin, int64_t end,
+                      ReduceOp op) override {
+    return runtime::Reduce(dtype, static_cast<int>(srcs.size()), srcs, dsts, begin, end, op);
+  }
+};
+
 class InProcessCommunicator final : public Communicator {
  public:
-  InProcessCommunicator(std::shared_ptr<Rendezvous> rv, int rank)
-      : rv_(std::move(rv)), rank_(rank) {}
+  InProcessCommunicator(std::shared_ptr<Rendezvous> rv, int rank,
+                        std::unique_ptr<GroupMemory> memory)
+      : rv_(std::move(rv)), rank_(rank), mem_(std::move(memory)) {}
 
   int rank() const override { return rank_; }
   int size() const override { return rv_->size(); }
@@ -118,19 +132,19 @@ class InProcessCommunicator final : public Communicator {
       srcs.push_back(static_cast<const uint8_t*>(rv_->post(k).in));
       dsts.push_back(static_cast<uint8_t*>(rv_->post(k).out));
     }
-    absl::Status s = Reduce(dtype, n, srcs, dsts, begin, end, op);
+    absl::Status s = mem_->Reduce(dtype, srcs, dsts, begin, end, op);
     return Leave("AllReduce", s);
   }
 
   absl::Status AllGather(const void* in, void* out, int64_t count, ir::DType dtype) override {
     TPC_RETURN_IF_ERROR(Enter("AllGather", in, out, count, dtype, 0));
     const size_t block = static_cast<size_t>(count * ir::DTypeSize(dtype));
-    for (int k = 0; k < size(); ++k) {
+    absl::Status s;
+    for (int k = 0; k < size() && s.ok(); ++k) {
       uint8_t* dst = static_cast<uint8_t*>(out) + block * static_cast<size_t>(k);
-      const void* src = rv_->post(k).in;
-      if (dst != src && block > 0) std::memcpy(dst, src, block);
+      s = mem_->Copy(dst, rv_->post(k).in, block);
     }
-    return Leave("AllGather", absl::OkStatus());
+    return Leave("AllGather", s);
   }
 
   absl::Status ReduceScatter(const void* in, void* out, int64_t count, ir::DType dtype,
@@ -141,7 +155,7 @@ class InProcessCommunicator final : public Communicator {
     std::vector<const uint8_t*> srcs;
     for (int k = 0; k < n; ++k)
       srcs.push_back(static_cast<const uint8_t*>(rv_->post(k).in) + offset);
-    absl::Status s = Reduce(dtype, n, srcs, {static_cast<uint8_t*>(out)}, 0, count, op);
+    absl::Status s = mem_->Reduce(dtype, srcs, {static_cast<uint8_t*>(out)}, 0, count, op);
     return Leave("ReduceScatter", s);
   }
 
@@ -151,13 +165,13 @@ class InProcessCommunicator final : public Communicator {
     }
     TPC_RETURN_IF_ERROR(Enter("AllToAll", in, out, count, dtype, 0));
     const size_t block = static_cast<size_t>(count * ir::DTypeSize(dtype));
-    for (int k = 0; k < size(); ++k) {
+    absl::Status s;
+    for (int k = 0; k < size() && s.ok(); ++k) {
       const uint8_t* src =
           static_cast<const uint8_t*>(rv_->post(k).in) + block * static_cast<size_t>(rank_);
-      if (block > 0)
-        std::memcpy(static_cast<uint8_t*>(out) + block * static_cast<size_t>(k), src, block);
+      s = mem_->Copy(static_cast<uint8_t*>(out) + block * static_cast<size_t>(k), src, block);
     }
-    return Leave("AllToAll", absl::OkStatus());
+    return Leave("AllToAll", s);
   }
 
   absl::Status Barrier() override { return rv_->Wait(rank_, "Barrier"); }
@@ -168,6 +182,10 @@ class InProcessCommunicator final : public Communicator {
   // Posts this rank's buffers and waits for every rank; checks they agree.
   absl::Status Enter(const char* what, const void* in, void* out, int64_t count, ir::DType dtype,
                      int op) {
+    if (absl::Status ready = mem_->Ready(); !ready.ok()) {
+      rv_->Abort(rank_, ready);
+      return ready;
+    }
     rv_->post(rank_) = Post{in, out, count, dtype, op, what};
     TPC_RETURN_IF_ERROR(rv_->Wait(rank_, what));
     const Post& mine = rv_->post(rank_);
@@ -187,7 +205,8 @@ class InProcessCommunicator final : public Communicator {
   }
 
   // Waits until every rank is done reading the posted buffers.
-  absl::Status Leave(const char* what, const absl::Status& work) {
+  absl::Status Leave(const char* what, absl::Status work) {
+    if (work.ok()) work = mem_->Done();
     if (!work.ok()) {
       rv_->Abort(rank_, work);
       return work;
@@ -197,15 +216,21 @@ class InProcessCommunicator final : public Communicator {
 
   std::shared_ptr<Rendezvous> rv_;
   int rank_;
+  std::unique_ptr<GroupMemory> mem_;
 };
 
 }  // namespace
 
-std::vector<std::unique_ptr<Communicator>> MakeInProcessGroup(int size,
-                                                              std::chrono::milliseconds timeout) {
+std::vector<std::unique_ptr<Communicator>> MakeInProcessGroup(
+    int size, std::chrono::milliseconds timeout, std::vector<std::unique_ptr<GroupMemory>> memory) {
   auto rv = std::make_shared<Rendezvous>(size, timeout);
   std::vector<std::unique_ptr<Communicator>> out;
-  for (int r = 0; r < size; ++r) out.push_back(std::make_unique<InProcessCommunicator>(rv, r));
+  for (int r = 0; r < size; ++r) {
+    std::unique_ptr<GroupMemory> mem = static_cast<size_t>(r) < memory.size()
+                                           ? std::move(memory[static_cast<size_t>(r)])
+                                           : std::make_unique<HostMemory>();
+    out.push_back(std::make_unique<InProcessCommunicator>(rv, r, std::move(mem)));
+  }
   return out;
 }
 

@@ -14,6 +14,8 @@ void SwapOuter(const uint8_t* src, uint8_t* dst, int64_t a, int64_t b, int64_t b
   }
 }
 
+}  // namespace
+
 // The group size the node was compiled for must be the communicator's.
 absl::StatusOr<int> GroupSize(const KernelContext& ctx) {
   const int64_t n = ctx.node().attr_int("group_size", 1);
@@ -46,8 +48,6 @@ absl::Status ApplyBlocks(const KernelContext& ctx, const Tensor& t, int64_t axis
   *inner_bytes /= k;
   return absl::OkStatus();
 }
-
-}  // namespace
 
 absl::Status AllReduce(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);

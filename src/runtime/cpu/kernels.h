@@ -196,6 +196,13 @@ absl::StatusOr<SoftmaxLines> ReadSoftmaxLines(const KernelContext& ctx, const Te
 // Slice's first index, step and output shape per dim of x (indexing.cc).
 absl::Status SliceGeometry(const KernelContext& ctx, const Tensor& x, Shape* begin, Shape* step,
                            Shape* out);
+// The tpc collectives' geometry (collectives.cc): the group size the node was compiled
+// for, checked against the communicator's; bytes before / from `axis`; a blocked split's
+// k times more outer rows of a k times smaller inner part (placement S(d/k)).
+absl::StatusOr<int> GroupSize(const KernelContext& ctx);
+void OuterInner(const Tensor& t, int64_t axis, int64_t* outer, int64_t* inner_bytes);
+absl::Status ApplyBlocks(const KernelContext& ctx, const Tensor& t, int64_t axis, int64_t* outer,
+                         int64_t* inner_bytes);
 // Split's part sizes along `axis` (movement.cc).
 absl::StatusOr<std::vector<int64_t>> SplitSizes(const KernelContext& ctx, const Tensor& x,
                                                 int64_t axis);

@@ -20,7 +20,8 @@ size_t RoundUp(size_t bytes) { return (std::max<size_t>(bytes, 1) + 511) / 512 *
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(int device, int host_threads) {
+absl::StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(int device, int host_threads,
+                                                             bool device_collectives) {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
@@ -33,7 +34,8 @@ absl::StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(int device, int hos
         absl::StrCat("--backend cuda: device ", device, " asked for, but ", count,
                      " device(s) are visible (LOCAL_RANK or CUDA_VISIBLE_DEVICES)"));
   }
-  std::unique_ptr<CudaBackend> b(new CudaBackend(device, MakeCpuBackend(host_threads)));
+  std::unique_ptr<CudaBackend> b(
+      new CudaBackend(device, MakeCpuBackend(host_threads), device_collectives));
   auto check = [&](cudaError_t err, const char* what) -> absl::Status {
     if (err == cudaSuccess) return absl::OkStatus();
     return absl::InternalError(absl::StrCat("--backend cuda: ", what, " on device ", device, ": ",
@@ -60,8 +62,8 @@ absl::StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(int device, int hos
   return std::unique_ptr<Backend>(std::move(b));
 }
 
-CudaBackend::CudaBackend(int device, std::unique_ptr<Backend> host)
-    : device_(device), host_(std::move(host)) {}
+CudaBackend::CudaBackend(int device, std::unique_ptr<Backend> host, bool device_collectives)
+    : device_(device), device_collectives_(device_collectives), host_(std::move(host)) {}
 
 CudaBackend::~CudaBackend() {
   cudaSetDevice(device_);

@@ -23,7 +23,10 @@ class CudaBackend final : public Backend {
  public:
   // A backend on `device` with one stream; host kernels (operators with no device
   // kernel) get `host_threads` threads.
-  static absl::StatusOr<std::unique_ptr<Backend>> Create(int device, int host_threads);
+  // `device_collectives`: the tpc collectives as device kernels (a communicator on device
+  // memory), else host kernels.
+  static absl::StatusOr<std::unique_ptr<Backend>> Create(int device, int host_threads,
+                                                         bool device_collectives);
   ~CudaBackend() override;
 
   std::string name() const override { return "cuda"; }
@@ -47,10 +50,11 @@ class CudaBackend final : public Backend {
   void Bind() const { cudaSetDevice(device_); }
 
  private:
-  CudaBackend(int device, std::unique_ptr<Backend> host);
+  CudaBackend(int device, std::unique_ptr<Backend> host, bool device_collectives);
   void Record(cudaError_t e, const char* what);
 
   int device_;
+  bool device_collectives_;
   std::unique_ptr<Backend> host_;  // the CPU backend: host kernels and their threads
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;

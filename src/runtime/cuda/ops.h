@@ -75,6 +75,13 @@ absl::Status ReduceMean(KernelContext& ctx);
 absl::Status ReduceMax(KernelContext& ctx);
 absl::Status ReduceMin(KernelContext& ctx);
 
+// collective_ops.cc (a communicator on device memory)
+absl::Status AllReduce(KernelContext& ctx);
+absl::Status AllGather(KernelContext& ctx);
+absl::Status ReduceScatter(KernelContext& ctx);
+absl::Status AllToAll(KernelContext& ctx);
+absl::Status Shard(KernelContext& ctx);
+
 // matmul_ops.cc
 absl::Status MatMul(KernelContext& ctx);
 absl::Status Gemm(KernelContext& ctx);

@@ -59,6 +59,21 @@ __global__ void GatherKernel(const Word* data, const Index* indices, int64_t n_i
 }
 
 template <FloatKind K>
+__global__ void ReduceRanksKernel(int op, bool average, math::RankPointers p, int64_t begin,
+                                  int64_t end) {
+  for (int64_t i = begin + First(); i < end; i += Step()) {
+    math::ReduceRanksElement<K>(op, average, p, i);
+  }
+}
+
+template <FloatKind K>
+cudaError_t ReduceRanks(int op, bool average, const math::RankPointers& p, int64_t begin,
+                        int64_t end, cudaStream_t stream) {
+  ReduceRanksKernel<K><<<Blocks(end - begin), kThreads, 0, stream>>>(op, average, p, begin, end);
+  return cudaGetLastError();
+}
+
+template <FloatKind K>
 cudaError_t Binary(BinaryOp op, const void* a, const StridedView& va, const void* b,
                    const StridedView& vb, void* out, int64_t n, cudaStream_t stream) {
   using S = typename FloatIO<K>::Storage;
@@ -142,6 +157,20 @@ cudaError_t LaunchBinary(FloatKind k, BinaryOp op, const void* a, const StridedV
       return Binary<FloatKind::kF16>(op, a, va, b, vb, out, n, stream);
     case FloatKind::kBF16:
       return Binary<FloatKind::kBF16>(op, a, va, b, vb, out, n, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchReduceRanks(FloatKind k, int op, bool average, const math::RankPointers& p,
+                              int64_t begin, int64_t end, cudaStream_t stream) {
+  if (end <= begin) return cudaSuccess;
+  switch (k) {
+    case FloatKind::kF32:
+      return ReduceRanks<FloatKind::kF32>(op, average, p, begin, end, stream);
+    case FloatKind::kF16:
+      return ReduceRanks<FloatKind::kF16>(op, average, p, begin, end, stream);
+    case FloatKind::kBF16:
+      return ReduceRanks<FloatKind::kBF16>(op, average, p, begin, end, stream);
   }
   return cudaErrorInvalidValue;
 }

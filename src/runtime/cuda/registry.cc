@@ -12,6 +12,7 @@ namespace tpc::runtime::cuda {
 namespace {
 
 constexpr std::string_view kMicrosoft = "com.microsoft";
+constexpr std::string_view kTpc = "tpc";
 
 bool IsDeviceFloat(ir::DType t) { return KindOf(t).has_value(); }
 
@@ -115,6 +116,12 @@ const Entry kKernels[] = {
     {kMicrosoft, "FastGelu", K(FastGelu), Takes::kFloats},
     {kMicrosoft, "QuickGelu", K(QuickGelu), Takes::kFloats},
     {kMicrosoft, "SimplifiedLayerNormalization", K(RMSNormalization), Takes::kFloats},
+    // With a communicator on device memory only (CudaBackend::device_collectives).
+    {kTpc, "AllGather", K(AllGather), Takes::kAnyData},
+    {kTpc, "AllReduce", K(AllReduce), Takes::kFloats},
+    {kTpc, "AllToAll", K(AllToAll), Takes::kAnyData},
+    {kTpc, "ReduceScatter", K(ReduceScatter), Takes::kFloats},
+    {kTpc, "Shard", K(Shard), Takes::kAnyData},
 };
 
 const Entry* Find(std::string_view domain, std::string_view op_type) {
@@ -139,13 +146,17 @@ std::string_view TakesText(Takes t) {
 }  // namespace
 
 const Kernel* CudaBackend::FindKernel(std::string_view domain, std::string_view op_type) const {
-  if (const Entry* e = Find(domain, op_type)) return &e->kernel;
+  const Entry* e = Find(domain, op_type);
+  if (e != nullptr && (e->domain != kTpc || device_collectives_)) return &e->kernel;
   return FindHostKernel(domain, op_type);
 }
 
 const Kernel* CudaBackend::FindKernelFor(const ir::Node& node) const {
   const Entry* e = Find(node.domain(), node.op_type());
-  if (e != nullptr && Accepts(e->takes, node)) return &e->kernel;
+  const bool collective = e != nullptr && e->domain == kTpc;
+  if (e != nullptr && Accepts(e->takes, node) && (!collective || device_collectives_)) {
+    return &e->kernel;
+  }
   return FindHostKernel(node.domain(), node.op_type());
 }
 
@@ -163,8 +174,9 @@ std::vector<std::string> CudaKernelListing() {
   return lines;
 }
 
-absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(int device, int host_threads) {
-  return CudaBackend::Create(device, host_threads);
+absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(int device, int host_threads,
+                                                         bool device_collectives) {
+  return CudaBackend::Create(device, host_threads, device_collectives);
 }
 
 int CudaDeviceCount() {

@@ -7,12 +7,19 @@
 
 #include "absl/status/statusor.h"
 #include "tpc/runtime/backend.h"
+#include "tpc/runtime/inprocess_communicator.h"
 
 namespace tpc::runtime::cuda {
 
 // A CUDA backend on `device` (FailedPrecondition naming the reason when there is no
 // usable GPU); operators without a device kernel run on `host_threads` host threads.
-absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(int device, int host_threads);
+// `device_collectives`: the tpc collectives run as device kernels on a communicator whose
+// buffers are device memory (NCCL, MakeDeviceGroupMemory); else as host kernels.
+absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(int device, int host_threads,
+                                                         bool device_collectives = false);
+// The in-process communicator's buffers on the GPU of `backend` (a CUDA backend): for
+// ranks as threads on one GPU.
+std::unique_ptr<GroupMemory> MakeDeviceGroupMemory(Backend& backend);
 // Visible CUDA devices; 0 without a driver or a GPU.
 int CudaDeviceCount();
 // `domain::op dtypes` for every operator of the CPU backend: the dtypes of its device

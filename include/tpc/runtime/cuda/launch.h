@@ -43,6 +43,10 @@ cudaError_t LaunchWhere(int elem_bytes, const bool* cond, const StridedView& vc,
 cudaError_t LaunchGather(int elem_bytes, const void* data, const void* indices, bool indices_i64,
                          int64_t outer, int64_t axis_len, int64_t inner, int64_t n_indices,
                          void* out, cudaStream_t stream);
+// For i in [begin, end): every out[j][i] = the ranks' in[k][i] combined (op 0 sum, 1 max,
+// 2 min; `average` divides the sum by n).
+cudaError_t LaunchReduceRanks(FloatKind k, int op, bool average, const math::RankPointers& p,
+                              int64_t begin, int64_t end, cudaStream_t stream);
 // Softmax (or LogSoftmax) of each row.
 cudaError_t LaunchSoftmax(FloatKind k, const void* x, void* y, const RowLayout& rows, bool log,
                           cudaStream_t stream);

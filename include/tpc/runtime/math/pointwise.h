@@ -148,4 +148,31 @@ TPC_HOST_DEVICE inline void GatherElement(const Word* data, const Index* indices
   out[i] = (idx < 0 || idx >= axis_len) ? Word{} : data[(o * axis_len + idx) * inner + in];
 }
 
+// The ranks' buffers of an in-process collective on one GPU (at most kMaxRanks).
+inline constexpr int kMaxRanks = 32;
+struct RankPointers {
+  int n = 0;
+  const void* in[kMaxRanks] = {};
+  int n_out = 0;
+  void* out[kMaxRanks] = {};
+};
+
+// Element i of a reduction across ranks: every out[j][i] = the in[k][i] combined in rank
+// order in f32 (sum, max, min; avg = sum / n), rounded once, as the host communicators do.
+template <FloatKind K>
+TPC_HOST_DEVICE inline void ReduceRanksElement(int op, bool average, const RankPointers& p,
+                                               int64_t i) {
+  using IO = FloatIO<K>;
+  using S = typename IO::Storage;
+  float acc = IO::Load(static_cast<const S*>(p.in[0])[i]);
+  for (int k = 1; k < p.n; ++k) {
+    const float v = IO::Load(static_cast<const S*>(p.in[k])[i]);
+    acc = op == 1   ? ((acc != acc || acc > v) ? acc : v)
+          : op == 2 ? ((acc != acc || acc < v) ? acc : v)
+                    : acc + v;
+  }
+  if (average) acc /= static_cast<float>(p.n);
+  for (int j = 0; j < p.n_out; ++j) static_cast<S*>(p.out[j])[i] = IO::Store(acc);
+}
+
 }  // namespace tpc::runtime::math
