@@ -104,10 +104,11 @@ for model in "$root"/models/*.onnx; do
   done
 done
 
-# 4. One rank as a process of a cluster launcher (LOCAL_RANK picks the GPU).
+# 4. One rank as a process of a cluster launcher (LOCAL_RANK picks the GPU; NCCL between
+#    the ranks: here a world of 1, all this one GPU allows).
 plan=$plans/gpt2_1
 if [ -d "$plan" ]; then
-  check "gpt2 N=1 cuda process (RANK/WORLD_SIZE)" \
+  check "gpt2 N=1 cuda process, NCCL (RANK/WORLD_SIZE)" \
     env RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 \
     MASTER_PORT=29577 "$run" "$plan" --backend cuda --check-against "$root/models/gpt2.onnx" --quiet
 fi
@@ -152,6 +153,15 @@ for name in gpt2 llama; do
       2>&1 | tail -4 | tee -a "$log"
   done
 done
+
+# 7. The f16 Llama-1B-shaped forward, tpc against PyTorch eager (bench/gpu_llama.py).
+if python3 -c "import torch, transformers; assert torch.cuda.is_available()" 2>/dev/null; then
+  say "---- bench gpu_llama (f16, Llama-1B shape, 8 x 512)"
+  timeout 400 python3 "$root/bench/gpu_llama.py" --tp-compile "$compile" --tp-run "$run" \
+    --work "$plans/gpu_llama" --out "$out/gpu_llama.json" 2>&1 | tail -40 | tee -a "$log"
+else
+  say "skip bench gpu_llama: python3 has no torch with CUDA"
+fi
 
 say "gpu_check: $pass passed, $fail failed"
 for f in "${failed[@]}"; do say "  failed: $f"; done

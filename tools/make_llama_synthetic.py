@@ -421,9 +421,13 @@ def main(argv=None):
         quantizer = MatMulNBitsQuantizer(model, block_size=a.int4, is_symmetric=False)
         quantizer.process()
         model = quantizer.model.model
-    if model.ByteSize() >= 2 ** 31 - 1024:
-        ap.error("model would exceed 2 GiB protobuf limit; lower --hidden/--vocab/--layers")
-    onnx.save(model, a.output)
+    weight_bytes = sum(int(np.prod(t.dims)) * 4 for t in model.graph.initializer)
+    if weight_bytes >= 2 ** 30:
+        # Past protobuf's 2 GiB: the weights go to OUTPUT.data (ONNX external data).
+        onnx.save(model, a.output, save_as_external_data=True, all_tensors_to_one_file=True,
+                  location=os.path.basename(a.output) + ".data", size_threshold=1024)
+    else:
+        onnx.save(model, a.output)
     n_params = sum(int(np.prod(t.dims)) for t in model.graph.initializer)
     print(f"wrote {a.output}: {os.path.getsize(a.output)} bytes, {len(model.graph.node)} nodes, "
           f"{n_params} initializer elements, layers={a.layers} hidden={a.hidden} "

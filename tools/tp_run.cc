@@ -593,6 +593,7 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
   std::unique_ptr<tpc::ir::Graph> graph;
   std::unique_ptr<rt::Backend> backend;
   std::unique_ptr<rt::Executor> executor;
+  bool use_nccl = false;
   std::map<std::string, rt::Tensor> full, mine;
   rt::IoPlacements io;
   std::vector<rt::IoSpec> out_specs;
@@ -601,16 +602,20 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
     TPC_ASSIGN_OR_RETURN(io, rt::IoPlacementsFromPlan(*manifest));
     TPC_ASSIGN_OR_RETURN(graph, rt::LoadPlanRank(s.plan, *manifest, rank, s.load));
     const int cores = s.threads > 0 ? static_cast<int>(s.threads) : rt::DefaultThreadCount();
-    // LOCAL_RANK picks the GPU; with fewer GPUs than local ranks they share them (the
-    // collectives go through the host).
+    // LOCAL_RANK picks the GPU, and NCCL connects the ranks; with fewer GPUs than local
+    // ranks they share them and the collectives go through the host (Gloo): NCCL refuses
+    // two ranks on one GPU.
     const int gpus = s.backend == "cuda" ? std::max(1, rt::GpuCount()) : 1;
+    use_nccl = s.backend == "cuda" && world.local_size <= gpus;
     if (s.backend == "cuda" && world.local_rank == 0 && world.local_size > gpus) {
-      std::fprintf(stderr, "tp-run: %d local ranks share %d GPU(s)\n", world.local_size, gpus);
+      std::fprintf(stderr, "tp-run: %d local ranks share %d GPU(s): collectives through the host\n",
+                   world.local_size, gpus);
     }
     TPC_ASSIGN_OR_RETURN(
         backend, rt::MakeBackend({.name = s.backend,
                                   .threads = std::max(1, cores / std::max(1, world.local_size)),
-                                  .device = world.local_rank % gpus}));
+                                  .device = world.local_rank % gpus,
+                                  .device_collectives = use_nccl}));
     rt::ExecutorOptions ex_options;
     ex_options.profile = args.has("profile");
     // The communicator comes after the agreement (set_communicator).
@@ -680,9 +685,18 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
       return 2;
     }
   }
+  // Gloo for the host-side steps (outputs assembled on rank 0); NCCL, on GPUs, for the
+  // plan's collectives.
   auto comm = session.ConnectCpuCommunicator();
   if (!comm.ok()) return failed(comm.status());
-  executor->set_communicator(comm->get());
+  std::unique_ptr<rt::Communicator> device_comm;
+  if (use_nccl) {
+    auto connected =
+        rt::ConnectDeviceCommunicator(session.store(), rank, world.size, *backend, s.timeout);
+    if (!connected.ok()) return failed(connected.status());
+    device_comm = std::move(*connected);
+  }
+  executor->set_communicator(device_comm ? device_comm.get() : comm->get());
   const double load_s = Seconds(t_load);
 
   auto run_once = [&]() -> absl::StatusOr<std::vector<rt::Tensor>> {

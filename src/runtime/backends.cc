@@ -29,6 +29,16 @@ std::unique_ptr<GroupMemory> MakeGroupMemory(Backend& backend) {
   return nullptr;
 }
 
+absl::StatusOr<std::unique_ptr<Communicator>> ConnectDeviceCommunicator(
+    KeyValueStore& store, int rank, int size, Backend& backend, std::chrono::milliseconds timeout) {
+#if defined(TPC_HAVE_CUDA)
+  if (backend.name() == "cuda") return cuda::ConnectNccl(store, rank, size, backend, timeout);
+#endif
+  (void)store, (void)rank, (void)size, (void)timeout;
+  return absl::UnimplementedError(
+      absl::StrCat("no device communicator for the ", backend.name(), " backend"));
+}
+
 bool CudaBuiltIn() {
 #if defined(TPC_HAVE_CUDA)
   return true;

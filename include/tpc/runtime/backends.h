@@ -1,6 +1,7 @@
 // Backends by name, as tp-run's --backend and the tests choose them.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "tpc/runtime/backend.h"
 #include "tpc/runtime/inprocess_communicator.h"
+#include "tpc/runtime/kv_store.h"
 
 namespace tpc::runtime {
 
@@ -27,6 +29,11 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendSpec& spec);
 // Where an in-process group of ranks on `backend` exchanges buffers: null for a backend
 // on host memory (the group's default), device memory for a CUDA backend.
 std::unique_ptr<GroupMemory> MakeGroupMemory(Backend& backend);
+
+// The device communicator of one process per GPU (NCCL) on `backend` (a CUDA backend
+// made with device_collectives); Unimplemented without CUDA.
+absl::StatusOr<std::unique_ptr<Communicator>> ConnectDeviceCommunicator(
+    KeyValueStore& store, int rank, int size, Backend& backend, std::chrono::milliseconds timeout);
 
 // True when this build has the CUDA backend.
 bool CudaBuiltIn();

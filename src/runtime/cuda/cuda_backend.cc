@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "tpc/util/status_macros.h"
 
 namespace tpc::runtime::cuda {
 namespace {
@@ -144,8 +146,56 @@ void CudaBackend::CopyFromHost(void* dst, const void* src, size_t bytes) {
 
 void CudaBackend::CopyToHost(void* dst, const void* src, size_t bytes) {
   Bind();
+  if (watch_) {
+    // Only once the queued work (collectives among it) is done: a hung collective must
+    // fail the wait, not block inside the copy.
+    absl::Status waited = WaitStream();
+    if (!waited.ok()) {
+      if (error_ == cudaSuccess) {
+        error_ = cudaErrorLaunchTimeout;
+        error_what_ = std::string(waited.message());
+      }
+      return;
+    }
+  }
   Record(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "download");
   Record(cudaStreamSynchronize(stream_), "download");
+}
+
+void CudaBackend::SetWatch(std::function<absl::Status()> watch, std::function<void()> on_timeout,
+                           std::chrono::milliseconds timeout) {
+  watch_ = std::move(watch);
+  on_timeout_ = std::move(on_timeout);
+  watch_timeout_ = timeout;
+}
+
+absl::Status CudaBackend::WaitStream() {
+  if (!watch_) {
+    Record(cudaStreamSynchronize(stream_), "a kernel");
+    return absl::OkStatus();
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto last_watch = start;
+  for (;;) {
+    const cudaError_t q = cudaStreamQuery(stream_);
+    if (q == cudaSuccess) return absl::OkStatus();
+    if (q != cudaErrorNotReady) {
+      Record(q, "a kernel");
+      return absl::OkStatus();  // reported by Synchronize
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_watch >= std::chrono::milliseconds(1)) {
+      last_watch = now;
+      TPC_RETURN_IF_ERROR(watch_());
+    }
+    if (now - start > watch_timeout_) {
+      if (on_timeout_) on_timeout_();
+      return absl::DeadlineExceededError(absl::StrCat(
+          "cuda device ", device_, ": the queued work (a collective) did not finish within ",
+          watch_timeout_.count(), " ms; a peer rank may have stopped"));
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
 }
 
 void CudaBackend::Copy(void* dst, const void* src, size_t bytes) {
@@ -154,7 +204,7 @@ void CudaBackend::Copy(void* dst, const void* src, size_t bytes) {
 
 absl::Status CudaBackend::Synchronize() {
   Bind();
-  Record(cudaStreamSynchronize(stream_), "a kernel");
+  TPC_RETURN_IF_ERROR(WaitStream());
   if (error_ == cudaSuccess) return absl::OkStatus();
   const cudaError_t e = error_;
   error_ = cudaSuccess;  // reported once

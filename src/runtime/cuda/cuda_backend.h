@@ -5,7 +5,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,9 +51,18 @@ class CudaBackend final : public Backend {
   // Makes this backend's device current for the calling thread (ranks as threads).
   void Bind() const { cudaSetDevice(device_); }
 
+  // Waits for the stream by polling, so that a collective that never completes (a peer
+  // gone) is noticed: `watch` (the NCCL communicator's health) is asked every millisecond
+  // and fails the wait with its error; after `timeout` the wait fails and `on_timeout`
+  // runs (it aborts the communicator). Without a watch, waits block.
+  void SetWatch(std::function<absl::Status()> watch, std::function<void()> on_timeout,
+                std::chrono::milliseconds timeout);
+
  private:
   CudaBackend(int device, std::unique_ptr<Backend> host, bool device_collectives);
   void Record(cudaError_t e, const char* what);
+  // Waits until the stream's work is done (see SetWatch).
+  absl::Status WaitStream();
 
   int device_;
   bool device_collectives_;
@@ -70,6 +81,9 @@ class CudaBackend final : public Backend {
   mutable std::map<std::string, std::unique_ptr<Kernel>> host_kernels_;
   cudaError_t error_ = cudaSuccess;  // first failure of a copy
   std::string error_what_;
+  std::function<absl::Status()> watch_;
+  std::function<void()> on_timeout_;
+  std::chrono::milliseconds watch_timeout_{0};
 };
 
 }  // namespace tpc::runtime::cuda

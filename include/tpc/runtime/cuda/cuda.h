@@ -1,6 +1,7 @@
 // The CUDA backend's entry points (built when nvcc is found: TPC_HAVE_CUDA).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "tpc/runtime/backend.h"
 #include "tpc/runtime/inprocess_communicator.h"
+#include "tpc/runtime/kv_store.h"
 
 namespace tpc::runtime::cuda {
 
@@ -20,6 +22,12 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(int device, int host_th
 // The in-process communicator's buffers on the GPU of `backend` (a CUDA backend): for
 // ranks as threads on one GPU.
 std::unique_ptr<GroupMemory> MakeDeviceGroupMemory(Backend& backend);
+// Rank `rank` of `size` processes, one GPU each, connected by NCCL on `backend` (a CUDA
+// backend, made with device_collectives): the unique id travels through `store`; waits
+// on the backend's stream fail after `timeout` when a collective does not complete.
+absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(KeyValueStore& store, int rank, int size,
+                                                          Backend& backend,
+                                                          std::chrono::milliseconds timeout);
 // Visible CUDA devices; 0 without a driver or a GPU.
 int CudaDeviceCount();
 // `domain::op dtypes` for every operator of the CPU backend: the dtypes of its device

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""GPU benchmark: the f16 forward of a generated Llama-1B-shaped model on one GPU, tpc
+(tp-run --backend cuda, tp = 1) against PyTorch eager on the same GPU, interleaved.
+
+usage: gpu_llama.py --tp-compile PATH --tp-run PATH --work DIR [--out FILE.json]
+                    [--layers 16 --hidden 2048 --heads 32 --kv-heads 8
+                     --intermediate 8192 --vocab 128256 --batch 8 --seq 512]
+                    [--rounds 3 --iters 10]
+
+The model is tools/make_llama_synthetic.py's (random weights, the TorchScript exporter's
+structure: unfused attention, RoPE, GQA Expand, RMSNorm as Pow/ReduceMean/Sqrt/Div), compiled
+with `tp-compile --tp 1 --dtype f16`; PyTorch runs transformers' LlamaForCausalLM of the same
+shape in f16 (attention "eager", the same unfused math, and "sdpa", PyTorch's default). tpc's
+figure is tp-run's median steady run, which includes copying the f32 logits to the host;
+PyTorch is timed both without and with that copy (`logits.float().cpu()`). Rounds
+alternate tpc and PyTorch; figures are medians over rounds. (onnxruntime-gpu, the issue's
+third baseline, is not installed on the lent GPU machine and cannot be: nothing can be
+downloaded there.) Needs torch with CUDA; run by tools/gpu_check.sh on a GPU machine.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def tpc_median_ms(args, plan):
+    r = subprocess.run([args.tp_run, plan, "--backend", "cuda", "--ranks", "threads", "--quiet",
+                        "--repeat", str(args.iters), "--dim", f"batch={args.batch}",
+                        "--dim", f"seq={args.seq}"], capture_output=True, text=True)
+    text = r.stdout + r.stderr
+    m = re.search(r"median ([0-9.]+) ms", text)
+    if r.returncode != 0 or not m:
+        raise RuntimeError(f"tp-run failed ({r.returncode}): {text[-2000:]}")
+    return float(m.group(1))
+
+
+def torch_model(args, attn):
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = LlamaConfig(hidden_size=args.hidden, intermediate_size=args.intermediate,
+                      num_hidden_layers=args.layers, num_attention_heads=args.heads,
+                      num_key_value_heads=args.kv_heads, vocab_size=args.vocab,
+                      max_position_embeddings=args.seq, rms_norm_eps=1e-6,
+                      tie_word_embeddings=False, attn_implementation=attn)
+    torch.manual_seed(0)
+    return LlamaForCausalLM(cfg).half().cuda().eval()
+
+
+def torch_median_ms(model, ids, iters, copy):
+    import torch
+    times = []
+    with torch.inference_mode():
+        for _ in range(iters):
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            logits = model(input_ids=ids, use_cache=False).logits
+            if copy:
+                logits.float().cpu()
+            torch.cuda.synchronize()
+            times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tp-compile", required=True)
+    ap.add_argument("--tp-run", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--out")
+    ap.add_argument("--layers", type=int, default=16)
+    ap.add_argument("--hidden", type=int, default=2048)
+    ap.add_argument("--heads", type=int, default=32)
+    ap.add_argument("--kv-heads", type=int, default=8)
+    ap.add_argument("--intermediate", type=int, default=8192)
+    ap.add_argument("--vocab", type=int, default=128256)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=512)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--iters", type=int, default=10)
+    args = ap.parse_args()
+    import torch
+    if not torch.cuda.is_available():
+        print("skipped: no CUDA device for torch")
+        return 77
+    os.makedirs(args.work, exist_ok=True)
+    model_path = os.path.join(args.work, "llama.onnx")
+    plan = os.path.join(args.work, "plan_f16")
+    t = time.time()
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_llama_synthetic.py"),
+                    "-o", model_path, "--layers", str(args.layers), "--hidden", str(args.hidden),
+                    "--heads", str(args.heads), "--kv-heads", str(args.kv_heads),
+                    "--intermediate", str(args.intermediate), "--vocab", str(args.vocab),
+                    "--max-pos", str(args.seq)], check=True)
+    gen_s = time.time() - t
+    t = time.time()
+    subprocess.run([args.tp_compile, model_path, "--tp", "1", "--dtype", "f16", "-o", plan,
+                    "--quiet"], check=True)
+    compile_s = time.time() - t
+    os.remove(model_path + ".data") if os.path.exists(model_path + ".data") else None
+    ids = torch.randint(0, args.vocab, (args.batch, args.seq), device="cuda")
+    results = {"tpc": [], "torch_eager": [], "torch_eager_copy": [], "torch_sdpa": [],
+               "torch_sdpa_copy": []}
+    models = {"eager": torch_model(args, "eager"), "sdpa": None}
+    for attn in ("eager",):
+        torch_median_ms(models[attn], ids, 2, False)  # warm-up
+    for _ in range(args.rounds):
+        results["tpc"].append(tpc_median_ms(args, plan))
+        results["torch_eager"].append(torch_median_ms(models["eager"], ids, args.iters, False))
+        results["torch_eager_copy"].append(torch_median_ms(models["eager"], ids, args.iters, True))
+    del models["eager"]
+    torch.cuda.empty_cache()
+    sdpa = torch_model(args, "sdpa")
+    torch_median_ms(sdpa, ids, 2, False)
+    for _ in range(args.rounds):
+        results["tpc"].append(tpc_median_ms(args, plan))
+        results["torch_sdpa"].append(torch_median_ms(sdpa, ids, args.iters, False))
+        results["torch_sdpa_copy"].append(torch_median_ms(sdpa, ids, args.iters, True))
+    med = {k: statistics.median(v) for k, v in results.items() if v}
+    summary = {
+        "gpu": torch.cuda.get_device_name(0),
+        "shape": {k: getattr(args, k) for k in ("layers", "hidden", "heads", "kv_heads",
+                                                 "intermediate", "vocab", "batch", "seq")},
+        "generate_s": round(gen_s, 1), "compile_s": round(compile_s, 1),
+        "median_ms": {k: round(v, 2) for k, v in med.items()},
+        "tpc_over_torch": {k: round(med["tpc"] / med[k], 3) for k in med if k != "tpc"},
+        "rounds": results,
+    }
+    print(json.dumps(summary, indent=1))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(summary, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+// The NCCL communicator: one process per GPU, every collective on the CUDA backend's
+// stream (asynchronous: the executor's stream order is the only synchronisation). The
+// ncclUniqueId travels through the run's store. A peer that stops leaves a collective
+// hanging on the GPU: the backend's waits poll ncclCommGetAsyncError and fail after the
+// timeout, aborting the communicator (ncclCommAbort), and tp-run's failure protocol
+// stops the other ranks.
+#include <nccl.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "cuda_backend.h"
+#include "tpc/runtime/cuda/cuda.h"
+#include "tpc/util/status_macros.h"
+
+namespace tpc::runtime::cuda {
+namespace {
+
+absl::StatusOr<ncclDataType_t> NcclType(ir::DType t) {
+  switch (t) {
+    case ir::DType::kF32:
+      return ncclFloat32;
+    case ir::DType::kF16:
+      return ncclFloat16;
+    case ir::DType::kBF16:
+      return ncclBfloat16;
+    case ir::DType::kF64:
+      return ncclFloat64;
+    case ir::DType::kI32:
+      return ncclInt32;
+    case ir::DType::kI64:
+      return ncclInt64;
+    case ir::DType::kU8:
+    case ir::DType::kBool:
+      return ncclUint8;
+    case ir::DType::kI8:
+      return ncclInt8;
+    default:
+      return absl::UnimplementedError(
+          absl::StrCat("NCCL has no element type for ", ir::DTypeName(t)));
+  }
+}
+
+ncclRedOp_t NcclOp(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kMax:
+      return ncclMax;
+    case ReduceOp::kMin:
+      return ncclMin;
+    case ReduceOp::kAvg:
+      return ncclAvg;
+    default:
+      return ncclSum;
+  }
+}
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(ncclComm_t comm, CudaBackend& backend, int rank, int size)
+      : comm_(comm), backend_(backend), rank_(rank), size_(size) {}
+  ~NcclCommunicator() override {
+    backend_.SetWatch(nullptr, nullptr, std::chrono::milliseconds(0));
+    if (!aborted_.load()) {
+      (void)backend_.Synchronize();
+      ncclCommDestroy(comm_);
+    }
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  absl::Status AllReduce(const void* in, void* out, int64_t count, ir::DType dtype,
+                         ReduceOp op) override {
+    TPC_ASSIGN_OR_RETURN(ncclDataType_t t, NcclType(dtype));
+    return Check("AllReduce", ncclAllReduce(in, out, static_cast<size_t>(count), t, NcclOp(op),
+                                            comm_, backend_.stream()));
+  }
+  absl::Status AllGather(const void* in, void* out, int64_t count, ir::DType dtype) override {
+    TPC_ASSIGN_OR_RETURN(ncclDataType_t t, NcclType(dtype));
+    return Check("AllGather",
+                 ncclAllGather(in, out, static_cast<size_t>(count), t, comm_, backend_.stream()));
+  }
+  absl::Status ReduceScatter(const void* in, void* out, int64_t count, ir::DType dtype,
+                             ReduceOp op) override {
+    TPC_ASSIGN_OR_RETURN(ncclDataType_t t, NcclType(dtype));
+    return Check("ReduceScatter", ncclReduceScatter(in, out, static_cast<size_t>(count), t,
+                                                    NcclOp(op), comm_, backend_.stream()));
+  }
+  absl::Status AllToAll(const void* in, void* out, int64_t count, ir::DType dtype) override {
+    TPC_ASSIGN_OR_RETURN(ncclDataType_t t, NcclType(dtype));
+    const size_t block = static_cast<size_t>(count * ir::DTypeSize(dtype));
+    TPC_RETURN_IF_ERROR(Check("AllToAll", ncclGroupStart()));
+    for (int k = 0; k < size_; ++k) {
+      ncclResult_t r = ncclSend(static_cast<const uint8_t*>(in) + block * static_cast<size_t>(k),
+                                static_cast<size_t>(count), t, k, comm_, backend_.stream());
+      if (r == ncclSuccess) {
+        r = ncclRecv(static_cast<uint8_t*>(out) + block * static_cast<size_t>(k),
+                     static_cast<size_t>(count), t, k, comm_, backend_.stream());
+      }
+      if (r != ncclSuccess) {
+        ncclGroupEnd();
+        return Check("AllToAll", r);
+      }
+    }
+    return Check("AllToAll", ncclGroupEnd());
+  }
+  absl::Status Barrier() override {
+    // A one-element all-reduce on the stream, then the wait (which the watch bounds).
+    void* scratch = backend_.Allocate(4);
+    if (scratch == nullptr) return absl::ResourceExhaustedError("Barrier: no device memory");
+    absl::Status s = Check("Barrier", ncclAllReduce(scratch, scratch, 1, ncclFloat32, ncclSum,
+                                                    comm_, backend_.stream()));
+    if (s.ok()) s = backend_.Synchronize();
+    backend_.Free(scratch);
+    return s;
+  }
+  void Abort(const absl::Status& /*reason*/) override {
+    if (!aborted_.exchange(true)) ncclCommAbort(comm_);
+  }
+
+  // The watch of the backend's waits: an asynchronous NCCL error fails them.
+  absl::Status Health() {
+    if (aborted_.load()) return absl::AbortedError(absl::StrCat("rank ", rank_, ": NCCL aborted"));
+    ncclResult_t async = ncclSuccess;
+    if (ncclCommGetAsyncError(comm_, &async) != ncclSuccess ||
+        (async != ncclSuccess && async != ncclInProgress)) {
+      Abort(absl::OkStatus());
+      return absl::UnavailableError(absl::StrCat("rank ", rank_,
+                                                 ": NCCL failed: ", ncclGetErrorString(async), " (",
+                                                 ncclGetLastError(comm_), ")"));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Check(const char* what, ncclResult_t r) {
+    if (r == ncclSuccess) return absl::OkStatus();
+    return absl::InternalError(absl::StrCat("rank ", rank_, ": NCCL ", what,
+                                            " failed: ", ncclGetErrorString(r), " (",
+                                            ncclGetLastError(comm_), ")"));
+  }
+
+  ncclComm_t comm_;
+  CudaBackend& backend_;
+  int rank_, size_;
+  std::atomic<bool> aborted_{false};
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(KeyValueStore& store, int rank, int size,
+                                                          Backend& backend,
+                                                          std::chrono::milliseconds timeout) {
+  auto& cuda = static_cast<CudaBackend&>(backend);
+  cuda.Bind();
+  ncclUniqueId id;
+  const std::string key = "nccl/unique_id";
+  if (rank == 0) {
+    if (ncclGetUniqueId(&id) != ncclSuccess) {
+      return absl::InternalError("rank 0: ncclGetUniqueId failed (is NCCL's library usable?)");
+    }
+    TPC_RETURN_IF_ERROR(store.Set(key, std::string(id.internal, sizeof(id.internal))));
+  } else {
+    TPC_ASSIGN_OR_RETURN(const std::string value, store.Get(key, timeout));
+    if (value.size() != sizeof(id.internal)) {
+      return absl::InternalError(absl::StrCat("rank ", rank, ": a malformed NCCL unique id"));
+    }
+    std::memcpy(id.internal, value.data(), sizeof(id.internal));
+  }
+  ncclComm_t comm;
+  const ncclResult_t r = ncclCommInitRank(&comm, size, id, rank);
+  if (r != ncclSuccess) {
+    return absl::InternalError(absl::StrCat("rank ", rank, ": ncclCommInitRank on GPU ",
+                                            cuda.device(), " failed: ", ncclGetErrorString(r)));
+  }
+  auto nccl = std::make_unique<NcclCommunicator>(comm, cuda, rank, size);
+  NcclCommunicator* raw = nccl.get();
+  cuda.SetWatch([raw] { return raw->Health(); },
+                [raw] { raw->Abort(absl::DeadlineExceededError("timeout")); }, timeout);
+  return std::unique_ptr<Communicator>(std::move(nccl));
+}
+
+}  // namespace tpc::runtime::cuda
