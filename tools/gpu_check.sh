@@ -158,7 +158,7 @@ done
 if python3 -c "import torch, transformers; assert torch.cuda.is_available()" 2>/dev/null; then
   say "---- bench gpu_llama (f16, Llama-1B shape, 8 x 512)"
   timeout 400 python3 "$root/bench/gpu_llama.py" --tp-compile "$compile" --tp-run "$run" \
-    --work "$plans/gpu_llama" --out "$out/gpu_llama.json" 2>&1 | tail -40 | tee -a "$log"
+    --work "$plans/gpu_llama" --out "$out/gpu_llama.json" ${GPU_LLAMA_ARGS:-} 2>&1 | tail -40 | tee -a "$log"
 else
   say "skip bench gpu_llama: python3 has no torch with CUDA"
 fi

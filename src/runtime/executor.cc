@@ -498,6 +498,8 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
           std::chrono::duration<double>(Clock::now() - ts).count();
     }
   }
+  if (device_) TPC_RETURN_IF_ERROR(backend_.Synchronize());
+  stats_.compute_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   // Outputs are copied to host tensors the caller owns, independent of the executor.
   std::vector<Tensor> outputs;
   for (int s : output_slots_) {

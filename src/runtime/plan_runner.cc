@@ -105,6 +105,9 @@ absl::StatusOr<std::unique_ptr<PlanRunner>> PlanRunner::Create(
     runner->backends_.push_back(std::move(*backend));
     if (auto m = MakeGroupMemory(*runner->backends_.back())) memory.push_back(std::move(m));
   }
+  // The executors' group works on device memory: the host-side steps (outputs assembled,
+  // a generation loop's cache) get a host group of their own.
+  if (!memory.empty()) runner->host_comms_ = MakeInProcessGroup(n, options.timeout);
   runner->comms_ = MakeInProcessGroup(n, options.timeout, std::move(memory));
   for (int r = 0; r < n; ++r) {
     auto ex = Executor::Create(*graphs[static_cast<size_t>(r)],
@@ -122,9 +125,12 @@ absl::Status PlanRunner::RunOnRanks(const RankFn& fn) {
   const int n = num_ranks();
   std::vector<absl::Status> results(static_cast<size_t>(n));
   auto run_rank = [&](int r) {
-    Communicator& comm = *comms_[static_cast<size_t>(r)];
+    Communicator& comm = *(host_comms_.empty() ? comms_ : host_comms_)[static_cast<size_t>(r)];
     absl::Status s = fn(r, *executors_[static_cast<size_t>(r)], comm);
-    if (!s.ok()) comm.Abort(s);
+    if (!s.ok()) {
+      comms_[static_cast<size_t>(r)]->Abort(s);
+      if (!host_comms_.empty()) host_comms_[static_cast<size_t>(r)]->Abort(s);
+    }
     results[static_cast<size_t>(r)] = std::move(s);
   };
   if (n == 1) {

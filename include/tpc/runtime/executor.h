@@ -37,6 +37,9 @@ struct RunStats {
   int planned_values = 0;
   int unplanned_values = 0;
   double seconds = 0;
+  // Of `seconds`: until every kernel finished (a device backend's work included), before
+  // the outputs were copied to the host.
+  double compute_seconds = 0;
   std::map<std::string, double> op_seconds;  // per op type, with `profile`
 };
 

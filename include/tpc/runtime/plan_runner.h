@@ -67,14 +67,16 @@ class PlanRunner {
   // error names it.
   absl::StatusOr<std::vector<std::vector<Tensor>>> Run(const std::map<std::string, Tensor>& inputs);
 
-  // Runs `fn` for every rank on its own thread (with the rank's executor and
-  // communicator); a rank whose `fn` fails aborts the others' collectives. The first
+  // Runs `fn` for every rank on its own thread (with the rank's executor and a
+  // communicator on host memory, for host tensors); a rank whose `fn` fails aborts the
+  // others' collectives. The first
   // rank's own failure is returned, named by its rank (over the ones it aborted).
   using RankFn = std::function<absl::Status(int rank, Executor& executor, Communicator& comm)>;
   absl::Status RunOnRanks(const RankFn& fn);
 
  private:
-  std::vector<std::unique_ptr<Communicator>> comms_;
+  std::vector<std::unique_ptr<Communicator>> comms_;       // the executors'
+  std::vector<std::unique_ptr<Communicator>> host_comms_;  // RankFn's, when comms_ are a GPU's
   std::vector<std::unique_ptr<Backend>> backends_;
   std::vector<std::unique_ptr<Executor>> executors_;
   IoPlacements io_;
