@@ -139,10 +139,10 @@ TPC_HOST_DEVICE inline void WhereElement(const bool* cond, const StridedView& vc
 template <typename Word, typename Index>
 TPC_HOST_DEVICE inline void GatherElement(const Word* data, const Index* indices, int64_t n_indices,
                                           int64_t axis_len, int64_t inner, Word* out, int64_t i) {
-  const int64_t in = i % inner;
-  const int64_t r = i / inner;
-  const int64_t k = r % n_indices;
-  const int64_t o = r / n_indices;
+  const int64_t r = DivIndex(i, inner);
+  const int64_t in = i - r * inner;
+  const int64_t o = DivIndex(r, n_indices);
+  const int64_t k = r - o * n_indices;
   int64_t idx = static_cast<int64_t>(indices[k]);
   if (idx < 0) idx += axis_len;
   out[i] = (idx < 0 || idx >= axis_len) ? Word{} : data[(o * axis_len + idx) * inner + in];
