@@ -128,6 +128,11 @@ def main():
         results["tpc_compute"].append(compute)
         results["torch_sdpa"].append(torch_median_ms(sdpa, ids, args.iters, False))
         results["torch_sdpa_copy"].append(torch_median_ms(sdpa, ids, args.iters, True))
+    # Where tpc's time goes: per operator type, each step synchronised (--profile).
+    r = subprocess.run([args.tp_run, plan, "--backend", "cuda", "--ranks", "threads", "--quiet",
+                        "--repeat", "3", "--profile", "--dim", f"batch={args.batch}",
+                        "--dim", f"seq={args.seq}"], capture_output=True, text=True)
+    profile = re.findall(r"^  (\S+)\s+([0-9.]+) ms$", r.stdout, re.M)
     med = {k: statistics.median(v) for k, v in results.items() if v}
     summary = {
         "gpu": torch.cuda.get_device_name(0),
@@ -144,6 +149,7 @@ def main():
             "sdpa_with_copy": round(med["tpc"] / med["torch_sdpa_copy"], 3),
         },
         "rounds": results,
+        "tpc_profile_ms": {op: float(ms) for op, ms in profile[:15]},
     }
     print(json.dumps(summary, indent=1))
     if args.out:
