@@ -149,9 +149,15 @@ TEST_CASE("Transpose, slice and gather index math equals the CPU kernels",
     const int64_t idx[2] = {-1, 0};
     std::vector<float> got(16);
     for (int64_t i = 0; i < 16; ++i) {
-      math::GatherElement(x.data<float>(), idx, 2, 3, 4, got.data(), i);
+      REQUIRE(math::GatherElement(x.data<float>(), idx, 2, 3, 4, got.data(), i));
     }
     RequireClose(got, want, 0.0f);
+    // Out of range: 0 written, reported.
+    const int64_t bad[2] = {3, -4};
+    for (int64_t i = 0; i < 16; ++i) {
+      REQUIRE(!math::GatherElement(x.data<float>(), bad, 2, 3, 4, got.data(), i));
+      REQUIRE(got[static_cast<size_t>(i)] == 0.0f);
+    }
   }
 }
 

@@ -51,15 +51,21 @@ struct OneOp {
     return *out;
   }
   // The run's outputs or its error; `domain` "tpc" for tpc's own ops.
+  // `backend`: the one to run on (default: a CPU backend of 2 threads).
   absl::StatusOr<std::vector<Tensor>> TryRun(const std::string& op, ir::Attributes attrs = {},
-                                             int outputs = 1, const std::string& domain = "") {
+                                             int outputs = 1, const std::string& domain = "",
+                                             Backend* backend = nullptr) {
     std::vector<std::string> names;
     for (int i = 0; i < outputs; ++i) names.push_back("y" + std::to_string(i));
     if (!domain.empty()) g.opsets()[domain] = 1;
     ir::Node* n = g.AddCall(domain, op, ins, names, std::move(attrs), "the_op");
     g.SetOutputs(n->outputs());
     REQUIRE(onnx::InferShapes(g).ok());
-    auto backend = MakeCpuBackend(2);
+    std::unique_ptr<Backend> cpu;
+    if (backend == nullptr) {
+      cpu = MakeCpuBackend(2);
+      backend = cpu.get();
+    }
     auto ex = Executor::Create(g, *backend, nullptr);
     REQUIRE(ex.ok());
     return (*ex)->Run(feeds);

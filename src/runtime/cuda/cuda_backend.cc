@@ -56,6 +56,17 @@ absl::StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(int device, int hos
         !s.ok())
       return s;
   }
+  if (auto s = check(
+          cudaHostAlloc(reinterpret_cast<void**>(&b->flag_host_), sizeof(int), cudaHostAllocMapped),
+          "cudaHostAlloc");
+      !s.ok())
+    return s;
+  *b->flag_host_ = 0;
+  if (auto s = check(
+          cudaHostGetDevicePointer(reinterpret_cast<void**>(&b->flag_device_), b->flag_host_, 0),
+          "cudaHostGetDevicePointer");
+      !s.ok())
+    return s;
   if (cublasCreate(&b->cublas_) != CUBLAS_STATUS_SUCCESS) {
     return absl::InternalError(
         absl::StrCat("--backend cuda: cublasCreate failed on device ", device));
@@ -79,7 +90,13 @@ CudaBackend::~CudaBackend() {
     if (staged_[i] != nullptr) cudaEventDestroy(staged_[i]);
     if (staging_[i] != nullptr) cudaFreeHost(staging_[i]);
   }
+  if (flag_host_ != nullptr) cudaFreeHost(flag_host_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+int CudaBackend::Expect(std::string error) {
+  expected_.push_back(std::move(error));
+  return static_cast<int>(expected_.size());
 }
 
 void CudaBackend::Record(cudaError_t e, const char* what) {
@@ -205,6 +222,16 @@ void CudaBackend::Copy(void* dst, const void* src, size_t bytes) {
 absl::Status CudaBackend::Synchronize() {
   Bind();
   TPC_RETURN_IF_ERROR(WaitStream());
+  // The device's checks since the last synchronisation: the stream is drained, so their
+  // writes to the mapped flag are visible.
+  const int failed = __atomic_load_n(flag_host_, __ATOMIC_ACQUIRE);
+  std::string expected_error;
+  if (failed > 0 && static_cast<size_t>(failed) <= expected_.size()) {
+    expected_error = expected_[static_cast<size_t>(failed) - 1];
+  }
+  __atomic_store_n(flag_host_, 0, __ATOMIC_RELEASE);
+  expected_.clear();
+  if (failed != 0) return absl::InvalidArgumentError(expected_error);
   if (error_ == cudaSuccess) return absl::OkStatus();
   const cudaError_t e = error_;
   error_ = cudaSuccess;  // reported once

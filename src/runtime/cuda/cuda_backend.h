@@ -48,6 +48,12 @@ class CudaBackend final : public Backend {
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t cublas() const { return cublas_; }
+  // A check a kernel makes on the device (an index in range): the kernel sets *flag() to
+  // the returned code when it fails, and the next Synchronize fails with `error` (the
+  // first failing launch's). Codes live until that Synchronize.
+  int Expect(std::string error);
+  int* flag() const { return flag_device_; }
+
   // Makes this backend's device current for the calling thread (ranks as threads).
   void Bind() const { cudaSetDevice(device_); }
 
@@ -81,6 +87,9 @@ class CudaBackend final : public Backend {
   mutable std::map<std::string, std::unique_ptr<Kernel>> host_kernels_;
   cudaError_t error_ = cudaSuccess;  // first failure of a copy
   std::string error_what_;
+  int* flag_host_ = nullptr;  // mapped pinned memory: the device writes, the host reads
+  int* flag_device_ = nullptr;
+  std::vector<std::string> expected_;  // by code - 1
   std::function<absl::Status()> watch_;
   std::function<void()> on_timeout_;
   std::chrono::milliseconds watch_timeout_{0};

@@ -153,9 +153,15 @@ absl::Status Gather(KernelContext& ctx) {
     if (d < axis) outer *= data.dim(d);
     if (d > axis) inner *= data.dim(d);
   }
+  // An index out of range fails the run at its end, naming this node (as the CPU kernel
+  // does at once).
+  const int code = BackendOf(ctx).Expect(std::string(
+      ctx.Error(absl::StrCat("an index is out of range for dim ", axis, " of ", data.TypeString()))
+          .message()));
   return Check(ctx, LaunchGather(ir::DTypeSize(data.dtype()), data.raw(), indices.raw(),
                                  indices.dtype() == ir::DType::kI64, outer, data.dim(axis), inner,
-                                 indices.num_elements(), y->raw(), StreamOf(ctx)));
+                                 indices.num_elements(), y->raw(), BackendOf(ctx).flag(), code,
+                                 StreamOf(ctx)));
 }
 
 }  // namespace tpc::runtime::cuda

@@ -52,9 +52,12 @@ __global__ void WhereKernel(const bool* cond, StridedView vc, const Word* x, Str
 
 template <typename Word, typename Index>
 __global__ void GatherKernel(const Word* data, const Index* indices, int64_t n_indices,
-                             int64_t axis_len, int64_t inner, Word* out, int64_t n) {
+                             int64_t axis_len, int64_t inner, Word* out, int64_t n, int* flag,
+                             int code) {
   for (int64_t i = First(); i < n; i += Step()) {
-    math::GatherElement(data, indices, n_indices, axis_len, inner, out, i);
+    if (!math::GatherElement(data, indices, n_indices, axis_len, inner, out, i)) {
+      atomicCAS(flag, 0, code);  // the first bad launch of a run names its node
+    }
   }
 }
 
@@ -130,16 +133,17 @@ cudaError_t Where(const bool* cond, const StridedView& vc, const void* x, const 
 
 template <typename Word>
 cudaError_t Gather(const void* data, const void* indices, bool i64, int64_t outer, int64_t axis_len,
-                   int64_t inner, int64_t n_indices, void* out, cudaStream_t stream) {
+                   int64_t inner, int64_t n_indices, void* out, int* flag, int code,
+                   cudaStream_t stream) {
   const int64_t n = outer * n_indices * inner;
   if (i64) {
     GatherKernel<Word, int64_t><<<Blocks(n), kThreads, 0, stream>>>(
         static_cast<const Word*>(data), static_cast<const int64_t*>(indices), n_indices, axis_len,
-        inner, static_cast<Word*>(out), n);
+        inner, static_cast<Word*>(out), n, flag, code);
   } else {
     GatherKernel<Word, int32_t><<<Blocks(n), kThreads, 0, stream>>>(
         static_cast<const Word*>(data), static_cast<const int32_t*>(indices), n_indices, axis_len,
-        inner, static_cast<Word*>(out), n);
+        inner, static_cast<Word*>(out), n, flag, code);
   }
   return cudaGetLastError();
 }
@@ -238,21 +242,21 @@ cudaError_t LaunchWhere(int elem_bytes, const bool* cond, const StridedView& vc,
 
 cudaError_t LaunchGather(int elem_bytes, const void* data, const void* indices, bool indices_i64,
                          int64_t outer, int64_t axis_len, int64_t inner, int64_t n_indices,
-                         void* out, cudaStream_t stream) {
+                         void* out, int* flag, int code, cudaStream_t stream) {
   if (outer * n_indices * inner == 0) return cudaSuccess;
   switch (elem_bytes) {
     case 1:
       return Gather<uint8_t>(data, indices, indices_i64, outer, axis_len, inner, n_indices, out,
-                             stream);
+                             flag, code, stream);
     case 2:
       return Gather<uint16_t>(data, indices, indices_i64, outer, axis_len, inner, n_indices, out,
-                              stream);
+                              flag, code, stream);
     case 4:
       return Gather<uint32_t>(data, indices, indices_i64, outer, axis_len, inner, n_indices, out,
-                              stream);
+                              flag, code, stream);
     case 8:
       return Gather<uint64_t>(data, indices, indices_i64, outer, axis_len, inner, n_indices, out,
-                              stream);
+                              flag, code, stream);
   }
   return cudaErrorInvalidValue;
 }

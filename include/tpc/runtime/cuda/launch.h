@@ -39,10 +39,11 @@ cudaError_t LaunchWhere(int elem_bytes, const bool* cond, const StridedView& vc,
                         const StridedView& vx, const void* y, const StridedView& vy, void* out,
                         int64_t n, cudaStream_t stream);
 // Gather along an axis of data [outer, axis_len, inner] with n_indices indices (int64 or
-// int32) into out [outer, n_indices, inner].
+// int32) into out [outer, n_indices, inner]. An index out of range sets *flag to `code`
+// (when *flag is 0): the backend's check (CudaBackend::Expect) reports it.
 cudaError_t LaunchGather(int elem_bytes, const void* data, const void* indices, bool indices_i64,
                          int64_t outer, int64_t axis_len, int64_t inner, int64_t n_indices,
-                         void* out, cudaStream_t stream);
+                         void* out, int* flag, int code, cudaStream_t stream);
 // For i in [begin, end): every out[j][i] = the ranks' in[k][i] combined (op 0 sum, 1 max,
 // 2 min; `average` divides the sum by n).
 cudaError_t LaunchReduceRanks(FloatKind k, int op, bool average, const math::RankPointers& p,

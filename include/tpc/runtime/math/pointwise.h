@@ -134,10 +134,11 @@ TPC_HOST_DEVICE inline void WhereElement(const bool* cond, const StridedView& vc
 }
 
 // Element i of Gather along an axis: out is [outer, n_indices, inner] of data
-// [outer, axis_len, inner]; a negative index counts from the end; an index out of range
-// gives 0 (the CPU kernel refuses it; tpc::CheckIndices guards plans that need it).
+// [outer, axis_len, inner]; a negative index counts from the end. An index out of range
+// writes 0 and returns false (the kernel reports it to the backend, which fails the run
+// naming the node, as the CPU kernel does).
 template <typename Word, typename Index>
-TPC_HOST_DEVICE inline void GatherElement(const Word* data, const Index* indices, int64_t n_indices,
+TPC_HOST_DEVICE inline bool GatherElement(const Word* data, const Index* indices, int64_t n_indices,
                                           int64_t axis_len, int64_t inner, Word* out, int64_t i) {
   const int64_t r = DivIndex(i, inner);
   const int64_t in = i - r * inner;
@@ -145,7 +146,9 @@ TPC_HOST_DEVICE inline void GatherElement(const Word* data, const Index* indices
   const int64_t k = r - o * n_indices;
   int64_t idx = static_cast<int64_t>(indices[k]);
   if (idx < 0) idx += axis_len;
-  out[i] = (idx < 0 || idx >= axis_len) ? Word{} : data[(o * axis_len + idx) * inner + in];
+  const bool ok = idx >= 0 && idx < axis_len;
+  out[i] = ok ? data[(o * axis_len + idx) * inner + in] : Word{};
+  return ok;
 }
 
 // The ranks' buffers of an in-process collective on one GPU (at most kMaxRanks).
