@@ -70,6 +70,8 @@ absl::Status Softmax(KernelContext& ctx);
 absl::Status LogSoftmax(KernelContext& ctx);
 absl::Status LayerNormalization(KernelContext& ctx);
 absl::Status RMSNormalization(KernelContext& ctx);
+// onnxruntime's SkipLayerNormalization and SkipSimplifiedLayerNormalization (by op type).
+absl::Status SkipLayerNormalization(KernelContext& ctx);
 absl::Status ReduceSum(KernelContext& ctx);
 absl::Status ReduceMean(KernelContext& ctx);
 absl::Status ReduceMax(KernelContext& ctx);

@@ -116,6 +116,8 @@ const Entry kKernels[] = {
     {kMicrosoft, "FastGelu", K(FastGelu), Takes::kFloats},
     {kMicrosoft, "QuickGelu", K(QuickGelu), Takes::kFloats},
     {kMicrosoft, "SimplifiedLayerNormalization", K(RMSNormalization), Takes::kFloats},
+    {kMicrosoft, "SkipLayerNormalization", K(SkipLayerNormalization), Takes::kFloats},
+    {kMicrosoft, "SkipSimplifiedLayerNormalization", K(SkipLayerNormalization), Takes::kFloats},
     // With a communicator on device memory only (CudaBackend::device_collectives).
     {kTpc, "AllGather", K(AllGather), Takes::kAnyData},
     {kTpc, "AllReduce", K(AllReduce), Takes::kFloats},

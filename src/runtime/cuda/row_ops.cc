@@ -29,11 +29,46 @@ absl::StatusOr<Tensor> FullRow(const KernelContext& ctx, const Tensor& t, const 
   return full;
 }
 
+// Normalizes `rows` rows of `cols` of `x` (device memory, the kind of output 0) into
+// output 0 of shape `shape`, with optional statistics outputs `mean_index` and
+// `inv_index` (-1: none) of shape `stat_shape`, computed in f32.
+absl::Status NormRows(KernelContext& ctx, const void* x, const Shape& shape, const Tensor& scale,
+                      const Tensor& bias, int64_t rows, int64_t cols, float eps, bool rms,
+                      int mean_index, int inv_index, const Shape& stat_shape) {
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, shape, scale.dtype()));
+  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, y->dtype()));
+  // Statistics are computed in f32; an output of another type gets a converted copy.
+  Tensor* stats[2] = {nullptr, nullptr};  // mean, inv_std
+  Tensor f32_stats[2];
+  const int index[2] = {mean_index, inv_index};
+  for (int s = 0; s < 2; ++s) {
+    if (index[s] < 0 || !ctx.wants_output(index[s])) continue;
+    TPC_ASSIGN_OR_RETURN(stats[s], ctx.Output(index[s], stat_shape));
+    if (stats[s]->dtype() != ir::DType::kF32) {
+      TPC_RETURN_IF_ERROR(FloatKindOf(ctx, stats[s]->dtype()).status());
+      TPC_ASSIGN_OR_RETURN(f32_stats[s], Scratch(ctx, ir::DType::kF32, stat_shape));
+    }
+  }
+  auto stat_ptr = [&](int s) -> float* {
+    if (stats[s] == nullptr) return nullptr;
+    return f32_stats[s].raw() ? f32_stats[s].data<float>() : stats[s]->data<float>();
+  };
+  TPC_RETURN_IF_ERROR(Check(ctx, LaunchNorm(k, x, scale.raw(), bias.raw(), y->raw(), stat_ptr(0),
+                                            stat_ptr(1), rows, cols, eps, rms, StreamOf(ctx))));
+  for (int s = 0; s < 2; ++s) {
+    if (f32_stats[s].raw() == nullptr) continue;
+    TPC_RETURN_IF_ERROR(
+        Check(ctx, LaunchCast(FloatKind::kF32, *KindOf(stats[s]->dtype()), f32_stats[s].raw(),
+                              stats[s]->raw(), rows, StreamOf(ctx))));
+  }
+  return absl::OkStatus();
+}
+
 // LayerNormalization (rms = false: outputs Y, Mean, InvStdDev) and the RMS norms
 // (outputs Y, InvStdDev): rows from `axis` to the end, statistics in f32.
 absl::Status NormImpl(KernelContext& ctx, bool rms) {
   const Tensor& x = ctx.input(0);
-  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
+  TPC_RETURN_IF_ERROR(FloatKindOf(ctx, x.dtype()).status());
   const int64_t rank = x.rank();
   TPC_ASSIGN_OR_RETURN(int64_t axis,
                        cpu::NormalizeAxis(ctx, ctx.node().attr_int("axis", -1), rank));
@@ -51,35 +86,59 @@ absl::Status NormImpl(KernelContext& ctx, bool rms) {
   if (!rms && ctx.has_input(2)) {
     TPC_ASSIGN_OR_RETURN(bias, FullRow(ctx, ctx.input(2), norm_shape));
   }
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
   Shape stat_shape(x.shape().begin(), x.shape().begin() + axis);
   stat_shape.resize(static_cast<size_t>(rank), 1);
-  // Statistics are computed in f32; an output of another type gets a converted copy.
-  Tensor* stats[2] = {nullptr, nullptr};  // mean, inv_std
-  Tensor f32_stats[2];
-  const int index[2] = {rms ? -1 : 1, rms ? 1 : 2};
-  for (int s = 0; s < 2; ++s) {
-    if (index[s] < 0 || !ctx.wants_output(index[s])) continue;
-    TPC_ASSIGN_OR_RETURN(stats[s], ctx.Output(index[s], stat_shape));
-    if (stats[s]->dtype() != ir::DType::kF32) {
-      TPC_RETURN_IF_ERROR(FloatKindOf(ctx, stats[s]->dtype()).status());
-      TPC_ASSIGN_OR_RETURN(f32_stats[s], Scratch(ctx, ir::DType::kF32, stat_shape));
+  return NormRows(ctx, x.raw(), x.shape(), scale, bias, rows, cols, eps, rms, rms ? -1 : 1,
+                  rms ? 1 : 2, stat_shape);
+}
+
+// onnxruntime's SkipLayerNormalization (input, skip, gamma, beta, bias) and
+// SkipSimplifiedLayerNormalization (input, skip, gamma, bias): the norm of
+// input + skip (+ bias) over the last dim; outputs output, mean, inv_std_var and the sum.
+absl::Status SkipNormImpl(KernelContext& ctx, bool rms) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& skip = ctx.input(1);
+  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
+  if (x.rank() < 1 || x.rank() > math::kMaxDims) return ctx.Error("the input needs a hidden dim");
+  const int64_t cols = x.dim(x.rank() - 1);
+  const int64_t rows = cols == 0 ? 0 : x.num_elements() / cols;
+  const Tensor* beta = rms ? nullptr : ctx.optional_input(3);
+  const Tensor* bias = ctx.optional_input(rms ? 3 : 4);
+  for (const Tensor* t : {&ctx.input(2), beta, bias}) {
+    if (t != nullptr && (t->dtype() != x.dtype() || t->num_elements() != cols)) {
+      return ctx.Error(absl::StrCat("gamma, beta and bias must hold ", cols,
+                                    " elements (the hidden dim) of the input's type"));
     }
   }
-  auto stat_ptr = [&](int s) -> float* {
-    if (stats[s] == nullptr) return nullptr;
-    return f32_stats[s].raw() ? f32_stats[s].data<float>() : stats[s]->data<float>();
-  };
-  TPC_RETURN_IF_ERROR(
-      Check(ctx, LaunchNorm(k, x.raw(), scale.raw(), bias.raw(), y->raw(), stat_ptr(0), stat_ptr(1),
-                            rows, cols, eps, rms, StreamOf(ctx))));
-  for (int s = 0; s < 2; ++s) {
-    if (f32_stats[s].raw() == nullptr) continue;
-    TPC_RETURN_IF_ERROR(
-        Check(ctx, LaunchCast(FloatKind::kF32, *KindOf(stats[s]->dtype()), f32_stats[s].raw(),
-                              stats[s]->raw(), rows, StreamOf(ctx))));
+  TPC_ASSIGN_OR_RETURN(Shape shape, cpu::BroadcastShapes(ctx, {x.shape(), skip.shape()}));
+  if (shape != x.shape() || skip.dtype() != x.dtype()) {
+    return ctx.Error(absl::StrCat("skip ", skip.TypeString(), " does not broadcast to the input ",
+                                  x.TypeString()));
   }
-  return absl::OkStatus();
+  // The sum: output 3 when wanted, else scratch.
+  Tensor sum;
+  if (ctx.wants_output(3)) {
+    TPC_ASSIGN_OR_RETURN(Tensor * s, ctx.Output(3, x.shape(), x.dtype()));
+    sum = *s;
+  } else {
+    TPC_ASSIGN_OR_RETURN(sum, Scratch(ctx, x.dtype(), x.shape()));
+  }
+  StridedView vx = math::ContiguousView(shape), vk = math::BroadcastView(skip.shape(), shape),
+              vs = vx;
+  math::Simplify({&vx, &vk, &vs});
+  TPC_RETURN_IF_ERROR(Check(ctx, LaunchBinary(k, BinaryOp::kAdd, x.raw(), vx, skip.raw(), vk,
+                                              sum.raw(), sum.num_elements(), StreamOf(ctx))));
+  if (bias != nullptr) {
+    StridedView va = math::ContiguousView(shape), vb = math::BroadcastView({cols}, shape);
+    math::Simplify({&va, &vb});
+    TPC_RETURN_IF_ERROR(Check(ctx, LaunchBinary(k, BinaryOp::kAdd, sum.raw(), va, bias->raw(), vb,
+                                                sum.raw(), sum.num_elements(), StreamOf(ctx))));
+  }
+  Shape stat_shape = x.shape();
+  stat_shape.back() = 1;
+  const float eps = ctx.node().attr_float("epsilon", 1e-12f);
+  return NormRows(ctx, sum.raw(), x.shape(), ctx.input(2), beta != nullptr ? *beta : Tensor(), rows,
+                  cols, eps, rms, 1, 2, stat_shape);
 }
 
 // Reduces the listed axes one at a time (last first), each pass one row kernel; a mean of
@@ -136,6 +195,9 @@ absl::Status Softmax(KernelContext& ctx) { return SoftmaxImpl(ctx, false); }
 absl::Status LogSoftmax(KernelContext& ctx) { return SoftmaxImpl(ctx, true); }
 absl::Status LayerNormalization(KernelContext& ctx) { return NormImpl(ctx, false); }
 absl::Status RMSNormalization(KernelContext& ctx) { return NormImpl(ctx, true); }
+absl::Status SkipLayerNormalization(KernelContext& ctx) {
+  return SkipNormImpl(ctx, ctx.node().op_type() == "SkipSimplifiedLayerNormalization");
+}
 absl::Status ReduceSum(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kSum); }
 absl::Status ReduceMean(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kMean); }
 absl::Status ReduceMax(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kMax); }
