@@ -61,10 +61,9 @@ absl::Status ConvertFloatPrecision(ir::Graph& graph, DType to) {
           " is a quantized operator (its scales are f32); compile this model with --dtype f32"));
     }
   }
-  const std::vector<ir::Value*> outputs = graph.outputs();
-  std::set<ir::Value*> f32_outputs;
-  for (ir::Value* v : outputs) {
-    if (v->type().dtype == DType::kF32) f32_outputs.insert(v);
+  std::set<std::string> f32_outputs;  // by name: a value the passes below rename keeps it
+  for (ir::Value* v : graph.outputs()) {
+    if (v->type().dtype == DType::kF32) f32_outputs.insert(v->name());
   }
   // Inputs: the declared f32 stays; a Cast right after it gives the graph its half copy.
   std::set<const ir::Node*> input_casts;
@@ -152,8 +151,8 @@ absl::Status ConvertFloatPrecision(ir::Graph& graph, DType to) {
   }
   // Outputs: the original name and type, through a Cast back to f32.
   std::vector<ir::Value*> new_outputs;
-  for (ir::Value* v : outputs) {
-    if (!f32_outputs.count(v) || v->type().dtype == DType::kF32) {
+  for (ir::Value* v : graph.outputs()) {
+    if (!f32_outputs.count(v->name()) || v->type().dtype == DType::kF32) {
       new_outputs.push_back(v);
       continue;
     }

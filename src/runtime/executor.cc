@@ -332,6 +332,9 @@ absl::StatusOr<const Tensor*> Executor::Fetch(int s, bool want_host, bool shape_
   if (want_host && !have_host && have_mem) {
     TPC_ASSIGN_OR_RETURN(host, Tensor::Create(mem.dtype(), mem.shape(), name));
     if (mem.nbytes() > 0) backend_.CopyToHost(host.raw(), mem.raw(), mem.nbytes());
+    // A failed copy (an earlier kernel's fault, a collective that timed out) must not
+    // hand the host kernel an unwritten buffer: its error is the run's.
+    TPC_RETURN_IF_ERROR(backend_.Synchronize());
   } else if (!want_host && !have_mem && have_host) {
     TPC_ASSIGN_OR_RETURN(mem, ToBackend(host, absl::StrCat("value '", name, "'")));
   }
@@ -366,10 +369,10 @@ absl::StatusOr<SymbolBindings> Executor::CheckInputs(
   return bindings;
 }
 
-const Executor::Plan& Executor::PlanFor(const SymbolBindings& bindings) {
+absl::StatusOr<const Executor::Plan*> Executor::PlanFor(const SymbolBindings& bindings) {
   const std::string key = BindingsKey(bindings);
   auto it = plans_.find(key);
-  if (it != plans_.end()) return *it->second;
+  if (it != plans_.end()) return it->second.get();
   auto plan = std::make_unique<Plan>();
   const size_t n = slot_values_.size();
   plan->shapes.resize(n);
@@ -405,9 +408,14 @@ const Executor::Plan& Executor::PlanFor(const SymbolBindings& bindings) {
     if (arena_ != nullptr) backend_.Free(arena_);
     arena_ =
         static_cast<uint8_t*>(backend_.Allocate(static_cast<size_t>(plan->memory.arena_bytes)));
-    arena_capacity_ = plan->memory.arena_bytes;
+    arena_capacity_ = arena_ != nullptr ? plan->memory.arena_bytes : 0;
+    if (arena_ == nullptr) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot allocate the ", plan->memory.arena_bytes, "-byte arena of ",
+                       backend_.name(), " memory for these input shapes"));
+    }
   }
-  return *plans_.emplace(key, std::move(plan)).first->second;
+  return plans_.emplace(key, std::move(plan)).first->second.get();
 }
 
 absl::Status Executor::RunStep(const Step& step, const Plan& plan, Values& values) {
@@ -468,7 +476,8 @@ absl::Status Executor::RunStep(const Step& step, const Plan& plan, Values& value
 absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Tensor>& inputs) {
   const auto t0 = Clock::now();
   TPC_ASSIGN_OR_RETURN(SymbolBindings bindings, CheckInputs(inputs));
-  const Plan& plan = PlanFor(bindings);
+  TPC_ASSIGN_OR_RETURN(const Plan* planned, PlanFor(bindings));
+  const Plan& plan = *planned;
   stats_ = RunStats();
   stats_.arena_bytes = plan.memory.arena_bytes;
   stats_.planned_total_bytes = plan.memory.total_bytes;
@@ -490,7 +499,11 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
   unplanned_peak_ = 0;
   for (const Step& step : steps_) {
     const auto ts = Clock::now();
-    TPC_RETURN_IF_ERROR(RunStep(step, plan, values));
+    if (absl::Status s = RunStep(step, plan, values); !s.ok()) {
+      // The queued work and its checks belong to this run, not to the next one.
+      if (device_) (void)backend_.Synchronize();
+      return s;
+    }
     for (int f : step.frees) values.Clear(f);
     if (options_.profile) {
       if (device_) TPC_RETURN_IF_ERROR(backend_.Synchronize());

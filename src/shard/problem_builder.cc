@@ -205,12 +205,14 @@ void ProblemBuilder::FindCachePairs() {
       if (options_.input_placements.count(p->name()) > 0 || cache_input_axis_.contains(p)) continue;
       if (!p->type().shape || p->type().rank() != rank || !ir::IsFloating(p->type().dtype))
         continue;
+      // The same dims but the joined one; a symbol facing a number counts as the same
+      // (onnxruntime-genai names the head size `kv_cache_dim` on its inputs, while the
+      // attention's present has it as a number: a run binds the symbol to it or fails).
       bool same = true;
       for (int64_t d = 0; d < rank; ++d) {
-        if (d != axis && !((*p->type().shape)[static_cast<size_t>(d)] ==
-                           (*q->type().shape)[static_cast<size_t>(d)])) {
-          same = false;
-        }
+        const ir::Dim& a = (*p->type().shape)[static_cast<size_t>(d)];
+        const ir::Dim& b = (*q->type().shape)[static_cast<size_t>(d)];
+        if (d != axis && !(a == b) && a.is_static() == b.is_static()) same = false;
       }
       if (!same) continue;
       cache_output_to_input_[q] = p;

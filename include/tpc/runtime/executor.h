@@ -82,7 +82,7 @@ class Executor {
   Executor(const ir::Graph& graph, Backend& backend, Communicator* comm, ExecutorOptions options);
   absl::Status Build();
   absl::Status FoldConstantSteps();
-  const Plan& PlanFor(const SymbolBindings& bindings);
+  absl::StatusOr<const Plan*> PlanFor(const SymbolBindings& bindings);
   absl::Status RunStep(const Step& step, const Plan& plan, Values& values);
   // Slot `s` where a kernel reads it: backend memory, or host memory (`want_host`),
   // copied there on first need in a device backend.

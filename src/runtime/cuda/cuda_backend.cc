@@ -240,6 +240,9 @@ absl::Status CudaBackend::Synchronize() {
 }
 
 const Kernel* CudaBackend::FindHostKernel(std::string_view domain, std::string_view op_type) const {
+  // A collective on a device communicator has no host kernel (it would be given host
+  // pointers): the executor keeps the device one even for shape arithmetic.
+  if (IsDeviceCollective(domain, op_type)) return nullptr;
   const Kernel* k = host_->FindKernel(domain, op_type);
   if (k == nullptr) return nullptr;
   std::lock_guard<std::mutex> lock(host_kernels_mu_);

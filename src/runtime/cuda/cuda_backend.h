@@ -35,6 +35,8 @@ class CudaBackend final : public Backend {
   const Kernel* FindKernel(std::string_view domain, std::string_view op_type) const override;
   const Kernel* FindKernelFor(const ir::Node& node) const override;
   const Kernel* FindHostKernel(std::string_view domain, std::string_view op_type) const override;
+  // A tpc collective that runs as a device kernel (device_collectives; registry.cc).
+  bool IsDeviceCollective(std::string_view domain, std::string_view op_type) const;
   void* Allocate(size_t bytes) override;
   void Free(void* p) override;
   void CopyFromHost(void* dst, const void* src, size_t bytes) override;

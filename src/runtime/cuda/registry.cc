@@ -147,6 +147,11 @@ std::string_view TakesText(Takes t) {
 
 }  // namespace
 
+bool CudaBackend::IsDeviceCollective(std::string_view domain, std::string_view op_type) const {
+  const Entry* e = Find(domain, op_type);
+  return device_collectives_ && e != nullptr && e->domain == kTpc;
+}
+
 const Kernel* CudaBackend::FindKernel(std::string_view domain, std::string_view op_type) const {
   const Entry* e = Find(domain, op_type);
   if (e != nullptr && (e->domain != kTpc || device_collectives_)) return &e->kernel;
@@ -156,9 +161,11 @@ const Kernel* CudaBackend::FindKernel(std::string_view domain, std::string_view 
 const Kernel* CudaBackend::FindKernelFor(const ir::Node& node) const {
   const Entry* e = Find(node.domain(), node.op_type());
   const bool collective = e != nullptr && e->domain == kTpc;
-  if (e != nullptr && Accepts(e->takes, node) && (!collective || device_collectives_)) {
-    return &e->kernel;
-  }
+  // With a communicator on device memory a collective must run on the device whatever its
+  // element type (a host kernel would hand it host pointers): NCCL reduces integers too,
+  // and the in-process GPU group refuses them with an error.
+  if (collective && device_collectives_) return &e->kernel;
+  if (e != nullptr && Accepts(e->takes, node) && !collective) return &e->kernel;
   return FindHostKernel(node.domain(), node.op_type());
 }
 

@@ -18,11 +18,13 @@
 #include "absl/strings/str_join.h"
 #include "rules.h"
 #include "tpc/shard/canonicalize.h"
+#include "tpc/util/status_macros.h"
 
 namespace tpc::shard {
 namespace {
 
-// One part: the value that holds it (a Slice's or Split's output) and its columns.
+// One part: the value that holds it (a Slice's or Split's output; null for the parts of
+// a packed QKV that GroupQueryAttention reads whole) and its columns.
 struct Part {
   ir::Value* value;
   int64_t begin;
@@ -120,6 +122,9 @@ const ir::Tensor* ConstantData(const ir::Value* v) {
 // parts are equal (left to the blocked split).
 struct Fused {
   ir::Node* proj = nullptr;
+  // com.microsoft::GroupQueryAttention reading the projection as a packed QKV: the parts
+  // become its separate query, key and value inputs.
+  ir::Node* gqa = nullptr;
   ir::Node* bias_add = nullptr;  // Add(y, b) with b constant [width]
   const ir::Tensor* bias = nullptr;
   std::vector<Part> parts;
@@ -181,7 +186,109 @@ std::optional<Fused> Match(ir::Node* proj) {
   return f;
 }
 
+// Rows [begin, end) of a constant holding `n` equal rows (dim 0 of size n, or a 1-D
+// tensor of n · k elements): MatMulNBits' B, scales, zero points and bias by output feature.
+std::optional<ir::Tensor> SliceRows(const ir::Tensor& t, int64_t begin, int64_t end, int64_t n) {
+  if (n <= 0 || t.num_elements() % n != 0) return std::nullopt;
+  std::vector<int64_t> shape = t.shape();
+  if (shape.empty() || (shape.size() > 1 && shape[0] != n)) return std::nullopt;
+  const int64_t row_bytes = static_cast<int64_t>(t.nbytes()) / n;
+  shape[0] = shape.size() > 1 ? end - begin : (end - begin) * (t.num_elements() / n);
+  std::string bytes(reinterpret_cast<const char*>(t.data()) + begin * row_bytes,
+                    static_cast<size_t>((end - begin) * row_bytes));
+  return ir::Tensor::FromBytes(t.dtype(), shape, std::move(bytes));
+}
+
+// onnxruntime-genai's attention: a GroupQueryAttention whose query input is the packed
+// [q | k | v] of one projection (MatMul with a constant weight, or MatMulNBits) and whose
+// key and value inputs are absent.
+std::optional<Fused> MatchPackedGqa(ir::Node* gqa) {
+  if (!gqa->is_call() || gqa->domain() != "com.microsoft" ||
+      gqa->op_type() != "GroupQueryAttention" || gqa->optional_input(1) != nullptr ||
+      gqa->optional_input(2) != nullptr) {
+    return std::nullopt;
+  }
+  ir::Value* qkv = gqa->input(0);
+  if (qkv->uses().size() != 1 || !qkv->type().shape || qkv->type().rank() != 3) return std::nullopt;
+  ir::Node* proj = qkv->producer();
+  if (!proj->is_call()) return std::nullopt;
+  const bool nbits = proj->domain() == "com.microsoft" && proj->op_type() == "MatMulNBits";
+  const bool matmul = proj->domain().empty() && proj->op_type() == "MatMul";
+  if (!nbits && !matmul) return std::nullopt;
+  const int64_t heads = gqa->attr_int("num_heads", 0), kv = gqa->attr_int("kv_num_heads", 0);
+  const ir::Dim& last = qkv->type().shape->back();
+  if (heads <= 0 || kv <= 0 || !last.is_static() || last.value() % (heads + 2 * kv) != 0) {
+    return std::nullopt;
+  }
+  if (matmul) {
+    const ir::Tensor* w = ConstantData(proj->input(1));
+    if (w == nullptr || w->shape().size() != 2) return std::nullopt;
+  } else {
+    const int64_t n = proj->attr_int("N", 0);
+    if (n != last.value()) return std::nullopt;
+    for (int i = 1; i < proj->num_inputs(); ++i) {
+      if (proj->optional_input(i) == nullptr) continue;
+      const ir::Tensor* t = ConstantData(proj->input(i));
+      if (i == 4 || t == nullptr || !SliceRows(*t, 0, 1, n)) return std::nullopt;  // g_idx
+    }
+  }
+  const int64_t d = last.value() / (heads + 2 * kv);
+  Fused f;
+  f.proj = proj;
+  f.gqa = gqa;
+  f.parts = {{nullptr, 0, heads * d},
+             {nullptr, heads * d, (heads + kv) * d},
+             {nullptr, (heads + kv) * d, (heads + 2 * kv) * d}};
+  return f;
+}
+
+// The packed-QKV projection of `f` (MatMulNBits) as one projection per part, each with
+// its rows of the packed weight, scales, zero points and bias.
+void UnfuseNBits(ir::Graph& graph, const Fused& f) {
+  ir::Node* proj = f.proj;
+  const int64_t n = proj->attr_int("N", 0);
+  for (size_t i = 0; i < f.parts.size(); ++i) {
+    const Part& p = f.parts[i];
+    const std::string suffix = absl::StrCat("/rows_", p.begin, "_", p.end);
+    std::vector<ir::Value*> inputs = {proj->input(0)};
+    for (int k = 1; k < proj->num_inputs(); ++k) {
+      ir::Value* in = proj->optional_input(k);
+      if (in == nullptr) {
+        inputs.push_back(nullptr);
+        continue;
+      }
+      auto rows = SliceRows(in->producer()->tensor(), p.begin, p.end, n);
+      TPC_CHECK(rows.has_value());
+      inputs.push_back(
+          graph.InsertConstantBefore(proj, graph.UniqueName(in->name() + suffix), *rows));
+    }
+    ir::Attributes attrs = proj->attrs();
+    attrs["N"] = p.end - p.begin;
+    ir::Node* np = graph.InsertCallBefore(proj, proj->domain(), proj->op_type(), inputs,
+                                          {graph.UniqueName(proj->output(0)->name() + suffix)},
+                                          attrs, absl::StrCat(proj->name(), "/part", i));
+    ir::TensorType t = proj->output(0)->type();
+    t.shape->back() = ir::Dim(p.end - p.begin);
+    np->output(0)->set_type(t);
+    f.gqa->SetInput(static_cast<int>(i), np->output(0));
+  }
+  std::vector<ir::Node*> constants;
+  for (ir::Value* in : proj->inputs()) {
+    if (in != nullptr && in->producer()->kind() == ir::NodeKind::kConstant) {
+      constants.push_back(in->producer());
+    }
+  }
+  graph.Erase(proj);
+  for (ir::Node* c : constants) {
+    if (!c->output(0)->has_uses()) graph.Erase(c);
+  }
+}
+
 void Unfuse(ir::Graph& graph, const Fused& f) {
+  if (f.proj->op_type() == "MatMulNBits") {
+    UnfuseNBits(graph, f);
+    return;
+  }
   ir::Node* proj = f.proj;
   const bool gemm = proj->op_type() == "Gemm";
   const bool trans_b = gemm && proj->attr_int("transB", 0) != 0;
@@ -204,11 +311,15 @@ void Unfuse(ir::Graph& graph, const Fused& f) {
                                            SliceVector(c, p.begin, p.end)));
     }
     const std::string node_name = absl::StrCat(proj->name(), "/part", i);
-    ir::Node* np = graph.InsertCallBefore(proj, "", proj->op_type(), inputs,
-                                          {graph.UniqueName(p.value->name() + "/proj")},
-                                          proj->attrs(), node_name);
+    const std::string base =
+        p.value != nullptr ? p.value->name() : proj->output(0)->name() + suffix;
+    ir::Node* np =
+        graph.InsertCallBefore(proj, "", proj->op_type(), inputs,
+                               {graph.UniqueName(base + "/proj")}, proj->attrs(), node_name);
     ir::Value* out = np->output(0);
-    out->set_type(p.value->type());
+    ir::TensorType part_type = proj->output(0)->type();
+    part_type.shape->back() = ir::Dim(p.end - p.begin);
+    out->set_type(p.value != nullptr ? p.value->type() : part_type);
     if (f.bias_add != nullptr) {
       ir::Value* bp =
           graph.InsertConstantBefore(proj, graph.UniqueName(f.bias_add->input(1)->name() + suffix),
@@ -216,8 +327,12 @@ void Unfuse(ir::Graph& graph, const Fused& f) {
       ir::Node* add = graph.InsertCallBefore(proj, "", "Add", {out, bp},
                                              {graph.UniqueName(p.value->name() + "/bias")}, {},
                                              absl::StrCat(f.bias_add->name(), "/part", i));
-      add->output(0)->set_type(p.value->type());
+      add->output(0)->set_type(out->type());
       out = add->output(0);
+    }
+    if (p.value == nullptr) {  // a packed QKV's part: GroupQueryAttention's input i
+      f.gqa->SetInput(static_cast<int>(i), out);
+      continue;
     }
     p.value->ReplaceAllUsesWith(out);
     renames.emplace_back(out, p.value->name());
@@ -252,9 +367,11 @@ int SplitFusedProjections(ir::Graph& graph, const Constraints& constraints,
   std::vector<Fused> found;
   for (ir::Node* n : graph.NodeVector()) {
     auto f = Match(n);
+    if (!f) f = MatchPackedGqa(n);
     if (!f) continue;
     std::vector<const ir::Node*> nodes = {f->proj};
     if (f->bias_add != nullptr) nodes.push_back(f->bias_add);
+    if (f->gqa != nullptr) nodes.push_back(f->gqa);
     nodes.insert(nodes.end(), f->cutters.begin(), f->cutters.end());
     if (rules::Constrains(constraints, nodes)) continue;
     found.push_back(std::move(*f));
@@ -263,9 +380,10 @@ int SplitFusedProjections(ir::Graph& graph, const Constraints& constraints,
     if (notes != nullptr) {
       std::vector<std::string> widths;
       for (const Part& p : f.parts) widths.push_back(std::to_string(p.end - p.begin));
-      notes->push_back(absl::StrCat("'", f.proj->name(), "' is cut into unequal parts (",
-                                    absl::StrJoin(widths, ", "),
-                                    " columns): one projection per part"));
+      notes->push_back(absl::StrCat(
+          "'", f.proj->name(), "' is cut into unequal parts (", absl::StrJoin(widths, ", "),
+          f.gqa != nullptr ? " columns, a packed QKV GroupQueryAttention reads)" : " columns)",
+          ": one projection per part"));
     }
     Unfuse(graph, f);
   }

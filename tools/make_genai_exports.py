@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Real onnxruntime-genai exports of small random-weight decoders, for tests.
+
+    python3 tools/make_genai_exports.py --out models
+
+For each architecture (Llama: GQA, SwiGLU, RMSNorm; Gemma: GeGLU, the embedding scaled by
+sqrt(hidden), RMSNorm with its weight + 1) and
+precision (fp32, int4: MatMulNBits with block 32), this saves a random-weight
+transformers model (and a small WordLevel tokenizer, which the builder wants) to a temporary
+folder, runs `python -m onnxruntime_genai.models.builder -e cpu`, and copies model.onnx,
+model.onnx.data and genai_config.json to OUT/genai_<arch>_<precision>/, with
+test_data_set_0/: a prefill of 4 tokens after a cache of 3 (input_*.pb) and onnxruntime's
+outputs (output_*.pb).
+
+Needs torch, transformers >= 5, onnxruntime-genai (0.18 checked) and onnxruntime; `make
+test` never runs this, it reads the committed outputs.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ARCHS = {
+    "llama": "LlamaForCausalLM",
+    "gemma": "GemmaForCausalLM",
+}
+SHAPE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+             num_key_value_heads=2, vocab_size=256, max_position_embeddings=128,
+             head_dim=16, tie_word_embeddings=False)
+BATCH, SEQ, PAST = 1, 4, 3
+
+
+def save_hf(arch, folder):
+    import torch
+    import transformers
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    torch.manual_seed(0)
+    config_cls = getattr(transformers, ARCHS[arch].replace("ForCausalLM", "Config"))
+    model = getattr(transformers, ARCHS[arch])(config_cls(**SHAPE)).eval()
+    model.save_pretrained(folder)
+    vocab = {f"t{i}": i for i in range(SHAPE["vocab_size"])}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="t0"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="t0", bos_token="t1",
+                                         eos_token="t2", pad_token="t0").save_pretrained(folder)
+
+
+def write_test_data(model_path, out_dir):
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import numpy_helper
+    sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    head_dim = SHAPE["head_dim"]
+    feeds = {}
+    for i in sess.get_inputs():
+        if i.name == "input_ids":
+            feeds[i.name] = rng.integers(0, SHAPE["vocab_size"], (BATCH, SEQ), dtype=np.int64)
+        elif i.name == "attention_mask":
+            feeds[i.name] = np.ones((BATCH, PAST + SEQ), dtype=np.int64)
+        elif i.name.startswith("past_key_values"):
+            feeds[i.name] = rng.standard_normal(
+                (BATCH, SHAPE["num_key_value_heads"], PAST, head_dim)).astype(np.float32)
+        else:
+            raise SystemExit(f"unexpected input {i.name}")
+    outs = sess.run(None, feeds)
+    data = os.path.join(out_dir, "test_data_set_0")
+    os.makedirs(data, exist_ok=True)
+    for k, i in enumerate(sess.get_inputs()):
+        t = numpy_helper.from_array(feeds[i.name], i.name)
+        open(os.path.join(data, f"input_{k}.pb"), "wb").write(t.SerializeToString())
+    for k, (o, v) in enumerate(zip(sess.get_outputs(), outs)):
+        t = numpy_helper.from_array(v, o.name)
+        open(os.path.join(data, f"output_{k}.pb"), "wb").write(t.SerializeToString())
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--archs", default="llama,gemma")
+    args = ap.parse_args()
+    for arch in args.archs.split(","):
+        with tempfile.TemporaryDirectory() as tmp:
+            hf = os.path.join(tmp, "hf")
+            save_hf(arch, hf)
+            for precision in ("fp32", "int4"):
+                built = os.path.join(tmp, precision)
+                subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", hf,
+                                "-o", built, "-p", precision, "-e", "cpu",
+                                "-c", os.path.join(tmp, "cache")],
+                               check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                dst = os.path.join(args.out, f"genai_{arch}_{precision}")
+                shutil.rmtree(dst, ignore_errors=True)
+                os.makedirs(dst)
+                for f in ("model.onnx", "model.onnx.data", "genai_config.json"):
+                    if os.path.exists(os.path.join(built, f)):
+                        shutil.copy(os.path.join(built, f), dst)
+                write_test_data(os.path.join(dst, "model.onnx"), dst)
+                size = sum(os.path.getsize(os.path.join(r, f))
+                           for r, _, fs in os.walk(dst) for f in fs)
+                print(f"wrote {dst} ({size} bytes)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
