@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Real onnxruntime-genai exports of small random-weight decoders, for tests.
 
-    python3 tools/make_genai_exports.py --out models
+    python3 tools/make_genai_exports.py --out models/genai
 
 For each architecture (Llama: GQA, SwiGLU, RMSNorm; Gemma: GeGLU, the embedding scaled by
 sqrt(hidden), RMSNorm with its weight + 1) and
 precision (fp32, int4: MatMulNBits with block 32), this saves a random-weight
 transformers model (and a small WordLevel tokenizer, which the builder wants) to a temporary
 folder, runs `python -m onnxruntime_genai.models.builder -e cpu`, and copies model.onnx,
-model.onnx.data and genai_config.json to OUT/genai_<arch>_<precision>/, with
+model.onnx.data and genai_config.json to OUT/<arch>_<precision>/, with
 test_data_set_0/: a prefill of 4 tokens after a cache of 3 (input_*.pb) and onnxruntime's
 outputs (output_*.pb).
 
@@ -93,7 +93,7 @@ def main():
                                 "-o", built, "-p", precision, "-e", "cpu",
                                 "-c", os.path.join(tmp, "cache")],
                                check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                dst = os.path.join(args.out, f"genai_{arch}_{precision}")
+                dst = os.path.join(args.out, f"{arch}_{precision}")
                 shutil.rmtree(dst, ignore_errors=True)
                 os.makedirs(dst)
                 for f in ("model.onnx", "model.onnx.data", "genai_config.json"):

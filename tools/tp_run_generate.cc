@@ -133,7 +133,8 @@ absl::StatusOr<rt::GenerateResult> GenerateOnRank(rt::Executor& ex, rt::Communic
     }
     return named;
   };
-  return rt::Generate(parts, rt::FullSpecs(ex.inputs(), io.inputs, n), prompt, steps, step);
+  return rt::Generate(parts, rt::FullSpecs(ex.inputs(), io.inputs, n),
+                      rt::FullSpecs(ex.outputs(), io.outputs, n), prompt, steps, step);
 }
 
 // Prints the generated ids and the speed, and with --check-against runs the same loop on

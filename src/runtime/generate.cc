@@ -44,17 +44,26 @@ Tensor Ints(ir::DType dtype, std::vector<int64_t> shape, F f) {
 }
 
 // The empty cache of the prefill: static dims as they are, the dim of input_ids' batch
-// the prompt's batch, any other symbolic dim (the past) 0.
-absl::StatusOr<Tensor> EmptyCache(const IoSpec& spec, const ir::Dim& batch_dim, int64_t batch) {
+// the prompt's batch, a symbolic dim the present has as a number (onnxruntime-genai's
+// `kv_cache_dim`, the head size) that number, any other symbolic dim (the past) 0.
+absl::StatusOr<Tensor> EmptyCache(const IoSpec& spec, const IoSpec* present,
+                                  const ir::Dim& batch_dim, int64_t batch) {
   if (!spec.type.shape) {
     return absl::InvalidArgumentError(absl::StrCat("cache input '", spec.name, "' has no rank"));
   }
+  const std::vector<ir::Dim>* out = present != nullptr && present->type.shape &&
+                                            present->type.shape->size() == spec.type.shape->size()
+                                        ? &*present->type.shape
+                                        : nullptr;
   std::vector<int64_t> shape;
-  for (const ir::Dim& d : *spec.type.shape) {
+  for (size_t i = 0; i < spec.type.shape->size(); ++i) {
+    const ir::Dim& d = (*spec.type.shape)[i];
     if (d.is_static()) {
       shape.push_back(d.value());
+    } else if (d == batch_dim) {
+      shape.push_back(batch);
     } else {
-      shape.push_back(d == batch_dim ? batch : 0);
+      shape.push_back(out != nullptr && (*out)[i].is_static() ? (*out)[i].value() : 0);
     }
   }
   return Tensor::Allocate(spec.type.dtype, shape);
@@ -104,7 +113,8 @@ absl::StatusOr<DecoderIo> FindDecoderIo(const std::vector<IoSpec>& inputs,
 }
 
 absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<IoSpec>& inputs,
-                                        const Tensor& prompt, int64_t steps, const RankStep& run) {
+                                        const std::vector<IoSpec>& outputs, const Tensor& prompt,
+                                        int64_t steps, const RankStep& run) {
   using Clock = std::chrono::steady_clock;
   if (prompt.dtype() != ir::DType::kI64 || prompt.rank() != 2 || prompt.dim(1) < 1) {
     return absl::InvalidArgumentError(
@@ -127,7 +137,8 @@ absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<I
   for (const DecoderIo::Cache& c : io.cache) {
     const IoSpec* spec = Find(inputs, c.past);
     if (spec == nullptr) return absl::InternalError(absl::StrCat("no spec for ", c.past));
-    TPC_ASSIGN_OR_RETURN(feed[c.past], EmptyCache(*spec, (*ids_spec->type.shape)[0], batch));
+    TPC_ASSIGN_OR_RETURN(feed[c.past], EmptyCache(*spec, Find(outputs, c.present),
+                                                  (*ids_spec->type.shape)[0], batch));
   }
   Tensor ids = prompt;
   if (dtype_of(io.input_ids) != ir::DType::kI64) {

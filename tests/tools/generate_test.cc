@@ -83,7 +83,7 @@ TEST_CASE("generation keeps each rank's cache on the rank", "[tools][generate]")
           present_shapes[static_cast<size_t>(r)].push_back(named.at("present_key_0").shape());
           return named;
         };
-        auto g = rt::Generate(*io, ex.inputs(), prompt, 4, step);
+        auto g = rt::Generate(*io, ex.inputs(), ex.outputs(), prompt, 4, step);
         if (!g.ok()) return g.status();
         results[static_cast<size_t>(r)] = *g;
         return absl::OkStatus();

@@ -48,13 +48,15 @@ struct GenerateResult {
 using RankStep = std::function<absl::StatusOr<std::map<std::string, Tensor>>(
     const std::map<std::string, Tensor>& inputs)>;
 
-// `prompt`: int64 [batch, length] token ids. `inputs` are the model's full input specs:
-// the prefill's empty cache takes their dims (the prompt's batch for the dim of
-// input_ids' batch, 0 for any other symbolic dim) and comes to `run` whole, as its other
+// `prompt`: int64 [batch, length] token ids. `inputs` and `outputs` are the model's full
+// input and output specs: the prefill's empty cache takes the inputs' dims (the prompt's
+// batch for the dim of input_ids' batch; a symbolic dim its present has as a number, that
+// number; 0 for any other symbolic dim, the past) and comes to `run` whole, as its other
 // inputs do; from then on `run` gets back the presents it returned. Runs the prefill and
 // `steps` - 1 decode steps: `steps` new tokens per row, each the argmax of the last
 // position's logits.
 absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<IoSpec>& inputs,
-                                        const Tensor& prompt, int64_t steps, const RankStep& run);
+                                        const std::vector<IoSpec>& outputs, const Tensor& prompt,
+                                        int64_t steps, const RankStep& run);
 
 }  // namespace tpc::runtime
