@@ -62,6 +62,8 @@ def write_test_data(model_path, out_dir):
             feeds[i.name] = rng.integers(0, SHAPE["vocab_size"], (BATCH, SEQ), dtype=np.int64)
         elif i.name == "attention_mask":
             feeds[i.name] = np.ones((BATCH, PAST + SEQ), dtype=np.int64)
+        elif i.name == "position_ids":  # Optimum's exports
+            feeds[i.name] = np.tile(np.arange(PAST, PAST + SEQ, dtype=np.int64), (BATCH, 1))
         elif i.name.startswith("past_key_values"):
             feeds[i.name] = rng.standard_normal(
                 (BATCH, SHAPE["num_key_value_heads"], PAST, head_dim)).astype(np.float32)
