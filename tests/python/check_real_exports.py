@@ -9,10 +9,10 @@ For each models/genai/*/model.onnx and models/optimum/*/model.onnx:
   - N = 1: tpc's unsharded run equals onnxruntime's outputs (test_data_set_0; fp32 rtol
     1e-3 atol 1e-4; int4 rtol 2e-2 atol 1e-2, as onnxruntime's MatMulNBits with the
     builder's accuracy_level 4 quantizes activations to int8 and tpc computes in f32);
-  - N = 2 and 4 (`--objective memory`): the plan has no fallback (every op of the rank
-    files is the original's kind or a tpc collective), the KV cache inputs and presents are
-    split at N = 2 (plan.json; at N = 4, fewer K/V heads than ranks, not asserted), and at
-    N = 2 the Megatron collectives: one all-reduce after each attention and each MLP (2
+  - N = 2 (`--objective memory`) and 4 (the default objective): the plan has no fallback
+    (every op of the rank files is the original's kind or a tpc collective), the KV cache
+    inputs and presents are split (plan.json; at N = 4, fewer K/V heads than ranks, each
+    head on its group of ranks, S(1@2)), and at N = 2 the Megatron collectives: one all-reduce after each attention and each MLP (2
     per layer), no other collective but the embedding's and the logits' all-gathers; the
     sharded prefill equals the unsharded one (--check-against, random inputs, past 3 +
     4 tokens, batch 2) and onnxruntime's outputs as at N = 1;
@@ -79,8 +79,11 @@ def main():
         for n in (1, 2, 4):
             what = f"{name} N={n}"
             plan = os.path.join(args.work, f"{name.replace('/', '_')}.tp{n}")
-            code, out = run([args.tp_compile, model, "--tp", str(n), "--objective", "memory",
-                             "-o", plan, "--quiet"])
+            # N = 2: the memory objective, Megatron's layout; N = 4 (more ranks than the 2
+            # K/V heads): the default objective, which gives each K/V head its group of ranks.
+            objective = ["--objective", "memory"] if n < 4 else []
+            code, out = run([args.tp_compile, model, "--tp", str(n), "-o", plan, "--quiet"] +
+                            objective)
             if code != 0:
                 failures.append(f"{what}: tp-compile: {out.strip()[-600:]}")
                 continue
@@ -104,10 +107,8 @@ def main():
                     failures.append(f"{what}: rank0 has an operator the model has not: "
                                     f"{node.domain}::{node.op_type}")
             manifest = json.load(open(os.path.join(plan, "plan.json")))
-            # The K/V heads (2) split N ways. At N = 4, fewer K/V heads than ranks, the
-            # memory objective keeps the cache whole for Optimum's and the int4 exports
-            # (genai fp32 puts each head on its group of ranks): not asserted yet.
-            for side in (("inputs", "outputs") if n == 2 else ()):
+            # The K/V heads (2) split N ways, or at N = 4 each on its group of 2 ranks.
+            for side in ("inputs", "outputs"):
                 for io in manifest[side]:
                     cache = io["value"].startswith(("past_key_values.", "present."))
                     if cache and io["placements"][0]["kind"] != "SHARD":
