@@ -10,6 +10,7 @@
 #include "catch2/catch.hpp"
 #include "one_op.h"
 #include "tpc/runtime/math/floats.h"
+#include "tpc/runtime/math/nbits.h"
 #include "tpc/runtime/math/pointwise.h"
 #include "tpc/runtime/math/rows.h"
 #include "tpc/runtime/math/strided.h"
@@ -283,6 +284,44 @@ TEST_CASE("The reduction across ranks of a collective on one GPU combines in ran
       if (op == 3) want /= n;
       REQUIRE(outs[0][static_cast<size_t>(i)] == want);
       REQUIRE(outs[1][static_cast<size_t>(i)] == want);
+    }
+  }
+}
+
+TEST_CASE("MatMulNBits' weight dequantization equals the CPU kernel's", "[runtime][device-math]") {
+  // A = the identity: Y[k, n] = W[n, k], which NBitsWeight gives element by element.
+  const int64_t k = 32, n = 3, bits = 4, block = 16, blocks = 2, blob = block * bits / 8;
+  std::mt19937 g(9);
+  Tensor b = Tensor::Allocate(ir::DType::kU8, {n, blocks, blob});
+  for (int64_t i = 0; i < b.num_elements(); ++i) b.data<uint8_t>()[i] = static_cast<uint8_t>(g());
+  const Tensor scales = Random({n * blocks}, 10);
+  Tensor zp = Tensor::Allocate(ir::DType::kU8, {n, 1});
+  for (int64_t i = 0; i < n; ++i) zp.data<uint8_t>()[i] = static_cast<uint8_t>(g());
+  Tensor eye = Tensor::Allocate(ir::DType::kF32, {k, k});
+  for (int64_t i = 0; i < k; ++i) eye.data<float>()[i * k + i] = 1.0f;
+  for (bool with_zp : {false, true}) {
+    OneOp o;
+    o.Input("a", eye);
+    o.Input("b", b);
+    o.Input("scales", scales);
+    if (with_zp) o.Input("zp", zp);
+    auto y = o.TryRun("MatMulNBits", {{"K", k}, {"N", n}, {"bits", bits}, {"block_size", block}}, 1,
+                      "com.microsoft");
+    INFO(y.status().ToString());
+    REQUIRE(y.ok());
+    math::NBitsLayout l;
+    l.n = n;
+    l.k = k;
+    l.bits = bits;
+    l.block_size = block;
+    for (int64_t col = 0; col < n; ++col) {
+      for (int64_t row = 0; row < k; ++row) {
+        const float scale = scales.data<float>()[col * blocks + row / block];
+        const float want = math::NBitsWeight(l, b.data<uint8_t>(), col, row, scale,
+                                             with_zp ? zp.data<uint8_t>() : nullptr, false, 0);
+        REQUIRE(std::abs((*y)[0].data<float>()[row * n + col] - want) <=
+                1e-6f * (1 + std::abs(want)));
+      }
     }
   }
 }

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "tpc/runtime/compare.h"
 #include "tpc/runtime/kernel.h"
+#include "tpc/runtime/math/nbits.h"
 #include "tpc/util/status_macros.h"
 
 namespace tpc::runtime::cpu {
@@ -203,6 +204,8 @@ absl::StatusOr<int> GroupSize(const KernelContext& ctx);
 void OuterInner(const Tensor& t, int64_t axis, int64_t* outer, int64_t* inner_bytes);
 absl::Status ApplyBlocks(const KernelContext& ctx, const Tensor& t, int64_t axis, int64_t* outer,
                          int64_t* inner_bytes);
+// MatMulNBits' layout from its attributes, its inputs checked against it (matmul_nbits.cc).
+absl::StatusOr<math::NBitsLayout> NBitsInputs(const KernelContext& ctx);
 // Split's part sizes along `axis` (movement.cc).
 absl::StatusOr<std::vector<int64_t>> SplitSizes(const KernelContext& ctx, const Tensor& x,
                                                 int64_t axis);

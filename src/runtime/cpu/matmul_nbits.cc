@@ -16,7 +16,7 @@ constexpr int64_t kDirectRows = 4;
 
 }  // namespace
 
-absl::Status MatMulNBits(KernelContext& ctx) {
+absl::StatusOr<math::NBitsLayout> NBitsInputs(const KernelContext& ctx) {
   math::NBitsLayout l;
   l.k = ctx.node().attr_int("K", 0);
   l.n = ctx.node().attr_int("N", 0);
@@ -55,6 +55,18 @@ absl::Status MatMulNBits(KernelContext& ctx) {
     return ctx.Error(absl::StrCat("bias ", bias->TypeString(), " does not hold N = ", l.n,
                                   " values of A's type"));
   }
+  return l;
+}
+
+absl::Status MatMulNBits(KernelContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(const math::NBitsLayout l, NBitsInputs(ctx));
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  const Tensor& scales = ctx.input(2);
+  const Tensor* zero_points = ctx.optional_input(3);
+  const Tensor* bias = ctx.optional_input(5);
+  const int64_t blocks = l.blocks();
+  const bool packed = zero_points != nullptr && zero_points->dtype() == ir::DType::kU8;
   Shape out = a.shape();
   out.back() = l.n;
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, a.dtype()));

@@ -142,4 +142,40 @@ absl::Status Gemm(KernelContext& ctx) {
   return RunGemm(ctx, kind, g, a.raw(), b.raw(), y->raw());
 }
 
+// onnxruntime's MatMulNBits: the weight dequantized into device scratch [N, K], then
+// Y = A · Wᵀ (+ bias) by cuBLAS.
+absl::Status MatMulNBits(KernelContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(const math::NBitsLayout l, cpu::NBitsInputs(ctx));
+  const Tensor& a = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(FloatKind kind, FloatKindOf(ctx, a.dtype()));
+  const Tensor* zp = ctx.optional_input(3);
+  const bool packed = zp != nullptr && zp->dtype() == ir::DType::kU8;
+  TPC_ASSIGN_OR_RETURN(Tensor w, Scratch(ctx, a.dtype(), {l.n, l.k}));
+  TPC_RETURN_IF_ERROR(Check(
+      ctx,
+      LaunchDequantNBits(kind, l, ctx.input(1).data<uint8_t>(), ctx.input(2).raw(),
+                         packed ? zp->data<uint8_t>() : nullptr,
+                         zp != nullptr && !packed ? zp->raw() : nullptr, w.raw(), StreamOf(ctx))));
+  Shape out = a.shape();
+  out.back() = l.n;
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, a.dtype()));
+  if (y->num_elements() == 0) return absl::OkStatus();
+  Gemm2D g;
+  g.tb = true;  // W is [N, K]
+  g.m = a.num_elements() / l.k;
+  g.n = l.n;
+  g.k = l.k;
+  g.lda = l.k;
+  g.ldb = l.k;
+  g.ldc = l.n;
+  TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, g, a.raw(), w.raw(), y->raw()));
+  if (const Tensor* bias = ctx.optional_input(5)) {
+    StridedView vy = math::ContiguousView(out), vb = math::BroadcastView({l.n}, out), vo = vy;
+    math::Simplify({&vy, &vb, &vo});
+    TPC_RETURN_IF_ERROR(Check(ctx, LaunchBinary(kind, BinaryOp::kAdd, y->raw(), vy, bias->raw(), vb,
+                                                y->raw(), y->num_elements(), StreamOf(ctx))));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace tpc::runtime::cuda

@@ -87,5 +87,7 @@ absl::Status Shard(KernelContext& ctx);
 // matmul_ops.cc
 absl::Status MatMul(KernelContext& ctx);
 absl::Status Gemm(KernelContext& ctx);
+// onnxruntime's MatMulNBits (2/4/8-bit block-quantized weights).
+absl::Status MatMulNBits(KernelContext& ctx);
 
 }  // namespace tpc::runtime::cuda

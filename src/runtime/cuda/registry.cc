@@ -114,6 +114,7 @@ const Entry kKernels[] = {
     {"", "Where", K(Where), Takes::kAnyData},
     {kMicrosoft, "BiasGelu", K(BiasGelu), Takes::kFloats},
     {kMicrosoft, "FastGelu", K(FastGelu), Takes::kFloats},
+    {kMicrosoft, "MatMulNBits", K(MatMulNBits), Takes::kFloatData},
     {kMicrosoft, "QuickGelu", K(QuickGelu), Takes::kFloats},
     {kMicrosoft, "SimplifiedLayerNormalization", K(RMSNormalization), Takes::kFloats},
     {kMicrosoft, "SkipLayerNormalization", K(SkipLayerNormalization), Takes::kFloats},

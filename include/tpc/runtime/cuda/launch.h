@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "tpc/runtime/math/floats.h"
+#include "tpc/runtime/math/nbits.h"
 #include "tpc/runtime/math/pointwise.h"
 #include "tpc/runtime/math/rows.h"
 #include "tpc/runtime/math/strided.h"
@@ -48,6 +49,12 @@ cudaError_t LaunchGather(int elem_bytes, const void* data, const void* indices, 
 // 2 min; `average` divides the sum by n).
 cudaError_t LaunchReduceRanks(FloatKind k, int op, bool average, const math::RankPointers& p,
                               int64_t begin, int64_t end, cudaStream_t stream);
+// MatMulNBits' weight dequantized: w [N, K] (kind k) = (code - zero point) · scale; the
+// scales (and float zero points, when `zp_float`) of kind k, one per (n, block); packed
+// uint8 zero points in `zp_packed` (either may be null).
+cudaError_t LaunchDequantNBits(FloatKind k, const math::NBitsLayout& l, const uint8_t* b,
+                               const void* scales, const uint8_t* zp_packed, const void* zp_float,
+                               void* w, cudaStream_t stream);
 // Softmax (or LogSoftmax) of each row.
 cudaError_t LaunchSoftmax(FloatKind k, const void* x, void* y, const RowLayout& rows, bool log,
                           cudaStream_t stream);

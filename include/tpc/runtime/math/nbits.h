@@ -64,4 +64,15 @@ TPC_HOST_DEVICE inline int NBitsPackedZeroPoint(const NBitsLayout& l, const uint
   return UnpackCode(zero_points + n * l.packed_zero_point_bytes(), block, l.bits);
 }
 
+// W[n, k] in f32: the code less the zero point, times the scale, from the block's scale and
+// zero point (packed uint8 `zp_packed`, or one float per block `zp_float`, or neither).
+TPC_HOST_DEVICE inline float NBitsWeight(const NBitsLayout& l, const uint8_t* b, int64_t n,
+                                         int64_t k, float scale, const uint8_t* zp_packed,
+                                         bool has_float_zp, float zp_float) {
+  const int64_t block = k / l.block_size;
+  const float zp =
+      has_float_zp ? zp_float : static_cast<float>(NBitsPackedZeroPoint(l, zp_packed, n, block));
+  return (static_cast<float>(NBitsCode(l, b, n, k)) - zp) * scale;
+}
+
 }  // namespace tpc::runtime::math
