@@ -104,6 +104,22 @@ for model in "$root"/models/*.onnx; do
   done
 done
 
+# 3c. Real exports (models/genai, models/optimum: KV-cache decoders, int4): onnxruntime's
+#     outputs on the test inputs (int4 within 1e-2, as python.real_exports), and
+#     --generate 16 giving the unsharded CPU run's token ids.
+for model in "$root"/models/genai/*/model.onnx "$root"/models/optimum/*/model.onnx; do
+  [ -f "$model" ] || continue
+  name=$(basename "$(dirname "$(dirname "$model")")")/$(basename "$(dirname "$model")")
+  for n in 1 2; do
+    plan=$plans/real_${name//\//_}_$n
+    "$compile" "$model" --tp "$n" -o "$plan" >>"$log" 2>&1 || continue
+    check "$name N=$n cuda == onnxruntime" "$run" "$plan" --backend cuda --ranks threads --quiet \
+      --input-dir "$(dirname "$model")/test_data_set_0" --rtol 2e-2 --atol 1e-2
+    check "$name N=$n cuda --generate 16 == cpu unsharded" "$run" "$plan" --backend cuda \
+      --ranks threads --generate 16 --prompt "5 6 7 8; 9 10 11 12" --check-against "$model"
+  done
+done
+
 # 4. One rank as a process of a cluster launcher (LOCAL_RANK picks the GPU; NCCL between
 #    the ranks: here a world of 1, all this one GPU allows).
 plan=$plans/gpt2_1
