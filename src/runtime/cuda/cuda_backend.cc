@@ -154,7 +154,20 @@ void CudaBackend::CopyFromHost(void* dst, const void* src, size_t bytes) {
   auto* d = static_cast<uint8_t*>(dst);
   for (size_t off = 0, i = 0; off < bytes; off += kStagingBytes, i ^= 1) {
     const size_t n = std::min(kStagingBytes, bytes - off);
-    Record(cudaEventSynchronize(staged_[i]), "upload");  // its previous copy is done
+    // Its previous copy is done; behind a hung collective that wait is bounded too.
+    if (watch_) {
+      const cudaEvent_t staged = staged_[i];
+      absl::Status waited = Poll([staged] { return cudaEventQuery(staged); });
+      if (!waited.ok()) {
+        if (error_ == cudaSuccess) {
+          error_ = cudaErrorLaunchTimeout;
+          error_what_ = std::string(waited.message());
+        }
+        return;
+      }
+    } else {
+      Record(cudaEventSynchronize(staged_[i]), "upload");
+    }
     std::memcpy(staging_[i], s + off, n);
     Record(cudaMemcpyAsync(d + off, staging_[i], n, cudaMemcpyHostToDevice, stream_), "upload");
     Record(cudaEventRecord(staged_[i], stream_), "upload");
@@ -191,10 +204,14 @@ absl::Status CudaBackend::WaitStream() {
     Record(cudaStreamSynchronize(stream_), "a kernel");
     return absl::OkStatus();
   }
+  return Poll([this] { return cudaStreamQuery(stream_); });
+}
+
+absl::Status CudaBackend::Poll(const std::function<cudaError_t()>& query) {
   const auto start = std::chrono::steady_clock::now();
   auto last_watch = start;
   for (;;) {
-    const cudaError_t q = cudaStreamQuery(stream_);
+    const cudaError_t q = query();
     if (q == cudaSuccess) return absl::OkStatus();
     if (q != cudaErrorNotReady) {
       Record(q, "a kernel");

@@ -71,6 +71,9 @@ class CudaBackend final : public Backend {
   void Record(cudaError_t e, const char* what);
   // Waits until the stream's work is done (see SetWatch).
   absl::Status WaitStream();
+  // Polls `query` (cudaStreamQuery, cudaEventQuery) until it is not cudaErrorNotReady,
+  // asking the watch every millisecond and failing after its timeout.
+  absl::Status Poll(const std::function<cudaError_t()>& query);
 
   int device_;
   bool device_collectives_;

@@ -61,10 +61,15 @@ class NcclCommunicator final : public Communicator {
   NcclCommunicator(ncclComm_t comm, CudaBackend& backend, int rank, int size)
       : comm_(comm), backend_(backend), rank_(rank), size_(size) {}
   ~NcclCommunicator() override {
+    // Drained with the watch still on: a collective a failed peer left hanging fails the
+    // wait after the timeout, and the communicator is then aborted, not destroyed (which
+    // would wait for it forever).
+    const bool drained = !aborted_.load() && backend_.Synchronize().ok();
     backend_.SetWatch(nullptr, nullptr, std::chrono::milliseconds(0));
-    if (!aborted_.load()) {
-      (void)backend_.Synchronize();
+    if (drained && !aborted_.load()) {
       ncclCommDestroy(comm_);
+    } else if (!aborted_.exchange(true)) {
+      ncclCommAbort(comm_);
     }
   }
 
