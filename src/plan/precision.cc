@@ -46,6 +46,17 @@ ir::Tensor Converted(const ir::Tensor& t, DType to) {
   return ir::Tensor::FromBytes(to, t.shape(), std::move(bytes));
 }
 
+// Input i of `n` through a Cast to f32 placed before it.
+void CastInputToF32(ir::Graph& graph, ir::Node* n, int i) {
+  ir::Value* v = n->input(i);
+  ir::Node* cast =
+      graph.InsertCallBefore(n, "", "Cast", {v}, {graph.UniqueName(v->name() + "/f32")},
+                             {{"to", static_cast<int64_t>(DType::kF32)}});
+  cast->output()->set_type(WithDType(v->type(), DType::kF32));
+  cast->output()->set_sharding(v->sharding());
+  n->SetInput(i, cast->output());
+}
+
 }  // namespace
 
 absl::Status ConvertFloatPrecision(ir::Graph& graph, DType to) {
@@ -108,12 +119,7 @@ absl::Status ConvertFloatPrecision(ir::Graph& graph, DType to) {
     for (int i = 0; i < n->num_inputs(); ++i) {
       ir::Value* v = n->input(i);
       if (v == nullptr || v->type().dtype != to || !kF32Inputs.count({n->op_type(), i})) continue;
-      ir::Node* cast =
-          graph.InsertCallBefore(n, "", "Cast", {v}, {graph.UniqueName(v->name() + "/f32")},
-                                 {{"to", static_cast<int64_t>(DType::kF32)}});
-      cast->output()->set_type(WithDType(v->type(), DType::kF32));
-      cast->output()->set_sharding(v->sharding());
-      n->SetInput(i, cast->output());
+      CastInputToF32(graph, n, i);
     }
   }
   // Operators whose schema does not take `to` compute in f32: their `to` inputs go through
@@ -124,12 +130,7 @@ absl::Status ConvertFloatPrecision(ir::Graph& graph, DType to) {
     for (int i = 0; i < n->num_inputs(); ++i) {
       ir::Value* v = n->input(i);
       if (v == nullptr || v->type().dtype != to) continue;
-      ir::Node* cast =
-          graph.InsertCallBefore(n, "", "Cast", {v}, {graph.UniqueName(v->name() + "/f32")},
-                                 {{"to", static_cast<int64_t>(DType::kF32)}});
-      cast->output()->set_type(WithDType(v->type(), DType::kF32));
-      cast->output()->set_sharding(v->sharding());
-      n->SetInput(i, cast->output());
+      CastInputToF32(graph, n, i);
     }
     for (ir::Value* out : n->outputs()) {
       if (out->type().dtype != to) continue;

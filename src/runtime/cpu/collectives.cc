@@ -154,8 +154,7 @@ absl::Status AllToAll(KernelContext& ctx) {
 
 // This rank's part of a value its group holds whole: each block along `axis` cut in
 // `parts` (default N), rank r taking part (r / stride) % parts (no communication).
-absl::Status Shard(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
+absl::StatusOr<ShardGeometry> ShardGeometryOf(const KernelContext& ctx, const Tensor& x) {
   const int n = ctx.comm() ? ctx.comm()->size() : 1;
   const int64_t group = ctx.node().attr_int("group_size", 1);
   if (group != n) {
@@ -175,19 +174,27 @@ absl::Status Shard(KernelContext& ctx) {
     return ctx.Error(absl::StrCat("dim ", axis, " = ", x.dim(axis), " does not split into ", k,
                                   " blocks of ", parts, " parts"));
   }
-  const int64_t index = (r / stride) % parts;
-  Shape out = x.shape();
-  out[static_cast<size_t>(axis)] /= parts;
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
+  ShardGeometry g;
+  g.out = x.shape();
+  g.out[static_cast<size_t>(axis)] /= parts;
   int64_t outer, inner;
   OuterInner(x, axis, &outer, &inner);
-  outer *= k;
-  inner /= k;                          // bytes of one block (all ranks' parts)
-  const int64_t part = inner / parts;  // bytes of this rank's part of a block
+  g.rows = outer * k;
+  g.row_bytes = inner / k;
+  g.part_bytes = g.row_bytes / parts;
+  g.offset_bytes = ((r / stride) % parts) * g.part_bytes;
+  return g;
+}
+
+absl::Status Shard(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(const ShardGeometry g, ShardGeometryOf(ctx, x));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, g.out, x.dtype()));
   const uint8_t* src = x.raw();
   uint8_t* dst = y->raw();
-  for (int64_t o = 0; o < outer; ++o) {
-    std::memcpy(dst + o * part, src + o * inner + index * part, static_cast<size_t>(part));
+  for (int64_t o = 0; o < g.rows; ++o) {
+    std::memcpy(dst + o * g.part_bytes, src + o * g.row_bytes + g.offset_bytes,
+                static_cast<size_t>(g.part_bytes));
   }
   return absl::OkStatus();
 }

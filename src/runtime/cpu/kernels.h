@@ -204,6 +204,13 @@ absl::StatusOr<int> GroupSize(const KernelContext& ctx);
 void OuterInner(const Tensor& t, int64_t axis, int64_t* outer, int64_t* inner_bytes);
 absl::Status ApplyBlocks(const KernelContext& ctx, const Tensor& t, int64_t axis, int64_t* outer,
                          int64_t* inner_bytes);
+// tpc::Shard's part (collectives.cc): the output shape and, over the input's bytes, `rows`
+// rows of `row_bytes` of which this rank takes `part_bytes` from `offset_bytes` on.
+struct ShardGeometry {
+  Shape out;
+  int64_t rows = 0, row_bytes = 0, part_bytes = 0, offset_bytes = 0;
+};
+absl::StatusOr<ShardGeometry> ShardGeometryOf(const KernelContext& ctx, const Tensor& x);
 // MatMulNBits' layout from its attributes, its inputs checked against it (matmul_nbits.cc).
 absl::StatusOr<math::NBitsLayout> NBitsInputs(const KernelContext& ctx);
 // Split's part sizes along `axis` (movement.cc).

@@ -133,45 +133,19 @@ absl::Status AllToAll(KernelContext& ctx) {
 
 absl::Status Shard(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  const int n = ctx.comm() ? ctx.comm()->size() : 1;
-  const int64_t group = ctx.node().attr_int("group_size", 1);
-  if (group != n) {
-    return ctx.Error(absl::StrCat("the plan was compiled for group_size ", group,
-                                  ", but this run has ", n, " rank(s)"));
-  }
-  const int r = ctx.comm() ? ctx.comm()->rank() : 0;
-  TPC_ASSIGN_OR_RETURN(int64_t axis,
-                       cpu::NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), x.rank()));
-  const int64_t k = ctx.node().attr_int("blocks", 1);
-  const int64_t parts = ctx.node().attr_int("parts", n);
-  const int64_t stride = ctx.node().attr_int("stride", 1);
-  if (parts < 1 || stride < 1 || parts * stride > n) {
-    return ctx.Error(
-        absl::StrCat("parts ", parts, " with stride ", stride, " do not fit ", n, " ranks"));
-  }
-  if (k < 1 || x.dim(axis) % (k * parts) != 0) {
-    return ctx.Error(absl::StrCat("dim ", axis, " = ", x.dim(axis), " does not split into ", k,
-                                  " blocks of ", parts, " parts"));
-  }
-  const int64_t index = (r / stride) % parts;
-  Shape out = x.shape();
-  out[static_cast<size_t>(axis)] /= parts;
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
+  TPC_ASSIGN_OR_RETURN(const cpu::ShardGeometry g, cpu::ShardGeometryOf(ctx, x));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, g.out, x.dtype()));
   const int64_t es = ir::DTypeSize(x.dtype());
-  int64_t outer, inner;
-  cpu::OuterInner(x, axis, &outer, &inner);
-  outer *= k;
-  inner /= k * es;                     // elements of one block (all ranks' parts)
-  const int64_t part = inner / parts;  // elements of this rank's part of a block
-  StridedView vs, vd = math::ContiguousView({outer, part});
+  const int64_t part = g.part_bytes / es;
+  StridedView vs, vd = math::ContiguousView({g.rows, part});
   vs.rank = 2;
-  vs.offset = index * part;
-  vs.dims[0] = outer;
+  vs.offset = g.offset_bytes / es;
+  vs.dims[0] = g.rows;
   vs.dims[1] = part;
-  vs.strides[0] = inner;
+  vs.strides[0] = g.row_bytes / es;
   vs.strides[1] = 1;
   math::Simplify({&vs, &vd});
-  return Check(ctx, LaunchCopy(static_cast<int>(es), x.raw(), vs, y->raw(), vd, outer * part,
+  return Check(ctx, LaunchCopy(static_cast<int>(es), x.raw(), vs, y->raw(), vd, g.rows * part,
                                StreamOf(ctx)));
 }
 
