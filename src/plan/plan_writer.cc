@@ -34,7 +34,7 @@ const ir::Placement* ShardOf(const ir::Value& v) {
 
 // Bytes of one rank's weights (constants as the rank's file holds them); `sliced`
 // counts only the per-rank slices (what the progress callback reports).
-int64_t RankWeightBytes(const ir::Graph& graph, int64_t n, bool sliced_only = false) {
+int64_t WeightBytes(const ir::Graph& graph, int64_t n, bool sliced_only) {
   int64_t total = 0;
   for (ir::Node* node : graph.nodes()) {
     if (node->kind() != ir::NodeKind::kConstant) continue;
@@ -119,19 +119,57 @@ absl::Status AddShardIndex(const std::string& model_path, proto::RankPlan* rp) {
   return absl::OkStatus();
 }
 
+// The export options of rank r's file: its metadata, and its constants written as the
+// rank's slices (`written` sees the sliced bytes of each).
+onnx::ExportOptions RankExportOptions(int64_t r, int64_t n, const std::string& source_hash,
+                                      std::function<void(int64_t bytes)> written) {
+  onnx::ExportOptions eo;
+  eo.producer_version = TPC_VERSION;
+  eo.metadata = {{"tpc.rank", absl::StrCat(r)},
+                 {"tpc.tp", absl::StrCat(n)},
+                 {"tpc.source_sha256", source_hash},
+                 {"tpc.version", TPC_VERSION}};
+  eo.write_constant = [r, n, written](const ir::Node& constant, std::ostream& out) -> absl::Status {
+    // A rank's slice, or a whole constant converted to another float type.
+    const ir::Placement* p = ShardOf(*constant.output(0));
+    const ir::Placement whole = ir::Placement::Replicate();
+    TPC_RETURN_IF_ERROR(partition::WriteSlice(constant.tensor(), p != nullptr ? *p : whole, r, n,
+                                              out, constant.output(0)->type().dtype));
+    if (p != nullptr && written) written(partition::SliceBytes(constant.tensor(), *p, n));
+    return absl::OkStatus();
+  };
+  return eo;
+}
+
+absl::StatusOr<std::string> SourceHash(const PlanOptions& options) {
+  if (!options.source_sha256.empty()) return options.source_sha256;
+  return Sha256File(options.source_model);
+}
+
 }  // namespace
 
 const char* Version() { return TPC_VERSION; }
+
+int64_t RankWeightBytes(const ir::Graph& graph, int64_t tp) {
+  return WeightBytes(graph, tp, /*sliced_only=*/false);
+}
+
+absl::StatusOr<::onnx::ModelProto> RankModelProto(const ir::Graph& graph, int64_t rank,
+                                                  const PlanOptions& options) {
+  TPC_ASSIGN_OR_RETURN(const std::string source_hash, SourceHash(options));
+  TPC_RETURN_IF_ERROR(CheckSources(graph));
+  return onnx::ExportModelProto(graph, RankExportOptions(rank, options.tp, source_hash, nullptr));
+}
 
 absl::StatusOr<std::vector<RankFiles>> WriteRankFiles(const ir::Graph& graph,
                                                       const std::string& dir,
                                                       const PlanOptions& options) {
   const int64_t n = options.tp;
-  const int64_t per_rank = RankWeightBytes(graph, n);
-  const int64_t total = RankWeightBytes(graph, n, /*sliced_only=*/true) * n;
+  const int64_t per_rank = WeightBytes(graph, n, /*sliced_only=*/false);
+  const int64_t total = WeightBytes(graph, n, /*sliced_only=*/true) * n;
   int64_t done = 0;
   std::vector<RankFiles> ranks;
-  TPC_ASSIGN_OR_RETURN(const std::string source_hash, Sha256File(options.source_model));
+  TPC_ASSIGN_OR_RETURN(const std::string source_hash, SourceHash(options));
   for (int64_t r = 0; r < n; ++r) {
     TPC_RETURN_IF_ERROR(CheckSources(graph));
     RankFiles files;
@@ -140,23 +178,11 @@ absl::StatusOr<std::vector<RankFiles>> WriteRankFiles(const ir::Graph& graph,
     files.weights = absl::StrCat("rank", r, ".weights");
     files.weight_bytes = per_rank;
     files.source_sha256 = source_hash;
-    onnx::ExportOptions eo;
-    eo.producer_version = Version();
-    eo.metadata = {{"tpc.rank", absl::StrCat(r)},
-                   {"tpc.tp", absl::StrCat(n)},
-                   {"tpc.source_sha256", source_hash},
-                   {"tpc.version", Version()}};
-    eo.weights_file = files.weights;
-    eo.write_constant = [&](const ir::Node& constant, std::ostream& out) -> absl::Status {
-      // A rank's slice, or a whole constant converted to another float type.
-      const ir::Placement* p = ShardOf(*constant.output(0));
-      const ir::Placement whole = ir::Placement::Replicate();
-      TPC_RETURN_IF_ERROR(partition::WriteSlice(constant.tensor(), p != nullptr ? *p : whole, r, n,
-                                                out, constant.output(0)->type().dtype));
-      if (p != nullptr) done += partition::SliceBytes(constant.tensor(), *p, n);
+    onnx::ExportOptions eo = RankExportOptions(r, n, source_hash, [&](int64_t bytes) {
+      done += bytes;
       if (options.progress) options.progress(done, total);
-      return absl::OkStatus();
-    };
+    });
+    eo.weights_file = files.weights;
     // The weights are hashed as they are written (the small model file is read back).
     Sha256 weights_hash;
     eo.observe_weights = [&](const char* data, size_t size) { weights_hash.Update(data, size); };
@@ -184,7 +210,7 @@ absl::Status WriteManifest(const ir::Graph& graph, const std::vector<RankFiles>&
   plan.set_source_model(options.source_model);
   std::string source_hash = ranks.empty() ? "" : ranks[0].source_sha256;
   if (source_hash.empty()) {
-    TPC_ASSIGN_OR_RETURN(source_hash, Sha256File(options.source_model));
+    TPC_ASSIGN_OR_RETURN(source_hash, SourceHash(options));
   }
   plan.set_source_sha256(source_hash);
   proto::MeshAxis* axis = plan.mutable_mesh()->add_axes();

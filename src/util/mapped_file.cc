@@ -43,7 +43,17 @@ absl::StatusOr<std::shared_ptr<const MappedFile>> MappedFile::Open(const std::st
   return std::shared_ptr<const MappedFile>(new MappedFile(path, data, size));
 }
 
+std::shared_ptr<const MappedFile> MappedFile::FromBytes(std::string bytes, std::string name) {
+  std::shared_ptr<MappedFile> f(new MappedFile(std::move(name), nullptr, 0));
+  f->owned_ = std::move(bytes);
+  f->data_ = reinterpret_cast<const uint8_t*>(f->owned_.data());
+  f->size_ = f->owned_.size();
+  f->mapped_ = false;
+  return f;
+}
+
 absl::Status MappedFile::CheckIntact() const {
+  if (!mapped_) return absl::OkStatus();
   struct stat st {};
   if (::stat(path_.c_str(), &st) != 0) {
     return absl::FailedPreconditionError(
@@ -58,7 +68,7 @@ absl::Status MappedFile::CheckIntact() const {
 }
 
 MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (mapped_ && data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
 }  // namespace tpc

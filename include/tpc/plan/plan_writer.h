@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "onnx/onnx_pb.h"
 #include "tpc/ir/graph.h"
 
 namespace tpc::plan {
@@ -28,7 +29,9 @@ struct RankFiles {
 
 struct PlanOptions {
   int64_t tp = 1;
-  std::string source_model;  // the path given by the user
+  std::string source_model;  // the path given by the user (or a name for bytes)
+  // The source model's SHA-256; empty: hashed from `source_model`.
+  std::string source_sha256;
   // Recorded in the manifest (the command-line options that shaped the plan).
   std::map<std::string, std::string> options;
   // Called as weight bytes are written (bytes so far, total), for a progress bar.
@@ -43,6 +46,14 @@ struct PlanOptions {
 absl::StatusOr<std::vector<RankFiles>> WriteRankFiles(const ir::Graph& graph,
                                                       const std::string& dir,
                                                       const PlanOptions& options);
+
+// Rank `rank`'s model with every weight inline (its slice of the per-rank ones), with
+// the metadata WriteRankFiles gives the file.
+absl::StatusOr<::onnx::ModelProto> RankModelProto(const ir::Graph& graph, int64_t rank,
+                                                  const PlanOptions& options);
+
+// Bytes of one rank's weights, as its file holds them (inline ones included).
+int64_t RankWeightBytes(const ir::Graph& graph, int64_t tp);
 
 // Writes `dir/plan.json`.
 absl::Status WriteManifest(const ir::Graph& graph, const std::vector<RankFiles>& ranks,

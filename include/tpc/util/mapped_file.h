@@ -14,6 +14,9 @@ namespace tpc {
 class MappedFile {
  public:
   static absl::StatusOr<std::shared_ptr<const MappedFile>> Open(const std::string& path);
+  // Bytes already in memory (a model handed over from Python), owned by the result and
+  // named `name` in errors; always intact.
+  static std::shared_ptr<const MappedFile> FromBytes(std::string bytes, std::string name);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -29,6 +32,8 @@ class MappedFile {
   MappedFile(std::string path, const uint8_t* data, size_t size)
       : path_(std::move(path)), data_(data), size_(size) {}
   std::string path_;
+  std::string owned_;  // FromBytes: the bytes (data_ points into it; nothing mapped)
+  bool mapped_ = true;
   const uint8_t* data_;
   size_t size_;
 };

@@ -1,0 +1,303 @@
+#include "tpc/compile/compile.h"
+
+#include <chrono>
+#include <fstream>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "tpc/ir/verifier.h"
+#include "tpc/onnx/importer.h"
+#include "tpc/onnx/model_file.h"
+#include "tpc/partition/partition.h"
+#include "tpc/plan/plan_writer.h"
+#include "tpc/plan/precision.h"
+#include "tpc/shard/shard_pass.h"
+#include "tpc/shard/styles.h"
+#include "tpc/util/checked_math.h"
+#include "tpc/util/cli.h"
+#include "tpc/util/sha256.h"
+#include "tpc/util/staging_dir.h"
+#include "tpc/util/status_macros.h"
+#include "tpc/util/suggest.h"
+
+namespace tpc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+absl::StatusOr<ir::DType> ParseDType(const std::string& dtype) {
+  if (dtype == "f32") return ir::DType::kF32;
+  if (dtype == "f16") return ir::DType::kF16;
+  if (dtype == "bf16") return ir::DType::kBF16;
+  return absl::InvalidArgumentError(absl::StrCat("--dtype ", dtype, ": expected f32, f16 or bf16"));
+}
+
+// The symbolic dims of the graph's inputs: what --dim, --divisible and --seq-dim name.
+std::vector<std::string> InputSymbols(const ir::Graph& graph) {
+  std::set<std::string> symbols;
+  for (const ir::Value* v : graph.inputs()) {
+    if (!v->type().shape) continue;
+    for (const ir::Dim& dim : *v->type().shape) ir::CollectSymbols(dim, &symbols);
+  }
+  return {symbols.begin(), symbols.end()};
+}
+
+absl::StatusOr<shard::ShardOptions> ShardOptionsFor(const ir::Graph& graph,
+                                                    const CompileOptions& o) {
+  shard::ShardOptions out;
+  if (o.tp < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tp must be a positive integer, got '", o.tp, "'"));
+  }
+  out.mesh = shard::Mesh::Tp(o.tp);
+  auto objective = shard::ObjectiveFromName(o.objective);
+  if (!objective) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--objective ", o.objective, ": expected balanced, memory or time"));
+  }
+  out.objective = *objective;
+  if (o.weight_slack) {
+    if (out.objective != shard::Objective::kBalanced) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--weight-slack applies to --objective balanced, not ", o.objective));
+    }
+    const double slack = *o.weight_slack;
+    if (!(slack >= 0) || slack > 10) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--weight-slack ", slack, ": expected a fraction from 0 to 10 (0.05: 5% more)"));
+    }
+    out.weight_slack = slack;
+  }
+  if (o.memory_budget) {
+    if (out.objective != shard::Objective::kTime) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--memory-budget applies to --objective time, not ", o.objective,
+                       " (the balanced objective's bound is --weight-slack)"));
+    }
+    TPC_ASSIGN_OR_RETURN(out.memory_budget_bytes,
+                         cli::ParseByteSize("memory-budget", *o.memory_budget));
+  }
+  auto profile = shard::DeviceProfile::ByName(o.device_profile);
+  if (!profile) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device-profile ", o.device_profile, ": expected one of ",
+                     absl::StrJoin(shard::DeviceProfile::Names(), ", ")));
+  }
+  out.profile = *profile;
+  for (const auto& kv : o.dims) {
+    if (kv.second < 1 || kv.second > kMaxTensorElements) {
+      return absl::InvalidArgumentError(absl::StrCat("--dim ", kv.first, "=", kv.second,
+                                                     ": expected NAME=SIZE with 0 < SIZE <= 2^48 (",
+                                                     kMaxTensorElements, ")"));
+    }
+    out.dim_sizes[kv.first] = kv.second;
+  }
+  out.divisible.insert(o.divisible.begin(), o.divisible.end());
+  out.sequence_parallel = o.sequence_parallel;
+  out.seq_symbol = o.seq_dim.value_or("seq");
+  // A dim the model does not have is a typo, not a no-op.
+  const std::vector<std::string> known = InputSymbols(graph);
+  auto check = [&](const std::string& flag, const std::string& name) -> absl::Status {
+    if (std::find(known.begin(), known.end(), name) != known.end()) return absl::OkStatus();
+    return absl::InvalidArgumentError(UnknownNameMessage(flag, "symbolic input dim", name, known));
+  };
+  for (const auto& kv : out.dim_sizes) TPC_RETURN_IF_ERROR(check("--dim", kv.first));
+  for (const std::string& d : out.divisible) TPC_RETURN_IF_ERROR(check("--divisible", d));
+  if (out.sequence_parallel || o.seq_dim) TPC_RETURN_IF_ERROR(check("--seq-dim", out.seq_symbol));
+  // A dim declared divisible (or split by sequence parallelism) must be, at the size given.
+  std::set<std::string> must_divide = out.divisible;
+  if (out.sequence_parallel) must_divide.insert(out.seq_symbol);
+  for (const std::string& name : must_divide) {
+    auto it = out.dim_sizes.find(name);
+    if (it != out.dim_sizes.end() && it->second % o.tp != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--dim ", name, "=", it->second, " is not divisible by --tp ", o.tp, ", but ", name,
+          " must split across the ranks", out.sequence_parallel ? " (--sequence-parallel)" : ""));
+    }
+  }
+  for (const std::string& a : o.input_placements) {
+    TPC_ASSIGN_OR_RETURN(auto named, shard::ParseNamedPlacement(a, graph, true));
+    for (const auto& np : named) out.input_placements[np.first] = np.second;
+  }
+  for (const std::string& a : o.output_placements) {
+    TPC_ASSIGN_OR_RETURN(auto named, shard::ParseNamedPlacement(a, graph, false));
+    for (const auto& np : named) out.output_placements[np.first] = np.second;
+  }
+  return out;
+}
+
+// The options as tp-compile's flags, recorded in plan.json.
+std::map<std::string, std::string> Recorded(const CompileOptions& o) {
+  std::map<std::string, std::string> out;
+  out["tp"] = absl::StrCat(o.tp);
+  if (o.dtype != "f32") out["dtype"] = o.dtype;
+  if (o.objective != "balanced") out["objective"] = o.objective;
+  if (o.weight_slack) out["weight-slack"] = absl::StrCat(*o.weight_slack);
+  if (o.memory_budget) out["memory-budget"] = *o.memory_budget;
+  if (o.device_profile != "h100-nvlink") out["device-profile"] = o.device_profile;
+  if (!o.styles.empty()) out["styles"] = o.styles_origin;
+  if (o.seq_dim) out["seq-dim"] = *o.seq_dim;
+  if (o.sequence_parallel) out["sequence-parallel"] = "true";
+  std::vector<std::string> dims;
+  for (const auto& kv : o.dims) dims.push_back(absl::StrCat(kv.first, "=", kv.second));
+  if (!dims.empty()) out["dim"] = absl::StrJoin(dims, " ");
+  if (!o.divisible.empty()) out["divisible"] = absl::StrJoin(o.divisible, " ");
+  if (!o.input_placements.empty()) out["input-placement"] = absl::StrJoin(o.input_placements, " ");
+  if (!o.output_placements.empty())
+    out["output-placement"] = absl::StrJoin(o.output_placements, " ");
+  return out;
+}
+
+absl::Status AfterStage(const CompileOptions& o, const std::string& stage, const ir::Graph& g) {
+  return o.after_stage ? o.after_stage(stage, g) : absl::OkStatus();
+}
+
+}  // namespace
+
+CompiledPlan::CompiledPlan(CompiledPlan&&) noexcept = default;
+CompiledPlan& CompiledPlan::operator=(CompiledPlan&&) noexcept = default;
+CompiledPlan::~CompiledPlan() = default;
+
+absl::StatusOr<CompiledPlan> CompileLoaded(std::unique_ptr<ir::Graph> graph, std::string source,
+                                           std::string source_sha256,
+                                           const CompileOptions& options) {
+  CompiledPlan plan;
+  plan.source_path_ = source;
+  plan.source_sha256_ = std::move(source_sha256);
+  plan.recorded_options_ = Recorded(options);
+  compile::Report& report = plan.report_;
+  report.model = std::move(source);
+  report.tpc_version = plan::Version();
+  report.tp = options.tp;
+  report.dtype = options.dtype;
+  TPC_ASSIGN_OR_RETURN(const ir::DType dtype, ParseDType(options.dtype));
+  TPC_ASSIGN_OR_RETURN(const shard::ShardOptions shard_options, ShardOptionsFor(*graph, options));
+
+  auto t = Clock::now();
+  shard::Constraints constraints;
+  if (!options.styles.empty()) {
+    TPC_ASSIGN_OR_RETURN(constraints, shard::ParseStyles(options.styles, options.styles_origin,
+                                                         *graph, shard_options));
+  }
+  for (const std::string& name : options.explain) {
+    TPC_ASSIGN_OR_RETURN(std::string text,
+                         shard::ExplainValue(*graph, shard_options, constraints, name));
+    if (options.explained) options.explained(text);
+    plan.explanations_.push_back(std::move(text));
+  }
+  TPC_ASSIGN_OR_RETURN(shard::ShardResult shard,
+                       shard::ShardGraph(*graph, shard_options, constraints));
+  report.compile_seconds["shard"] = Seconds(t);
+  // Under the memory objective every weight that can split does; none did. (The
+  // balanced objective's plan is the memory objective's unless the slack bought
+  // something, and a slack of N-1 or more may replicate everything.)
+  const bool memory_plan = shard_options.objective == shard::Objective::kMemory ||
+                           (shard_options.objective == shard::Objective::kBalanced &&
+                            (!shard.slack || shard.slack->time_us_saved <= 0));
+  if (options.tp > 1 && memory_plan && shard.weight_bytes_total > 0 &&
+      shard.weight_bytes_per_rank >= shard.weight_bytes_total) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tp ", options.tp, ": no weight of ", report.model, " splits into ", options.tp,
+        " equal parts, so every rank would hold the whole model (try a --tp that divides the "
+        "hidden size)"));
+  }
+  TPC_RETURN_IF_ERROR(AfterStage(options, "shard", *graph));
+  // Taken before partitioning rewrites the values the report names.
+  compile::CollectShardReport(*graph, shard, shard_options, report);
+
+  t = Clock::now();
+  TPC_ASSIGN_OR_RETURN(partition::PartitionStats stats,
+                       partition::PartitionGraph(*graph, shard, shard_options));
+  TPC_RETURN_IF_ERROR(plan::ConvertFloatPrecision(*graph, dtype));
+  TPC_RETURN_IF_ERROR(ir::VerifyGraph(*graph));
+  report.compile_seconds["partition"] = Seconds(t);
+  TPC_RETURN_IF_ERROR(AfterStage(options, "partition", *graph));
+  report.collectives_inserted = stats.collectives;
+  report.local_shards = stats.local_shards;
+  report.lowered_ops = stats.lowered_ops;
+  report.removed_nodes = stats.removed_nodes;
+  for (ir::Node* n : graph->nodes()) report.ops_per_rank += n->is_call() ? 1 : 0;
+  report.per_rank_weight_bytes.assign(static_cast<size_t>(options.tp),
+                                      plan::RankWeightBytes(*graph, options.tp));
+  plan.graph_ = std::move(graph);
+  return plan;
+}
+
+absl::StatusOr<CompiledPlan> Compile(const std::string& model_path, const CompileOptions& options) {
+  // Refuse a bad option before reading a large model.
+  TPC_RETURN_IF_ERROR(ParseDType(options.dtype).status());
+  auto t = Clock::now();
+  TPC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, onnx::ImportModel(model_path));
+  const double import_seconds = Seconds(t);
+  TPC_RETURN_IF_ERROR(AfterStage(options, "import", *graph));
+  TPC_ASSIGN_OR_RETURN(std::string hash, Sha256File(model_path));
+  TPC_ASSIGN_OR_RETURN(CompiledPlan plan,
+                       CompileLoaded(std::move(graph), model_path, std::move(hash), options));
+  plan.report_.compile_seconds["import"] = import_seconds;
+  return plan;
+}
+
+absl::StatusOr<CompiledPlan> CompileBytes(std::shared_ptr<const MappedFile> bytes,
+                                          const std::string& name, const std::string& model_dir,
+                                          const CompileOptions& options) {
+  TPC_RETURN_IF_ERROR(ParseDType(options.dtype).status());
+  auto t = Clock::now();
+  TPC_ASSIGN_OR_RETURN(onnx::ModelFile model, onnx::ReadModelBytes(bytes, name));
+  TPC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, onnx::ImportModelFile(model, model_dir));
+  const double import_seconds = Seconds(t);
+  TPC_RETURN_IF_ERROR(AfterStage(options, "import", *graph));
+  Sha256 hash;
+  hash.Update(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+  TPC_ASSIGN_OR_RETURN(CompiledPlan plan,
+                       CompileLoaded(std::move(graph), name, hash.HexDigest(), options));
+  plan.report_.compile_seconds["import"] = import_seconds;
+  return plan;
+}
+
+absl::Status CompiledPlan::Save(const std::string& dir, const SaveOptions& options) {
+  TPC_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::Create(dir, options.force));
+  if (options.notes) {
+    for (const std::string& note : staging.removed()) options.notes(note);
+  }
+  auto t = Clock::now();
+  plan::PlanOptions po;
+  po.tp = report_.tp;
+  po.source_model = source_path_;
+  po.source_sha256 = source_sha256_;
+  po.options = recorded_options_;
+  po.progress = options.progress;
+  TPC_ASSIGN_OR_RETURN(std::vector<plan::RankFiles> ranks,
+                       plan::WriteRankFiles(*graph_, staging.path(), po));
+  TPC_RETURN_IF_ERROR(plan::WriteManifest(*graph_, ranks, staging.path(), po));
+  report_.per_rank_weight_bytes.clear();
+  for (const plan::RankFiles& r : ranks) report_.per_rank_weight_bytes.push_back(r.weight_bytes);
+  report_.compile_seconds["plan"] = Seconds(t);
+  for (const auto& [name, text] :
+       {std::pair<std::string, std::string>{"report.json", compile::ReportJson(report_)},
+        {"report.html", compile::ReportHtml(report_)}}) {
+    std::ofstream out(staging.File(name), std::ios::trunc | std::ios::binary);
+    if (!out || !(out << text) || !out.flush()) {
+      return absl::PermissionDeniedError(absl::StrCat(staging.File(name), ": cannot write"));
+    }
+  }
+  return staging.Commit();
+}
+
+absl::StatusOr<::onnx::ModelProto> CompiledPlan::RankModel(int64_t rank) const {
+  if (rank < 0 || rank >= report_.tp) {
+    return absl::OutOfRangeError(
+        absl::StrCat("rank ", rank, ": the plan has ranks 0 to ", report_.tp - 1));
+  }
+  plan::PlanOptions po;
+  po.tp = report_.tp;
+  po.source_model = source_path_;
+  po.source_sha256 = source_sha256_;
+  return plan::RankModelProto(*graph_, rank, po);
+}
+
+}  // namespace tpc
