@@ -26,12 +26,33 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# Test-only: headless Chromium renders report.html (tests/python/check_report_html.py),
+# pybind11 builds the Python module. Chromium without its recommends (a desktop's worth).
+extra=()
+for p in chromium fonts-dejavu-core pybind11-dev; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || extra+=("$p")
+done
+if [ ${#extra[@]} -gt 0 ]; then
+  echo "deps: installing Debian packages: ${extra[*]}"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  { $sudo apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+      "${extra[@]}" >/dev/null; } ||
+    echo "deps: could not install ${extra[*]}; the report.html and Python module tests skip" >&2
+fi
+
 # Python tools for the cross-checks (optional: the tests skip without them).
 if command -v python3 >/dev/null; then
   if ! python3 -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
     echo "deps: installing onnx, onnxruntime, numpy from PyPI"
     python3 -m pip install -q onnx onnxruntime numpy 2>&1 | grep -v -i "warning" ||
       echo "deps: pip install failed; the onnxruntime cross-checks will be skipped" >&2
+  fi
+  # The Python API's tests.
+  if ! python3 -c "import pytest" 2>/dev/null; then
+    python3 -m pip install -q pytest 2>&1 | grep -v -i "warning" ||
+      echo "deps: pip install pytest failed; the Python API test will be skipped" >&2
   fi
   # onnxruntime's int4 quantizer (MatMulNBitsQuantizer, what onnxruntime-genai's builder
   # uses) imports onnx_ir.

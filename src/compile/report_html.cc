@@ -83,7 +83,8 @@ width:10px;height:10px;margin-right:4px;border-radius:2px}input{font:inherit;pad
 width:320px;margin-bottom:8px}.note{color:#495057;font-size:12px}
 )";
 
-// The value table's filter, and a mark that the script ran (the browser test reads it).
+// The value table's filter (report.html#filter=TEXT opens the page filtered), and a mark
+// that the script ran (the browser test reads it).
 const char* kScript = R"(
 (function(){
   var box=document.getElementById('filter'),rows=document.querySelectorAll('#values tbody tr'),
@@ -91,6 +92,7 @@ const char* kScript = R"(
   function apply(){var q=box.value.toLowerCase(),n=0;
     rows.forEach(function(r){var ok=!q||r.textContent.toLowerCase().indexOf(q)>=0;
       r.style.display=ok?'':'none';if(ok)n++;});shown.textContent=n+' of '+rows.length+' values';}
+  var m=/[#&]filter=([^&]*)/.exec(location.hash);if(m)box.value=decodeURIComponent(m[1]);
   box.addEventListener('input',apply);apply();
   document.body.setAttribute('data-ready','1');
 })();
@@ -121,7 +123,12 @@ std::string ReportHtml(const Report& r) {
     total_bytes += s.bytes;
   }
   absl::StrAppend(&h, "<div class=\"cards\">");
-  absl::StrAppend(&h, "<div class=\"card\" id=\"card-weights\"><b>", Bytes(r.weight_bytes_per_rank),
+  double per_rank = r.weight_bytes_per_rank;  // the files' bytes once written
+  if (!r.per_rank_weight_bytes.empty()) {
+    per_rank = static_cast<double>(
+        *std::max_element(r.per_rank_weight_bytes.begin(), r.per_rank_weight_bytes.end()));
+  }
+  absl::StrAppend(&h, "<div class=\"card\" id=\"card-weights\"><b>", Bytes(per_rank),
                   "</b><span>weights per rank (total/N = ", Bytes(ideal), ", whole model ",
                   Bytes(r.weight_bytes_total), ")</span></div>");
   absl::StrAppend(&h, "<div class=\"card\" id=\"card-collectives\"><b>", total_collectives,

@@ -1,5 +1,8 @@
 // --explain: why a value got its placement, with the alternatives and their costs.
+#include <set>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "problem_builder.h"
 #include "tpc/shard/shard_pass.h"
 #include "tpc/util/status_macros.h"
@@ -41,6 +44,47 @@ std::string CostText(const ShardOptions& options, const Cost& c) {
   return out;
 }
 
+// Who reads `v` and in which placement each takes it under the chosen plan (a
+// placement other than the produced one is a conversion: a collective or a local slice).
+std::string ConsumersText(const ir::Value& v, const internal::ProblemBuilder& b,
+                          const MinSumSolution& best,
+                          const std::vector<const ir::Node*>& fallback) {
+  constexpr size_t kMost = 8;
+  const ir::Placement produced = b.PlacementOf(&v, best.assignment);
+  std::string out;
+  size_t shown = 0;
+  for (const ir::Use& use : v.uses()) {
+    if (shown == kMost) {
+      absl::StrAppend(&out, "  ... and ", v.uses().size() - kMost, " more consumers\n");
+      break;
+    }
+    ++shown;
+    const ir::Node* user = use.user;
+    if (user->kind() == ir::NodeKind::kOutput) {
+      absl::StrAppend(&out, "  used by the graph output\n");
+      continue;
+    }
+    std::string takes;
+    if (auto var = b.VarOf(user)) {
+      const internal::Decision& d = b.decisions()[static_cast<size_t>(*var)];
+      const Strategy& s =
+          d.strategies[static_cast<size_t>(best.assignment[static_cast<size_t>(*var)])];
+      const auto& in = s.inputs[static_cast<size_t>(use.index)];
+      takes =
+          !in ? "reads only its shape"
+              : absl::StrCat(
+                    "takes it as ", in->ToString(), " (", s.name, ")",
+                    *in == produced ? "" : absl::StrCat(", converted from ", produced.ToString()));
+    } else if (std::find(fallback.begin(), fallback.end(), user) != fallback.end()) {
+      takes = "has no sharding rule: takes it whole (R)";
+    } else {
+      takes = "computes on replicated values: takes it whole (R)";
+    }
+    absl::StrAppend(&out, "  used by ", user->Describe(), " input ", use.index, ": ", takes, "\n");
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> ExplainValue(ir::Graph& graph, const ShardOptions& raw_options,
@@ -76,18 +120,28 @@ absl::StatusOr<std::string> ExplainValue(ir::Graph& graph, const ShardOptions& r
       v->name(), ": ", v->type().ToString(), " → ", b.PlacementOf(v, best.assignment).ToString(),
       "\n  produced by ",
       producer->is_call() ? producer->Describe() : ir::NodeKindName(producer->kind()), "\n");
+  absl::StrAppend(&out, ConsumersText(*v, b, best, b.fallback_ops()));
   // Splits that were never candidates, and why.
   RuleContext ctx(*producer, options);
   if (v->type().shape) {
     for (size_t d = 0; d < v->type().shape->size(); ++d) {
       const ir::Dim& dim = (*v->type().shape)[d];
       if (ctx.Divisible(dim)) continue;
-      const std::string why =
-          dim.is_static() ? absl::StrCat(dim.value(), " is not divisible by ", options.mesh.tp())
-                          : absl::StrCat(dim.ToString(),
-                                         " is symbolic and not declared divisible (--divisible ",
-                                         dim.ToString(), " or --dim ", dim.ToString(),
-                                         "=K with K divisible by ", options.mesh.tp(), ")");
+      std::string why;
+      if (dim.is_static()) {
+        why = absl::StrCat(dim.value(), " is not divisible by ", options.mesh.tp());
+      } else {
+        // A product (batch*seq) divides when one of its symbols is declared to.
+        std::set<std::string> symbols;
+        ir::CollectSymbols(dim, &symbols);
+        std::vector<std::string> ways;
+        for (const std::string& s : symbols) {
+          ways.push_back(absl::StrCat("--divisible ", s, " or --dim ", s, "=K"));
+        }
+        why = absl::StrCat(dim.ToString(), " is symbolic and not declared divisible (",
+                           absl::StrJoin(ways, "; "), ", with K divisible by ", options.mesh.tp(),
+                           ")");
+      }
       absl::StrAppend(&out, "  S(", d, ") is not a candidate: dim ", d, " = ", why, "\n");
     }
   }

@@ -314,6 +314,20 @@ TEST_CASE("styles: ExplainValue shows the choice and the refused splits", "[shar
     CHECK_THAT(*text, Catch::Contains("→ S(1)"));
     CHECK_THAT(*text, Catch::Contains("  * S(1): "));
     CHECK_THAT(*text, Catch::Contains("    R: "));
+    // Its consumer, and the placement the consumer takes it in.
+    CHECK_THAT(*text, Catch::Contains("used by node '/m/model/layers.0/self_attn/q_proj/MatMul' "
+                                      "(MatMul) input 1: takes it as S(1)"));
+  }
+  SECTION("a value read in another placement than it is produced in says so") {
+    auto g = Import("llama");
+    // The residual stream after attention: produced partial (row-parallel o_proj), read
+    // whole by the next norm.
+    auto text = tpc::shard::ExplainValue(*g, Tp(2), {},
+                                         "/m/model/layers.0/self_attn/o_proj/MatMul_output_0");
+    REQUIRE(text.ok());
+    INFO(*text);
+    CHECK_THAT(*text, Catch::Contains("→ P(sum)"));
+    CHECK_THAT(*text, Catch::Contains("converted from P(sum)"));
   }
   SECTION("an activation: symbolic dims not declared divisible") {
     auto g = Import("llama");
@@ -323,6 +337,9 @@ TEST_CASE("styles: ExplainValue shows the choice and the refused splits", "[shar
     INFO(*text);
     CHECK_THAT(*text, Catch::Contains("S(0) is not a candidate"));
     CHECK_THAT(*text, Catch::Contains("not declared divisible"));
+    // A product of symbols: each symbol is named, not the product.
+    CHECK_THAT(*text, Catch::Contains("--divisible batch or --dim batch=K"));
+    CHECK_THAT(*text, Catch::Contains("--divisible seq or --dim seq=K"));
     CHECK_THAT(*text, Catch::Contains("  * "));
   }
   SECTION("a static dim that does not divide") {
