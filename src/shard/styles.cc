@@ -2,9 +2,12 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -92,6 +95,9 @@ class StyleParser {
         }
       }
     }
+    if (!matched && pattern.find('/') == std::string::npos) {
+      TPC_ASSIGN_OR_RETURN(matched, ApplyToModule(pattern, style));
+    }
     if (!matched) {
       return absl::InvalidArgumentError(absl::StrCat(where_, ": pattern '", pattern,
                                                      "' matches no initializer, node or value",
@@ -109,6 +115,11 @@ class StyleParser {
     std::vector<std::string> names;
     for (const ir::Node* n : graph_.nodes()) {
       if (all && n->is_call() && !n->name().empty()) names.push_back(n->name());
+      if (all && n->is_call() && n->name().size() > 1 && n->name()[0] == '/') {
+        std::string module = n->name().substr(1, n->name().rfind('/') - 1);
+        std::replace(module.begin(), module.end(), '/', '.');
+        if (!module.empty()) names.push_back(module);
+      }
       for (const ir::Value* v : n->outputs()) names.push_back(v->name());
     }
     return names;
@@ -168,6 +179,63 @@ class StyleParser {
                                                      w->name(), " of type ", w->type().ToString()));
     }
     return Allow(w, *p);
+  }
+
+  // A module path as DTensor plans write them (`model.layers.*.self_attn.q_proj`): the
+  // nodes torch exported for the module (`/model/layers.0/self_attn/q_proj/MatMul`: the
+  // node's path without its last part, '/' read as '.') that read a weight; or, where
+  // node names say nothing (the dynamo exporter's), the module's `.weight` and `.bias`.
+  // colwise, rowwise and replicate only. Returns whether the pattern named a module.
+  absl::StatusOr<bool> ApplyToModule(const std::string& pattern, const std::string& style) {
+    if (style != "colwise" && style != "rowwise" && style != "replicate") return false;
+    auto has_weight = [](const ir::Node& n) {
+      for (const ir::Value* in : n.inputs()) {
+        if (in != nullptr && in->producer()->kind() == ir::NodeKind::kConstant &&
+            ir::IsFloating(in->type().dtype) && in->type().rank() >= 1) {
+          return true;
+        }
+      }
+      return false;
+    };
+    // The exported model may wrap the one the plan was written for (`m.model.layers.0`
+    // for `model.layers.0`): a module path also matches at the end of a longer one.
+    auto module_matches = [&](const std::string& module) {
+      return Matches(pattern, module) || Matches(absl::StrCat("*.", pattern), module);
+    };
+    bool matched = false;
+    for (ir::Node* n : graph_.nodes()) {
+      if (!n->is_call() || n->name().size() < 2 || n->name()[0] != '/') continue;
+      std::string module = n->name().substr(1, n->name().rfind('/') - 1);
+      std::replace(module.begin(), module.end(), '/', '.');
+      if (module.empty() || !module_matches(module) || !has_weight(*n)) continue;
+      matched = true;
+      if (style == "replicate") {
+        for (const ir::Value* in : n->inputs()) {
+          if (in != nullptr && in->producer()->kind() == ir::NodeKind::kConstant &&
+              ir::IsFloating(in->type().dtype)) {
+            TPC_RETURN_IF_ERROR(ApplyToWeight(in, style));
+          }
+        }
+      } else {
+        TPC_RETURN_IF_ERROR(ApplyToNode(*n, style));
+      }
+    }
+    if (matched) return true;
+    for (ir::Node* n : graph_.nodes()) {
+      if (n->kind() != ir::NodeKind::kConstant) continue;
+      const std::string& name = n->output(0)->name();
+      for (const char* suffix : {".weight", ".bias"}) {
+        if (!absl::EndsWith(name, suffix) ||
+            !module_matches(name.substr(0, name.size() - std::strlen(suffix)))) {
+          continue;
+        }
+        // Row-parallel: the bias is added after the reduction, whole.
+        if (style == "rowwise" && std::string(suffix) == ".bias") continue;
+        matched = true;
+        TPC_RETURN_IF_ERROR(ApplyToWeight(n->output(0), style));
+      }
+    }
+    return matched;
   }
 
   absl::Status ApplyToNode(const ir::Node& n, const std::string& style) {

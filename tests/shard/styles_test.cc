@@ -111,6 +111,27 @@ TEST_CASE("styles: colwise on a node applies to its weight", "[shard][styles]") 
   CHECK(PlacementOf(*g, WeightOf(*g, "layers.1/mlp/down_proj/MatMul")) == "S(1)");
 }
 
+TEST_CASE("styles: a module path as DTensor plans write it names the module's nodes",
+          "[shard][styles]") {
+  auto g = Import("llama");
+  // The committed export wraps the model in `m`: `model.layers.*` matches the end of
+  // `m.model.layers.0.mlp.down_proj` (from the node '/m/model/layers.0/mlp/down_proj/MatMul').
+  REQUIRE(ShardWithStyles(*g, Tp(2),
+                          "model.layers.*.mlp.down_proj: colwise\n"
+                          "m.model.layers.*.self_attn.q_proj: rowwise\n")
+              .ok());
+  for (const char* layer : {"layers.0", "layers.1"}) {
+    CHECK(PlacementOf(*g, WeightOf(*g, std::string(layer) + "/mlp/down_proj/MatMul")) == "S(1)");
+    CHECK(PlacementOf(*g, WeightOf(*g, std::string(layer) + "/self_attn/q_proj/MatMul")) == "S(0)");
+  }
+  // A typo suggests module paths.
+  auto g2 = Import("llama");
+  auto s = ShardWithStyles(*g2, Tp(2), "model.layers.*.self_atn.q_proj: colwise\n");
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(Message(s), Catch::Contains("styles.txt:1: pattern 'model.layers.*.self_atn.q_proj'"));
+  CHECK_THAT(Message(s), Catch::Contains("did you mean 'm.model.layers.0.self_attn.q_proj'"));
+}
+
 TEST_CASE("styles: a group makes two values share a placement", "[shard][styles]") {
   auto g = Import("llama");
   const std::string k = WeightOf(*g, "layers.0/self_attn/k_proj/MatMul");  // S(1) alone

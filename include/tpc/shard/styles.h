@@ -6,12 +6,16 @@
 //   lm_head.weight: S(1)                   # an explicit placement
 //   *norm*: replicate
 //   /model/layers.*/Add_1_output_0: sequence      # a value (or node output)
+//   model.layers.*.self_attn.q_proj: colwise     # a module path, as in DTensor plans
 //   group: a.weight, b.weight              # values that must share one placement
 //
 // PATTERN is a glob (`*`, `?`, `[...]`) over initializer names, node names and value
 // names. STYLE is colwise, rowwise, replicate, sequence, or a placement (R, S(d),
 // S(d/k)). colwise/rowwise on a weight split it on the dim its consumer (MatMul,
-// Gemm, Gather, through Transpose) treats as output / input features. A pattern that
+// Gemm, Gather, through Transpose) treats as output / input features. A pattern with no
+// '/' that names nothing else is read as a module path (colwise, rowwise, replicate):
+// the nodes exported for the module that read a weight (`/model/layers.0/self_attn/
+// q_proj/MatMul`), else the module's `.weight` and `.bias`. A pattern that
 // matches nothing, or a style that cannot hold, is an error naming the file and line.
 #pragma once
 
