@@ -170,7 +170,8 @@ std::string Parser::Usage() const {
   for (const auto& s : specs_) {
     std::string left = absl::StrCat("  --", s.name, s.value_name.empty() ? "" : " " + s.value_name);
     if (s.name == "output") left = absl::StrCat("  -o, --output ", s.value_name);
-    if (left.size() < kHelpColumn)
+    // At least two spaces between a flag and its help, or the help on the next line.
+    if (left.size() + 2 <= kHelpColumn)
       left.resize(kHelpColumn, ' ');
     else
       left += "\n" + std::string(kHelpColumn, ' ');
@@ -179,7 +180,9 @@ std::string Parser::Usage() const {
     if (s.repeated) absl::StrAppend(&help, " (repeatable)");
     absl::StrAppend(&out, left, Wrap(help, kHelpColumn, kHelpColumn), "\n");
   }
-  absl::StrAppend(&out, "  -h, --help                show this help\n");
+  std::string help_left = "  -h, --help";
+  help_left.resize(kHelpColumn, ' ');
+  absl::StrAppend(&out, help_left, "show this help\n");
   return out;
 }
 
