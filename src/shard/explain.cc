@@ -44,6 +44,45 @@ std::string CostText(const ShardOptions& options, const Cost& c) {
   return out;
 }
 
+// Why no plan takes choice `c` of decision `d` (which produces `v`): a constraint on
+// `v`, or on an input the choice's strategy needs in another placement.
+std::string ImpossibleWhy(const internal::Decision& d, int c, const ir::Value& v,
+                          const Constraints& constraints) {
+  auto excluded = [&](const ir::Value* value, const ir::Placement& p) -> std::string {
+    auto it = constraints.allowed.find(value);
+    if (it == constraints.allowed.end()) return "";
+    const auto& allowed = it->second.placements;
+    if (std::find(allowed.begin(), allowed.end(), p) != allowed.end()) return "";
+    std::vector<std::string> names;
+    for (const ir::Placement& a : allowed) names.push_back(a.ToString());
+    return absl::StrCat(it->second.origin, " allows '", value->name(), "' only ",
+                        absl::StrJoin(names, " or "));
+  };
+  const ir::Placement produced = d.OutputPlacement(c, v.index());
+  if (std::string why = excluded(&v, produced); !why.empty()) return why;
+  if (d.kind == internal::Decision::Kind::kCall) {
+    const Strategy& s = d.strategies[static_cast<size_t>(c)];
+    auto it = constraints.node_strategies.find(d.node);
+    if (it != constraints.node_strategies.end()) {
+      return absl::StrCat(it->second.origin, " constrains the strategies of ", d.node->Describe());
+    }
+    for (size_t i = 0; i < s.inputs.size() && i < d.node->inputs().size(); ++i) {
+      if (!s.inputs[i] || d.node->input(static_cast<int>(i)) == nullptr) continue;
+      const ir::Value* in = d.node->input(static_cast<int>(i));
+      // A constant is not converted: it is held in the placement the constraint says.
+      if (in->producer()->kind() != ir::NodeKind::kConstant) continue;
+      if (std::string why = excluded(in, *s.inputs[i]); !why.empty()) {
+        return absl::StrCat("it needs input ", i, " as ", s.inputs[i]->ToString(), ", but ", why);
+      }
+    }
+  }
+  return constraints.allowed.empty() && constraints.node_strategies.empty() &&
+                 constraints.groups.empty()
+             ? "no plan can take it"
+             : "no plan takes it under the constraints (--styles, --input-placement, "
+               "--output-placement)";
+}
+
 // Who reads `v` and in which placement each takes it under the chosen plan (a
 // placement other than the produced one is a conversion: a collective or a local slice).
 std::string ConsumersText(const ir::Value& v, const internal::ProblemBuilder& b,
@@ -174,9 +213,12 @@ absl::StatusOr<std::string> ExplainValue(ir::Graph& graph, const ShardOptions& r
                                  : absl::StrCat(d.strategies[static_cast<size_t>(c)].name, " → ",
                                                 d.OutputPlacement(c, v->index()).ToString());
     const bool chosen = best.assignment[static_cast<size_t>(var)] == c;
-    absl::StrAppend(
-        &out, chosen ? "  * " : "    ", name, ": ",
-        sol.ok() ? CostText(solved_options, sol->cost) : std::string(sol.status().message()), "\n");
+    std::string cost =
+        sol.ok() ? CostText(solved_options, sol->cost) : std::string(sol.status().message());
+    if (sol.ok() && sol->cost.is_infinite()) {
+      absl::StrAppend(&cost, ": ", ImpossibleWhy(d, c, *v, constraints));
+    }
+    absl::StrAppend(&out, chosen ? "  * " : "    ", name, ": ", cost, "\n");
   }
   return out;
 }

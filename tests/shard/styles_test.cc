@@ -372,6 +372,24 @@ TEST_CASE("styles: ExplainValue shows the choice and the refused splits", "[shar
     CHECK_THAT(*text, Catch::Contains("dim 0 = 2 is not divisible by 4"));
     CHECK_THAT(*text, Catch::Contains("  * "));
   }
+  SECTION("an alternative a constraint rules out says which constraint") {
+    auto g = Import("gpt2");
+    const std::string w = "m.transformer.h.0.mlp.c_fc.weight";
+    auto c = tpc::shard::ParseStyles(w + ": S(1)\n", "styles.txt", *g, Tp(2));
+    REQUIRE(c.ok());
+    auto text = tpc::shard::ExplainValue(*g, Tp(2), *c, w);
+    REQUIRE(text.ok());
+    INFO(*text);
+    CHECK_THAT(*text,
+               Catch::Contains("    R: impossible: styles.txt:1 allows '" + w + "' only S(1)"));
+    // Its consumer's output: the strategies that need the weight otherwise.
+    auto out = tpc::shard::ExplainValue(*g, Tp(2), *c, "/m/transformer/h.0/mlp/c_fc/Gemm_output_0");
+    REQUIRE(out.ok());
+    INFO(*out);
+    CHECK_THAT(*out, Catch::Contains("impossible: it needs input 1 as S(0), but styles.txt:1 "
+                                     "allows '" +
+                                     w + "' only S(1)"));
+  }
   SECTION("an unknown value") {
     auto g = Import("llama");
     auto text = tpc::shard::ExplainValue(*g, Tp(2), {}, "no_such_value");
