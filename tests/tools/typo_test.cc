@@ -97,6 +97,12 @@ TEST_CASE("the tools' help fits 80 columns", "[tools][help]") {
       ++n;
       INFO(tool << " line " << n << ": " << line);
       CHECK(line.size() <= 80);
+      // Aligned: an option's text starts at column 26 after at least two spaces, or the
+      // flag stands alone (its text starts the next line there).
+      if (line.rfind("  -", 0) == 0) {
+        const size_t gap = line.find("  ", 2);
+        if (gap != std::string::npos) CHECK(line.find_first_not_of(' ', gap) == 26);
+      }
     }
     CHECK(n > 20);
   }
