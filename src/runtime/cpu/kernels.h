@@ -117,6 +117,34 @@ struct MatMulShape {
 absl::StatusOr<MatMulShape> MatMulShapes(const KernelContext& ctx, const Tensor& a,
                                          const Tensor& b);
 
+namespace detail {
+
+// f over a run of n output elements from i whose input offsets start at `base` and step
+// by bit k of Mask (1: the input runs along, 0: it is broadcast): constant strides, so
+// the compiler vectorizes the loop once f is inlined.
+template <unsigned Mask, size_t N, typename F>
+inline void BroadcastRun(F& f, int64_t i, const std::array<int64_t, N>& base, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    std::array<int64_t, N> o;
+    for (size_t k = 0; k < N; ++k) o[k] = base[k] + (((Mask >> k) & 1u) != 0 ? j : 0);
+    f(i + j, o);
+  }
+}
+
+template <size_t N, typename F, unsigned M = 0>
+inline void BroadcastRunFor(unsigned mask, F& f, int64_t i, const std::array<int64_t, N>& base,
+                            int64_t n) {
+  if constexpr (M < (1u << N)) {
+    if (mask == M) {
+      BroadcastRun<M>(f, i, base, n);
+      return;
+    }
+    BroadcastRunFor<N, F, M + 1>(mask, f, i, base, n);
+  }
+}
+
+}  // namespace detail
+
 // Calls f(i, offsets) for every element i of `out` with the element offset of each of
 // the N inputs; large loops are split across the pool.
 template <size_t N, typename F>
@@ -127,17 +155,41 @@ void ForEachBroadcast(ThreadPool& pool, const Shape& out, const std::array<Shape
   for (const Shape& s : in_shapes) same = same && s == out;
   if (same) {
     pool.ParallelFor(total, 1 << 15, [&](int64_t b, int64_t e) {
-      std::array<int64_t, N> off;
-      for (int64_t i = b; i < e; ++i) {
-        off.fill(i);
-        f(i, off);
-      }
+      detail::BroadcastRun<(1u << N) - 1>(f, b, std::array<int64_t, N>{}, e - b);
     });
     return;
   }
   std::array<Shape, N> strides;
   for (size_t k = 0; k < N; ++k) strides[k] = BroadcastStrides(in_shapes[k], out);
   const size_t rank = out.size();
+  // The innermost dim as a run with constant strides (a bias row, a scalar, a row
+  // broadcast down a column), the outer dims walked once per run.
+  if (rank >= 1 && out.back() >= 4) {
+    unsigned mask = 0;
+    bool unit = true;
+    for (size_t k = 0; k < N; ++k) {
+      const int64_t s = strides[k].back();
+      unit = unit && (s == 0 || s == 1);
+      mask |= (s == 1 ? 1u : 0u) << k;
+    }
+    if (unit) {
+      const int64_t inner = out.back();
+      const int64_t rows = total / inner;
+      pool.ParallelFor(rows, std::max<int64_t>(1, (1 << 15) / inner), [&](int64_t b, int64_t e) {
+        for (int64_t row = b; row < e; ++row) {
+          std::array<int64_t, N> base{};
+          int64_t rem = row;
+          for (size_t d = rank - 1; d-- > 0;) {
+            const int64_t idx = rem % out[d];
+            rem /= out[d];
+            for (size_t k = 0; k < N; ++k) base[k] += idx * strides[k][d];
+          }
+          detail::BroadcastRunFor<N>(mask, f, row * inner, base, inner);
+        }
+      });
+      return;
+    }
+  }
   pool.ParallelFor(total, 1 << 15, [&](int64_t b, int64_t e) {
     Shape idx(rank, 0);
     std::array<int64_t, N> off{};

@@ -45,8 +45,10 @@ absl::StatusOr<MatMulShape> MatMulShapes(const KernelContext& ctx, const Tensor&
   g.a = a.shape();
   g.b = b.shape();
   const bool vec_a = g.a.size() == 1, vec_b = g.b.size() == 1;
-  if (vec_a) g.a.insert(g.a.begin(), 1);
-  if (vec_b) g.b.push_back(1);
+  // A vector operand as a matrix (written as assignments: gcc 12 at -O3 warns falsely
+  // on push_back/insert into a vector known to hold one element).
+  if (vec_a) g.a = Shape{1, g.a[0]};
+  if (vec_b) g.b = Shape{g.b[0], 1};
   g.m = g.a[g.a.size() - 2];
   g.k = g.a.back();
   g.n = g.b.back();

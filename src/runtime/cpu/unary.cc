@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "kernels.h"
+#include "vector_math.h"
 
 namespace tpc::runtime::cpu {
 namespace {
@@ -140,7 +141,7 @@ absl::Status Erf(KernelContext& ctx) {
   return FloatUnary(ctx, [](auto v) { return std::erf(v); });
 }
 absl::Status Exp(KernelContext& ctx) {
-  return FloatUnary(ctx, [](auto v) { return std::exp(v); });
+  return FloatUnary(ctx, [](auto v) { return Exp(v); });
 }
 absl::Status Log(KernelContext& ctx) {
   return FloatUnary(ctx, [](auto v) { return std::log(v); });
@@ -155,10 +156,7 @@ absl::Status Relu(KernelContext& ctx) {
   return NumericUnary(ctx, [](auto v) { return v < 0 ? decltype(v)(0) : v; });
 }
 absl::Status Sigmoid(KernelContext& ctx) {
-  return FloatUnary(ctx, [](auto v) {
-    using T = decltype(v);
-    return v >= 0 ? T(1) / (T(1) + std::exp(-v)) : std::exp(v) / (T(1) + std::exp(v));
-  });
+  return FloatUnary(ctx, [](auto v) { return cpu::Sigmoid(v); });
 }
 absl::Status Softplus(KernelContext& ctx) {
   return FloatUnary(ctx, [](auto v) { return v > 20 ? v : std::log1p(std::exp(v)); });
@@ -167,27 +165,11 @@ absl::Status Mish(KernelContext& ctx) {
   return FloatUnary(ctx,
                     [](auto v) { return v * std::tanh(v > 20 ? v : std::log1p(std::exp(v))); });
 }
-namespace {
-
-// GELU with the tanh approximation (tanh(u) = 1 - 2 / (exp(2u) + 1): one exp, much
-// cheaper than std::tanh), and exact (erf).
-template <typename T>
-T GeluTanh(T v) {
-  const T c = static_cast<T>(0.7978845608028654);  // sqrt(2 / pi)
-  const T u = c * (v + T(0.044715) * v * v * v);
-  const T t = u > T(20) ? T(1) : (u < T(-20) ? T(-1) : T(1) - T(2) / (std::exp(T(2) * u) + T(1)));
-  return T(0.5) * v * (T(1) + t);
-}
-template <typename T>
-T GeluErf(T v) {
-  return T(0.5) * v * (T(1) + std::erf(v * static_cast<T>(0.7071067811865476)));
-}
-
-}  // namespace
-
 absl::Status Gelu(KernelContext& ctx) {
   const bool tanh = ctx.node().attr_string("approximate", "none") == "tanh";
-  return FloatUnary(ctx, [tanh](auto v) { return tanh ? GeluTanh(v) : GeluErf(v); });
+  // GeluTanh and GeluErf: vector_math.h.
+  if (tanh) return FloatUnary(ctx, [](auto v) { return GeluTanh(v); });
+  return FloatUnary(ctx, [](auto v) { return GeluErf(v); });
 }
 // onnxruntime's: FastGelu(x, bias?) is the tanh form of x + bias, BiasGelu(a, b) the exact
 // one of a + b, QuickGelu(x) = x · sigmoid(alpha · x).
@@ -201,7 +183,7 @@ absl::Status QuickGelu(KernelContext& ctx) {
   const float alpha = AttrF(ctx, "alpha", 1.702f);
   return FloatUnary(ctx, [alpha](auto v) {
     using T = decltype(v);
-    return v / (T(1) + std::exp(-static_cast<T>(alpha) * v));
+    return v / (T(1) + Exp(-static_cast<T>(alpha) * v));
   });
 }
 absl::Status Elu(KernelContext& ctx) {
