@@ -5,7 +5,7 @@
 set -euo pipefail
 
 debs=(cmake ninja-build g++ ccache libonnx-dev libprotobuf-dev protobuf-compiler libabsl-dev
-      catch2 libopenblas-dev libbenchmark-dev libssl-dev libgloo-dev
+      catch2 libopenblas-dev libdnnl-dev libbenchmark-dev libssl-dev libgloo-dev
       openmpi-bin iproute2)  # the last two: only the multi-process tests use them
 # --fuzz (make fuzz): clang and libclang-rt-14-dev, libFuzzer and its sanitizer runtimes.
 [ "${1:-}" = --fuzz ] && debs+=(clang libclang-rt-14-dev)

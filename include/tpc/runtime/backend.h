@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -56,6 +57,13 @@ class Backend {
   virtual Backend& host_backend() { return *this; }
   // Waits for the work queued so far; an error it raised (an asynchronous kernel fault).
   virtual absl::Status Synchronize() { return absl::OkStatus(); }
+
+  // What kernels derive once from a node's constant inputs and keep for later runs (a
+  // weight packed for the GEMM library), by node; it lives as long as the backend, which
+  // outlives the executors that use it. Null: the backend keeps nothing. Kernels run one
+  // at a time on a backend, so the map needs no lock.
+  using KernelStates = std::map<const ir::Node*, std::shared_ptr<void>>;
+  virtual KernelStates* kernel_states() { return nullptr; }
 };
 
 // The CPU backend with `threads` threads for its loops (0: DefaultThreadCount()); BLAS

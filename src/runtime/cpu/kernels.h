@@ -114,6 +114,10 @@ struct MatMulShape {
     }
   }
 };
+// A · B for an f32 B that is a constant [K, N] of the graph, through a GEMM library
+// with B packed once (packed_matmul.cc); false when it does not apply (another type, a
+// B computed at run time, no such library in the build): the caller multiplies.
+absl::StatusOr<bool> PackedMatMul(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor* y);
 absl::StatusOr<MatMulShape> MatMulShapes(const KernelContext& ctx, const Tensor& a,
                                          const Tensor& b);
 

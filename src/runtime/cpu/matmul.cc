@@ -71,6 +71,10 @@ absl::Status MatMul(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(const MatMulShape g, MatMulShapes(ctx, a, b));
   const int64_t m = g.m, k = g.k, n = g.n;
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, g.out, a.dtype()));
+  if (b.rank() == 2 && a.rank() >= 2) {
+    TPC_ASSIGN_OR_RETURN(const bool packed, PackedMatMul(ctx, a, b, y));
+    if (packed) return absl::OkStatus();
+  }
   return VisitNumeric(ctx, a.dtype(), [&]<typename T>() -> absl::Status {
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();

@@ -222,6 +222,7 @@ class CpuBackend final : public Backend {
   }
 
   std::string name() const override { return "cpu"; }
+  KernelStates* kernel_states() override { return &states_; }
 
   const Kernel* FindKernel(std::string_view domain, std::string_view op_type) const override {
     if (domain == "ai.onnx") domain = "";
@@ -246,6 +247,7 @@ class CpuBackend final : public Backend {
 
  private:
   ThreadPool pool_;
+  KernelStates states_;
 };
 
 }  // namespace

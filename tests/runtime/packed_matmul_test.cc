@@ -1,0 +1,61 @@
+// MatMul by a constant weight packed once (oneDNN, src/runtime/cpu/packed_matmul.cc):
+// the same products as the plain loops, across runs of different row counts (a new
+// primitive each, one packed weight), with a batch of rows folded into M.
+#include <cmath>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "tpc/ir/graph.h"
+#include "tpc/onnx/shape_inference.h"
+#include "tpc/runtime/backend.h"
+#include "tpc/runtime/executor.h"
+
+namespace tpc::runtime {
+namespace {
+
+using ir::Dim;
+using ir::DType;
+
+TEST_CASE("MatMul by a packed constant weight equals the plain product", "[runtime][matmul]") {
+  constexpr int64_t k = 67, n = 45;  // not multiples of any blocking
+  std::vector<float> w(k * n);
+  for (int64_t i = 0; i < k * n; ++i) w[i] = std::sin(0.37f * static_cast<float>(i));
+  ir::Graph g;
+  g.opsets()[""] = 18;
+  ir::Value* x = g.AddPlaceholder(
+      "x", ir::TensorType(DType::kF32, {Dim::Symbol("batch"), Dim::Symbol("seq"), Dim(k)}));
+  ir::Value* wv = g.AddConstant("w", ir::Tensor::FromFloat({k, n}, w));
+  ir::Value* y = g.AddCall("", "MatMul", {x, wv}, {"y"})->output();
+  g.SetOutputs({y});
+  REQUIRE(onnx::InferShapes(g).ok());
+  auto backend = MakeCpuBackend(2);
+  auto ex = Executor::Create(g, *backend, nullptr);
+  REQUIRE(ex.ok());
+  for (const auto& [batch, seq] :
+       std::vector<std::pair<int64_t, int64_t>>{{1, 5}, {3, 17}, {1, 5}}) {
+    Tensor in = Tensor::Allocate(DType::kF32, {batch, seq, k});
+    for (int64_t i = 0; i < in.num_elements(); ++i)
+      in.data<float>()[i] = std::cos(0.11f * static_cast<float>(i + batch));
+    auto out = (*ex)->Run({{"x", in}});
+    REQUIRE(out.ok());
+    const Tensor& got = (*out)[0];
+    REQUIRE(got.shape() == std::vector<int64_t>{batch, seq, n});
+    double worst = 0;
+    for (int64_t r = 0; r < batch * seq; ++r) {
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0;
+        for (int64_t p = 0; p < k; ++p) want += double(in.data<float>()[r * k + p]) * w[p * n + j];
+        worst = std::max(worst, std::abs(got.data<float>()[r * n + j] - want));
+      }
+    }
+    INFO("batch " << batch << " seq " << seq << ": worst error " << worst);
+    CHECK(worst < 1e-4);
+  }
+#ifdef TPC_HAVE_DNNL
+  CHECK(backend->kernel_states()->size() == 1);  // one packed weight for every run
+#endif
+  CHECK(backend->kernel_states() != nullptr);
+}
+
+}  // namespace
+}  // namespace tpc::runtime
