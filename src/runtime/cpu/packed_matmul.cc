@@ -5,6 +5,7 @@
 // packs B again on every call). Without oneDNN, PackedMatMul declines and the caller
 // uses BLAS.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "kernels.h"
@@ -39,7 +40,6 @@ struct PackedWeight {
   int64_t k = 0, n = 0;
   uint64_t fingerprint = 0;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
   dnnl::memory packed;
   std::map<int64_t, dnnl::matmul> by_rows;  // a primitive per M
 };
@@ -61,8 +61,10 @@ std::shared_ptr<PackedWeight> Pack(const float* b, int64_t m, int64_t k, int64_t
                                         p->engine);
   dnnl::memory src(Plain(k, n), p->engine, const_cast<float*>(b));
   p->packed = dnnl::memory(pd.weights_desc(), p->engine);
-  dnnl::reorder(src, p->packed).execute(p->stream, src, p->packed);
-  p->stream.wait();
+  dnnl::stream stream(p->engine);
+  omp_set_num_threads(1);
+  dnnl::reorder(src, p->packed).execute(stream, src, p->packed);
+  stream.wait();
   p->by_rows.emplace(m, dnnl::matmul(pd));
   return p;
 }
@@ -90,19 +92,47 @@ absl::StatusOr<bool> PackedMatMul(KernelContext& ctx, const Tensor& a, const Ten
       packed = Pack(pb, m, k, n);
       slot = packed;
     }
-    auto it = packed->by_rows.find(m);
-    if (it == packed->by_rows.end()) {
-      const dnnl::matmul::primitive_desc pd(
-          dnnl::matmul::desc(Plain(m, k), packed->packed.get_desc(), Plain(m, n)), packed->engine);
-      it = packed->by_rows.emplace(m, dnnl::matmul(pd)).first;
-    }
-    dnnl::memory am(Plain(m, k), packed->engine, const_cast<float*>(a.data<float>()));
-    dnnl::memory cm(Plain(m, n), packed->engine, y->data<float>());
-    omp_set_num_threads(ctx.pool().size());
-    it->second.execute(
-        packed->stream,
-        {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, packed->packed}, {DNNL_ARG_DST, cm}});
-    packed->stream.wait();
+    // The rows split into one block per thread of the pool, each a single-threaded
+    // oneDNN call: oneDNN's OpenMP team is never started, so no spinning OpenMP thread
+    // competes with the pool's for the cores.
+    const int64_t threads = ctx.pool().size();
+    const int64_t parts = m >= 16 * threads ? threads : 1;
+    const int64_t block = (m + parts - 1) / parts;
+    auto primitive = [&](int64_t rows) -> const dnnl::matmul& {
+      auto it = packed->by_rows.find(rows);
+      if (it == packed->by_rows.end()) {
+        const dnnl::matmul::primitive_desc pd(
+            dnnl::matmul::desc(Plain(rows, k), packed->packed.get_desc(), Plain(rows, n)),
+            packed->engine);
+        it = packed->by_rows.emplace(rows, dnnl::matmul(pd)).first;
+      }
+      return it->second;
+    };
+    const dnnl::matmul& full = primitive(block);
+    const dnnl::matmul& last = primitive(m - block * (parts - 1));
+    const float* pa = a.data<float>();
+    float* py = y->data<float>();
+    std::atomic<bool> failed{false};
+    ctx.pool().ParallelFor(parts, 1, [&](int64_t b, int64_t e) {
+      omp_set_num_threads(1);
+      for (int64_t part = b; part < e; ++part) {
+        const int64_t row = part * block;
+        const int64_t rows = std::min(block, m - row);
+        try {
+          dnnl::stream stream(packed->engine);
+          dnnl::memory am(Plain(rows, k), packed->engine, const_cast<float*>(pa + row * k));
+          dnnl::memory cm(Plain(rows, n), packed->engine, py + row * n);
+          (part == parts - 1 ? last : full)
+              .execute(
+                  stream,
+                  {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, packed->packed}, {DNNL_ARG_DST, cm}});
+          stream.wait();
+        } catch (const dnnl::error&) {
+          failed = true;
+        }
+      }
+    });
+    if (failed) return false;
     return true;
   } catch (const dnnl::error&) {
     // A shape or layout oneDNN declines: BLAS does it.
