@@ -88,6 +88,32 @@ absl::Status Slice(KernelContext& ctx) {
   TPC_RETURN_IF_ERROR(SliceGeometry(ctx, x, &begin, &step, &out));
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
   const Shape strides = Strides(x.shape());
+  if (rank > 0 && step.back() == 1 && y->num_elements() > 0) {
+    // Runs of contiguous elements: the last dim (with step 1) and the dims before it
+    // while the ones after are whole, each run one memcpy.
+    int64_t k = rank - 1;
+    int64_t run = out[static_cast<size_t>(k)];
+    while (k > 0 && begin[static_cast<size_t>(k)] == 0 && out[static_cast<size_t>(k)] == x.dim(k) &&
+           step[static_cast<size_t>(k - 1)] == 1) {
+      --k;
+      run *= out[static_cast<size_t>(k)];
+    }
+    const Shape outer_shape(out.begin(), out.begin() + k);
+    const int64_t rows = NumElements(outer_shape);
+    const size_t elem = static_cast<size_t>(ir::DTypeSize(x.dtype()));
+    ctx.pool().ParallelFor(rows, std::max<int64_t>(1, 16384 / run), [&](int64_t b, int64_t e) {
+      Shape idx(static_cast<size_t>(k));
+      for (int64_t r = b; r < e; ++r) {
+        Unravel(r, outer_shape, idx);
+        int64_t off = begin[static_cast<size_t>(k)] * strides[static_cast<size_t>(k)];
+        for (size_t d = 0; d < static_cast<size_t>(k); ++d)
+          off += (begin[d] + idx[d] * step[d]) * strides[d];
+        std::memcpy(y->raw() + r * run * static_cast<int64_t>(elem),
+                    x.raw() + off * static_cast<int64_t>(elem), static_cast<size_t>(run) * elem);
+      }
+    });
+    return absl::OkStatus();
+  }
   return VisitBySize(ctx, x.dtype(), [&]<typename U>() {
     const U* px = x.data<U>();
     U* py = y->data<U>();
