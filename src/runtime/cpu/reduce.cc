@@ -117,7 +117,22 @@ absl::Status Reduce(KernelContext& ctx) {
                            [&](int64_t b, int64_t e) {
                              for (int64_t r = b; r < e; ++r) {
                                double& a = acc[static_cast<size_t>(r)];
-                               for (int64_t j = 0; j < count; ++j) add(a, px[r * count + j]);
+                               const float* row = px + r * count;
+                               if (kind == kSum || kind == kSquare) {
+                                 // 8 double lanes: a loop the vectorizer takes.
+                                 double lanes[8] = {};
+                                 int64_t j = 0;
+                                 for (; j + 8 <= count; j += 8) {
+                                   for (int l = 0; l < 8; ++l) {
+                                     const double v = row[j + l];
+                                     lanes[l] += kind == kSum ? v : v * v;
+                                   }
+                                 }
+                                 for (double v : lanes) a += v;
+                                 for (; j < count; ++j) add(a, row[j]);
+                               } else {
+                                 for (int64_t j = 0; j < count; ++j) add(a, row[j]);
+                               }
                              }
                            });
   } else {
