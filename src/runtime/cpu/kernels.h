@@ -159,7 +159,9 @@ void ForEachBroadcast(ThreadPool& pool, const Shape& out, const std::array<Shape
   for (const Shape& s : in_shapes) same = same && s == out;
   if (same) {
     pool.ParallelFor(total, 1 << 15, [&](int64_t b, int64_t e) {
-      detail::BroadcastRun<(1u << N) - 1>(f, b, std::array<int64_t, N>{}, e - b);
+      std::array<int64_t, N> base;
+      base.fill(b);  // every input runs along with the output from element b
+      detail::BroadcastRun<(1u << N) - 1>(f, b, base, e - b);
     });
     return;
   }
