@@ -18,6 +18,8 @@ using ir::DType;
 
 TEST_CASE("MatMul by a packed constant weight equals the plain product", "[runtime][matmul]") {
   constexpr int64_t k = 67, n = 45;  // not multiples of any blocking
+  // Row counts of 2 equal blocks on 2 threads (one primitive run twice at once), of
+  // unequal ones, and of one block; each run several times.
   std::vector<float> w(k * n);
   for (int64_t i = 0; i < k * n; ++i) w[i] = std::sin(0.37f * static_cast<float>(i));
   ir::Graph g;
@@ -31,8 +33,13 @@ TEST_CASE("MatMul by a packed constant weight equals the plain product", "[runti
   auto backend = MakeCpuBackend(2);
   auto ex = Executor::Create(g, *backend, nullptr);
   REQUIRE(ex.ok());
-  for (const auto& [batch, seq] :
-       std::vector<std::pair<int64_t, int64_t>>{{1, 5}, {3, 17}, {1, 5}}) {
+  std::vector<std::pair<int64_t, int64_t>> runs = {{1, 5}, {3, 17}};
+  for (int rep = 0; rep < 30; ++rep) {  // a race shows in some runs only
+    runs.emplace_back(2, 34);
+    runs.emplace_back(4, 128);
+  }
+  runs.emplace_back(1, 5);
+  for (const auto& [batch, seq] : runs) {
     Tensor in = Tensor::Allocate(DType::kF32, {batch, seq, k});
     for (int64_t i = 0; i < in.num_elements(); ++i)
       in.data<float>()[i] = std::cos(0.11f * static_cast<float>(i + batch));

@@ -41,8 +41,22 @@ struct PackedWeight {
   uint64_t fingerprint = 0;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::memory packed;
-  std::map<int64_t, dnnl::matmul> by_rows;  // a primitive per M
+  // A primitive per M, with the scratchpad it needs.
+  struct Primitive {
+    dnnl::matmul matmul;
+    dnnl::memory::desc scratchpad;
+  };
+  std::map<int64_t, Primitive> by_rows;
 };
+
+// Every primitive takes its scratchpad from the caller: oneDNN's own (a library-wide
+// buffer in a build without DNNL_ENABLE_CONCURRENT_EXEC, as Debian's) would be shared by
+// the blocks run at once and by ranks running as threads.
+dnnl::primitive_attr UserScratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
 
 dnnl::memory::desc Plain(int64_t rows, int64_t cols) {
   return dnnl::memory::desc({rows, cols}, dnnl::memory::data_type::f32,
@@ -58,14 +72,18 @@ std::shared_ptr<PackedWeight> Pack(const float* b, int64_t m, int64_t k, int64_t
   p->fingerprint = Fingerprint(b, k * n);
   const dnnl::memory::desc any({k, n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(Plain(m, k), any, Plain(m, n)),
-                                        p->engine);
+                                        UserScratchpad(), p->engine);
   dnnl::memory src(Plain(k, n), p->engine, const_cast<float*>(b));
   p->packed = dnnl::memory(pd.weights_desc(), p->engine);
   dnnl::stream stream(p->engine);
   omp_set_num_threads(1);
-  dnnl::reorder(src, p->packed).execute(stream, src, p->packed);
+  const dnnl::reorder::primitive_desc rpd(p->engine, src.get_desc(), p->engine,
+                                          p->packed.get_desc(), UserScratchpad());
+  dnnl::memory scratch(rpd.scratchpad_desc(), p->engine);
+  dnnl::reorder(rpd).execute(
+      stream, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, p->packed}, {DNNL_ARG_SCRATCHPAD, scratch}});
   stream.wait();
-  p->by_rows.emplace(m, dnnl::matmul(pd));
+  p->by_rows.emplace(m, PackedWeight::Primitive{dnnl::matmul(pd), pd.scratchpad_desc()});
   return p;
 }
 
@@ -98,18 +116,20 @@ absl::StatusOr<bool> PackedMatMul(KernelContext& ctx, const Tensor& a, const Ten
     const int64_t threads = ctx.pool().size();
     const int64_t parts = m >= 16 * threads ? threads : 1;
     const int64_t block = (m + parts - 1) / parts;
-    auto primitive = [&](int64_t rows) -> const dnnl::matmul& {
+    auto primitive = [&](int64_t rows) -> const PackedWeight::Primitive& {
       auto it = packed->by_rows.find(rows);
       if (it == packed->by_rows.end()) {
         const dnnl::matmul::primitive_desc pd(
             dnnl::matmul::desc(Plain(rows, k), packed->packed.get_desc(), Plain(rows, n)),
-            packed->engine);
-        it = packed->by_rows.emplace(rows, dnnl::matmul(pd)).first;
+            UserScratchpad(), packed->engine);
+        it = packed->by_rows
+                 .emplace(rows, PackedWeight::Primitive{dnnl::matmul(pd), pd.scratchpad_desc()})
+                 .first;
       }
       return it->second;
     };
-    const dnnl::matmul& full = primitive(block);
-    const dnnl::matmul& last = primitive(m - block * (parts - 1));
+    const PackedWeight::Primitive& full = primitive(block);
+    const PackedWeight::Primitive& last = primitive(m - block * (parts - 1));
     const float* pa = a.data<float>();
     float* py = y->data<float>();
     std::atomic<bool> failed{false};
@@ -119,13 +139,15 @@ absl::StatusOr<bool> PackedMatMul(KernelContext& ctx, const Tensor& a, const Ten
         const int64_t row = part * block;
         const int64_t rows = std::min(block, m - row);
         try {
+          const PackedWeight::Primitive& p = part == parts - 1 ? last : full;
           dnnl::stream stream(packed->engine);
           dnnl::memory am(Plain(rows, k), packed->engine, const_cast<float*>(pa + row * k));
           dnnl::memory cm(Plain(rows, n), packed->engine, py + row * n);
-          (part == parts - 1 ? last : full)
-              .execute(
-                  stream,
-                  {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, packed->packed}, {DNNL_ARG_DST, cm}});
+          dnnl::memory scratch(p.scratchpad, packed->engine);  // this block's own
+          p.matmul.execute(stream, {{DNNL_ARG_SRC, am},
+                                    {DNNL_ARG_WEIGHTS, packed->packed},
+                                    {DNNL_ARG_DST, cm},
+                                    {DNNL_ARG_SCRATCHPAD, scratch}});
           stream.wait();
         } catch (const dnnl::error&) {
           failed = true;
