@@ -61,9 +61,9 @@ absl::StatusOr<proto::Plan> ReadManifest(const std::string& dir) {
   std::error_code ec;
   if (std::filesystem::is_regular_file(dir, ec)) {
     // The model itself, most likely: say what to do with it.
-    return absl::InvalidArgumentError(absl::StrCat(
-        dir, " is a file, not a plan folder: compile it first (tp-compile ", dir,
-        " --tp N -o PLAN), then tp-run PLAN"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir, " is a file, not a plan folder: compile it first (tp-compile ", dir,
+                     " --tp N -o PLAN), then tp-run PLAN"));
   }
   const std::string path = absl::StrCat(dir, "/plan.json");
   auto file = MappedFile::Open(path);

@@ -327,10 +327,9 @@ TEST_CASE("tp-compile writes the library's rank files, plan.json and report.json
       const Compiled c = CompileWithLibrary(model, 2);
       const std::string out = tpc::testing::TempDir("slices_bin") + "/plan";
       std::string output;
-      const int rc = RunTpCompile(
-          SourcePath(std::string("models/") + model + ".onnx") +
-              " --tp 2 --objective memory --quiet -o " + out,
-          &output);
+      const int rc = RunTpCompile(SourcePath(std::string("models/") + model + ".onnx") +
+                                      " --tp 2 --objective memory --quiet -o " + out,
+                                  &output);
       INFO(output);
       REQUIRE(rc == 0);
       for (const char* file : {"plan.json", "report.json", "rank0.onnx", "rank0.weights",

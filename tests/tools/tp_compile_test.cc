@@ -2,7 +2,6 @@
 // written whole or not at all.
 #include <catch2/catch.hpp>
 
-
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
