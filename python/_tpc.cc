@@ -131,33 +131,6 @@ class Plan {
   tpc::CompiledPlan plan_;
 };
 
-tpc::CompileOptions Options(
-    int64_t tp, const std::string& dtype, const std::string& objective,
-    std::optional<double> weight_slack, std::optional<std::string> memory_budget,
-    const std::string& device_profile, const std::map<std::string, int64_t>& dims,
-    const std::vector<std::string>& divisible, bool sequence_parallel,
-    std::optional<std::string> seq_dim, const std::string& styles, const std::string& styles_origin,
-    const std::vector<std::string>& input_placements,
-    const std::vector<std::string>& output_placements, const std::vector<std::string>& explain) {
-  tpc::CompileOptions o;
-  o.tp = tp;
-  o.dtype = dtype;
-  o.objective = objective;
-  o.weight_slack = weight_slack;
-  o.memory_budget = std::move(memory_budget);
-  o.device_profile = device_profile;
-  o.dims = dims;
-  o.divisible = divisible;
-  o.sequence_parallel = sequence_parallel;
-  o.seq_dim = std::move(seq_dim);
-  o.styles = styles;
-  o.styles_origin = styles_origin;
-  o.input_placements = input_placements;
-  o.output_placements = output_placements;
-  o.explain = explain;
-  return o;
-}
-
 // source: a path (is_bytes false) or the serialized model.
 std::unique_ptr<Plan> Compile(py::object source, bool is_bytes, const std::string& name,
                               const std::string& model_dir, const tpc::CompileOptions& options) {
@@ -260,8 +233,24 @@ PYBIND11_MODULE(_tpc, m) {
       .def("save", &Plan::save, py::arg("dir"), py::arg("force"))
       .def("rank_model", &Plan::rank_model, py::arg("rank"));
 
-  m.def("options", &Options);
-  py::class_<tpc::CompileOptions>(m, "CompileOptions");
+  // tp-compile's options, set field by field from tpc.compile's keywords.
+  py::class_<tpc::CompileOptions>(m, "CompileOptions")
+      .def(py::init<>())
+      .def_readwrite("tp", &tpc::CompileOptions::tp)
+      .def_readwrite("dtype", &tpc::CompileOptions::dtype)
+      .def_readwrite("objective", &tpc::CompileOptions::objective)
+      .def_readwrite("weight_slack", &tpc::CompileOptions::weight_slack)
+      .def_readwrite("memory_budget", &tpc::CompileOptions::memory_budget)
+      .def_readwrite("device_profile", &tpc::CompileOptions::device_profile)
+      .def_readwrite("dims", &tpc::CompileOptions::dims)
+      .def_readwrite("divisible", &tpc::CompileOptions::divisible)
+      .def_readwrite("sequence_parallel", &tpc::CompileOptions::sequence_parallel)
+      .def_readwrite("seq_dim", &tpc::CompileOptions::seq_dim)
+      .def_readwrite("styles", &tpc::CompileOptions::styles)
+      .def_readwrite("styles_origin", &tpc::CompileOptions::styles_origin)
+      .def_readwrite("input_placements", &tpc::CompileOptions::input_placements)
+      .def_readwrite("output_placements", &tpc::CompileOptions::output_placements)
+      .def_readwrite("explain", &tpc::CompileOptions::explain);
   m.def("compile", &Compile, py::arg("source"), py::arg("is_bytes"), py::arg("name"),
         py::arg("model_dir"), py::arg("options"));
   m.def("run", &Run, py::arg("dir"), py::arg("inputs"), py::arg("threads"));

@@ -78,7 +78,7 @@ class Plan:
             self._core.save(os.fspath(dir), bool(force))
         except _tpc.Error as e:
             raise _reraise(e) from None
-        self._report = None  # the per-rank bytes are now the files'
+        self._report = None  # the report now has the time the save took
 
     def rank_model(self, rank):
         """Rank `rank`'s model as an onnx.ModelProto, with its weight slice inline."""
@@ -113,7 +113,7 @@ def _styles_text(styles):
         raise err from None
 
 
-def _placements(p, what):
+def _placements(p):
     if p is None:
         return []
     if isinstance(p, dict):
@@ -138,14 +138,21 @@ def compile(model, tp=1, *, dtype="f32", objective="balanced", weight_slack=None
     objective="balanced"|"memory"|"time", weight_slack=0.05, memory_budget="512MiB",
     dtype="f32"|"f16"|"bf16", explain=["value name", ...] (see Plan.explanations).
     """
-    text, origin = _styles_text(styles)
-    options = _tpc.options(
-        int(tp), dtype, objective, None if weight_slack is None else float(weight_slack),
-        None if memory_budget is None else str(memory_budget), device_profile,
-        {str(k): int(v) for k, v in (dims or {}).items()}, [str(d) for d in divisible],
-        bool(sequence_parallel), seq_dim, text, origin,
-        _placements(input_placements, "input"), _placements(output_placements, "output"),
-        [str(e) for e in explain])
+    options = _tpc.CompileOptions()
+    options.tp = int(tp)
+    options.dtype = dtype
+    options.objective = objective
+    options.weight_slack = None if weight_slack is None else float(weight_slack)
+    options.memory_budget = None if memory_budget is None else str(memory_budget)
+    options.device_profile = device_profile
+    options.dims = {str(k): int(v) for k, v in (dims or {}).items()}
+    options.divisible = [str(d) for d in divisible]
+    options.sequence_parallel = bool(sequence_parallel)
+    options.seq_dim = seq_dim
+    options.styles, options.styles_origin = _styles_text(styles)
+    options.input_placements = _placements(input_placements)
+    options.output_placements = _placements(output_placements)
+    options.explain = [str(e) for e in explain]
     if isinstance(model, (bytes, bytearray, memoryview)):
         source, is_bytes, name, model_dir = bytes(model), True, "model", os.getcwd()
     elif hasattr(model, "SerializeToString"):

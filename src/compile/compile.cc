@@ -274,8 +274,6 @@ absl::Status CompiledPlan::Save(const std::string& dir, const SaveOptions& optio
   TPC_ASSIGN_OR_RETURN(std::vector<plan::RankFiles> ranks,
                        plan::WriteRankFiles(*graph_, staging.path(), po));
   TPC_RETURN_IF_ERROR(plan::WriteManifest(*graph_, ranks, staging.path(), po));
-  report_.per_rank_weight_bytes.clear();
-  for (const plan::RankFiles& r : ranks) report_.per_rank_weight_bytes.push_back(r.weight_bytes);
   report_.compile_seconds["plan"] = Seconds(t);
   for (const auto& [name, text] :
        {std::pair<std::string, std::string>{"report.json", compile::ReportJson(report_)},

@@ -27,6 +27,22 @@ std::string Trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
+// The module a node was exported for, as a module path: '/model/layers.0/mlp/MatMul' ->
+// 'model.layers.0.mlp'; "" for a name without that shape.
+std::string ModulePathOf(const std::string& node_name) {
+  const size_t last = node_name.rfind('/');
+  if (node_name.empty() || node_name[0] != '/' || last == std::string::npos || last < 2) return "";
+  std::string module = node_name.substr(1, last - 1);
+  std::replace(module.begin(), module.end(), '/', '.');
+  return module;
+}
+
+// A float constant of rank >= 1 that a node reads: what colwise/rowwise/replicate place.
+bool IsWeightInput(const ir::Value* in) {
+  return in != nullptr && in->producer()->kind() == ir::NodeKind::kConstant &&
+         ir::IsFloating(in->type().dtype) && in->type().rank() >= 1;
+}
+
 bool Matches(const std::string& pattern, const std::string& name) {
   return !name.empty() && ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
 }
@@ -115,10 +131,8 @@ class StyleParser {
     std::vector<std::string> names;
     for (const ir::Node* n : graph_.nodes()) {
       if (all && n->is_call() && !n->name().empty()) names.push_back(n->name());
-      if (all && n->is_call() && n->name().size() > 1 && n->name()[0] == '/') {
-        std::string module = n->name().substr(1, n->name().rfind('/') - 1);
-        std::replace(module.begin(), module.end(), '/', '.');
-        if (!module.empty()) names.push_back(module);
+      if (all && n->is_call() && !ModulePathOf(n->name()).empty()) {
+        names.push_back(ModulePathOf(n->name()));
       }
       for (const ir::Value* v : n->outputs()) names.push_back(v->name());
     }
@@ -189,13 +203,7 @@ class StyleParser {
   absl::StatusOr<bool> ApplyToModule(const std::string& pattern, const std::string& style) {
     if (style != "colwise" && style != "rowwise" && style != "replicate") return false;
     auto has_weight = [](const ir::Node& n) {
-      for (const ir::Value* in : n.inputs()) {
-        if (in != nullptr && in->producer()->kind() == ir::NodeKind::kConstant &&
-            ir::IsFloating(in->type().dtype) && in->type().rank() >= 1) {
-          return true;
-        }
-      }
-      return false;
+      return std::any_of(n.inputs().begin(), n.inputs().end(), IsWeightInput);
     };
     // The exported model may wrap the one the plan was written for (`m.model.layers.0`
     // for `model.layers.0`): a module path also matches at the end of a longer one.
@@ -204,17 +212,12 @@ class StyleParser {
     };
     bool matched = false;
     for (ir::Node* n : graph_.nodes()) {
-      if (!n->is_call() || n->name().size() < 2 || n->name()[0] != '/') continue;
-      std::string module = n->name().substr(1, n->name().rfind('/') - 1);
-      std::replace(module.begin(), module.end(), '/', '.');
+      const std::string module = n->is_call() ? ModulePathOf(n->name()) : "";
       if (module.empty() || !module_matches(module) || !has_weight(*n)) continue;
       matched = true;
       if (style == "replicate") {
         for (const ir::Value* in : n->inputs()) {
-          if (in != nullptr && in->producer()->kind() == ir::NodeKind::kConstant &&
-              ir::IsFloating(in->type().dtype)) {
-            TPC_RETURN_IF_ERROR(ApplyToWeight(in, style));
-          }
+          if (IsWeightInput(in)) TPC_RETURN_IF_ERROR(ApplyToWeight(in, style));
         }
       } else {
         TPC_RETURN_IF_ERROR(ApplyToNode(*n, style));
@@ -242,8 +245,7 @@ class StyleParser {
     if (style == "colwise" || style == "rowwise") {
       bool any = false;
       for (const ir::Value* in : n.inputs()) {
-        if (in == nullptr || in->producer()->kind() != ir::NodeKind::kConstant) continue;
-        if (!ir::IsFloating(in->type().dtype) || in->type().rank() < 1) continue;
+        if (!IsWeightInput(in)) continue;
         if (in->type().rank() == 1 && style == "rowwise") continue;  // bias after the reduction
         TPC_RETURN_IF_ERROR(ApplyToWeight(in, style));
         any = true;

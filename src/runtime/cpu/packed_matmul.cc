@@ -83,7 +83,6 @@ std::shared_ptr<PackedWeight> Pack(const float* b, int64_t m, int64_t k, int64_t
   dnnl::reorder(rpd).execute(
       stream, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, p->packed}, {DNNL_ARG_SCRATCHPAD, scratch}});
   stream.wait();
-  p->by_rows.emplace(m, PackedWeight::Primitive{dnnl::matmul(pd), pd.scratchpad_desc()});
   return p;
 }
 
