@@ -182,7 +182,7 @@ std::vector<std::pair<std::string, OutputArray>> Run(const std::string& dir, py:
     s = tpc::CatchExceptions("tpc.run", [&]() -> absl::Status {
       TPC_ASSIGN_OR_RETURN(auto graphs, rt::LoadPlan(dir));
       TPC_ASSIGN_OR_RETURN(const tpc::proto::Plan manifest, tpc::plan::ReadManifest(dir));
-      std::vector<const tpc::ir::Graph*> ptrs;
+      std::vector<tpc::ir::Graph*> ptrs;
       for (auto& g : graphs) ptrs.push_back(g.get());
       rt::PlanRunnerOptions options;
       options.threads = threads;

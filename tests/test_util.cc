@@ -150,8 +150,7 @@ shard::ShardResult ShardAndPartition(ir::Graph& graph, const shard::ShardOptions
 }
 
 absl::StatusOr<std::vector<std::vector<runtime::Tensor>>> RunRanks(
-    const std::vector<const ir::Graph*>& graphs,
-    const std::map<std::string, runtime::Tensor>& inputs) {
+    const std::vector<ir::Graph*>& graphs, const std::map<std::string, runtime::Tensor>& inputs) {
   runtime::PlanRunnerOptions options;
   options.threads = 2;
   auto runner = runtime::PlanRunner::Create(graphs, options);

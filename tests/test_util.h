@@ -48,8 +48,7 @@ shard::ShardResult ShardAndPartition(ir::Graph& graph, const shard::ShardOptions
 // Runs `graphs` (one per rank) with the plan runner (2 threads) on `inputs`: every rank's
 // outputs, or the run's error.
 absl::StatusOr<std::vector<std::vector<runtime::Tensor>>> RunRanks(
-    const std::vector<const ir::Graph*>& graphs,
-    const std::map<std::string, runtime::Tensor>& inputs);
+    const std::vector<ir::Graph*>& graphs, const std::map<std::string, runtime::Tensor>& inputs);
 
 // The committed models (models/<name>.onnx), in a fixed order.
 extern const char* const kCommittedModels[16];

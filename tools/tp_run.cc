@@ -28,6 +28,7 @@
 #include "tpc/plan/plan_reader.h"
 #include "tpc/runtime/backends.h"
 #include "tpc/runtime/compare.h"
+#include "tpc/runtime/fusion.h"
 #include "tpc/runtime/generate.h"
 #include "tpc/runtime/launcher.h"
 #include "tpc/runtime/placement_io.h"
@@ -93,6 +94,7 @@ tpc::cli::Parser MakeParser() {
   p.Add({"profile", "", "with --repeat: time per operator type, of rank 0", "", false});
   p.Add({"quiet", "", "print only the comparison table and errors", "", false});
   p.Add({"no-verify", "", "skip the SHA-256 check of the plan's files (trusted plans)", "", false});
+  p.Add({"no-fuse", "", "run every operator as the plan has it (no fused chains)", "", false});
   p.Add({"ranks", "MODE", "processes (one per rank) or threads (all in this process)", "processes",
          false});
   p.Add({"timeout", "SECONDS", "how long a rank waits for the others (joining, collectives)", "30",
@@ -461,12 +463,13 @@ absl::StatusOr<int> RunThreads(const tpc::cli::Args& args, const Settings& s) {
   const auto t_load = Clock::now();
   TPC_ASSIGN_OR_RETURN(auto graphs, rt::LoadPlan(s.plan, s.load));
   TPC_ASSIGN_OR_RETURN(const tpc::proto::Plan manifest, tpc::plan::ReadManifest(s.plan));
-  std::vector<const tpc::ir::Graph*> ptrs;
+  std::vector<tpc::ir::Graph*> ptrs;
   for (auto& g : graphs) ptrs.push_back(g.get());
   rt::PlanRunnerOptions options;
   options.threads = static_cast<int>(s.threads);
   options.backend = s.backend;
   options.executor.profile = args.has("profile");
+  options.fuse = !args.has("no-fuse");
   options.timeout = s.timeout;
   TPC_ASSIGN_OR_RETURN(options.io, rt::IoPlacementsFromPlan(manifest));
   TPC_ASSIGN_OR_RETURN(auto runner, rt::PlanRunner::Create(ptrs, options));
@@ -624,6 +627,7 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
                                   .threads = std::max(1, cores / std::max(1, world.local_size)),
                                   .device = world.local_rank % gpus,
                                   .device_collectives = use_nccl}));
+    if (!args.has("no-fuse")) rt::FuseGraph(*graph, *backend);
     rt::ExecutorOptions ex_options;
     ex_options.profile = args.has("profile");
     // The communicator comes after the agreement (set_communicator).

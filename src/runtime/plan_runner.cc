@@ -86,7 +86,7 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> LoadPlanRank(const std::string& dir,
 }
 
 absl::StatusOr<std::unique_ptr<PlanRunner>> PlanRunner::Create(
-    const std::vector<const ir::Graph*>& graphs, PlanRunnerOptions options) {
+    const std::vector<ir::Graph*>& graphs, PlanRunnerOptions options) {
   auto runner = std::unique_ptr<PlanRunner>(new PlanRunner());
   const int n = static_cast<int>(graphs.size());
   const int total = options.threads > 0 ? options.threads : DefaultThreadCount();
@@ -110,6 +110,11 @@ absl::StatusOr<std::unique_ptr<PlanRunner>> PlanRunner::Create(
   if (!memory.empty()) runner->host_comms_ = MakeInProcessGroup(n, options.timeout);
   runner->comms_ = MakeInProcessGroup(n, options.timeout, std::move(memory));
   for (int r = 0; r < n; ++r) {
+    if (options.fuse) {
+      FusionStats stats =
+          FuseGraph(*graphs[static_cast<size_t>(r)], *runner->backends_[static_cast<size_t>(r)]);
+      if (r == 0) runner->fusion_ = std::move(stats);
+    }
     auto ex = Executor::Create(*graphs[static_cast<size_t>(r)],
                                *runner->backends_[static_cast<size_t>(r)],
                                runner->comms_[static_cast<size_t>(r)].get(), options.executor);

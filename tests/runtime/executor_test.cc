@@ -160,7 +160,7 @@ TEST_CASE("Every committed model, unsharded, equals its torch outputs", "[runtim
 std::vector<std::vector<Tensor>> RunCollective(int n, const std::string& op, ir::Attributes attrs,
                                                std::vector<int64_t> shape) {
   std::vector<std::unique_ptr<ir::Graph>> graphs;
-  std::vector<const ir::Graph*> ptrs;
+  std::vector<ir::Graph*> ptrs;
   for (int r = 0; r < n; ++r) {
     auto g = std::make_unique<ir::Graph>();
     g->opsets()[""] = 18;

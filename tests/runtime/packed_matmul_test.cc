@@ -17,7 +17,13 @@ using ir::Dim;
 using ir::DType;
 
 TEST_CASE("MatMul by a packed constant weight equals the plain product", "[runtime][matmul]") {
-  constexpr int64_t k = 67, n = 45;  // not multiples of any blocking
+  // Not multiples of any blocking. 45 columns are one panel; 203 are a panel per thread
+  // (2 threads: 112 + 91 columns; 3: 80 + 80 + 43), each written into strided columns.
+  constexpr int64_t k = 67;
+  const auto [n, threads] =
+      GENERATE(std::pair<int64_t, int>{45, 2}, std::pair<int64_t, int>{203, 2},
+               std::pair<int64_t, int>{203, 3});
+  INFO(n << " columns, " << threads << " threads");
   // Row counts of 2 equal blocks on 2 threads (one primitive run twice at once), of
   // unequal ones, and of one block; each run several times.
   std::vector<float> w(k * n);
@@ -30,7 +36,7 @@ TEST_CASE("MatMul by a packed constant weight equals the plain product", "[runti
   ir::Value* y = g.AddCall("", "MatMul", {x, wv}, {"y"})->output();
   g.SetOutputs({y});
   REQUIRE(onnx::InferShapes(g).ok());
-  auto backend = MakeCpuBackend(2);
+  auto backend = MakeCpuBackend(threads);
   auto ex = Executor::Create(g, *backend, nullptr);
   REQUIRE(ex.ok());
   std::vector<std::pair<int64_t, int64_t>> runs = {{1, 5}, {3, 17}};
@@ -39,7 +45,8 @@ TEST_CASE("MatMul by a packed constant weight equals the plain product", "[runti
     runs.emplace_back(4, 128);
   }
   runs.emplace_back(1, 5);
-  for (const auto& [batch, seq] : runs) {
+  for (const auto& run : runs) {
+    const int64_t batch = run.first, seq = run.second;
     Tensor in = Tensor::Allocate(DType::kF32, {batch, seq, k});
     for (int64_t i = 0; i < in.num_elements(); ++i)
       in.data<float>()[i] = std::cos(0.11f * static_cast<float>(i + batch));

@@ -102,7 +102,7 @@ TEST_CASE("axes and split sizes given at run time: the ops take their input whol
   auto ranks = LoadPlan(plan_dir);
   INFO(ranks.status().ToString());
   REQUIRE(ranks.ok());
-  std::vector<const ir::Graph*> ptrs;
+  std::vector<ir::Graph*> ptrs;
   for (const auto& r : *ranks) ptrs.push_back(r.get());
 
   for (int64_t axis : {0, 1, -1}) {

@@ -45,15 +45,15 @@ Model Load(const std::string& name, int n) {
 }
 
 // Rank 0's outputs (every rank's are checked equal elsewhere), or the error.
-absl::StatusOr<std::vector<Tensor>> Run(const std::vector<const ir::Graph*>& graphs,
+absl::StatusOr<std::vector<Tensor>> Run(const std::vector<ir::Graph*>& graphs,
                                         const std::map<std::string, Tensor>& inputs) {
   auto out = testing::RunRanks(graphs, inputs);
   if (!out.ok()) return out.status();
   return (*out)[0];
 }
 
-std::vector<const ir::Graph*> Ptrs(const std::vector<std::unique_ptr<ir::Graph>>& graphs) {
-  std::vector<const ir::Graph*> out;
+std::vector<ir::Graph*> Ptrs(const std::vector<std::unique_ptr<ir::Graph>>& graphs) {
+  std::vector<ir::Graph*> out;
   for (const auto& g : graphs) out.push_back(g.get());
   return out;
 }

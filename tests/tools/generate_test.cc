@@ -62,7 +62,7 @@ TEST_CASE("generation keeps each rank's cache on the rank", "[tools][generate]")
   const std::string plan = Compile("gpt2_kv", 2);
   auto graphs = rt::LoadPlan(plan);
   REQUIRE(graphs.ok());
-  std::vector<const tpc::ir::Graph*> ptrs;
+  std::vector<tpc::ir::Graph*> ptrs;
   for (auto& g : *graphs) ptrs.push_back(g.get());
   auto runner = rt::PlanRunner::Create(ptrs);
   REQUIRE(runner.ok());

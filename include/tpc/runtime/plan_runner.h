@@ -15,6 +15,7 @@
 #include "tpc/runtime/backend.h"
 #include "tpc/runtime/communicator.h"
 #include "tpc/runtime/executor.h"
+#include "tpc/runtime/fusion.h"
 #include "tpc/runtime/placement_io.h"
 
 namespace tpc::runtime {
@@ -50,16 +51,21 @@ struct PlanRunnerOptions {
   // How the full inputs are sliced for each rank and the outputs assembled (plan.json's
   // placements; none: every input and output whole on every rank).
   IoPlacements io;
+  // Fuse each rank's graph for its backend before it runs (runtime/fusion.h); off for
+  // comparisons (tp-run --no-fuse).
+  bool fuse = true;
 };
 
 class PlanRunner {
  public:
-  // `graphs` must outlive the runner.
-  static absl::StatusOr<std::unique_ptr<PlanRunner>> Create(
-      const std::vector<const ir::Graph*>& graphs, PlanRunnerOptions options = {});
+  // `graphs` must outlive the runner; they are fused in place (options.fuse).
+  static absl::StatusOr<std::unique_ptr<PlanRunner>> Create(const std::vector<ir::Graph*>& graphs,
+                                                            PlanRunnerOptions options = {});
 
   int num_ranks() const { return static_cast<int>(executors_.size()); }
   Executor& executor(int rank) { return *executors_[static_cast<size_t>(rank)]; }
+  // What fusion did to rank 0's graph.
+  const FusionStats& fusion_stats() const { return fusion_; }
 
   // Runs every rank on its part of the full inputs (sliced by the input placements and
   // checked on every rank before anything runs); returns each rank's outputs, assembled
@@ -80,6 +86,7 @@ class PlanRunner {
   std::vector<std::unique_ptr<Backend>> backends_;
   std::vector<std::unique_ptr<Executor>> executors_;
   IoPlacements io_;
+  FusionStats fusion_;
 };
 
 }  // namespace tpc::runtime

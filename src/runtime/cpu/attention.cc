@@ -184,10 +184,12 @@ absl::Status Attention(KernelContext& ctx) {
       TPC_ASSIGN_OR_RETURN(Tensor * t, ctx.Output(3, {batch, hq, qs, total}, q.dtype()));
       qk_out = t->data<T>();
     }
-    std::vector<T> scores(static_cast<size_t>(qs * total));
     const int64_t y_row = q.rank() == 4 ? vd : hq * vd;
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t h = 0; h < hq; ++h) {
+    // (batch, head) pairs over the pool's threads, each with its rows' scores only.
+    ctx.pool().ParallelFor(batch * hq, 1, [&](int64_t first, int64_t last) {
+      std::vector<T> scores(static_cast<size_t>(qs * total));
+      for (int64_t bh = first; bh < last; ++bh) {
+        const int64_t b = bh / hq, h = bh % hq;
         const int64_t g = h / (hq / hkv);  // the K/V head this query head reads
         Gemm2D<T>(false, true, qs, total, hd, static_cast<T>(scale), q.data<T>() + ql.offset(b, h),
                   ql.row_stride, pk + (b * hkv + g) * total * hd, hd, T(0), scores.data(), total);
@@ -226,7 +228,7 @@ absl::Status Attention(KernelContext& ctx) {
         Gemm2D<T>(false, false, qs, vd, total, T(1), scores.data(), total,
                   pv + (b * hkv + g) * total * vd, vd, T(0), y->data<T>() + y_off, y_row);
       }
-    }
+    });
     return absl::OkStatus();
   });
 }
@@ -379,9 +381,10 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
         }
       }
     }
-    std::vector<T> scores(static_cast<size_t>(seq * total));
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t h = 0; h < hq; ++h) {
+    ctx.pool().ParallelFor(batch * hq, 1, [&](int64_t first, int64_t last) {
+      std::vector<T> scores(static_cast<size_t>(seq * total));
+      for (int64_t bh = first; bh < last; ++bh) {
+        const int64_t b = bh / hq, h = bh % hq;
         const int64_t g = h / (hq / hkv);
         Gemm2D<T>(false, true, seq, total, hd, static_cast<T>(scale),
                   q.data() + (b * hq + h) * seq * hd, hd, pk + (b * hkv + g) * total * hd, hd, T(0),
@@ -406,7 +409,7 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
                   pv + (b * hkv + g) * total * hd, hd, T(0),
                   y->data<T>() + b * seq * hq * hd + h * hd, hq * hd);
       }
-    }
+    });
     return absl::OkStatus();
   });
 }

@@ -154,9 +154,9 @@ absl::Status Conv(KernelContext& ctx) {
       for (int64_t g = 0; g < group; ++g) {
         const T* xg = x.data<T>() + (i * c + g * cg) * in_size;
         if (!direct) Im2Col(ctx.pool(), win, cg, xg, col.data());
-        Gemm2D<T>(false, false, mg, outs, rows, T(1), w.data<T>() + g * mg * rows, rows,
-                  direct ? xg : col.data(), outs, T(0),
-                  y->data<T>() + (i * out_channels + g * mg) * outs, outs);
+        ParallelGemm2D<T>(ctx.pool(), false, false, mg, outs, rows, T(1),
+                          w.data<T>() + g * mg * rows, rows, direct ? xg : col.data(), outs, T(0),
+                          y->data<T>() + (i * out_channels + g * mg) * outs, outs);
       }
     }
     if (b != nullptr) AddBias(ctx.pool(), n, out_channels, outs, b->data<T>(), y->data<T>());
@@ -235,8 +235,9 @@ absl::Status ConvTranspose(KernelContext& ctx) {
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t g = 0; g < group; ++g) {
         // col[mg * taps, ins] = W_g^T [mg * taps, cg] x X_g [cg, ins]
-        Gemm2D<T>(true, false, mg * taps, ins, cg, T(1), w.data<T>() + g * cg * mg * taps,
-                  mg * taps, x.data<T>() + (i * c + g * cg) * ins, ins, T(0), col.data(), ins);
+        ParallelGemm2D<T>(ctx.pool(), true, false, mg * taps, ins, cg, T(1),
+                          w.data<T>() + g * cg * mg * taps, mg * taps,
+                          x.data<T>() + (i * c + g * cg) * ins, ins, T(0), col.data(), ins);
         Col2Im(ctx.pool(), win, mg, col.data(),
                y->data<T>() + (i * out_channels + g * mg) * y_size);
       }

@@ -5,9 +5,11 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -99,25 +101,34 @@ struct MatMulShape {
   // of the A and B matrices it multiplies.
   template <typename F>
   void ForEachMatrix(F f) const {
-    const Shape sa = BroadcastStrides(batch_a, batch), sb = BroadcastStrides(batch_b, batch);
-    const Shape bs = Strides(batch);
     const int64_t count = NumElements(batch);
     for (int64_t i = 0; i < count; ++i) {
-      int64_t oa = 0, ob = 0, rem = i;
-      for (size_t d = 0; d < batch.size(); ++d) {
-        const int64_t idx = rem / bs[d];
-        rem %= bs[d];
-        oa += idx * sa[d];
-        ob += idx * sb[d];
-      }
-      f(i, oa * m * k, ob * k * n);
+      const auto [oa, ob] = MatrixOffsets(i);
+      f(i, oa, ob);
     }
+  }
+  // The element offsets of the A and B matrices of output matrix i.
+  std::pair<int64_t, int64_t> MatrixOffsets(int64_t i) const {
+    const Shape sa = BroadcastStrides(batch_a, batch), sb = BroadcastStrides(batch_b, batch);
+    const Shape bs = Strides(batch);
+    int64_t oa = 0, ob = 0, rem = i;
+    for (size_t d = 0; d < batch.size(); ++d) {
+      const int64_t idx = rem / bs[d];
+      rem %= bs[d];
+      oa += idx * sa[d];
+      ob += idx * sb[d];
+    }
+    return {oa * m * k, ob * k * n};
   }
 };
 // A · B for an f32 B that is a constant [K, N] of the graph, through a GEMM library
 // with B packed once (packed_matmul.cc); false when it does not apply (another type, a
 // B computed at run time, no such library in the build): the caller multiplies.
-absl::StatusOr<bool> PackedMatMul(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor* y);
+// `epilogue(col, cols)`, when given, runs on the thread that computed columns [col, col +
+// cols) of every row, right after them (a fused bias and activation, in cache).
+using ColumnsEpilogue = std::function<void(int64_t col, int64_t cols)>;
+absl::StatusOr<bool> PackedMatMul(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor* y,
+                                  const ColumnsEpilogue* epilogue = nullptr);
 absl::StatusOr<MatMulShape> MatMulShapes(const KernelContext& ctx, const Tensor& a,
                                          const Tensor& b);
 
@@ -401,12 +412,21 @@ absl::Status Size(KernelContext& ctx);
 template <typename T>
 void Gemm2D(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
             const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+// Gemm2D with C split into blocks of rows (or of columns, when it has few rows), one
+// single-threaded BLAS call per block on the pool's threads (BLAS itself runs one thread:
+// its own team would spin between calls and take the cores from the pool). Small
+// products run as one call.
+template <typename T>
+void ParallelGemm2D(ThreadPool& pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha,
+                    const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
 
 absl::Status Einsum(KernelContext& ctx);  // einsum.cc
 absl::Status Det(KernelContext& ctx);     // det.cc
 absl::Status Gemm(KernelContext& ctx);
 absl::Status MatMul(KernelContext& ctx);
-absl::Status MatMulNBits(KernelContext& ctx);  // matmul_nbits.cc
+absl::Status FusedMatMul(KernelContext& ctx);    // fused.cc
+absl::Status AttentionCore(KernelContext& ctx);  // fused.cc
+absl::Status MatMulNBits(KernelContext& ctx);    // matmul_nbits.cc
 
 // ---- Attention (attention.cc, rotary.cc) ----
 absl::Status Attention(KernelContext& ctx);

@@ -33,6 +33,40 @@ void Gemm2D(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T*
   }
 }
 
+template <typename T>
+void ParallelGemm2D(ThreadPool& pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha,
+                    const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  const int64_t parts = pool.size();
+  // Below ~2^18 multiply-adds (tens of microseconds) a hand-off costs more than it saves.
+  const bool big = m * n * k >= (int64_t{1} << 18);
+  if (parts > 1 && big && m >= 8 * parts) {
+    const int64_t block = (m + parts - 1) / parts;
+    pool.ParallelParts(parts, [&](int64_t p) {
+      const int64_t r = p * block, rows = std::min(block, m - r);
+      if (rows <= 0) return;
+      Gemm2D<T>(ta, tb, rows, n, k, alpha, ta ? a + r : a + r * lda, lda, b, ldb, beta, c + r * ldc,
+                ldc);
+    });
+  } else if (parts > 1 && big && n >= 64 * parts) {
+    const int64_t block = (n / parts + 15) / 16 * 16;  // whole vectors per block
+    pool.ParallelParts(parts, [&](int64_t p) {
+      const int64_t col = p * block, cols = std::min(block, n - col);
+      if (cols <= 0) return;
+      Gemm2D<T>(ta, tb, m, cols, k, alpha, a, lda, tb ? b + col * ldb : b + col, ldb, beta, c + col,
+                ldc);
+    });
+  } else {
+    Gemm2D<T>(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+}
+
+template void ParallelGemm2D<float>(ThreadPool&, bool, bool, int64_t, int64_t, int64_t, float,
+                                    const float*, int64_t, const float*, int64_t, float, float*,
+                                    int64_t);
+template void ParallelGemm2D<double>(ThreadPool&, bool, bool, int64_t, int64_t, int64_t, double,
+                                     const double*, int64_t, const double*, int64_t, double,
+                                     double*, int64_t);
+
 template void Gemm2D<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
                             const float*, int64_t, float, float*, int64_t);
 template void Gemm2D<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
@@ -82,11 +116,23 @@ absl::Status MatMul(KernelContext& ctx) {
     if (NumElements(g.batch_b) == 1 && NumElements(g.batch_a) == NumElements(g.batch)) {
       // B shared by every batch: one GEMM over all rows of A (A is contiguous).
       const int64_t rows = NumElements(g.batch) * m;
-      Gemm2D<T>(false, false, rows, n, k, T(1), pa, k, pb, n, T(0), py, n);
+      ParallelGemm2D<T>(ctx.pool(), false, false, rows, n, k, T(1), pa, k, pb, n, T(0), py, n);
       return absl::OkStatus();
     }
-    g.ForEachMatrix([&](int64_t i, int64_t oa, int64_t ob) {
-      Gemm2D<T>(false, false, m, n, k, T(1), pa + oa, k, pb + ob, n, T(0), py + i * m * n, n);
+    const int64_t count = NumElements(g.batch);
+    if (count < ctx.pool().size()) {
+      g.ForEachMatrix([&](int64_t i, int64_t oa, int64_t ob) {
+        ParallelGemm2D<T>(ctx.pool(), false, false, m, n, k, T(1), pa + oa, k, pb + ob, n, T(0),
+                          py + i * m * n, n);
+      });
+      return absl::OkStatus();
+    }
+    // Many matrices (attention's heads): whole matrices per thread.
+    ctx.pool().ParallelFor(count, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const auto [oa, ob] = g.MatrixOffsets(i);
+        Gemm2D<T>(false, false, m, n, k, T(1), pa + oa, k, pb + ob, n, T(0), py + i * m * n, n);
+      }
     });
     return absl::OkStatus();
   });
@@ -119,8 +165,8 @@ absl::Status Gemm(KernelContext& ctx) {
                           });
       beta_t = T(1);
     }
-    Gemm2D<T>(ta, tb, m, n, k, static_cast<T>(alpha), a.data<T>(), a.dim(1), b.data<T>(), b.dim(1),
-              beta_t, py, n);
+    ParallelGemm2D<T>(ctx.pool(), ta, tb, m, n, k, static_cast<T>(alpha), a.data<T>(), a.dim(1),
+                      b.data<T>(), b.dim(1), beta_t, py, n);
     return absl::OkStatus();
   });
 }

@@ -145,7 +145,8 @@ absl::Status MatMulNBits(KernelContext& ctx) {
           }
         }
       });
-      Gemm2D<T>(false, true, m, cols, l.k, T(1), pa, l.k, w.data(), l.k, T(0), py + first, l.n);
+      ParallelGemm2D<T>(ctx.pool(), false, true, m, cols, l.k, T(1), pa, l.k, w.data(), l.k, T(0),
+                        py + first, l.n);
     }
     if (bias != nullptr) {
       const T* pbias = bias->data<T>();

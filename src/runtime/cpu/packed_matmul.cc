@@ -40,13 +40,20 @@ struct PackedWeight {
   int64_t k = 0, n = 0;
   uint64_t fingerprint = 0;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::memory packed;
   // A primitive per M, with the scratchpad it needs.
   struct Primitive {
     dnnl::matmul matmul;
     dnnl::memory::desc scratchpad;
   };
-  std::map<int64_t, Primitive> by_rows;
+  // The weight's columns [col, col + cols), packed on their own: one panel per thread
+  // of the pool, so that each thread reads only its part of the weight (a row split
+  // would stream the whole weight through every core).
+  struct Panel {
+    int64_t col = 0, cols = 0;
+    dnnl::memory packed;
+    std::map<int64_t, Primitive> by_rows;
+  };
+  std::vector<Panel> panels;
 };
 
 // Every primitive takes its scratchpad from the caller: oneDNN's own (a library-wide
@@ -58,37 +65,49 @@ dnnl::primitive_attr UserScratchpad() {
   return attr;
 }
 
-dnnl::memory::desc Plain(int64_t rows, int64_t cols) {
-  return dnnl::memory::desc({rows, cols}, dnnl::memory::data_type::f32,
-                            dnnl::memory::format_tag::ab);
+// A [rows, cols] f32 matrix whose rows are `ld` elements apart.
+dnnl::memory::desc Plain(int64_t rows, int64_t cols, int64_t ld) {
+  return dnnl::memory::desc({rows, cols}, dnnl::memory::data_type::f32, {ld, 1});
 }
 
-// Packs `b` [k, n] into the layout the GEMM for `m` rows picks.
-std::shared_ptr<PackedWeight> Pack(const float* b, int64_t m, int64_t k, int64_t n) {
+// Packs `b` [k, n] into `panels` column panels, each in the layout the GEMM for `m`
+// rows picks.
+std::shared_ptr<PackedWeight> Pack(const float* b, int64_t m, int64_t k, int64_t n,
+                                   int64_t panels) {
   auto p = std::make_shared<PackedWeight>();
   p->source = b;
   p->k = k;
   p->n = n;
   p->fingerprint = Fingerprint(b, k * n);
-  const dnnl::memory::desc any({k, n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(Plain(m, k), any, Plain(m, n)),
-                                        UserScratchpad(), p->engine);
-  dnnl::memory src(Plain(k, n), p->engine, const_cast<float*>(b));
-  p->packed = dnnl::memory(pd.weights_desc(), p->engine);
   dnnl::stream stream(p->engine);
   omp_set_num_threads(1);
-  const dnnl::reorder::primitive_desc rpd(p->engine, src.get_desc(), p->engine,
-                                          p->packed.get_desc(), UserScratchpad());
-  dnnl::memory scratch(rpd.scratchpad_desc(), p->engine);
-  dnnl::reorder(rpd).execute(
-      stream, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, p->packed}, {DNNL_ARG_SCRATCHPAD, scratch}});
+  const int64_t width = (n / panels + 15) / 16 * 16;  // whole vectors per panel
+  for (int64_t col = 0; col < n; col += width) {
+    PackedWeight::Panel& panel = p->panels.emplace_back();
+    panel.col = col;
+    panel.cols = std::min(width, n - col);
+    const dnnl::memory::desc any({k, panel.cols}, dnnl::memory::data_type::f32,
+                                 dnnl::memory::format_tag::any);
+    const dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(Plain(m, k, k), any, Plain(m, panel.cols, n)), UserScratchpad(),
+        p->engine);
+    dnnl::memory src(Plain(k, panel.cols, n), p->engine, const_cast<float*>(b + col));
+    panel.packed = dnnl::memory(pd.weights_desc(), p->engine);
+    const dnnl::reorder::primitive_desc rpd(p->engine, src.get_desc(), p->engine,
+                                            panel.packed.get_desc(), UserScratchpad());
+    dnnl::memory scratch(rpd.scratchpad_desc(), p->engine);
+    dnnl::reorder(rpd).execute(
+        stream,
+        {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, panel.packed}, {DNNL_ARG_SCRATCHPAD, scratch}});
+  }
   stream.wait();
   return p;
 }
 
 }  // namespace
 
-absl::StatusOr<bool> PackedMatMul(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor* y) {
+absl::StatusOr<bool> PackedMatMul(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor* y,
+                                  const ColumnsEpilogue* epilogue) {
   Backend::KernelStates* states = ctx.backend().kernel_states();
   const ir::Value* weight = ctx.node().input(1);
   if (states == nullptr || a.dtype() != ir::DType::kF32 || b.dtype() != ir::DType::kF32 ||
@@ -101,56 +120,55 @@ absl::StatusOr<bool> PackedMatMul(KernelContext& ctx, const Tensor& a, const Ten
   const int64_t m = a.num_elements() / k;
   if (m == 0) return false;
   const float* pb = b.data<float>();
+  const int64_t threads = ctx.pool().size();
+  // One panel per thread where each gets a few vectors of columns.
+  const int64_t panels = n >= 64 * threads ? threads : 1;
   try {
     std::shared_ptr<void>& slot = (*states)[&ctx.node()];
     auto packed = std::static_pointer_cast<PackedWeight>(slot);
     if (!packed || packed->source != pb || packed->k != k || packed->n != n ||
+        static_cast<int64_t>(packed->panels.size()) > panels ||
         packed->fingerprint != Fingerprint(pb, k * n)) {
-      packed = Pack(pb, m, k, n);
+      packed = Pack(pb, m, k, n, panels);
       slot = packed;
     }
-    // The rows split into one block per thread of the pool, each a single-threaded
-    // oneDNN call: oneDNN's OpenMP team is never started, so no spinning OpenMP thread
-    // competes with the pool's for the cores.
-    const int64_t threads = ctx.pool().size();
-    const int64_t parts = m >= 16 * threads ? threads : 1;
-    const int64_t block = (m + parts - 1) / parts;
-    auto primitive = [&](int64_t rows) -> const PackedWeight::Primitive& {
-      auto it = packed->by_rows.find(rows);
-      if (it == packed->by_rows.end()) {
+    // The primitives for m rows, made here (one thread) before the parallel part.
+    std::vector<const PackedWeight::Primitive*> primitives;
+    for (PackedWeight::Panel& panel : packed->panels) {
+      auto it = panel.by_rows.find(m);
+      if (it == panel.by_rows.end()) {
         const dnnl::matmul::primitive_desc pd(
-            dnnl::matmul::desc(Plain(rows, k), packed->packed.get_desc(), Plain(rows, n)),
+            dnnl::matmul::desc(Plain(m, k, k), panel.packed.get_desc(), Plain(m, panel.cols, n)),
             UserScratchpad(), packed->engine);
-        it = packed->by_rows
-                 .emplace(rows, PackedWeight::Primitive{dnnl::matmul(pd), pd.scratchpad_desc()})
+        it = panel.by_rows
+                 .emplace(m, PackedWeight::Primitive{dnnl::matmul(pd), pd.scratchpad_desc()})
                  .first;
       }
-      return it->second;
-    };
-    const PackedWeight::Primitive& full = primitive(block);
-    const PackedWeight::Primitive& last = primitive(m - block * (parts - 1));
+      primitives.push_back(&it->second);
+    }
+    // Each panel a single-threaded oneDNN call on a thread of the pool: oneDNN's OpenMP
+    // team is never started, so no spinning OpenMP thread competes with the pool's for
+    // the cores.
     const float* pa = a.data<float>();
     float* py = y->data<float>();
     std::atomic<bool> failed{false};
-    ctx.pool().ParallelFor(parts, 1, [&](int64_t b, int64_t e) {
+    ctx.pool().ParallelParts(static_cast<int64_t>(packed->panels.size()), [&](int64_t part) {
       omp_set_num_threads(1);
-      for (int64_t part = b; part < e; ++part) {
-        const int64_t row = part * block;
-        const int64_t rows = std::min(block, m - row);
-        try {
-          const PackedWeight::Primitive& p = part == parts - 1 ? last : full;
-          dnnl::stream stream(packed->engine);
-          dnnl::memory am(Plain(rows, k), packed->engine, const_cast<float*>(pa + row * k));
-          dnnl::memory cm(Plain(rows, n), packed->engine, py + row * n);
-          dnnl::memory scratch(p.scratchpad, packed->engine);  // this block's own
-          p.matmul.execute(stream, {{DNNL_ARG_SRC, am},
-                                    {DNNL_ARG_WEIGHTS, packed->packed},
-                                    {DNNL_ARG_DST, cm},
-                                    {DNNL_ARG_SCRATCHPAD, scratch}});
-          stream.wait();
-        } catch (const dnnl::error&) {
-          failed = true;
-        }
+      const PackedWeight::Panel& panel = packed->panels[static_cast<size_t>(part)];
+      const PackedWeight::Primitive& p = *primitives[static_cast<size_t>(part)];
+      try {
+        dnnl::stream stream(packed->engine);
+        dnnl::memory am(Plain(m, k, k), packed->engine, const_cast<float*>(pa));
+        dnnl::memory cm(Plain(m, panel.cols, n), packed->engine, py + panel.col);
+        dnnl::memory scratch(p.scratchpad, packed->engine);  // this block's own
+        p.matmul.execute(stream, {{DNNL_ARG_SRC, am},
+                                  {DNNL_ARG_WEIGHTS, panel.packed},
+                                  {DNNL_ARG_DST, cm},
+                                  {DNNL_ARG_SCRATCHPAD, scratch}});
+        stream.wait();
+        if (epilogue != nullptr) (*epilogue)(panel.col, panel.cols);
+      } catch (const dnnl::error&) {
+        failed = true;
       }
     });
     if (failed) return false;
@@ -163,7 +181,8 @@ absl::StatusOr<bool> PackedMatMul(KernelContext& ctx, const Tensor& a, const Ten
 
 #else
 
-absl::StatusOr<bool> PackedMatMul(KernelContext&, const Tensor&, const Tensor&, Tensor*) {
+absl::StatusOr<bool> PackedMatMul(KernelContext&, const Tensor&, const Tensor&, Tensor*,
+                                  const ColumnsEpilogue*) {
   return false;
 }
 

@@ -244,8 +244,8 @@ absl::Status RunRecurrent(KernelContext& ctx, Cell cell) {
     // XW = X * W^T + Wb + Rb (GRU with linear_before_reset: Rbh is added inside the reset).
     std::fill(xw.begin(), xw.end(), T(0));
     if (rows > 0 && n.input > 0) {
-      Gemm2D<T>(false, true, rows, gh, n.input, T(1), x0.data(), n.input, wd, n.input, T(0),
-                xw.data(), gh);
+      ParallelGemm2D<T>(ctx.pool(), false, true, rows, gh, n.input, T(1), x0.data(), n.input, wd,
+                        n.input, T(0), xw.data(), gh);
     }
     if (wb != nullptr) {
       for (int64_t i = 0; i < rows; ++i) {

@@ -208,7 +208,9 @@ const Entry kKernels[] = {
     {kTpc, "AllGather", {AllGather, any}},
     {kTpc, "AllReduce", {AllReduce, any}},
     {kTpc, "AllToAll", {AllToAll, any}},
+    {kTpc, "AttentionCore", {AttentionCore}},
     {kTpc, "CheckIndices", {CheckIndices, any}},
+    {kTpc, "FusedMatMul", {FusedMatMul}},
     {kTpc, "Rank", {Rank, any}},
     {kTpc, "ReduceScatter", {ReduceScatter, any}},
     {kTpc, "Shard", {Shard, any}},
@@ -217,8 +219,10 @@ const Entry kKernels[] = {
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int threads) : pool_(threads) {
-    // BLAS uses the same number of threads as the kernels' loops.
-    openblas_set_num_threads(threads);
+    // BLAS runs one thread per call: kernels split their GEMMs over the pool
+    // (ParallelGemm2D), and OpenBLAS's own threads would spin between calls on the cores
+    // the pool's threads need.
+    openblas_set_num_threads(1);
   }
 
   std::string name() const override { return "cpu"; }

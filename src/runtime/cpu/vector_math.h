@@ -6,6 +6,7 @@
 // std::exp gives a denormal under 1.2e-38), NaN stays NaN; GeluErf within 3e-7 absolute.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -90,6 +91,37 @@ inline T GeluTanh(T v) {
   const T u = c * (v + T(0.044715) * v * v * v);
   const T t = T(1) - T(2) / (Exp(T(2) * u) + T(1));
   return T(0.5) * v * (T(1) + t);
+}
+
+// (Log)softmax of one contiguous row of n: the maximum and the sum in 8 running lanes,
+// the exponentials in a loop of their own (vector_math.h's Exp), so that each pass
+// vectorizes. An all -inf row gives NaN, as exp(-inf - -inf) does.
+template <typename T>
+void SoftmaxRow(const T* x, T* y, int64_t n, bool log) {
+  constexpr int kLanes = 8;
+  T lane_max[kLanes];
+  for (T& m : lane_max) m = -std::numeric_limits<T>::infinity();
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane_max[l] = x[j + l] > lane_max[l] ? x[j + l] : lane_max[l];
+  T mx = -std::numeric_limits<T>::infinity();
+  for (; j < n; ++j) mx = std::max(mx, x[j]);
+  for (T m : lane_max) mx = std::max(mx, m);
+  for (int64_t i = 0; i < n; ++i) y[i] = Exp(static_cast<T>(x[i] - mx));
+  T lane_sum[kLanes] = {};
+  j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane_sum[l] += y[j + l];
+  double sum = 0;
+  for (; j < n; ++j) sum += y[j];
+  for (T v : lane_sum) sum += v;
+  if (log) {
+    const T shift = static_cast<T>(mx + std::log(sum));
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] - shift;
+  } else {
+    const T inv = static_cast<T>(1.0 / sum);
+    for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+  }
 }
 
 }  // namespace tpc::runtime::cpu

@@ -1,0 +1,36 @@
+// Fusion: a pass over a rank's graph, before it runs, that replaces chains of operators
+// by one operator of the `tpc` domain that computes the same values in one pass over
+// memory (src/runtime/fusion/patterns.cc lists them):
+//
+//   MatMul(x, W) [+ bias] [→ Gelu | Relu | Sigmoid | Tanh | x·Sigmoid(x)]
+//       → tpc::FusedMatMul(x, W, bias?)               (the GEMM's epilogue)
+//   MatMul(Q, Kᵀ) [· or ÷ scale] [+ mask] → Softmax(last axis) → MatMul(·, V)
+//       → tpc::AttentionCore(Q, K or Kᵀ, V, mask?)    (no [.., s, t] scores in memory)
+//
+// It is backend-neutral: a chain is fused only when the backend has a kernel for the
+// fused operator (FindKernel), so a backend without one (CUDA today) runs the graph as
+// it was. Fused nodes keep the name of the chain's first node, and the chain's last value
+// keeps its name and type, so outputs, profiles and errors still speak of the model's
+// names. The graph's values that leave a chain (used elsewhere, graph outputs) are never
+// fused away.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "tpc/ir/graph.h"
+#include "tpc/runtime/backend.h"
+
+namespace tpc::runtime {
+
+struct FusionStats {
+  // Fused nodes made, by fused op type (`FusedMatMul`), and the nodes they replaced.
+  std::map<std::string, int> fused;
+  int nodes_removed = 0;
+};
+
+// Fuses `graph` in place for `backend`. Never fails: a chain that does not match
+// exactly (a value used outside it, a dtype, an axis) is left alone.
+FusionStats FuseGraph(ir::Graph& graph, const Backend& backend);
+
+}  // namespace tpc::runtime

@@ -1,0 +1,212 @@
+// The fused operators of the fusion pass (tpc/runtime/fusion.h), f32:
+// - tpc::FusedMatMul(x, W, bias?) {activation}: act(x·W + bias), the bias and activation
+//   applied to each block of columns by the thread that computed it, while in cache;
+// - tpc::AttentionCore(Q, K, V, mask?) {scale, scale_divides, k_transposed}:
+//   Softmax(Q·Kᵀ ·/÷ scale + mask) · V over numpy-broadcast batch dims, a block of query
+//   rows at a time: the [.., s, t] scores exist one block per thread, never whole.
+// Both compute what the chains they replace compute, with the same per-element
+// functions (vector_math.h), so fused and unfused runs agree to rounding.
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "kernels.h"
+#include "vector_math.h"
+
+namespace tpc::runtime::cpu {
+namespace {
+
+enum class Activation { kNone, kGelu, kGeluTanh, kRelu, kTanh, kSiLU };
+
+absl::StatusOr<Activation> ReadActivation(const KernelContext& ctx) {
+  const std::string a = ctx.node().attr_string("activation", "");
+  if (a.empty()) return Activation::kNone;
+  if (a == "Gelu") return Activation::kGelu;
+  if (a == "GeluTanh") return Activation::kGeluTanh;
+  if (a == "Relu") return Activation::kRelu;
+  if (a == "Tanh") return Activation::kTanh;
+  if (a == "SiLU") return Activation::kSiLU;
+  return ctx.Error(absl::StrCat("unknown activation '", a, "'"));
+}
+
+template <Activation A>
+inline float Apply(float v) {
+  if constexpr (A == Activation::kGelu) return GeluErf(v);
+  if constexpr (A == Activation::kGeluTanh) return GeluTanh(v);
+  if constexpr (A == Activation::kRelu) return v > 0.0f ? v : 0.0f;
+  if constexpr (A == Activation::kTanh) return std::tanh(v);
+  if constexpr (A == Activation::kSiLU) return v * Sigmoid(v);
+  return v;
+}
+
+template <Activation A>
+void EpilogueRows(float* y, int64_t rows, int64_t ld, int64_t cols, const float* bias) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = y + r * ld;
+    if (bias != nullptr) {
+      for (int64_t j = 0; j < cols; ++j) row[j] = Apply<A>(row[j] + bias[j]);
+    } else {
+      for (int64_t j = 0; j < cols; ++j) row[j] = Apply<A>(row[j]);
+    }
+  }
+}
+
+// y[r, j] = act(y[r, j] + bias[j]) over a block of `rows` × `cols` (rows `ld` apart):
+// compiled for AVX-512, AVX2 and the baseline, picked at load (the exp-based activations
+// are compute-bound).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void Epilogue(Activation act, float* y,
+                                                                           int64_t rows, int64_t ld,
+                                                                           int64_t cols,
+                                                                           const float* bias) {
+  switch (act) {
+    case Activation::kNone:
+      return EpilogueRows<Activation::kNone>(y, rows, ld, cols, bias);
+    case Activation::kGelu:
+      return EpilogueRows<Activation::kGelu>(y, rows, ld, cols, bias);
+    case Activation::kGeluTanh:
+      return EpilogueRows<Activation::kGeluTanh>(y, rows, ld, cols, bias);
+    case Activation::kRelu:
+      return EpilogueRows<Activation::kRelu>(y, rows, ld, cols, bias);
+    case Activation::kTanh:
+      return EpilogueRows<Activation::kTanh>(y, rows, ld, cols, bias);
+    case Activation::kSiLU:
+      return EpilogueRows<Activation::kSiLU>(y, rows, ld, cols, bias);
+  }
+}
+
+}  // namespace
+
+absl::Status FusedMatMul(KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  const Tensor* bias = ctx.optional_input(2);
+  if (a.dtype() != ir::DType::kF32 || b.dtype() != ir::DType::kF32 || b.rank() != 2 ||
+      a.rank() < 2) {
+    return ctx.Error(
+        absl::StrCat("takes f32 [.., k] x [k, n], not ", a.TypeString(), " x ", b.TypeString()));
+  }
+  TPC_ASSIGN_OR_RETURN(const Activation act, ReadActivation(ctx));
+  TPC_ASSIGN_OR_RETURN(const MatMulShape g, MatMulShapes(ctx, a, b));
+  if (bias != nullptr && (bias->dtype() != ir::DType::kF32 || bias->num_elements() != g.n)) {
+    return ctx.Error(absl::StrCat("bias ", bias->TypeString(), " is not ", g.n, " floats"));
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, g.out, a.dtype()));
+  const int64_t m = a.num_elements() / g.k, n = g.n;
+  float* py = y->data<float>();
+  const float* pbias = bias != nullptr ? bias->data<float>() : nullptr;
+  const ColumnsEpilogue epilogue = [&](int64_t col, int64_t cols) {
+    Epilogue(act, py + col, m, n, cols, pbias != nullptr ? pbias + col : nullptr);
+  };
+  TPC_ASSIGN_OR_RETURN(const bool packed, PackedMatMul(ctx, a, b, y, &epilogue));
+  if (packed) return absl::OkStatus();
+  ParallelGemm2D<float>(ctx.pool(), false, false, m, n, g.k, 1.0f, a.data<float>(), g.k,
+                        b.data<float>(), n, 0.0f, py, n);
+  ctx.pool().ParallelFor(
+      m, std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)),
+      [&](int64_t lo, int64_t hi) { Epilogue(act, py + lo * n, hi - lo, n, n, pbias); });
+  return absl::OkStatus();
+}
+
+absl::Status AttentionCore(KernelContext& ctx) {
+  const Tensor& q = ctx.input(0);
+  const Tensor& k = ctx.input(1);
+  const Tensor& v = ctx.input(2);
+  const Tensor* mask = ctx.optional_input(3);
+  const bool k_transposed = ctx.node().attr_int("k_transposed", 1) != 0;
+  const bool divide = ctx.node().attr_int("scale_divides", 0) != 0;
+  const float scale = ctx.node().attr_float("scale", 1.0f);
+  for (const Tensor* t : {&q, &k, &v, mask}) {
+    if (t != nullptr && (t->dtype() != ir::DType::kF32 || (t != mask && t->rank() < 2))) {
+      return ctx.Error(absl::StrCat("takes f32 matrices, not ", t->TypeString()));
+    }
+  }
+  const int64_t s = q.dim(q.rank() - 2), d = q.dim(q.rank() - 1);
+  const int64_t t = k_transposed ? k.dim(k.rank() - 1) : k.dim(k.rank() - 2);
+  const int64_t kd = k_transposed ? k.dim(k.rank() - 2) : k.dim(k.rank() - 1);
+  const int64_t dv = v.dim(v.rank() - 1);
+  if (kd != d || v.dim(v.rank() - 2) != t) {
+    return ctx.Error(absl::StrCat("Q ", q.TypeString(), ", K ", k.TypeString(), " and V ",
+                                  v.TypeString(), " do not multiply"));
+  }
+  const Shape bq(q.shape().begin(), q.shape().end() - 2);
+  const Shape bk(k.shape().begin(), k.shape().end() - 2);
+  const Shape bv(v.shape().begin(), v.shape().end() - 2);
+  Shape bm;
+  if (mask != nullptr && mask->rank() > 2)
+    bm.assign(mask->shape().begin(), mask->shape().end() - 2);
+  TPC_ASSIGN_OR_RETURN(const Shape batch, BroadcastShapes(ctx, {bq, bk, bv, bm}));
+  Shape scores = batch;
+  scores.push_back(s);
+  scores.push_back(t);
+  Shape mask_strides;
+  if (mask != nullptr) {
+    TPC_ASSIGN_OR_RETURN(const Shape joint, BroadcastShapes(ctx, {scores, mask->shape()}));
+    if (joint != scores) {
+      return ctx.Error(absl::StrCat("mask ", mask->TypeString(), " does not broadcast to ",
+                                    ShapeString(scores)));
+    }
+    mask_strides = BroadcastStrides(mask->shape(), scores);
+  }
+  Shape out = batch;
+  out.push_back(s);
+  out.push_back(dv);
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, ir::DType::kF32));
+  const Shape sq = BroadcastStrides(bq, batch), sk = BroadcastStrides(bk, batch),
+              sv = BroadcastStrides(bv, batch), bs = Strides(batch);
+  const int64_t count = NumElements(batch);
+  // Blocks of query rows: enough tasks for the threads, few enough GEMM calls.
+  const int64_t block = std::min<int64_t>(s, 64);
+  const int64_t blocks = (s + block - 1) / block;
+  const float alpha = divide ? 1.0f : scale;
+  const float* pq = q.data<float>();
+  const float* pk = k.data<float>();
+  const float* pv = v.data<float>();
+  const float* pm = mask != nullptr ? mask->data<float>() : nullptr;
+  float* py = y->data<float>();
+  const size_t nb = batch.size();
+  ctx.pool().ParallelFor(count * blocks, 1, [&](int64_t first, int64_t last) {
+    std::vector<float> sc(static_cast<size_t>(block * t));
+    for (int64_t task = first; task < last; ++task) {
+      const int64_t i = task / blocks, r0 = (task % blocks) * block;
+      const int64_t rows = std::min(block, s - r0);
+      int64_t oq = 0, ok = 0, ov = 0, om = 0, rem = i;
+      for (size_t x = 0; x < nb; ++x) {
+        const int64_t idx = rem / bs[x];
+        rem %= bs[x];
+        oq += idx * sq[x];
+        ok += idx * sk[x];
+        ov += idx * sv[x];
+        if (pm != nullptr) om += idx * mask_strides[x];
+      }
+      const float* qb = pq + oq * s * d + r0 * d;
+      if (k_transposed) {
+        Gemm2D<float>(false, false, rows, t, d, alpha, qb, d, pk + ok * d * t, t, 0.0f, sc.data(),
+                      t);
+      } else {
+        Gemm2D<float>(false, true, rows, t, d, alpha, qb, d, pk + ok * t * d, d, 0.0f, sc.data(),
+                      t);
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        float* row = sc.data() + r * t;
+        if (divide) {
+          for (int64_t j = 0; j < t; ++j) row[j] /= scale;
+        }
+        if (pm != nullptr) {
+          const float* mrow = pm + om + (r0 + r) * mask_strides[nb];
+          const int64_t mj = mask_strides[nb + 1];
+          if (mj == 1) {
+            for (int64_t j = 0; j < t; ++j) row[j] += mrow[j];
+          } else {
+            for (int64_t j = 0; j < t; ++j) row[j] += mrow[j * mj];
+          }
+        }
+        SoftmaxRow(row, row, t, false);
+      }
+      Gemm2D<float>(false, false, rows, dv, t, 1.0f, sc.data(), t, pv + ov * t * dv, dv, 0.0f,
+                    py + (i * s + r0) * dv, dv);
+    }
+  });
+  return absl::OkStatus();
+}
+
+}  // namespace tpc::runtime::cpu

@@ -1,0 +1,206 @@
+// The fusion patterns (see tpc/runtime/fusion.h for the chains and what replaces them).
+#include "patterns.h"
+
+#include <cstring>
+
+namespace tpc::runtime::fusion {
+namespace {
+
+bool IsCall(const ir::Node* n, const char* op_type) {
+  return n != nullptr && n->is_call() && n->domain().empty() && n->op_type() == op_type;
+}
+
+bool IsConstant(const ir::Value* v) {
+  return v != nullptr && v->producer()->kind() == ir::NodeKind::kConstant &&
+         v->producer()->tensor().has_data();
+}
+
+// The value's rank; -1 when unknown.
+int64_t RankOf(const ir::Value* v) {
+  return v->type().shape ? static_cast<int64_t>(v->type().shape->size()) : -1;
+}
+
+bool IsF32(const ir::Value* v) { return v != nullptr && v->type().dtype == ir::DType::kF32; }
+
+// The single node that reads `v` (one use), else null.
+ir::Node* OnlyUser(const ir::Value* v) {
+  return v->uses().size() == 1 ? v->uses()[0].user : nullptr;
+}
+
+// The value of a one-element f32 constant.
+std::optional<float> ScalarConstant(const ir::Value* v) {
+  if (!IsConstant(v) || !IsF32(v)) return std::nullopt;
+  const ir::Tensor& t = v->producer()->tensor();
+  if (t.num_elements() != 1) return std::nullopt;
+  float f;
+  std::memcpy(&f, t.data(), sizeof(f));
+  return f;
+}
+
+// The operand of a binary node other than `v` (v must be one of its two inputs, and not
+// both).
+ir::Value* OtherOperand(const ir::Node* n, const ir::Value* v) {
+  if (n->num_inputs() != 2 || n->input(0) == n->input(1)) return nullptr;
+  return n->input(0) == v ? n->input(1) : (n->input(1) == v ? n->input(0) : nullptr);
+}
+
+// The softmax's axis is the last one of its rank-`rank` input (from opset 13 any axis
+// means itself; before, `axis` flattens into 2-D rows, the same only for the last axis).
+bool SoftmaxOnLastAxis(const ir::Node* n, int64_t rank) {
+  const int64_t axis = n->attr_int("axis", n->graph()->onnx_opset() >= 13 ? -1 : 1);
+  return axis == -1 || axis == rank - 1;
+}
+
+// MatMul(x, W) with W a constant f32 matrix, then optionally + bias (a constant whose
+// only non-1 dim is the last, W's columns), then optionally one activation.
+std::optional<Match> MatchMatMulEpilogue(ir::Node* mm) {
+  if (!IsCall(mm, "MatMul") || mm->num_inputs() != 2) return std::nullopt;
+  ir::Value* x = mm->input(0);
+  ir::Value* w = mm->input(1);
+  if (!IsF32(x) || !IsF32(w) || !IsConstant(w) || RankOf(w) != 2 || RankOf(x) < 2) {
+    return std::nullopt;
+  }
+  const int64_t n = w->producer()->tensor().shape()[1];
+  Match m;
+  m.op_type = "FusedMatMul";
+  m.nodes = {mm};
+  m.inputs = {x, w};
+  std::string activation;
+  ir::Value* y = mm->output();
+  // + bias
+  if (ir::Node* add = OnlyUser(y); IsCall(add, "Add")) {
+    ir::Value* b = OtherOperand(add, y);
+    if (b != nullptr && IsConstant(b) && IsF32(b)) {
+      const auto& shape = b->producer()->tensor().shape();
+      bool row = !shape.empty() && shape.back() == n && shape.size() <= 2;
+      for (size_t d = 0; d + 1 < shape.size(); ++d) row = row && shape[d] == 1;
+      if (row) {
+        m.nodes.push_back(add);
+        m.inputs.push_back(b);
+        y = add->output();
+      }
+    }
+  }
+  // → activation
+  if (ir::Node* act = OnlyUser(y); act != nullptr && act->is_call() && act->domain().empty()) {
+    if (act->op_type() == "Gelu") {
+      const std::string approximate = act->attr_string("approximate", "none");
+      if (approximate == "none" || approximate == "tanh") {
+        activation = approximate == "tanh" ? "GeluTanh" : "Gelu";
+      }
+    } else if (act->op_type() == "Relu" || act->op_type() == "Tanh") {
+      activation = act->op_type();
+    }
+    if (!activation.empty()) {
+      m.nodes.push_back(act);
+      y = act->output();
+    }
+  } else if (y->uses().size() == 2) {
+    // x · Sigmoid(x): SiLU (Llama's MLP gate), read in either order.
+    ir::Node* sig = nullptr;
+    ir::Node* mul = nullptr;
+    for (const ir::Use& u : y->uses()) {
+      if (IsCall(u.user, "Sigmoid")) sig = u.user;
+      if (IsCall(u.user, "Mul")) mul = u.user;
+    }
+    if (sig != nullptr && mul != nullptr && OnlyUser(sig->output()) == mul &&
+        OtherOperand(mul, y) == sig->output()) {
+      activation = "SiLU";
+      m.nodes.push_back(sig);
+      m.nodes.push_back(mul);
+      y = mul->output();
+    }
+  }
+  if (m.nodes.size() == 1) return std::nullopt;  // a bare MatMul
+  if (!activation.empty()) m.attrs["activation"] = activation;
+  m.result = y;
+  return m;
+}
+
+// MatMul(Q, Kᵀ) [÷ or · scalar] [+ mask] → Softmax(last axis) → MatMul(·, V), with Kᵀ
+// read through a Transpose of its last two axes when there is one.
+std::optional<Match> MatchAttentionCore(ir::Node* qk) {
+  if (!IsCall(qk, "MatMul") || qk->num_inputs() != 2) return std::nullopt;
+  ir::Value* q = qk->input(0);
+  ir::Value* kt = qk->input(1);
+  const int64_t rank = RankOf(q);
+  if (!IsF32(q) || !IsF32(kt) || rank < 2 || RankOf(kt) < 2 || IsConstant(kt)) {
+    return std::nullopt;
+  }
+  Match m;
+  m.op_type = "AttentionCore";
+  ir::Value* k = kt;
+  int64_t k_transposed = 1;  // the input is Kᵀ [.., d, t]
+  ir::Node* transpose = kt->producer();
+  if (IsCall(transpose, "Transpose") && OnlyUser(kt) == qk) {
+    const auto perm = transpose->attr_ints("perm");
+    const int64_t r = RankOf(kt);
+    bool swap = static_cast<int64_t>(perm.size()) == r && r >= 2;
+    for (int64_t d = 0; swap && d < r; ++d) {
+      const int64_t want = d + 2 < r ? d : (d + 2 == r ? r - 1 : r - 2);
+      swap = perm[static_cast<size_t>(d)] == want;
+    }
+    if (swap) {
+      k = transpose->input(0);
+      k_transposed = 0;  // the input is K [.., t, d]
+      m.nodes.push_back(transpose);
+    }
+  }
+  m.nodes.push_back(qk);
+  ir::Value* s = qk->output();
+  const int64_t scores_rank = RankOf(s);
+  float scale = 1;
+  int64_t divide = 0;
+  ir::Node* next = OnlyUser(s);
+  if (IsCall(next, "Div") || IsCall(next, "Mul")) {
+    const bool div = next->op_type() == "Div";
+    // Div takes the scale second; Mul either way.
+    ir::Value* c = div ? (next->input(0) == s ? next->input(1) : nullptr) : OtherOperand(next, s);
+    if (const auto v = c != nullptr ? ScalarConstant(c) : std::nullopt) {
+      scale = *v;
+      divide = div ? 1 : 0;
+      m.nodes.push_back(next);
+      s = next->output();
+      next = OnlyUser(s);
+    }
+  }
+  ir::Value* mask = nullptr;
+  if (IsCall(next, "Add")) {
+    mask = OtherOperand(next, s);
+    if (mask == nullptr || !IsF32(mask) || RankOf(mask) > scores_rank) {
+      return std::nullopt;
+    }
+    m.nodes.push_back(next);
+    s = next->output();
+    next = OnlyUser(s);
+  }
+  if (!IsCall(next, "Softmax") || !SoftmaxOnLastAxis(next, scores_rank) ||
+      RankOf(s) != scores_rank) {
+    return std::nullopt;
+  }
+  m.nodes.push_back(next);
+  ir::Node* pv = OnlyUser(next->output());
+  if (!IsCall(pv, "MatMul") || pv->input(0) != next->output() || pv->input(1) == next->output() ||
+      !IsF32(pv->input(1)) || RankOf(pv->input(1)) < 2) {
+    return std::nullopt;
+  }
+  m.nodes.push_back(pv);
+  m.inputs = {q, k, pv->input(1)};
+  if (mask != nullptr) m.inputs.push_back(mask);
+  m.attrs["scale"] = scale;
+  m.attrs["scale_divides"] = divide;
+  m.attrs["k_transposed"] = k_transposed;
+  m.result = pv->output();
+  return m;
+}
+
+constexpr Pattern kPatterns[] = {
+    {"attention core", MatchAttentionCore},
+    {"matmul epilogue", MatchMatMulEpilogue},
+};
+
+}  // namespace
+
+std::span<const Pattern> Patterns() { return kPatterns; }
+
+}  // namespace tpc::runtime::fusion

@@ -1,0 +1,32 @@
+// The fusion patterns: each record matches a chain that starts at one node and says what
+// replaces it. The driver (fusion.cc) checks that nothing outside the chain reads its
+// inner values and that the backend has the fused kernel, then rewrites.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tpc/ir/graph.h"
+
+namespace tpc::runtime::fusion {
+
+struct Match {
+  std::vector<ir::Node*> nodes;    // replaced, in graph order
+  std::string op_type;             // of the `tpc` domain
+  std::vector<ir::Value*> inputs;  // of the fused node
+  ir::Attributes attrs;
+  ir::Value* result = nullptr;  // the chain's last value (keeps its name)
+};
+
+struct Pattern {
+  const char* name;
+  // A match starting at `anchor`, or nothing.
+  std::optional<Match> (*match)(ir::Node* anchor);
+};
+
+// In the order they are tried at each node.
+std::span<const Pattern> Patterns();
+
+}  // namespace tpc::runtime::fusion

@@ -1,0 +1,245 @@
+// The fusion pass (runtime/fusion.h): every pattern fused equals the same graph run
+// unfused (within float rounding), the chain's nodes are gone and the last value keeps
+// its name; chains whose inner values are read elsewhere, or that differ in an axis or a
+// dtype, are left alone.
+#include "tpc/runtime/fusion.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "tpc/ir/graph.h"
+#include "tpc/onnx/shape_inference.h"
+#include "tpc/runtime/backend.h"
+#include "tpc/runtime/executor.h"
+
+namespace tpc::runtime {
+namespace {
+
+using ir::Dim;
+using ir::DType;
+
+std::vector<float> Wave(int64_t n, float f, float amp = 1.0f) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = amp * std::sin(f * static_cast<float>(i) + 0.3f);
+  return v;
+}
+
+Tensor Input(const std::vector<int64_t>& shape, float f) {
+  Tensor t = Tensor::Allocate(DType::kF32, shape);
+  const std::vector<float> v = Wave(t.num_elements(), f, 2.0f);
+  std::copy(v.begin(), v.end(), t.data<float>());
+  return t;
+}
+
+ir::TensorType F32(std::vector<int64_t> dims) {
+  std::vector<Dim> d;
+  for (int64_t x : dims) d.emplace_back(x);
+  return ir::TensorType(DType::kF32, d);
+}
+
+int CountOps(const ir::Graph& g, const std::string& op) {
+  int n = 0;
+  for (const ir::Node* node : g.nodes()) n += node->is_call() && node->op_type() == op;
+  return n;
+}
+
+struct Case {
+  std::function<void(ir::Graph&)> build;
+  std::map<std::string, Tensor> inputs;
+};
+
+// Runs the graph `c` builds twice, fused and not; returns the fused graph's stats and
+// checks the outputs agree.
+FusionStats RunBoth(const Case& c, int threads = 2, double tolerance = 2e-5) {
+  auto backend = MakeCpuBackend(threads);
+  ir::Graph plain, fused;
+  c.build(plain);
+  c.build(fused);
+  REQUIRE(onnx::InferShapes(plain).ok());
+  REQUIRE(onnx::InferShapes(fused).ok());
+  const std::string out_name = plain.outputs()[0]->name();
+  const FusionStats stats = FuseGraph(fused, *backend);
+  CHECK(fused.outputs()[0]->name() == out_name);
+  auto run = [&](const ir::Graph& g) {
+    auto ex = Executor::Create(g, *backend, nullptr);
+    REQUIRE(ex.ok());
+    auto out = (*ex)->Run(c.inputs);
+    INFO(out.status().ToString());
+    REQUIRE(out.ok());
+    return std::move((*out)[0]);
+  };
+  const Tensor want = run(plain);
+  const Tensor got = run(fused);
+  REQUIRE(got.shape() == want.shape());
+  double worst = 0;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    const double w = want.data<float>()[i], g = got.data<float>()[i];
+    if (std::isnan(w)) {
+      CHECK(std::isnan(g));
+      continue;
+    }
+    worst = std::max(worst, std::abs(w - g) / (1.0 + std::abs(w)));
+  }
+  INFO("worst relative difference " << worst);
+  CHECK(worst < tolerance);
+  return stats;
+}
+
+// x [2, 5, 24] · W [24, 40] (+ b [40]) → activation.
+Case MatMulCase(const std::string& act, bool bias, bool bias_first = false) {
+  Case c;
+  c.build = [=](ir::Graph& g) {
+    g.opsets()[""] = 20;
+    ir::Value* x = g.AddPlaceholder("x", F32({2, 5, 24}));
+    ir::Value* w = g.AddConstant("w", ir::Tensor::FromFloat({24, 40}, Wave(24 * 40, 0.37f, 0.3f)));
+    ir::Value* y = g.AddCall("", "MatMul", {x, w}, {"mm"})->output();
+    if (bias) {
+      ir::Value* b = g.AddConstant("b", ir::Tensor::FromFloat({40}, Wave(40, 0.9f)));
+      y = g.AddCall("", "Add", bias_first ? std::vector<ir::Value*>{b, y} : std::vector{y, b},
+                    {"biased"})
+              ->output();
+    }
+    if (act == "SiLU") {
+      ir::Value* s = g.AddCall("", "Sigmoid", {y}, {"sig"})->output();
+      y = g.AddCall("", "Mul", {s, y}, {"silu"})->output();
+    } else if (act == "GeluTanh") {
+      y = g.AddCall("", "Gelu", {y}, {"act"}, {{"approximate", std::string("tanh")}})->output();
+    } else if (!act.empty()) {
+      y = g.AddCall("", act, {y}, {"act"})->output();
+    }
+    g.SetOutputs({y});
+  };
+  c.inputs = {{"x", Input({2, 5, 24}, 0.21f)}};
+  return c;
+}
+
+TEST_CASE("fusion: MatMul with bias and activation equals the chain", "[runtime][fusion]") {
+  const auto [act, bias] = GENERATE(
+      std::pair<std::string, bool>{"", true}, std::pair<std::string, bool>{"Gelu", true},
+      std::pair<std::string, bool>{"GeluTanh", true}, std::pair<std::string, bool>{"Relu", true},
+      std::pair<std::string, bool>{"Tanh", false}, std::pair<std::string, bool>{"SiLU", false},
+      std::pair<std::string, bool>{"SiLU", true});
+  INFO("activation '" << act << "', bias " << bias);
+  for (int threads : {1, 2, 3}) {
+    const FusionStats stats = RunBoth(MatMulCase(act, bias), threads);
+    CHECK(stats.fused.at("FusedMatMul") == 1);
+    CHECK(stats.nodes_removed == 1 + bias + (act == "SiLU" ? 2 : !act.empty()));
+  }
+}
+
+TEST_CASE("fusion: bias as Add's first operand, and a bare MatMul is left", "[runtime][fusion]") {
+  CHECK(RunBoth(MatMulCase("Gelu", true, /*bias_first=*/true)).fused.at("FusedMatMul") == 1);
+  CHECK(RunBoth(MatMulCase("", false)).fused.empty());
+}
+
+TEST_CASE("fusion: a chain whose inner value is read elsewhere is not fused", "[runtime][fusion]") {
+  Case c = MatMulCase("Gelu", true);
+  auto inner = c.build;
+  c.build = [inner](ir::Graph& g) {
+    inner(g);
+    // The biased value is a second graph output: the Add must stay.
+    std::vector<ir::Value*> outs = g.outputs();
+    outs.push_back(g.FindValue("biased"));
+    g.Erase(g.output_node());
+    g.SetOutputs(outs);
+  };
+  ir::Graph g;
+  c.build(g);
+  REQUIRE(onnx::InferShapes(g).ok());
+  auto backend = MakeCpuBackend(1);
+  const FusionStats stats = FuseGraph(g, *backend);
+  // MatMul + Add are still fusable (the Add's output is the chain's end); Gelu is not
+  // folded into them, because then `biased` would vanish.
+  CHECK(CountOps(g, "Gelu") == 1);
+  CHECK(g.FindValue("biased") != nullptr);
+  CHECK(stats.fused.count("FusedMatMul") == 1);
+  CHECK(RunBoth(c).fused.count("FusedMatMul") == 1);
+}
+
+struct AttentionShape {
+  std::vector<int64_t> q, k, v, mask;  // mask empty: none
+  bool k_via_transpose = true;
+  std::string scale_op = "Div";  // Div, Mul or none
+  bool masked_out = false;       // -inf entries in the mask
+};
+
+Case AttentionCase(const AttentionShape& a) {
+  Case c;
+  c.build = [a](ir::Graph& g) {
+    g.opsets()[""] = 18;
+    ir::Value* q = g.AddPlaceholder("q", F32(a.q));
+    ir::Value* k = g.AddPlaceholder("k", F32(a.k));
+    ir::Value* v = g.AddPlaceholder("v", F32(a.v));
+    ir::Value* kt = k;
+    if (a.k_via_transpose) {
+      std::vector<int64_t> perm;
+      for (int64_t i = 0; i < static_cast<int64_t>(a.k.size()); ++i) perm.push_back(i);
+      std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+      kt = g.AddCall("", "Transpose", {k}, {"kt"}, {{"perm", perm}})->output();
+    }
+    ir::Value* s = g.AddCall("", "MatMul", {q, kt}, {"scores"})->output();
+    if (a.scale_op != "none") {
+      ir::Value* c8 = g.AddConstant("scale", ir::Tensor::FromFloat({}, {8.0f}));
+      s = g.AddCall("", a.scale_op, {s, c8}, {"scaled"})->output();
+    }
+    if (!a.mask.empty()) {
+      ir::Value* m = g.AddPlaceholder("mask", F32(a.mask));
+      s = g.AddCall("", "Add", {s, m}, {"masked"})->output();
+    }
+    ir::Value* p = g.AddCall("", "Softmax", {s}, {"probs"}, {{"axis", int64_t{-1}}})->output();
+    g.SetOutputs({g.AddCall("", "MatMul", {p, v}, {"attn"})->output()});
+  };
+  c.inputs = {{"q", Input(a.q, 0.13f)}, {"k", Input(a.k, 0.29f)}, {"v", Input(a.v, 0.41f)}};
+  if (!a.mask.empty()) {
+    Tensor m = Input(a.mask, 0.07f);
+    if (a.masked_out) {
+      // Causal over the last two axes: -inf above the diagonal (as a decoder's mask).
+      const int64_t t = a.mask.back(), s = a.mask[a.mask.size() - 2];
+      for (int64_t i = 0; i < m.num_elements(); ++i) {
+        if ((i % t) > (i / t) % s) m.data<float>()[i] = -std::numeric_limits<float>::infinity();
+      }
+    }
+    c.inputs["mask"] = m;
+  }
+  return c;
+}
+
+TEST_CASE("fusion: the attention core equals MatMul, scale, mask, Softmax, MatMul",
+          "[runtime][fusion]") {
+  std::vector<AttentionShape> shapes = {
+      // GPT-2's: K transposed by a Transpose, ÷ scale, a [1, 1, s, t] causal mask.
+      {{2, 3, 70, 16}, {2, 3, 70, 16}, {2, 3, 70, 16}, {1, 1, 70, 70}, true, "Div", true},
+      // Kᵀ given, · scale, a padding mask [b, 1, 1, t].
+      {{2, 3, 9, 8}, {2, 3, 8, 11}, {2, 3, 11, 5}, {2, 1, 1, 11}, false, "Mul", false},
+      // No scale, no mask; K/V heads broadcast over the query heads (GQA-like batch dims).
+      {{2, 4, 6, 8}, {2, 1, 6, 8}, {2, 1, 6, 8}, {}, true, "none", false},
+      // Rank 3 and a mask of rank 2.
+      {{5, 130, 8}, {5, 130, 8}, {5, 130, 4}, {130, 130}, true, "Div", true},
+  };
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    INFO("shape case " << i);
+    for (int threads : {1, 2}) {
+      const FusionStats stats = RunBoth(AttentionCase(shapes[i]), threads);
+      CHECK(stats.fused.at("AttentionCore") == 1);
+    }
+  }
+}
+
+TEST_CASE("fusion: Softmax over another axis is not an attention core", "[runtime][fusion]") {
+  Case c = AttentionCase({{2, 5, 8}, {2, 5, 8}, {2, 5, 8}, {}, true, "Div", false});
+  auto inner = c.build;
+  c.build = [inner](ir::Graph& g) {
+    inner(g);
+    for (ir::Node* n : g.nodes()) {
+      if (n->is_call() && n->op_type() == "Softmax") n->attrs()["axis"] = int64_t{1};
+    }
+  };
+  CHECK(RunBoth(c).fused.count("AttentionCore") == 0);
+}
+
+}  // namespace
+}  // namespace tpc::runtime
