@@ -28,6 +28,7 @@
 #include "tpc/plan/plan_reader.h"
 #include "tpc/runtime/backends.h"
 #include "tpc/runtime/compare.h"
+#include "tpc/runtime/cpus.h"
 #include "tpc/runtime/fusion.h"
 #include "tpc/runtime/generate.h"
 #include "tpc/runtime/launcher.h"
@@ -95,6 +96,10 @@ tpc::cli::Parser MakeParser() {
   p.Add({"quiet", "", "print only the comparison table and errors", "", false});
   p.Add({"no-verify", "", "skip the SHA-256 check of the plan's files (trusted plans)", "", false});
   p.Add({"no-fuse", "", "run every operator as the plan has it (no fused chains)", "", false});
+  p.Add({"cpus", "LIST",
+         "pin to these CPUs (0-3,8), shared out among a machine's ranks; threads default to "
+         "the share",
+         "", false});
   p.Add({"ranks", "MODE", "processes (one per rank) or threads (all in this process)", "processes",
          false});
   p.Add({"timeout", "SECONDS", "how long a rank waits for the others (joining, collectives)", "30",
@@ -253,7 +258,8 @@ struct Settings {
   bool quiet = false;
   double rtol = 0, atol = 0;
   int64_t repeat = 0, threads = 0;
-  int64_t generate = 0;  // --generate K (0: one run)
+  int64_t generate = 0;   // --generate K (0: one run)
+  std::vector<int> cpus;  // --cpus: shared out among the local ranks
   std::chrono::milliseconds timeout{30000};
   rt::LoadPlanOptions load;
 };
@@ -296,6 +302,9 @@ absl::StatusOr<Settings> ReadSettings(const tpc::cli::Args& args) {
   }
   s.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
   s.load.verify_hashes = !args.has("no-verify");
+  if (args.has("cpus")) {
+    TPC_ASSIGN_OR_RETURN(s.cpus, rt::ParseCpuList(args.get("cpus")));
+  }
   if (args.has("generate")) {
     if (!absl::SimpleAtoi(args.get("generate"), &s.generate) || s.generate < 1) {
       return absl::InvalidArgumentError("--generate must be a positive number of tokens");
@@ -467,6 +476,10 @@ absl::StatusOr<int> RunThreads(const tpc::cli::Args& args, const Settings& s) {
   for (auto& g : graphs) ptrs.push_back(g.get());
   rt::PlanRunnerOptions options;
   options.threads = static_cast<int>(s.threads);
+  if (!s.cpus.empty()) {
+    TPC_RETURN_IF_ERROR(rt::PinToCpus(s.cpus));
+    if (s.threads == 0) options.threads = static_cast<int>(s.cpus.size());
+  }
   options.backend = s.backend;
   options.executor.profile = args.has("profile");
   options.fuse = !args.has("no-fuse");
@@ -613,6 +626,14 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
     TPC_ASSIGN_OR_RETURN(io, rt::IoPlacementsFromPlan(*manifest));
     TPC_ASSIGN_OR_RETURN(graph, rt::LoadPlanRank(s.plan, *manifest, rank, s.load));
     const int cores = s.threads > 0 ? static_cast<int>(s.threads) : rt::DefaultThreadCount();
+    int threads_here = std::max(1, cores / std::max(1, world.local_size));
+    if (!s.cpus.empty()) {
+      // This rank's cores: its threads (the pool's, started below) stay on them.
+      TPC_ASSIGN_OR_RETURN(const std::vector<int> share,
+                           rt::CpuShare(s.cpus, world.local_rank, world.local_size));
+      TPC_RETURN_IF_ERROR(rt::PinToCpus(share));
+      if (s.threads == 0) threads_here = static_cast<int>(share.size());
+    }
     // LOCAL_RANK picks the GPU, and NCCL connects the ranks; with fewer GPUs than local
     // ranks they share them and the collectives go through the host (Gloo): NCCL refuses
     // two ranks on one GPU.
@@ -622,11 +643,10 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
       std::fprintf(stderr, "tp-run: %d local ranks share %d GPU(s): collectives through the host\n",
                    world.local_size, gpus);
     }
-    TPC_ASSIGN_OR_RETURN(
-        backend, rt::MakeBackend({.name = s.backend,
-                                  .threads = std::max(1, cores / std::max(1, world.local_size)),
-                                  .device = world.local_rank % gpus,
-                                  .device_collectives = use_nccl}));
+    TPC_ASSIGN_OR_RETURN(backend, rt::MakeBackend({.name = s.backend,
+                                                   .threads = threads_here,
+                                                   .device = world.local_rank % gpus,
+                                                   .device_collectives = use_nccl}));
     if (!args.has("no-fuse")) rt::FuseGraph(*graph, *backend);
     rt::ExecutorOptions ex_options;
     ex_options.profile = args.has("profile");
