@@ -14,7 +14,8 @@ session creation to after the timed runs, in a fresh process per model: its aren
 keeps what the runs allocated) plus anything else they allocate. Both exclude weights
 (ORT has already mapped/loaded them at session creation); the ratio is tpc / ort.
 
-    bench/executor_bench.py --build build [--threads 2] [--batch 1 --seq 128] [--repeat 10]
+    bench/executor_bench.py --build build [--threads 1,2] [--shapes 1x128,4x512] [--rounds 3]
+        [--repeat 10] [--unfused] [--profile] MODEL.onnx...
 """
 import argparse
 import json
@@ -25,11 +26,12 @@ import sys
 import tempfile
 
 ORT_CHILD = r"""
-import json, os, sys, time
+import collections, json, os, sys, time
 import numpy as np, onnxruntime as ort
-model, threads, repeat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+model, threads, repeat, profile = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[5] == "1"
 feeds = {k: np.load(v) for k, v in json.loads(sys.argv[4]).items()}
 o = ort.SessionOptions(); o.intra_op_num_threads = threads; o.inter_op_num_threads = 1
+o.enable_profiling = profile
 s = ort.InferenceSession(model, o, providers=["CPUExecutionProvider"])
 rss = lambda: int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 base = rss()
@@ -37,7 +39,14 @@ s.run(None, feeds)
 times = []
 for _ in range(repeat):
     t = time.perf_counter(); s.run(None, feeds); times.append(time.perf_counter() - t)
-print(json.dumps({"mean_s": sum(times) / len(times), "mem_bytes": rss() - base}))
+ops = {}
+if profile:
+    path = s.end_profiling()
+    for e in json.load(open(path)):
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+            ops[e["args"]["op_name"]] = ops.get(e["args"]["op_name"], 0) + e["dur"] / 1e3 / (repeat + 1)
+    os.remove(path)
+print(json.dumps({"median_s": sorted(times)[len(times) // 2], "mem_bytes": rss() - base, "ops": ops}))
 """
 
 
@@ -61,32 +70,46 @@ def make_inputs(model_path, batch, seq, out_dir):
     return files
 
 
-def bench(build, model, args, work):
-    name = os.path.basename(model)[:-5]
-    plan = os.path.join(work, name + "_plan")
-    subprocess.run([f"{build}/tp-compile", model, "-o", plan, "--force", "--quiet"], check=True)
-    inputs = make_inputs(model, args.batch, args.seq, work)
-    cmd = [f"{build}/tp-run", plan, "--repeat", str(args.repeat), "--threads", str(args.threads)]
+def run_tpc(build, plan, inputs, threads, repeat, fuse=True, profile=False):
+    cmd = [f"{build}/tp-run", plan, "--repeat", str(repeat), "--threads", str(threads)]
     for k, f in inputs.items():
         cmd += ["--input", f"{k}={f}"]
+    if not fuse:
+        cmd.append("--no-fuse")
+    if profile:
+        cmd.append("--profile")
     r = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    mean_ms = float(re.search(r"mean ([0-9.]+) ms", r.stdout).group(1))
+    median_ms = float(re.search(r"median ([0-9.]+) ms", r.stdout + r.stderr).group(1))
     arena = float(re.search(r"arena ([0-9.]+) MiB", r.stderr).group(1))
     unplanned = float(re.search(r"unplanned peak ([0-9.]+) MiB", r.stderr).group(1))
-    tpc_mem = (arena + unplanned) * 1048576
-    o = subprocess.run([sys.executable, "-c", ORT_CHILD, model, str(args.threads), str(args.repeat), json.dumps(inputs)],
-                       capture_output=True, text=True, check=True)
-    ort = json.loads(o.stdout.strip().splitlines()[-1])
-    return name, mean_ms, ort["mean_s"] * 1e3, tpc_mem, ort["mem_bytes"]
+    ops = {}
+    if profile:
+        for m in re.finditer(r"^  (\S+)\s+([0-9.]+) ms$", r.stdout + r.stderr, re.M):
+            ops[m.group(1)] = float(m.group(2))
+    return median_ms, (arena + unplanned) * 1048576, ops
+
+
+def run_ort(model, inputs, threads, repeat, profile=False):
+    o = subprocess.run([sys.executable, "-c", ORT_CHILD, model, str(threads), str(repeat), json.dumps(inputs),
+                        "1" if profile else "0"], capture_output=True, text=True, check=True)
+    r = json.loads(o.stdout.strip().splitlines()[-1])
+    return r["median_s"] * 1e3, r["mem_bytes"], r["ops"]
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--batch", type=int, default=1)
-    ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--threads", default="1,2", help="thread counts, comma-separated")
+    ap.add_argument("--shapes", default="1x128", help="batch x seq, comma-separated (1x128,4x512)")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (a fresh process each)")
+    ap.add_argument("--repeat", type=int, default=10, help="timed runs per process (the median is kept)")
+    ap.add_argument("--unfused", action="store_true", help="also time tp-run --no-fuse")
+    ap.add_argument("--profile", action="store_true", help="per-op-type profiles side by side")
     ap.add_argument("models", nargs="*")
     args = ap.parse_args()
     try:
@@ -95,13 +118,59 @@ def main():
         print("onnxruntime is not installed (make deps); skipping the executor benchmark")
         return 0
     models = args.models or sorted(os.path.join("models", f) for f in os.listdir("models") if f.endswith(".onnx"))
-    print(f"threads {args.threads}, batch {args.batch}, seq {args.seq}, {args.repeat} runs each")
-    print(f"{'model':16} {'tpc ms':>9} {'ort ms':>9} {'throughput tpc/ort':>19} {'tpc MiB':>9} {'ort MiB':>9} {'memory tpc/ort':>15}")
+    threads = [int(t) for t in args.threads.split(",")]
+    shapes = [tuple(int(x) for x in sh.split("x")) for sh in args.shapes.split(",")]
+    print(f"load average before: {os.getloadavg()[0]:.2f}; {args.rounds} interleaved rounds x {args.repeat} runs, medians")
+    head = f"{'model':14} {'shape':>6} {'thr':>3} {'tpc ms':>9} {'ort ms':>9} {'tpc/ort':>8}"
+    if args.unfused:
+        head += f" {'unfused ms':>10} {'fused gain':>10}"
+    print(head + f" {'tpc MiB':>8} {'ort MiB':>8} {'mem tpc/ort':>11}")
+    profiles = []
     with tempfile.TemporaryDirectory() as work:
         for m in models:
-            name, t, o, tm, om = bench(args.build, m, args, work)
-            mem_ratio = f"{tm / om:15.2f}" if om > 0 else f"{'n/a':>15}"
-            print(f"{name:16} {t:9.2f} {o:9.2f} {o / t:19.2f} {tm / 1048576:9.2f} {om / 1048576:9.2f} {mem_ratio}")
+            name = os.path.basename(m)[:-5]
+            plan = os.path.join(work, name + "_plan")
+            subprocess.run([f"{args.build}/tp-compile", m, "-o", plan, "--force", "--quiet"], check=True)
+            for batch, seq in shapes:
+                shape_dir = os.path.join(work, f"{name}_{batch}x{seq}")
+                os.makedirs(shape_dir)
+                inputs = make_inputs(m, batch, seq, shape_dir)
+                for t in threads:
+                    runs = {"tpc": [], "ort": [], "unfused": []}
+                    tm = om = 0
+                    for r in range(args.rounds):
+                        order = ["tpc", "ort"] + (["unfused"] if args.unfused else [])
+                        order = order[r % len(order):] + order[:r % len(order)]
+                        for who in order:
+                            if who == "ort":
+                                ms, om, _ = run_ort(m, inputs, t, args.repeat)
+                            else:
+                                ms, mem, _ = run_tpc(args.build, plan, inputs, t, args.repeat, fuse=who == "tpc")
+                                if who == "tpc":
+                                    tm = mem
+                            runs[who].append(ms)
+                    tpc, ort = median(runs["tpc"]), median(runs["ort"])
+                    line = f"{name:14} {f'{batch}x{seq}':>6} {t:3} {tpc:9.2f} {ort:9.2f} {ort / tpc:8.2f}"
+                    if args.unfused:
+                        unf = median(runs["unfused"])
+                        line += f" {unf:10.2f} {unf / tpc:10.2f}"
+                    mem_ratio = f"{tm / om:11.2f}" if om > 0 else f"{'n/a':>11}"
+                    print(line + f" {tm / 1048576:8.2f} {om / 1048576:8.2f} {mem_ratio}", flush=True)
+                    if args.profile:
+                        _, _, tops = run_tpc(args.build, plan, inputs, t, args.repeat, profile=True)
+                        _, _, oops = run_ort(m, inputs, t, args.repeat, profile=True)
+                        profiles.append((f"{name} {batch}x{seq} {t} thread(s)", tops, oops))
+    for title, tops, oops in profiles:
+        print(f"\nper op type, ms per run: {title} (tpc: rank 0's last run; ort: mean)")
+        print(f"  {'tpc op':22} {'ms':>8}    {'ort op':22} {'ms':>8}")
+        a = sorted(tops.items(), key=lambda kv: -kv[1])[:12]
+        b = sorted(oops.items(), key=lambda kv: -kv[1])[:12]
+        for i in range(max(len(a), len(b))):
+            left = f"{a[i][0]:22} {a[i][1]:8.2f}" if i < len(a) else " " * 31
+            right = f"{b[i][0]:22} {b[i][1]:8.2f}" if i < len(b) else ""
+            print(f"  {left}    {right}")
+        print(f"  {'total':22} {sum(tops.values()):8.2f}    {'total':22} {sum(oops.values()):8.2f}")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0
 
 
