@@ -26,6 +26,7 @@ struct Executor::Step {
   std::vector<bool> wanted;
   std::vector<int> frees;  // slots whose last use is this step
   bool on_host = false;    // a host kernel of a device backend: host inputs and outputs
+  bool view = false;       // output 0 is input 0's memory (Kernel::view)
 };
 
 // The values of a run by slot: in backend memory, and (device backends) host copies.
@@ -58,12 +59,19 @@ struct Executor::Plan {
 // Outputs of one step: the planned arena slot when the shape matches the plan.
 class Executor::StepAllocator final : public OutputAllocator {
  public:
-  StepAllocator(Executor& ex, const Step& step, const Plan& plan)
-      : ex_(ex), step_(step), plan_(plan) {}
+  StepAllocator(Executor& ex, const Step& step, const Plan& plan, const Tensor* view_of)
+      : ex_(ex), step_(step), plan_(plan), view_of_(view_of) {}
 
   absl::StatusOr<Tensor> AllocateOutput(int index, ir::DType dtype,
                                         const std::vector<int64_t>& shape) override {
     if (step_.on_host) return Tensor::Create(dtype, shape, step_.node->Describe());
+    if (index == 0 && view_of_ != nullptr && dtype == view_of_->dtype() &&
+        Tensor(dtype, shape, nullptr).num_elements() == view_of_->num_elements()) {
+      // Input 0's bytes under a new shape; the view keeps their owner alive.
+      Tensor view(dtype, shape, view_of_->raw());
+      view.set_owner(view_of_->owner());
+      return view;
+    }
     const int slot = step_.out_slots[static_cast<size_t>(index)];
     const ir::Value* v = ex_.slot_values_[static_cast<size_t>(slot)];
     Tensor t(dtype, shape, nullptr);
@@ -100,6 +108,7 @@ class Executor::StepAllocator final : public OutputAllocator {
   Executor& ex_;
   const Step& step_;
   const Plan& plan_;
+  const Tensor* view_of_;
 };
 
 Executor::Executor(const ir::Graph& graph, Backend& backend, Communicator* comm,
@@ -186,6 +195,9 @@ absl::Status Executor::Build() {
                            n->domain().empty() ? "" : n->domain() + "::", n->op_type()));
         }
         step.on_host = device_ && step.kernel->host;
+        // Views on the host backend only (a device kernel's copy is cheap and ordered).
+        step.view = step.kernel->view && !device_ && n->num_inputs() >= 1 &&
+                    n->input(0) != nullptr && n->num_outputs() >= 1;
         if (step.on_host) {
           for (const ir::Value* out : n->outputs()) host_resident.insert(out);
         }
@@ -226,20 +238,34 @@ absl::Status Executor::Build() {
     }
   }
   for (int s : output_slots_) last_use_[static_cast<size_t>(s)] = kPinned;
+  // A view's bytes are its root's (the first value of a chain of views): the root lives
+  // as long as its last view is read.
+  std::vector<int> root(slot_values_.size());
+  for (size_t s = 0; s < root.size(); ++s) root[s] = static_cast<int>(s);
+  for (const Step& step : steps_) {
+    if (step.view) {
+      root[static_cast<size_t>(step.out_slots[0])] = root[static_cast<size_t>(step.in_slots[0])];
+    }
+  }
+  for (size_t s = 0; s < root.size(); ++s) {
+    int64_t& r = last_use_[static_cast<size_t>(root[s])];
+    if (root[s] != static_cast<int>(s)) r = std::max(r, last_use_[s]);
+  }
   for (Step& step : steps_) {
     for (size_t k = 0; k < step.out_slots.size(); ++k) {
       if (last_use_[static_cast<size_t>(step.out_slots[k])] == kPinned) step.wanted[k] = true;
     }
   }
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    for (int s : steps_[i].in_slots) {
-      if (s >= 0 && last_use_[static_cast<size_t>(s)] == static_cast<int64_t>(i) &&
-          std::find(steps_[i].frees.begin(), steps_[i].frees.end(), s) == steps_[i].frees.end()) {
-        steps_[i].frees.push_back(s);
-      }
-    }
-    for (int s : steps_[i].out_slots) {
-      if (last_use_[static_cast<size_t>(s)] == -1) steps_[i].frees.push_back(s);
+  // A slot is dropped after its last use (a view's root after its last view's, which
+  // need not read the root itself); a value nothing reads, right after its step.
+  for (size_t s = 0; s < last_use_.size(); ++s) {
+    const int64_t last = last_use_[s];
+    if (last >= 0 && last != kPinned)
+      steps_[static_cast<size_t>(last)].frees.push_back(static_cast<int>(s));
+  }
+  for (Step& step : steps_) {
+    for (int s : step.out_slots) {
+      if (last_use_[static_cast<size_t>(s)] == -1) step.frees.push_back(s);
     }
   }
   return absl::OkStatus();
@@ -385,6 +411,7 @@ absl::StatusOr<const Executor::Plan*> Executor::PlanFor(const SymbolBindings& bi
     for (int s : steps_[i].out_slots) {
       const ir::Value* v = slot_values_[static_cast<size_t>(s)];
       plan->shapes[static_cast<size_t>(s)] = EvaluateShape(v->type(), bindings);
+      if (steps_[i].view && s == steps_[i].out_slots[0]) continue;  // its input's memory
       const int64_t last = last_use_[static_cast<size_t>(s)];
       if (!options_.plan_memory || !plan->shapes[static_cast<size_t>(s)] || last == kPinned)
         continue;
@@ -446,7 +473,7 @@ absl::Status Executor::RunStep(const Step& step, const Plan& plan, Values& value
     ir::DType t = slot_values_[static_cast<size_t>(s)]->type().dtype;
     out_types.push_back(!step.kernel->any_float && IsHalfType(t) ? ir::DType::kF32 : t);
   }
-  StepAllocator alloc(*this, step, plan);
+  StepAllocator alloc(*this, step, plan, step.view && !ins.empty() ? ins[0] : nullptr);
   KernelContext ctx(node, std::move(ins), std::move(out_types), alloc, comm_,
                     step.on_host ? backend_.host_backend() : backend_, graph_.onnx_opset());
   ctx.set_wanted(step.wanted);

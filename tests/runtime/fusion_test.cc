@@ -241,5 +241,41 @@ TEST_CASE("fusion: Softmax over another axis is not an attention core", "[runtim
   CHECK(RunBoth(c).fused.count("AttentionCore") == 0);
 }
 
+// A backend that, as the CUDA backend does for what it lacks, offers the CPU's kernels
+// as host kernels.
+class HostFallbackBackend final : public Backend {
+ public:
+  HostFallbackBackend() : cpu_(MakeCpuBackend(1)) {}
+  std::string name() const override { return "fallback"; }
+  const Kernel* FindKernel(std::string_view domain, std::string_view op_type) const override {
+    const Kernel* k = cpu_->FindKernel(domain, op_type);
+    if (k == nullptr) return nullptr;
+    host_ = *k;
+    host_.host = true;
+    return &host_;
+  }
+  void* Allocate(size_t bytes) override { return cpu_->Allocate(bytes); }
+  void Free(void* p) override { cpu_->Free(p); }
+  void CopyFromHost(void* d, const void* s, size_t n) override { cpu_->CopyFromHost(d, s, n); }
+  void CopyToHost(void* d, const void* s, size_t n) override { cpu_->CopyToHost(d, s, n); }
+  void Copy(void* d, const void* s, size_t n) override { cpu_->Copy(d, s, n); }
+  ThreadPool& pool() override { return cpu_->pool(); }
+
+ private:
+  std::unique_ptr<Backend> cpu_;
+  mutable Kernel host_;
+};
+
+TEST_CASE("fusion: nothing is fused into a backend's host kernels", "[runtime][fusion]") {
+  ir::Graph g;
+  MatMulCase("Gelu", true).build(g);
+  REQUIRE(onnx::InferShapes(g).ok());
+  HostFallbackBackend backend;
+  CHECK(FuseGraph(g, backend).fused.empty());
+  CHECK(CountOps(g, "Gelu") == 1);
+  // The same graph on the CPU backend is fused.
+  CHECK(FuseGraph(g, *MakeCpuBackend(1)).fused.at("FusedMatMul") == 1);
+}
+
 }  // namespace
 }  // namespace tpc::runtime

@@ -100,6 +100,11 @@ struct Kernel {
   uint32_t host_inputs = 0;
   // The kernel reads only its inputs' shapes, never their bytes (Shape, Size).
   bool shape_only = false;
+  // Output 0 holds input 0's elements unchanged, in order (Reshape, Identity): the
+  // executor may give it input 0's memory (a view; the kernel then copies nothing), the
+  // input's lifetime extended to the view's. The kernel must skip the copy when the
+  // output's bytes are the input's.
+  bool view = false;
 };
 
 }  // namespace tpc::runtime

@@ -10,13 +10,11 @@
 #include <limits>
 #include <vector>
 
+#include "isa_loops.h"
 #include "kernels.h"
-#include "vector_math.h"
 
 namespace tpc::runtime::cpu {
 namespace {
-
-enum class Activation { kNone, kGelu, kGeluTanh, kRelu, kTanh, kSiLU };
 
 absl::StatusOr<Activation> ReadActivation(const KernelContext& ctx) {
   const std::string a = ctx.node().attr_string("activation", "");
@@ -27,51 +25,6 @@ absl::StatusOr<Activation> ReadActivation(const KernelContext& ctx) {
   if (a == "Tanh") return Activation::kTanh;
   if (a == "SiLU") return Activation::kSiLU;
   return ctx.Error(absl::StrCat("unknown activation '", a, "'"));
-}
-
-template <Activation A>
-inline float Apply(float v) {
-  if constexpr (A == Activation::kGelu) return GeluErf(v);
-  if constexpr (A == Activation::kGeluTanh) return GeluTanh(v);
-  if constexpr (A == Activation::kRelu) return v > 0.0f ? v : 0.0f;
-  if constexpr (A == Activation::kTanh) return std::tanh(v);
-  if constexpr (A == Activation::kSiLU) return v * Sigmoid(v);
-  return v;
-}
-
-template <Activation A>
-void EpilogueRows(float* y, int64_t rows, int64_t ld, int64_t cols, const float* bias) {
-  for (int64_t r = 0; r < rows; ++r) {
-    float* row = y + r * ld;
-    if (bias != nullptr) {
-      for (int64_t j = 0; j < cols; ++j) row[j] = Apply<A>(row[j] + bias[j]);
-    } else {
-      for (int64_t j = 0; j < cols; ++j) row[j] = Apply<A>(row[j]);
-    }
-  }
-}
-
-// y[r, j] = act(y[r, j] + bias[j]) over a block of `rows` × `cols` (rows `ld` apart):
-// compiled for AVX-512, AVX2 and the baseline, picked at load (the exp-based activations
-// are compute-bound).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void Epilogue(Activation act, float* y,
-                                                                           int64_t rows, int64_t ld,
-                                                                           int64_t cols,
-                                                                           const float* bias) {
-  switch (act) {
-    case Activation::kNone:
-      return EpilogueRows<Activation::kNone>(y, rows, ld, cols, bias);
-    case Activation::kGelu:
-      return EpilogueRows<Activation::kGelu>(y, rows, ld, cols, bias);
-    case Activation::kGeluTanh:
-      return EpilogueRows<Activation::kGeluTanh>(y, rows, ld, cols, bias);
-    case Activation::kRelu:
-      return EpilogueRows<Activation::kRelu>(y, rows, ld, cols, bias);
-    case Activation::kTanh:
-      return EpilogueRows<Activation::kTanh>(y, rows, ld, cols, bias);
-    case Activation::kSiLU:
-      return EpilogueRows<Activation::kSiLU>(y, rows, ld, cols, bias);
-  }
 }
 
 }  // namespace
@@ -95,7 +48,7 @@ absl::Status FusedMatMul(KernelContext& ctx) {
   float* py = y->data<float>();
   const float* pbias = bias != nullptr ? bias->data<float>() : nullptr;
   const ColumnsEpilogue epilogue = [&](int64_t col, int64_t cols) {
-    Epilogue(act, py + col, m, n, cols, pbias != nullptr ? pbias + col : nullptr);
+    ActivationRows(act, py + col, m, n, cols, pbias != nullptr ? pbias + col : nullptr);
   };
   TPC_ASSIGN_OR_RETURN(const bool packed, PackedMatMul(ctx, a, b, y, &epilogue));
   if (packed) return absl::OkStatus();
@@ -103,7 +56,7 @@ absl::Status FusedMatMul(KernelContext& ctx) {
                         b.data<float>(), n, 0.0f, py, n);
   ctx.pool().ParallelFor(
       m, std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)),
-      [&](int64_t lo, int64_t hi) { Epilogue(act, py + lo * n, hi - lo, n, n, pbias); });
+      [&](int64_t lo, int64_t hi) { ActivationRows(act, py + lo * n, hi - lo, n, n, pbias); });
   return absl::OkStatus();
 }
 
@@ -186,22 +139,10 @@ absl::Status AttentionCore(KernelContext& ctx) {
         Gemm2D<float>(false, true, rows, t, d, alpha, qb, d, pk + ok * t * d, d, 0.0f, sc.data(),
                       t);
       }
-      for (int64_t r = 0; r < rows; ++r) {
-        float* row = sc.data() + r * t;
-        if (divide) {
-          for (int64_t j = 0; j < t; ++j) row[j] /= scale;
-        }
-        if (pm != nullptr) {
-          const float* mrow = pm + om + (r0 + r) * mask_strides[nb];
-          const int64_t mj = mask_strides[nb + 1];
-          if (mj == 1) {
-            for (int64_t j = 0; j < t; ++j) row[j] += mrow[j];
-          } else {
-            for (int64_t j = 0; j < t; ++j) row[j] += mrow[j * mj];
-          }
-        }
-        SoftmaxRow(row, row, t, false);
-      }
+      ScaleMaskSoftmaxRows(sc.data(), rows, t, divide ? scale : 1.0f,
+                           pm != nullptr ? pm + om + r0 * mask_strides[nb] : nullptr,
+                           pm != nullptr ? mask_strides[nb] : 0,
+                           pm != nullptr ? mask_strides[nb + 1] : 0);
       Gemm2D<float>(false, false, rows, dv, t, 1.0f, sc.data(), t, pv + ov * t * dv, dv, 0.0f,
                     py + (i * s + r0) * dv, dv);
     }

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "isa_loops.h"
 #include "kernels.h"
 #include "vector_math.h"
 
@@ -40,6 +41,10 @@ absl::Status SoftmaxImpl(KernelContext& ctx, bool log) {
     if (inner == 1) {
       // Contiguous rows (the last axis): passes the vectorizer takes.
       ctx.pool().ParallelFor(outer, grain, [&](int64_t b, int64_t e) {
+        if constexpr (std::is_same_v<T, float>) {
+          SoftmaxRows(px + b * len, py + b * len, e - b, len, log);  // isa_loops.h
+          return;
+        }
         for (int64_t line = b; line < e; ++line)
           SoftmaxRow(px + line * len, py + line * len, len, log);
       });

@@ -3,6 +3,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "isa_loops.h"
 #include "kernels.h"
 #include "vector_math.h"
 
@@ -22,6 +23,20 @@ absl::Status FloatUnary(KernelContext& ctx, F f) {
     });
     return absl::OkStatus();
   });
+}
+
+// f32 through the loop compiled for the machine's vector width (isa_loops.h), the other
+// float types through f.
+template <typename F>
+absl::Status ActivationUnary(KernelContext& ctx, Activation act, F f) {
+  const Tensor& x = ctx.input(0);
+  if (x.dtype() != ir::DType::kF32) return FloatUnary(ctx, f);
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  const float* px = x.data<float>();
+  float* py = y->data<float>();
+  ctx.pool().ParallelFor(x.num_elements(), 1 << 14,
+                         [&](int64_t b, int64_t e) { ActivationCopy(act, px + b, py + b, e - b); });
+  return absl::OkStatus();
 }
 
 // y = f(x + bias) over float types, `bias` the optional input 1 broadcast to x
@@ -156,7 +171,7 @@ absl::Status Relu(KernelContext& ctx) {
   return NumericUnary(ctx, [](auto v) { return v < 0 ? decltype(v)(0) : v; });
 }
 absl::Status Sigmoid(KernelContext& ctx) {
-  return FloatUnary(ctx, [](auto v) { return cpu::Sigmoid(v); });
+  return ActivationUnary(ctx, Activation::kSigmoid, [](auto v) { return cpu::Sigmoid(v); });
 }
 absl::Status Softplus(KernelContext& ctx) {
   return FloatUnary(ctx, [](auto v) { return v > 20 ? v : std::log1p(std::exp(v)); });
@@ -168,8 +183,8 @@ absl::Status Mish(KernelContext& ctx) {
 absl::Status Gelu(KernelContext& ctx) {
   const bool tanh = ctx.node().attr_string("approximate", "none") == "tanh";
   // GeluTanh and GeluErf: vector_math.h.
-  if (tanh) return FloatUnary(ctx, [](auto v) { return GeluTanh(v); });
-  return FloatUnary(ctx, [](auto v) { return GeluErf(v); });
+  if (tanh) return ActivationUnary(ctx, Activation::kGeluTanh, [](auto v) { return GeluTanh(v); });
+  return ActivationUnary(ctx, Activation::kGelu, [](auto v) { return GeluErf(v); });
 }
 // onnxruntime's: FastGelu(x, bias?) is the tanh form of x + bias, BiasGelu(a, b) the exact
 // one of a + b, QuickGelu(x) = x · sigmoid(alpha · x).

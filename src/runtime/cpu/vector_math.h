@@ -13,10 +13,14 @@
 #include <limits>
 #include <type_traits>
 
+// Always inlined, so that the ISA-dispatched loops (isa_loops.cc) compile them at their
+// own vector width instead of calling the baseline copy.
+#define TPC_VMATH_INLINE inline __attribute__((always_inline))
+
 namespace tpc::runtime::cpu {
 
 // 2^n for integer n in [-126, 127], from the exponent bits.
-inline float Pow2(int32_t n) {
+TPC_VMATH_INLINE float Pow2(int32_t n) {
   const uint32_t bits = static_cast<uint32_t>(n + 127) << 23;
   float f;
   std::memcpy(&f, &bits, sizeof(f));
@@ -25,7 +29,7 @@ inline float Pow2(int32_t n) {
 
 // exp(x): Cody–Waite reduction x = n·ln2 + r, |r| <= ln2/2, then Cephes' degree-6
 // polynomial for e^r, scaled by 2^n in two halves (so n = 128 and n = -126 stay normal).
-inline float VExp(float x) {
+TPC_VMATH_INLINE float VExp(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kRound = 12582912.0f;  // 1.5·2^23: x + kRound - kRound rounds to an integer
   const float xc = x < -87.5f ? -87.5f : (x > 88.75f ? 88.75f : x);
@@ -49,7 +53,7 @@ inline float VExp(float x) {
 }
 
 template <typename T>
-inline T Exp(T x) {
+TPC_VMATH_INLINE T Exp(T x) {
   if constexpr (std::is_same_v<T, float>) {
     return VExp(x);
   } else {
@@ -59,14 +63,14 @@ inline T Exp(T x) {
 
 // 1 / (1 + e^-x) (0 and 1 at the ends, NaN for NaN).
 template <typename T>
-inline T Sigmoid(T x) {
+TPC_VMATH_INLINE T Sigmoid(T x) {
   return T(1) / (T(1) + Exp(-x));
 }
 
 // GELU, exact form x·Φ(x) = x/2·(1 + erf(x/√2)); for f32 erf by Abramowitz–Stegun 7.1.26
 // (|error| <= 1.5e-7, plus float rounding), a rational-exp formula that vectorizes.
 template <typename T>
-inline T GeluErf(T v) {
+TPC_VMATH_INLINE T GeluErf(T v) {
   if constexpr (std::is_same_v<T, float>) {
     const float z = v * 0.70710678118654752f;
     const float a = z < 0.0f ? -z : z;
@@ -86,7 +90,7 @@ inline T GeluErf(T v) {
 
 // GELU with the tanh approximation; tanh(u) = 1 - 2 / (e^{2u} + 1), exact at the ends.
 template <typename T>
-inline T GeluTanh(T v) {
+TPC_VMATH_INLINE T GeluTanh(T v) {
   const T c = static_cast<T>(0.7978845608028654);  // sqrt(2 / pi)
   const T u = c * (v + T(0.044715) * v * v * v);
   const T t = T(1) - T(2) / (Exp(T(2) * u) + T(1));
@@ -97,7 +101,7 @@ inline T GeluTanh(T v) {
 // the exponentials in a loop of their own (vector_math.h's Exp), so that each pass
 // vectorizes. An all -inf row gives NaN, as exp(-inf - -inf) does.
 template <typename T>
-void SoftmaxRow(const T* x, T* y, int64_t n, bool log) {
+TPC_VMATH_INLINE void SoftmaxRow(const T* x, T* y, int64_t n, bool log) {
   constexpr int kLanes = 8;
   T lane_max[kLanes];
   for (T& m : lane_max) m = -std::numeric_limits<T>::infinity();

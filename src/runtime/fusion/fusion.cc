@@ -46,7 +46,11 @@ FusionStats FuseGraph(ir::Graph& graph, const Backend& backend) {
     if (erased.contains(node) || !node->is_call()) continue;
     for (const fusion::Pattern& p : fusion::Patterns()) {
       std::optional<fusion::Match> m = p.match(node);
-      if (!m || !Closed(*m) || backend.FindKernel("tpc", m->op_type) == nullptr) continue;
+      if (!m || !Closed(*m)) continue;
+      // Only into a kernel of the backend's own: a device backend offers host kernels
+      // for what it lacks, and a fused op on the host would cost copies both ways.
+      const Kernel* k = backend.FindKernel("tpc", m->op_type);
+      if (k == nullptr || k->host) continue;
       for (const ir::Node* n : m->nodes) erased.insert(n);
       stats.nodes_removed += static_cast<int>(m->nodes.size());
       ++stats.fused[m->op_type];

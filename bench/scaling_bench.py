@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Scaling of tensor parallelism on CPU cores: the tp=2 plan run as 2 rank processes, each
+pinned to a core of its own (`tp-run PLAN2 --cpus 0,1`: Gloo between them), against the
+tp=1 plan on one core (`--cpus 0`) and on both (`--cpus 0,1`, 2 threads).
+
+Each round runs the three once, in an order that rotates with the round (a fresh tp-run
+each: load, one warm-up, --repeat timed runs; the median run is kept); the figures are
+medians over the rounds. Speedup = tp=1 on one core / the other.
+
+    bench/scaling_bench.py --build build [--rounds 5] [--repeat 5] [--seq 128] MODEL.onnx
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+
+def run(build, plan, cpus, ids, repeat):
+    r = subprocess.run([f"{build}/tp-run", plan, "--cpus", cpus, "--repeat", str(repeat), "--input",
+                        f"input_ids={ids}", "--quiet"], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"tp-run {plan} --cpus {cpus} failed:\n{r.stderr}")
+    return float(re.search(r"median ([0-9.]+) ms", r.stdout + r.stderr).group(1))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("model")
+    args = ap.parse_args()
+    if len(os.sched_getaffinity(0)) < 2:
+        print("needs 2 CPUs; skipping")
+        return 0
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    one, two = str(cpus[0]), f"{cpus[0]},{cpus[1]}"
+    with tempfile.TemporaryDirectory() as work:
+        plans = {}
+        for tp in (1, 2):
+            plans[tp] = os.path.join(work, f"tp{tp}")
+            subprocess.run([f"{args.build}/tp-compile", args.model, "--tp", str(tp), "-o", plans[tp], "--quiet"],
+                           check=True)
+        ids = os.path.join(work, "ids.npy")
+        np.save(ids, np.random.default_rng(0).integers(0, 32, (args.batch, args.seq)).astype(np.int64))
+        cases = [("tp=1, 1 core", plans[1], one), ("tp=1, 2 cores (2 threads)", plans[1], two),
+                 ("tp=2, 2 pinned processes", plans[2], two)]
+        times = {c[0]: [] for c in cases}
+        print(f"load average before: {os.getloadavg()[0]:.2f}; {args.rounds} rounds x {args.repeat} runs")
+        for r in range(args.rounds):
+            order = cases[r % 3:] + cases[:r % 3]
+            for name, plan, cs in order:
+                times[name].append(run(args.build, plan, cs, ids, args.repeat))
+        base = sorted(times[cases[0][0]])[args.rounds // 2]
+        print(f"{'mode':28} {'median ms':>10} {'range ms':>17} {'speedup':>8}")
+        for name, _, _ in cases:
+            t = sorted(times[name])
+            med = t[len(t) // 2]
+            print(f"{name:28} {med:10.1f} {f'{t[0]:.1f}-{t[-1]:.1f}':>17} {base / med:8.2f}")
+        print(f"load average after: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+// The hottest f32 loops of the CPU kernels, compiled three times (AVX-512, AVX2 and the
+// x86-64 baseline; gcc's target_clones picks one when the library loads), so that the
+// exp-based activations and the softmax run at the width of the machine while the rest
+// of the build stays baseline x86-64. The per-element math is vector_math.h's, the same
+// in every clone (fused and unfused runs agree to rounding).
+#pragma once
+
+#include <cstdint>
+
+namespace tpc::runtime::cpu {
+
+enum class Activation { kNone, kGelu, kGeluTanh, kRelu, kTanh, kSigmoid, kSiLU };
+
+// y[r·ld + j] = act(y[r·ld + j] + bias[j]) for r < rows, j < cols (bias may be null).
+void ActivationRows(Activation act, float* y, int64_t rows, int64_t ld, int64_t cols,
+                    const float* bias);
+// y[i] = act(x[i]) for i < n (y may be x).
+void ActivationCopy(Activation act, const float* x, float* y, int64_t n);
+// (Log)softmax of `rows` contiguous rows of n.
+void SoftmaxRows(const float* x, float* y, int64_t rows, int64_t n, bool log);
+// Attention's rows in place: s = s / divisor (when divisor != 1) + mask, then softmax;
+// the mask row r starts at mask + r·mask_row and steps mask_col (null: no mask).
+void ScaleMaskSoftmaxRows(float* s, int64_t rows, int64_t n, float divisor, const float* mask,
+                          int64_t mask_row, int64_t mask_col);
+
+}  // namespace tpc::runtime::cpu
