@@ -241,6 +241,56 @@ TEST_CASE("fusion: Softmax over another axis is not an attention core", "[runtim
   CHECK(RunBoth(c).fused.count("AttentionCore") == 0);
 }
 
+Case RmsNormCase(bool axes_as_input, bool weight_first) {
+  Case c;
+  c.build = [=](ir::Graph& g) {
+    g.opsets()[""] = axes_as_input ? 18 : 17;
+    ir::Value* x = g.AddPlaceholder("x", F32({2, 7, 48}));
+    ir::Value* two = g.AddConstant("two", ir::Tensor::FromFloat({}, {2.0f}));
+    ir::Value* p = g.AddCall("", "Pow", {x, two}, {"sq"})->output();
+    ir::Value* m;
+    if (axes_as_input) {
+      ir::Value* axes = g.AddConstant("axes", ir::Tensor::FromInt64({1}, {-1}));
+      m = g.AddCall("", "ReduceMean", {p, axes}, {"ms"})->output();
+    } else {
+      m = g.AddCall("", "ReduceMean", {p}, {"ms"}, {{"axes", std::vector<int64_t>{-1}}})->output();
+    }
+    ir::Value* eps = g.AddConstant("eps", ir::Tensor::FromFloat({}, {1e-6f}));
+    ir::Value* a = g.AddCall("", "Add", {m, eps}, {"mse"})->output();
+    ir::Value* r = g.AddCall("", "Sqrt", {a}, {"rms"})->output();
+    ir::Value* d = g.AddCall("", "Div", {x, r}, {"normed"})->output();
+    ir::Value* w = g.AddConstant("w", ir::Tensor::FromFloat({48}, Wave(48, 0.5f)));
+    g.SetOutputs(
+        {g.AddCall("", "Mul",
+                   weight_first ? std::vector<ir::Value*>{w, d} : std::vector<ir::Value*>{d, w},
+                   {"y"})
+             ->output()});
+  };
+  c.inputs = {{"x", Input({2, 7, 48}, 0.17f)}};
+  return c;
+}
+
+TEST_CASE("fusion: Llama's RMSNorm chain becomes SimplifiedLayerNormalization",
+          "[runtime][fusion]") {
+  for (bool axes_as_input : {false, true}) {
+    for (bool weight_first : {false, true}) {
+      INFO("axes as input " << axes_as_input << ", weight first " << weight_first);
+      const FusionStats stats = RunBoth(RmsNormCase(axes_as_input, weight_first));
+      CHECK(stats.fused.at("SimplifiedLayerNormalization") == 1);
+      CHECK(stats.nodes_removed == 6);
+    }
+  }
+  // Another exponent is not a mean square.
+  Case c = RmsNormCase(false, false);
+  auto inner = c.build;
+  c.build = [inner](ir::Graph& g) {
+    inner(g);
+    ir::Node* two = g.FindValue("two")->producer();
+    two->set_tensor(ir::Tensor::FromFloat({}, {3.0f}));
+  };
+  CHECK(RunBoth(c).fused.empty());
+}
+
 // A backend that, as the CUDA backend does for what it lacks, offers the CPU's kernels
 // as host kernels.
 class HostFallbackBackend final : public Backend {

@@ -27,8 +27,8 @@ void Rewrite(ir::Graph& graph, const fusion::Match& m) {
   ir::Node* last = m.result->producer();
   const std::string name = m.result->name();
   ir::Node* fused =
-      graph.InsertCallBefore(last, "tpc", m.op_type, m.inputs, {graph.UniqueName(name + ".fused")},
-                             m.attrs, m.nodes.front()->name());
+      graph.InsertCallBefore(last, m.domain, m.op_type, m.inputs,
+                             {graph.UniqueName(name + ".fused")}, m.attrs, m.nodes.front()->name());
   ir::Value* out = fused->output();
   out->set_type(m.result->type());
   out->set_sharding(m.result->sharding());
@@ -49,16 +49,16 @@ FusionStats FuseGraph(ir::Graph& graph, const Backend& backend) {
       if (!m || !Closed(*m)) continue;
       // Only into a kernel of the backend's own: a device backend offers host kernels
       // for what it lacks, and a fused op on the host would cost copies both ways.
-      const Kernel* k = backend.FindKernel("tpc", m->op_type);
+      const Kernel* k = backend.FindKernel(m->domain, m->op_type);
       if (k == nullptr || k->host) continue;
       for (const ir::Node* n : m->nodes) erased.insert(n);
       stats.nodes_removed += static_cast<int>(m->nodes.size());
       ++stats.fused[m->op_type];
+      if (!graph.opsets().count(m->domain)) graph.opsets()[m->domain] = 1;
       Rewrite(graph, *m);
       break;
     }
   }
-  if (!stats.fused.empty() && !graph.opsets().count("tpc")) graph.opsets()["tpc"] = 1;
   return stats;
 }
 

@@ -194,7 +194,57 @@ std::optional<Match> MatchAttentionCore(ir::Node* qk) {
   return m;
 }
 
+// x / Sqrt(ReduceMean(Pow(x, 2), last axis) + eps) · w, as torch exports a Llama RMSNorm,
+// with w a constant row: onnxruntime's SimplifiedLayerNormalization(x, w).
+std::optional<Match> MatchRmsNorm(ir::Node* pow) {
+  if (!IsCall(pow, "Pow") || pow->num_inputs() != 2) return std::nullopt;
+  ir::Value* x = pow->input(0);
+  const int64_t rank = RankOf(x);
+  const auto two = ScalarConstant(pow->input(1));
+  if (!IsF32(x) || rank < 1 || !two || *two != 2.0f) return std::nullopt;
+  ir::Node* mean = OnlyUser(pow->output());
+  if (!IsCall(mean, "ReduceMean") || mean->attr_int("keepdims", 1) != 1) return std::nullopt;
+  std::vector<int64_t> axes = mean->attr_ints("axes");
+  if (mean->num_inputs() > 1 && mean->input(1) != nullptr) {
+    const ir::Value* a = mean->input(1);
+    if (!IsConstant(a) || a->type().dtype != ir::DType::kI64) return std::nullopt;
+    const ir::Tensor& t = a->producer()->tensor();
+    axes.assign(static_cast<size_t>(t.num_elements()), 0);
+    std::memcpy(axes.data(), t.data(), axes.size() * sizeof(int64_t));
+  }
+  if (axes.size() != 1 || (axes[0] != -1 && axes[0] != rank - 1)) return std::nullopt;
+  ir::Node* add = OnlyUser(mean->output());
+  if (!IsCall(add, "Add")) return std::nullopt;
+  ir::Value* eps_value = OtherOperand(add, mean->output());
+  if (eps_value == nullptr) return std::nullopt;
+  const std::optional<float> eps_read = ScalarConstant(eps_value);
+  ir::Node* sqrt = OnlyUser(add->output());
+  if (!eps_read.has_value() || !IsCall(sqrt, "Sqrt")) return std::nullopt;
+  const float eps = eps_read.value_or(0.0f);
+  ir::Node* div = OnlyUser(sqrt->output());
+  if (!IsCall(div, "Div") || div->input(0) != x || div->input(1) != sqrt->output()) {
+    return std::nullopt;
+  }
+  ir::Node* mul = OnlyUser(div->output());
+  if (!IsCall(mul, "Mul")) return std::nullopt;
+  ir::Value* w = OtherOperand(mul, div->output());
+  if (w == nullptr || !IsConstant(w) || !IsF32(w)) return std::nullopt;
+  const auto& ws = w->producer()->tensor().shape();
+  const ir::Dim& hidden = x->type().shape->back();
+  if (ws.size() != 1 || !hidden.is_static() || hidden.value() != ws[0]) return std::nullopt;
+  Match m;
+  m.domain = "com.microsoft";
+  m.op_type = "SimplifiedLayerNormalization";
+  m.nodes = {pow, mean, add, sqrt, div, mul};
+  m.inputs = {x, w};
+  m.attrs["axis"] = int64_t{-1};
+  m.attrs["epsilon"] = eps;
+  m.result = mul->output();
+  return m;
+}
+
 constexpr Pattern kPatterns[] = {
+    {"rms norm", MatchRmsNorm},
     {"attention core", MatchAttentionCore},
     {"matmul epilogue", MatchMatMulEpilogue},
 };

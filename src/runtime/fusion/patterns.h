@@ -13,8 +13,9 @@
 namespace tpc::runtime::fusion {
 
 struct Match {
-  std::vector<ir::Node*> nodes;    // replaced, in graph order
-  std::string op_type;             // of the `tpc` domain
+  std::vector<ir::Node*> nodes;  // replaced, in graph order
+  std::string domain = "tpc";    // of the fused node
+  std::string op_type;
   std::vector<ir::Value*> inputs;  // of the fused node
   ir::Attributes attrs;
   ir::Value* result = nullptr;  // the chain's last value (keeps its name)
