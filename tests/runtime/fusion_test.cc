@@ -291,6 +291,53 @@ TEST_CASE("fusion: Llama's RMSNorm chain becomes SimplifiedLayerNormalization",
   CHECK(RunBoth(c).fused.empty());
 }
 
+// GPT-2's NewGELU as torch exports it: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+Case GeluTanhCase(bool half_first) {
+  Case c;
+  c.build = [=](ir::Graph& g) {
+    g.opsets()[""] = 17;
+    ir::Value* x = g.AddPlaceholder("x", F32({3, 40}));
+    auto k = [&](const char* name, float v) {
+      return g.AddConstant(name, ir::Tensor::FromFloat({}, {v}));
+    };
+    ir::Value* half =
+        half_first ? g.AddCall("", "Mul", {x, k("half", 0.5f)}, {"hx"})->output() : nullptr;
+    ir::Value* cube = g.AddCall("", "Pow", {x, k("three", 3.0f)}, {"x3"})->output();
+    ir::Value* a = g.AddCall("", "Mul", {cube, k("c", 0.044715f)}, {"cx3"})->output();
+    ir::Value* b = g.AddCall("", "Add", {x, a}, {"inner"})->output();
+    ir::Value* s = g.AddCall("", "Mul", {b, k("s", 0.7978845608f)}, {"scaled"})->output();
+    ir::Value* t = g.AddCall("", "Tanh", {s}, {"t"})->output();
+    ir::Value* one = g.AddCall("", "Add", {t, k("one", 1.0f)}, {"t1"})->output();
+    ir::Value* y;
+    if (half_first) {
+      y = g.AddCall("", "Mul", {half, one}, {"y"})->output();
+    } else {
+      ir::Value* p = g.AddCall("", "Mul", {x, one}, {"xp"})->output();
+      y = g.AddCall("", "Mul", {p, k("half", 0.5f)}, {"y"})->output();
+    }
+    g.SetOutputs({y});
+  };
+  c.inputs = {{"x", Input({3, 40}, 0.23f)}};
+  return c;
+}
+
+TEST_CASE("fusion: GELU's tanh form written out becomes Gelu", "[runtime][fusion]") {
+  for (bool half_first : {true, false}) {
+    INFO("0.5 on x first: " << half_first);
+    const FusionStats stats = RunBoth(GeluTanhCase(half_first), 2, 1e-6);
+    CHECK(stats.fused.at("Gelu") == 1);
+    CHECK(stats.nodes_removed == 8);
+  }
+  // Another coefficient is another function.
+  Case c = GeluTanhCase(true);
+  auto inner = c.build;
+  c.build = [inner](ir::Graph& g) {
+    inner(g);
+    g.FindValue("c")->producer()->set_tensor(ir::Tensor::FromFloat({}, {0.05f}));
+  };
+  CHECK(RunBoth(c).fused.empty());
+}
+
 // A backend that, as the CUDA backend does for what it lacks, offers the CPU's kernels
 // as host kernels.
 class HostFallbackBackend final : public Backend {

@@ -41,22 +41,25 @@ void Rewrite(ir::Graph& graph, const fusion::Match& m) {
 
 FusionStats FuseGraph(ir::Graph& graph, const Backend& backend) {
   FusionStats stats;
-  absl::flat_hash_set<const ir::Node*> erased;
-  for (ir::Node* node : graph.NodeVector()) {
-    if (erased.contains(node) || !node->is_call()) continue;
-    for (const fusion::Pattern& p : fusion::Patterns()) {
-      std::optional<fusion::Match> m = p.match(node);
-      if (!m || !Closed(*m)) continue;
-      // Only into a kernel of the backend's own: a device backend offers host kernels
-      // for what it lacks, and a fused op on the host would cost copies both ways.
-      const Kernel* k = backend.FindKernel(m->domain, m->op_type);
-      if (k == nullptr || k->host) continue;
-      for (const ir::Node* n : m->nodes) erased.insert(n);
-      stats.nodes_removed += static_cast<int>(m->nodes.size());
-      ++stats.fused[m->op_type];
-      if (!graph.opsets().count(m->domain)) graph.opsets()[m->domain] = 1;
-      Rewrite(graph, *m);
-      break;
+  for (int phase = 0; phase < 2; ++phase) {
+    absl::flat_hash_set<const ir::Node*> erased;
+    for (ir::Node* node : graph.NodeVector()) {
+      if (erased.contains(node) || !node->is_call()) continue;
+      for (const fusion::Pattern& p : fusion::Patterns()) {
+        if (p.phase != phase) continue;
+        std::optional<fusion::Match> m = p.match(node);
+        if (!m || !Closed(*m)) continue;
+        // Only into a kernel of the backend's own: a device backend offers host kernels
+        // for what it lacks, and a fused op on the host would cost copies both ways.
+        const Kernel* k = backend.FindKernel(m->domain, m->op_type);
+        if (k == nullptr || k->host) continue;
+        for (const ir::Node* n : m->nodes) erased.insert(n);
+        stats.nodes_removed += static_cast<int>(m->nodes.size());
+        ++stats.fused[m->op_type];
+        if (!graph.opsets().count(m->domain)) graph.opsets()[m->domain] = 1;
+        Rewrite(graph, *m);
+        break;
+      }
     }
   }
   return stats;

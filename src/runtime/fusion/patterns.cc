@@ -1,6 +1,7 @@
 // The fusion patterns (see tpc/runtime/fusion.h for the chains and what replaces them).
 #include "patterns.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace tpc::runtime::fusion {
@@ -243,10 +244,72 @@ std::optional<Match> MatchRmsNorm(ir::Node* pow) {
   return m;
 }
 
+// The tanh form of GELU written out, as torch exports GPT-2's NewGELU:
+// 0.5·x·(1 + Tanh(√(2/π)·(x + 0.044715·x³))), x³ as Pow(x, 3), the 0.5 on x or on the
+// product: Gelu(x, approximate="tanh").
+std::optional<Match> MatchGeluTanh(ir::Node* pow) {
+  auto is = [](const ir::Value* v, float want, float tolerance) {
+    const auto f = v != nullptr ? ScalarConstant(v) : std::nullopt;
+    return f.has_value() && std::abs(*f - want) <= tolerance;
+  };
+  if (!IsCall(pow, "Pow") || pow->num_inputs() != 2 || !is(pow->input(1), 3.0f, 0)) {
+    return std::nullopt;
+  }
+  ir::Value* x = pow->input(0);
+  if (!IsF32(x)) return std::nullopt;
+  Match m;
+  m.nodes = {pow};
+  // The single reader of `in` if it is an `op_type` whose other operand passes `other`
+  // (then part of the chain): its output, else null.
+  auto step = [&](ir::Value* in, const char* op_type, auto other) -> ir::Value* {
+    ir::Node* n = in != nullptr ? OnlyUser(in) : nullptr;
+    if (!IsCall(n, op_type) || !other(OtherOperand(n, in))) return nullptr;
+    m.nodes.push_back(n);
+    return n->output();
+  };
+  ir::Value* v =
+      step(pow->output(), "Mul", [&](const ir::Value* c) { return is(c, 0.044715f, 1e-6f); });
+  v = step(v, "Add", [&](const ir::Value* c) { return c == x; });
+  v = step(v, "Mul", [&](const ir::Value* c) { return is(c, 0.7978845608f, 1e-5f); });
+  ir::Node* tanh = v != nullptr ? OnlyUser(v) : nullptr;
+  if (!IsCall(tanh, "Tanh")) return std::nullopt;
+  m.nodes.push_back(tanh);
+  v = step(tanh->output(), "Add", [&](const ir::Value* c) { return is(c, 1.0f, 0); });
+  if (v == nullptr) return std::nullopt;
+  ir::Node* last = OnlyUser(v);
+  if (!IsCall(last, "Mul")) return std::nullopt;
+  ir::Value* h = OtherOperand(last, v);
+  ir::Node* half = h != nullptr ? h->producer() : nullptr;
+  if (IsCall(half, "Mul") && OtherOperand(half, x) != nullptr &&
+      is(OtherOperand(half, x), 0.5f, 0)) {
+    // (0.5·x)·(1 + tanh(..))
+    m.nodes.insert(m.nodes.begin(), half);
+    m.nodes.push_back(last);
+    m.result = last->output();
+  } else if (h == x) {
+    // x·(1 + tanh(..))·0.5
+    ir::Node* scale = OnlyUser(last->output());
+    if (!IsCall(scale, "Mul") || !is(OtherOperand(scale, last->output()), 0.5f, 0)) {
+      return std::nullopt;
+    }
+    m.nodes.push_back(last);
+    m.nodes.push_back(scale);
+    m.result = scale->output();
+  } else {
+    return std::nullopt;
+  }
+  m.domain = "";
+  m.op_type = "Gelu";
+  m.inputs = {x};
+  m.attrs["approximate"] = std::string("tanh");
+  return m;
+}
+
 constexpr Pattern kPatterns[] = {
-    {"rms norm", MatchRmsNorm},
-    {"attention core", MatchAttentionCore},
-    {"matmul epilogue", MatchMatMulEpilogue},
+    {"gelu tanh", 0, MatchGeluTanh},
+    {"rms norm", 0, MatchRmsNorm},
+    {"attention core", 1, MatchAttentionCore},
+    {"matmul epilogue", 1, MatchMatMulEpilogue},
 };
 
 }  // namespace

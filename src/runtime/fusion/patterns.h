@@ -23,6 +23,9 @@ struct Match {
 
 struct Pattern {
   const char* name;
+  // Patterns of phase 0 (element-wise chains into one op) run over the whole graph
+  // before those of phase 1 (GEMMs and their epilogues), which may then absorb them.
+  int phase;
   // A match starting at `anchor`, or nothing.
   std::optional<Match> (*match)(ir::Node* anchor);
 };
