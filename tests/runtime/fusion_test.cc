@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -336,6 +337,53 @@ TEST_CASE("fusion: GELU's tanh form written out becomes Gelu", "[runtime][fusion
     g.FindValue("c")->producer()->set_tensor(ir::Tensor::FromFloat({}, {0.05f}));
   };
   CHECK(RunBoth(c).fused.empty());
+}
+
+// Llama's rotary embedding as torch exports it: x·cos + Concat(-x2, x1)·sin, x1 and x2 the
+// halves of the last axis, cos and sin [1, 1, s, d] broadcast over batch and heads.
+Case RotaryCase(bool sin_first, int64_t end, int64_t high_start = 4) {
+  Case c;
+  c.build = [=](ir::Graph& g) {
+    g.opsets()[""] = 17;
+    ir::Value* x = g.AddPlaceholder("x", F32({2, 3, 5, 8}));
+    ir::Value* cos = g.AddPlaceholder("cos", F32({1, 1, 5, 8}));
+    ir::Value* sin = g.AddPlaceholder("sin", F32({1, 1, 5, 8}));
+    auto ints = [&](const char* name, int64_t v) {
+      return g.AddConstant(name, ir::Tensor::FromInt64({1}, {v}));
+    };
+    ir::Value* axis = ints("axis", 3);
+    ir::Value* x1 =
+        g.AddCall("", "Slice", {x, ints("zero", 0), ints("half", 4), axis}, {"x1"})->output();
+    ir::Value* x2 =
+        g.AddCall("", "Slice", {x, ints("half2", high_start), ints("end", end), axis}, {"x2"})
+            ->output();
+    ir::Value* n = g.AddCall("", "Neg", {x2}, {"nx2"})->output();
+    ir::Value* rot = g.AddCall("", "Concat", {n, x1}, {"rot"}, {{"axis", int64_t{-1}}})->output();
+    ir::Value* a = g.AddCall("", "Mul", {x, cos}, {"xc"})->output();
+    ir::Value* b =
+        g.AddCall("", "Mul",
+                  sin_first ? std::vector<ir::Value*>{sin, rot} : std::vector<ir::Value*>{rot, sin},
+                  {"rs"})
+            ->output();
+    g.SetOutputs({g.AddCall("", "Add", {a, b}, {"y"})->output()});
+  };
+  c.inputs = {{"x", Input({2, 3, 5, 8}, 0.31f)},
+              {"cos", Input({1, 1, 5, 8}, 0.11f)},
+              {"sin", Input({1, 1, 5, 8}, 0.19f)}};
+  return c;
+}
+
+TEST_CASE("fusion: rotate_half rotary embedding becomes RotaryHalf", "[runtime][fusion]") {
+  for (bool sin_first : {false, true}) {
+    for (int64_t end : {int64_t{8}, std::numeric_limits<int64_t>::max()}) {
+      INFO("sin first " << sin_first << ", end " << end);
+      const FusionStats stats = RunBoth(RotaryCase(sin_first, end), 2, 1e-6);
+      CHECK(stats.fused.at("RotaryHalf") == 1);
+      CHECK(stats.nodes_removed == 7);
+    }
+  }
+  // Halves that do not meet in the middle are not rotate_half.
+  CHECK(RunBoth(RotaryCase(false, 7, 3)).fused.empty());
 }
 
 // A backend that, as the CUDA backend does for what it lacks, offers the CPU's kernels

@@ -1,18 +1,24 @@
 // Fusion: a pass over a rank's graph, before it runs, that replaces chains of operators
-// by one operator of the `tpc` domain that computes the same values in one pass over
-// memory (src/runtime/fusion/patterns.cc lists them):
+// by one operator that computes the same values in one pass over memory
+// (src/runtime/fusion/patterns.cc holds the patterns). First the element-wise chains:
 //
-//   MatMul(x, W) [+ bias] [→ Gelu | Relu | Sigmoid | Tanh | x·Sigmoid(x)]
+//   x·cos + Concat(-x[.., h:], x[.., :h])·sin    → tpc::RotaryHalf(x, cos, sin)
+//   x / Sqrt(ReduceMean(x²) + eps) · w           → com.microsoft::SimplifiedLayerNormalization
+//   0.5·x·(1 + Tanh(√(2/π)·(x + 0.044715·x³)))    → Gelu(approximate="tanh")
+//
+// then the GEMMs, which may absorb what the first phase made:
+//
+//   MatMul(x, W) [+ bias] [→ Gelu | Relu | Tanh | x·Sigmoid(x)]
 //       → tpc::FusedMatMul(x, W, bias?)               (the GEMM's epilogue)
 //   MatMul(Q, Kᵀ) [· or ÷ scale] [+ mask] → Softmax(last axis) → MatMul(·, V)
 //       → tpc::AttentionCore(Q, K or Kᵀ, V, mask?)    (no [.., s, t] scores in memory)
 //
-// It is backend-neutral: a chain is fused only when the backend has a kernel for the
-// fused operator (FindKernel), so a backend without one (CUDA today) runs the graph as
-// it was. Fused nodes keep the name of the chain's first node, and the chain's last value
-// keeps its name and type, so outputs, profiles and errors still speak of the model's
-// names. The graph's values that leave a chain (used elsewhere, graph outputs) are never
-// fused away.
+// It is backend-neutral: a chain is fused only when the backend has a kernel of its own
+// for the fused operator (a device backend's host stand-ins do not count), so a backend
+// without one (CUDA today) runs the graph as it was. Fused nodes keep the name of the
+// chain's first node, and the chain's last value keeps its name and type, so outputs,
+// profiles and errors still speak of the model's names. Values read outside a chain (used
+// elsewhere, graph outputs) are never fused away.
 #pragma once
 
 #include <map>

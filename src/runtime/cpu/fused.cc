@@ -1,6 +1,8 @@
 // The fused operators of the fusion pass (tpc/runtime/fusion.h), f32:
 // - tpc::FusedMatMul(x, W, bias?) {activation}: act(x·W + bias), the bias and activation
 //   applied to each block of columns by the thread that computed it, while in cache;
+// - tpc::RotaryHalf(x, cos, sin): x·cos + rotate_half(x)·sin over the last axis
+//   (Llama's rotary embedding as exported: Slice, Slice, Neg, Concat, Mul, Mul, Add);
 // - tpc::AttentionCore(Q, K, V, mask?) {scale, scale_divides, k_transposed}:
 //   Softmax(Q·Kᵀ ·/÷ scale + mask) · V over numpy-broadcast batch dims, a block of query
 //   rows at a time: the [.., s, t] scores exist one block per thread, never whole.
@@ -147,6 +149,61 @@ absl::Status AttentionCore(KernelContext& ctx) {
                     py + (i * s + r0) * dv, dv);
     }
   });
+  return absl::OkStatus();
+}
+
+absl::Status RotaryHalf(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& cos = ctx.input(1);
+  const Tensor& sin = ctx.input(2);
+  for (const Tensor* t : {&x, &cos, &sin}) {
+    if (t->dtype() != ir::DType::kF32 || t->rank() < 1) {
+      return ctx.Error(absl::StrCat("takes f32 tensors, not ", t->TypeString()));
+    }
+  }
+  const int64_t d = x.dim(x.rank() - 1), h = d / 2;
+  if (d % 2 != 0 || cos.dim(cos.rank() - 1) != d || sin.dim(sin.rank() - 1) != d ||
+      cos.rank() > x.rank() || sin.rank() > x.rank()) {
+    return ctx.Error(absl::StrCat("cos ", cos.TypeString(), " and sin ", sin.TypeString(),
+                                  " must hold rows of the last dim of ", x.TypeString()));
+  }
+  TPC_ASSIGN_OR_RETURN(const Shape joint,
+                       BroadcastShapes(ctx, {x.shape(), cos.shape(), sin.shape()}));
+  if (joint != x.shape()) {
+    return ctx.Error(absl::StrCat("cos ", cos.TypeString(), " and sin ", sin.TypeString(),
+                                  " do not broadcast to ", x.TypeString()));
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), ir::DType::kF32));
+  const Shape lead(x.shape().begin(), x.shape().end() - 1);
+  const Shape sc = BroadcastStrides(cos.shape(), x.shape()),
+              ss = BroadcastStrides(sin.shape(), x.shape());
+  const Shape ls = Strides(lead);
+  const int64_t rows = NumElements(lead);
+  const float* px = x.data<float>();
+  const float* pc = cos.data<float>();
+  const float* ps = sin.data<float>();
+  float* py = y->data<float>();
+  ctx.pool().ParallelFor(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(d, 1)),
+                         [&](int64_t first, int64_t last) {
+                           for (int64_t r = first; r < last; ++r) {
+                             int64_t oc = 0, os = 0, rem = r;
+                             for (size_t k = 0; k < lead.size(); ++k) {
+                               const int64_t idx = rem / ls[k];
+                               rem %= ls[k];
+                               oc += idx * sc[k];
+                               os += idx * ss[k];
+                             }
+                             const float* xr = px + r * d;
+                             const float* c = pc + oc;
+                             const float* s = ps + os;
+                             float* yr = py + r * d;
+                             // x·cos + rotate_half(x)·sin, rotate_half(x) = (-x[h:], x[:h]).
+                             for (int64_t j = 0; j < h; ++j)
+                               yr[j] = xr[j] * c[j] + -xr[j + h] * s[j];
+                             for (int64_t j = h; j < d; ++j)
+                               yr[j] = xr[j] * c[j] + xr[j - h] * s[j];
+                           }
+                         });
   return absl::OkStatus();
 }
 

@@ -426,6 +426,7 @@ absl::Status Gemm(KernelContext& ctx);
 absl::Status MatMul(KernelContext& ctx);
 absl::Status FusedMatMul(KernelContext& ctx);    // fused.cc
 absl::Status AttentionCore(KernelContext& ctx);  // fused.cc
+absl::Status RotaryHalf(KernelContext& ctx);     // fused.cc
 absl::Status MatMulNBits(KernelContext& ctx);    // matmul_nbits.cc
 
 // ---- Attention (attention.cc, rotary.cc) ----

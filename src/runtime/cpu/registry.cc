@@ -213,6 +213,7 @@ const Entry kKernels[] = {
     {kTpc, "FusedMatMul", {FusedMatMul}},
     {kTpc, "Rank", {Rank, any}},
     {kTpc, "ReduceScatter", {ReduceScatter, any}},
+    {kTpc, "RotaryHalf", {RotaryHalf}},
     {kTpc, "Shard", {Shard, any}},
 };
 

@@ -305,7 +305,85 @@ std::optional<Match> MatchGeluTanh(ir::Node* pow) {
   return m;
 }
 
+// The int64 values of a constant, or nothing.
+std::optional<std::vector<int64_t>> IntsConstant(const ir::Value* v) {
+  if (!IsConstant(v) || v->type().dtype != ir::DType::kI64) return std::nullopt;
+  const ir::Tensor& t = v->producer()->tensor();
+  std::vector<int64_t> out(static_cast<size_t>(t.num_elements()));
+  std::memcpy(out.data(), t.data(), out.size() * sizeof(int64_t));
+  return out;
+}
+
+// Slice(x, [start], [end], [last axis]) with unit steps: {start, end}, or nothing.
+std::optional<std::pair<int64_t, int64_t>> LastAxisSlice(const ir::Node* n, int64_t rank) {
+  if (!IsCall(n, "Slice") || n->num_inputs() < 4 || n->num_inputs() > 5) return std::nullopt;
+  const auto starts = IntsConstant(n->input(1)), ends = IntsConstant(n->input(2)),
+             axes = IntsConstant(n->input(3));
+  if (!starts || !ends || !axes || starts->size() != 1 || ends->size() != 1 || axes->size() != 1 ||
+      ((*axes)[0] != -1 && (*axes)[0] != rank - 1)) {
+    return std::nullopt;
+  }
+  if (n->num_inputs() == 5 && n->input(4) != nullptr) {
+    const auto steps = IntsConstant(n->input(4));
+    if (!steps || steps->size() != 1 || (*steps)[0] != 1) return std::nullopt;
+  }
+  return std::make_pair((*starts)[0], (*ends)[0]);
+}
+
+// Rotary embedding as Llama's rotate_half exports it: x·cos + Concat(-x[.., h:],
+// x[.., :h])·sin over the last axis of size 2h → tpc::RotaryHalf(x, cos, sin).
+std::optional<Match> MatchRotaryHalf(ir::Node* concat) {
+  if (!IsCall(concat, "Concat") || concat->num_inputs() != 2) return std::nullopt;
+  ir::Value* neg_out = concat->input(0);
+  ir::Node* neg = neg_out->producer();
+  ir::Node* low = concat->input(1)->producer();
+  if (!IsCall(neg, "Neg") || OnlyUser(neg_out) != concat || OnlyUser(concat->input(1)) != concat) {
+    return std::nullopt;
+  }
+  ir::Node* high = neg->input(0)->producer();
+  if (OnlyUser(neg->input(0)) != neg || !IsCall(high, "Slice") || !IsCall(low, "Slice")) {
+    return std::nullopt;
+  }
+  ir::Value* x = low->input(0);
+  const int64_t rank = RankOf(x);
+  if (high->input(0) != x || !IsF32(x) || rank < 1 || !x->type().shape->back().is_static()) {
+    return std::nullopt;
+  }
+  const int64_t d = x->type().shape->back().value();
+  const int64_t axis = concat->attr_int("axis", 0);
+  const auto lo = LastAxisSlice(low, rank), hi = LastAxisSlice(high, rank);
+  if (d % 2 != 0 || (axis != -1 && axis != rank - 1) || !lo || !hi || lo->first != 0 ||
+      lo->second != d / 2 || hi->first != d / 2 || hi->second < d) {
+    return std::nullopt;
+  }
+  ir::Node* mul_sin = OnlyUser(concat->output());
+  if (!IsCall(mul_sin, "Mul")) return std::nullopt;
+  ir::Value* sin = OtherOperand(mul_sin, concat->output());
+  ir::Node* add = OnlyUser(mul_sin->output());
+  if (sin == nullptr || !IsF32(sin) || !IsCall(add, "Add")) return std::nullopt;
+  ir::Value* cos_term = OtherOperand(add, mul_sin->output());
+  ir::Node* mul_cos = cos_term != nullptr ? cos_term->producer() : nullptr;
+  if (!IsCall(mul_cos, "Mul") || OnlyUser(cos_term) != add) return std::nullopt;
+  ir::Value* cos = OtherOperand(mul_cos, x);
+  if (cos == nullptr || !IsF32(cos)) return std::nullopt;
+  // cos and sin hold a row of 2h per position (broadcast over the leading dims only).
+  for (const ir::Value* t : {cos, sin}) {
+    const int64_t r = RankOf(t);
+    if (r < 1 || r > rank || !t->type().shape->back().is_static() ||
+        t->type().shape->back().value() != d) {
+      return std::nullopt;
+    }
+  }
+  Match m;
+  m.op_type = "RotaryHalf";
+  m.nodes = {low, high, neg, concat, mul_cos, mul_sin, add};
+  m.inputs = {x, cos, sin};
+  m.result = add->output();
+  return m;
+}
+
 constexpr Pattern kPatterns[] = {
+    {"rotary half", 0, MatchRotaryHalf},
     {"gelu tanh", 0, MatchGeluTanh},
     {"rms norm", 0, MatchRmsNorm},
     {"attention core", 1, MatchAttentionCore},

@@ -13,7 +13,7 @@
 namespace tpc::runtime::fusion {
 
 struct Match {
-  std::vector<ir::Node*> nodes;  // replaced, in graph order
+  std::vector<ir::Node*> nodes;  // replaced; each after the nodes it reads
   std::string domain = "tpc";    // of the fused node
   std::string op_type;
   std::vector<ir::Value*> inputs;  // of the fused node
