@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Scaling of tensor parallelism on CPU cores: the tp=2 plan run as 2 rank processes, each
 pinned to a core of its own (`tp-run PLAN2 --cpus 0,1`: Gloo between them), against the
-tp=1 plan on one core (`--cpus 0`) and on both (`--cpus 0,1`, 2 threads).
+tp=1 plan on one core (`--cpus 0`) and on both (`--cpus 0,1`, 2 threads); beside them the
+tp=2 plan as 2 processes left to the scheduler, and as 2 threads of one process (the
+in-process communicator).
 
 Each round runs the three once, in an order that rotates with the round (a fresh tp-run
 each: load, one warm-up, --repeat timed runs; the median run is kept); the figures are
@@ -20,7 +22,8 @@ import numpy as np
 
 
 def run(build, plan, cpus, ids, repeat):
-    r = subprocess.run([f"{build}/tp-run", plan, "--cpus", cpus, "--repeat", str(repeat), "--input",
+    extra = ["--cpus", cpus] if not cpus.startswith("-") else cpus.split()
+    r = subprocess.run([f"{build}/tp-run", plan, *extra, "--repeat", str(repeat), "--input",
                         f"input_ids={ids}", "--quiet"], capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"tp-run {plan} --cpus {cpus} failed:\n{r.stderr}")
@@ -50,11 +53,13 @@ def main():
         ids = os.path.join(work, "ids.npy")
         np.save(ids, np.random.default_rng(0).integers(0, 32, (args.batch, args.seq)).astype(np.int64))
         cases = [("tp=1, 1 core", plans[1], one), ("tp=1, 2 cores (2 threads)", plans[1], two),
-                 ("tp=2, 2 pinned processes", plans[2], two)]
+                 ("tp=2, 2 pinned processes", plans[2], two),
+                 ("tp=2, 2 processes unpinned", plans[2], "--threads 2"),
+                 ("tp=2, 2 threads, 1 process", plans[2], "--ranks threads --threads 2")]
         times = {c[0]: [] for c in cases}
         print(f"load average before: {os.getloadavg()[0]:.2f}; {args.rounds} rounds x {args.repeat} runs")
         for r in range(args.rounds):
-            order = cases[r % 3:] + cases[:r % 3]
+            order = cases[r % len(cases):] + cases[:r % len(cases)]
             for name, plan, cs in order:
                 times[name].append(run(args.build, plan, cs, ids, args.repeat))
         base = sorted(times[cases[0][0]])[args.rounds // 2]

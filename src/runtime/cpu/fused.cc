@@ -119,7 +119,10 @@ absl::Status AttentionCore(KernelContext& ctx) {
   const float* pm = mask != nullptr ? mask->data<float>() : nullptr;
   float* py = y->data<float>();
   const size_t nb = batch.size();
-  ctx.pool().ParallelFor(count * blocks, 1, [&](int64_t first, int64_t last) {
+  // Tasks of at least ~2^17 multiply-adds per hand-off: tiny heads run on one thread.
+  const int64_t task_work = std::max<int64_t>(1, block * t * (d + dv));
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 17) / task_work);
+  ctx.pool().ParallelFor(count * blocks, grain, [&](int64_t first, int64_t last) {
     std::vector<float> sc(static_cast<size_t>(block * t));
     for (int64_t task = first; task < last; ++task) {
       const int64_t i = task / blocks, r0 = (task % blocks) * block;

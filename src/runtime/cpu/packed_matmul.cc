@@ -123,6 +123,9 @@ absl::StatusOr<bool> PackedMatMul(KernelContext& ctx, const Tensor& a, const Ten
   const int64_t threads = ctx.pool().size();
   // One panel per thread where each gets a few vectors of columns.
   const int64_t panels = n >= 64 * threads ? threads : 1;
+  // Below ~2^18 multiply-adds (as ParallelGemm2D) the panels run on this thread: a
+  // hand-off would cost more than it saves.
+  const bool split = m * n * k >= (int64_t{1} << 18);
   try {
     std::shared_ptr<void>& slot = (*states)[&ctx.node()];
     auto packed = std::static_pointer_cast<PackedWeight>(slot);
@@ -152,7 +155,7 @@ absl::StatusOr<bool> PackedMatMul(KernelContext& ctx, const Tensor& a, const Ten
     const float* pa = a.data<float>();
     float* py = y->data<float>();
     std::atomic<bool> failed{false};
-    ctx.pool().ParallelParts(static_cast<int64_t>(packed->panels.size()), [&](int64_t part) {
+    const std::function<void(int64_t)> run_panel = [&](int64_t part) {
       omp_set_num_threads(1);
       const PackedWeight::Panel& panel = packed->panels[static_cast<size_t>(part)];
       const PackedWeight::Primitive& p = *primitives[static_cast<size_t>(part)];
@@ -170,7 +173,13 @@ absl::StatusOr<bool> PackedMatMul(KernelContext& ctx, const Tensor& a, const Ten
       } catch (const dnnl::error&) {
         failed = true;
       }
-    });
+    };
+    const auto count = static_cast<int64_t>(packed->panels.size());
+    if (split) {
+      ctx.pool().ParallelParts(count, run_panel);
+    } else {
+      for (int64_t part = 0; part < count; ++part) run_panel(part);
+    }
     if (failed) return false;
     return true;
   } catch (const dnnl::error&) {
