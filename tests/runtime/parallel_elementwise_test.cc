@@ -63,3 +63,40 @@ TEST_CASE("element-wise loops split across threads read each element's operands"
 
 }  // namespace
 }  // namespace tpc::runtime
+
+namespace tpc::runtime {
+namespace {
+
+TEST_CASE("Split over threads puts each row's pieces in their outputs", "[runtime][movement]") {
+  constexpr int64_t rows = 96, cols = 3 * 700;  // rows split over 2 threads
+  ir::Graph g;
+  g.opsets()[""] = 18;
+  ir::Value* x = g.AddPlaceholder("x", ir::TensorType(DType::kF32, {Dim(rows), Dim(cols)}));
+  ir::Value* sizes = g.AddConstant("sizes", ir::Tensor::FromInt64({3}, {700, 600, 800}));
+  ir::Node* split = g.AddCall("", "Split", {x, sizes}, {"a", "b", "c"}, {{"axis", int64_t{1}}});
+  g.SetOutputs(split->outputs());
+  REQUIRE(onnx::InferShapes(g).ok());
+  auto backend = MakeCpuBackend(2);
+  auto ex = Executor::Create(g, *backend, nullptr);
+  REQUIRE(ex.ok());
+  Tensor tx = Tensor::Allocate(DType::kF32, {rows, cols});
+  for (int64_t i = 0; i < tx.num_elements(); ++i) tx.data<float>()[i] = static_cast<float>(i);
+  auto out = (*ex)->Run({{"x", tx}});
+  REQUIRE(out.ok());
+  const int64_t widths[3] = {700, 600, 800};
+  int64_t wrong = 0, start = 0;
+  for (int k = 0; k < 3; ++k) {
+    REQUIRE((*out)[k].shape() == std::vector<int64_t>{rows, widths[k]});
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < widths[k]; ++c) {
+        wrong +=
+            (*out)[k].data<float>()[r * widths[k] + c] != tx.data<float>()[r * cols + start + c];
+      }
+    }
+    start += widths[k];
+  }
+  CHECK(wrong == 0);
+}
+
+}  // namespace
+}  // namespace tpc::runtime

@@ -301,19 +301,30 @@ absl::Status Split(KernelContext& ctx) {
     if (d < axis) outer *= x.dim(d);
     if (d > axis) inner *= x.dim(d);
   }
-  int64_t offset = 0;
+  std::vector<uint8_t*> outs;
   for (int i = 0; i < n; ++i) {
     Shape shape = x.shape();
     shape[static_cast<size_t>(axis)] = sizes[static_cast<size_t>(i)];
     TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(i, shape, x.dtype()));
-    const int64_t chunk = sizes[static_cast<size_t>(i)] * inner;
-    for (int64_t o = 0; o < outer; ++o) {
-      if (chunk > 0)
-        std::memcpy(y->raw() + o * chunk, x.raw() + o * dim * inner + offset,
-                    static_cast<size_t>(chunk));
-    }
-    offset += chunk;
+    outs.push_back(y->raw());
   }
+  // Each outer row of the input goes out in pieces, one per output; rows over the threads.
+  const int64_t row = dim * inner;
+  ctx.pool().ParallelFor(
+      outer, std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(row, 1)),
+      [&](int64_t first, int64_t last) {
+        for (int64_t o = first; o < last; ++o) {
+          int64_t offset = 0;
+          for (int i = 0; i < n; ++i) {
+            const int64_t chunk = sizes[static_cast<size_t>(i)] * inner;
+            if (chunk > 0) {
+              std::memcpy(outs[static_cast<size_t>(i)] + o * chunk, x.raw() + o * row + offset,
+                          static_cast<size_t>(chunk));
+            }
+            offset += chunk;
+          }
+        }
+      });
   return absl::OkStatus();
 }
 
