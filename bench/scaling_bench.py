@@ -21,12 +21,11 @@ import tempfile
 import numpy as np
 
 
-def run(build, plan, cpus, ids, repeat):
-    extra = ["--cpus", cpus] if not cpus.startswith("-") else cpus.split()
-    r = subprocess.run([f"{build}/tp-run", plan, *extra, "--repeat", str(repeat), "--input",
+def run(build, plan, flags, ids, repeat):
+    r = subprocess.run([f"{build}/tp-run", plan, *flags, "--repeat", str(repeat), "--input",
                         f"input_ids={ids}", "--quiet"], capture_output=True, text=True)
     if r.returncode != 0:
-        sys.exit(f"tp-run {plan} --cpus {cpus} failed:\n{r.stderr}")
+        sys.exit(f"tp-run {plan} {' '.join(flags)} failed:\n{r.stderr}")
     return float(re.search(r"median ([0-9.]+) ms", r.stdout + r.stderr).group(1))
 
 
@@ -43,7 +42,7 @@ def main():
         print("needs 2 CPUs; skipping")
         return 0
     cpus = sorted(os.sched_getaffinity(0))[:2]
-    one, two = str(cpus[0]), f"{cpus[0]},{cpus[1]}"
+    one, two = ["--cpus", str(cpus[0])], ["--cpus", f"{cpus[0]},{cpus[1]}"]
     with tempfile.TemporaryDirectory() as work:
         plans = {}
         for tp in (1, 2):
@@ -54,14 +53,14 @@ def main():
         np.save(ids, np.random.default_rng(0).integers(0, 32, (args.batch, args.seq)).astype(np.int64))
         cases = [("tp=1, 1 core", plans[1], one), ("tp=1, 2 cores (2 threads)", plans[1], two),
                  ("tp=2, 2 pinned processes", plans[2], two),
-                 ("tp=2, 2 processes unpinned", plans[2], "--threads 2"),
-                 ("tp=2, 2 threads, 1 process", plans[2], "--ranks threads --threads 2")]
+                 ("tp=2, 2 processes unpinned", plans[2], ["--threads", "2"]),
+                 ("tp=2, 2 threads, 1 process", plans[2], ["--ranks", "threads", "--threads", "2"])]
         times = {c[0]: [] for c in cases}
         print(f"load average before: {os.getloadavg()[0]:.2f}; {args.rounds} rounds x {args.repeat} runs")
         for r in range(args.rounds):
             order = cases[r % len(cases):] + cases[:r % len(cases)]
-            for name, plan, cs in order:
-                times[name].append(run(args.build, plan, cs, ids, args.repeat))
+            for name, plan, flags in order:
+                times[name].append(run(args.build, plan, flags, ids, args.repeat))
         base = sorted(times[cases[0][0]])[args.rounds // 2]
         print(f"{'mode':28} {'median ms':>10} {'range ms':>17} {'speedup':>8}")
         for name, _, _ in cases:

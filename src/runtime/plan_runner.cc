@@ -111,9 +111,7 @@ absl::StatusOr<std::unique_ptr<PlanRunner>> PlanRunner::Create(
   runner->comms_ = MakeInProcessGroup(n, options.timeout, std::move(memory));
   for (int r = 0; r < n; ++r) {
     if (options.fuse) {
-      FusionStats stats =
-          FuseGraph(*graphs[static_cast<size_t>(r)], *runner->backends_[static_cast<size_t>(r)]);
-      if (r == 0) runner->fusion_ = std::move(stats);
+      FuseGraph(*graphs[static_cast<size_t>(r)], *runner->backends_[static_cast<size_t>(r)]);
     }
     auto ex = Executor::Create(*graphs[static_cast<size_t>(r)],
                                *runner->backends_[static_cast<size_t>(r)],

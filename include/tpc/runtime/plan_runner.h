@@ -64,8 +64,6 @@ class PlanRunner {
 
   int num_ranks() const { return static_cast<int>(executors_.size()); }
   Executor& executor(int rank) { return *executors_[static_cast<size_t>(rank)]; }
-  // What fusion did to rank 0's graph.
-  const FusionStats& fusion_stats() const { return fusion_; }
 
   // Runs every rank on its part of the full inputs (sliced by the input placements and
   // checked on every rank before anything runs); returns each rank's outputs, assembled
@@ -86,7 +84,6 @@ class PlanRunner {
   std::vector<std::unique_ptr<Backend>> backends_;
   std::vector<std::unique_ptr<Executor>> executors_;
   IoPlacements io_;
-  FusionStats fusion_;
 };
 
 }  // namespace tpc::runtime

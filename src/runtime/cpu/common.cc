@@ -115,6 +115,11 @@ absl::StatusOr<Shape> BroadcastShapes(const KernelContext& ctx, const std::vecto
   return out;
 }
 
+Shape Scaled(Shape strides, int64_t factor) {
+  for (int64_t& s : strides) s *= factor;
+  return strides;
+}
+
 Shape BroadcastStrides(const Shape& in, const Shape& out) {
   Shape strides(out.size(), 0);
   Shape own = Strides(in);

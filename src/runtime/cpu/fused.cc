@@ -6,8 +6,8 @@
 // - tpc::AttentionCore(Q, K, V, mask?) {scale, scale_divides, k_transposed}:
 //   Softmax(Q·Kᵀ ·/÷ scale + mask) · V over numpy-broadcast batch dims, a block of query
 //   rows at a time: the [.., s, t] scores exist one block per thread, never whole.
-// Both compute what the chains they replace compute, with the same per-element
-// functions (vector_math.h), so fused and unfused runs agree to rounding.
+// Each computes what the chain it replaces computes, with the same per-element functions
+// (vector_math.h), so fused and unfused runs agree to rounding.
 #include <algorithm>
 #include <limits>
 #include <vector>
@@ -106,8 +106,11 @@ absl::Status AttentionCore(KernelContext& ctx) {
   out.push_back(s);
   out.push_back(dv);
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, ir::DType::kF32));
-  const Shape sq = BroadcastStrides(bq, batch), sk = BroadcastStrides(bk, batch),
-              sv = BroadcastStrides(bv, batch), bs = Strides(batch);
+  // Offsets of the Q, K, V matrices and of the mask's [s, t] block per batch entry.
+  const BroadcastOffsets<4> at(batch, {Scaled(BroadcastStrides(bq, batch), s * d),
+                                       Scaled(BroadcastStrides(bk, batch), t * d),
+                                       Scaled(BroadcastStrides(bv, batch), t * dv),
+                                       mask != nullptr ? mask_strides : Shape(batch.size(), 0)});
   const int64_t count = NumElements(batch);
   // Blocks of query rows: enough tasks for the threads, few enough GEMM calls.
   const int64_t block = std::min<int64_t>(s, 64);
@@ -118,7 +121,7 @@ absl::Status AttentionCore(KernelContext& ctx) {
   const float* pv = v.data<float>();
   const float* pm = mask != nullptr ? mask->data<float>() : nullptr;
   float* py = y->data<float>();
-  const size_t nb = batch.size();
+  const size_t nb = batch.size();  // the mask's row and column strides follow
   // Tasks of at least ~2^17 multiply-adds per hand-off: tiny heads run on one thread.
   const int64_t task_work = std::max<int64_t>(1, block * t * (d + dv));
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 17) / task_work);
@@ -127,28 +130,18 @@ absl::Status AttentionCore(KernelContext& ctx) {
     for (int64_t task = first; task < last; ++task) {
       const int64_t i = task / blocks, r0 = (task % blocks) * block;
       const int64_t rows = std::min(block, s - r0);
-      int64_t oq = 0, ok = 0, ov = 0, om = 0, rem = i;
-      for (size_t x = 0; x < nb; ++x) {
-        const int64_t idx = rem / bs[x];
-        rem %= bs[x];
-        oq += idx * sq[x];
-        ok += idx * sk[x];
-        ov += idx * sv[x];
-        if (pm != nullptr) om += idx * mask_strides[x];
-      }
-      const float* qb = pq + oq * s * d + r0 * d;
+      const auto [oq, ok, ov, om] = at.At(i);
+      const float* qb = pq + oq + r0 * d;
       if (k_transposed) {
-        Gemm2D<float>(false, false, rows, t, d, alpha, qb, d, pk + ok * d * t, t, 0.0f, sc.data(),
-                      t);
+        Gemm2D<float>(false, false, rows, t, d, alpha, qb, d, pk + ok, t, 0.0f, sc.data(), t);
       } else {
-        Gemm2D<float>(false, true, rows, t, d, alpha, qb, d, pk + ok * t * d, d, 0.0f, sc.data(),
-                      t);
+        Gemm2D<float>(false, true, rows, t, d, alpha, qb, d, pk + ok, d, 0.0f, sc.data(), t);
       }
       ScaleMaskSoftmaxRows(sc.data(), rows, t, divide ? scale : 1.0f,
                            pm != nullptr ? pm + om + r0 * mask_strides[nb] : nullptr,
                            pm != nullptr ? mask_strides[nb] : 0,
                            pm != nullptr ? mask_strides[nb + 1] : 0);
-      Gemm2D<float>(false, false, rows, dv, t, 1.0f, sc.data(), t, pv + ov * t * dv, dv, 0.0f,
+      Gemm2D<float>(false, false, rows, dv, t, 1.0f, sc.data(), t, pv + ov, dv, 0.0f,
                     py + (i * s + r0) * dv, dv);
     }
   });
@@ -178,9 +171,9 @@ absl::Status RotaryHalf(KernelContext& ctx) {
   }
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), ir::DType::kF32));
   const Shape lead(x.shape().begin(), x.shape().end() - 1);
-  const Shape sc = BroadcastStrides(cos.shape(), x.shape()),
-              ss = BroadcastStrides(sin.shape(), x.shape());
-  const Shape ls = Strides(lead);
+  // The cos and sin rows of each row of x (their last-dim strides are not read).
+  const BroadcastOffsets<2> at(
+      lead, {BroadcastStrides(cos.shape(), x.shape()), BroadcastStrides(sin.shape(), x.shape())});
   const int64_t rows = NumElements(lead);
   const float* px = x.data<float>();
   const float* pc = cos.data<float>();
@@ -189,13 +182,7 @@ absl::Status RotaryHalf(KernelContext& ctx) {
   ctx.pool().ParallelFor(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(d, 1)),
                          [&](int64_t first, int64_t last) {
                            for (int64_t r = first; r < last; ++r) {
-                             int64_t oc = 0, os = 0, rem = r;
-                             for (size_t k = 0; k < lead.size(); ++k) {
-                               const int64_t idx = rem / ls[k];
-                               rem %= ls[k];
-                               oc += idx * sc[k];
-                               os += idx * ss[k];
-                             }
+                             const auto [oc, os] = at.At(r);
                              const float* xr = px + r * d;
                              const float* c = pc + oc;
                              const float* s = ps + os;

@@ -1,6 +1,7 @@
 #include "isa_loops.h"
 
 #include <cmath>
+#include <type_traits>
 
 #include "vector_math.h"
 
@@ -24,62 +25,52 @@ inline float Apply(float v) {
   return v;
 }
 
-template <Activation A>
-inline void Rows(float* y, int64_t rows, int64_t ld, int64_t cols, const float* bias) {
-  for (int64_t r = 0; r < rows; ++r) {
-    float* row = y + r * ld;
-    if (bias != nullptr) {
-      for (int64_t j = 0; j < cols; ++j) row[j] = Apply<A>(row[j] + bias[j]);
-    } else {
-      for (int64_t j = 0; j < cols; ++j) row[j] = Apply<A>(row[j]);
-    }
+// f(std::integral_constant<Activation, act>{}): one instantiation per activation, so that
+// each loop is compiled with its activation inlined. It and the loops handed to it are
+// always inlined: a call out of a clone would run the loop at the baseline's width.
+template <typename F>
+TPC_VMATH_INLINE void WithActivation(Activation act, F&& f) {
+  using A = Activation;
+  switch (act) {
+    case A::kNone:
+      return f(std::integral_constant<A, A::kNone>{});
+    case A::kGelu:
+      return f(std::integral_constant<A, A::kGelu>{});
+    case A::kGeluTanh:
+      return f(std::integral_constant<A, A::kGeluTanh>{});
+    case A::kRelu:
+      return f(std::integral_constant<A, A::kRelu>{});
+    case A::kTanh:
+      return f(std::integral_constant<A, A::kTanh>{});
+    case A::kSigmoid:
+      return f(std::integral_constant<A, A::kSigmoid>{});
+    case A::kSiLU:
+      return f(std::integral_constant<A, A::kSiLU>{});
   }
-}
-
-template <Activation A>
-inline void Copy(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = Apply<A>(x[i]);
 }
 
 }  // namespace
 
 TPC_ISA_CLONES void ActivationRows(Activation act, float* y, int64_t rows, int64_t ld, int64_t cols,
                                    const float* bias) {
-  switch (act) {
-    case Activation::kNone:
-      return Rows<Activation::kNone>(y, rows, ld, cols, bias);
-    case Activation::kGelu:
-      return Rows<Activation::kGelu>(y, rows, ld, cols, bias);
-    case Activation::kGeluTanh:
-      return Rows<Activation::kGeluTanh>(y, rows, ld, cols, bias);
-    case Activation::kRelu:
-      return Rows<Activation::kRelu>(y, rows, ld, cols, bias);
-    case Activation::kTanh:
-      return Rows<Activation::kTanh>(y, rows, ld, cols, bias);
-    case Activation::kSigmoid:
-      return Rows<Activation::kSigmoid>(y, rows, ld, cols, bias);
-    case Activation::kSiLU:
-      return Rows<Activation::kSiLU>(y, rows, ld, cols, bias);
-  }
+  WithActivation(
+      act, [&](auto a) __attribute__((always_inline)) {
+        for (int64_t r = 0; r < rows; ++r) {
+          float* row = y + r * ld;
+          if (bias != nullptr) {
+            for (int64_t j = 0; j < cols; ++j) row[j] = Apply<a()>(row[j] + bias[j]);
+          } else {
+            for (int64_t j = 0; j < cols; ++j) row[j] = Apply<a()>(row[j]);
+          }
+        }
+      });
 }
 
 TPC_ISA_CLONES void ActivationCopy(Activation act, const float* x, float* y, int64_t n) {
-  switch (act) {
-    case Activation::kNone:
-      return Copy<Activation::kNone>(x, y, n);
-    case Activation::kGelu:
-      return Copy<Activation::kGelu>(x, y, n);
-    case Activation::kGeluTanh:
-      return Copy<Activation::kGeluTanh>(x, y, n);
-    case Activation::kRelu:
-      return Copy<Activation::kRelu>(x, y, n);
-    case Activation::kTanh:
-      return Copy<Activation::kTanh>(x, y, n);
-    case Activation::kSigmoid:
-      return Copy<Activation::kSigmoid>(x, y, n);
-    case Activation::kSiLU:
-      return Copy<Activation::kSiLU>(x, y, n);
-  }
+  WithActivation(
+      act, [&](auto a) __attribute__((always_inline)) {
+        for (int64_t i = 0; i < n; ++i) y[i] = Apply<a()>(x[i]);
+      });
 }
 
 TPC_ISA_CLONES void SoftmaxRows(const float* x, float* y, int64_t rows, int64_t n, bool log) {

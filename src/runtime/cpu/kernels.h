@@ -90,6 +90,32 @@ absl::StatusOr<Shape> BroadcastShapes(const KernelContext& ctx, const std::vecto
 // Strides of `in` read as `out` (0 on broadcast dims); `in` is right-aligned.
 Shape BroadcastStrides(const Shape& in, const Shape& out);
 
+// The offsets of N operands at flat index i of `dims`, each operand read through strides
+// of its own over those dims (BroadcastStrides, times an element count for offsets of
+// whole matrices or rows; entries past dims.size() are not read). The strides are taken
+// once; each At() splits i into its index along every dim.
+template <size_t N>
+class BroadcastOffsets {
+ public:
+  BroadcastOffsets(Shape dims, std::array<Shape, N> strides)
+      : dims_(std::move(dims)), strides_(std::move(strides)) {}
+  std::array<int64_t, N> At(int64_t i) const {
+    std::array<int64_t, N> o{};
+    for (size_t d = dims_.size(); d-- > 0;) {
+      const int64_t idx = i % dims_[d];
+      i /= dims_[d];
+      for (size_t k = 0; k < N; ++k) o[k] += idx * strides_[k][d];
+    }
+    return o;
+  }
+
+ private:
+  Shape dims_;
+  std::array<Shape, N> strides_;
+};
+// `strides` times `factor`.
+Shape Scaled(Shape strides, int64_t factor);
+
 // The geometry of numpy's matmul of A and B (MatMul, MatMulInteger, QLinearMatMul): a
 // 1-D operand is read as a row (A) or a column (B), the batch dims broadcast.
 struct MatMulShape {
@@ -101,24 +127,17 @@ struct MatMulShape {
   // of the A and B matrices it multiplies.
   template <typename F>
   void ForEachMatrix(F f) const {
+    const BroadcastOffsets<2> offsets = MatrixOffsets();
     const int64_t count = NumElements(batch);
     for (int64_t i = 0; i < count; ++i) {
-      const auto [oa, ob] = MatrixOffsets(i);
+      const auto [oa, ob] = offsets.At(i);
       f(i, oa, ob);
     }
   }
-  // The element offsets of the A and B matrices of output matrix i.
-  std::pair<int64_t, int64_t> MatrixOffsets(int64_t i) const {
-    const Shape sa = BroadcastStrides(batch_a, batch), sb = BroadcastStrides(batch_b, batch);
-    const Shape bs = Strides(batch);
-    int64_t oa = 0, ob = 0, rem = i;
-    for (size_t d = 0; d < batch.size(); ++d) {
-      const int64_t idx = rem / bs[d];
-      rem %= bs[d];
-      oa += idx * sa[d];
-      ob += idx * sb[d];
-    }
-    return {oa * m * k, ob * k * n};
+  // At(i): the element offsets of the A and B matrices of output matrix i.
+  BroadcastOffsets<2> MatrixOffsets() const {
+    return BroadcastOffsets<2>(batch, {Scaled(BroadcastStrides(batch_a, batch), m * k),
+                                       Scaled(BroadcastStrides(batch_b, batch), k * n)});
   }
 };
 // A · B for an f32 B that is a constant [K, N] of the graph, through a GEMM library
@@ -192,16 +211,10 @@ void ForEachBroadcast(ThreadPool& pool, const Shape& out, const std::array<Shape
     if (unit) {
       const int64_t inner = out.back();
       const int64_t rows = total / inner;
+      const BroadcastOffsets<N> rows_at(Shape(out.begin(), out.end() - 1), strides);
       pool.ParallelFor(rows, std::max<int64_t>(1, (1 << 15) / inner), [&](int64_t b, int64_t e) {
         for (int64_t row = b; row < e; ++row) {
-          std::array<int64_t, N> base{};
-          int64_t rem = row;
-          for (size_t d = rank - 1; d-- > 0;) {
-            const int64_t idx = rem % out[d];
-            rem /= out[d];
-            for (size_t k = 0; k < N; ++k) base[k] += idx * strides[k][d];
-          }
-          detail::BroadcastRunFor<N>(mask, f, row * inner, base, inner);
+          detail::BroadcastRunFor<N>(mask, f, row * inner, rows_at.At(row), inner);
         }
       });
       return;

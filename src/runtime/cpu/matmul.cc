@@ -128,9 +128,10 @@ absl::Status MatMul(KernelContext& ctx) {
       return absl::OkStatus();
     }
     // Many matrices (attention's heads): whole matrices per thread.
+    const BroadcastOffsets<2> offsets = g.MatrixOffsets();
     ctx.pool().ParallelFor(count, 1, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
-        const auto [oa, ob] = g.MatrixOffsets(i);
+        const auto [oa, ob] = offsets.At(i);
         Gemm2D<T>(false, false, m, n, k, T(1), pa + oa, k, pb + ob, n, T(0), py + i * m * n, n);
       }
     });

@@ -43,10 +43,10 @@ absl::Status SoftmaxImpl(KernelContext& ctx, bool log) {
       ctx.pool().ParallelFor(outer, grain, [&](int64_t b, int64_t e) {
         if constexpr (std::is_same_v<T, float>) {
           SoftmaxRows(px + b * len, py + b * len, e - b, len, log);  // isa_loops.h
-          return;
+        } else {
+          for (int64_t line = b; line < e; ++line)
+            SoftmaxRow(px + line * len, py + line * len, len, log);
         }
-        for (int64_t line = b; line < e; ++line)
-          SoftmaxRow(px + line * len, py + line * len, len, log);
       });
       return absl::OkStatus();
     }

@@ -38,6 +38,15 @@ std::optional<float> ScalarConstant(const ir::Value* v) {
   return f;
 }
 
+// The int64 values of a constant, or nothing.
+std::optional<std::vector<int64_t>> IntsConstant(const ir::Value* v) {
+  if (!IsConstant(v) || v->type().dtype != ir::DType::kI64) return std::nullopt;
+  const ir::Tensor& t = v->producer()->tensor();
+  std::vector<int64_t> out(static_cast<size_t>(t.num_elements()));
+  std::memcpy(out.data(), t.data(), out.size() * sizeof(int64_t));
+  return out;
+}
+
 // The operand of a binary node other than `v` (v must be one of its two inputs, and not
 // both).
 ir::Value* OtherOperand(const ir::Node* n, const ir::Value* v) {
@@ -207,11 +216,9 @@ std::optional<Match> MatchRmsNorm(ir::Node* pow) {
   if (!IsCall(mean, "ReduceMean") || mean->attr_int("keepdims", 1) != 1) return std::nullopt;
   std::vector<int64_t> axes = mean->attr_ints("axes");
   if (mean->num_inputs() > 1 && mean->input(1) != nullptr) {
-    const ir::Value* a = mean->input(1);
-    if (!IsConstant(a) || a->type().dtype != ir::DType::kI64) return std::nullopt;
-    const ir::Tensor& t = a->producer()->tensor();
-    axes.assign(static_cast<size_t>(t.num_elements()), 0);
-    std::memcpy(axes.data(), t.data(), axes.size() * sizeof(int64_t));
+    const auto from_input = IntsConstant(mean->input(1));
+    if (!from_input) return std::nullopt;
+    axes = *from_input;
   }
   if (axes.size() != 1 || (axes[0] != -1 && axes[0] != rank - 1)) return std::nullopt;
   ir::Node* add = OnlyUser(mean->output());
@@ -303,15 +310,6 @@ std::optional<Match> MatchGeluTanh(ir::Node* pow) {
   m.inputs = {x};
   m.attrs["approximate"] = std::string("tanh");
   return m;
-}
-
-// The int64 values of a constant, or nothing.
-std::optional<std::vector<int64_t>> IntsConstant(const ir::Value* v) {
-  if (!IsConstant(v) || v->type().dtype != ir::DType::kI64) return std::nullopt;
-  const ir::Tensor& t = v->producer()->tensor();
-  std::vector<int64_t> out(static_cast<size_t>(t.num_elements()));
-  std::memcpy(out.data(), t.data(), out.size() * sizeof(int64_t));
-  return out;
 }
 
 // Slice(x, [start], [end], [last axis]) with unit steps: {start, end}, or nothing.
