@@ -61,8 +61,9 @@ double Seconds(Clock::time_point since) {
 tpc::cli::Parser MakeParser() {
   tpc::cli::Parser p(
       "tp-run", "DIR [options]",
-      "Runs the plan in DIR (rank0.onnx, rank1.onnx, ...), one process per rank with Gloo\n"
-      "between them. Started by torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT),\n"
+      "Runs the plan in DIR (rank0.onnx, rank1.onnx, ...), one process per rank (collectives\n"
+      "through shared memory on one machine, Gloo over TCP across machines). Started by torchrun "
+      "(RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT),\n"
       "mpirun (OMPI_COMM_WORLD_*) or srun (SLURM_PROCID, SLURM_NTASKS), this process is one\n"
       "rank and rank 0 hosts the rendezvous store at MASTER_ADDR:MASTER_PORT (or --master);\n"
       "otherwise tp-run starts the N processes itself (--ranks threads: threads of this one).\n"
@@ -102,6 +103,10 @@ tpc::cli::Parser MakeParser() {
          "", false});
   p.Add({"ranks", "MODE", "processes (one per rank) or threads (all in this process)", "processes",
          false});
+  p.Add({"transport", "NAME",
+         "the processes' CPU collectives: shm (shared memory, one machine), gloo (TCP), or auto "
+         "(shm when every rank can map rank 0's segment)",
+         "auto", false});
   p.Add({"timeout", "SECONDS", "how long a rank waits for the others (joining, collectives)", "30",
          false});
   p.Add({"generate", "K",
@@ -261,6 +266,7 @@ struct Settings {
   int64_t generate = 0;   // --generate K (0: one run)
   std::vector<int> cpus;  // --cpus: shared out among the local ranks
   std::chrono::milliseconds timeout{30000};
+  rt::CpuTransport transport = rt::CpuTransport::kAuto;
   rt::LoadPlanOptions load;
 };
 
@@ -325,6 +331,17 @@ absl::StatusOr<Settings> ReadSettings(const tpc::cli::Args& args) {
   if (ranks != "processes" && ranks != "threads") {
     return absl::InvalidArgumentError(
         absl::StrCat("--ranks ", ranks, ": expected processes or threads"));
+  }
+  if (args.has("transport")) {
+    if (ranks == "threads") {
+      return absl::InvalidArgumentError(
+          "--transport is for ranks as processes (threads share their buffers directly)");
+    }
+    auto transport = rt::ParseCpuTransport(args.get("transport"));
+    if (!transport.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", transport.status().message()));
+    }
+    s.transport = *transport;
   }
   return s;
 }
@@ -603,6 +620,7 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
   rt::RankSessionOptions session_options;
   session_options.timeout = s.timeout;
   session_options.quiet_when_stopped = world.launcher == "tp-run";
+  session_options.transport = s.transport;
   {
     auto plan_hash = tpc::Sha256File(s.plan + "/plan.json");
     if (!plan_hash.ok()) return fail(plan_hash.status(), 2);
@@ -717,8 +735,8 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
       return 2;
     }
   }
-  // Gloo for the host-side steps (outputs assembled on rank 0); NCCL, on GPUs, for the
-  // plan's collectives.
+  // Shared memory or Gloo for the host-side steps (outputs assembled on rank 0) and the
+  // CPU plan's collectives; NCCL, on GPUs, for the plan's collectives.
   auto comm = session.ConnectCpuCommunicator();
   if (!comm.ok()) return failed(comm.status());
   std::unique_ptr<rt::Communicator> device_comm;
@@ -785,9 +803,10 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
   if (!lead) return 0;
   if (!s.quiet) {
     std::fprintf(stderr,
-                 "tp-run: %s: %d rank(s) as processes (%s); load %.3f s, first run %.3f s (with "
-                 "memory planning)\n",
-                 s.plan.c_str(), world.size, world.launcher.c_str(), load_s, first_s);
+                 "tp-run: %s: %d rank(s) as processes (%s, collectives through %s); load %.3f s, "
+                 "first run %.3f s (with memory planning)\n",
+                 s.plan.c_str(), world.size, world.launcher.c_str(),
+                 session.cpu_transport() == "shm" ? "shared memory" : "Gloo", load_s, first_s);
     for (int r = 0; r < static_cast<int>(stats.size()); ++r) {
       long long arena = 0, total = 0, values = 0, unplanned = 0, rss = 0;
       std::sscanf(stats[static_cast<size_t>(r)].c_str(), "%lld %lld %lld %lld %lld", &arena, &total,

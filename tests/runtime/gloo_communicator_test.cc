@@ -5,84 +5,30 @@
 // never joins a collective and Abort must end in errors naming the ranks, never a hang.
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <cstring>
-#include <map>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "catch2/catch.hpp"
+#include "comm_test_util.h"
 #include "tpc/runtime/gloo_communicator.h"
 #include "tpc/runtime/inprocess_communicator.h"
-#include "tpc/util/half.h"
 
 namespace tpc::runtime {
 namespace {
 
+using comm_test::CheckSame;
+using comm_test::Group;
+using comm_test::kDTypes;
+using comm_test::Kind;
+using comm_test::kOps;
+using comm_test::MemoryStore;
+using comm_test::OnRanks;
 using ir::DType;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-// The KeyValueStore of these tests: a map under a mutex, waiters on a condition variable.
-class MemoryStore final : public KeyValueStore {
- public:
-  absl::Status Set(const std::string& key, const std::string& value) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    values_[key] = value;
-    cv_.notify_all();
-    return absl::OkStatus();
-  }
-
-  absl::StatusOr<std::string> Get(const std::string& key, milliseconds timeout) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, timeout, [&] { return values_.count(key) > 0; })) {
-      return absl::DeadlineExceededError(absl::StrCat("key '", key, "' not set"));
-    }
-    return values_[key];
-  }
-
-  absl::Status Wait(const std::vector<std::string>& keys, milliseconds timeout) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    auto missing = [&] {
-      std::vector<std::string> m;
-      for (const std::string& k : keys) {
-        if (values_.count(k) == 0) m.push_back(k);
-      }
-      return m;
-    };
-    if (!cv_.wait_for(lock, timeout, [&] { return missing().empty(); })) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("keys not set: ", absl::StrJoin(missing(), ", ")));
-    }
-    return absl::OkStatus();
-  }
-
-  absl::StatusOr<int64_t> Add(const std::string& key, int64_t delta) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = values_.find(key);
-    const int64_t value = (it == values_.end() ? 0 : std::stoll(it->second)) + delta;
-    values_[key] = std::to_string(value);
-    cv_.notify_all();
-    return value;
-  }
-
-  absl::StatusOr<bool> Check(const std::string& key) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return values_.count(key) > 0;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, std::string> values_;
-};
-
-using Group = std::vector<std::unique_ptr<Communicator>>;
 
 GlooOptions Options(const std::string& prefix, milliseconds timeout = milliseconds(20000)) {
   GlooOptions options;
@@ -120,140 +66,6 @@ Group ConnectAll(KeyValueStore& store, int n, const GlooOptions& options) {
   }
   return group;
 }
-
-// fn(comm) on every rank of `group`, each on its own thread.
-template <typename F>
-std::vector<absl::Status> OnRanks(Group& group, F fn) {
-  std::vector<absl::Status> status(group.size());
-  std::vector<std::thread> threads;
-  for (size_t r = 0; r < group.size(); ++r) {
-    threads.emplace_back([&, r] { status[r] = fn(*group[r]); });
-  }
-  for (auto& t : threads) t.join();
-  return status;
-}
-
-// `count` random elements of `dtype`: floats in [-8, 8) (half types rounded from them),
-// integers small enough that no sum of 4 overflows.
-std::vector<uint8_t> Random(DType dtype, int64_t count, std::mt19937& rng) {
-  // One spare byte: never an empty vector, whose data() may be null for in and out alike.
-  std::vector<uint8_t> bytes(static_cast<size_t>(count * ir::DTypeSize(dtype)) + 1);
-  std::uniform_real_distribution<float> real(-8.0f, 8.0f);
-  std::uniform_int_distribution<int64_t> integer(-1000000000, 1000000000);
-  for (int64_t i = 0; i < count; ++i) {
-    uint8_t* p = bytes.data() + i * ir::DTypeSize(dtype);
-    switch (dtype) {
-      case DType::kF32: {
-        const float v = real(rng);
-        std::memcpy(p, &v, sizeof v);
-        break;
-      }
-      case DType::kF64: {
-        const double v = static_cast<double>(real(rng)) / 3.0;
-        std::memcpy(p, &v, sizeof v);
-        break;
-      }
-      case DType::kF16:
-      case DType::kBF16: {
-        const uint16_t v =
-            dtype == DType::kF16 ? FloatToHalf(real(rng)) : FloatToBFloat16(real(rng));
-        std::memcpy(p, &v, sizeof v);
-        break;
-      }
-      case DType::kI32: {
-        const int32_t v = static_cast<int32_t>(integer(rng) / 4);
-        std::memcpy(p, &v, sizeof v);
-        break;
-      }
-      case DType::kI64: {
-        const int64_t v = integer(rng) * 1000;
-        std::memcpy(p, &v, sizeof v);
-        break;
-      }
-      default:
-        FAIL("no random data for " << ir::DTypeName(dtype));
-    }
-  }
-  return bytes;
-}
-
-enum class Kind { kAllReduce, kReduceScatter, kAllGather, kAllToAll };
-
-const char* KindName(Kind k) {
-  switch (k) {
-    case Kind::kAllReduce:
-      return "AllReduce";
-    case Kind::kReduceScatter:
-      return "ReduceScatter";
-    case Kind::kAllGather:
-      return "AllGather";
-    default:
-      return "AllToAll";
-  }
-}
-
-// Elements per rank in and out of a collective of `count` over n ranks.
-int64_t InCount(Kind k, int n, int64_t count) {
-  return k == Kind::kReduceScatter || k == Kind::kAllToAll ? n * count : count;
-}
-int64_t OutCount(Kind k, int n, int64_t count) {
-  return k == Kind::kAllGather || k == Kind::kAllToAll ? n * count : count;
-}
-
-absl::Status Call(Communicator& c, Kind k, const void* in, void* out, int64_t count, DType dtype,
-                  ReduceOp op) {
-  switch (k) {
-    case Kind::kAllReduce:
-      return c.AllReduce(in, out, count, dtype, op);
-    case Kind::kReduceScatter:
-      return c.ReduceScatter(in, out, count, dtype, op);
-    case Kind::kAllGather:
-      return c.AllGather(in, out, count, dtype);
-    default:
-      return c.AllToAll(in, out, count, dtype);
-  }
-}
-
-// Runs one collective on both groups with the same random inputs and requires
-// bit-identical outputs on every rank. `in_place`: AllReduce with in == out on Gloo.
-void CheckSame(Group& gloo, Group& threads, Kind kind, DType dtype, ReduceOp op, int64_t count,
-               std::mt19937& rng, bool in_place = false) {
-  const int n = static_cast<int>(gloo.size());
-  const size_t es = static_cast<size_t>(ir::DTypeSize(dtype));
-  std::vector<std::vector<uint8_t>> in, want, got;
-  for (int r = 0; r < n; ++r) {
-    in.push_back(Random(dtype, InCount(kind, n, count), rng));
-    // The same filler in both, so that an element neither writes compares equal but
-    // one only the reference writes does not.
-    want.emplace_back(static_cast<size_t>(OutCount(kind, n, count)) * es + 1, uint8_t{0xA5});
-    got.push_back(in_place ? in.back() : want.back());
-    got.back().back() = want.back().back();
-  }
-  auto ref = OnRanks(threads, [&](Communicator& c) {
-    const size_t r = static_cast<size_t>(c.rank());
-    return Call(c, kind, in[r].data(), want[r].data(), count, dtype, op);
-  });
-  auto res = OnRanks(gloo, [&](Communicator& c) {
-    const size_t r = static_cast<size_t>(c.rank());
-    const void* src = in_place ? got[r].data() : in[r].data();
-    return Call(c, kind, src, got[r].data(), count, dtype, op);
-  });
-  for (int r = 0; r < n; ++r) {
-    INFO(KindName(kind) << " of " << count << " " << ir::DTypeName(dtype) << " op "
-                        << ReduceOpName(op) << " n=" << n << " rank " << r
-                        << (in_place ? " in place" : ""));
-    INFO("reference: " << ref[static_cast<size_t>(r)].ToString());
-    INFO("gloo: " << res[static_cast<size_t>(r)].ToString());
-    REQUIRE(ref[static_cast<size_t>(r)].ok());
-    REQUIRE(res[static_cast<size_t>(r)].ok());
-    // Bytes, not values: f16 sums must round alike, NaN-free data aside.
-    REQUIRE(got[static_cast<size_t>(r)] == want[static_cast<size_t>(r)]);
-  }
-}
-
-const DType kDTypes[] = {DType::kF32,  DType::kF64, DType::kF16,
-                         DType::kBF16, DType::kI32, DType::kI64};
-const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kMin, ReduceOp::kAvg};
 
 TEST_CASE("Gloo collectives equal the in-process communicator's bit for bit", "[gloo]") {
   MemoryStore store;  // one store, one prefix per group

@@ -225,11 +225,15 @@ TEST_CASE("every committed model, as processes, equals the unsharded run", "[too
         if (sp && !seq) continue;
         const std::string tag = std::string(model) + "_" + std::to_string(n) + (sp ? "_sp" : "");
         const std::string plan = Compile(model, n, sp ? "--sequence-parallel" : "", tag);
-        CommandResult r = RunTpRun(plan + " --check-against " +
+        // Both transports: Gloo at N = 2, shared memory (auto's choice here) at N = 4.
+        const bool gloo = n == 2;
+        CommandResult r = RunTpRun(plan + (gloo ? " --transport gloo" : "") + " --check-against " +
                                    SourcePath(std::string("models/") + model + ".onnx"));
         INFO(tag << ":\n" << r.output);
         CHECK(r.exit_code == 0);
         CHECK_THAT(r.output, Catch::Contains("as processes") &&
+                                 Catch::Contains(gloo ? "collectives through Gloo"
+                                                      : "collectives through shared memory") &&
                                  Catch::Contains("PASS: every output within tolerance"));
         // Each process's resident memory is reported.
         CHECK(CountOf(r.output, "peak resident") == n);
@@ -249,10 +253,14 @@ TEST_CASE("tp-run's launcher, torchrun, Slurm and mpirun give the outputs of thr
   REQUIRE(threads.exit_code == 0);
   const std::string want = ReadFile(dir + "/threads/output_0.pb");
 
-  CommandResult launched = RunTpRun(plan + " --quiet --output-dir " + dir + "/launched");
-  INFO(launched.output);
-  REQUIRE(launched.exit_code == 0);
-  CHECK(ReadFile(dir + "/launched/output_0.pb") == want);
+  for (const char* transport : {"shm", "gloo"}) {
+    const std::string out = dir + "/launched_" + transport;
+    CommandResult launched =
+        RunTpRun(plan + " --quiet --transport " + transport + " --output-dir " + out);
+    INFO(launched.output);
+    REQUIRE(launched.exit_code == 0);
+    CHECK(ReadFile(out + "/output_0.pb") == want);
+  }
 
   // torchrun: the test starts the 4 processes itself with torchrun's variables.
   std::vector<Child> ranks = StartJoined(4, dir, [&](int) {
@@ -333,10 +341,14 @@ TEST_CASE("a sharded output is assembled before it is compared", "[tools][proces
 }
 
 TEST_CASE("SIGKILL of rank 2 mid-run stops every rank, naming it", "[tools][processes][failure]") {
-  const std::string plan = Compile("llama", 4, "", "sigkill");
+  const std::string transport = GENERATE("shm", "gloo");
+  INFO("--transport " << transport);
+  const std::string plan = Compile("llama", 4, "", "sigkill_" + transport);
   const std::string dir = fs::path(plan).parent_path();
   SECTION("under tp-run's launcher") {
-    Child c = Start({plan, "--quiet", "--repeat", "1000000", "--timeout", "5"}, {}, dir + "/l.log");
+    Child c =
+        Start({plan, "--quiet", "--repeat", "1000000", "--timeout", "5", "--transport", transport},
+              {}, dir + "/l.log");
     const std::vector<pid_t> workers = WaitForWorkers(plan, 4);
     std::this_thread::sleep_for(std::chrono::milliseconds(500));  // mid-run
     ::kill(workers[2], SIGKILL);
@@ -351,7 +363,8 @@ TEST_CASE("SIGKILL of rank 2 mid-run stops every rank, naming it", "[tools][proc
   }
   SECTION("joined as torchrun starts it") {
     std::vector<Child> ranks = StartJoined(4, dir, [&](int) {
-      return std::vector<std::string>{plan, "--quiet", "--repeat", "1000000", "--timeout", "5"};
+      return std::vector<std::string>{plan,        "--quiet", "--repeat",    "1000000",
+                                      "--timeout", "5",       "--transport", transport};
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     ::kill(ranks[2].pid, SIGKILL);
@@ -372,9 +385,13 @@ TEST_CASE("SIGKILL of rank 2 mid-run stops every rank, naming it", "[tools][proc
 }
 
 TEST_CASE("a rank that hangs is named and killed", "[tools][processes][failure]") {
-  const std::string plan = Compile("llama", 4, "", "hang");
+  const std::string transport = GENERATE("shm", "gloo");
+  INFO("--transport " << transport);
+  const std::string plan = Compile("llama", 4, "", "hang_" + transport);
   const std::string dir = fs::path(plan).parent_path();
-  Child c = Start({plan, "--quiet", "--repeat", "1000000", "--timeout", "2"}, {}, dir + "/l.log");
+  Child c =
+      Start({plan, "--quiet", "--repeat", "1000000", "--timeout", "2", "--transport", transport},
+            {}, dir + "/l.log");
   const std::vector<pid_t> workers = WaitForWorkers(plan, 4);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   ::kill(workers[2], SIGSTOP);
@@ -431,8 +448,11 @@ TEST_CASE("a rank that never starts is named by every other", "[tools][processes
 TEST_CASE("bad launcher settings: one clear line, exit 2", "[tools][processes]") {
   const std::string plan = Compile("gpt2", 4, "", "bad_usage");
   const std::string dir = fs::path(plan).parent_path();
-  auto run = [&](const std::map<std::string, std::string>& env, const std::string& tag) {
-    Child c = Start({plan, "--quiet", "--timeout", "1"}, env, dir + "/" + tag + ".log");
+  auto run = [&](const std::map<std::string, std::string>& env, const std::string& tag,
+                 const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {plan, "--quiet", "--timeout", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    Child c = Start(args, env, dir + "/" + tag + ".log");
     REQUIRE(Wait(c, std::chrono::seconds(10)));
     std::string log = ReadFile(c.log);
     INFO(tag << ": " << log);
@@ -443,6 +463,11 @@ TEST_CASE("bad launcher settings: one clear line, exit 2", "[tools][processes]")
   // World size != the plan's.
   CHECK_THAT(run(Torchrun(0, 2, FreePort()), "world"),
              Catch::Contains("has 4 ranks but torchrun started 2 (WORLD_SIZE=2)"));
+  // No such transport; a transport for threads.
+  CHECK_THAT(run(Torchrun(0, 4, FreePort()), "transport", {"--transport", "tcp"}),
+             Catch::Contains("--transport 'tcp': expected auto, shm or gloo"));
+  CHECK_THAT(run({}, "threads_transport", {"--ranks", "threads", "--transport", "shm"}),
+             Catch::Contains("--transport is for ranks as processes"));
   // Nothing listens at the master.
   CHECK_THAT(run(Torchrun(1, 4, FreePort()), "unreachable"),
              Catch::Contains("cannot reach the rendezvous store at 127.0.0.1:"));
@@ -512,7 +537,9 @@ TEST_CASE("a second run on the port of a running one is refused and stops nothin
   const int port = FreePort();
   std::vector<Child> first;
   for (int r = 0; r < 4; ++r) {
-    first.push_back(Start({plan, "--quiet", "--repeat", "300", "--timeout", "10"},
+    // Long enough (a few seconds through shared memory) to be running when the second
+    // joins.
+    first.push_back(Start({plan, "--quiet", "--repeat", "3000", "--timeout", "10"},
                           Torchrun(r, 4, port), dir + "/a" + std::to_string(r) + ".log"));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));

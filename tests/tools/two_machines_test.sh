@@ -3,7 +3,9 @@
 # ranks 0-1 in one and 2-3 in the other, as torchrun, mpirun -H or srun would start them
 # on two hosts. Each namespace has its own loopback, so the ranks can only meet over the
 # veth addresses: rank 0 hosts the store at 10.231.0.1, and Gloo binds to the address each
-# rank reaches it from. The outputs must equal the in-process run's, byte for byte.
+# rank reaches it from. Machine b also gets its own /dev/shm (a mount namespace), so its
+# ranks cannot map rank 0's shared-memory segment and --transport auto must fall back to
+# Gloo on every rank. The outputs must equal the in-process run's, byte for byte.
 #
 #   tests/tools/two_machines_test.sh TP_COMPILE TP_RUN MODEL.onnx WORK_DIR
 #
@@ -39,11 +41,14 @@ rm -rf "$work" && mkdir -p "$work"
 
 port=29531
 pids=()
+command -v unshare >/dev/null || skip "unshare (util-linux) is not installed"
+# Machine b's own /dev/shm: a private mount namespace with a fresh tmpfs there.
+own_shm='mount --make-rprivate / && mount -t tmpfs -o size=64m tpc_shm /dev/shm && exec "$@"'
 for r in 0 1 2 3; do
-  ns=$a; [ $r -ge 2 ] && ns=$b
+  ns=$a wrap=(); [ $r -ge 2 ] && ns=$b wrap=(unshare --mount sh -c "$own_shm" sh)
   ip netns exec $ns env RANK=$r WORLD_SIZE=4 LOCAL_RANK=$((r % 2)) LOCAL_WORLD_SIZE=2 \
-    MASTER_ADDR=10.231.0.1 MASTER_PORT=$port \
-    "$tp_run" "$work/plan" --quiet --timeout 20 --output-dir "$work/two" >"$work/rank$r.log" 2>&1 &
+    MASTER_ADDR=10.231.0.1 MASTER_PORT=$port "${wrap[@]}" \
+    "$tp_run" "$work/plan" --timeout 20 --output-dir "$work/two" >"$work/rank$r.log" 2>&1 &
   pids+=($!)
 done
 status=0
@@ -56,5 +61,10 @@ done
 if ! cmp -s "$work/threads/output_0.pb" "$work/two/output_0.pb"; then
   echo "FAIL: the two-namespace run's output differs from the in-process run's"; exit 1
 fi
+if ! grep -q "collectives through Gloo" "$work/rank0.log"; then
+  echo "FAIL: --transport auto did not fall back to Gloo across the machines:"; cat "$work/rank0.log"
+  exit 1
+fi
 # Rank 2 could not have reached 127.0.0.1 of the other namespace: it went over the veth.
-echo "PASS: 4 ranks over 2 network namespaces (10.231.0.1, 10.231.0.2) equal the in-process run"
+echo "PASS: 4 ranks over 2 network namespaces (10.231.0.1, 10.231.0.2) equal the in-process run," \
+  "through Gloo (auto: machine b cannot map machine a's shared memory)"

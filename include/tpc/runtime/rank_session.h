@@ -26,6 +26,16 @@
 
 namespace tpc::runtime {
 
+// How the CPU communicator connects the ranks' processes.
+enum class CpuTransport {
+  kAuto,  // shared memory when every rank can map rank 0's segment (one machine), else Gloo
+  kShm,   // shared memory (runtime/shm_communicator.h), one machine only
+  kGloo,  // Gloo over TCP (runtime/gloo_communicator.h), any machines
+};
+
+// "auto", "shm", "gloo"; InvalidArgument otherwise.
+absl::StatusOr<CpuTransport> ParseCpuTransport(const std::string& name);
+
 struct RankSessionOptions {
   // Joining, each agreement and each collective wait at most this long.
   std::chrono::milliseconds timeout = std::chrono::seconds(30);
@@ -36,6 +46,7 @@ struct RankSessionOptions {
   // id): every rank must join with the same token, so that ranks of two runs that meet
   // at one store (one port) are refused, not mixed.
   std::string run_token;
+  CpuTransport transport = CpuTransport::kAuto;
 };
 
 // What a failure of this rank means, once the store has been asked.
@@ -66,9 +77,12 @@ class RankSession {
   // named).
   absl::Status Agree(const std::string& step, const absl::Status& mine, int* failed_rank = nullptr);
 
-  // The CPU communicator between the ranks (Gloo over TCP, bound to the address this
-  // machine reaches the store from).
+  // The CPU communicator between the ranks, by options.transport: shared memory, or
+  // Gloo over TCP bound to the address this machine reaches the store from. Under kAuto
+  // every rank picks the same: shared memory unless some rank cannot map the segment.
   absl::StatusOr<std::unique_ptr<Communicator>> ConnectCpuCommunicator();
+  // "shm" or "gloo" once connected ("" before).
+  const std::string& cpu_transport() const { return cpu_transport_; }
 
   // Tells every rank that this rank failed with `reason`; they stop. Rank 0, hosting the
   // store, waits (briefly) until the others have read it before it may exit.
@@ -111,6 +125,7 @@ class RankSession {
   std::thread watchdog_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> failed_{false};
+  std::string cpu_transport_;
 };
 
 }  // namespace tpc::runtime

@@ -317,19 +317,7 @@ class GlooCommunicator final : public Communicator {
   absl::Status Check(const char* what, const void* in, const void* out, int64_t count,
                      ir::DType dtype, bool reduce) {
     TPC_RETURN_IF_ERROR(Broken());
-    if (count < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("rank ", rank(), ": ", what, " of a negative count ", count));
-    }
-    if (ir::DTypeSize(dtype) <= 0 || (reduce && !IsReducible(dtype))) {
-      return absl::InvalidArgumentError(absl::StrCat("rank ", rank(), ": ", what, " over ",
-                                                     ir::DTypeName(dtype), " is not supported"));
-    }
-    if (count > 0 && (in == nullptr || out == nullptr)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("rank ", rank(), ": ", what, " of ", count, " elements on a null buffer"));
-    }
-    return absl::OkStatus();
+    return CheckCollectiveArgs(rank(), what, in, out, count, dtype, reduce);
   }
 
   absl::Status Broken() {

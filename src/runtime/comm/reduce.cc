@@ -91,4 +91,21 @@ absl::Status Reduce(ir::DType dtype, int n, const std::vector<const uint8_t*>& s
   return absl::OkStatus();
 }
 
+absl::Status CheckCollectiveArgs(int rank, const char* what, const void* in, const void* out,
+                                 int64_t count, ir::DType dtype, bool reduce) {
+  if (count < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, ": ", what, " of a negative count ", count));
+  }
+  if (ir::DTypeSize(dtype) <= 0 || (reduce && !IsReducible(dtype))) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", rank, ": ", what, " over ",
+                                                   ir::DTypeName(dtype), " is not supported"));
+  }
+  if (count > 0 && (in == nullptr || out == nullptr)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, ": ", what, " of ", count, " elements on a null buffer"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace tpc::runtime

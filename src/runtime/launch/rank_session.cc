@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "tpc/runtime/gloo_communicator.h"
 #include "tpc/runtime/launcher.h"
+#include "tpc/runtime/shm_communicator.h"
 #include "tpc/runtime/tcp_store.h"
 #include "tpc/util/status_macros.h"
 
@@ -24,6 +25,14 @@ absl::Status WithRank(int rank, const absl::Status& s) {
 }
 
 }  // namespace
+
+absl::StatusOr<CpuTransport> ParseCpuTransport(const std::string& name) {
+  if (name == "auto") return CpuTransport::kAuto;
+  if (name == "shm") return CpuTransport::kShm;
+  if (name == "gloo") return CpuTransport::kGloo;
+  return absl::InvalidArgumentError(
+      absl::StrCat("transport '", name, "': expected auto, shm or gloo"));
+}
 
 absl::StatusOr<std::unique_ptr<RankSession>> RankSession::Join(const World& world,
                                                                RankSessionOptions options) {
@@ -156,10 +165,24 @@ absl::Status RankSession::Agree(const std::string& step, const absl::Status& min
 }
 
 absl::StatusOr<std::unique_ptr<Communicator>> RankSession::ConnectCpuCommunicator() {
+  if (options_.transport != CpuTransport::kGloo) {
+    ShmOptions shm;
+    shm.timeout = options_.timeout;
+    auto connected = ConnectShm(*store_, world_.rank, world_.size, shm);
+    // Some rank cannot map the segment (another machine): every rank learns it alike.
+    const bool elsewhere =
+        !connected.ok() && connected.status().code() == absl::StatusCode::kFailedPrecondition;
+    if (connected.ok() || !elsewhere || options_.transport == CpuTransport::kShm) {
+      if (connected.ok()) cpu_transport_ = "shm";
+      return connected;
+    }
+  }
   GlooOptions gloo;
   gloo.address = store_->local_address();
   gloo.timeout = options_.timeout;
-  return ConnectGloo(*store_, world_.rank, world_.size, gloo);
+  auto connected = ConnectGloo(*store_, world_.rank, world_.size, gloo);
+  if (connected.ok()) cpu_transport_ = "gloo";
+  return connected;
 }
 
 void RankSession::Fail(const absl::Status& reason) {
