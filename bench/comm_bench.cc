@@ -1,12 +1,15 @@
 // Collective bandwidth of tpc's CPU communicators at the message sizes of a tensor-parallel
 // GPT-2-small (hidden 768, seq 128, batch 1, vocabulary 8192): AllReduce (sum, f32) and
-// AllGather for groups of N ranks, each rank a thread of this process. Three things are
+// AllGather for groups of N ranks, each rank a thread of this process. Four things are
 // timed in the same run, interleaved (every round times each of them once per case, in an
 // order that rotates from round to round):
 //
-//   - gloo: the Gloo communicator over 127.0.0.1 (tp-run's processes use it). One
-//     TcpStoreServer on an ephemeral port; every rank thread connects its own TcpStore
-//     client and calls ConnectGloo with address 127.0.0.1 and one key prefix per group;
+//   - gloo: the Gloo communicator over 127.0.0.1 (tp-run's processes across machines, or
+//     with --transport gloo). One TcpStoreServer on an ephemeral port; every rank thread
+//     connects its own TcpStore client and calls ConnectGloo with address 127.0.0.1 and
+//     one key prefix per group;
+//   - shm: the shared-memory communicator (tp-run's processes on one machine), connected
+//     the same way through ConnectShm; each rank maps the segment itself;
 //   - in-process: MakeInProcessGroup (tp-run --ranks threads uses it);
 //   - memcpy: the floor. Every rank thread copies, at the same time as the others, the
 //     bytes the bus-bandwidth convention counts for one op (below) between two buffers
@@ -44,6 +47,7 @@
 #include "tpc/runtime/communicator.h"
 #include "tpc/runtime/gloo_communicator.h"
 #include "tpc/runtime/inprocess_communicator.h"
+#include "tpc/runtime/shm_communicator.h"
 #include "tpc/runtime/tcp_store.h"
 
 namespace {
@@ -52,9 +56,21 @@ namespace rt = tpc::runtime;
 using Clock = std::chrono::steady_clock;
 
 enum class Op { kAllReduce, kAllGather };
-enum class Impl { kGloo, kInProcess, kMemcpy };
-constexpr Impl kImpls[] = {Impl::kGloo, Impl::kInProcess, Impl::kMemcpy};
-constexpr int kNumImpls = 3;
+enum class Impl { kGloo, kShm, kInProcess, kMemcpy };
+constexpr Impl kImpls[] = {Impl::kGloo, Impl::kShm, Impl::kInProcess, Impl::kMemcpy};
+constexpr int kNumImpls = 4;
+const char* ImplName(Impl impl) {
+  switch (impl) {
+    case Impl::kGloo:
+      return "gloo";
+    case Impl::kShm:
+      return "shm";
+    case Impl::kInProcess:
+      return "in-process";
+    default:
+      return "memcpy";
+  }
+}
 
 const char* OpName(Op op) { return op == Op::kAllReduce ? "AllReduce" : "AllGather"; }
 
@@ -181,14 +197,14 @@ std::string LoadAverage() {
   return s;
 }
 
-// The Gloo group of N rank threads; the stores outlive the communicators.
-struct GlooGroup {
+// A Gloo or shared-memory group of N rank threads; the stores outlive the communicators.
+struct StoreGroup {
   std::vector<std::unique_ptr<rt::TcpStore>> stores;
   std::vector<std::unique_ptr<rt::Communicator>> comms;
 };
 
-GlooGroup ConnectGlooGroup(int port, int n) {
-  GlooGroup g;
+StoreGroup ConnectStoreGroup(int port, int n, Impl impl) {
+  StoreGroup g;
   g.stores.resize(static_cast<size_t>(n));
   g.comms.resize(static_cast<size_t>(n));
   std::vector<absl::Status> status(static_cast<size_t>(n));
@@ -202,11 +218,20 @@ GlooGroup ConnectGlooGroup(int port, int n) {
         return;
       }
       g.stores[i] = std::move(*store);
-      rt::GlooOptions options;
-      options.address = "127.0.0.1";
-      options.timeout = std::chrono::seconds(60);
-      options.key_prefix = "bench_comm/n" + std::to_string(n);
-      auto comm = rt::ConnectGloo(*g.stores[i], r, n, options);
+      const std::string prefix = std::string("bench_comm/") + ImplName(impl) + std::to_string(n);
+      absl::StatusOr<std::unique_ptr<rt::Communicator>> comm;
+      if (impl == Impl::kGloo) {
+        rt::GlooOptions options;
+        options.address = "127.0.0.1";
+        options.timeout = std::chrono::seconds(60);
+        options.key_prefix = prefix;
+        comm = rt::ConnectGloo(*g.stores[i], r, n, options);
+      } else {
+        rt::ShmOptions options;
+        options.timeout = std::chrono::seconds(60);
+        options.key_prefix = prefix;
+        comm = rt::ConnectShm(*g.stores[i], r, n, options);
+      }
       if (!comm.ok()) {
         status[i] = comm.status();
         return;
@@ -262,10 +287,11 @@ int main(int argc, char** argv) {
 
   auto server = rt::TcpStoreServer::Listen("127.0.0.1", 0);
   if (!server.ok()) Die(server.status().ToString());
-  std::vector<GlooGroup> gloo;
+  std::vector<StoreGroup> gloo, shm;
   std::vector<std::vector<std::unique_ptr<rt::Communicator>>> inproc;
   for (int n : ranks) {
-    gloo.push_back(ConnectGlooGroup((*server)->port(), n));
+    gloo.push_back(ConnectStoreGroup((*server)->port(), n, Impl::kGloo));
+    shm.push_back(ConnectStoreGroup((*server)->port(), n, Impl::kShm));
     inproc.push_back(rt::MakeInProcessGroup(n));
   }
 
@@ -288,7 +314,9 @@ int main(int argc, char** argv) {
   for (const Case& c : cases) buffers.push_back(std::make_unique<Buffers>(c));
   auto comms_for = [&](size_t k, Impl impl) {
     const size_t g = group_of(cases[k]);
-    return impl == Impl::kGloo ? Pointers(gloo[g].comms) : Pointers(inproc[g]);
+    if (impl == Impl::kGloo) return Pointers(gloo[g].comms);
+    if (impl == Impl::kShm) return Pointers(shm[g].comms);
+    return Pointers(inproc[g]);
   };
 
   // Iterations per measurement: doubled until a measurement takes a quarter of the target.
@@ -320,7 +348,7 @@ int main(int argc, char** argv) {
         times[k][static_cast<size_t>(m)].push_back(
             Measure(impl, comms_for(k, impl), cases[k], b, iters[k][static_cast<size_t>(m)]));
         if (round == 0 && impl != Impl::kMemcpy) {
-          CheckResult(cases[k], b, impl == Impl::kGloo ? "gloo" : "in-process");
+          CheckResult(cases[k], b, ImplName(impl));
         }
       }
     }
@@ -334,29 +362,29 @@ int main(int argc, char** argv) {
   std::printf("loadavg before: %s\nloadavg after:  %s\n\n", load_before.c_str(),
               load_after.c_str());
   std::printf(
-      "| op | N | size | what | gloo us | in-process us | memcpy us | gloo busbw GB/s | "
-      "in-process busbw GB/s | memcpy busbw GB/s | gloo/in-process | gloo/memcpy | gloo "
-      "range |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "| op | N | size | what | gloo us | shm us | in-process us | memcpy us | gloo busbw GB/s | "
+      "shm busbw GB/s | in-process busbw GB/s | memcpy busbw GB/s | gloo/shm | shm/in-process | "
+      "shm/memcpy | shm range |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (size_t k = 0; k < cases.size(); ++k) {
     const Case& c = cases[k];
     double med[kNumImpls];
     for (int m = 0; m < kNumImpls; ++m) med[m] = Median(times[k][static_cast<size_t>(m)]);
-    const auto& g = times[k][0];
+    const auto& g = times[k][1];
     const double lo = *std::min_element(g.begin(), g.end());
     const double hi = *std::max_element(g.begin(), g.end());
     const double bus = static_cast<double>(c.BusBytes());
     std::printf(
-        "| %s | %d | %s | %s | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f | %.1f | %.1f | "
-        "%.0f-%.0f |\n",
+        "| %s | %d | %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f | "
+        "%.2f | %.1f | %.0f-%.0f |\n",
         OpName(c.op), c.n, c.Size().c_str(), c.what, med[0] * 1e6, med[1] * 1e6, med[2] * 1e6,
-        bus / med[0] * 1e-9, bus / med[1] * 1e-9, bus / med[2] * 1e-9, med[0] / med[1],
-        med[0] / med[2], lo * 1e6, hi * 1e6);
+        med[3] * 1e6, bus / med[0] * 1e-9, bus / med[1] * 1e-9, bus / med[2] * 1e-9,
+        bus / med[3] * 1e-9, med[0] / med[1], med[1] / med[2], med[1] / med[3], lo * 1e6, hi * 1e6);
   }
-  std::printf("\niterations per measurement (gloo / in-process / memcpy):");
+  std::printf("\niterations per measurement (gloo / shm / in-process / memcpy):");
   for (size_t k = 0; k < cases.size(); ++k) {
-    std::printf("%s %s N=%d %s: %d/%d/%d", k == 0 ? "" : ";", OpName(cases[k].op), cases[k].n,
-                cases[k].Size().c_str(), iters[k][0], iters[k][1], iters[k][2]);
+    std::printf("%s %s N=%d %s: %d/%d/%d/%d", k == 0 ? "" : ";", OpName(cases[k].op), cases[k].n,
+                cases[k].Size().c_str(), iters[k][0], iters[k][1], iters[k][2], iters[k][3]);
   }
   std::printf("\n");
   return 0;

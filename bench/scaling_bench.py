@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Scaling of tensor parallelism on CPU cores: the tp=2 plan run as 2 rank processes, each
-pinned to a core of its own (`tp-run PLAN2 --cpus 0,1`: Gloo between them), against the
-tp=1 plan on one core (`--cpus 0`) and on both (`--cpus 0,1`, 2 threads); beside them the
-tp=2 plan as 2 processes left to the scheduler, and as 2 threads of one process (the
-in-process communicator).
+pinned to a core of its own (`tp-run PLAN2 --cpus 0,1`), against the tp=1 plan on one core
+(`--cpus 0`) and on both (`--cpus 0,1`, 2 threads). The processes' collectives go through
+shared memory (`--transport shm`, what auto picks on one machine) and, for comparison,
+Gloo over TCP (`--transport gloo`); beside them the tp=2 plan as 2 processes left to the
+scheduler, and as 2 threads of one process (the in-process communicator).
 
-Each round runs the three once, in an order that rotates with the round (a fresh tp-run
+Each round runs every case once, in an order that rotates with the round (a fresh tp-run
 each: load, one warm-up, --repeat timed runs; the median run is kept); the figures are
 medians over the rounds. Speedup = tp=1 on one core / the other.
 
@@ -51,9 +52,12 @@ def main():
                            check=True)
         ids = os.path.join(work, "ids.npy")
         np.save(ids, np.random.default_rng(0).integers(0, 32, (args.batch, args.seq)).astype(np.int64))
+        shm, gloo = ["--transport", "shm"], ["--transport", "gloo"]
         cases = [("tp=1, 1 core", plans[1], one), ("tp=1, 2 cores (2 threads)", plans[1], two),
-                 ("tp=2, 2 pinned processes", plans[2], two),
-                 ("tp=2, 2 processes unpinned", plans[2], ["--threads", "2"]),
+                 ("tp=2, 2 pinned procs, shm", plans[2], two + shm),
+                 ("tp=2, 2 pinned procs, Gloo", plans[2], two + gloo),
+                 ("tp=2, 2 procs unpinned, shm", plans[2], ["--threads", "2"] + shm),
+                 ("tp=2, 2 procs unpinned, Gloo", plans[2], ["--threads", "2"] + gloo),
                  ("tp=2, 2 threads, 1 process", plans[2], ["--ranks", "threads", "--threads", "2"])]
         times = {c[0]: [] for c in cases}
         print(f"load average before: {os.getloadavg()[0]:.2f}; {args.rounds} rounds x {args.repeat} runs")
@@ -62,11 +66,11 @@ def main():
             for name, plan, flags in order:
                 times[name].append(run(args.build, plan, flags, ids, args.repeat))
         base = sorted(times[cases[0][0]])[args.rounds // 2]
-        print(f"{'mode':28} {'median ms':>10} {'range ms':>17} {'speedup':>8}")
+        print(f"{'mode':30} {'median ms':>10} {'range ms':>17} {'speedup':>8}")
         for name, _, _ in cases:
             t = sorted(times[name])
             med = t[len(t) // 2]
-            print(f"{name:28} {med:10.1f} {f'{t[0]:.1f}-{t[-1]:.1f}':>17} {base / med:8.2f}")
+            print(f"{name:30} {med:10.1f} {f'{t[0]:.1f}-{t[-1]:.1f}':>17} {base / med:8.2f}")
         print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0
 
