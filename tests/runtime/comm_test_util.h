@@ -3,6 +3,7 @@
 // communicator's bytes exactly (a run with processes equals a run with threads).
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <map>
@@ -206,8 +207,16 @@ inline void CheckSame(Group& tested, Group& threads, Kind kind, DType dtype, Red
     INFO("tested: " << res[static_cast<size_t>(r)].ToString());
     REQUIRE(ref[static_cast<size_t>(r)].ok());
     REQUIRE(res[static_cast<size_t>(r)].ok());
-    // Bytes, not values: f16 sums must round alike, NaN-free data aside.
-    REQUIRE(got[static_cast<size_t>(r)] == want[static_cast<size_t>(r)]);
+    // Bytes, not values: f16 sums must round alike, NaN-free data aside. The first
+    // differing byte, not the buffers (megabytes would swamp the report).
+    const std::vector<uint8_t>& g = got[static_cast<size_t>(r)];
+    const std::vector<uint8_t>& w = want[static_cast<size_t>(r)];
+    REQUIRE(g.size() == w.size());
+    const size_t first =
+        static_cast<size_t>(std::mismatch(g.begin(), g.end(), w.begin()).first - g.begin());
+    INFO("first differing byte " << first << " of " << g.size() << " (element " << first / es
+                                 << ")");
+    REQUIRE(first == g.size());
   }
 }
 

@@ -40,6 +40,9 @@ constexpr size_t kReasonBytes = 1024;
 // lasts before it looks at the abort word, its deadline and the peer's liveness again.
 constexpr auto kSpin = std::chrono::microseconds(30);
 constexpr timespec kSleep = {0, 2'000'000};
+// An AllReduce chunk of at least this many bytes over more than 2 ranks goes in two steps
+// (each rank reduces its part, then every rank copies every part).
+constexpr int64_t kTwoStepBytes = 64 << 10;
 
 // What a rank does in a step; equal on every rank of a step, or the ranks called
 // different collectives.
@@ -273,14 +276,32 @@ class ShmCommunicator final : public Communicator {
     const int64_t per_step = chunk_ / es;
     const auto* src = static_cast<const uint8_t*>(in);
     auto* dst = static_cast<uint8_t*>(out);
+    // Part p of a chunk of m elements: [m * p / n, m * (p + 1) / n).
+    auto part = [this](int64_t m, int p) { return m * p / size_; };
     return Run([&]() -> absl::Status {
-      // Every rank reduces the whole chunk from every slot, in rank order: one step per
-      // chunk, and `in` may be `out` (the chunk is staged before it is written).
+      // `in` may be `out`: a chunk is staged before it is written.
       for (int64_t a = 0; a < count; a += per_step) {
         const int64_t m = std::min(per_step, count - a);
         std::memcpy(Staging(), src + a * es, static_cast<size_t>(m * es));
         TPC_RETURN_IF_ERROR(Step(desc));
-        TPC_RETURN_IF_ERROR(Reduce(dtype, size_, Slots(0), {dst + a * es}, 0, m, op));
+        if (size_ <= 2 || m * es < kTwoStepBytes) {
+          // Each rank reduces the whole chunk from every slot: one step. At n = 2 it reads
+          // the bytes two steps would; small chunks are latency, not bytes.
+          TPC_RETURN_IF_ERROR(Reduce(dtype, size_, Slots(0), {dst + a * es}, 0, m, op));
+          continue;
+        }
+        // Rank r reduces part r from every slot (in rank order) into its next staging
+        // half, and a second step hands every rank every reduced part: 2 reads per
+        // element and rank instead of n.
+        const int64_t lo = part(m, rank_), hi = part(m, rank_ + 1);
+        TPC_RETURN_IF_ERROR(
+            Reduce(dtype, size_, Slots(lo * es), {Staging() + lo * es}, 0, hi - lo, op));
+        TPC_RETURN_IF_ERROR(Step(desc));
+        for (int p = 0; p < size_; ++p) {
+          const int64_t from = part(m, p), to = part(m, p + 1);
+          std::memcpy(dst + (a + from) * es, Slot(p) + from * es,
+                      static_cast<size_t>((to - from) * es));
+        }
       }
       return absl::OkStatus();
     });
