@@ -1,6 +1,8 @@
 #include "isa_loops.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include "vector_math.h"
@@ -93,6 +95,57 @@ TPC_ISA_CLONES void ScaleMaskSoftmaxRows(float* s, int64_t rows, int64_t n, floa
       }
     }
     SoftmaxRow(row, row, n, false);
+  }
+}
+
+TPC_ISA_CLONES void Int4ColumnDot(const uint8_t* codes, const float* scales, const float* zeros,
+                                  const uint8_t* packed_zeros, int64_t blocks, int64_t half,
+                                  const float* a_pairs, int64_t a_stride, int64_t rows,
+                                  float* out) {
+  // Generic 16-lane vectors: one AVX-512 register, two AVX2 ones, four SSE ones, each
+  // clone lowering them to its width (the auto-vectorizer kept this loop at SSE width even
+  // in the AVX-512 clone). Each block's codes are decoded once, less their zero point,
+  // and its products scaled into each row's lanes: one horizontal sum per row.
+  typedef uint8_t U8x16 __attribute__((vector_size(16)));
+  typedef int32_t I32x16 __attribute__((vector_size(64)));
+  typedef float F32x16 __attribute__((vector_size(64)));
+  constexpr int64_t kMaxRows = 4;
+  for (int64_t r0 = 0; r0 < rows; r0 += kMaxRows) {
+    const int64_t nr = std::min(kMaxRows, rows - r0);
+    F32x16 acc[kMaxRows] = {};
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float zero = zeros != nullptr ? zeros[b]
+                         : packed_zeros != nullptr
+                             ? static_cast<float>((packed_zeros[b / 2] >> (4 * (b % 2))) & 15)
+                             : 8.0f;
+      const F32x16 scale = F32x16{} + scales[b];
+      const F32x16 z = F32x16{} + zero;
+      const uint8_t* c = codes + b * half;
+      for (int64_t j = 0; j < half; j += 16) {
+        U8x16 bytes;
+        std::memcpy(&bytes, c + j, sizeof bytes);
+        const F32x16 lo =
+            __builtin_convertvector(__builtin_convertvector(static_cast<U8x16>(bytes & 15), I32x16),
+                                    F32x16) -
+            z;
+        const F32x16 hi =
+            __builtin_convertvector(__builtin_convertvector(static_cast<U8x16>(bytes >> 4), I32x16),
+                                    F32x16) -
+            z;
+        for (int64_t r = 0; r < nr; ++r) {
+          const float* even = a_pairs + (r0 + r) * a_stride + b * 2 * half + j;
+          F32x16 e, o;
+          std::memcpy(&e, even, sizeof e);
+          std::memcpy(&o, even + half, sizeof o);
+          acc[r] += scale * (lo * e + hi * o);
+        }
+      }
+    }
+    for (int64_t r = 0; r < nr; ++r) {
+      float total = 0;
+      for (int l = 0; l < 16; ++l) total += acc[r][l];
+      out[r0 + r] = total;
+    }
   }
 }
 

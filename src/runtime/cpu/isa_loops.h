@@ -23,4 +23,13 @@ void SoftmaxRows(const float* x, float* y, int64_t rows, int64_t n, bool log);
 void ScaleMaskSoftmaxRows(float* s, int64_t rows, int64_t n, float divisor, const float* mask,
                           int64_t mask_row, int64_t mask_col);
 
+// One column of a 4-bit MatMulNBits against `rows` rows of A: out[r] = Σ_b scales[b] ·
+// Σ_j (code(b, j) - zero(b)) · a_r(b, j) over `blocks` blocks of 2·half codes (half a
+// multiple of 16). codes: the column's packed bytes (low nibble first); zero(b): zeros[b],
+// else the b-th nibble of packed_zeros, else 8. a_pairs: row r at r·a_stride, rearranged
+// per block as its `half` even-indexed values, then its `half` odd ones.
+void Int4ColumnDot(const uint8_t* codes, const float* scales, const float* zeros,
+                   const uint8_t* packed_zeros, int64_t blocks, int64_t half, const float* a_pairs,
+                   int64_t a_stride, int64_t rows, float* out);
+
 }  // namespace tpc::runtime::cpu

@@ -3,8 +3,10 @@
 // Decoding (up to kDirectRows rows) reads the packed weight once, decoding as it goes;
 // larger inputs dequantize it a tile of columns at a time and multiply by the BLAS.
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
+#include "isa_loops.h"
 #include "kernels.h"
 #include "tpc/runtime/math/nbits.h"
 
@@ -91,6 +93,41 @@ absl::Status MatMulNBits(KernelContext& ctx) {
     if (m <= kDirectRows) {
       // Decoding (a few rows): one pass over the packed weight, each block's codes unpacked
       // once and multiplied into every row; nothing the size of the weight is written.
+      if constexpr (std::is_same_v<T, float>) {
+        if (l.bits == 4 && l.block_size % 32 == 0 && l.k % l.block_size == 0) {
+          // The usual int4 layout: the codes go straight from their bytes into the vector
+          // lanes (Int4ColumnDot, compiled per ISA) against A's rows rearranged once into
+          // each block's even and odd halves.
+          const int64_t half = l.block_size / 2;
+          std::vector<float> pairs(static_cast<size_t>(m * l.k));
+          for (int64_t r = 0; r < m; ++r) {
+            for (int64_t k0 = 0; k0 < l.k; k0 += l.block_size) {
+              const float* src = pa + r * l.k + k0;
+              float* dst = pairs.data() + r * l.k + k0;
+              for (int64_t j = 0; j < half; ++j) {
+                dst[j] = src[2 * j];
+                dst[half + j] = src[2 * j + 1];
+              }
+            }
+          }
+          ctx.pool().ParallelFor(
+              l.n, std::max<int64_t>(1, 4096 / l.k), [&](int64_t lo, int64_t hi) {
+                float dots[kDirectRows];
+                for (int64_t col = lo; col < hi; ++col) {
+                  Int4ColumnDot(pb + col * blocks * half, ps + col * blocks,
+                                pzf != nullptr ? pzf + col * blocks : nullptr,
+                                pz != nullptr ? pz + col * l.packed_zero_point_bytes() : nullptr,
+                                blocks, half, pairs.data(), l.k, m, dots);
+                  for (int64_t r = 0; r < m; ++r) {
+                    py[r * l.n + col] =
+                        dots[r] + (bias != nullptr ? bias->data<float>()[col] : 0.0f);
+                  }
+                }
+              });
+          return absl::OkStatus();
+        }
+      }
+      // Otherwise codes unpacked a block at a time:
       // Σ_k (code - zero) · scale · a_k = scale · (Σ code · a_k - zero · Σ a_k), and Σ a_k
       // of each block does not depend on the column.
       std::vector<T> sum_a(static_cast<size_t>(m * blocks), T(0));
