@@ -118,6 +118,54 @@ def cases():
         out.append(Case(f"rotary_embedding_{name[7:]}", "RotaryEmbedding",
                         [("input", x), ("position_ids", pos), ("cos_cache", cos),
                          ("sin_cache", sin)], ["output"], **attrs))
+    out += multi_head_attention_cases(np.random.default_rng(1))
+    return out
+
+
+def multi_head_attention_cases(rng):
+    """onnxruntime's MultiHeadAttention: self-attention with the projections' bias, a key
+    padding mask (a row masked throughout among them), an attention bias broadcast over
+    batch or heads, a past cache, unidirectional (causal after the past), a scale,
+    cross-attention (a key sequence of its own) and K/V given per head [B, H, L, hd]."""
+    def f32(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    out = []
+    h, hd = 4, 8
+    for name, b, s, l, p, extra in [
+            ("self", 2, 3, 3, 0, {}),
+            ("bias_padding_mask", 2, 3, 3, 0, {"bias": 1, "padding": "all"}),
+            ("attention_bias_past", 2, 2, 2, 3, {"attention_bias": (1, h)}),
+            ("unidirectional_past_scale", 1, 3, 3, 2, {"unidirectional": 1, "scale": 0.2}),
+            ("decode_padding_bias_heads", 2, 1, 1, 4,
+             {"padding": "some", "attention_bias": (2, 1), "bias": 1}),
+            ("cross", 2, 3, 5, 0, {"attention_bias": (2, h)}),
+            ("cross_kv_in_heads", 2, 3, 5, 0, {"kv_4d": 1})]:
+        extra = dict(extra)
+        total = p + l
+        kv_4d = extra.pop("kv_4d", 0)
+        if kv_4d:
+            inputs = [("query", f32(b, s, h * hd)), ("key", f32(b, h, l, hd)),
+                      ("value", f32(b, h, l, hd))]
+        else:
+            inputs = [("query", f32(b, s, h * hd)), ("key", f32(b, l, h * hd)),
+                      ("value", f32(b, l, h * hd))]
+        inputs.append(("bias", f32(3 * h * hd) if extra.pop("bias", 0) else None))
+        mask = None
+        padding = extra.pop("padding", None)
+        if padding:
+            # Row 0 without its last key; row 1 without its first two, or without any.
+            mask = np.ones((b, total), np.int32)
+            mask[0, -1] = 0
+            mask[1, :total if padding == "all" else 2] = 0
+        inputs.append(("key_padding_mask", mask))
+        ab = extra.pop("attention_bias", None)
+        inputs.append(("attention_bias", f32(ab[0], ab[1], s, total) if ab else None))
+        if p > 0:
+            inputs += [("past_key", f32(b, h, p, hd)), ("past_value", f32(b, h, p, hd))]
+        outputs = ["output", "present_key", "present_value"] if p > 0 else ["output"]
+        out.append(Case(f"multi_head_attention_{name}", "MultiHeadAttention", inputs, outputs,
+                        num_heads=h, **extra))
     return out
 
 

@@ -104,4 +104,37 @@ absl::Status InferGroupQueryAttention(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// onnxruntime's MultiHeadAttention: query [B, S, H·hd]; key and value [B, L, H·hd] (or
+// [B, H, L, hd], already split into heads); past_key/past_value [B, H, P, hd]. Outputs
+// [B, S, H·vd] and present_key/present_value [B, H, P + L, hd].
+absl::Status InferMultiHeadAttention(InferenceContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(const Dims* q, RankedInput(ctx, 0));
+  const int64_t heads = ctx.node().attr_int("num_heads", 0);
+  if (heads <= 0) return ctx.Error("num_heads must be positive");
+  if (q->size() != 3) return ctx.Error("query must be [batch, seq, hidden]");
+  if (!ctx.has_input(1) || !ctx.has_input(2)) {
+    return ctx.Error("key and value must be given (packed Q/K/V is not supported)");
+  }
+  TPC_ASSIGN_OR_RETURN(const Dims* k, RankedInput(ctx, 1));
+  TPC_ASSIGN_OR_RETURN(const Dims* v, RankedInput(ctx, 2));
+  if ((k->size() != 3 && k->size() != 4) || v->size() != k->size()) {
+    return ctx.Error(
+        "key and value must both be [batch, seq, hidden] or [batch, heads, seq, size]");
+  }
+  const Dim h(heads);
+  const Dim hd = (*q)[2].DivExact(h).value_or(Dim::Unknown());
+  const bool split = k->size() == 4;
+  const Dim kv_seq = split ? (*k)[2] : (*k)[1];
+  const Dim vd = split ? (*v)[3] : (*v)[2].DivExact(h).value_or(Dim::Unknown());
+  const ir::DType t = ctx.input_type(0).dtype;
+  ctx.set_output_type(0, TensorType(t, {(*q)[0], (*q)[1], vd * h}));
+  Dim total = kv_seq;
+  if (ctx.has_input(6) && ctx.input_type(6).shape && ctx.input_type(6).shape->size() == 4) {
+    total = (*ctx.input_type(6).shape)[2] + kv_seq;
+  }
+  if (ctx.num_outputs() > 1) ctx.set_output_type(1, TensorType(t, {(*q)[0], h, total, hd}));
+  if (ctx.num_outputs() > 2) ctx.set_output_type(2, TensorType(t, {(*q)[0], h, total, vd}));
+  return absl::OkStatus();
+}
+
 }  // namespace tpc::onnx::shape_rules

@@ -146,6 +146,7 @@ constexpr Entry kRules[] = {
     {kMicrosoft, "Gelu", InferUnary},
     {kMicrosoft, "GroupQueryAttention", InferGroupQueryAttention},
     {kMicrosoft, "MatMulNBits", InferMatMulNBits},
+    {kMicrosoft, "MultiHeadAttention", InferMultiHeadAttention},
     {kMicrosoft, "QuickGelu", InferUnary},
     {kMicrosoft, "RotaryEmbedding", InferUnary},
     {kMicrosoft, "SimplifiedLayerNormalization", InferLayerNorm},

@@ -107,6 +107,7 @@ absl::Status InferEinsum(InferenceContext& ctx);
 // ---- Attention (attention.cc) ----
 absl::Status InferAttention(InferenceContext& ctx);
 absl::Status InferGroupQueryAttention(InferenceContext& ctx);
+absl::Status InferMultiHeadAttention(InferenceContext& ctx);
 
 // ---- Convolutions and pools (conv.cc) ----
 absl::Status InferConv(InferenceContext& ctx);

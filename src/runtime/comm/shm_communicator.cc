@@ -468,8 +468,9 @@ class ShmCommunicator final : public Communicator {
       if (p == rank_) continue;
       TPC_RETURN_IF_ERROR(WaitFor(p, k, desc));
       // Rank p writes desc[k & 1] again only at step k + 2, after this rank's k + 1.
+      // A mismatch is this rank's own finding (both ranks make it), even when the peer
+      // has already aborted the group over it.
       if (!(State(p).desc[k & 1] == desc)) {
-        if (Aborted()) return FailFromAbort(desc);
         return Fail(desc, absl::StatusCode::kFailedPrecondition,
                     absl::StrCat("rank ", p, " is in ", Describe(State(p).desc[k & 1]),
                                  " at the same step (every rank must call the same collectives "

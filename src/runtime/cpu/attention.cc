@@ -414,4 +414,165 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
   });
 }
 
+// onnxruntime's MultiHeadAttention: query [B, S, H·hd]; key and value [B, L, H·hd] (or
+// [B, H, L, hd], already in heads); bias [3·H·hd] added to the query, key and value
+// projections; key_padding_mask int32 [B, P + L] (0: masked); attention_bias [B|1, H|1,
+// S, P + L] added to the scores; past_key/past_value [B, H, P, hd]. Outputs [B, S, H·vd]
+// and present_key/present_value [B, H, P + L, hd]. As onnxruntime computes it: scores
+// scale·q·kᵀ, plus mask_filter_value (default -10000) where the key is padded or
+// (unidirectional) after the query's position (once, when both), plus the attention
+// bias, then the softmax. The filter is added, not substituted: a row masked throughout
+// keeps its softmax.
+absl::Status MultiHeadAttention(KernelContext& ctx) {
+  const ir::Node& node = ctx.node();
+  const Tensor& query = ctx.input(0);
+  const Tensor* key = ctx.optional_input(1);
+  const Tensor* value = ctx.optional_input(2);
+  const Tensor* bias = ctx.optional_input(3);
+  const Tensor* padding = ctx.optional_input(4);
+  const Tensor* attn_bias = ctx.optional_input(5);
+  const Tensor* past_k = ctx.optional_input(6);
+  const Tensor* past_v = ctx.optional_input(7);
+  for (int i = 8; i < node.num_inputs(); ++i) {
+    if (ctx.optional_input(i) != nullptr) {
+      return ctx.Error(absl::StrCat("input ", i, " (past_sequence_length, cache_indirection) ",
+                                    "is not supported"));
+    }
+  }
+  if (ctx.wants_output(3)) return ctx.Error("the qk output is not supported");
+  const int64_t heads = node.attr_int("num_heads", 0);
+  if (heads <= 0) return ctx.Error("num_heads must be positive");
+  if (key == nullptr || value == nullptr || query.rank() != 3) {
+    return ctx.Error(
+        "query [batch, seq, hidden] with key and value is supported (packed Q/K/V "
+        "is not)");
+  }
+  if (key->dtype() != query.dtype() || value->dtype() != query.dtype() ||
+      key->rank() != value->rank() || (key->rank() != 3 && key->rank() != 4)) {
+    return ctx.Error(absl::StrCat("key ", key->TypeString(), " and value ", value->TypeString(),
+                                  " must be of query's type, both 3-D or both 4-D"));
+  }
+  TPC_ASSIGN_OR_RETURN(const HeadLayout ql, Layout(ctx, query, heads, "query"));
+  TPC_ASSIGN_OR_RETURN(const HeadLayout kl, Layout(ctx, *key, heads, "key"));
+  TPC_ASSIGN_OR_RETURN(const HeadLayout vl, Layout(ctx, *value, heads, "value"));
+  const int64_t batch = query.dim(0), qs = ql.seq, hd = ql.size, vd = vl.size, kv = kl.seq;
+  if (key->dim(0) != batch || value->dim(0) != batch || kl.heads != heads || vl.heads != heads ||
+      kl.size != hd || vl.seq != kv) {
+    return ctx.Error(absl::StrCat("query ", query.TypeString(), ", key ", key->TypeString(),
+                                  " and value ", value->TypeString(), " do not fit num_heads ",
+                                  heads));
+  }
+  if (bias != nullptr && (key->rank() != 3 || bias->dtype() != query.dtype() ||
+                          bias->shape() != Shape{heads * (2 * hd + vd)})) {
+    return ctx.Error(absl::StrCat("bias ", bias->TypeString(), " must be [q + k + v hidden] of ",
+                                  "query's type, with 3-D key and value"));
+  }
+  if ((past_k == nullptr) != (past_v == nullptr)) {
+    return ctx.Error("past_key and past_value come together");
+  }
+  const int64_t past = past_k ? past_k->rank() == 4 ? past_k->dim(2) : -1 : 0;
+  if (past_k && (past < 0 || past_k->shape() != Shape{batch, heads, past, hd} ||
+                 past_v->shape() != Shape{batch, heads, past, vd} ||
+                 past_k->dtype() != query.dtype() || past_v->dtype() != query.dtype())) {
+    return ctx.Error(absl::StrCat("past_key ", past_k->TypeString(), " and past_value ",
+                                  past_v->TypeString(), " must be [batch, num_heads, past, ", hd,
+                                  "]"));
+  }
+  const int64_t total = past + kv;
+  if (padding != nullptr &&
+      (padding->dtype() != ir::DType::kI32 || padding->shape() != Shape{batch, total})) {
+    return ctx.Error(absl::StrCat("key_padding_mask ", padding->TypeString(),
+                                  " is supported as int32 [batch, past + kv_seq] = [", batch, ", ",
+                                  total, "]"));
+  }
+  Shape bias_strides;
+  if (attn_bias != nullptr) {
+    if (attn_bias->rank() != 4 || attn_bias->dtype() != query.dtype() ||
+        (attn_bias->dim(0) != batch && attn_bias->dim(0) != 1) ||
+        (attn_bias->dim(1) != heads && attn_bias->dim(1) != 1) || attn_bias->dim(2) != qs ||
+        attn_bias->dim(3) != total) {
+      return ctx.Error(absl::StrCat("attention_bias ", attn_bias->TypeString(),
+                                    " must be [batch or 1, num_heads or 1, ", qs, ", ", total,
+                                    "] of query's type"));
+    }
+    bias_strides = BroadcastStrides(attn_bias->shape(), {batch, heads, qs, total});
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {batch, qs, heads * vd}, query.dtype()));
+  const bool causal = node.attr_int("unidirectional", 0) != 0;
+  const double filter = node.attr_float("mask_filter_value", -10000.0f);
+  const float scale_attr = node.attr_float("scale", 0.0f);
+  const double scale = scale_attr != 0.0f ? scale_attr : 1.0 / std::sqrt(static_cast<double>(hd));
+  return VisitFloat(ctx, query.dtype(), [&]<typename T>() -> absl::Status {
+    // The present K and V ([batch, heads, total, size], the past then the new keys with
+    // their bias), and the query with its bias, per head.
+    std::vector<T> k_scratch, v_scratch;
+    auto present = [&](int i, int64_t size, std::vector<T>* scratch) -> absl::StatusOr<T*> {
+      if (ctx.wants_output(i)) {
+        TPC_ASSIGN_OR_RETURN(Tensor * p, ctx.Output(i, {batch, heads, total, size}, query.dtype()));
+        return p->data<T>();
+      }
+      scratch->resize(static_cast<size_t>(batch * heads * total * size));
+      return scratch->data();
+    };
+    TPC_ASSIGN_OR_RETURN(T * pk, present(1, hd, &k_scratch));
+    TPC_ASSIGN_OR_RETURN(T * pv, present(2, vd, &v_scratch));
+    const T* pb = bias != nullptr ? bias->data<T>() : nullptr;
+    std::vector<T> q(static_cast<size_t>(batch * heads * qs * hd));
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t h = 0; h < heads; ++h) {
+        T* dq = q.data() + (b * heads + h) * qs * hd;
+        for (int64_t s = 0; s < qs; ++s) {
+          for (int64_t d = 0; d < hd; ++d) {
+            dq[s * hd + d] = query.data<T>()[ql.offset(b, h) + s * ql.row_stride + d] +
+                             (pb ? pb[h * hd + d] : T(0));
+          }
+        }
+        T* dk = pk + (b * heads + h) * total * hd;
+        T* dv = pv + (b * heads + h) * total * vd;
+        if (past > 0) {
+          std::copy_n(past_k->data<T>() + (b * heads + h) * past * hd, past * hd, dk);
+          std::copy_n(past_v->data<T>() + (b * heads + h) * past * vd, past * vd, dv);
+        }
+        for (int64_t s = 0; s < kv; ++s) {
+          for (int64_t d = 0; d < hd; ++d) {
+            dk[(past + s) * hd + d] = key->data<T>()[kl.offset(b, h) + s * kl.row_stride + d] +
+                                      (pb ? pb[heads * hd + h * hd + d] : T(0));
+          }
+          for (int64_t d = 0; d < vd; ++d) {
+            dv[(past + s) * vd + d] = value->data<T>()[vl.offset(b, h) + s * vl.row_stride + d] +
+                                      (pb ? pb[2 * heads * hd + h * vd + d] : T(0));
+          }
+        }
+      }
+    }
+    const int32_t* pad = padding != nullptr ? padding->data<int32_t>() : nullptr;
+    ctx.pool().ParallelFor(batch * heads, 1, [&](int64_t first, int64_t last) {
+      std::vector<T> scores(static_cast<size_t>(qs * total));
+      for (int64_t bh = first; bh < last; ++bh) {
+        const int64_t b = bh / heads, h = bh % heads;
+        Gemm2D<T>(false, true, qs, total, hd, static_cast<T>(scale), q.data() + bh * qs * hd, hd,
+                  pk + bh * total * hd, hd, T(0), scores.data(), total);
+        for (int64_t i = 0; i < qs; ++i) {
+          T* row = scores.data() + i * total;
+          for (int64_t j = 0; j < total; ++j) {
+            const bool masked =
+                (pad != nullptr && pad[b * total + j] == 0) || (causal && j > past + i);
+            double s = static_cast<double>(row[j]) + (masked ? filter : 0.0);
+            if (attn_bias != nullptr) {
+              s += static_cast<double>(
+                  attn_bias->data<T>()[b * bias_strides[0] + h * bias_strides[1] +
+                                       i * bias_strides[2] + j * bias_strides[3]]);
+            }
+            row[j] = static_cast<T>(s);
+          }
+          SoftmaxRow(row, total);
+        }
+        Gemm2D<T>(false, false, qs, vd, total, T(1), scores.data(), total, pv + bh * total * vd, vd,
+                  T(0), y->data<T>() + b * qs * heads * vd + h * vd, heads * vd);
+      }
+    });
+    return absl::OkStatus();
+  });
+}
+
 }  // namespace tpc::runtime::cpu

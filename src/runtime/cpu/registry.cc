@@ -200,6 +200,7 @@ const Entry kKernels[] = {
     {kMicrosoft, "BiasGelu", {BiasGelu}},
     {kMicrosoft, "GroupQueryAttention", {GroupQueryAttention}},
     {kMicrosoft, "MatMulNBits", {MatMulNBits}},
+    {kMicrosoft, "MultiHeadAttention", {MultiHeadAttention}},
     {kMicrosoft, "QuickGelu", {QuickGelu}},
     {kMicrosoft, "RotaryEmbedding", {MsRotaryEmbedding}},
     {kMicrosoft, "SkipLayerNormalization", {SkipLayerNormalization}},

@@ -188,6 +188,76 @@ double GroupQueryAttentionFlops(const RuleContext& ctx) {
   return 4 * ctx.Size(q[0]) * ctx.Size(q[1]) * keys * ctx.Size(ctx.output_dims(0)[2]);
 }
 
+// onnxruntime's MultiHeadAttention(query, key, value, bias, key_padding_mask,
+// attention_bias, past_key, past_value): heads folded into the hidden dim of query [B, S,
+// H·hd] (key and value the same, or [B, H, L, hd]) and counted by num_heads, which the
+// partition stage sets per rank (MultiHeadAttentionHeads). Split by heads as Megatron
+// splits attention: Q, K and V by their heads, the bias [3·H·hd] as three blocks (each
+// rank its heads' part of the Q, K and V biases), attention_bias [B|1, H|1, S, T] by its
+// heads when it has them, the caches by heads; the key padding mask [B, T] is every
+// rank's. Or split by batch.
+void MultiHeadAttention(const RuleContext& ctx, std::vector<Strategy>* out) {
+  if (ctx.input_rank(0) != 3 || !ctx.has_input(1) || !ctx.has_input(2) || !OutputsTyped(ctx)) {
+    return;
+  }
+  const ir::Node& node = ctx.node();
+  const int64_t heads = node.attr_int("num_heads", 0);
+  const int64_t n = ctx.n();
+  if (heads <= 0) return;
+  const bool kv_split_heads = ctx.input_rank(1) == 4;
+  auto strategy = [&](std::string name, bool by_heads) {
+    Strategy s;
+    s.name = std::move(name);
+    s.inputs.assign(static_cast<size_t>(node.num_inputs()), ir::Placement::Replicate());
+    for (int i = 0; i < node.num_inputs(); ++i) {
+      if (!ctx.has_input(i)) s.inputs[static_cast<size_t>(i)] = std::nullopt;
+    }
+    const ir::Placement batch = ir::Placement::Shard(0);
+    const ir::Placement q = by_heads ? ir::Placement::Shard(2) : batch;
+    const ir::Placement kv = by_heads ? ir::Placement::Shard(kv_split_heads ? 1 : 2) : batch;
+    const ir::Placement cache = by_heads ? ir::Placement::Shard(1) : batch;
+    s.inputs[0] = q;
+    s.inputs[1] = s.inputs[2] = kv;
+    if (ctx.has_input(3) && by_heads) s.inputs[3] = ir::Placement::Shard(0, 3);  // [3·H·hd]
+    if (ctx.has_input(4) && !by_heads) s.inputs[4] = batch;
+    if (ctx.has_input(5) && ctx.input_rank(5) == 4) {
+      const std::vector<ir::Dim>& d = ctx.input_dims(5);
+      const bool has = by_heads ? !(d[1].is_static() && d[1].value() == 1)
+                                : !(d[0].is_static() && d[0].value() == 1);
+      if (has) s.inputs[5] = by_heads ? ir::Placement::Shard(1) : batch;
+    }
+    for (int i : {6, 7}) {
+      if (ctx.has_input(i)) s.inputs[static_cast<size_t>(i)] = cache;
+    }
+    s.outputs.assign(static_cast<size_t>(node.num_outputs()), cache);
+    s.outputs[0] = q;
+    s.compute_fraction = 1.0 / static_cast<double>(n);
+    AddNamedStrategy(ctx, std::move(s), out);
+  };
+  if (ctx.Divisible(ctx.input_dims(0)[0])) strategy("split batch", false);
+  if (heads % n == 0) strategy("split heads", true);
+}
+
+// Per-rank num_heads of a MultiHeadAttention split by heads.
+absl::Status MultiHeadAttentionHeads(LocalGraph& rw, ir::Node* node,
+                                     const std::vector<ir::Placement>&,
+                                     const std::vector<std::optional<ir::Placement>>& inputs) {
+  if (!inputs.empty() && inputs[0] && inputs[0]->kind == ir::Placement::Kind::kShard &&
+      inputs[0]->dim == 2) {
+    node->attrs()["num_heads"] = node->attr_int("num_heads", 0) / inputs[0]->Parts(rw.n());
+  }
+  return absl::OkStatus();
+}
+
+// 4 FLOPs per head, query row, key and head element (Q·Kᵀ and P·V).
+double MultiHeadAttentionFlops(const RuleContext& ctx) {
+  const std::vector<ir::Dim>& q = ctx.input_dims(0);
+  if (q.size() != 3 || !OutputsTyped(ctx)) return OutputElements(ctx);
+  double keys = ctx.Size(ctx.input_rank(1) == 4 ? ctx.input_dims(1)[2] : ctx.input_dims(1)[1]);
+  if (ctx.has_input(6) && ctx.input_rank(6) == 4) keys += ctx.Size(ctx.input_dims(6)[2]);
+  return 4 * ctx.Size(q[0]) * ctx.Size(q[1]) * keys * ctx.Size(q[2]);
+}
+
 // onnxruntime's RotaryEmbedding(input, position_ids, cos_cache, sin_cache): input
 // [batch, seq, heads · head] or [batch, heads, seq, head]; position_ids [batch, seq] or
 // [1] (the first position). Batch, seq and the heads pass (3-D: when N divides the heads,

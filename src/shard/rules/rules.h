@@ -61,6 +61,8 @@ void MsRotaryEmbedding(const RuleContext& ctx, std::vector<Strategy>* out);
 double GroupQueryAttentionFlops(const RuleContext& ctx);
 std::optional<int64_t> GroupQueryAttentionJoinAxis(const ir::Node& node);
 std::vector<int64_t> GroupQueryAttentionGroupCounts(const ir::Node& node, int64_t n);
+void MultiHeadAttention(const RuleContext& ctx, std::vector<Strategy>* out);
+double MultiHeadAttentionFlops(const RuleContext& ctx);
 std::optional<int64_t> MatMulNBitsFeatureDim(
     const ir::Node& node, int input, bool colwise,
     const std::function<std::optional<int64_t>(const ir::Value*)>& of_output);
@@ -168,6 +170,9 @@ absl::Status BlockedSplitSizes(LocalGraph& g, ir::Node* node,
 absl::Status GroupQueryAttentionHeads(LocalGraph& g, ir::Node* node,
                                       const std::vector<ir::Placement>& outputs,
                                       const std::vector<std::optional<ir::Placement>>& inputs);
+absl::Status MultiHeadAttentionHeads(LocalGraph& g, ir::Node* node,
+                                     const std::vector<ir::Placement>& outputs,
+                                     const std::vector<std::optional<ir::Placement>>& inputs);
 absl::Status MsRotaryHeads(LocalGraph& g, ir::Node* node, const std::vector<ir::Placement>& outputs,
                            const std::vector<std::optional<ir::Placement>>& inputs);
 absl::Status MatMulNBitsAttributes(LocalGraph& g, ir::Node* node,
