@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""ctest entry: onnxruntime's MultiHeadAttention splits by heads, its cache stays sharded.
+"""ctest entry: onnxruntime's MultiHeadAttention and Attention split by heads, their cache
+stays sharded.
 
 usage: check_mha.py --tp-compile PATH --tp-run PATH --work DIR
 
@@ -31,7 +32,7 @@ SKIP = 77
 HEADS, HEAD, LAYERS = 4, 16, 2
 
 
-def write_model(path):
+def write_model(path, fused):
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
@@ -52,25 +53,35 @@ def write_model(path):
     x = "x"
     for i in range(LAYERS):
         pre = f"layers.{i}"
-        for name in ("q", "k", "v"):
-            nodes.append(helper.make_node("MatMul", [x, weight(f"{pre}.{name}_proj", hidden, hidden)],
-                                          [f"{pre}.{name}"]))
-        inputs += [helper.make_tensor_value_info(f"past_key.{i}", TensorProto.FLOAT,
-                                                 ["batch", HEADS, "past", HEAD]),
-                   helper.make_tensor_value_info(f"past_value.{i}", TensorProto.FLOAT,
-                                                 ["batch", HEADS, "past", HEAD])]
-        outputs += [helper.make_tensor_value_info(f"present_key.{i}", TensorProto.FLOAT,
-                                                  ["batch", HEADS, "total", HEAD]),
-                    helper.make_tensor_value_info(f"present_value.{i}", TensorProto.FLOAT,
-                                                  ["batch", HEADS, "total", HEAD])]
         inits.append(numpy_helper.from_array(
             (rng.standard_normal(3 * hidden) * 0.1).astype(np.float32), f"{pre}.qkv_bias"))
-        nodes.append(helper.make_node(
-            "MultiHeadAttention",
-            [f"{pre}.q", f"{pre}.k", f"{pre}.v", f"{pre}.qkv_bias", "key_padding_mask", "",
-             f"past_key.{i}", f"past_value.{i}"],
-            [f"{pre}.attn", f"present_key.{i}", f"present_value.{i}"],
-            domain="com.microsoft", num_heads=HEADS, unidirectional=1))
+        if fused:
+            # GPT-2's fusion: one projection weight, the cache as [2, B, H, P, hd].
+            inputs.append(helper.make_tensor_value_info(f"past.{i}", TensorProto.FLOAT,
+                                                        [2, "batch", HEADS, "past", HEAD]))
+            outputs.append(helper.make_tensor_value_info(f"present.{i}", TensorProto.FLOAT,
+                                                         [2, "batch", HEADS, "total", HEAD]))
+            nodes.append(helper.make_node(
+                "Attention",
+                [x, weight(f"{pre}.qkv_proj", hidden, 3 * hidden), f"{pre}.qkv_bias",
+                 "key_padding_mask", f"past.{i}"],
+                [f"{pre}.attn", f"present.{i}"], domain="com.microsoft", num_heads=HEADS,
+                unidirectional=1))
+        else:
+            for name in ("q", "k", "v"):
+                nodes.append(helper.make_node(
+                    "MatMul", [x, weight(f"{pre}.{name}_proj", hidden, hidden)], [f"{pre}.{name}"]))
+            for kind in ("key", "value"):
+                inputs.append(helper.make_tensor_value_info(
+                    f"past_{kind}.{i}", TensorProto.FLOAT, ["batch", HEADS, "past", HEAD]))
+                outputs.append(helper.make_tensor_value_info(
+                    f"present_{kind}.{i}", TensorProto.FLOAT, ["batch", HEADS, "total", HEAD]))
+            nodes.append(helper.make_node(
+                "MultiHeadAttention",
+                [f"{pre}.q", f"{pre}.k", f"{pre}.v", f"{pre}.qkv_bias", "key_padding_mask", "",
+                 f"past_key.{i}", f"past_value.{i}"],
+                [f"{pre}.attn", f"present_key.{i}", f"present_value.{i}"],
+                domain="com.microsoft", num_heads=HEADS, unidirectional=1))
         nodes.append(helper.make_node("MatMul", [f"{pre}.attn", weight(f"{pre}.o_proj", hidden, hidden)],
                                       [f"{pre}.o"]))
         nodes.append(helper.make_node("Add", [x, f"{pre}.o"], [f"{pre}.h"]))
@@ -91,25 +102,26 @@ def write_model(path):
     onnx.save(model, path)
 
 
-def check(args, n):
+def check(args, n, fused):
     import onnx
 
-    label = f"N={n}"
-    work = os.path.join(args.work, f"tp{n}")
+    op = "Attention" if fused else "MultiHeadAttention"
+    label = f"{op} N={n}"
+    work = os.path.join(args.work, f"{op}_tp{n}")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     model = os.path.join(work, "model.onnx")
-    write_model(model)
+    write_model(model, fused)
     plan = os.path.join(work, "plan")
     code, out = run([args.tp_compile, model, "--tp", str(n), "-o", plan, "--quiet"])
     if code != 0:
         return [f"{label}: tp-compile failed: {out}"]
     errors = []
     rank0 = onnx.load(os.path.join(plan, "rank0.onnx"), load_external_data=False)
-    mha = [node for node in rank0.graph.node if node.op_type == "MultiHeadAttention"]
+    mha = [node for node in rank0.graph.node if node.op_type == op]
     heads = [a.i for node in mha for a in node.attribute if a.name == "num_heads"]
     if heads != [HEADS // n] * LAYERS:
-        errors.append(f"{label}: rank 0's MultiHeadAttention num_heads {heads}, expected "
+        errors.append(f"{label}: rank 0's {op} num_heads {heads}, expected "
                       f"{[HEADS // n] * LAYERS}")
     # (tpc::Shard slices a replicated value locally: no communication.)
     collectives = sorted(node.op_type for node in rank0.graph.node
@@ -122,14 +134,16 @@ def check(args, n):
     with open(os.path.join(plan, "plan.json")) as f:
         manifest = json.load(f)
     cache = [v for v in manifest["inputs"] + manifest["outputs"]
-             if v["value"].startswith(("past_", "present_"))]
-    if len(cache) != 4 * LAYERS:
+             if v["value"].startswith(("past", "present"))]
+    want_count, want_dim = (2 * LAYERS, "2") if fused else (4 * LAYERS, "1")
+    if len(cache) != want_count:
         errors.append(f"{label}: {len(cache)} cache inputs/outputs in plan.json, expected "
-                      f"{4 * LAYERS}")
+                      f"{want_count}")
     for v in cache:
         p = v["placements"][0]
-        if p.get("kind") != "SHARD" or p.get("dim") != "1" or p.get("groups") not in (None, "", "0"):
-            errors.append(f"{label}: {v['value']} placed {p}, expected S(1)")
+        if (p.get("kind") != "SHARD" or p.get("dim") != want_dim or
+                p.get("groups") not in (None, "", "0")):
+            errors.append(f"{label}: {v['value']} placed {p}, expected S({want_dim})")
     for past, seq in ((5, 1), (0, 6)):
         code, out = run([args.tp_run, plan, "--check-against", model, "--dim", "batch=2",
                          "--dim", f"seq={seq}", "--dim", f"past={past}", "--dim",
@@ -153,11 +167,12 @@ def main():
         return SKIP
     os.makedirs(args.work, exist_ok=True)
     errors = []
-    for n in (2, 4):
-        errors += check(args, n)
+    for fused in (False, True):
+        for n in (2, 4):
+            errors += check(args, n, fused)
     for e in errors:
         print("FAIL:", e)
-    print(f"2 cases, {len(errors)} failures")
+    print(f"4 cases, {len(errors)} failures")
     return 1 if errors else 0
 
 

@@ -119,6 +119,49 @@ def cases():
                         [("input", x), ("position_ids", pos), ("cos_cache", cos),
                          ("sin_cache", sin)], ["output"], **attrs))
     out += multi_head_attention_cases(np.random.default_rng(1))
+    out += attention_cases(np.random.default_rng(2))
+    return out
+
+
+def attention_cases(rng):
+    """onnxruntime's Attention (its BERT and GPT-2 fusions): the Q, K and V projections in
+    one weight, with and without the bias, a key padding mask [B, total] (a row masked
+    throughout among them) and key counts [B], unidirectional with a past (present out),
+    an attention bias, unequal qkv_hidden_sizes and a scale."""
+    def f32(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    out = []
+    h, d = 4, 32
+    for name, b, s, p, extra in [
+            ("plain", 2, 3, 0, {}),
+            ("no_bias_mask_2d", 2, 3, 0, {"no_bias": 1, "mask": "2d"}),
+            ("key_counts", 2, 4, 0, {"mask": "1d"}),
+            ("gpt2_past", 2, 1, 4, {"unidirectional": 1}),
+            ("gpt2_prefill_mask", 2, 3, 0, {"unidirectional": 1, "mask": "2d"}),
+            ("attention_bias_scale", 1, 3, 0, {"attention_bias": 1, "scale": 0.3}),
+            ("qkv_hidden_sizes", 2, 3, 0, {"qkv_hidden_sizes": [32, 32, 16]})]:
+        extra = dict(extra)
+        sizes = extra.get("qkv_hidden_sizes", [d, d, d])
+        width = sum(sizes)
+        total = p + s
+        inputs = [("input", f32(b, s, d)), ("weights", (f32(d, width) / np.sqrt(d)).astype(np.float32)),
+                  ("bias", None if extra.pop("no_bias", 0) else f32(width))]
+        mask = extra.pop("mask", None)
+        if mask == "2d":
+            m = np.ones((b, total), np.int32)
+            m[0, -1] = 0
+            m[1, :] = 0
+            inputs.append(("mask_index", m))
+        elif mask == "1d":
+            inputs.append(("mask_index", np.array([total - 1, 2], np.int32)))
+        else:
+            inputs.append(("mask_index", None))
+        inputs.append(("past", f32(2, b, h, p, d // h) if p > 0 else None))
+        inputs.append(("attention_bias", f32(1, h, s, total) if extra.pop("attention_bias", 0)
+                       else None))
+        outputs = ["output", "present"] if p > 0 else ["output"]
+        out.append(Case(f"attention_{name}", "Attention", inputs, outputs, num_heads=h, **extra))
     return out
 
 
@@ -137,6 +180,7 @@ def multi_head_attention_cases(rng):
             ("bias_padding_mask", 2, 3, 3, 0, {"bias": 1, "padding": "all"}),
             ("attention_bias_past", 2, 2, 2, 3, {"attention_bias": (1, h)}),
             ("unidirectional_past_scale", 1, 3, 3, 2, {"unidirectional": 1, "scale": 0.2}),
+            ("unidirectional_padded_row", 2, 3, 3, 0, {"unidirectional": 1, "padding": "all"}),
             ("decode_padding_bias_heads", 2, 1, 1, 4,
              {"padding": "some", "attention_bias": (2, 1), "bias": 1}),
             ("cross", 2, 3, 5, 0, {"attention_bias": (2, h)}),

@@ -137,4 +137,36 @@ absl::Status InferMultiHeadAttention(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// onnxruntime's Attention: input [B, S, D], weights [D, q + k + v hidden] (qkv_hidden_sizes,
+// else three equal parts). Outputs [B, S, v hidden] and present [2, B, H, P + S, hd] (past
+// [2, B, H, P, hd]).
+absl::Status InferMsAttention(InferenceContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(const Dims* x, RankedInput(ctx, 0));
+  TPC_ASSIGN_OR_RETURN(const Dims* w, RankedInput(ctx, 1));
+  const int64_t heads = ctx.node().attr_int("num_heads", 0);
+  if (heads <= 0) return ctx.Error("num_heads must be positive");
+  if (x->size() != 3 || w->size() != 2) {
+    return ctx.Error("input must be [batch, seq, D] and weights [D, q + k + v hidden]");
+  }
+  std::vector<int64_t> sizes = ctx.node().attr_ints("qkv_hidden_sizes");
+  std::optional<int64_t> qh, vh;
+  if (sizes.size() == 3) {
+    qh = sizes[0];
+    vh = sizes[2];
+  } else if ((*w)[1].is_static()) {
+    qh = vh = (*w)[1].value() / 3;
+  }
+  const ir::DType t = ctx.input_type(0).dtype;
+  ctx.set_output_type(0, TensorType(t, {(*x)[0], (*x)[1], vh ? Dim(*vh) : Dim()}));
+  if (ctx.num_outputs() > 1) {
+    Dim total = (*x)[1];
+    if (ctx.has_input(4) && ctx.input_type(4).shape && ctx.input_type(4).shape->size() == 5) {
+      total = (*ctx.input_type(4).shape)[3] + (*x)[1];
+    }
+    ctx.set_output_type(
+        1, TensorType(t, {Dim(2), (*x)[0], Dim(heads), total, qh ? Dim(*qh / heads) : Dim()}));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace tpc::onnx::shape_rules

@@ -141,6 +141,7 @@ constexpr Entry kRules[] = {
     {"", "Unsqueeze", InferUnsqueeze},
     {"", "Where", InferWhere},
     {"", "Xor", InferXor},
+    {kMicrosoft, "Attention", InferMsAttention},
     {kMicrosoft, "BiasGelu", InferUnary},
     {kMicrosoft, "FastGelu", InferUnary},
     {kMicrosoft, "Gelu", InferUnary},

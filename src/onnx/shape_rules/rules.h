@@ -108,6 +108,7 @@ absl::Status InferEinsum(InferenceContext& ctx);
 absl::Status InferAttention(InferenceContext& ctx);
 absl::Status InferGroupQueryAttention(InferenceContext& ctx);
 absl::Status InferMultiHeadAttention(InferenceContext& ctx);
+absl::Status InferMsAttention(InferenceContext& ctx);
 
 // ---- Convolutions and pools (conv.cc) ----
 absl::Status InferConv(InferenceContext& ctx);

@@ -414,15 +414,79 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
   });
 }
 
+namespace {
+
+// How onnxruntime's attention operators mask the scores: mask_filter_value added where
+// the key is padded and again where, unidirectional, it comes after the query's position
+// at the end of the past; then the attention bias [B|1, H|1, S, total] added.
+struct OrtMasking {
+  int64_t past = 0, total = 0;
+  bool causal = false;
+  double filter = -10000.0;
+  const Tensor* attn_bias = nullptr;
+  Shape bias_strides;
+};
+
+// Per (batch, head), over the pool's threads: scores = scale·q·kᵀ masked as `masking` and
+// `padded(b, key)` say, their softmax, times v into y [B, S, H·vd]. q [B, H, S, hd]; pk and
+// pv [B, H, total, hd|vd].
+template <typename T, typename Padded>
+void AttendHeads(ThreadPool& pool, const T* q, const T* pk, const T* pv, int64_t batch,
+                 int64_t heads, int64_t qs, int64_t hd, int64_t vd, double scale,
+                 const OrtMasking& masking, Padded padded, T* y) {
+  const int64_t total = masking.total;
+  pool.ParallelFor(batch * heads, 1, [&](int64_t first, int64_t last) {
+    std::vector<T> scores(static_cast<size_t>(qs * total));
+    for (int64_t bh = first; bh < last; ++bh) {
+      const int64_t b = bh / heads, h = bh % heads;
+      Gemm2D<T>(false, true, qs, total, hd, static_cast<T>(scale), q + bh * qs * hd, hd,
+                pk + bh * total * hd, hd, T(0), scores.data(), total);
+      for (int64_t i = 0; i < qs; ++i) {
+        T* row = scores.data() + i * total;
+        for (int64_t j = 0; j < total; ++j) {
+          double s = static_cast<double>(row[j]);
+          if (padded(b, j)) s += masking.filter;
+          if (masking.causal && j > masking.past + i) s += masking.filter;
+          if (masking.attn_bias != nullptr) {
+            const Shape& st = masking.bias_strides;
+            s += static_cast<double>(
+                masking.attn_bias->data<T>()[b * st[0] + h * st[1] + i * st[2] + j * st[3]]);
+          }
+          row[j] = static_cast<T>(s);
+        }
+        SoftmaxRow(row, total);
+      }
+      Gemm2D<T>(false, false, qs, vd, total, T(1), scores.data(), total, pv + bh * total * vd, vd,
+                T(0), y + b * qs * heads * vd + h * vd, heads * vd);
+    }
+  });
+}
+
+// The attention bias [B|1, H|1, S, total] of onnxruntime's attention operators: its
+// strides over [B, H, S, total], or an error.
+absl::StatusOr<Shape> AttentionBiasStrides(const KernelContext& ctx, const Tensor& bias,
+                                           ir::DType dtype, int64_t batch, int64_t heads,
+                                           int64_t qs, int64_t total) {
+  if (bias.rank() != 4 || bias.dtype() != dtype || (bias.dim(0) != batch && bias.dim(0) != 1) ||
+      (bias.dim(1) != heads && bias.dim(1) != 1) || bias.dim(2) != qs || bias.dim(3) != total) {
+    return ctx.Error(absl::StrCat("attention_bias ", bias.TypeString(),
+                                  " must be [batch or 1, num_heads or 1, ", qs, ", ", total,
+                                  "] of the input's type"));
+  }
+  return BroadcastStrides(bias.shape(), {batch, heads, qs, total});
+}
+
+}  // namespace
+
 // onnxruntime's MultiHeadAttention: query [B, S, H·hd]; key and value [B, L, H·hd] (or
 // [B, H, L, hd], already in heads); bias [3·H·hd] added to the query, key and value
 // projections; key_padding_mask int32 [B, P + L] (0: masked); attention_bias [B|1, H|1,
 // S, P + L] added to the scores; past_key/past_value [B, H, P, hd]. Outputs [B, S, H·vd]
 // and present_key/present_value [B, H, P + L, hd]. As onnxruntime computes it: scores
-// scale·q·kᵀ, plus mask_filter_value (default -10000) where the key is padded or
-// (unidirectional) after the query's position (once, when both), plus the attention
-// bias, then the softmax. The filter is added, not substituted: a row masked throughout
-// keeps its softmax.
+// scale·q·kᵀ, plus mask_filter_value (default -10000) where the key is padded and again
+// where (unidirectional) it comes after the query's position, plus the attention bias,
+// then the softmax. The filter is added, not substituted: a row padded throughout keeps
+// its softmax (over the keys up to its position, when causal).
 absl::Status MultiHeadAttention(KernelContext& ctx) {
   const ir::Node& node = ctx.node();
   const Tensor& query = ctx.input(0);
@@ -487,15 +551,8 @@ absl::Status MultiHeadAttention(KernelContext& ctx) {
   }
   Shape bias_strides;
   if (attn_bias != nullptr) {
-    if (attn_bias->rank() != 4 || attn_bias->dtype() != query.dtype() ||
-        (attn_bias->dim(0) != batch && attn_bias->dim(0) != 1) ||
-        (attn_bias->dim(1) != heads && attn_bias->dim(1) != 1) || attn_bias->dim(2) != qs ||
-        attn_bias->dim(3) != total) {
-      return ctx.Error(absl::StrCat("attention_bias ", attn_bias->TypeString(),
-                                    " must be [batch or 1, num_heads or 1, ", qs, ", ", total,
-                                    "] of query's type"));
-    }
-    bias_strides = BroadcastStrides(attn_bias->shape(), {batch, heads, qs, total});
+    TPC_ASSIGN_OR_RETURN(bias_strides, AttentionBiasStrides(ctx, *attn_bias, query.dtype(), batch,
+                                                            heads, qs, total));
   }
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {batch, qs, heads * vd}, query.dtype()));
   const bool causal = node.attr_int("unidirectional", 0) != 0;
@@ -546,31 +603,136 @@ absl::Status MultiHeadAttention(KernelContext& ctx) {
       }
     }
     const int32_t* pad = padding != nullptr ? padding->data<int32_t>() : nullptr;
-    ctx.pool().ParallelFor(batch * heads, 1, [&](int64_t first, int64_t last) {
-      std::vector<T> scores(static_cast<size_t>(qs * total));
-      for (int64_t bh = first; bh < last; ++bh) {
-        const int64_t b = bh / heads, h = bh % heads;
-        Gemm2D<T>(false, true, qs, total, hd, static_cast<T>(scale), q.data() + bh * qs * hd, hd,
-                  pk + bh * total * hd, hd, T(0), scores.data(), total);
-        for (int64_t i = 0; i < qs; ++i) {
-          T* row = scores.data() + i * total;
-          for (int64_t j = 0; j < total; ++j) {
-            const bool masked =
-                (pad != nullptr && pad[b * total + j] == 0) || (causal && j > past + i);
-            double s = static_cast<double>(row[j]) + (masked ? filter : 0.0);
-            if (attn_bias != nullptr) {
-              s += static_cast<double>(
-                  attn_bias->data<T>()[b * bias_strides[0] + h * bias_strides[1] +
-                                       i * bias_strides[2] + j * bias_strides[3]]);
-            }
-            row[j] = static_cast<T>(s);
-          }
-          SoftmaxRow(row, total);
-        }
-        Gemm2D<T>(false, false, qs, vd, total, T(1), scores.data(), total, pv + bh * total * vd, vd,
-                  T(0), y->data<T>() + b * qs * heads * vd + h * vd, heads * vd);
+    const OrtMasking masking{past, total, causal, filter, attn_bias, bias_strides};
+    AttendHeads<T>(
+        ctx.pool(), q.data(), pk, pv, batch, heads, qs, hd, vd, scale, masking,
+        [&](int64_t b, int64_t j) { return pad != nullptr && pad[b * total + j] == 0; },
+        y->data<T>());
+    return absl::OkStatus();
+  });
+}
+
+// onnxruntime's Attention (the attention of its BERT and GPT-2 optimizations): input [B,
+// S, D] projected by weights [D, q + k + v hidden] (+ bias) into Q, K and V of num_heads
+// heads (qkv_hidden_sizes when they differ), attended as MultiHeadAttention attends.
+// mask_index: int32 [B] (the keys of each row: the rest is padding) or [B, P + S] (0:
+// padded); past [2, B, H, P, hd] and present [2, B, H, P + S, hd] (keys, then values);
+// attention_bias [B|1, H|1, S, P + S]. Rotary and a shared past/present buffer are not
+// supported.
+absl::Status MsAttention(KernelContext& ctx) {
+  const ir::Node& node = ctx.node();
+  const Tensor& input = ctx.input(0);
+  const Tensor& weights = ctx.input(1);
+  const Tensor* bias = ctx.optional_input(2);
+  const Tensor* mask = ctx.optional_input(3);
+  const Tensor* past = ctx.optional_input(4);
+  const Tensor* attn_bias = ctx.optional_input(5);
+  if (ctx.optional_input(6) != nullptr) return ctx.Error("past_sequence_length is not supported");
+  if (node.attr_int("do_rotary", 0) != 0) return ctx.Error("do_rotary is not supported");
+  if (node.attr_int("past_present_share_buffer", 0) != 0) {
+    return ctx.Error("past_present_share_buffer is not supported");
+  }
+  const int64_t heads = node.attr_int("num_heads", 0);
+  if (heads <= 0) return ctx.Error("num_heads must be positive");
+  if (input.rank() != 3 || weights.rank() != 2 || weights.dim(0) != input.dim(2) ||
+      weights.dtype() != input.dtype()) {
+    return ctx.Error(absl::StrCat("input ", input.TypeString(), " and weights ",
+                                  weights.TypeString(), " must be [batch, seq, D] and [D, ",
+                                  "q + k + v hidden] of one type"));
+  }
+  std::vector<int64_t> sizes = node.attr_ints("qkv_hidden_sizes");
+  if (sizes.empty()) sizes.assign(3, weights.dim(1) / 3);
+  if (sizes.size() != 3 || sizes[0] != sizes[1] ||
+      sizes[0] + sizes[1] + sizes[2] != weights.dim(1) || sizes[0] % heads != 0 ||
+      sizes[2] % heads != 0 || sizes[0] == 0 || sizes[2] == 0) {
+    return ctx.Error(absl::StrCat("weights ", weights.TypeString(),
+                                  " are not Q, K and V of num_heads ", heads,
+                                  " (qkv_hidden_sizes: Q and K alike, each divisible)"));
+  }
+  const int64_t batch = input.dim(0), qs = input.dim(1), width = weights.dim(1);
+  const int64_t hd = sizes[0] / heads, vd = sizes[2] / heads;
+  if (bias != nullptr && (bias->dtype() != input.dtype() || bias->shape() != Shape{width})) {
+    return ctx.Error(absl::StrCat("bias ", bias->TypeString(), " must be [", width, "]"));
+  }
+  if (past != nullptr &&
+      (vd != hd || past->rank() != 5 || past->dim(0) != 2 || past->dim(1) != batch ||
+       past->dim(2) != heads || past->dim(4) != hd || past->dtype() != input.dtype())) {
+    return ctx.Error(absl::StrCat("past ", past->TypeString(), " must be [2, ", batch, ", ", heads,
+                                  ", past, ", hd, "] (keys and values of one size)"));
+  }
+  const int64_t past_len = past != nullptr ? past->dim(3) : 0, total = past_len + qs;
+  if (mask != nullptr &&
+      (mask->dtype() != ir::DType::kI32 ||
+       (mask->shape() != Shape{batch} && mask->shape() != Shape{batch, total}))) {
+    return ctx.Error(absl::StrCat("mask_index ", mask->TypeString(), " is supported as int32 [",
+                                  batch, "] (key counts) or [", batch, ", ", total, "]"));
+  }
+  Shape bias_strides;
+  if (attn_bias != nullptr) {
+    TPC_ASSIGN_OR_RETURN(bias_strides, AttentionBiasStrides(ctx, *attn_bias, input.dtype(), batch,
+                                                            heads, qs, total));
+  }
+  if (ctx.wants_output(1) && past == nullptr && vd != hd) {
+    return ctx.Error("present needs keys and values of one size");
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {batch, qs, heads * vd}, input.dtype()));
+  const bool causal = node.attr_int("unidirectional", 0) != 0;
+  const double filter = node.attr_float("mask_filter_value", -10000.0f);
+  const float scale_attr = node.attr_float("scale", 0.0f);
+  const double scale = scale_attr != 0.0f ? scale_attr : 1.0 / std::sqrt(static_cast<double>(hd));
+  return VisitFloat(ctx, input.dtype(), [&]<typename T>() -> absl::Status {
+    // Q, K and V of every token: one GEMM, then the bias.
+    std::vector<T> qkv(static_cast<size_t>(batch * qs * width));
+    ParallelGemm2D<T>(ctx.pool(), false, false, batch * qs, width, input.dim(2), T(1),
+                      input.data<T>(), input.dim(2), weights.data<T>(), width, T(0), qkv.data(),
+                      width);
+    if (bias != nullptr) {
+      for (int64_t r = 0; r < batch * qs; ++r) {
+        for (int64_t c = 0; c < width; ++c)
+          qkv[static_cast<size_t>(r * width + c)] += bias->data<T>()[c];
       }
-    });
+    }
+    // Per head: q [B, H, S, hd]; the present keys and values [B, H, total, hd|vd] (in the
+    // present output when it is wanted: keys at [0], values at [1]).
+    std::vector<T> q(static_cast<size_t>(batch * heads * qs * hd)), kv_scratch;
+    T* pk = nullptr;
+    if (ctx.wants_output(1)) {
+      TPC_ASSIGN_OR_RETURN(Tensor * present,
+                           ctx.Output(1, {2, batch, heads, total, hd}, input.dtype()));
+      pk = present->data<T>();
+    } else {
+      kv_scratch.resize(static_cast<size_t>(batch * heads * total * (hd + vd)));
+      pk = kv_scratch.data();
+    }
+    T* pv = pk + batch * heads * total * hd;
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t bh = b * heads + h;
+        T* dk = pk + bh * total * hd;
+        T* dv = pv + bh * total * vd;
+        if (past_len > 0) {
+          const T* pp = past->data<T>();
+          std::copy_n(pp + bh * past_len * hd, past_len * hd, dk);
+          std::copy_n(pp + (batch * heads + bh) * past_len * hd, past_len * vd, dv);
+        }
+        for (int64_t s = 0; s < qs; ++s) {
+          const T* row = qkv.data() + (b * qs + s) * width;
+          std::copy_n(row + h * hd, hd, q.data() + (bh * qs + s) * hd);
+          std::copy_n(row + sizes[0] + h * hd, hd, dk + (past_len + s) * hd);
+          std::copy_n(row + 2 * sizes[0] + h * vd, vd, dv + (past_len + s) * vd);
+        }
+      }
+    }
+    const int32_t* pm = mask != nullptr ? mask->data<int32_t>() : nullptr;
+    const bool lengths = mask != nullptr && mask->rank() == 1;
+    const OrtMasking masking{past_len, total, causal, filter, attn_bias, bias_strides};
+    AttendHeads<T>(
+        ctx.pool(), q.data(), pk, pv, batch, heads, qs, hd, vd, scale, masking,
+        [&](int64_t b, int64_t j) {
+          if (pm == nullptr) return false;
+          return lengths ? j >= pm[b] : pm[b * total + j] == 0;
+        },
+        y->data<T>());
     return absl::OkStatus();
   });
 }

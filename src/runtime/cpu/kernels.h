@@ -446,6 +446,7 @@ absl::Status MatMulNBits(KernelContext& ctx);    // matmul_nbits.cc
 absl::Status Attention(KernelContext& ctx);
 absl::Status GroupQueryAttention(KernelContext& ctx);
 absl::Status MultiHeadAttention(KernelContext& ctx);
+absl::Status MsAttention(KernelContext& ctx);
 absl::Status MsRotaryEmbedding(KernelContext& ctx);  // com.microsoft's (rotary.cc)
 absl::Status RotaryEmbedding(KernelContext& ctx);
 

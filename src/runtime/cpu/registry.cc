@@ -195,6 +195,7 @@ const Entry kKernels[] = {
     {"", "Upsample", {Resize}},
     {"", "Where", {Where, any}},
     {"", "Xor", {Xor}},
+    {kMicrosoft, "Attention", {MsAttention}},
     {kMicrosoft, "Gelu", {Gelu}},
     {kMicrosoft, "FastGelu", {FastGelu}},
     {kMicrosoft, "BiasGelu", {BiasGelu}},

@@ -258,6 +258,91 @@ double MultiHeadAttentionFlops(const RuleContext& ctx) {
   return 4 * ctx.Size(q[0]) * ctx.Size(q[1]) * keys * ctx.Size(q[2]);
 }
 
+// onnxruntime's Attention(input, weights, bias, mask_index, past, attention_bias): the
+// Q, K and V projections fused into weights [D, 3·H·hd] and counted by num_heads (and
+// qkv_hidden_sizes), which the partition stage sets per rank (MsAttentionHeads). Split
+// by heads as Megatron splits attention: the input whole, the weights' columns and the
+// bias as three blocks (each rank its heads' Q, K and V), the cache [2, B, H, P, hd] and
+// the attention bias by heads; the output [B, S, H·vd] by its heads. Or split by batch.
+void MsAttention(const RuleContext& ctx, std::vector<Strategy>* out) {
+  if (ctx.input_rank(0) != 3 || ctx.input_rank(1) != 2 || !OutputsTyped(ctx)) return;
+  const ir::Node& node = ctx.node();
+  const int64_t heads = node.attr_int("num_heads", 0);
+  if (heads <= 0) return;
+  const std::vector<int64_t> sizes = node.attr_ints("qkv_hidden_sizes");
+  const bool equal =
+      sizes.empty() || (sizes.size() == 3 && sizes[0] == sizes[1] && sizes[1] == sizes[2]);
+  auto strategy = [&](std::string name, bool by_heads) {
+    Strategy s;
+    s.name = std::move(name);
+    s.inputs.assign(static_cast<size_t>(node.num_inputs()), ir::Placement::Replicate());
+    for (int i = 0; i < node.num_inputs(); ++i) {
+      if (!ctx.has_input(i)) s.inputs[static_cast<size_t>(i)] = std::nullopt;
+    }
+    const ir::Placement batch = ir::Placement::Shard(0);
+    if (by_heads) {
+      s.inputs[1] = ir::Placement::Shard(1, 3);
+      if (ctx.has_input(2)) s.inputs[2] = ir::Placement::Shard(0, 3);
+    } else {
+      s.inputs[0] = batch;
+      if (ctx.has_input(3)) s.inputs[3] = batch;
+    }
+    if (ctx.has_input(4)) s.inputs[4] = ir::Placement::Shard(by_heads ? 2 : 1);
+    if (ctx.has_input(5) && ctx.input_rank(5) == 4) {
+      const std::vector<ir::Dim>& d = ctx.input_dims(5);
+      const ir::Dim& own = by_heads ? d[1] : d[0];
+      if (!(own.is_static() && own.value() == 1)) {
+        s.inputs[5] = ir::Placement::Shard(by_heads ? 1 : 0);
+      }
+    }
+    s.outputs.assign(static_cast<size_t>(node.num_outputs()),
+                     ir::Placement::Shard(by_heads ? 2 : 1));
+    s.outputs[0] = by_heads ? ir::Placement::Shard(2) : batch;
+    s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
+    AddNamedStrategy(ctx, std::move(s), out);
+  };
+  if (ctx.Divisible(ctx.input_dims(0)[0])) strategy("split batch", false);
+  if (equal && heads % ctx.n() == 0 && ctx.DivisibleInBlocks(ctx.input_dims(1)[1], 3)) {
+    strategy("split heads", true);
+  }
+}
+
+// Per-rank num_heads and qkv_hidden_sizes of an Attention split by heads.
+absl::Status MsAttentionHeads(LocalGraph& rw, ir::Node* node, const std::vector<ir::Placement>&,
+                              const std::vector<std::optional<ir::Placement>>& inputs) {
+  if (inputs.size() < 2 || !inputs[1] || inputs[1]->kind != ir::Placement::Kind::kShard ||
+      inputs[1]->dim != 1) {
+    return absl::OkStatus();
+  }
+  const int64_t parts = inputs[1]->Parts(rw.n());
+  node->attrs()["num_heads"] = node->attr_int("num_heads", 0) / parts;
+  std::vector<int64_t> sizes = node->attr_ints("qkv_hidden_sizes");
+  if (!sizes.empty()) {
+    for (int64_t& v : sizes) v /= parts;
+    node->attrs()["qkv_hidden_sizes"] = sizes;
+  }
+  return absl::OkStatus();
+}
+
+// The projection (2·B·S·D·3·H·hd) and the attention (4 per head, row, key and element).
+double MsAttentionFlops(const RuleContext& ctx) {
+  const std::vector<ir::Dim>& x = ctx.input_dims(0);
+  if (x.size() != 3 || ctx.input_rank(1) != 2 || !OutputsTyped(ctx)) return OutputElements(ctx);
+  const double rows = ctx.Size(x[0]) * ctx.Size(x[1]);
+  double keys = ctx.Size(x[1]);
+  if (ctx.has_input(4) && ctx.input_rank(4) == 5) keys += ctx.Size(ctx.input_dims(4)[3]);
+  const double width = ctx.Size(ctx.input_dims(1)[1]);
+  return 2 * rows * ctx.Size(x[2]) * width + 4 * rows * keys * width / 3;
+}
+
+// The Q, K and V parts of Attention's weights and bias (and MultiHeadAttention's bias):
+// the solver then considers their blocked split S(d/3) as a constant's placement, each
+// rank holding its heads' part of each.
+int64_t QkvBlocks(const ir::Node&) { return 3; }
+
+// The present is the past and the new keys joined on axis 3.
+std::optional<int64_t> MsAttentionJoinAxis(const ir::Node&) { return 3; }
+
 // onnxruntime's RotaryEmbedding(input, position_ids, cos_cache, sin_cache): input
 // [batch, seq, heads · head] or [batch, heads, seq, head]; position_ids [batch, seq] or
 // [1] (the first position). Batch, seq and the heads pass (3-D: when N divides the heads,

@@ -62,6 +62,10 @@ double GroupQueryAttentionFlops(const RuleContext& ctx);
 std::optional<int64_t> GroupQueryAttentionJoinAxis(const ir::Node& node);
 std::vector<int64_t> GroupQueryAttentionGroupCounts(const ir::Node& node, int64_t n);
 void MultiHeadAttention(const RuleContext& ctx, std::vector<Strategy>* out);
+void MsAttention(const RuleContext& ctx, std::vector<Strategy>* out);
+double MsAttentionFlops(const RuleContext& ctx);
+std::optional<int64_t> MsAttentionJoinAxis(const ir::Node& node);
+int64_t QkvBlocks(const ir::Node& node);
 double MultiHeadAttentionFlops(const RuleContext& ctx);
 std::optional<int64_t> MatMulNBitsFeatureDim(
     const ir::Node& node, int input, bool colwise,
@@ -170,6 +174,9 @@ absl::Status BlockedSplitSizes(LocalGraph& g, ir::Node* node,
 absl::Status GroupQueryAttentionHeads(LocalGraph& g, ir::Node* node,
                                       const std::vector<ir::Placement>& outputs,
                                       const std::vector<std::optional<ir::Placement>>& inputs);
+absl::Status MsAttentionHeads(LocalGraph& g, ir::Node* node,
+                              const std::vector<ir::Placement>& outputs,
+                              const std::vector<std::optional<ir::Placement>>& inputs);
 absl::Status MultiHeadAttentionHeads(LocalGraph& g, ir::Node* node,
                                      const std::vector<ir::Placement>& outputs,
                                      const std::vector<std::optional<ir::Placement>>& inputs);
