@@ -82,6 +82,33 @@ class MemoryStore final : public KeyValueStore {
 
 using Group = std::vector<std::unique_ptr<Communicator>>;
 
+// connect(r) for the given ranks of a group of n, each on its own thread; rank r's result
+// is element r (ranks not listed stay an error).
+template <typename Connect>
+std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> ConnectRanks(
+    int n, const std::vector<int>& ranks, Connect connect) {
+  std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> out;
+  for (int r = 0; r < n; ++r) out.push_back(absl::UnknownError("rank did not connect"));
+  std::vector<std::thread> threads;
+  for (int r : ranks) threads.emplace_back([&, r] { out[static_cast<size_t>(r)] = connect(r); });
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+// Every rank of a group of n through connect(r), which must succeed.
+template <typename Connect>
+Group ConnectGroup(int n, Connect connect) {
+  std::vector<int> ranks;
+  for (int r = 0; r < n; ++r) ranks.push_back(r);
+  Group group;
+  for (auto& c : ConnectRanks(n, ranks, connect)) {
+    INFO(c.status().ToString());
+    REQUIRE(c.ok());
+    group.push_back(std::move(*c));
+  }
+  return group;
+}
+
 // fn(comm) on every rank of `group`, each on its own thread.
 template <typename F>
 std::vector<absl::Status> OnRanks(Group& group, F fn) {

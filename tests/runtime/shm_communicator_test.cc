@@ -43,33 +43,15 @@ ShmOptions Options(const std::string& prefix, milliseconds timeout = millisecond
   return options;
 }
 
-// ConnectShm for the given ranks of a group of n, each on its own thread; rank r's result
-// is element r (ranks not listed stay an error).
+// ConnectShm for the given ranks of a group of n, each on its own thread.
 std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> Connect(KeyValueStore& store, int n,
                                                                    const std::vector<int>& ranks,
                                                                    const ShmOptions& options) {
-  std::vector<absl::StatusOr<std::unique_ptr<Communicator>>> out;
-  for (int r = 0; r < n; ++r) out.push_back(absl::UnknownError("rank did not connect"));
-  std::vector<std::thread> threads;
-  for (int r : ranks) {
-    threads.emplace_back(
-        [&, r] { out[static_cast<size_t>(r)] = ConnectShm(store, r, n, options); });
-  }
-  for (auto& t : threads) t.join();
-  return out;
+  return comm_test::ConnectRanks(n, ranks, [&](int r) { return ConnectShm(store, r, n, options); });
 }
 
 Group ConnectAll(KeyValueStore& store, int n, const ShmOptions& options) {
-  std::vector<int> ranks;
-  for (int r = 0; r < n; ++r) ranks.push_back(r);
-  auto connected = Connect(store, n, ranks, options);
-  Group group;
-  for (auto& c : connected) {
-    INFO(c.status().ToString());
-    REQUIRE(c.ok());
-    group.push_back(std::move(*c));
-  }
-  return group;
+  return comm_test::ConnectGroup(n, [&](int r) { return ConnectShm(store, r, n, options); });
 }
 
 // The names this process left in /dev/shm.

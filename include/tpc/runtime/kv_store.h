@@ -29,6 +29,12 @@ absl::Status DecodeRankStatus(const std::string& text, int* rank);
 // "rank R failed: message" (or the bare message for rank -1), for reports.
 std::string DescribeRankStatus(const std::string& text);
 
+class KeyValueStore;
+
+// Sets kAbortKey to EncodeRankStatus(rank, reason) unless a failure is already there (the
+// first writer's reason stands); a store error is ignored (the caller is failing anyway).
+void SetAbortOnce(KeyValueStore& store, int rank, const absl::Status& reason);
+
 class KeyValueStore {
  public:
   virtual ~KeyValueStore() = default;

@@ -266,8 +266,7 @@ class GlooCommunicator final : public Communicator {
     // below finds it there. The first writer's reason stands; a store error is not this
     // rank's to report any more.
     if (write) {
-      absl::StatusOr<bool> set = store_.Check(kAbortKey);
-      if (set.ok() && !*set) store_.Set(kAbortKey, EncodeRankStatus(rank(), reason)).IgnoreError();
+      SetAbortOnce(store_, rank(), reason);
     }
     // Closing the connections fails the peers' pending operations at once (reset by
     // peer). This rank's own collective, if one is in flight on another thread, waits

@@ -30,4 +30,9 @@ std::string DescribeRankStatus(const std::string& text) {
   return absl::StrCat("rank ", rank, " failed: ", std::string(s.message()));
 }
 
+void SetAbortOnce(KeyValueStore& store, int rank, const absl::Status& reason) {
+  absl::StatusOr<bool> set = store.Check(kAbortKey);
+  if (set.ok() && !*set) store.Set(kAbortKey, EncodeRankStatus(rank, reason)).IgnoreError();
+}
+
 }  // namespace tpc::runtime

@@ -377,8 +377,7 @@ class ShmCommunicator final : public Communicator {
     // The store's key first (tp-run's watchdogs read it), as the Gloo communicator does;
     // the first writer's reason stands.
     if (write) {
-      absl::StatusOr<bool> set = store_.Check(kAbortKey);
-      if (set.ok() && !*set) store_.Set(kAbortKey, EncodeRankStatus(rank_, reason)).IgnoreError();
+      SetAbortOnce(store_, rank_, reason);
     }
     MarkAborted(std::string(reason.message()));
     // This rank's own collective, on another thread, sees the abort word within one

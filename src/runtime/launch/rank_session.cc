@@ -188,8 +188,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> RankSession::ConnectCpuCommunicato
 void RankSession::Fail(const absl::Status& reason) {
   failed_ = true;
   if (!store_) return;
-  auto set = store_->Check(kAbortKey);
-  if (set.ok() && !*set) (void)store_->Set(kAbortKey, EncodeRankStatus(world_.rank, reason));
+  SetAbortOnce(*store_, world_.rank, reason);
   AnnounceStop(*store_, world_.rank);
 }
 

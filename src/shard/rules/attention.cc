@@ -15,6 +15,18 @@ namespace {
 using Kind = FactorSpec::Kind;
 constexpr int64_t kNone = FactorSpecBuilder::kNone;
 
+// A strategy named `name` with every given input replicated and the absent ones unset:
+// the start of the attention operators' strategies.
+Strategy ReplicatedInputs(const RuleContext& ctx, std::string name) {
+  Strategy s;
+  s.name = std::move(name);
+  s.inputs.assign(static_cast<size_t>(ctx.num_inputs()), ir::Placement::Replicate());
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) s.inputs[static_cast<size_t>(i)] = std::nullopt;
+  }
+  return s;
+}
+
 // Attention's operands.
 enum AttentionInput { kQ, kK, kV, kMask, kPastK, kPastV, kNonpadKvSeqlen };
 enum AttentionOutput { kY, kPresentK, kPresentV, kQk };
@@ -117,12 +129,7 @@ void GroupQueryAttention(const RuleContext& ctx, std::vector<Strategy>* out) {
   const bool past = ctx.has_input(3);
   auto strategy = [&](std::string name, const ir::Placement& q, const ir::Placement& kv,
                       const ir::Placement& cache, const ir::Placement& per_row, double fraction) {
-    Strategy s;
-    s.name = std::move(name);
-    s.inputs.assign(static_cast<size_t>(node.num_inputs()), ir::Placement::Replicate());
-    for (int i = 0; i < node.num_inputs(); ++i) {
-      if (!ctx.has_input(i)) s.inputs[static_cast<size_t>(i)] = std::nullopt;
-    }
+    Strategy s = ReplicatedInputs(ctx, std::move(name));
     s.inputs[0] = q;
     if (!packed) s.inputs[1] = s.inputs[2] = kv;
     if (past) s.inputs[3] = s.inputs[4] = cache;
@@ -206,12 +213,7 @@ void MultiHeadAttention(const RuleContext& ctx, std::vector<Strategy>* out) {
   if (heads <= 0) return;
   const bool kv_split_heads = ctx.input_rank(1) == 4;
   auto strategy = [&](std::string name, bool by_heads) {
-    Strategy s;
-    s.name = std::move(name);
-    s.inputs.assign(static_cast<size_t>(node.num_inputs()), ir::Placement::Replicate());
-    for (int i = 0; i < node.num_inputs(); ++i) {
-      if (!ctx.has_input(i)) s.inputs[static_cast<size_t>(i)] = std::nullopt;
-    }
+    Strategy s = ReplicatedInputs(ctx, std::move(name));
     const ir::Placement batch = ir::Placement::Shard(0);
     const ir::Placement q = by_heads ? ir::Placement::Shard(2) : batch;
     const ir::Placement kv = by_heads ? ir::Placement::Shard(kv_split_heads ? 1 : 2) : batch;
@@ -273,12 +275,7 @@ void MsAttention(const RuleContext& ctx, std::vector<Strategy>* out) {
   const bool equal =
       sizes.empty() || (sizes.size() == 3 && sizes[0] == sizes[1] && sizes[1] == sizes[2]);
   auto strategy = [&](std::string name, bool by_heads) {
-    Strategy s;
-    s.name = std::move(name);
-    s.inputs.assign(static_cast<size_t>(node.num_inputs()), ir::Placement::Replicate());
-    for (int i = 0; i < node.num_inputs(); ++i) {
-      if (!ctx.has_input(i)) s.inputs[static_cast<size_t>(i)] = std::nullopt;
-    }
+    Strategy s = ReplicatedInputs(ctx, std::move(name));
     const ir::Placement batch = ir::Placement::Shard(0);
     if (by_heads) {
       s.inputs[1] = ir::Placement::Shard(1, 3);
