@@ -67,6 +67,20 @@ absl::Status MappedFile::CheckIntact() const {
   return absl::OkStatus();
 }
 
+void MappedFile::DropPages(const void* p, size_t bytes) const {
+  const auto begin = reinterpret_cast<uintptr_t>(p);
+  const auto base = reinterpret_cast<uintptr_t>(data_);
+  if (!mapped_ || data_ == nullptr || begin < base || bytes > size_ ||
+      begin - base > size_ - bytes) {
+    return;
+  }
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (begin + page - 1) / page * page;
+  const uintptr_t last = (begin + bytes) / page * page;
+  // Advice only: an error (an old kernel) leaves the pages resident, nothing else.
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (mapped_ && data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
 }

@@ -27,6 +27,12 @@ class MappedFile {
   // OK while the file is still where it was, at least as large as when mapped; an
   // error naming it once it was deleted or truncated (its pages may be gone).
   absl::Status CheckIntact() const;
+  // Gives back the resident pages wholly inside [p, p + bytes) of the mapping (a weight
+  // a kernel has copied into its own layout): they stop counting in this process's
+  // resident memory and are read again from the file if touched. The bytes never
+  // change (the mapping is private and read-only). Nothing for bytes outside the
+  // mapping or not mapped (FromBytes).
+  void DropPages(const void* p, size_t bytes) const;
 
  private:
   MappedFile(std::string path, const uint8_t* data, size_t size)

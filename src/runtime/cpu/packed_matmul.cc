@@ -6,10 +6,13 @@
 // uses BLAS.
 #include <algorithm>
 #include <atomic>
-#include <cstring>
+#include <map>
+#include <memory>
 
 #include "kernels.h"
+#include "tpc/ir/tensor.h"
 #include "tpc/runtime/backend.h"
+#include "tpc/util/mapped_file.h"
 
 #ifdef TPC_HAVE_DNNL
 #include <dnnl.hpp>
@@ -21,24 +24,14 @@ namespace tpc::runtime::cpu {
 #ifdef TPC_HAVE_DNNL
 namespace {
 
-// A cheap fingerprint of the weight's bytes: 64 values spread over it. Taken when the
-// weight is packed and checked on every run, so that a packed copy never outlives a
-// change of the bytes it came from.
-uint64_t Fingerprint(const float* w, int64_t count) {
-  uint64_t h = 1469598103934665603ull;
-  const int64_t step = std::max<int64_t>(1, count / 64);
-  for (int64_t i = 0; i < count; i += step) {
-    uint32_t bits;
-    std::memcpy(&bits, &w[i], sizeof(bits));
-    h = (h ^ bits) * 1099511628211ull;
-  }
-  return h;
-}
-
 struct PackedWeight {
   const float* source = nullptr;
   int64_t k = 0, n = 0;
-  uint64_t fingerprint = 0;
+  // The source's bytes, kept alive as long as their packed copy: their address then
+  // cannot come back with other bytes, so the address and the shape are enough to know
+  // that a node's packed copy is still its weight's (constants never change).
+  ir::Tensor source_tensor;
+  std::shared_ptr<void> source_owner;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   // A primitive per M, with the scratchpad it needs.
   struct Primitive {
@@ -70,15 +63,17 @@ dnnl::memory::desc Plain(int64_t rows, int64_t cols, int64_t ld) {
   return dnnl::memory::desc({rows, cols}, dnnl::memory::data_type::f32, {ld, 1});
 }
 
-// Packs `b` [k, n] into `panels` column panels, each in the layout the GEMM for `m`
-// rows picks.
-std::shared_ptr<PackedWeight> Pack(const float* b, int64_t m, int64_t k, int64_t n,
+// Packs `b` [k, n] (the bytes of `tensor`, or a copy of them that `owner` keeps) into
+// `panels` column panels, each in the layout the GEMM for `m` rows picks.
+std::shared_ptr<PackedWeight> Pack(const float* b, const ir::Tensor& tensor,
+                                   std::shared_ptr<void> owner, int64_t m, int64_t k, int64_t n,
                                    int64_t panels) {
   auto p = std::make_shared<PackedWeight>();
   p->source = b;
   p->k = k;
   p->n = n;
-  p->fingerprint = Fingerprint(b, k * n);
+  p->source_tensor = tensor;
+  p->source_owner = std::move(owner);
   dnnl::stream stream(p->engine);
   omp_set_num_threads(1);
   const int64_t width = (n / panels + 15) / 16 * 16;  // whole vectors per panel
@@ -101,6 +96,11 @@ std::shared_ptr<PackedWeight> Pack(const float* b, int64_t m, int64_t k, int64_t
         {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, panel.packed}, {DNNL_ARG_SCRATCHPAD, scratch}});
   }
   stream.wait();
+  // The GEMM reads only the packed copy from now on: the mapped original's pages need
+  // not stay resident beside it (that doubled each rank's resident memory).
+  if (tensor.is_mapped() && tensor.data() == reinterpret_cast<const uint8_t*>(b)) {
+    tensor.mapped_file()->DropPages(b, static_cast<size_t>(k * n) * sizeof(float));
+  }
   return p;
 }
 
@@ -120,6 +120,10 @@ absl::StatusOr<bool> PackedMatMul(KernelContext& ctx, const Tensor& a, const Ten
   const int64_t m = a.num_elements() / k;
   if (m == 0) return false;
   const float* pb = b.data<float>();
+  const ir::Tensor& source = weight->producer()->tensor();
+  // The packed copy must keep its source alive (PackedWeight): the constant's own bytes,
+  // or a copy the executor owns.
+  if (reinterpret_cast<const uint8_t*>(pb) != source.data() && b.owner() == nullptr) return false;
   const int64_t threads = ctx.pool().size();
   // One panel per thread where each gets a few vectors of columns.
   const int64_t panels = n >= 64 * threads ? threads : 1;
@@ -130,9 +134,8 @@ absl::StatusOr<bool> PackedMatMul(KernelContext& ctx, const Tensor& a, const Ten
     std::shared_ptr<void>& slot = (*states)[&ctx.node()];
     auto packed = std::static_pointer_cast<PackedWeight>(slot);
     if (!packed || packed->source != pb || packed->k != k || packed->n != n ||
-        static_cast<int64_t>(packed->panels.size()) > panels ||
-        packed->fingerprint != Fingerprint(pb, k * n)) {
-      packed = Pack(pb, m, k, n, panels);
+        static_cast<int64_t>(packed->panels.size()) > panels) {
+      packed = Pack(pb, source, b.owner(), m, k, n, panels);
       slot = packed;
     }
     // The primitives for m rows, made here (one thread) before the parallel part.
