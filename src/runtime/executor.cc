@@ -87,6 +87,22 @@ class Executor::StepAllocator final : public OutputAllocator {
     }
     // Not planned (dynamic shape, graph output, or an f32 stand-in for a half output).
     const size_t bytes = std::max<size_t>(t.nbytes(), 1);
+    if (!ex_.device_ && static_cast<size_t>(slot) < ex_.last_use_.size() &&
+        ex_.last_use_[static_cast<size_t>(slot)] == kPinned) {
+      // Host memory that lives to the end of the run (a graph output, or a view's root):
+      // its own block, freed by its last holder and not by the executor, so that Run can
+      // hand it to the caller as it is instead of copying it.
+      void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+      if (p == nullptr) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat(step_.node->Describe(), ": cannot allocate ", bytes, " bytes"));
+      }
+      ex_.unplanned_live_ += static_cast<int64_t>(bytes);
+      ex_.unplanned_peak_ = std::max(ex_.unplanned_peak_, ex_.unplanned_live_);
+      Tensor out(dtype, shape, p);
+      out.set_owner(std::shared_ptr<void>(p, [](void* q) { std::free(q); }));
+      return out;
+    }
     void* p = ex_.backend_.Allocate(bytes);
     if (p == nullptr) {
       return absl::ResourceExhaustedError(
@@ -540,19 +556,32 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
   }
   if (device_) TPC_RETURN_IF_ERROR(backend_.Synchronize());
   stats_.compute_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  // Outputs are copied to host tensors the caller owns, independent of the executor.
-  std::vector<Tensor> outputs;
+  // Outputs are host tensors the caller owns, independent of the executor: a host
+  // block that nothing else holds once the run's values are gone (see StepAllocator) is
+  // handed over as it is; anything else (the arena, a constant, an input, device
+  // memory) is copied.
+  std::vector<Tensor> results;
+  std::vector<bool> in_host;
   for (int s : output_slots_) {
-    const Tensor& in_host = values.host[static_cast<size_t>(s)];
-    const bool from_host = device_ && in_host.dtype() != ir::DType::kUndefined;
-    const Tensor& t = from_host ? in_host : values.mem[static_cast<size_t>(s)];
-    Tensor host = Tensor::Allocate(t.dtype(), t.shape());
-    if (t.nbytes() > 0 && from_host) std::memcpy(host.raw(), t.raw(), t.nbytes());
-    if (t.nbytes() > 0 && !from_host) backend_.CopyToHost(host.raw(), t.raw(), t.nbytes());
-    stats_.output_bytes += static_cast<int64_t>(t.nbytes());
-    outputs.push_back(std::move(host));
+    const Tensor& h = values.host[static_cast<size_t>(s)];
+    in_host.push_back(device_ && h.dtype() != ir::DType::kUndefined);
+    results.push_back(in_host.back() ? h : values.mem[static_cast<size_t>(s)]);
   }
   values = Values(0);
+  std::vector<Tensor> outputs;
+  for (size_t i = 0; i < results.size(); ++i) {
+    Tensor& t = results[i];
+    stats_.output_bytes += static_cast<int64_t>(t.nbytes());
+    if (!device_ && t.owner() != nullptr && t.owner().use_count() == 1) {
+      outputs.push_back(std::move(t));
+      continue;
+    }
+    Tensor host = Tensor::Allocate(t.dtype(), t.shape());
+    if (t.nbytes() > 0 && in_host[i]) std::memcpy(host.raw(), t.raw(), t.nbytes());
+    if (t.nbytes() > 0 && !in_host[i]) backend_.CopyToHost(host.raw(), t.raw(), t.nbytes());
+    outputs.push_back(std::move(host));
+  }
+  results.clear();
   TPC_RETURN_IF_ERROR(backend_.Synchronize());
   stats_.unplanned_peak_bytes = unplanned_peak_;
   stats_.seconds = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -1,5 +1,6 @@
 // The executor: memory planning, input checks, the committed models, the collective ops
 // across ranks.
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -85,6 +86,50 @@ TEST_CASE("The executor's arena reuses buffers on a chain", "[runtime][memory]")
   Tensor x2 = Tensor::Allocate(DType::kF32, {8, 256});
   REQUIRE((*ex)->Run({{"x", x2}}).ok());
   REQUIRE((*ex)->last_stats().arena_bytes == 2 * 8 * 256 * 4);
+}
+
+TEST_CASE("Outputs belong to the caller, whether handed over or copied", "[runtime][executor]") {
+  // y = Relu(x) is a block of its own (handed over as it is); xi = Identity(x) is the
+  // caller's input, c = Identity(const) a constant, and y is an output twice: those are
+  // copies. None may share bytes with another output, the input, the constant or a later
+  // run, and all outlive the executor and its backend.
+  ir::Graph g;
+  g.opsets()[""] = 18;
+  ir::Value* x = g.AddPlaceholder("x", ir::TensorType(DType::kF32, {Dim(4), Dim(8)}));
+  ir::Value* y = g.AddCall("", "Relu", {x}, {"y"})->output();
+  ir::Value* xi = g.AddCall("", "Identity", {x}, {"xi"})->output();
+  ir::Value* k = g.AddConstant("k", ir::Tensor::FromFloat({2}, {1.5f, -2.5f}));
+  ir::Value* c = g.AddCall("", "Identity", {k}, {"c"})->output();
+  g.SetOutputs({y, xi, c, y});
+  REQUIRE(onnx::InferShapes(g).ok());
+  Tensor in = Tensor::Allocate(DType::kF32, {4, 8});
+  for (int64_t i = 0; i < in.num_elements(); ++i) in.data<float>()[i] = static_cast<float>(i) - 9;
+  std::vector<Tensor> first, second;
+  {
+    auto backend = MakeCpuBackend(1);
+    auto ex = Executor::Create(g, *backend, nullptr);
+    REQUIRE(ex.ok());
+    auto a = (*ex)->Run({{"x", in}});
+    REQUIRE(a.ok());
+    first = *a;
+    for (Tensor& t : first) std::fill_n(t.data<float>(), t.num_elements(), 77.0f);
+    auto b = (*ex)->Run({{"x", in}});
+    REQUIRE(b.ok());
+    second = *b;
+  }
+  for (const Tensor& t : first) {
+    for (int64_t i = 0; i < t.num_elements(); ++i) REQUIRE(t.data<float>()[i] == 77.0f);
+  }
+  REQUIRE(second.size() == 4);
+  second[3].data<float>()[0] = 55.0f;  // the second y is not the first
+  for (int64_t i = 0; i < in.num_elements(); ++i) {
+    const float xv = static_cast<float>(i) - 9;
+    CHECK(in.data<float>()[i] == xv);
+    CHECK(second[0].data<float>()[i] == std::max(xv, 0.0f));
+    CHECK(second[1].data<float>()[i] == xv);
+  }
+  CHECK(second[2].data<float>()[0] == 1.5f);
+  CHECK(second[2].data<float>()[1] == -2.5f);
 }
 
 TEST_CASE("Bad inputs are refused before anything runs", "[runtime][executor]") {
