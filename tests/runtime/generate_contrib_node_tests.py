@@ -234,8 +234,13 @@ def group_query_attention_cases(rng):
             ("local_window", 1, 6, 0, 4, 2, {"local_window_size": 3}),
             ("softcap_scale", 2, 1, 4, 4, 2, {"softcap": 2.0, "scale": 0.3}),
             ("smooth_softmax", 1, 4, 2, 4, 2, {"smooth_softmax": 1}),
-            ("multi_query", 2, 1, 3, 4, 1, {})]:
+            ("multi_query", 2, 1, 3, 4, 1, {}),
+            # Padded batches: rows with fewer keys than past + seq (seqlens_k + 1).
+            ("decode_padded", 3, 1, 5, 4, 2, {"lens": [6, 4, 1]}),
+            ("rotary_decode_padded", 2, 1, 4, 4, 2, {"do_rotary": 1, "lens": [5, 2]}),
+            ("prefill_padded", 2, 4, 0, 4, 2, {"lens": [4, 2]})]:
         extra = dict(extra)
+        lens = extra.pop("lens", None)
         packed = extra.pop("packed", 0)
         hd = extra.pop("head_size", 16)
         rotary_dim = extra.pop("rotary_dim", hd)
@@ -249,7 +254,8 @@ def group_query_attention_cases(rng):
             inputs += [("past_key", f32(b, hkv, p, hd)), ("past_value", f32(b, hkv, p, hd))]
         else:
             inputs += [("past_key", None), ("past_value", None)]
-        inputs += [("seqlens_k", np.full((b,), total - 1, np.int32)),
+        inputs += [("seqlens_k", np.array(lens, np.int32) - 1 if lens else
+                    np.full((b,), total - 1, np.int32)),
                    ("total_sequence_length", np.array([total], np.int32))]
         if extra.get("do_rotary"):
             angles = rng.random((32, rotary_dim // 2)) * 3

@@ -10,6 +10,7 @@
 #include <limits>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "kernels.h"
 #include "tpc/runtime/math/rotary.h"
 
@@ -238,8 +239,12 @@ absl::Status Attention(KernelContext& ctx) {
 // keys of each row minus one), total_sequence_length, cos/sin caches ([positions, rd/2])
 // when do_rotary. Outputs: [B, S, Hq·hd], present_key/present_value [B, Hkv, P + S, hd]
 // (the past, then the new keys, rotated). Causal at the end of the past, within
-// local_window_size when set; query head h reads K/V head h / (Hq / Hkv). Every row must
-// hold P + S keys (seqlens_k + 1): padded batches (rows of other lengths) are refused.
+// local_window_size when set; query head h reads K/V head h / (Hq / Hkv).
+// Rows of a batch may hold fewer keys than P + S (padded batches, as onnxruntime): row b
+// holds seqlens_k[b] + 1 keys, its own past is the first P_b = seqlens_k[b] + 1 - S rows
+// of the past (0 in a first prompt, P = 0, whose padding is on the right), its new keys
+// go to rows P_b .. P_b + S - 1 of the present, the rows after are zeros, and its
+// queries see only its keys. total_sequence_length, when given, must be P + S.
 absl::Status GroupQueryAttention(KernelContext& ctx) {
   const ir::Node& node = ctx.node();
   const Tensor& query = ctx.input(0);
@@ -291,12 +296,24 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
   }
   TPC_ASSIGN_OR_RETURN(std::vector<int64_t> lens, ReadInts(ctx, seqlens));
   if (static_cast<int64_t>(lens.size()) != batch) return ctx.Error("seqlens_k must be [batch]");
-  for (int64_t b = 0; b < batch; ++b) {
-    if (lens[static_cast<size_t>(b)] + 1 != total) {
-      return ctx.Error(absl::StrCat("row ", b, " holds ", lens[static_cast<size_t>(b)] + 1,
-                                    " keys but past + seq is ", total,
-                                    ": padded batches are not supported"));
+  if (const Tensor* t = ctx.optional_input(6)) {
+    TPC_ASSIGN_OR_RETURN(std::vector<int64_t> given, ReadInts(ctx, *t));
+    if (given.size() != 1 || given[0] != total) {
+      return ctx.Error(absl::StrCat("total_sequence_length ", absl::StrJoin(given, ","),
+                                    " is not past + seq = ", total));
     }
+  }
+  // Row b's past among the keys (P_b): its keys are [0, P_b + S) in the present.
+  std::vector<int64_t> row_past(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t keys = lens[static_cast<size_t>(b)] + 1;
+    const int64_t own = past == 0 ? 0 : keys - seq;
+    if (keys < 1 || keys > total || own < 0) {
+      return ctx.Error(absl::StrCat("row ", b, " holds ", keys, " keys (seqlens_k + 1): it must be ",
+                                    past == 0 ? int64_t{1} : seq, " to ", total, " with past ",
+                                    past, " and seq ", seq));
+    }
+    row_past[static_cast<size_t>(b)] = own;
   }
   const bool rotary = node.attr_int("do_rotary", 0) != 0;
   int64_t half = 0;
@@ -314,7 +331,7 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
       }
     } else {
       for (int64_t b = 0; b < batch; ++b) {
-        for (int64_t s = 0; s < seq; ++s) positions.push_back(past + s);
+        for (int64_t s = 0; s < seq; ++s) positions.push_back(row_past[static_cast<size_t>(b)] + s);
       }
     }
     for (int64_t p : positions) {
@@ -356,13 +373,16 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
       return t.data<T>() + (b * seq + s) * hkv * hd + h * hd;
     };
     for (int64_t b = 0; b < batch; ++b) {
+      const int64_t own = row_past[static_cast<size_t>(b)];
       for (int64_t h = 0; h < hkv; ++h) {
         T* dk = pk + (b * hkv + h) * total * hd;
         T* dv = pv + (b * hkv + h) * total * hd;
-        if (past > 0) {
-          std::copy_n(past_k->data<T>() + (b * hkv + h) * past * hd, past * hd, dk);
-          std::copy_n(past_v->data<T>() + (b * hkv + h) * past * hd, past * hd, dv);
+        if (own > 0) {
+          std::copy_n(past_k->data<T>() + (b * hkv + h) * past * hd, own * hd, dk);
+          std::copy_n(past_v->data<T>() + (b * hkv + h) * past * hd, own * hd, dv);
         }
+        std::fill(dk + (own + seq) * hd, dk + total * hd, T(0));
+        std::fill(dv + (own + seq) * hd, dv + total * hd, T(0));
       }
       for (int64_t s = 0; s < seq; ++s) {
         const int64_t pos = rotary ? positions[static_cast<size_t>(b * seq + s)] : 0;
@@ -374,10 +394,10 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
           if (rotary) math::RotateHead(dq, c, sn, half, interleaved, dq);
         }
         for (int64_t h = 0; h < hkv; ++h) {
-          T* dk = pk + ((b * hkv + h) * total + past + s) * hd;
+          T* dk = pk + ((b * hkv + h) * total + own + s) * hd;
           std::copy_n(src(1, b, s, h), hd, dk);
           if (rotary) math::RotateHead(dk, c, sn, half, interleaved, dk);
-          std::copy_n(src(2, b, s, h), hd, pv + ((b * hkv + h) * total + past + s) * hd);
+          std::copy_n(src(2, b, s, h), hd, pv + ((b * hkv + h) * total + own + s) * hd);
         }
       }
     }
@@ -390,9 +410,12 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
                   q.data() + (b * hq + h) * seq * hd, hd, pk + (b * hkv + g) * total * hd, hd, T(0),
                   scores.data(), total);
         ctx.pool().ParallelFor(seq, 16, [&](int64_t lo, int64_t hi) {
+          const int64_t keys = lens[static_cast<size_t>(b)] + 1;
           for (int64_t i = lo; i < hi; ++i) {
             T* row = scores.data() + i * total;
-            const int64_t at = past + i;  // this query's position among the keys
+            // This query's position among the keys; a padded query of a first prompt
+            // (past its row's keys) sees all of them.
+            const int64_t at = std::min(row_past[static_cast<size_t>(b)] + i, keys - 1);
             for (int64_t j = 0; j < total; ++j) {
               const bool open = j <= at && (window <= 0 || j > at - window);
               row[j] = open ? static_cast<T>(Softcap(static_cast<double>(row[j]), softcap))
