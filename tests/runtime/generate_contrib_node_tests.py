@@ -301,7 +301,8 @@ def matmul_nbits_cases(rng):
             ("4bit_decode_packed_zero_points", (1, 1), 160, 40, 4, 32, "packed", True, True),
             ("4bit_decode_rows_block_64", (3,), 256, 24, 4, 64, None, False, False),
             ("4bit_decode_float_zero_points", (2, 2), 96, 16, 4, 32, "float", True, True),
-            # 6 rows (the dequantizing path) over several column tiles (256 columns at K 4096)
+            # 6 rows (the dequantizing path) over several column tiles (16 columns at K 4096,
+            # the last one partial)
             ("4bit_column_tiles", (2, 3), 4096, 300, 4, 32, "packed", False, True)]:
         b, scales, zp = quantize_blocks(rng, n, k, bits, block, zp_kind == "packed")
         if zp_kind == "float":

@@ -165,26 +165,28 @@ absl::Status MatMulNBits(KernelContext& ctx) {
       });
       return absl::OkStatus();
     }
-    // Prefill: columns dequantized a tile at a time (about 4 MiB of floats), each tile
-    // multiplied by the BLAS into its columns of Y.
-    const int64_t tile = std::clamp<int64_t>((int64_t{1} << 20) / l.k, 16, l.n);
-    std::vector<T> w(static_cast<size_t>(tile * l.k));
-    for (int64_t first = 0; first < l.n; first += tile) {
-      const int64_t cols = std::min(tile, l.n - first);
-      ctx.pool().ParallelFor(cols, std::max<int64_t>(1, 16384 / l.k), [&](int64_t lo, int64_t hi) {
-        for (int64_t c = lo; c < hi; ++c) {
-          const int64_t col = first + c;
+    // Prefill: each thread dequantizes a tile of columns into a buffer of its own (about
+    // 256 KiB of floats, so that it stays in that core's cache) and multiplies A by it
+    // there (one single-threaded BLAS call). Tiles of 4 MiB shared by all threads cost
+    // 0.45 s for 32 rows of a 6-layer int4 model at 2 threads, most of it writing and
+    // reading the floats through memory.
+    const int64_t tile = std::clamp<int64_t>((int64_t{1} << 16) / std::max<int64_t>(l.k, 1), 16,
+                                             std::max<int64_t>(l.n, 1));
+    ctx.pool().ParallelFor((l.n + tile - 1) / tile, 1, [&](int64_t lo, int64_t hi) {
+      std::vector<T> w(static_cast<size_t>(tile * l.k));
+      for (int64_t t = lo; t < hi; ++t) {
+        const int64_t first = t * tile, cols = std::min(tile, l.n - first);
+        for (int64_t c = 0; c < cols; ++c) {
           for (int64_t blk = 0; blk < blocks; ++blk) {
             T scale, zero;
             T* dst = w.data() + c * l.k + blk * l.block_size;
-            const int64_t len = unpack(col, blk, dst, &scale, &zero);
+            const int64_t len = unpack(first + c, blk, dst, &scale, &zero);
             for (int64_t k = 0; k < len; ++k) dst[k] = (dst[k] - zero) * scale;
           }
         }
-      });
-      ParallelGemm2D<T>(ctx.pool(), false, true, m, cols, l.k, T(1), pa, l.k, w.data(), l.k, T(0),
-                        py + first, l.n);
-    }
+        Gemm2D<T>(false, true, m, cols, l.k, T(1), pa, l.k, w.data(), l.k, T(0), py + first, l.n);
+      }
+    });
     if (bias != nullptr) {
       const T* pbias = bias->data<T>();
       for (int64_t r = 0; r < m; ++r) {
