@@ -309,9 +309,9 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
     const int64_t keys = lens[static_cast<size_t>(b)] + 1;
     const int64_t own = past == 0 ? 0 : keys - seq;
     if (keys < 1 || keys > total || own < 0) {
-      return ctx.Error(absl::StrCat("row ", b, " holds ", keys, " keys (seqlens_k + 1): it must be ",
-                                    past == 0 ? int64_t{1} : seq, " to ", total, " with past ",
-                                    past, " and seq ", seq));
+      return ctx.Error(absl::StrCat(
+          "row ", b, " holds ", keys, " keys (seqlens_k + 1): it must be ",
+          past == 0 ? int64_t{1} : seq, " to ", total, " with past ", past, " and seq ", seq));
     }
     row_past[static_cast<size_t>(b)] = own;
   }
