@@ -17,7 +17,9 @@ seqlens from an attention_mask), 4 and 2 K/V heads each, and checks that
     (`tp-run --check-against`) on a decoding step and a prefill, for 4 K/V heads and for
     2 (grouped-query attention: at N = 4 each K/V head on its group of 2 ranks), and
     `tp-run --generate 16` gives the unsharded model's token ids; and unsharded, tp-run's
-    greedy ids are onnxruntime's own greedy loop's (presents fed back as pasts).
+    greedy ids are onnxruntime's own greedy loop's (presents fed back as pasts);
+  - a decoding step of a padded batch (GroupQueryAttention, rows of 6 and 4 keys) gives
+    onnxruntime's logits and presents at N = 1, 2 and 4.
 
 Exit status: 0 all pass, 1 something failed, 77 onnxruntime, onnx_ir or numpy missing.
 """
@@ -82,6 +84,53 @@ def check_against_onnxruntime(args, model, work):
         if got.shape != w.shape or not np.allclose(got, w, rtol=1e-4, atol=1e-4):
             err = float(np.abs(got - w).max()) if got.shape == w.shape else "shape"
             errors.append(f"{vi.name}: tpc differs from onnxruntime (max abs err {err})")
+    return errors
+
+
+def check_padded_decode(args, model, work):
+    """A decoding step of a padded batch (GroupQueryAttention): row 0 holds all 5 + 1 keys,
+    row 1 only 4 (its attention_mask has 4 ones, so its seqlens_k is 3): the plans at
+    N = 1, 2 and 4 give onnxruntime's logits and presents."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import numpy_helper
+    rng = np.random.default_rng(2)
+    m = onnx.load(model, load_external_data=False)
+    feeds = {}
+    for vi in m.graph.input:
+        if vi.name == "input_ids":
+            feeds[vi.name] = rng.integers(0, 512, (2, 1)).astype(np.int64)
+        elif vi.name == "attention_mask":
+            feeds[vi.name] = np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 1]], np.int64)
+        else:
+            feeds[vi.name] = rng.standard_normal(
+                (2, vi.type.tensor_type.shape.dim[1].dim_value, 5, 32)).astype(np.float32)
+    inputs = os.path.join(work, "padded_inputs")
+    os.makedirs(inputs, exist_ok=True)
+    for k, vi in enumerate(m.graph.input):
+        with open(os.path.join(inputs, f"input_{k}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(feeds[vi.name], vi.name).SerializeToString())
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
+    errors = []
+    for n in (1, 2, 4):
+        label = f"{os.path.basename(model)} padded decode N={n}"
+        plan = os.path.join(work, f"padded_tp{n}")
+        code, out = run([args.tp_compile, model, "--tp", str(n), "-o", plan, "--quiet", "--force"])
+        if code != 0:
+            errors.append(f"{label}: tp-compile: {out}")
+            continue
+        outputs = os.path.join(work, f"padded_outputs_{n}")
+        shutil.rmtree(outputs, ignore_errors=True)
+        code, out = run([args.tp_run, plan, "--input-dir", inputs, "--output-dir", outputs])
+        if code != 0:
+            errors.append(f"{label}: tp-run: {out}")
+            continue
+        for k, (vi, w) in enumerate(zip(m.graph.output, want)):
+            got = numpy_helper.to_array(onnx.load_tensor(os.path.join(outputs, f"output_{k}.pb")))
+            if got.shape != w.shape or not np.allclose(got, w, rtol=1e-4, atol=1e-4):
+                err = float(np.abs(got - w).max()) if got.shape == w.shape else "shape"
+                errors.append(f"{label}: {vi.name} differs from onnxruntime (max abs err {err})")
     return errors
 
 
@@ -214,6 +263,8 @@ def main():
             continue
         work = os.path.join(args.work, os.path.basename(model)[:-5])
         os.makedirs(work)
+        if gqa_op:
+            errors += check_padded_decode(args, model, work)
         if kv == 4:
             errors += check_against_onnxruntime(args, model, work)
             errors += check_generation_against_onnxruntime(args, model, work)
