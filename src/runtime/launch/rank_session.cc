@@ -150,6 +150,10 @@ absl::Status RankSession::WaitForRanks(const std::string& prefix, const std::str
 absl::Status RankSession::Agree(const std::string& step, const absl::Status& mine,
                                 int* failed_rank) {
   if (failed_rank != nullptr) *failed_rank = -1;
+  // A rank that failed on its own stops after the agreement, saying why when it is the
+  // first to fail. The watchdog must not stop it before that, silently, when a peer that
+  // failed too is quicker to announce it: no rank would then say why.
+  if (!mine.ok()) failed_ = true;
   TPC_RETURN_IF_ERROR(store_->Set(Key(step, world_.rank), EncodeRankStatus(world_.rank, mine)));
   TPC_RETURN_IF_ERROR(WaitForRanks(step, absl::StrCat("reach '", step, "'")));
   for (int r = 0; r < world_.size; ++r) {
