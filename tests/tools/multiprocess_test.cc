@@ -393,7 +393,7 @@ TEST_CASE("a rank that hangs is named and killed", "[tools][processes][failure]"
       Start({plan, "--quiet", "--repeat", "1000000", "--timeout", "2", "--transport", transport},
             {}, dir + "/l.log");
   const std::vector<pid_t> workers = WaitForWorkers(plan, 4);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   ::kill(workers[2], SIGSTOP);
   const auto stopped = Clock::now();
   REQUIRE(Wait(c, std::chrono::seconds(60)));
@@ -401,7 +401,11 @@ TEST_CASE("a rank that hangs is named and killed", "[tools][processes][failure]"
   INFO(log);
   CHECK(std::chrono::duration<double>(Clock::now() - stopped).count() < 2 + 5 + 1);
   CHECK(ExitCode(c) == 1);
-  CHECK_THAT(log, Catch::Contains("rank(s) 2 stopped responding"));
+  // Rank 2 is stopped while the ranks run. Under a sanitizer on a loaded machine it may
+  // still be loading then (seen in CI), and is named for not reaching 'ready' instead:
+  // named and killed either way.
+  CHECK_THAT(log, Catch::Contains("rank(s) 2 stopped responding") ||
+                      Catch::Contains("rank(s) 2 of 4 (TPC_WORLD_SIZE=4, tp-run) did not reach"));
   CHECK(NoneLeft(plan));
 }
 
