@@ -45,46 +45,64 @@ def generate(work, kv, gqa_op=False):
     return model if code == 0 else None, out
 
 
-def check_against_onnxruntime(args, model, work):
+def decoder_feeds(m, rng, batch, seq, mask):
+    """input_ids [batch, seq], `mask` as attention_mask, pasts of 5 positions."""
     import numpy as np
-    import onnx
-    import onnxruntime as ort
-    from onnx import numpy_helper
-    plan = os.path.join(work, "tp1")
-    code, out = run([args.tp_compile, model, "--tp", "1", "-o", plan, "--quiet", "--force"])
-    if code != 0:
-        return [f"tp-compile --tp 1: {out}"]
-    rng = np.random.default_rng(1)
-    m = onnx.load(model, load_external_data=False)
-    # onnxruntime's GroupQueryAttention takes a prompt after a past in batch 1 only.
-    batch = 1 if any(n.op_type == "GroupQueryAttention" for n in m.graph.node) else 2
     feeds = {}
     for vi in m.graph.input:
         if vi.name == "input_ids":
-            feeds[vi.name] = rng.integers(0, 512, (batch, 3)).astype(np.int64)
+            feeds[vi.name] = rng.integers(0, 512, (batch, seq)).astype(np.int64)
         elif vi.name == "attention_mask":
-            feeds[vi.name] = np.ones((batch, 5 + 3), np.int64)
+            feeds[vi.name] = mask
         else:
             feeds[vi.name] = rng.standard_normal(
                 (batch, vi.type.tensor_type.shape.dim[1].dim_value, 5, 32)).astype(np.float32)
-    inputs = os.path.join(work, "inputs")
-    os.makedirs(inputs, exist_ok=True)
+    return feeds
+
+
+def write_inputs(m, feeds, folder):
+    from onnx import numpy_helper
+    os.makedirs(folder, exist_ok=True)
     for k, vi in enumerate(m.graph.input):
-        with open(os.path.join(inputs, f"input_{k}.pb"), "wb") as f:
+        with open(os.path.join(folder, f"input_{k}.pb"), "wb") as f:
             f.write(numpy_helper.from_array(feeds[vi.name], vi.name).SerializeToString())
-    outputs = os.path.join(work, "outputs")
+
+
+def compare_run(args, m, plan, inputs, outputs, want, label):
+    """Runs `plan` on the inputs in `inputs`; its outputs against `want` (onnxruntime's),
+    rtol and atol 1e-4."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
     shutil.rmtree(outputs, ignore_errors=True)
     code, out = run([args.tp_run, plan, "--input-dir", inputs, "--output-dir", outputs])
     if code != 0:
-        return [f"tp-run --tp 1: {out}"]
-    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
+        return [f"{label}: tp-run: {out}"]
     errors = []
     for k, (vi, w) in enumerate(zip(m.graph.output, want)):
         got = numpy_helper.to_array(onnx.load_tensor(os.path.join(outputs, f"output_{k}.pb")))
         if got.shape != w.shape or not np.allclose(got, w, rtol=1e-4, atol=1e-4):
             err = float(np.abs(got - w).max()) if got.shape == w.shape else "shape"
-            errors.append(f"{vi.name}: tpc differs from onnxruntime (max abs err {err})")
+            errors.append(f"{label}: {vi.name} differs from onnxruntime (max abs err {err})")
     return errors
+
+
+def check_against_onnxruntime(args, model, work):
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    plan = os.path.join(work, "tp1")
+    code, out = run([args.tp_compile, model, "--tp", "1", "-o", plan, "--quiet", "--force"])
+    if code != 0:
+        return [f"tp-compile --tp 1: {out}"]
+    m = onnx.load(model, load_external_data=False)
+    # onnxruntime's GroupQueryAttention takes a prompt after a past in batch 1 only.
+    batch = 1 if any(n.op_type == "GroupQueryAttention" for n in m.graph.node) else 2
+    feeds = decoder_feeds(m, np.random.default_rng(1), batch, 3, np.ones((batch, 5 + 3), np.int64))
+    inputs = os.path.join(work, "inputs")
+    write_inputs(m, feeds, inputs)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
+    return compare_run(args, m, plan, inputs, os.path.join(work, "outputs"), want, "tp-run --tp 1")
 
 
 def check_padded_decode(args, model, work):
@@ -94,23 +112,11 @@ def check_padded_decode(args, model, work):
     import numpy as np
     import onnx
     import onnxruntime as ort
-    from onnx import numpy_helper
-    rng = np.random.default_rng(2)
     m = onnx.load(model, load_external_data=False)
-    feeds = {}
-    for vi in m.graph.input:
-        if vi.name == "input_ids":
-            feeds[vi.name] = rng.integers(0, 512, (2, 1)).astype(np.int64)
-        elif vi.name == "attention_mask":
-            feeds[vi.name] = np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 1]], np.int64)
-        else:
-            feeds[vi.name] = rng.standard_normal(
-                (2, vi.type.tensor_type.shape.dim[1].dim_value, 5, 32)).astype(np.float32)
+    mask = np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 1]], np.int64)
+    feeds = decoder_feeds(m, np.random.default_rng(2), 2, 1, mask)
     inputs = os.path.join(work, "padded_inputs")
-    os.makedirs(inputs, exist_ok=True)
-    for k, vi in enumerate(m.graph.input):
-        with open(os.path.join(inputs, f"input_{k}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(feeds[vi.name], vi.name).SerializeToString())
+    write_inputs(m, feeds, inputs)
     want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
     errors = []
     for n in (1, 2, 4):
@@ -120,17 +126,8 @@ def check_padded_decode(args, model, work):
         if code != 0:
             errors.append(f"{label}: tp-compile: {out}")
             continue
-        outputs = os.path.join(work, f"padded_outputs_{n}")
-        shutil.rmtree(outputs, ignore_errors=True)
-        code, out = run([args.tp_run, plan, "--input-dir", inputs, "--output-dir", outputs])
-        if code != 0:
-            errors.append(f"{label}: tp-run: {out}")
-            continue
-        for k, (vi, w) in enumerate(zip(m.graph.output, want)):
-            got = numpy_helper.to_array(onnx.load_tensor(os.path.join(outputs, f"output_{k}.pb")))
-            if got.shape != w.shape or not np.allclose(got, w, rtol=1e-4, atol=1e-4):
-                err = float(np.abs(got - w).max()) if got.shape == w.shape else "shape"
-                errors.append(f"{label}: {vi.name} differs from onnxruntime (max abs err {err})")
+        errors += compare_run(args, m, plan, inputs, os.path.join(work, f"padded_outputs_{n}"),
+                              want, label)
     return errors
 
 
