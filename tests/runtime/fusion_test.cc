@@ -165,7 +165,10 @@ struct AttentionShape {
   std::vector<int64_t> q, k, v, mask;  // mask empty: none
   bool k_via_transpose = true;
   std::string scale_op = "Div";  // Div, Mul or none
-  bool masked_out = false;       // -inf entries in the mask
+  bool masked_out = false;       // a causal mask: `closed` above the diagonal
+  float closed = -std::numeric_limits<float>::infinity();
+  int64_t left_pad = 0;     // also close the first left_pad keys of every row (left padding)
+  int64_t closed_row = -1;  // close every key of this query row
 };
 
 Case AttentionCase(const AttentionShape& a) {
@@ -198,10 +201,11 @@ Case AttentionCase(const AttentionShape& a) {
   if (!a.mask.empty()) {
     Tensor m = Input(a.mask, 0.07f);
     if (a.masked_out) {
-      // Causal over the last two axes: -inf above the diagonal (as a decoder's mask).
+      // Causal over the last two axes (as a decoder's mask), after left padding.
       const int64_t t = a.mask.back(), s = a.mask[a.mask.size() - 2];
       for (int64_t i = 0; i < m.num_elements(); ++i) {
-        if ((i % t) > (i / t) % s) m.data<float>()[i] = -std::numeric_limits<float>::infinity();
+        const int64_t row = (i / t) % s, col = i % t;
+        if (col > row || col < a.left_pad || row == a.closed_row) m.data<float>()[i] = a.closed;
       }
     }
     c.inputs["mask"] = m;
@@ -220,6 +224,37 @@ TEST_CASE("fusion: the attention core equals MatMul, scale, mask, Softmax, MatMu
       {{2, 4, 6, 8}, {2, 1, 6, 8}, {2, 1, 6, 8}, {}, true, "none", false},
       // Rank 3 and a mask of rank 2.
       {{5, 130, 8}, {5, 130, 8}, {5, 130, 4}, {130, 130}, true, "Div", true},
+      // torch's exporters close keys with float's lowest: the blocks of query rows then
+      // compute only the keys they see. With left padding, a query row that sees no key
+      // (its softmax is over the scores as they are), and a mask that is not large enough
+      // to count as closed.
+      {{1, 2, 200, 16},
+       {1, 2, 200, 16},
+       {1, 2, 200, 16},
+       {1, 1, 200, 200},
+       true,
+       "Div",
+       true,
+       std::numeric_limits<float>::lowest()},
+      {{2, 2, 150, 8},
+       {2, 2, 150, 8},
+       {2, 2, 150, 8},
+       {1, 1, 150, 150},
+       true,
+       "Mul",
+       true,
+       std::numeric_limits<float>::lowest(),
+       70,
+       100},
+      {{1, 2, 150, 8},
+       {1, 2, 150, 8},
+       {1, 2, 150, 8},
+       {1, 1, 150, 150},
+       true,
+       "Div",
+       true,
+       -1e9f,
+       30},
   };
   for (size_t i = 0; i < shapes.size(); ++i) {
     INFO("shape case " << i);
@@ -228,6 +263,52 @@ TEST_CASE("fusion: the attention core equals MatMul, scale, mask, Softmax, MatMu
       CHECK(stats.fused.at("AttentionCore") == 1);
     }
   }
+}
+
+TEST_CASE("fusion: the attention core does not read keys that every query row's mask closes",
+          "[runtime][fusion]") {
+  // 100 query rows, 101 keys, causal: key 100 is closed to every row. A NaN there reaches
+  // every row of the unfused chain (0 · NaN in P·V); the fused core must not compute it,
+  // and equal the chain run with that key's K and V zeroed.
+  const int64_t s = 100, t = 101, d = 8;
+  AttentionShape shape{
+      {1, 2, s, d}, {1, 2, t, d}, {1, 2, t, d}, {1, 1, s, t},
+      true,         "Div",        true,         std::numeric_limits<float>::lowest()};
+  Case nan_case = AttentionCase(shape);
+  Case zero_case = AttentionCase(shape);
+  for (const char* name : {"k", "v"}) {
+    float* nan_kv = nan_case.inputs.at(name).data<float>();
+    float* zero_kv = zero_case.inputs.at(name).data<float>();
+    for (int64_t h = 0; h < 2; ++h) {
+      for (int64_t j = 0; j < d; ++j) {
+        nan_kv[(h * t + t - 1) * d + j] = std::numeric_limits<float>::quiet_NaN();
+        zero_kv[(h * t + t - 1) * d + j] = 0.0f;
+      }
+    }
+  }
+  auto backend = MakeCpuBackend(2);
+  auto run = [&](const Case& c, bool fuse) {
+    ir::Graph g;
+    c.build(g);
+    REQUIRE(onnx::InferShapes(g).ok());
+    if (fuse) REQUIRE(FuseGraph(g, *backend).fused.at("AttentionCore") == 1);
+    auto ex = Executor::Create(g, *backend, nullptr);
+    REQUIRE(ex.ok());
+    auto out = (*ex)->Run(c.inputs);
+    REQUIRE(out.ok());
+    return std::move((*out)[0]);
+  };
+  const Tensor unfused = run(nan_case, false);
+  CHECK(std::isnan(unfused.data<float>()[0]));  // the chain does read it
+  const Tensor got = run(nan_case, true);
+  const Tensor want = run(zero_case, false);
+  REQUIRE(got.num_elements() == want.num_elements());
+  int64_t bad = 0;
+  for (int64_t i = 0; i < got.num_elements(); ++i) {
+    const float g = got.data<float>()[i], w = want.data<float>()[i];
+    bad += !(std::abs(g - w) <= 2e-5f * (1.0f + std::abs(w)));
+  }
+  CHECK(bad == 0);
 }
 
 TEST_CASE("fusion: Softmax over another axis is not an attention core", "[runtime][fusion]") {

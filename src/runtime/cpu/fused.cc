@@ -5,7 +5,8 @@
 //   (Llama's rotary embedding as exported: Slice, Slice, Neg, Concat, Mul, Mul, Add);
 // - tpc::AttentionCore(Q, K, V, mask?) {scale, scale_divides, k_transposed}:
 //   Softmax(Q·Kᵀ ·/÷ scale + mask) · V over numpy-broadcast batch dims, a block of query
-//   rows at a time: the [.., s, t] scores exist one block per thread, never whole.
+//   rows at a time: the [.., s, t] scores exist one block per thread, never whole, and
+//   only over the keys the block's mask leaves open (OpenSpan).
 // Each computes what the chain it replaces computes, with the same per-element functions
 // (vector_math.h), so fused and unfused runs agree to rounding.
 #include <algorithm>
@@ -27,6 +28,27 @@ absl::StatusOr<Activation> ReadActivation(const KernelContext& ctx) {
   if (a == "Tanh") return Activation::kTanh;
   if (a == "SiLU") return Activation::kSiLU;
   return ctx.Error(absl::StrCat("unknown activation '", a, "'"));
+}
+
+// The columns [lo, hi) of a row of scores that its mask leaves open. A mask value at or
+// below kClosed (-inf, or float's lowest as torch's exporters write it) makes that score's
+// exponential exactly 0 (vector_math.h's Exp is 0 below -87.5) whenever some value of the
+// row is above kOpen: the score then sits more than 1e29 below the row's maximum. Such
+// columns add nothing to the row's sum nor to P·V, so they need not be computed; a row
+// without a value above kOpen keeps every column, as the unfused Softmax would see it.
+struct Span {
+  int64_t lo, hi;
+};
+
+Span OpenSpan(const float* mask, int64_t n, int64_t step) {
+  constexpr float kClosed = -1e30f, kOpen = -1e29f;
+  int64_t lo = 0, hi = n;
+  while (lo < n && mask[lo * step] <= kClosed) ++lo;
+  while (hi > lo && mask[(hi - 1) * step] <= kClosed) --hi;
+  for (int64_t j = lo; j < hi; ++j) {
+    if (mask[j * step] > kOpen) return {lo, hi};
+  }
+  return {0, n};
 }
 
 }  // namespace
@@ -127,21 +149,47 @@ absl::Status AttentionCore(KernelContext& ctx) {
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 17) / task_work);
   ctx.pool().ParallelFor(count * blocks, grain, [&](int64_t first, int64_t last) {
     std::vector<float> sc(static_cast<size_t>(block * t));
+    std::vector<Span> spans(static_cast<size_t>(block), Span{0, t});
     for (int64_t task = first; task < last; ++task) {
       const int64_t i = task / blocks, r0 = (task % blocks) * block;
       const int64_t rows = std::min(block, s - r0);
       const auto [oq, ok, ov, om] = at.At(i);
       const float* qb = pq + oq + r0 * d;
-      if (k_transposed) {
-        Gemm2D<float>(false, false, rows, t, d, alpha, qb, d, pk + ok, t, 0.0f, sc.data(), t);
-      } else {
-        Gemm2D<float>(false, true, rows, t, d, alpha, qb, d, pk + ok, d, 0.0f, sc.data(), t);
+      const float* mb = pm != nullptr ? pm + om + r0 * mask_strides[nb] : nullptr;
+      const int64_t mask_row = pm != nullptr ? mask_strides[nb] : 0;
+      const int64_t mask_col = pm != nullptr ? mask_strides[nb + 1] : 0;
+      // Only the key columns some row of the block can see: a causal mask leaves the
+      // first block a fraction of them.
+      int64_t lo = 0, hi = t;
+      if (mb != nullptr) {
+        lo = t;
+        hi = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+          spans[r] = OpenSpan(mb + r * mask_row, t, mask_col);
+          lo = std::min(lo, spans[r].lo);
+          hi = std::max(hi, spans[r].hi);
+        }
       }
-      ScaleMaskSoftmaxRows(sc.data(), rows, t, divide ? scale : 1.0f,
-                           pm != nullptr ? pm + om + r0 * mask_strides[nb] : nullptr,
-                           pm != nullptr ? mask_strides[nb] : 0,
-                           pm != nullptr ? mask_strides[nb + 1] : 0);
-      Gemm2D<float>(false, false, rows, dv, t, 1.0f, sc.data(), t, pv + ov, dv, 0.0f,
+      const int64_t w = hi - lo;
+      if (k_transposed) {
+        Gemm2D<float>(false, false, rows, w, d, alpha, qb, d, pk + ok + lo, t, 0.0f, sc.data(), w);
+      } else {
+        Gemm2D<float>(false, true, rows, w, d, alpha, qb, d, pk + ok + lo * d, d, 0.0f, sc.data(),
+                      w);
+      }
+      if (mb == nullptr) {
+        ScaleMaskSoftmaxRows(sc.data(), rows, w, divide ? scale : 1.0f, nullptr, 0, 0);
+      } else {
+        for (int64_t r = 0; r < rows; ++r) {
+          float* row = sc.data() + r * w;
+          const Span sp = spans[r];
+          ScaleMaskSoftmaxRows(row + (sp.lo - lo), 1, sp.hi - sp.lo, divide ? scale : 1.0f,
+                               mb + r * mask_row + sp.lo * mask_col, 0, mask_col);
+          std::fill(row, row + (sp.lo - lo), 0.0f);
+          std::fill(row + (sp.hi - lo), row + w, 0.0f);
+        }
+      }
+      Gemm2D<float>(false, false, rows, dv, w, 1.0f, sc.data(), w, pv + ov + lo * dv, dv, 0.0f,
                     py + (i * s + r0) * dv, dv);
     }
   });
