@@ -169,6 +169,7 @@ struct AttentionShape {
   float closed = -std::numeric_limits<float>::infinity();
   int64_t left_pad = 0;     // also close the first left_pad keys of every row (left padding)
   int64_t closed_row = -1;  // close every key of this query row
+  float open_shift = 0;     // added to the mask's open values
 };
 
 Case AttentionCase(const AttentionShape& a) {
@@ -205,12 +206,27 @@ Case AttentionCase(const AttentionShape& a) {
       const int64_t t = a.mask.back(), s = a.mask[a.mask.size() - 2];
       for (int64_t i = 0; i < m.num_elements(); ++i) {
         const int64_t row = (i / t) % s, col = i % t;
-        if (col > row || col < a.left_pad || row == a.closed_row) m.data<float>()[i] = a.closed;
+        float& x = m.data<float>()[i];
+        x = col > row || col < a.left_pad || row == a.closed_row ? a.closed : x + a.open_shift;
       }
     }
     c.inputs["mask"] = m;
   }
   return c;
+}
+
+constexpr float kLowest = std::numeric_limits<float>::lowest();
+
+// [batch, 2 heads, s, d] queries, t keys, a [1, 1, s, t] causal mask closing with `closed`.
+AttentionShape Causal(int64_t s, int64_t t, int64_t d, std::string scale_op, float closed,
+                      int64_t left_pad = 0, int64_t closed_row = -1, int64_t batch = 1) {
+  AttentionShape a{{batch, 2, s, d}, {batch, 2, t, d}, {batch, 2, t, d}, {1, 1, s, t}};
+  a.scale_op = std::move(scale_op);
+  a.masked_out = true;
+  a.closed = closed;
+  a.left_pad = left_pad;
+  a.closed_row = closed_row;
+  return a;
 }
 
 TEST_CASE("fusion: the attention core equals MatMul, scale, mask, Softmax, MatMul",
@@ -226,35 +242,19 @@ TEST_CASE("fusion: the attention core equals MatMul, scale, mask, Softmax, MatMu
       {{5, 130, 8}, {5, 130, 8}, {5, 130, 4}, {130, 130}, true, "Div", true},
       // torch's exporters close keys with float's lowest: the blocks of query rows then
       // compute only the keys they see. With left padding, a query row that sees no key
-      // (its softmax is over the scores as they are), and a mask that is not large enough
-      // to count as closed.
-      {{1, 2, 200, 16},
-       {1, 2, 200, 16},
-       {1, 2, 200, 16},
-       {1, 1, 200, 200},
-       true,
-       "Div",
-       true,
-       std::numeric_limits<float>::lowest()},
-      {{2, 2, 150, 8},
-       {2, 2, 150, 8},
-       {2, 2, 150, 8},
-       {1, 1, 150, 150},
-       true,
-       "Mul",
-       true,
-       std::numeric_limits<float>::lowest(),
-       70,
-       100},
-      {{1, 2, 150, 8},
-       {1, 2, 150, 8},
-       {1, 2, 150, 8},
-       {1, 1, 150, 150},
-       true,
-       "Div",
-       true,
-       -1e9f,
-       30},
+      // (its softmax is over the scores as they are); -1e9 (closed too), and -1e4, which
+      // is not large enough to count as closed.
+      Causal(200, 200, 16, "Div", kLowest),
+      Causal(150, 150, 8, "Mul", kLowest, 70, 100, 2),
+      Causal(150, 150, 8, "Div", -1e9f, 30),
+      Causal(150, 150, 8, "Div", -1e4f, 30),
+      // Every value of the mask is about -1e8, closed ones 8 to 16 lower: their exponentials
+      // are not 0, and no key may be skipped.
+      [] {
+        AttentionShape a = Causal(150, 150, 8, "Div", -1e8f);
+        a.open_shift = -0.9999999e8f;
+        return a;
+      }(),
   };
   for (size_t i = 0; i < shapes.size(); ++i) {
     INFO("shape case " << i);
@@ -271,9 +271,7 @@ TEST_CASE("fusion: the attention core does not read keys that every query row's 
   // every row of the unfused chain (0 · NaN in P·V); the fused core must not compute it,
   // and equal the chain run with that key's K and V zeroed.
   const int64_t s = 100, t = 101, d = 8;
-  AttentionShape shape{
-      {1, 2, s, d}, {1, 2, t, d}, {1, 2, t, d}, {1, 1, s, t},
-      true,         "Div",        true,         std::numeric_limits<float>::lowest()};
+  const AttentionShape shape = Causal(s, t, d, "Div", kLowest);
   Case nan_case = AttentionCase(shape);
   Case zero_case = AttentionCase(shape);
   for (const char* name : {"k", "v"}) {

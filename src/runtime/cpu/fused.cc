@@ -31,17 +31,19 @@ absl::StatusOr<Activation> ReadActivation(const KernelContext& ctx) {
 }
 
 // The columns [lo, hi) of a row of scores that its mask leaves open. A mask value at or
-// below kClosed (-inf, or float's lowest as torch's exporters write it) makes that score's
-// exponential exactly 0 (vector_math.h's Exp is 0 below -87.5) whenever some value of the
-// row is above kOpen: the score then sits more than 1e29 below the row's maximum. Such
-// columns add nothing to the row's sum nor to P·V, so they need not be computed; a row
-// without a value above kOpen keeps every column, as the unfused Softmax would see it.
+// below kClosed (-inf; float's lowest, as torch's exporters write it; -1e9) puts its score
+// more than 9e7 below the row's maximum whenever some mask value of the row is above
+// kOpen and the row's scaled scores differ by less than 9e7 (a row whose scores differ by
+// more than 88 is already one-hot in f32). Its exponential is then exactly 0
+// (vector_math.h's Exp is 0 below -87.5): such columns add nothing to the row's sum nor
+// to P·V, so they are not computed. A row without a value above kOpen keeps every column,
+// as the unfused Softmax sees it.
 struct Span {
   int64_t lo, hi;
 };
 
 Span OpenSpan(const float* mask, int64_t n, int64_t step) {
-  constexpr float kClosed = -1e30f, kOpen = -1e29f;
+  constexpr float kClosed = -1e8f, kOpen = -1e7f;
   int64_t lo = 0, hi = n;
   while (lo < n && mask[lo * step] <= kClosed) ++lo;
   while (hi > lo && mask[(hi - 1) * step] <= kClosed) --hi;
