@@ -7,12 +7,13 @@ masks all ones, floats uniform in [-1, 1); batch and seq from the flags), save t
 (intra_op_num_threads=T, inter_op_num_threads=1, all graph optimisations) for K runs
 after one warm-up. Throughput ratio = tpc runs/s / ort runs/s.
 
-Memory: tpc reports its planned arena (activations) plus the peak of unplanned buffers;
-outputs and the mapped weights are not included. onnxruntime's activation memory is
-measured as the growth of the process's resident memory (/proc/self/statm) from after
-session creation to after the timed runs, in a fresh process per model: its arena (which
-keeps what the runs allocated) plus anything else they allocate. Both exclude weights
-(ORT has already mapped/loaded them at session creation); the ratio is tpc / ort.
+Memory: tpc reports its planned arena (activations) plus the peak of unplanned buffers
+(the outputs among them); the mapped weights are not included. onnxruntime's activation
+memory is the peak of the process's resident memory during the runs (VmHWM, reset with
+/proc/self/clear_refs after session creation) less its resident memory at that point, in a
+fresh process per model: its arena, the outputs and anything else the runs allocate, even
+if freed again. Both exclude weights (ORT has already mapped/loaded them at session
+creation); the ratio is tpc / ort.
 
     bench/executor_bench.py --build build [--threads 1,2] [--shapes 1x128,4x512] [--rounds 3]
         [--repeat 10] [--unfused] [--profile] MODEL.onnx...
@@ -26,7 +27,7 @@ import sys
 import tempfile
 
 ORT_CHILD = r"""
-import collections, json, os, sys, time
+import collections, ctypes, json, os, sys, time
 import numpy as np, onnxruntime as ort
 model, threads, repeat, profile = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[5] == "1"
 feeds = {k: np.load(v) for k, v in json.loads(sys.argv[4]).items()}
@@ -34,7 +35,14 @@ o = ort.SessionOptions(); o.intra_op_num_threads = threads; o.inter_op_num_threa
 o.enable_profiling = profile
 s = ort.InferenceSession(model, o, providers=["CPUExecutionProvider"])
 rss = lambda: int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+# Heap memory that session creation freed (prepacking's buffers) would hide the runs'
+# allocations from the resident size: give it back first.
+ctypes.CDLL("libc.so.6").malloc_trim(0)
 base = rss()
+# The peak from here on: writing 5 to clear_refs sets the process's peak resident size
+# (VmHWM) to its current one, so buffers the runs free again still count.
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
 s.run(None, feeds)
 times = []
 for _ in range(repeat):
@@ -46,7 +54,8 @@ if profile:
         if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
             ops[e["args"]["op_name"]] = ops.get(e["args"]["op_name"], 0) + e["dur"] / 1e3 / (repeat + 1)
     os.remove(path)
-print(json.dumps({"median_s": sorted(times)[len(times) // 2], "mem_bytes": rss() - base, "ops": ops}))
+hwm = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+print(json.dumps({"median_s": sorted(times)[len(times) // 2], "mem_bytes": hwm - base, "ops": ops}))
 """
 
 
