@@ -5,6 +5,7 @@
 #include "tpc/runtime/fusion.h"
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
@@ -14,8 +15,10 @@
 #include "catch2/catch.hpp"
 #include "tpc/ir/graph.h"
 #include "tpc/onnx/shape_inference.h"
+#include "tpc/plan/precision.h"
 #include "tpc/runtime/backend.h"
 #include "tpc/runtime/executor.h"
+#include "tpc/util/half.h"
 
 namespace tpc::runtime {
 namespace {
@@ -53,15 +56,39 @@ struct Case {
   std::map<std::string, Tensor> inputs;
 };
 
-// Runs the graph `c` builds twice, fused and not; returns the fused graph's stats and
-// checks the outputs agree.
-FusionStats RunBoth(const Case& c, int threads = 2, double tolerance = 2e-5) {
+// `g` as a half-precision plan holds it (plan/precision.h), its constants converted.
+void ToPrecision(ir::Graph& g, DType to) {
+  if (to == DType::kF32) return;
+  REQUIRE(plan::ConvertFloatPrecision(g, to).ok());
+  for (ir::Node* n : g.NodeVector()) {
+    if (n->kind() != ir::NodeKind::kConstant || n->output()->type().dtype != to ||
+        n->tensor().dtype() != DType::kF32) {
+      continue;
+    }
+    const ir::Tensor& t = n->tensor();
+    std::string bytes(static_cast<size_t>(t.num_elements()) * 2, '\0');
+    for (int64_t i = 0; i < t.num_elements(); ++i) {
+      float f;
+      std::memcpy(&f, t.data() + i * 4, 4);
+      const uint16_t h = to == DType::kF16 ? FloatToHalf(f) : FloatToBFloat16(f);
+      std::memcpy(bytes.data() + i * 2, &h, 2);
+    }
+    n->set_tensor(ir::Tensor::FromBytes(to, t.shape(), std::move(bytes)));
+  }
+}
+
+// Runs the graph `c` builds twice, fused and not (both in `precision`); returns the fused
+// graph's stats and checks the outputs agree.
+FusionStats RunBoth(const Case& c, int threads = 2, double tolerance = 2e-5,
+                    DType precision = DType::kF32) {
   auto backend = MakeCpuBackend(threads);
   ir::Graph plain, fused;
   c.build(plain);
   c.build(fused);
   REQUIRE(onnx::InferShapes(plain).ok());
   REQUIRE(onnx::InferShapes(fused).ok());
+  ToPrecision(plain, precision);
+  ToPrecision(fused, precision);
   const std::string out_name = plain.outputs()[0]->name();
   const FusionStats stats = FuseGraph(fused, *backend);
   CHECK(fused.outputs()[0]->name() == out_name);
@@ -466,17 +493,23 @@ TEST_CASE("fusion: rotate_half rotary embedding becomes RotaryHalf", "[runtime][
 }
 
 // A backend that, as the CUDA backend does for what it lacks, offers the CPU's kernels
-// as host kernels.
+// as host kernels: all of them, or (f32_only) those of nodes with f16/bf16 outputs, its
+// own kernels taking f32 only.
 class HostFallbackBackend final : public Backend {
  public:
-  HostFallbackBackend() : cpu_(MakeCpuBackend(1)) {}
+  explicit HostFallbackBackend(bool f32_only = false)
+      : cpu_(MakeCpuBackend(1)), f32_only_(f32_only) {}
   std::string name() const override { return "fallback"; }
   const Kernel* FindKernel(std::string_view domain, std::string_view op_type) const override {
     const Kernel* k = cpu_->FindKernel(domain, op_type);
-    if (k == nullptr) return nullptr;
-    host_ = *k;
-    host_.host = true;
-    return &host_;
+    if (k == nullptr || f32_only_) return k;
+    return AsHost(*k);
+  }
+  const Kernel* FindKernelFor(const ir::Node& node) const override {
+    const Kernel* k = FindKernel(node.domain(), node.op_type());
+    bool half = false;
+    for (const ir::Value* v : node.outputs()) half = half || IsHalfType(v->type().dtype);
+    return k != nullptr && half ? AsHost(*k) : k;
   }
   void* Allocate(size_t bytes) override { return cpu_->Allocate(bytes); }
   void Free(void* p) override { cpu_->Free(p); }
@@ -486,7 +519,13 @@ class HostFallbackBackend final : public Backend {
   ThreadPool& pool() override { return cpu_->pool(); }
 
  private:
+  const Kernel* AsHost(const Kernel& k) const {
+    host_ = k;
+    host_.host = true;
+    return &host_;
+  }
   std::unique_ptr<Backend> cpu_;
+  bool f32_only_;
   mutable Kernel host_;
 };
 
@@ -499,6 +538,63 @@ TEST_CASE("fusion: nothing is fused into a backend's host kernels", "[runtime][f
   CHECK(CountOps(g, "Gelu") == 1);
   // The same graph on the CPU backend is fused.
   CHECK(FuseGraph(g, *MakeCpuBackend(1)).fused.at("FusedMatMul") == 1);
+}
+
+TEST_CASE("fusion: a chain of a type the backend's fused kernel does not take is left",
+          "[runtime][fusion]") {
+  HostFallbackBackend backend(/*f32_only=*/true);
+  for (DType precision : {DType::kF32, DType::kF16}) {
+    ir::Graph g;
+    MatMulCase("Gelu", true).build(g);
+    REQUIRE(onnx::InferShapes(g).ok());
+    ToPrecision(g, precision);
+    const size_t nodes = g.NodeVector().size();
+    const FusionStats stats = FuseGraph(g, backend);
+    if (precision == DType::kF32) {
+      CHECK(stats.fused.at("FusedMatMul") == 1);
+    } else {
+      // Looked at and given up: the graph is as it was, with no fused node left in it.
+      CHECK(stats.fused.empty());
+      CHECK(g.NodeVector().size() == nodes);
+      CHECK(CountOps(g, "FusedMatMul") == 0);
+      CHECK(CountOps(g, "Gelu") == 1);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tpc::runtime
+
+namespace tpc::runtime {
+namespace {
+
+TEST_CASE("fusion: f16 and bf16 chains fuse, and agree with the chain within its rounding",
+          "[runtime][fusion]") {
+  // A half-precision plan's chain rounds to f16/bf16 after every op; the fused kernel
+  // computes in f32 between its half inputs and its half output. They agree within a few
+  // of the half type's ulps (bf16: 2^-8, f16: 2^-11 relative).
+  const std::vector<std::pair<std::string, Case>> cases = {
+      {"FusedMatMul", MatMulCase("SiLU", true)},
+      {"FusedMatMul", MatMulCase("GeluTanh", true)},
+      {"AttentionCore", AttentionCase({{2, 3, 70, 16},
+                                       {2, 3, 70, 16},
+                                       {2, 3, 70, 16},
+                                       {1, 1, 70, 70},
+                                       true,
+                                       "Div",
+                                       true,
+                                       kLowest})},
+      {"SimplifiedLayerNormalization", RmsNormCase(true, false)},
+      {"Gelu", GeluTanhCase(true)},
+      {"RotaryHalf", RotaryCase(false, 8)},
+  };
+  for (const auto& [precision, tolerance] :
+       {std::pair{DType::kF16, 4e-3}, std::pair{DType::kBF16, 3e-2}}) {
+    for (const auto& [op, c] : cases) {
+      INFO(op << " in " << (precision == DType::kF16 ? "f16" : "bf16"));
+      CHECK(RunBoth(c, 2, tolerance, precision).fused.count(op) == 1);
+    }
+  }
 }
 
 }  // namespace

@@ -23,14 +23,28 @@ bool Closed(const fusion::Match& m) {
   return true;
 }
 
-void Rewrite(ir::Graph& graph, const fusion::Match& m) {
-  ir::Node* last = m.result->producer();
+// Puts the fused node before the chain's last node and returns it, unless the backend has
+// no kernel of its own for it with these element types: a device backend offers host
+// kernels for what it lacks, and a fused op on the host would cost copies both ways.
+ir::Node* InsertFused(ir::Graph& graph, const fusion::Match& m, const Backend& backend) {
+  const Kernel* any = backend.FindKernel(m.domain, m.op_type);
+  if (any == nullptr || any->host) return nullptr;
+  ir::Node* fused = graph.InsertCallBefore(m.result->producer(), m.domain, m.op_type, m.inputs,
+                                           {graph.UniqueName(m.result->name() + ".fused")}, m.attrs,
+                                           m.nodes.front()->name());
+  fused->output()->set_type(m.result->type());
+  const Kernel* k = backend.FindKernelFor(*fused);
+  if (k == nullptr || k->host) {
+    graph.Erase(fused);
+    return nullptr;
+  }
+  return fused;
+}
+
+// Moves the chain's readers to `fused` and removes the chain.
+void Rewrite(ir::Graph& graph, const fusion::Match& m, ir::Node* fused) {
   const std::string name = m.result->name();
-  ir::Node* fused =
-      graph.InsertCallBefore(last, m.domain, m.op_type, m.inputs,
-                             {graph.UniqueName(name + ".fused")}, m.attrs, m.nodes.front()->name());
   ir::Value* out = fused->output();
-  out->set_type(m.result->type());
   out->set_sharding(m.result->sharding());
   m.result->ReplaceAllUsesWith(out);
   for (auto it = m.nodes.rbegin(); it != m.nodes.rend(); ++it) graph.Erase(*it);
@@ -49,15 +63,13 @@ FusionStats FuseGraph(ir::Graph& graph, const Backend& backend) {
         if (p.phase != phase) continue;
         std::optional<fusion::Match> m = p.match(node);
         if (!m || !Closed(*m)) continue;
-        // Only into a kernel of the backend's own: a device backend offers host kernels
-        // for what it lacks, and a fused op on the host would cost copies both ways.
-        const Kernel* k = backend.FindKernel(m->domain, m->op_type);
-        if (k == nullptr || k->host) continue;
+        ir::Node* fused = InsertFused(graph, *m, backend);
+        if (fused == nullptr) continue;
+        if (!graph.opsets().count(m->domain)) graph.opsets()[m->domain] = 1;
         for (const ir::Node* n : m->nodes) erased.insert(n);
         stats.nodes_removed += static_cast<int>(m->nodes.size());
         ++stats.fused[m->op_type];
-        if (!graph.opsets().count(m->domain)) graph.opsets()[m->domain] = 1;
-        Rewrite(graph, *m);
+        Rewrite(graph, *m, fused);
         break;
       }
     }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "tpc/util/half.h"
+
 namespace tpc::runtime::fusion {
 namespace {
 
@@ -21,21 +23,42 @@ int64_t RankOf(const ir::Value* v) {
   return v->type().shape ? static_cast<int64_t>(v->type().shape->size()) : -1;
 }
 
-bool IsF32(const ir::Value* v) { return v != nullptr && v->type().dtype == ir::DType::kF32; }
+// A float element type a chain may have: f32, or the f16/bf16 of a half-precision plan
+// (the fused kernel then computes in f32 between its half inputs and output, as the
+// chain's kernels do one by one).
+bool IsFloatType(ir::DType t) {
+  return t == ir::DType::kF32 || t == ir::DType::kF16 || t == ir::DType::kBF16;
+}
+
+// `v` holds elements of the chain's float type `t`.
+bool Is(const ir::Value* v, ir::DType t) { return v != nullptr && v->type().dtype == t; }
+
+// The value of a float `want` once stored as `t` (what a half-precision plan's
+// constants hold).
+float Rounded(float want, ir::DType t) {
+  if (t == ir::DType::kF16) return HalfToFloat(FloatToHalf(want));
+  if (t == ir::DType::kBF16) return BFloat16ToFloat(FloatToBFloat16(want));
+  return want;
+}
 
 // The single node that reads `v` (one use), else null.
 ir::Node* OnlyUser(const ir::Value* v) {
   return v->uses().size() == 1 ? v->uses()[0].user : nullptr;
 }
 
-// The value of a one-element f32 constant.
+// The value of a one-element float constant (f32, f16 or bf16).
 std::optional<float> ScalarConstant(const ir::Value* v) {
-  if (!IsConstant(v) || !IsF32(v)) return std::nullopt;
+  if (!IsConstant(v) || !IsFloatType(v->type().dtype)) return std::nullopt;
   const ir::Tensor& t = v->producer()->tensor();
   if (t.num_elements() != 1) return std::nullopt;
-  float f;
-  std::memcpy(&f, t.data(), sizeof(f));
-  return f;
+  if (t.dtype() == ir::DType::kF32) {
+    float f;
+    std::memcpy(&f, t.data(), sizeof(f));
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, t.data(), sizeof(h));
+  return t.dtype() == ir::DType::kF16 ? HalfToFloat(h) : BFloat16ToFloat(h);
 }
 
 // The int64 values of a constant, or nothing.
@@ -61,13 +84,14 @@ bool SoftmaxOnLastAxis(const ir::Node* n, int64_t rank) {
   return axis == -1 || axis == rank - 1;
 }
 
-// MatMul(x, W) with W a constant f32 matrix, then optionally + bias (a constant whose
+// MatMul(x, W) with W a constant matrix of x's float type, then optionally + bias (a constant whose
 // only non-1 dim is the last, W's columns), then optionally one activation.
 std::optional<Match> MatchMatMulEpilogue(ir::Node* mm) {
   if (!IsCall(mm, "MatMul") || mm->num_inputs() != 2) return std::nullopt;
   ir::Value* x = mm->input(0);
   ir::Value* w = mm->input(1);
-  if (!IsF32(x) || !IsF32(w) || !IsConstant(w) || RankOf(w) != 2 || RankOf(x) < 2) {
+  const ir::DType t = x->type().dtype;
+  if (!IsFloatType(t) || !Is(w, t) || !IsConstant(w) || RankOf(w) != 2 || RankOf(x) < 2) {
     return std::nullopt;
   }
   const int64_t n = w->producer()->tensor().shape()[1];
@@ -80,7 +104,7 @@ std::optional<Match> MatchMatMulEpilogue(ir::Node* mm) {
   // + bias
   if (ir::Node* add = OnlyUser(y); IsCall(add, "Add")) {
     ir::Value* b = OtherOperand(add, y);
-    if (b != nullptr && IsConstant(b) && IsF32(b)) {
+    if (b != nullptr && IsConstant(b) && Is(b, t)) {
       const auto& shape = b->producer()->tensor().shape();
       bool row = !shape.empty() && shape.back() == n && shape.size() <= 2;
       for (size_t d = 0; d + 1 < shape.size(); ++d) row = row && shape[d] == 1;
@@ -134,7 +158,8 @@ std::optional<Match> MatchAttentionCore(ir::Node* qk) {
   ir::Value* q = qk->input(0);
   ir::Value* kt = qk->input(1);
   const int64_t rank = RankOf(q);
-  if (!IsF32(q) || !IsF32(kt) || rank < 2 || RankOf(kt) < 2 || IsConstant(kt)) {
+  const ir::DType t = q->type().dtype;
+  if (!IsFloatType(t) || !Is(kt, t) || rank < 2 || RankOf(kt) < 2 || IsConstant(kt)) {
     return std::nullopt;
   }
   Match m;
@@ -177,7 +202,7 @@ std::optional<Match> MatchAttentionCore(ir::Node* qk) {
   ir::Value* mask = nullptr;
   if (IsCall(next, "Add")) {
     mask = OtherOperand(next, s);
-    if (mask == nullptr || !IsF32(mask) || RankOf(mask) > scores_rank) {
+    if (mask == nullptr || !Is(mask, t) || RankOf(mask) > scores_rank) {
       return std::nullopt;
     }
     m.nodes.push_back(next);
@@ -191,7 +216,7 @@ std::optional<Match> MatchAttentionCore(ir::Node* qk) {
   m.nodes.push_back(next);
   ir::Node* pv = OnlyUser(next->output());
   if (!IsCall(pv, "MatMul") || pv->input(0) != next->output() || pv->input(1) == next->output() ||
-      !IsF32(pv->input(1)) || RankOf(pv->input(1)) < 2) {
+      !Is(pv->input(1), t) || RankOf(pv->input(1)) < 2) {
     return std::nullopt;
   }
   m.nodes.push_back(pv);
@@ -211,7 +236,8 @@ std::optional<Match> MatchRmsNorm(ir::Node* pow) {
   ir::Value* x = pow->input(0);
   const int64_t rank = RankOf(x);
   const auto two = ScalarConstant(pow->input(1));
-  if (!IsF32(x) || rank < 1 || !two || *two != 2.0f) return std::nullopt;
+  const ir::DType t = x->type().dtype;
+  if (!IsFloatType(t) || rank < 1 || !two || *two != 2.0f) return std::nullopt;
   ir::Node* mean = OnlyUser(pow->output());
   if (!IsCall(mean, "ReduceMean") || mean->attr_int("keepdims", 1) != 1) return std::nullopt;
   std::vector<int64_t> axes = mean->attr_ints("axes");
@@ -236,7 +262,7 @@ std::optional<Match> MatchRmsNorm(ir::Node* pow) {
   ir::Node* mul = OnlyUser(div->output());
   if (!IsCall(mul, "Mul")) return std::nullopt;
   ir::Value* w = OtherOperand(mul, div->output());
-  if (w == nullptr || !IsConstant(w) || !IsF32(w)) return std::nullopt;
+  if (w == nullptr || !IsConstant(w) || !Is(w, t)) return std::nullopt;
   const auto& ws = w->producer()->tensor().shape();
   const ir::Dim& hidden = x->type().shape->back();
   if (ws.size() != 1 || !hidden.is_static() || hidden.value() != ws[0]) return std::nullopt;
@@ -255,15 +281,15 @@ std::optional<Match> MatchRmsNorm(ir::Node* pow) {
 // 0.5·x·(1 + Tanh(√(2/π)·(x + 0.044715·x³))), x³ as Pow(x, 3), the 0.5 on x or on the
 // product: Gelu(x, approximate="tanh").
 std::optional<Match> MatchGeluTanh(ir::Node* pow) {
-  auto is = [](const ir::Value* v, float want, float tolerance) {
-    const auto f = v != nullptr ? ScalarConstant(v) : std::nullopt;
-    return f.has_value() && std::abs(*f - want) <= tolerance;
-  };
-  if (!IsCall(pow, "Pow") || pow->num_inputs() != 2 || !is(pow->input(1), 3.0f, 0)) {
-    return std::nullopt;
-  }
+  if (!IsCall(pow, "Pow") || pow->num_inputs() != 2) return std::nullopt;
   ir::Value* x = pow->input(0);
-  if (!IsF32(x)) return std::nullopt;
+  const ir::DType t = x->type().dtype;
+  // A constant near `want`, or `want` as a half-precision plan stores it.
+  auto is = [t](const ir::Value* v, float want, float tolerance) {
+    const auto f = v != nullptr ? ScalarConstant(v) : std::nullopt;
+    return f.has_value() && (std::abs(*f - want) <= tolerance || *f == Rounded(want, t));
+  };
+  if (!IsFloatType(t) || !is(pow->input(1), 3.0f, 0)) return std::nullopt;
   Match m;
   m.nodes = {pow};
   // The single reader of `in` if it is an `op_type` whose other operand passes `other`
@@ -344,7 +370,8 @@ std::optional<Match> MatchRotaryHalf(ir::Node* concat) {
   }
   ir::Value* x = low->input(0);
   const int64_t rank = RankOf(x);
-  if (high->input(0) != x || !IsF32(x) || rank < 1 || !x->type().shape->back().is_static()) {
+  const ir::DType t = x->type().dtype;
+  if (high->input(0) != x || !IsFloatType(t) || rank < 1 || !x->type().shape->back().is_static()) {
     return std::nullopt;
   }
   const int64_t d = x->type().shape->back().value();
@@ -358,12 +385,12 @@ std::optional<Match> MatchRotaryHalf(ir::Node* concat) {
   if (!IsCall(mul_sin, "Mul")) return std::nullopt;
   ir::Value* sin = OtherOperand(mul_sin, concat->output());
   ir::Node* add = OnlyUser(mul_sin->output());
-  if (sin == nullptr || !IsF32(sin) || !IsCall(add, "Add")) return std::nullopt;
+  if (sin == nullptr || !Is(sin, t) || !IsCall(add, "Add")) return std::nullopt;
   ir::Value* cos_term = OtherOperand(add, mul_sin->output());
   ir::Node* mul_cos = cos_term != nullptr ? cos_term->producer() : nullptr;
   if (!IsCall(mul_cos, "Mul") || OnlyUser(cos_term) != add) return std::nullopt;
   ir::Value* cos = OtherOperand(mul_cos, x);
-  if (cos == nullptr || !IsF32(cos)) return std::nullopt;
+  if (cos == nullptr || !Is(cos, t)) return std::nullopt;
   // cos and sin hold a row of 2h per position (broadcast over the leading dims only).
   for (const ir::Value* t : {cos, sin}) {
     const int64_t r = RankOf(t);
