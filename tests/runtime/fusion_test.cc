@@ -336,6 +336,37 @@ TEST_CASE("fusion: the attention core does not read keys that every query row's 
   CHECK(bad == 0);
 }
 
+TEST_CASE("fusion: Casts to their input's type are removed, other Casts stay",
+          "[runtime][fusion]") {
+  // Softmax → Cast(to) → Cast(f32) → MatMul; torch exports an f32 model's attention with
+  // to = f32.
+  auto with_casts = [](int64_t to, bool cast_is_output) {
+    Case c = AttentionCase({{2, 3, 9, 8}, {2, 3, 9, 8}, {2, 3, 9, 8}, {}, true, "Div", false});
+    auto inner = c.build;
+    c.build = [inner, to, cast_is_output](ir::Graph& g) {
+      inner(g);
+      ir::Node* pv = g.FindValue("attn")->producer();
+      ir::Value* p = pv->input(0);
+      ir::Value* c1 = g.InsertCallBefore(pv, "", "Cast", {p}, {"p1"}, {{"to", to}})->output();
+      ir::Value* c2 =
+          g.InsertCallBefore(pv, "", "Cast", {c1}, {"p2"}, {{"to", int64_t{1}}})->output();
+      pv->SetInput(0, c2);
+      if (cast_is_output) g.SetOutputs({g.FindValue("attn"), c2});
+    };
+    return c;
+  };
+  const FusionStats same = RunBoth(with_casts(1, false));
+  CHECK(same.fused.at("AttentionCore") == 1);
+  CHECK(same.nodes_removed == 2 + 5);
+  // A Cast that a graph output reads as its value stays, and so does the chain it splits.
+  CHECK(RunBoth(with_casts(1, true)).fused.count("AttentionCore") == 0);
+  // f32 → f16 rounds: not an identity (the Cast back to f32 after it is one only when its
+  // input is f32 already, which it is not).
+  const FusionStats rounding = RunBoth(with_casts(10, false), 2, 1e-2);
+  CHECK(rounding.fused.count("AttentionCore") == 0);
+  CHECK(rounding.nodes_removed == 0);
+}
+
 TEST_CASE("fusion: Softmax over another axis is not an attention core", "[runtime][fusion]") {
   Case c = AttentionCase({{2, 5, 8}, {2, 5, 8}, {2, 5, 8}, {}, true, "Div", false});
   auto inner = c.build;
@@ -348,11 +379,15 @@ TEST_CASE("fusion: Softmax over another axis is not an attention core", "[runtim
   CHECK(RunBoth(c).fused.count("AttentionCore") == 0);
 }
 
-Case RmsNormCase(bool axes_as_input, bool weight_first) {
+// form 0: x / rms; 1: as torch exports an f32 Llama's: Cast(x, f32), x · Div(1, rms),
+// Cast(.., f32); 2: Reciprocal(rms) · x.
+Case RmsNormCase(bool axes_as_input, bool weight_first, int form = 0) {
   Case c;
   c.build = [=](ir::Graph& g) {
     g.opsets()[""] = axes_as_input ? 18 : 17;
     ir::Value* x = g.AddPlaceholder("x", F32({2, 7, 48}));
+    const ir::Attributes to_f32 = {{"to", int64_t{1}}};
+    if (form == 1) x = g.AddCall("", "Cast", {x}, {"x_f32"}, to_f32)->output();
     ir::Value* two = g.AddConstant("two", ir::Tensor::FromFloat({}, {2.0f}));
     ir::Value* p = g.AddCall("", "Pow", {x, two}, {"sq"})->output();
     ir::Value* m;
@@ -365,7 +400,18 @@ Case RmsNormCase(bool axes_as_input, bool weight_first) {
     ir::Value* eps = g.AddConstant("eps", ir::Tensor::FromFloat({}, {1e-6f}));
     ir::Value* a = g.AddCall("", "Add", {m, eps}, {"mse"})->output();
     ir::Value* r = g.AddCall("", "Sqrt", {a}, {"rms"})->output();
-    ir::Value* d = g.AddCall("", "Div", {x, r}, {"normed"})->output();
+    ir::Value* d;
+    if (form == 0) {
+      d = g.AddCall("", "Div", {x, r}, {"normed"})->output();
+    } else if (form == 1) {
+      ir::Value* one = g.AddConstant("one", ir::Tensor::FromFloat({}, {1.0f}));
+      ir::Value* inv = g.AddCall("", "Div", {one, r}, {"inv"})->output();
+      d = g.AddCall("", "Mul", {x, inv}, {"normed"})->output();
+      d = g.AddCall("", "Cast", {d}, {"normed_f32"}, to_f32)->output();
+    } else {
+      ir::Value* inv = g.AddCall("", "Reciprocal", {r}, {"inv"})->output();
+      d = g.AddCall("", "Mul", {inv, x}, {"normed"})->output();
+    }
     ir::Value* w = g.AddConstant("w", ir::Tensor::FromFloat({48}, Wave(48, 0.5f)));
     g.SetOutputs(
         {g.AddCall("", "Mul",
@@ -387,6 +433,12 @@ TEST_CASE("fusion: Llama's RMSNorm chain becomes SimplifiedLayerNormalization",
       CHECK(stats.nodes_removed == 6);
     }
   }
+  // torch's x · rsqrt(..), with the Casts of an f32 model around it (removed first), and
+  // with Reciprocal.
+  const FusionStats torch_form = RunBoth(RmsNormCase(true, true, 1));
+  CHECK(torch_form.fused.at("SimplifiedLayerNormalization") == 1);
+  CHECK(torch_form.nodes_removed == 9);
+  CHECK(RunBoth(RmsNormCase(false, false, 2)).fused.at("SimplifiedLayerNormalization") == 1);
   // Another exponent is not a mean square.
   Case c = RmsNormCase(false, false);
   auto inner = c.build;

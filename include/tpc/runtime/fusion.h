@@ -1,9 +1,12 @@
 // Fusion: a pass over a rank's graph, before it runs, that replaces chains of operators
 // by one operator that computes the same values in one pass over memory
-// (src/runtime/fusion/patterns.cc holds the patterns). First the element-wise chains:
+// (src/runtime/fusion/patterns.cc holds the patterns). Casts to the type their input
+// already has go first (torch writes them around norms and softmaxes). Then the
+// element-wise chains:
 //
 //   x·cos + Concat(-x[.., h:], x[.., :h])·sin    → tpc::RotaryHalf(x, cos, sin)
 //   x / Sqrt(ReduceMean(x²) + eps) · w           → com.microsoft::SimplifiedLayerNormalization
+//     (or x · (1 / Sqrt(..)) · w, torch's rsqrt)
 //   0.5·x·(1 + Tanh(√(2/π)·(x + 0.044715·x³)))    → Gelu(approximate="tanh")
 //
 // then the GEMMs, which may absorb what the first phase made:

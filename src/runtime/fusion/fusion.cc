@@ -51,10 +51,38 @@ void Rewrite(ir::Graph& graph, const fusion::Match& m, ir::Node* fused) {
   graph.RenameValue(out, name);
 }
 
+// Removes every Cast to the type its input already has (torch's exporters write them
+// around norms and softmaxes, `.to(float32)` of an f32 model; a half-precision plan's
+// Casts to f32 become such Casts too): they would split the chains below. A Cast whose
+// output is a graph output stays.
+int RemoveIdentityCasts(ir::Graph& graph) {
+  const std::vector<ir::Value*> outputs = graph.outputs();
+  int removed = 0;
+  for (ir::Node* n : graph.NodeVector()) {
+    if (!n->is_call() || !n->domain().empty() || n->op_type() != "Cast" || n->num_inputs() != 1 ||
+        n->num_outputs() != 1) {
+      continue;
+    }
+    ir::Value* in = n->input(0);
+    ir::Value* out = n->output();
+    const ir::DType dtype = in->type().dtype;
+    if (dtype == ir::DType::kUndefined || out->type().dtype != dtype ||
+        n->attr_int("to", 0) != static_cast<int64_t>(dtype) ||
+        std::find(outputs.begin(), outputs.end(), out) != outputs.end()) {
+      continue;
+    }
+    out->ReplaceAllUsesWith(in);
+    graph.Erase(n);
+    ++removed;
+  }
+  return removed;
+}
+
 }  // namespace
 
 FusionStats FuseGraph(ir::Graph& graph, const Backend& backend) {
   FusionStats stats;
+  stats.nodes_removed = RemoveIdentityCasts(graph);
   for (int phase = 0; phase < 2; ++phase) {
     absl::flat_hash_set<const ir::Node*> erased;
     for (ir::Node* node : graph.NodeVector()) {

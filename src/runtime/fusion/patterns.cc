@@ -229,8 +229,9 @@ std::optional<Match> MatchAttentionCore(ir::Node* qk) {
   return m;
 }
 
-// x / Sqrt(ReduceMean(Pow(x, 2), last axis) + eps) · w, as torch exports a Llama RMSNorm,
-// with w a constant row: onnxruntime's SimplifiedLayerNormalization(x, w).
+// x / Sqrt(ReduceMean(Pow(x, 2), last axis) + eps) · w, or x · (1 / Sqrt(..)) · w, as
+// torch exports a Llama RMSNorm, with w a constant row: onnxruntime's
+// SimplifiedLayerNormalization(x, w).
 std::optional<Match> MatchRmsNorm(ir::Node* pow) {
   if (!IsCall(pow, "Pow") || pow->num_inputs() != 2) return std::nullopt;
   ir::Value* x = pow->input(0);
@@ -255,13 +256,27 @@ std::optional<Match> MatchRmsNorm(ir::Node* pow) {
   ir::Node* sqrt = OnlyUser(add->output());
   if (!eps_read.has_value() || !IsCall(sqrt, "Sqrt")) return std::nullopt;
   const float eps = eps_read.value_or(0.0f);
+  std::vector<ir::Node*> nodes = {pow, mean, add, sqrt};
+  // x / rms, or x · (1 / rms) as torch exports `x * torch.rsqrt(..)`.
   ir::Node* div = OnlyUser(sqrt->output());
-  if (!IsCall(div, "Div") || div->input(0) != x || div->input(1) != sqrt->output()) {
-    return std::nullopt;
+  ir::Value* normed = nullptr;
+  if (IsCall(div, "Div") && div->input(0) == x && div->input(1) == sqrt->output()) {
+    nodes.push_back(div);
+    normed = div->output();
+  } else if ((IsCall(div, "Div") && div->input(1) == sqrt->output() &&
+              ScalarConstant(div->input(0)).value_or(0.0f) == 1.0f) ||
+             IsCall(div, "Reciprocal")) {
+    ir::Node* scale = OnlyUser(div->output());
+    if (IsCall(scale, "Mul") && OtherOperand(scale, div->output()) == x) {
+      nodes.push_back(div);
+      nodes.push_back(scale);
+      normed = scale->output();
+    }
   }
-  ir::Node* mul = OnlyUser(div->output());
+  if (normed == nullptr) return std::nullopt;
+  ir::Node* mul = OnlyUser(normed);
   if (!IsCall(mul, "Mul")) return std::nullopt;
-  ir::Value* w = OtherOperand(mul, div->output());
+  ir::Value* w = OtherOperand(mul, normed);
   if (w == nullptr || !IsConstant(w) || !Is(w, t)) return std::nullopt;
   const auto& ws = w->producer()->tensor().shape();
   const ir::Dim& hidden = x->type().shape->back();
@@ -269,7 +284,8 @@ std::optional<Match> MatchRmsNorm(ir::Node* pow) {
   Match m;
   m.domain = "com.microsoft";
   m.op_type = "SimplifiedLayerNormalization";
-  m.nodes = {pow, mean, add, sqrt, div, mul};
+  nodes.push_back(mul);
+  m.nodes = std::move(nodes);
   m.inputs = {x, w};
   m.attrs["axis"] = int64_t{-1};
   m.attrs["epsilon"] = eps;
