@@ -499,7 +499,9 @@ TEST_CASE("fusion: GELU's tanh form written out becomes Gelu", "[runtime][fusion
 
 // Llama's rotary embedding as torch exports it: x·cos + Concat(-x2, x1)·sin, x1 and x2 the
 // halves of the last axis, cos and sin [1, 1, s, d] broadcast over batch and heads.
-Case RotaryCase(bool sin_first, int64_t end, int64_t high_start = 4) {
+// computed_half: the halves meet at Unsqueeze(Shape(x)[3] / 2), as torch exports
+// Llama's rotate_half, which shape inference evaluates to 4.
+Case RotaryCase(bool sin_first, int64_t end, int64_t high_start = 4, bool computed_half = false) {
   Case c;
   c.build = [=](ir::Graph& g) {
     g.opsets()[""] = 17;
@@ -510,11 +512,19 @@ Case RotaryCase(bool sin_first, int64_t end, int64_t high_start = 4) {
       return g.AddConstant(name, ir::Tensor::FromInt64({1}, {v}));
     };
     ir::Value* axis = ints("axis", 3);
-    ir::Value* x1 =
-        g.AddCall("", "Slice", {x, ints("zero", 0), ints("half", 4), axis}, {"x1"})->output();
-    ir::Value* x2 =
-        g.AddCall("", "Slice", {x, ints("half2", high_start), ints("end", end), axis}, {"x2"})
-            ->output();
+    ir::Value* half = ints("half", 4);
+    ir::Value* half2 = ints("half2", high_start);
+    if (computed_half) {
+      ir::Value* shape = g.AddCall("", "Shape", {x}, {"x_shape"})->output();
+      ir::Value* three = g.AddConstant("three", ir::Tensor::FromInt64({}, {3}));
+      ir::Value* d =
+          g.AddCall("", "Gather", {shape, three}, {"d"}, {{"axis", int64_t{0}}})->output();
+      ir::Value* two = g.AddConstant("two", ir::Tensor::FromInt64({}, {2}));
+      ir::Value* h = g.AddCall("", "Div", {d, two}, {"h"})->output();
+      half = half2 = g.AddCall("", "Unsqueeze", {h, ints("axis0", 0)}, {"h1"})->output();
+    }
+    ir::Value* x1 = g.AddCall("", "Slice", {x, ints("zero", 0), half, axis}, {"x1"})->output();
+    ir::Value* x2 = g.AddCall("", "Slice", {x, half2, ints("end", end), axis}, {"x2"})->output();
     ir::Value* n = g.AddCall("", "Neg", {x2}, {"nx2"})->output();
     ir::Value* rot = g.AddCall("", "Concat", {n, x1}, {"rot"}, {{"axis", int64_t{-1}}})->output();
     ir::Value* a = g.AddCall("", "Mul", {x, cos}, {"xc"})->output();
@@ -540,6 +550,8 @@ TEST_CASE("fusion: rotate_half rotary embedding becomes RotaryHalf", "[runtime][
       CHECK(stats.nodes_removed == 7);
     }
   }
+  // Halves at a shape computation that shape inference evaluated.
+  CHECK(RunBoth(RotaryCase(false, 8, 4, true), 2, 1e-6).fused.at("RotaryHalf") == 1);
   // Halves that do not meet in the middle are not rotate_half.
   CHECK(RunBoth(RotaryCase(false, 7, 3)).fused.empty());
 }

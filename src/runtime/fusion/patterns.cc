@@ -61,9 +61,19 @@ std::optional<float> ScalarConstant(const ir::Value* v) {
   return t.dtype() == ir::DType::kF16 ? HalfToFloat(h) : BFloat16ToFloat(h);
 }
 
-// The int64 values of a constant, or nothing.
+// The int64 values of a constant, or of a shape computation that shape inference
+// evaluated to numbers (Llama's rotate_half slices at Shape(x)[-1] / 2); else nothing.
 std::optional<std::vector<int64_t>> IntsConstant(const ir::Value* v) {
-  if (!IsConstant(v) || v->type().dtype != ir::DType::kI64) return std::nullopt;
+  if (v == nullptr || v->type().dtype != ir::DType::kI64) return std::nullopt;
+  if (!IsConstant(v)) {
+    if (!v->known_value()) return std::nullopt;
+    std::vector<int64_t> out;
+    for (const ir::Dim& d : *v->known_value()) {
+      if (!d.is_static()) return std::nullopt;
+      out.push_back(d.value());
+    }
+    return out;
+  }
   const ir::Tensor& t = v->producer()->tensor();
   std::vector<int64_t> out(static_cast<size_t>(t.num_elements()));
   std::memcpy(out.data(), t.data(), out.size() * sizeof(int64_t));
