@@ -275,6 +275,9 @@ TEST_CASE("fusion: the attention core equals MatMul, scale, mask, Softmax, MatMu
       Causal(150, 150, 8, "Mul", kLowest, 70, 100, 2),
       Causal(150, 150, 8, "Div", -1e9f, 30),
       Causal(150, 150, 8, "Div", -1e4f, 30),
+      // No keys, and no queries.
+      {{1, 2, 5, 8}, {1, 2, 0, 8}, {1, 2, 0, 8}, {}, true, "Div", false},
+      {{1, 2, 0, 8}, {1, 2, 6, 8}, {1, 2, 6, 8}, {}, true, "Div", false},
       // Every value of the mask is about -1e8, closed ones 8 to 16 lower: their exponentials
       // are not 0, and no key may be skipped.
       [] {

@@ -33,11 +33,14 @@ absl::StatusOr<Activation> ReadActivation(const KernelContext& ctx) {
 // The columns [lo, hi) of a row of scores that its mask leaves open. A mask value at or
 // below kClosed (-inf; float's lowest, as torch's exporters write it; -1e9) puts its score
 // more than 9e7 below the row's maximum whenever some mask value of the row is above
-// kOpen and the row's scaled scores differ by less than 9e7 (a row whose scores differ by
-// more than 88 is already one-hot in f32). Its exponential is then exactly 0
-// (vector_math.h's Exp is 0 below -87.5): such columns add nothing to the row's sum nor
-// to P·V, so they are not computed. A row without a value above kOpen keeps every column,
-// as the unfused Softmax sees it.
+// kOpen and the row's scaled scores are finite and differ by less than 9e7. Its
+// exponential is then exactly 0 (vector_math.h's Exp is 0 below -87.5): such columns add
+// nothing to the row's sum nor to P·V, so they are not computed, and the result is the
+// unfused chain's to rounding. Outside that (a closed key scoring 9e7 above every open
+// one, non-finite scores) the chain would let a closed key in, or a NaN or inf of K or V
+// that the mask closes reach the row; the fused core does not, for the keys outside its
+// block's span. A row without a value above kOpen keeps every column, as the unfused
+// Softmax sees it.
 struct Span {
   int64_t lo, hi;
 };
@@ -137,7 +140,7 @@ absl::Status AttentionCore(KernelContext& ctx) {
                                        mask != nullptr ? mask_strides : Shape(batch.size(), 0)});
   const int64_t count = NumElements(batch);
   // Blocks of query rows: enough tasks for the threads, few enough GEMM calls.
-  const int64_t block = std::min<int64_t>(s, 64);
+  const int64_t block = std::max<int64_t>(1, std::min<int64_t>(s, 64));
   const int64_t blocks = (s + block - 1) / block;
   const float alpha = divide ? 1.0f : scale;
   const float* pq = q.data<float>();
@@ -173,6 +176,10 @@ absl::Status AttentionCore(KernelContext& ctx) {
         }
       }
       const int64_t w = hi - lo;
+      if (w == 0) {  // no keys: Softmax of nothing times V of nothing is 0 (BLAS refuses k = 0)
+        std::fill(py + (i * s + r0) * dv, py + (i * s + r0 + rows) * dv, 0.0f);
+        continue;
+      }
       if (k_transposed) {
         Gemm2D<float>(false, false, rows, w, d, alpha, qb, d, pk + ok + lo, t, 0.0f, sc.data(), w);
       } else {
