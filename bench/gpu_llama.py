@@ -12,7 +12,7 @@ structure: unfused attention, RoPE, GQA Expand, RMSNorm as Pow/ReduceMean/Sqrt/D
 with `tp-compile --tp 1 --dtype f16`; PyTorch runs transformers' LlamaForCausalLM of the same
 shape in f16 (attention "eager", the same unfused math, and "sdpa", PyTorch's default). tpc's
 figures are tp-run's median run, which includes copying the f32 logits to the host, and its
-compute (until the last kernel finished); PyTorch is timed without and with that copy
+compute (until the last kernel finished), also without the runtime fusion pass (--no-fuse); PyTorch is timed without and with that copy
 (`logits.float().cpu()`), and each is compared with its like. Rounds
 alternate tpc and PyTorch; figures are medians over rounds. (onnxruntime-gpu, the issue's
 third baseline, is not installed on the lent GPU machine and cannot be: nothing can be
@@ -31,10 +31,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def tpc_median_ms(args, plan):
+def tpc_median_ms(args, plan, fuse=True):
     r = subprocess.run([args.tp_run, plan, "--backend", "cuda", "--ranks", "threads", "--quiet",
                         "--repeat", str(args.iters), "--dim", f"batch={args.batch}",
-                        "--dim", f"seq={args.seq}"], capture_output=True, text=True)
+                        "--dim", f"seq={args.seq}"] + ([] if fuse else ["--no-fuse"]),
+                       capture_output=True, text=True)
     text = r.stdout + r.stderr
     m = re.search(r"median ([0-9.]+) ms", text)
     c = re.search(r"compute on rank 0 .*: median ([0-9.]+) ms", text)
@@ -107,8 +108,8 @@ def main():
     compile_s = time.time() - t
     os.remove(model_path + ".data") if os.path.exists(model_path + ".data") else None
     ids = torch.randint(0, args.vocab, (args.batch, args.seq), device="cuda")
-    results = {"tpc": [], "tpc_compute": [], "torch_eager": [], "torch_eager_copy": [], "torch_sdpa": [],
-               "torch_sdpa_copy": []}
+    results = {"tpc": [], "tpc_compute": [], "tpc_unfused_compute": [], "torch_eager": [],
+               "torch_eager_copy": [], "torch_sdpa": [], "torch_sdpa_copy": []}
     models = {"eager": torch_model(args, "eager"), "sdpa": None}
     for attn in ("eager",):
         torch_median_ms(models[attn], ids, 2, False)  # warm-up
@@ -116,6 +117,7 @@ def main():
         total, compute = tpc_median_ms(args, plan)
         results["tpc"].append(total)
         results["tpc_compute"].append(compute)
+        results["tpc_unfused_compute"].append(tpc_median_ms(args, plan, fuse=False)[1])
         results["torch_eager"].append(torch_median_ms(models["eager"], ids, args.iters, False))
         results["torch_eager_copy"].append(torch_median_ms(models["eager"], ids, args.iters, True))
     del models["eager"]
@@ -148,6 +150,8 @@ def main():
             "eager_with_copy": round(med["tpc"] / med["torch_eager_copy"], 3),
             "sdpa_with_copy": round(med["tpc"] / med["torch_sdpa_copy"], 3),
         },
+        # The runtime fusion pass's gain: tpc's compute without it over with it.
+        "unfused_over_fused": round(med["tpc_unfused_compute"] / med["tpc_compute"], 3),
         "rounds": results,
         "tpc_profile_ms": {op: float(ms) for op, ms in profile[:15]},
     }

@@ -3,6 +3,7 @@
 // row by row as the kernels' threads do, against the CPU backend's kernels.
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "tpc/runtime/math/floats.h"
 #include "tpc/runtime/math/nbits.h"
 #include "tpc/runtime/math/pointwise.h"
+#include "tpc/runtime/math/rotary.h"
 #include "tpc/runtime/math/rows.h"
 #include "tpc/runtime/math/strided.h"
 #include "tpc/util/half.h"
@@ -321,6 +323,153 @@ TEST_CASE("MatMulNBits' weight dequantization equals the CPU kernel's", "[runtim
                                              with_zp ? zp.data<uint8_t>() : nullptr, false, 0);
         REQUIRE(std::abs((*y)[0].data<float>()[row * n + col] - want) <=
                 1e-6f * (1 + std::abs(want)));
+      }
+    }
+  }
+}
+
+TEST_CASE("The fused GEMM's bias and activation epilogue equals the CPU's FusedMatMul",
+          "[runtime][device-math]") {
+  const int64_t m = 6, k = 5, n = 7;
+  const Tensor a = Random({2, 3, k}, 21), w = Random({k, n}, 22), bias = Random({n}, 23);
+  const std::vector<std::pair<std::string, math::UnaryOp>> acts = {
+      {"", math::UnaryOp::kIdentity},         {"Gelu", math::UnaryOp::kGeluErf},
+      {"GeluTanh", math::UnaryOp::kGeluTanh}, {"Relu", math::UnaryOp::kRelu},
+      {"Tanh", math::UnaryOp::kTanh},         {"SiLU", math::UnaryOp::kSilu}};
+  for (const auto& [name, op] : acts) {
+    for (bool with_bias : {false, true}) {
+      INFO(name << (with_bias ? " with bias" : ""));
+      OneOp o;
+      o.Input("a", a);
+      o.Input("w", w);
+      if (with_bias) o.Input("b", bias);
+      o.output_type = ir::TensorType(ir::DType::kF32, {ir::Dim(2), ir::Dim(3), ir::Dim(n)});
+      ir::Attributes attrs;
+      if (!name.empty()) attrs["activation"] = name;
+      auto want = o.TryRun("FusedMatMul", attrs, 1, "tpc");
+      REQUIRE(want.ok());
+      // The GEMM's result as cuBLAS leaves it, then the epilogue element by element.
+      std::vector<float> got(static_cast<size_t>(m * n), 0.0f);
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t c = 0; c < n; ++c) {
+          for (int64_t j = 0; j < k; ++j)
+            got[r * n + c] += a.data<float>()[r * k + j] * w.data<float>()[j * n + c];
+        }
+      }
+      for (int64_t i = 0; i < m * n; ++i) {
+        math::BiasActivationElement<FloatKind::kF32>(op, with_bias ? bias.data<float>() : nullptr,
+                                                     n, got.data(), i);
+      }
+      RequireClose(got, Floats((*want)[0]), 1e-5f);
+    }
+  }
+}
+
+TEST_CASE("The rotate_half rotary element math equals the CPU's RotaryHalf",
+          "[runtime][device-math]") {
+  // x [2, 3, 4, 8], cos and sin one row per position [4, 8] (broadcast over batch and heads).
+  const std::vector<int64_t> shape = {2, 3, 4, 8};
+  const Tensor x = Random(shape, 31), cos = Random({4, 8}, 32), sin = Random({1, 4, 8}, 33);
+  OneOp o;
+  o.Input("x", x);
+  o.Input("cos", cos);
+  o.Input("sin", sin);
+  o.output_type = ir::TensorType(ir::DType::kF32, {ir::Dim(2), ir::Dim(3), ir::Dim(4), ir::Dim(8)});
+  auto want = o.TryRun("RotaryHalf", {}, 1, "tpc");
+  REQUIRE(want.ok());
+  StridedView vx = math::ContiguousView(shape), vc = math::BroadcastView(cos.shape(), shape),
+              vs = math::BroadcastView(sin.shape(), shape);
+  math::Simplify({&vx, &vc, &vs});
+  std::vector<float> got(static_cast<size_t>(x.num_elements()));
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    math::RotaryHalfElement<FloatKind::kF32>(x.data<float>(), cos.data<float>(), vc,
+                                             sin.data<float>(), vs, 8, got.data(), i);
+  }
+  RequireClose(got, Floats((*want)[0]), 1e-6f);
+}
+
+TEST_CASE("The attention core's row math, mask rows and folds equal the CPU's AttentionCore",
+          "[runtime][device-math]") {
+  // Q [2, 3, s, d], K [2, 1, t, d] (shared by the heads) or Kᵀ, V [2, 3, t, dv], masks of
+  // several broadcasts; the softmax folded as a thread block folds it, as the kernel does.
+  const int64_t s = 5, t = 7, d = 4, dv = 3;
+  const Tensor q = Random({2, 3, s, d}, 41), k = Random({2, 1, t, d}, 42),
+               v = Random({2, 3, t, dv}, 43);
+  Tensor kt = Tensor::Allocate(ir::DType::kF32, {2, 1, d, t});
+  for (int64_t b = 0; b < 2; ++b) {
+    for (int64_t i = 0; i < t; ++i) {
+      for (int64_t j = 0; j < d; ++j)
+        kt.data<float>()[(b * d + j) * t + i] = k.data<float>()[(b * t + i) * d + j];
+    }
+  }
+  Tensor causal = Tensor::Allocate(ir::DType::kF32, {1, 1, s, t});
+  for (int64_t i = 0; i < s; ++i) {
+    for (int64_t j = 0; j < t; ++j)
+      causal.data<float>()[i * t + j] = j > i + 2 ? std::numeric_limits<float>::lowest() : 0.0f;
+  }
+  const Tensor padding = Random({2, 1, 1, t}, 44), per_head = Random({3, s, t}, 45);
+  const std::vector<const Tensor*> masks = {nullptr, &causal, &padding, &per_head};
+  for (size_t mi = 0; mi < masks.size(); ++mi) {
+    for (bool divide : {false, true}) {
+      for (bool transposed : {false, true}) {
+        INFO("mask " << mi << (divide ? " divides" : " multiplies")
+                     << (transposed ? ", Kᵀ" : ", K"));
+        const bool has_mask = masks[mi] != nullptr;
+        OneOp o;
+        o.Input("q", q);
+        o.Input("k", transposed ? kt : k);
+        o.Input("v", v);
+        if (has_mask) o.Input("m", *masks[mi]);
+        o.output_type =
+            ir::TensorType(ir::DType::kF32, {ir::Dim(2), ir::Dim(3), ir::Dim(s), ir::Dim(dv)});
+        const float scale = divide ? 2.0f : 0.5f;
+        auto want = o.TryRun("AttentionCore",
+                             {{"scale", scale},
+                              {"scale_divides", int64_t{divide}},
+                              {"k_transposed", int64_t{transposed}}},
+                             1, "tpc");
+        INFO(want.status().ToString());
+        REQUIRE(want.ok());
+        StridedView rows;
+        int64_t col = 0;
+        if (has_mask) {
+          const std::vector<int64_t> ms = masks[mi]->shape();
+          const StridedView full = math::BroadcastView(ms, {2, 3, s, t});
+          rows = math::ViewOf({2, 3, s}, {full.strides[0], full.strides[1], full.strides[2]});
+          col = full.strides[3];
+          math::Simplify({&rows});
+        }
+        std::vector<float> got(static_cast<size_t>(2 * 3 * s * dv), 0.0f);
+        std::vector<float> sc(static_cast<size_t>(t)), p(static_cast<size_t>(t));
+        for (int64_t r = 0; r < 2 * 3 * s; ++r) {  // a row of scores: the GEMM's, then the kernel's
+          const int64_t bi = r / (3 * s), hi = (r / s) % 3, qi = r % s;
+          for (int64_t j = 0; j < t; ++j) {
+            float dot = 0;
+            for (int64_t e = 0; e < d; ++e)
+              dot += q.data<float>()[((bi * 3 + hi) * s + qi) * d + e] *
+                     k.data<float>()[(bi * t + j) * d + e];
+            sc[static_cast<size_t>(j)] = divide ? dot : dot * scale;
+          }
+          const float* m = has_mask ? masks[mi]->data<float>() + rows.At(r) : nullptr;
+          auto score = [&](int64_t j) {
+            return math::AttentionScore(sc[static_cast<size_t>(j)], divide ? scale : 1.0f,
+                                        m != nullptr ? m[j * col] : 0.0f);
+          };
+          const float mx = BlockFold(
+              t, 4, -INFINITY, [&](float a, int64_t j) { return math::CombineMax(a, score(j)); },
+              [](float a, float b) { return math::CombineMax(a, b); });
+          const float sum = BlockFold(
+              t, 4, 0.0f, [&](float a, int64_t j) { return a + math::SoftmaxTerm(score(j), mx); },
+              [](float a, float b) { return a + b; });
+          for (int64_t j = 0; j < t; ++j)
+            p[static_cast<size_t>(j)] = math::SoftmaxElement(score(j), mx, sum, false);
+          for (int64_t c = 0; c < dv; ++c) {
+            for (int64_t j = 0; j < t; ++j)
+              got[static_cast<size_t>(r * dv + c)] +=
+                  p[static_cast<size_t>(j)] * v.data<float>()[((bi * 3 + hi) * t + j) * dv + c];
+          }
+        }
+        RequireClose(got, Floats((*want)[0]), 1e-5f);
       }
     }
   }

@@ -17,6 +17,7 @@
 #include "tpc/onnx/shape_inference.h"
 #include "tpc/plan/precision.h"
 #include "tpc/runtime/backend.h"
+#include "tpc/runtime/backends.h"
 #include "tpc/runtime/executor.h"
 #include "tpc/util/half.h"
 
@@ -79,8 +80,9 @@ void ToPrecision(ir::Graph& g, DType to) {
 
 // Runs the graph `c` builds twice, fused and not (both in `precision`); returns the fused
 // graph's stats and checks the outputs agree.
+// `fused_on` (default: the CPU backend) runs the fused graph; the CPU runs the chain.
 FusionStats RunBoth(const Case& c, int threads = 2, double tolerance = 2e-5,
-                    DType precision = DType::kF32) {
+                    DType precision = DType::kF32, Backend* fused_on = nullptr) {
   auto backend = MakeCpuBackend(threads);
   ir::Graph plain, fused;
   c.build(plain);
@@ -90,18 +92,19 @@ FusionStats RunBoth(const Case& c, int threads = 2, double tolerance = 2e-5,
   ToPrecision(plain, precision);
   ToPrecision(fused, precision);
   const std::string out_name = plain.outputs()[0]->name();
-  const FusionStats stats = FuseGraph(fused, *backend);
+  Backend& fused_backend = fused_on != nullptr ? *fused_on : *backend;
+  const FusionStats stats = FuseGraph(fused, fused_backend);
   CHECK(fused.outputs()[0]->name() == out_name);
-  auto run = [&](const ir::Graph& g) {
-    auto ex = Executor::Create(g, *backend, nullptr);
+  auto run = [&](const ir::Graph& g, Backend& on) {
+    auto ex = Executor::Create(g, on, nullptr);
     REQUIRE(ex.ok());
     auto out = (*ex)->Run(c.inputs);
     INFO(out.status().ToString());
     REQUIRE(out.ok());
     return std::move((*out)[0]);
   };
-  const Tensor want = run(plain);
-  const Tensor got = run(fused);
+  const Tensor want = run(plain, *backend);
+  const Tensor got = run(fused, fused_backend);
   REQUIRE(got.shape() == want.shape());
   double worst = 0;
   for (int64_t i = 0; i < want.num_elements(); ++i) {
@@ -660,6 +663,53 @@ TEST_CASE("fusion: f16 and bf16 chains fuse, and agree with the chain within its
     for (const auto& [op, c] : cases) {
       INFO(op << " in " << (precision == DType::kF16 ? "f16" : "bf16"));
       CHECK(RunBoth(c, 2, tolerance, precision).fused.count(op) == 1);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tpc::runtime
+
+namespace tpc::runtime {
+namespace {
+
+TEST_CASE("fusion on the GPU: every fused kernel equals the CPU's chain",
+          "[runtime][fusion][cuda]") {
+  if (!CudaBuiltIn() || GpuCount() == 0) {
+    WARN("skipped: no CUDA backend or no GPU here (tools/gpu_check.sh runs this on a GPU)");
+    return;
+  }
+  auto cuda = MakeBackend({.name = "cuda", .threads = 1});
+  REQUIRE(cuda.ok());
+  std::vector<std::pair<std::string, Case>> cases;
+  for (const char* act : {"", "Gelu", "GeluTanh", "Relu", "Tanh", "SiLU"}) {
+    cases.push_back({"FusedMatMul", MatMulCase(act, true)});
+  }
+  cases.push_back({"FusedMatMul", MatMulCase("SiLU", false)});
+  for (const AttentionShape& a : std::vector<AttentionShape>{
+           {{2, 3, 70, 16}, {2, 3, 70, 16}, {2, 3, 70, 16}, {1, 1, 70, 70}, true, "Div", true},
+           {{2, 3, 9, 8}, {2, 3, 8, 11}, {2, 3, 11, 5}, {2, 1, 1, 11}, false, "Mul", false},
+           {{2, 4, 6, 8}, {2, 1, 6, 8}, {2, 1, 6, 8}, {}, true, "none", false},
+           {{5, 130, 8}, {5, 130, 8}, {5, 130, 4}, {130, 130}, true, "Div", true},
+           Causal(150, 150, 8, "Mul", kLowest, 70, 100, 2),
+           Causal(150, 150, 8, "Div", -1e9f, 30),
+           {{1, 2, 5, 8}, {1, 2, 0, 8}, {1, 2, 0, 8}, {}, true, "Div", false},
+           {{1, 2, 0, 8}, {1, 2, 6, 8}, {1, 2, 6, 8}, {}, true, "Div", false}}) {
+    cases.push_back({"AttentionCore", AttentionCase(a)});
+  }
+  cases.push_back({"SimplifiedLayerNormalization", RmsNormCase(true, false)});
+  cases.push_back({"Gelu", GeluTanhCase(true)});
+  cases.push_back({"RotaryHalf", RotaryCase(false, 8)});
+  cases.push_back({"RotaryHalf", RotaryCase(true, 8)});
+  // f32 without TF32: cuBLAS sums in another order than OpenBLAS. Half types: the
+  // tolerances of the CPU's half-precision fusion test above.
+  for (const auto& [precision, tolerance] :
+       {std::pair{DType::kF32, 1e-4}, std::pair{DType::kF16, 4e-3},
+        std::pair{DType::kBF16, 3e-2}}) {
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const auto& [op, c] = cases[i];
+      INFO("case " << i << ": " << op << " in " << ir::DTypeName(precision));
+      CHECK(RunBoth(c, 1, tolerance, precision, cuda->get()).fused.count(op) == 1);
     }
   }
 }

@@ -20,8 +20,8 @@
 // fused kernel computes in f32 between its half inputs and output, where the chain
 // rounded after every op. It is backend-neutral: a chain is fused only when the backend
 // has a kernel of its own for the fused operator that takes the chain's element types (a
-// device backend's host stand-ins do not count), so a backend without one (CUDA, for
-// FusedMatMul, AttentionCore and RotaryHalf today) runs that chain as it was. Fused nodes keep the
+// device backend's host stand-ins do not count), so a backend without one runs that chain
+// as it was (the CPU and CUDA backends have all five). Fused nodes keep the
 // name of the chain's first node, and the chain's last value keeps its name and type, so outputs,
 // profiles and errors still speak of the model's names. Values read outside a chain (used
 // elsewhere, graph outputs) are never fused away.

@@ -20,14 +20,21 @@ namespace tpc::runtime::cpu {
 namespace {
 
 absl::StatusOr<Activation> ReadActivation(const KernelContext& ctx) {
-  const std::string a = ctx.node().attr_string("activation", "");
-  if (a.empty()) return Activation::kNone;
-  if (a == "Gelu") return Activation::kGelu;
-  if (a == "GeluTanh") return Activation::kGeluTanh;
-  if (a == "Relu") return Activation::kRelu;
-  if (a == "Tanh") return Activation::kTanh;
-  if (a == "SiLU") return Activation::kSiLU;
-  return ctx.Error(absl::StrCat("unknown activation '", a, "'"));
+  TPC_ASSIGN_OR_RETURN(const math::UnaryOp op, FusedActivation(ctx));
+  switch (op) {
+    case math::UnaryOp::kGeluErf:
+      return Activation::kGelu;
+    case math::UnaryOp::kGeluTanh:
+      return Activation::kGeluTanh;
+    case math::UnaryOp::kRelu:
+      return Activation::kRelu;
+    case math::UnaryOp::kTanh:
+      return Activation::kTanh;
+    case math::UnaryOp::kSilu:
+      return Activation::kSiLU;
+    default:
+      return Activation::kNone;
+  }
 }
 
 // The columns [lo, hi) of a row of scores that its mask leaves open. A mask value at or
@@ -57,6 +64,88 @@ Span OpenSpan(const float* mask, int64_t n, int64_t step) {
 }
 
 }  // namespace
+
+absl::StatusOr<math::UnaryOp> FusedActivation(const KernelContext& ctx) {
+  const std::string a = ctx.node().attr_string("activation", "");
+  if (a.empty()) return math::UnaryOp::kIdentity;
+  if (a == "Gelu") return math::UnaryOp::kGeluErf;
+  if (a == "GeluTanh") return math::UnaryOp::kGeluTanh;
+  if (a == "Relu") return math::UnaryOp::kRelu;
+  if (a == "Tanh") return math::UnaryOp::kTanh;
+  if (a == "SiLU") return math::UnaryOp::kSilu;
+  return ctx.Error(absl::StrCat("unknown activation '", a, "'"));
+}
+
+Shape AttentionGeometry::out() const {
+  Shape o = batch;
+  o.push_back(s);
+  o.push_back(dv);
+  return o;
+}
+
+absl::StatusOr<AttentionGeometry> AttentionInputs(const KernelContext& ctx) {
+  const Tensor& q = ctx.input(0);
+  const Tensor& k = ctx.input(1);
+  const Tensor& v = ctx.input(2);
+  const Tensor* mask = ctx.optional_input(3);
+  AttentionGeometry g;
+  g.k_transposed = ctx.node().attr_int("k_transposed", 1) != 0;
+  g.divide = ctx.node().attr_int("scale_divides", 0) != 0;
+  g.scale = ctx.node().attr_float("scale", 1.0f);
+  for (const Tensor* t : {&q, &k, &v}) {
+    if (t->rank() < 2) return ctx.Error(absl::StrCat("takes matrices, not ", t->TypeString()));
+  }
+  g.s = q.dim(q.rank() - 2);
+  g.d = q.dim(q.rank() - 1);
+  g.t = g.k_transposed ? k.dim(k.rank() - 1) : k.dim(k.rank() - 2);
+  const int64_t kd = g.k_transposed ? k.dim(k.rank() - 2) : k.dim(k.rank() - 1);
+  g.dv = v.dim(v.rank() - 1);
+  if (kd != g.d || v.dim(v.rank() - 2) != g.t) {
+    return ctx.Error(absl::StrCat("Q ", q.TypeString(), ", K ", k.TypeString(), " and V ",
+                                  v.TypeString(), " do not multiply"));
+  }
+  g.bq.assign(q.shape().begin(), q.shape().end() - 2);
+  g.bk.assign(k.shape().begin(), k.shape().end() - 2);
+  g.bv.assign(v.shape().begin(), v.shape().end() - 2);
+  Shape bm;
+  if (mask != nullptr && mask->rank() > 2)
+    bm.assign(mask->shape().begin(), mask->shape().end() - 2);
+  TPC_ASSIGN_OR_RETURN(g.batch, BroadcastShapes(ctx, {g.bq, g.bk, g.bv, bm}));
+  if (mask != nullptr) {
+    Shape scores = g.batch;
+    scores.push_back(g.s);
+    scores.push_back(g.t);
+    TPC_ASSIGN_OR_RETURN(const Shape joint, BroadcastShapes(ctx, {scores, mask->shape()}));
+    if (joint != scores) {
+      return ctx.Error(absl::StrCat("mask ", mask->TypeString(), " does not broadcast to ",
+                                    ShapeString(scores)));
+    }
+    g.mask_strides = BroadcastStrides(mask->shape(), scores);
+  }
+  return g;
+}
+
+absl::StatusOr<int64_t> RotaryHalfInputs(const KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& cos = ctx.input(1);
+  const Tensor& sin = ctx.input(2);
+  for (const Tensor* t : {&x, &cos, &sin}) {
+    if (t->rank() < 1) return ctx.Error(absl::StrCat("takes tensors, not ", t->TypeString()));
+  }
+  const int64_t d = x.dim(x.rank() - 1);
+  if (d % 2 != 0 || cos.dim(cos.rank() - 1) != d || sin.dim(sin.rank() - 1) != d ||
+      cos.rank() > x.rank() || sin.rank() > x.rank()) {
+    return ctx.Error(absl::StrCat("cos ", cos.TypeString(), " and sin ", sin.TypeString(),
+                                  " must hold rows of the last dim of ", x.TypeString()));
+  }
+  TPC_ASSIGN_OR_RETURN(const Shape joint,
+                       BroadcastShapes(ctx, {x.shape(), cos.shape(), sin.shape()}));
+  if (joint != x.shape()) {
+    return ctx.Error(absl::StrCat("cos ", cos.TypeString(), " and sin ", sin.TypeString(),
+                                  " do not broadcast to ", x.TypeString()));
+  }
+  return d;
+}
 
 absl::Status FusedMatMul(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
@@ -94,49 +183,22 @@ absl::Status AttentionCore(KernelContext& ctx) {
   const Tensor& k = ctx.input(1);
   const Tensor& v = ctx.input(2);
   const Tensor* mask = ctx.optional_input(3);
-  const bool k_transposed = ctx.node().attr_int("k_transposed", 1) != 0;
-  const bool divide = ctx.node().attr_int("scale_divides", 0) != 0;
-  const float scale = ctx.node().attr_float("scale", 1.0f);
   for (const Tensor* t : {&q, &k, &v, mask}) {
-    if (t != nullptr && (t->dtype() != ir::DType::kF32 || (t != mask && t->rank() < 2))) {
+    if (t != nullptr && t->dtype() != ir::DType::kF32) {
       return ctx.Error(absl::StrCat("takes f32 matrices, not ", t->TypeString()));
     }
   }
-  const int64_t s = q.dim(q.rank() - 2), d = q.dim(q.rank() - 1);
-  const int64_t t = k_transposed ? k.dim(k.rank() - 1) : k.dim(k.rank() - 2);
-  const int64_t kd = k_transposed ? k.dim(k.rank() - 2) : k.dim(k.rank() - 1);
-  const int64_t dv = v.dim(v.rank() - 1);
-  if (kd != d || v.dim(v.rank() - 2) != t) {
-    return ctx.Error(absl::StrCat("Q ", q.TypeString(), ", K ", k.TypeString(), " and V ",
-                                  v.TypeString(), " do not multiply"));
-  }
-  const Shape bq(q.shape().begin(), q.shape().end() - 2);
-  const Shape bk(k.shape().begin(), k.shape().end() - 2);
-  const Shape bv(v.shape().begin(), v.shape().end() - 2);
-  Shape bm;
-  if (mask != nullptr && mask->rank() > 2)
-    bm.assign(mask->shape().begin(), mask->shape().end() - 2);
-  TPC_ASSIGN_OR_RETURN(const Shape batch, BroadcastShapes(ctx, {bq, bk, bv, bm}));
-  Shape scores = batch;
-  scores.push_back(s);
-  scores.push_back(t);
-  Shape mask_strides;
-  if (mask != nullptr) {
-    TPC_ASSIGN_OR_RETURN(const Shape joint, BroadcastShapes(ctx, {scores, mask->shape()}));
-    if (joint != scores) {
-      return ctx.Error(absl::StrCat("mask ", mask->TypeString(), " does not broadcast to ",
-                                    ShapeString(scores)));
-    }
-    mask_strides = BroadcastStrides(mask->shape(), scores);
-  }
-  Shape out = batch;
-  out.push_back(s);
-  out.push_back(dv);
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, ir::DType::kF32));
+  TPC_ASSIGN_OR_RETURN(const AttentionGeometry g, AttentionInputs(ctx));
+  const int64_t s = g.s, t = g.t, d = g.d, dv = g.dv;
+  const Shape& batch = g.batch;
+  const Shape& mask_strides = g.mask_strides;
+  const bool k_transposed = g.k_transposed, divide = g.divide;
+  const float scale = g.scale;
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, g.out(), ir::DType::kF32));
   // Offsets of the Q, K, V matrices and of the mask's [s, t] block per batch entry.
-  const BroadcastOffsets<4> at(batch, {Scaled(BroadcastStrides(bq, batch), s * d),
-                                       Scaled(BroadcastStrides(bk, batch), t * d),
-                                       Scaled(BroadcastStrides(bv, batch), t * dv),
+  const BroadcastOffsets<4> at(batch, {Scaled(BroadcastStrides(g.bq, batch), s * d),
+                                       Scaled(BroadcastStrides(g.bk, batch), t * d),
+                                       Scaled(BroadcastStrides(g.bv, batch), t * dv),
                                        mask != nullptr ? mask_strides : Shape(batch.size(), 0)});
   const int64_t count = NumElements(batch);
   // Blocks of query rows: enough tasks for the threads, few enough GEMM calls.
@@ -210,22 +272,12 @@ absl::Status RotaryHalf(KernelContext& ctx) {
   const Tensor& cos = ctx.input(1);
   const Tensor& sin = ctx.input(2);
   for (const Tensor* t : {&x, &cos, &sin}) {
-    if (t->dtype() != ir::DType::kF32 || t->rank() < 1) {
+    if (t->dtype() != ir::DType::kF32) {
       return ctx.Error(absl::StrCat("takes f32 tensors, not ", t->TypeString()));
     }
   }
-  const int64_t d = x.dim(x.rank() - 1), h = d / 2;
-  if (d % 2 != 0 || cos.dim(cos.rank() - 1) != d || sin.dim(sin.rank() - 1) != d ||
-      cos.rank() > x.rank() || sin.rank() > x.rank()) {
-    return ctx.Error(absl::StrCat("cos ", cos.TypeString(), " and sin ", sin.TypeString(),
-                                  " must hold rows of the last dim of ", x.TypeString()));
-  }
-  TPC_ASSIGN_OR_RETURN(const Shape joint,
-                       BroadcastShapes(ctx, {x.shape(), cos.shape(), sin.shape()}));
-  if (joint != x.shape()) {
-    return ctx.Error(absl::StrCat("cos ", cos.TypeString(), " and sin ", sin.TypeString(),
-                                  " do not broadcast to ", x.TypeString()));
-  }
+  TPC_ASSIGN_OR_RETURN(const int64_t d, RotaryHalfInputs(ctx));
+  const int64_t h = d / 2;
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), ir::DType::kF32));
   const Shape lead(x.shape().begin(), x.shape().end() - 1);
   // The cos and sin rows of each row of x (their last-dim strides are not read).

@@ -18,6 +18,7 @@
 #include "tpc/runtime/compare.h"
 #include "tpc/runtime/kernel.h"
 #include "tpc/runtime/math/nbits.h"
+#include "tpc/runtime/math/pointwise.h"
 #include "tpc/util/status_macros.h"
 
 namespace tpc::runtime::cpu {
@@ -440,7 +441,29 @@ absl::Status MatMul(KernelContext& ctx);
 absl::Status FusedMatMul(KernelContext& ctx);    // fused.cc
 absl::Status AttentionCore(KernelContext& ctx);  // fused.cc
 absl::Status RotaryHalf(KernelContext& ctx);     // fused.cc
-absl::Status MatMulNBits(KernelContext& ctx);    // matmul_nbits.cc
+
+// The fused operators' inputs (fused.cc), checked alike by every backend's kernels (their
+// element types are each kernel's own check).
+// tpc::FusedMatMul's `activation` ("" none, Gelu, GeluTanh, Relu, Tanh, SiLU) as the
+// element op it applies after the bias.
+absl::StatusOr<math::UnaryOp> FusedActivation(const KernelContext& ctx);
+// tpc::AttentionCore(Q [.., s, d], K [.., t, d] or Kᵀ [.., d, t], V [.., t, dv], mask?):
+// the batch dims broadcast (numpy); the mask broadcasts to [batch.., s, t].
+struct AttentionGeometry {
+  Shape batch;         // the batch dims, broadcast
+  Shape bq, bk, bv;    // each operand's own batch dims
+  Shape mask_strides;  // the mask's element strides over [batch.., s, t]; empty: no mask
+  int64_t s = 0, t = 0, d = 0, dv = 0;
+  bool k_transposed = true;  // K given as Kᵀ [.., d, t]
+  bool divide = false;       // the scores are divided by `scale` (else multiplied)
+  float scale = 1.0f;
+  Shape out() const;  // [batch.., s, dv]
+};
+absl::StatusOr<AttentionGeometry> AttentionInputs(const KernelContext& ctx);
+// tpc::RotaryHalf(x, cos, sin): cos and sin hold rows of x's last dim d (even) and
+// broadcast to x's shape. Returns d.
+absl::StatusOr<int64_t> RotaryHalfInputs(const KernelContext& ctx);
+absl::Status MatMulNBits(KernelContext& ctx);  // matmul_nbits.cc
 
 // ---- Attention (attention.cc, rotary.cc) ----
 absl::Status Attention(KernelContext& ctx);

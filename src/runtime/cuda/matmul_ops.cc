@@ -27,34 +27,29 @@ absl::Status CheckBlas(const KernelContext& ctx, cublasStatus_t s) {
       absl::StrCat(ctx.node().Describe(), ": cuBLAS failed: ", cublasGetStatusString(s)));
 }
 
-// The column-major description of one row-major product Y[m,n] = op(A)·op(B) (+ beta·Y),
-// `count` times with the given element strides between matrices.
-struct Gemm2D {
-  bool ta = false, tb = false;
-  int64_t m = 0, n = 0, k = 0;
-  int64_t lda = 0, ldb = 0, ldc = 0;
-  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
-  int64_t count = 1;
-  float alpha = 1.0f, beta = 0.0f;
-};
+}  // namespace
 
-absl::Status RunGemm(const KernelContext& ctx, FloatKind kind, const Gemm2D& g, const void* a,
-                     const void* b, void* c) {
+absl::Status RunGemm(const KernelContext& ctx, FloatKind kind, FloatKind out, const Gemm2D& g,
+                     const void* a, const void* b, void* c) {
   const int64_t limit = 2147483647LL;
   if (g.m > limit || g.n > limit || g.k > limit || g.count > limit) {
     return ctx.Error("a GEMM dim is over cuBLAS's 32-bit limit");
   }
   const cudaDataType_t t = CudaType(kind);
   return CheckBlas(
-      ctx, cublasGemmStridedBatchedEx(
-               BackendOf(ctx).cublas(), g.tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-               g.ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(g.n), static_cast<int>(g.m),
-               static_cast<int>(g.k), &g.alpha, b, t, static_cast<int>(g.ldb), g.stride_b, a, t,
-               static_cast<int>(g.lda), g.stride_a, &g.beta, c, t, static_cast<int>(g.ldc),
-               g.stride_c, static_cast<int>(g.count), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      ctx,
+      cublasGemmStridedBatchedEx(
+          BackendOf(ctx).cublas(), g.tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+          g.ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(g.n), static_cast<int>(g.m),
+          static_cast<int>(g.k), &g.alpha, b, t, static_cast<int>(g.ldb), g.stride_b, a, t,
+          static_cast<int>(g.lda), g.stride_a, &g.beta, c, CudaType(out), static_cast<int>(g.ldc),
+          g.stride_c, static_cast<int>(g.count), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-}  // namespace
+absl::Status RunGemm(const KernelContext& ctx, FloatKind kind, const Gemm2D& g, const void* a,
+                     const void* b, void* c) {
+  return RunGemm(ctx, kind, kind, g, a, b, c);
+}
 
 absl::Status MatMul(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);

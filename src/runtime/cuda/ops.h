@@ -31,6 +31,23 @@ absl::Status Check(const KernelContext& ctx, cudaError_t e);
 // Device memory for a kernel's temporaries, given back when the holder goes.
 absl::StatusOr<Tensor> Scratch(const KernelContext& ctx, ir::DType dtype, const Shape& shape);
 
+// The column-major description of one row-major product Y[m,n] = alpha·op(A)·op(B) +
+// beta·Y, `count` times with the given element strides between matrices (matmul_ops.cc).
+struct Gemm2D {
+  bool ta = false, tb = false;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  int64_t count = 1;
+  float alpha = 1.0f, beta = 0.0f;
+};
+// `g` through cuBLAS, f32 accumulation (no TF32): A and B of kind `kind`, Y of kind `out`
+// (the same, or f32 where A and B are f16 or bf16).
+absl::Status RunGemm(const KernelContext& ctx, FloatKind kind, FloatKind out, const Gemm2D& g,
+                     const void* a, const void* b, void* c);
+absl::Status RunGemm(const KernelContext& ctx, FloatKind kind, const Gemm2D& g, const void* a,
+                     const void* b, void* c);
+
 // pointwise_ops.cc
 absl::Status Add(KernelContext& ctx);
 absl::Status Sub(KernelContext& ctx);
@@ -89,5 +106,10 @@ absl::Status MatMul(KernelContext& ctx);
 absl::Status Gemm(KernelContext& ctx);
 // onnxruntime's MatMulNBits (2/4/8-bit block-quantized weights).
 absl::Status MatMulNBits(KernelContext& ctx);
+
+// fused_ops.cc: the fusion pass's operators (tpc/runtime/fusion.h)
+absl::Status FusedMatMul(KernelContext& ctx);
+absl::Status AttentionCore(KernelContext& ctx);
+absl::Status RotaryHalf(KernelContext& ctx);
 
 }  // namespace tpc::runtime::cuda

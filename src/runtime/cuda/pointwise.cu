@@ -33,6 +33,23 @@ __global__ void UnaryKernel(UnaryOp op, float alpha, const typename FloatIO<K>::
   for (int64_t i = First(); i < n; i += Step()) math::UnaryElement<K>(op, alpha, x, y, i);
 }
 
+template <FloatKind K>
+__global__ void BiasActivationKernel(UnaryOp op, const typename FloatIO<K>::Storage* bias,
+                                     int64_t cols, typename FloatIO<K>::Storage* y, int64_t n) {
+  for (int64_t i = First(); i < n; i += Step())
+    math::BiasActivationElement<K>(op, bias, cols, y, i);
+}
+
+template <FloatKind K>
+__global__ void RotaryHalfKernel(const typename FloatIO<K>::Storage* x,
+                                 const typename FloatIO<K>::Storage* cos, StridedView vc,
+                                 const typename FloatIO<K>::Storage* sin, StridedView vs, int64_t d,
+                                 typename FloatIO<K>::Storage* y, int64_t n) {
+  for (int64_t i = First(); i < n; i += Step()) {
+    math::RotaryHalfElement<K>(x, cos, vc, sin, vs, d, y, i);
+  }
+}
+
 template <FloatKind From, FloatKind To>
 __global__ void CastKernel(const typename FloatIO<From>::Storage* x,
                            typename FloatIO<To>::Storage* y, int64_t n) {
@@ -90,6 +107,25 @@ cudaError_t Unary(UnaryOp op, float alpha, const void* x, void* y, int64_t n, cu
   using S = typename FloatIO<K>::Storage;
   UnaryKernel<K><<<Blocks(n), kThreads, 0, stream>>>(op, alpha, static_cast<const S*>(x),
                                                      static_cast<S*>(y), n);
+  return cudaGetLastError();
+}
+
+template <FloatKind K>
+cudaError_t BiasActivation(UnaryOp op, const void* bias, int64_t cols, void* y, int64_t n,
+                           cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  BiasActivationKernel<K><<<Blocks(n), kThreads, 0, stream>>>(op, static_cast<const S*>(bias), cols,
+                                                              static_cast<S*>(y), n);
+  return cudaGetLastError();
+}
+
+template <FloatKind K>
+cudaError_t RotaryHalf(const void* x, const void* cos, const StridedView& vc, const void* sin,
+                       const StridedView& vs, int64_t d, void* y, int64_t n, cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  RotaryHalfKernel<K><<<Blocks(n), kThreads, 0, stream>>>(
+      static_cast<const S*>(x), static_cast<const S*>(cos), vc, static_cast<const S*>(sin), vs, d,
+      static_cast<S*>(y), n);
   return cudaGetLastError();
 }
 
@@ -189,6 +225,37 @@ cudaError_t LaunchUnary(FloatKind k, UnaryOp op, float alpha, const void* x, voi
       return Unary<FloatKind::kF16>(op, alpha, x, y, n, stream);
     case FloatKind::kBF16:
       return Unary<FloatKind::kBF16>(op, alpha, x, y, n, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchBiasActivation(FloatKind k, UnaryOp op, const void* bias, int64_t n, void* y,
+                                 int64_t count, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  if (n <= 0) return cudaErrorInvalidValue;
+  switch (k) {
+    case FloatKind::kF32:
+      return BiasActivation<FloatKind::kF32>(op, bias, n, y, count, stream);
+    case FloatKind::kF16:
+      return BiasActivation<FloatKind::kF16>(op, bias, n, y, count, stream);
+    case FloatKind::kBF16:
+      return BiasActivation<FloatKind::kBF16>(op, bias, n, y, count, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchRotaryHalf(FloatKind k, const void* x, const void* cos, const StridedView& vc,
+                             const void* sin, const StridedView& vs, int64_t d, void* y,
+                             int64_t count, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  if (d <= 0 || d % 2 != 0) return cudaErrorInvalidValue;
+  switch (k) {
+    case FloatKind::kF32:
+      return RotaryHalf<FloatKind::kF32>(x, cos, vc, sin, vs, d, y, count, stream);
+    case FloatKind::kF16:
+      return RotaryHalf<FloatKind::kF16>(x, cos, vc, sin, vs, d, y, count, stream);
+    case FloatKind::kBF16:
+      return RotaryHalf<FloatKind::kBF16>(x, cos, vc, sin, vs, d, y, count, stream);
   }
   return cudaErrorInvalidValue;
 }

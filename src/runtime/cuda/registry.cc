@@ -56,10 +56,11 @@ bool Accepts(Takes takes, const ir::Node& node) {
 }
 
 struct Entry {
-  std::string_view domain;  // "" (ai.onnx) or "com.microsoft"
+  std::string_view domain;  // "" (ai.onnx), "com.microsoft" or "tpc"
   std::string_view op_type;
   Kernel kernel;
   Takes takes;
+  bool collective = false;  // a tpc collective: on the device with a device communicator only
 };
 
 constexpr uint32_t In(int i) { return 1u << i; }
@@ -119,12 +120,16 @@ const Entry kKernels[] = {
     {kMicrosoft, "SimplifiedLayerNormalization", K(RMSNormalization), Takes::kFloats},
     {kMicrosoft, "SkipLayerNormalization", K(SkipLayerNormalization), Takes::kFloats},
     {kMicrosoft, "SkipSimplifiedLayerNormalization", K(SkipLayerNormalization), Takes::kFloats},
-    // With a communicator on device memory only (CudaBackend::device_collectives).
-    {kTpc, "AllGather", K(AllGather), Takes::kAnyData},
-    {kTpc, "AllReduce", K(AllReduce), Takes::kFloats},
-    {kTpc, "AllToAll", K(AllToAll), Takes::kAnyData},
-    {kTpc, "ReduceScatter", K(ReduceScatter), Takes::kFloats},
-    {kTpc, "Shard", K(Shard), Takes::kAnyData},
+    // The fusion pass's operators, and the collectives, which run on the device with a
+    // communicator on device memory only (CudaBackend::device_collectives).
+    {kTpc, "AllGather", K(AllGather), Takes::kAnyData, true},
+    {kTpc, "AllReduce", K(AllReduce), Takes::kFloats, true},
+    {kTpc, "AllToAll", K(AllToAll), Takes::kAnyData, true},
+    {kTpc, "AttentionCore", K(AttentionCore), Takes::kFloats},
+    {kTpc, "FusedMatMul", K(FusedMatMul), Takes::kFloats},
+    {kTpc, "ReduceScatter", K(ReduceScatter), Takes::kFloats, true},
+    {kTpc, "RotaryHalf", K(RotaryHalf), Takes::kFloats},
+    {kTpc, "Shard", K(Shard), Takes::kAnyData, true},
 };
 
 const Entry* Find(std::string_view domain, std::string_view op_type) {
@@ -150,18 +155,18 @@ std::string_view TakesText(Takes t) {
 
 bool CudaBackend::IsDeviceCollective(std::string_view domain, std::string_view op_type) const {
   const Entry* e = Find(domain, op_type);
-  return device_collectives_ && e != nullptr && e->domain == kTpc;
+  return device_collectives_ && e != nullptr && e->collective;
 }
 
 const Kernel* CudaBackend::FindKernel(std::string_view domain, std::string_view op_type) const {
   const Entry* e = Find(domain, op_type);
-  if (e != nullptr && (e->domain != kTpc || device_collectives_)) return &e->kernel;
+  if (e != nullptr && (!e->collective || device_collectives_)) return &e->kernel;
   return FindHostKernel(domain, op_type);
 }
 
 const Kernel* CudaBackend::FindKernelFor(const ir::Node& node) const {
   const Entry* e = Find(node.domain(), node.op_type());
-  const bool collective = e != nullptr && e->domain == kTpc;
+  const bool collective = e != nullptr && e->collective;
   // With a communicator on device memory a collective must run on the device whatever its
   // element type (a host kernel would hand it host pointers): NCCL reduces integers too,
   // and the in-process GPU group refuses them with an error.

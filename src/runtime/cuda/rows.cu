@@ -55,6 +55,33 @@ __global__ void SoftmaxKernel(const typename FloatIO<K>::Storage* x,
   }
 }
 
+// One block per row of scores; like SoftmaxKernel, with the score of column j computed
+// from the f32 product, the divisor and the mask each time it is read. probs may be
+// scores (f32): the last loop reads and writes each element on the same thread, after
+// the block's two reductions have read every element.
+template <FloatKind K>
+__global__ void AttentionSoftmaxKernel(const float* scores, typename FloatIO<K>::Storage* probs,
+                                       int64_t len, float divisor,
+                                       const typename FloatIO<K>::Storage* mask,
+                                       StridedView mask_rows, int64_t first_row, int64_t mask_col) {
+  using IO = FloatIO<K>;
+  const int64_t row = blockIdx.x;
+  const float* s = scores + row * len;
+  const typename IO::Storage* m = mask != nullptr ? mask + mask_rows.At(first_row + row) : nullptr;
+  auto score = [&](int64_t j) {
+    return math::AttentionScore(s[j], divisor, m != nullptr ? IO::Load(m[j * mask_col]) : 0.0f);
+  };
+  float mx = -INFINITY;
+  for (int64_t j = threadIdx.x; j < len; j += kThreads) mx = math::CombineMax(mx, score(j));
+  mx = BlockReduce(mx, [](float a, float b) { return math::CombineMax(a, b); });
+  float sum = 0.0f;
+  for (int64_t j = threadIdx.x; j < len; j += kThreads) sum += math::SoftmaxTerm(score(j), mx);
+  sum = BlockReduce(sum, [](float a, float b) { return a + b; });
+  for (int64_t j = threadIdx.x; j < len; j += kThreads) {
+    probs[row * len + j] = IO::Store(math::SoftmaxElement(score(j), mx, sum, false));
+  }
+}
+
 template <FloatKind K>
 __global__ void NormKernel(const typename FloatIO<K>::Storage* x,
                            const typename FloatIO<K>::Storage* scale,
@@ -113,6 +140,17 @@ cudaError_t Softmax(const void* x, void* y, const RowLayout& rl, bool log, cudaS
 }
 
 template <FloatKind K>
+cudaError_t AttentionSoftmax(const float* scores, void* probs, int64_t rows, int64_t len,
+                             float divisor, const void* mask, const StridedView& mask_rows,
+                             int64_t first_row, int64_t mask_col, cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  AttentionSoftmaxKernel<K><<<RowBlocks(rows), kThreads, 0, stream>>>(
+      scores, static_cast<S*>(probs), len, divisor, static_cast<const S*>(mask), mask_rows,
+      first_row, mask_col);
+  return cudaGetLastError();
+}
+
+template <FloatKind K>
 cudaError_t Norm(const void* x, const void* scale, const void* bias, void* y, float* mean,
                  float* inv_std, int64_t rows, int64_t len, float epsilon, bool rms,
                  cudaStream_t stream) {
@@ -148,6 +186,26 @@ cudaError_t LaunchSoftmax(FloatKind k, const void* x, void* y, const RowLayout& 
       return Softmax<FloatKind::kF16>(x, y, rows, log, stream);
     case FloatKind::kBF16:
       return Softmax<FloatKind::kBF16>(x, y, rows, log, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchAttentionSoftmax(FloatKind k, const float* scores, void* probs, int64_t rows,
+                                   int64_t len, float divisor, const void* mask,
+                                   const StridedView& mask_rows, int64_t first_row,
+                                   int64_t mask_col, cudaStream_t stream) {
+  if (rows == 0 || len == 0) return cudaSuccess;
+  if (TooManyRows(rows)) return cudaErrorInvalidConfiguration;
+  switch (k) {
+    case FloatKind::kF32:
+      return AttentionSoftmax<FloatKind::kF32>(scores, probs, rows, len, divisor, mask, mask_rows,
+                                               first_row, mask_col, stream);
+    case FloatKind::kF16:
+      return AttentionSoftmax<FloatKind::kF16>(scores, probs, rows, len, divisor, mask, mask_rows,
+                                               first_row, mask_col, stream);
+    case FloatKind::kBF16:
+      return AttentionSoftmax<FloatKind::kBF16>(scores, probs, rows, len, divisor, mask, mask_rows,
+                                                first_row, mask_col, stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -10,6 +10,7 @@
 #include "tpc/runtime/math/floats.h"
 #include "tpc/runtime/math/nbits.h"
 #include "tpc/runtime/math/pointwise.h"
+#include "tpc/runtime/math/rotary.h"
 #include "tpc/runtime/math/rows.h"
 #include "tpc/runtime/math/strided.h"
 
@@ -55,6 +56,24 @@ cudaError_t LaunchReduceRanks(FloatKind k, int op, bool average, const math::Ran
 cudaError_t LaunchDequantNBits(FloatKind k, const math::NBitsLayout& l, const uint8_t* b,
                                const void* scales, const uint8_t* zp_packed, const void* zp_float,
                                void* w, cudaStream_t stream);
+// y[i] = op(y[i] + bias[i % n]) in place over rows of n (bias of kind k, may be null): a
+// GEMM's epilogue.
+cudaError_t LaunchBiasActivation(FloatKind k, UnaryOp op, const void* bias, int64_t n, void* y,
+                                 int64_t count, cudaStream_t stream);
+// Llama's rotate_half embedding over contiguous rows of d of x (count elements): y = x·cos
+// + rotate_half(x)·sin, cos and sin read through views over x's dims.
+cudaError_t LaunchRotaryHalf(FloatKind k, const void* x, const void* cos, const StridedView& vc,
+                             const void* sin, const StridedView& vs, int64_t d, void* y,
+                             int64_t count, cudaStream_t stream);
+// The attention core's softmax: `rows` contiguous rows of `len` f32 scores (products
+// already multiplied by the scale when it multiplies) → probabilities of kind k in
+// `probs` (may be `scores` when k is f32): softmax(score / divisor + mask). Row r's mask
+// values (kind k; mask may be null) start at mask + mask_rows.At(first_row + r) and step
+// `mask_col`.
+cudaError_t LaunchAttentionSoftmax(FloatKind k, const float* scores, void* probs, int64_t rows,
+                                   int64_t len, float divisor, const void* mask,
+                                   const StridedView& mask_rows, int64_t first_row,
+                                   int64_t mask_col, cudaStream_t stream);
 // Softmax (or LogSoftmax) of each row.
 cudaError_t LaunchSoftmax(FloatKind k, const void* x, void* y, const RowLayout& rows, bool log,
                           cudaStream_t stream);

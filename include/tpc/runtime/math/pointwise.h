@@ -110,6 +110,19 @@ TPC_HOST_DEVICE inline void UnaryElement(UnaryOp op, float alpha,
   y[i] = IO::Store(ApplyUnary(op, IO::Load(x[i]), alpha));
 }
 
+// Element i of a GEMM's epilogue (tpc::FusedMatMul) over rows of `n`: y[i] = op(y[i] +
+// bias[i % n]), in place; `bias` may be null.
+template <FloatKind K>
+TPC_HOST_DEVICE inline void BiasActivationElement(UnaryOp op,
+                                                  const typename FloatIO<K>::Storage* bias,
+                                                  int64_t n, typename FloatIO<K>::Storage* y,
+                                                  int64_t i) {
+  using IO = FloatIO<K>;
+  float v = IO::Load(y[i]);
+  if (bias != nullptr) v += IO::Load(bias[i - DivIndex(i, n) * n]);
+  y[i] = IO::Store(ApplyUnary(op, v, 0.0f));
+}
+
 // Element i of a conversion between float kinds.
 template <FloatKind From, FloatKind To>
 TPC_HOST_DEVICE inline void CastElement(const typename FloatIO<From>::Storage* x,

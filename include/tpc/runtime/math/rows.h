@@ -26,6 +26,14 @@ TPC_HOST_DEVICE inline float SoftmaxElement(float x, float max, float sum, bool 
   return log ? (x - max) - logf(sum) : expf(x - max) / sum;
 }
 
+// The attention core's score before its softmax (tpc::AttentionCore): the product Q·Kᵀ,
+// already multiplied by the scale when the chain multiplies, divided by it when the chain
+// divides (`divisor` 1 otherwise), plus the mask's value (0 without a mask), as the CPU
+// kernel's ScaleMaskSoftmaxRows computes it.
+TPC_HOST_DEVICE inline float AttentionScore(float product, float divisor, float mask) {
+  return (divisor != 1.0f ? product / divisor : product) + mask;
+}
+
 // Mean and variance by Welford's update, combined pairwise (Chan et al.).
 // An aggregate (no initializers: it sits in CUDA shared memory); start from Moments{}.
 struct Moments {

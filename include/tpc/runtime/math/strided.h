@@ -67,6 +67,19 @@ inline StridedView BroadcastView(const std::vector<int64_t>& in_shape,
   return v;
 }
 
+// A view over `dims` whose dim d steps `strides[d]` elements (the first dims.size() of
+// them are read); rank at most kMaxDims. The attention core's mask rows: dims [batch..,
+// s] with the mask's broadcast strides over them.
+inline StridedView ViewOf(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
+  StridedView v;
+  v.rank = static_cast<int>(dims.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    v.dims[d] = dims[d];
+    v.strides[d] = strides[d];
+  }
+  return v;
+}
+
 // The contiguous view of `shape` itself.
 inline StridedView ContiguousView(const std::vector<int64_t>& shape) {
   return BroadcastView(shape, shape);

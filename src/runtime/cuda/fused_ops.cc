@@ -1,0 +1,210 @@
+// The fusion pass's operators on the GPU (tpc/runtime/fusion.h), f32, f16 and bf16, with
+// the inputs the CPU kernels take (cpu::FusedActivation, AttentionInputs,
+// RotaryHalfInputs):
+// - tpc::FusedMatMul: the cuBLAS GEMM, then bias and activation in one pass over Y;
+// - tpc::RotaryHalf: one element-wise kernel;
+// - tpc::AttentionCore: per chunk of batch entries, S = Q·Kᵀ (· scale) into f32 scratch
+//   by one strided batched GEMM, then one kernel per row for the scale, mask and softmax
+//   (probabilities of the input type), then Y = P·V by a second GEMM. The scores are
+//   written once in f32 (the chain wrote them, scaled, masked and normalized, four times
+//   in its own type); chunks keep them under kScoreBytes.
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "ops.h"
+
+namespace tpc::runtime::cuda {
+namespace {
+
+// The scores of at most this many bytes exist at once (f32, a chunk of batch entries).
+constexpr int64_t kScoreBytes = int64_t{256} << 20;
+
+// The element stride between an operand's matrices along the flattened batch dims: the
+// matrix size when it has every batch entry (its batch dims are `batch`'s, up to 1s), 0
+// when it has one matrix for all; nullopt when it broadcasts along some dims only.
+std::optional<int64_t> BatchStride(const Shape& own, const Shape& batch, int64_t matrix) {
+  const int64_t n = cpu::NumElements(own);
+  if (n == 1) return 0;
+  if (n == cpu::NumElements(batch)) return matrix;
+  return std::nullopt;
+}
+
+}  // namespace
+
+absl::Status FusedMatMul(KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  const Tensor* bias = ctx.optional_input(2);
+  if (a.dtype() != b.dtype() || b.rank() != 2 || a.rank() < 2) {
+    return ctx.Error(absl::StrCat("takes [.., k] x [k, n] of one type, not ", a.TypeString(), " x ",
+                                  b.TypeString()));
+  }
+  TPC_ASSIGN_OR_RETURN(const FloatKind kind, FloatKindOf(ctx, a.dtype()));
+  TPC_ASSIGN_OR_RETURN(const UnaryOp act, cpu::FusedActivation(ctx));
+  TPC_ASSIGN_OR_RETURN(const cpu::MatMulShape g, cpu::MatMulShapes(ctx, a, b));
+  if (bias != nullptr && (bias->dtype() != a.dtype() || bias->num_elements() != g.n)) {
+    return ctx.Error(absl::StrCat("bias ", bias->TypeString(), " is not ", g.n, " values of ",
+                                  a.TypeString(), "'s type"));
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, g.out, a.dtype()));
+  if (y->num_elements() == 0) return absl::OkStatus();
+  if (g.k == 0) {
+    TPC_RETURN_IF_ERROR(Check(ctx, cudaMemsetAsync(y->raw(), 0, y->nbytes(), StreamOf(ctx))));
+  } else {
+    Gemm2D gm;  // every row of A against the one B
+    gm.m = y->num_elements() / g.n;
+    gm.n = g.n;
+    gm.k = g.k;
+    gm.lda = g.k;
+    gm.ldb = g.n;
+    gm.ldc = g.n;
+    TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, gm, a.raw(), b.raw(), y->raw()));
+  }
+  if (bias == nullptr && act == UnaryOp::kIdentity) return absl::OkStatus();
+  return Check(ctx, LaunchBiasActivation(kind, act, bias != nullptr ? bias->raw() : nullptr, g.n,
+                                         y->raw(), y->num_elements(), StreamOf(ctx)));
+}
+
+absl::Status RotaryHalf(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& cos = ctx.input(1);
+  const Tensor& sin = ctx.input(2);
+  if (cos.dtype() != x.dtype() || sin.dtype() != x.dtype()) {
+    return ctx.Error(absl::StrCat("x ", x.TypeString(), ", cos ", cos.TypeString(), " and sin ",
+                                  sin.TypeString(), " differ in type"));
+  }
+  TPC_ASSIGN_OR_RETURN(const FloatKind kind, FloatKindOf(ctx, x.dtype()));
+  TPC_ASSIGN_OR_RETURN(const int64_t d, cpu::RotaryHalfInputs(ctx));
+  if (x.rank() > math::kMaxDims) return ctx.Error("rank over 8");
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  StridedView vx = math::ContiguousView(x.shape());
+  StridedView vc = math::BroadcastView(cos.shape(), x.shape());
+  StridedView vs = math::BroadcastView(sin.shape(), x.shape());
+  math::Simplify({&vx, &vc, &vs});
+  return Check(ctx, LaunchRotaryHalf(kind, x.raw(), cos.raw(), vc, sin.raw(), vs, d, y->raw(),
+                                     y->num_elements(), StreamOf(ctx)));
+}
+
+absl::Status AttentionCore(KernelContext& ctx) {
+  const Tensor& q = ctx.input(0);
+  const Tensor& k = ctx.input(1);
+  const Tensor& v = ctx.input(2);
+  const Tensor* mask = ctx.optional_input(3);
+  for (const Tensor* t : {&k, &v, mask}) {
+    if (t != nullptr && t->dtype() != q.dtype()) {
+      return ctx.Error(
+          absl::StrCat("Q ", q.TypeString(), " and ", t->TypeString(), " differ in type"));
+    }
+  }
+  TPC_ASSIGN_OR_RETURN(const FloatKind kind, FloatKindOf(ctx, q.dtype()));
+  TPC_ASSIGN_OR_RETURN(const cpu::AttentionGeometry g, cpu::AttentionInputs(ctx));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, g.out(), q.dtype()));
+  if (y->num_elements() == 0) return absl::OkStatus();
+  if (g.t == 0) {  // no keys: the softmax of nothing times V of nothing is 0
+    return Check(ctx, cudaMemsetAsync(y->raw(), 0, y->nbytes(), StreamOf(ctx)));
+  }
+  const Shape& batch = g.batch;
+  const int64_t count = cpu::NumElements(batch);
+  if (static_cast<int>(batch.size()) + 1 > math::kMaxDims)
+    return ctx.Error("more than 7 batch dims");
+  // The mask's row starts over [batch.., s] and its column step.
+  StridedView mask_rows;
+  int64_t mask_col = 0;
+  if (mask != nullptr) {
+    Shape rows = batch;
+    rows.push_back(g.s);
+    mask_rows = math::ViewOf(rows, g.mask_strides);
+    mask_col = g.mask_strides.back();
+    math::Simplify({&mask_rows});
+  }
+  const auto sq = BatchStride(g.bq, batch, g.s * g.d);
+  const auto sk = BatchStride(g.bk, batch, g.t * g.d);
+  const auto sv = BatchStride(g.bv, batch, g.t * g.dv);
+  const bool strided = sq && sk && sv;
+  const size_t es = static_cast<size_t>(ir::DTypeSize(q.dtype()));
+  const int64_t per_entry = g.s * g.t;
+  const int64_t chunk =
+      std::clamp<int64_t>(kScoreBytes / std::max<int64_t>(per_entry * 4, 1), 1, count);
+  TPC_ASSIGN_OR_RETURN(Tensor scores, Scratch(ctx, ir::DType::kF32, {chunk, g.s, g.t}));
+  Tensor probs_scratch;
+  if (kind != FloatKind::kF32) {
+    TPC_ASSIGN_OR_RETURN(probs_scratch, Scratch(ctx, q.dtype(), {chunk, g.s, g.t}));
+  }
+  void* probs = kind == FloatKind::kF32 ? scores.raw() : probs_scratch.raw();
+
+  // S = Q·Kᵀ: row-major [s, d]·[d, t] (Kᵀ given) or [s, d]·[t, d]ᵀ (K given).
+  Gemm2D qk;
+  qk.tb = !g.k_transposed;
+  qk.m = g.s;
+  qk.n = g.t;
+  qk.k = g.d;
+  qk.lda = g.d;
+  qk.ldb = g.k_transposed ? g.t : g.d;
+  qk.ldc = g.t;
+  qk.stride_c = per_entry;
+  qk.alpha = g.divide ? 1.0f : g.scale;
+  // Y = P·V: [s, t]·[t, dv].
+  Gemm2D pv;
+  pv.m = g.s;
+  pv.n = g.dv;
+  pv.k = g.t;
+  pv.lda = g.t;
+  pv.ldb = g.dv;
+  pv.ldc = g.dv;
+  pv.stride_a = per_entry;
+  pv.stride_c = g.s * g.dv;
+  const cpu::BroadcastOffsets<3> at(batch,
+                                    {cpu::Scaled(cpu::BroadcastStrides(g.bq, batch), g.s * g.d),
+                                     cpu::Scaled(cpu::BroadcastStrides(g.bk, batch), g.t * g.d),
+                                     cpu::Scaled(cpu::BroadcastStrides(g.bv, batch), g.t * g.dv)});
+  const uint8_t* pq = q.raw();
+  const uint8_t* pk = k.raw();
+  const uint8_t* pvv = v.raw();
+  uint8_t* py = y->raw();
+  uint8_t* ps = scores.raw();
+  uint8_t* pp = static_cast<uint8_t*>(probs);
+  const size_t ps_es =
+      static_cast<size_t>(ir::DTypeSize(kind == FloatKind::kF32 ? ir::DType::kF32 : q.dtype()));
+  for (int64_t b0 = 0; b0 < count; b0 += chunk) {
+    const int64_t nb = std::min(chunk, count - b0);
+    if (strided) {
+      qk.count = nb;
+      qk.stride_a = *sq;
+      qk.stride_b = *sk;
+      TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, FloatKind::kF32, qk,
+                                  pq + static_cast<size_t>(b0 * *sq) * es,
+                                  pk + static_cast<size_t>(b0 * *sk) * es, ps));
+    } else {  // some operand broadcast along some batch dims only: one GEMM per entry
+      qk.count = 1;
+      for (int64_t i = 0; i < nb; ++i) {
+        [[maybe_unused]] const auto [oq, ok, ov] = at.At(b0 + i);
+        TPC_RETURN_IF_ERROR(RunGemm(
+            ctx, kind, FloatKind::kF32, qk, pq + static_cast<size_t>(oq) * es,
+            pk + static_cast<size_t>(ok) * es, ps + static_cast<size_t>(i * per_entry) * 4));
+      }
+    }
+    TPC_RETURN_IF_ERROR(Check(
+        ctx,
+        LaunchAttentionSoftmax(kind, scores.data<float>(), probs, nb * g.s, g.t,
+                               g.divide ? g.scale : 1.0f, mask != nullptr ? mask->raw() : nullptr,
+                               mask_rows, b0 * g.s, mask_col, StreamOf(ctx))));
+    uint8_t* yb = py + static_cast<size_t>(b0 * g.s * g.dv) * es;
+    if (strided) {
+      pv.count = nb;
+      pv.stride_b = *sv;
+      TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, pv, pp, pvv + static_cast<size_t>(b0 * *sv) * es, yb));
+    } else {
+      pv.count = 1;
+      for (int64_t i = 0; i < nb; ++i) {
+        [[maybe_unused]] const auto [oq, ok, ov] = at.At(b0 + i);
+        TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, pv, pp + static_cast<size_t>(i * per_entry) * ps_es,
+                                    pvv + static_cast<size_t>(ov) * es,
+                                    yb + static_cast<size_t>(i * g.s * g.dv) * es));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tpc::runtime::cuda
