@@ -182,6 +182,26 @@ T BlockFold(int64_t len, int threads, T init, Fold fold, Combine combine) {
   return part[0];
 }
 
+// The same fold as one warp's lanes do it: lane l folds elements l, l + 32, ..., then
+// xor shuffles combine lanes (each lane combining its value with lane l ^ off's).
+template <typename T, typename Fold, typename Combine>
+T WarpFold(int64_t len, T init, Fold fold, Combine combine) {
+  std::vector<T> lane(32, init);
+  for (int l = 0; l < 32; ++l) {
+    for (int64_t j = l; j < len; j += 32)
+      lane[static_cast<size_t>(l)] = fold(lane[static_cast<size_t>(l)], j);
+  }
+  for (int off = 16; off > 0; off >>= 1) {
+    std::vector<T> next(lane);
+    for (int l = 0; l < 32; ++l) {
+      next[static_cast<size_t>(l)] =
+          combine(lane[static_cast<size_t>(l)], lane[static_cast<size_t>(l ^ off)]);
+    }
+    lane = next;
+  }
+  return lane[0];
+}
+
 TEST_CASE("Softmax and norm row math, folded as a thread block does, equals the CPU kernels",
           "[runtime][device-math]") {
   const Tensor x = Random({3, 300}, 5);
@@ -391,7 +411,8 @@ TEST_CASE("The rotate_half rotary element math equals the CPU's RotaryHalf",
 TEST_CASE("The attention core's row math, mask rows and folds equal the CPU's AttentionCore",
           "[runtime][device-math]") {
   // Q [2, 3, s, d], K [2, 1, t, d] (shared by the heads) or Kᵀ, V [2, 3, t, dv], masks of
-  // several broadcasts; the softmax folded as a thread block folds it, as the kernel does.
+  // several broadcasts; the softmax folded as one warp folds a row of up to 1024 keys, as
+  // the kernel does.
   const int64_t s = 5, t = 7, d = 4, dv = 3;
   const Tensor q = Random({2, 3, s, d}, 41), k = Random({2, 1, t, d}, 42),
                v = Random({2, 3, t, dv}, 43);
@@ -455,11 +476,11 @@ TEST_CASE("The attention core's row math, mask rows and folds equal the CPU's At
             return math::AttentionScore(sc[static_cast<size_t>(j)], divide ? scale : 1.0f,
                                         m != nullptr ? m[j * col] : 0.0f);
           };
-          const float mx = BlockFold(
-              t, 4, -INFINITY, [&](float a, int64_t j) { return math::CombineMax(a, score(j)); },
+          const float mx = WarpFold(
+              t, -INFINITY, [&](float a, int64_t j) { return math::CombineMax(a, score(j)); },
               [](float a, float b) { return math::CombineMax(a, b); });
-          const float sum = BlockFold(
-              t, 4, 0.0f, [&](float a, int64_t j) { return a + math::SoftmaxTerm(score(j), mx); },
+          const float sum = WarpFold(
+              t, 0.0f, [&](float a, int64_t j) { return a + math::SoftmaxTerm(score(j), mx); },
               [](float a, float b) { return a + b; });
           for (int64_t j = 0; j < t; ++j)
             p[static_cast<size_t>(j)] = math::SoftmaxElement(score(j), mx, sum, false);

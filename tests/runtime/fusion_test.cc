@@ -681,35 +681,48 @@ TEST_CASE("fusion on the GPU: every fused kernel equals the CPU's chain",
   }
   auto cuda = MakeBackend({.name = "cuda", .threads = 1});
   REQUIRE(cuda.ok());
-  std::vector<std::pair<std::string, Case>> cases;
+  // {fused op, case, also in f16 and bf16}. A half-precision chain rounds its scores to the
+  // half type before the softmax; where the scores are large (multiplied by 8, or d = 8
+  // unscaled) that rounding alone moves the chain's probabilities by more than the
+  // tolerances below, so those cases are checked in f32 only.
+  struct GpuCase {
+    std::string op;
+    Case c;
+    bool half;
+  };
+  std::vector<GpuCase> cases;
   for (const char* act : {"", "Gelu", "GeluTanh", "Relu", "Tanh", "SiLU"}) {
-    cases.push_back({"FusedMatMul", MatMulCase(act, true)});
+    cases.push_back({"FusedMatMul", MatMulCase(act, true), true});
   }
-  cases.push_back({"FusedMatMul", MatMulCase("SiLU", false)});
-  for (const AttentionShape& a : std::vector<AttentionShape>{
-           {{2, 3, 70, 16}, {2, 3, 70, 16}, {2, 3, 70, 16}, {1, 1, 70, 70}, true, "Div", true},
-           {{2, 3, 9, 8}, {2, 3, 8, 11}, {2, 3, 11, 5}, {2, 1, 1, 11}, false, "Mul", false},
-           {{2, 4, 6, 8}, {2, 1, 6, 8}, {2, 1, 6, 8}, {}, true, "none", false},
-           {{5, 130, 8}, {5, 130, 8}, {5, 130, 4}, {130, 130}, true, "Div", true},
-           Causal(150, 150, 8, "Mul", kLowest, 70, 100, 2),
-           Causal(150, 150, 8, "Div", -1e9f, 30),
-           {{1, 2, 5, 8}, {1, 2, 0, 8}, {1, 2, 0, 8}, {}, true, "Div", false},
-           {{1, 2, 0, 8}, {1, 2, 6, 8}, {1, 2, 6, 8}, {}, true, "Div", false}}) {
-    cases.push_back({"AttentionCore", AttentionCase(a)});
-  }
-  cases.push_back({"SimplifiedLayerNormalization", RmsNormCase(true, false)});
-  cases.push_back({"Gelu", GeluTanhCase(true)});
-  cases.push_back({"RotaryHalf", RotaryCase(false, 8)});
-  cases.push_back({"RotaryHalf", RotaryCase(true, 8)});
+  cases.push_back({"FusedMatMul", MatMulCase("SiLU", false), true});
+  const std::vector<std::pair<AttentionShape, bool>> attention = {
+      {{{2, 3, 70, 16}, {2, 3, 70, 16}, {2, 3, 70, 16}, {1, 1, 70, 70}, true, "Div", true}, true},
+      {{{2, 3, 9, 8}, {2, 3, 8, 11}, {2, 3, 11, 5}, {2, 1, 1, 11}, false, "Mul", false}, false},
+      {{{2, 4, 6, 8}, {2, 1, 6, 8}, {2, 1, 6, 8}, {}, true, "none", false}, false},
+      {{{5, 130, 8}, {5, 130, 8}, {5, 130, 4}, {130, 130}, true, "Div", true}, true},
+      // 1100 keys: rows too long for a warp's registers take the block kernel.
+      {{{1, 2, 20, 16}, {1, 2, 1100, 16}, {1, 2, 1100, 8}, {1, 1, 20, 1100}, true, "Div", false},
+       true},
+      {Causal(150, 150, 8, "Mul", kLowest, 70, 100, 2), false},
+      {Causal(150, 150, 8, "Div", -1e9f, 30), true},
+      {{{1, 2, 5, 8}, {1, 2, 0, 8}, {1, 2, 0, 8}, {}, true, "Div", false}, true},
+      {{{1, 2, 0, 8}, {1, 2, 6, 8}, {1, 2, 6, 8}, {}, true, "Div", false}, true}};
+  for (const auto& [a, half] : attention)
+    cases.push_back({"AttentionCore", AttentionCase(a), half});
+  cases.push_back({"SimplifiedLayerNormalization", RmsNormCase(true, false), true});
+  cases.push_back({"Gelu", GeluTanhCase(true), true});
+  cases.push_back({"RotaryHalf", RotaryCase(false, 8), true});
+  cases.push_back({"RotaryHalf", RotaryCase(true, 8), true});
   // f32 without TF32: cuBLAS sums in another order than OpenBLAS. Half types: the
   // tolerances of the CPU's half-precision fusion test above.
   for (const auto& [precision, tolerance] :
        {std::pair{DType::kF32, 1e-4}, std::pair{DType::kF16, 4e-3},
         std::pair{DType::kBF16, 3e-2}}) {
     for (size_t i = 0; i < cases.size(); ++i) {
-      const auto& [op, c] = cases[i];
-      INFO("case " << i << ": " << op << " in " << ir::DTypeName(precision));
-      CHECK(RunBoth(c, 1, tolerance, precision, cuda->get()).fused.count(op) == 1);
+      if (precision != DType::kF32 && !cases[i].half) continue;
+      INFO("case " << i << ": " << cases[i].op << " in " << ir::DTypeName(precision));
+      CHECK(RunBoth(cases[i].c, 1, tolerance, precision, cuda->get()).fused.count(cases[i].op) ==
+            1);
     }
   }
 }

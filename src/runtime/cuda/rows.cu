@@ -82,6 +82,53 @@ __global__ void AttentionSoftmaxKernel(const float* scores, typename FloatIO<K>:
   }
 }
 
+// Rows of at most 32·N keys: one warp per row, each lane holding the scores of keys lane,
+// lane + 32, ... in registers: S and the mask are read once and P written once (the block
+// kernel above reads them three times). The max and the sum are combined across the
+// warp by xor shuffles. A warp whose row is past the end returns as a whole (row is the
+// same for its 32 lanes), so every shuffle has its full warp. probs may be scores (f32):
+// each element is read, then written, by one lane.
+constexpr int kWarp = 32;
+constexpr int kRowsPerBlock = 4;
+
+template <FloatKind K, int N>
+__global__ void AttentionSoftmaxWarpKernel(const float* scores, typename FloatIO<K>::Storage* probs,
+                                           int64_t rows, int64_t len, float divisor,
+                                           const typename FloatIO<K>::Storage* mask,
+                                           StridedView mask_rows, int64_t first_row,
+                                           int64_t mask_col) {
+  using IO = FloatIO<K>;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarp;
+  const int lane = static_cast<int>(threadIdx.x % kWarp);
+  if (row >= rows) return;
+  const float* s = scores + row * len;
+  const typename IO::Storage* m = mask != nullptr ? mask + mask_rows.At(first_row + row) : nullptr;
+  float v[N];
+  float mx = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const int64_t j = lane + static_cast<int64_t>(i) * kWarp;
+    v[i] = j < len ? math::AttentionScore(s[j], divisor,
+                                          m != nullptr ? IO::Load(m[j * mask_col]) : 0.0f)
+                   : -INFINITY;
+    if (j < len) mx = math::CombineMax(mx, v[i]);
+  }
+  for (int off = kWarp / 2; off > 0; off >>= 1) {
+    mx = math::CombineMax(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+  }
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    if (lane + static_cast<int64_t>(i) * kWarp < len) sum += math::SoftmaxTerm(v[i], mx);
+  }
+  for (int off = kWarp / 2; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const int64_t j = lane + static_cast<int64_t>(i) * kWarp;
+    if (j < len) probs[row * len + j] = IO::Store(math::SoftmaxElement(v[i], mx, sum, false));
+  }
+}
+
 template <FloatKind K>
 __global__ void NormKernel(const typename FloatIO<K>::Storage* x,
                            const typename FloatIO<K>::Storage* scale,
@@ -139,11 +186,34 @@ cudaError_t Softmax(const void* x, void* y, const RowLayout& rl, bool log, cudaS
   return cudaGetLastError();
 }
 
+template <FloatKind K, int N>
+cudaError_t AttentionSoftmaxWarp(const float* scores, void* probs, int64_t rows, int64_t len,
+                                 float divisor, const void* mask, const StridedView& mask_rows,
+                                 int64_t first_row, int64_t mask_col, cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  const int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  AttentionSoftmaxWarpKernel<K, N>
+      <<<static_cast<unsigned>(blocks), kRowsPerBlock * kWarp, 0, stream>>>(
+          scores, static_cast<S*>(probs), rows, len, divisor, static_cast<const S*>(mask),
+          mask_rows, first_row, mask_col);
+  return cudaGetLastError();
+}
+
 template <FloatKind K>
 cudaError_t AttentionSoftmax(const float* scores, void* probs, int64_t rows, int64_t len,
                              float divisor, const void* mask, const StridedView& mask_rows,
                              int64_t first_row, int64_t mask_col, cudaStream_t stream) {
   using S = typename FloatIO<K>::Storage;
+  // Registers for up to 1024 keys a row (32 a lane); longer rows take a block each.
+  if (len <= kWarp * 32) {
+    auto warp = len <= kWarp * 1    ? AttentionSoftmaxWarp<K, 1>
+                : len <= kWarp * 2  ? AttentionSoftmaxWarp<K, 2>
+                : len <= kWarp * 4  ? AttentionSoftmaxWarp<K, 4>
+                : len <= kWarp * 8  ? AttentionSoftmaxWarp<K, 8>
+                : len <= kWarp * 16 ? AttentionSoftmaxWarp<K, 16>
+                                    : AttentionSoftmaxWarp<K, 32>;
+    return warp(scores, probs, rows, len, divisor, mask, mask_rows, first_row, mask_col, stream);
+  }
   AttentionSoftmaxKernel<K><<<RowBlocks(rows), kThreads, 0, stream>>>(
       scores, static_cast<S*>(probs), len, divisor, static_cast<const S*>(mask), mask_rows,
       first_row, mask_col);
