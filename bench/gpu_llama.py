@@ -12,8 +12,9 @@ structure: unfused attention, RoPE, GQA Expand, RMSNorm as Pow/ReduceMean/Sqrt/D
 with `tp-compile --tp 1 --dtype f16`; PyTorch runs transformers' LlamaForCausalLM of the same
 shape in f16 (attention "eager", the same unfused math, and "sdpa", PyTorch's default). tpc's
 figures are tp-run's median run, which includes copying the f32 logits to the host, and its
-compute (until the last kernel finished), also without the runtime fusion pass (--no-fuse); PyTorch is timed without and with that copy
-(`logits.float().cpu()`), and each is compared with its like. Rounds
+compute (until the last kernel finished), also without the runtime fusion pass (--no-fuse);
+PyTorch is timed without and with that copy (`logits.float().cpu()`), and each is compared
+with its like. Rounds
 alternate tpc and PyTorch; figures are medians over rounds. (onnxruntime-gpu, the issue's
 third baseline, is not installed on the lent GPU machine and cannot be: nothing can be
 downloaded there.) Needs torch with CUDA; run by tools/gpu_check.sh on a GPU machine.
