@@ -93,7 +93,7 @@ def run_tpc(build, plan, inputs, threads, repeat, fuse=True, profile=False):
     unplanned = float(re.search(r"unplanned peak ([0-9.]+) MiB", r.stderr).group(1))
     ops = {}
     if profile:
-        for m in re.finditer(r"^  (\S+)\s+([0-9.]+) ms$", r.stdout + r.stderr, re.M):
+        for m in re.finditer(r"^  (\S+)\s+([0-9.]+) ms", r.stdout + r.stderr, re.M):
             ops[m.group(1)] = float(m.group(2))
     return median_ms, (arena + unplanned) * 1048576, ops
 

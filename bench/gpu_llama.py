@@ -5,7 +5,7 @@
 usage: gpu_llama.py --tp-compile PATH --tp-run PATH --work DIR [--out FILE.json]
                     [--layers 16 --hidden 2048 --heads 32 --kv-heads 8
                      --intermediate 8192 --vocab 128256 --batch 8 --seq 512]
-                    [--rounds 3 --iters 10]
+                    [--rounds 3 --iters 10] [--tp-sizes 2,4]
 
 The model is tools/make_llama_synthetic.py's (random weights, the TorchScript exporter's
 structure: unfused attention, RoPE, GQA Expand, RMSNorm as Pow/ReduceMean/Sqrt/Div), compiled
@@ -17,7 +17,11 @@ PyTorch is timed without and with that copy (`logits.float().cpu()`), and each i
 with its like. Rounds
 alternate tpc and PyTorch; figures are medians over rounds. (onnxruntime-gpu, the issue's
 third baseline, is not installed on the lent GPU machine and cannot be: nothing can be
-downloaded there.) Needs torch with CUDA; run by tools/gpu_check.sh on a GPU machine.
+downloaded there.) Then the tp=N plans (--tp-sizes, default 2 and 4), N ranks as threads on
+the one GPU: rank 0's compute against T1/N, and the bus bandwidth of their collectives at
+the plan's sizes from tp-run --profile (calls and bytes per op type), through the
+device-memory group of ranks as threads (NCCL refuses two ranks on one GPU). Needs torch
+with CUDA; run by tools/gpu_check.sh on a GPU machine.
 """
 import argparse
 import json
@@ -43,6 +47,16 @@ def tpc_median_ms(args, plan, fuse=True):
     if r.returncode != 0 or not m or not c:
         raise RuntimeError(f"tp-run failed ({r.returncode}): {text[-2000:]}")
     return float(m.group(1)), float(c.group(1))
+
+
+def tpc_profile(args, plan):
+    """{op type: (ms, calls, MiB)} of rank 0's last run with --profile, slowest first."""
+    r = subprocess.run([args.tp_run, plan, "--backend", "cuda", "--ranks", "threads", "--quiet",
+                        "--repeat", "3", "--profile", "--dim", f"batch={args.batch}",
+                        "--dim", f"seq={args.seq}"], capture_output=True, text=True)
+    found = re.findall(r"^  (\S+)\s+([0-9.]+) ms\s+([0-9]+) calls\s+([0-9.]+) MiB$", r.stdout,
+                       re.M)
+    return {op: (float(ms), int(calls), float(mib)) for op, ms, calls, mib in found}
 
 
 def torch_model(args, attn):
@@ -88,6 +102,8 @@ def main():
     ap.add_argument("--seq", type=int, default=512)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--tp-sizes", default="2,4",
+                    help="also time the tp=N plans, N ranks as threads on the one GPU ('' for none)")
     args = ap.parse_args()
     import torch
     if not torch.cuda.is_available():
@@ -107,6 +123,10 @@ def main():
     subprocess.run([args.tp_compile, model_path, "--tp", "1", "--dtype", "f16", "-o", plan,
                     "--quiet"], check=True)
     compile_s = time.time() - t
+    sizes = [int(n) for n in args.tp_sizes.split(",") if n]
+    for n in sizes:
+        subprocess.run([args.tp_compile, model_path, "--tp", str(n), "--dtype", "f16", "-o",
+                        f"{plan}_tp{n}", "--quiet"], check=True)
     os.remove(model_path + ".data") if os.path.exists(model_path + ".data") else None
     ids = torch.randint(0, args.vocab, (args.batch, args.seq), device="cuda")
     results = {"tpc": [], "tpc_compute": [], "tpc_unfused_compute": [], "torch_eager": [],
@@ -132,11 +152,31 @@ def main():
         results["torch_sdpa"].append(torch_median_ms(sdpa, ids, args.iters, False))
         results["torch_sdpa_copy"].append(torch_median_ms(sdpa, ids, args.iters, True))
     # Where tpc's time goes: per operator type, each step synchronised (--profile).
-    r = subprocess.run([args.tp_run, plan, "--backend", "cuda", "--ranks", "threads", "--quiet",
-                        "--repeat", "3", "--profile", "--dim", f"batch={args.batch}",
-                        "--dim", f"seq={args.seq}"], capture_output=True, text=True)
-    profile = re.findall(r"^  (\S+)\s+([0-9.]+) ms$", r.stdout, re.M)
+    profile = tpc_profile(args, plan)
     med = {k: statistics.median(v) for k, v in results.items() if v}
+    # The tp=N plans, N ranks as threads sharing the one GPU: rank 0's compute against
+    # T1/N (the GPU runs every rank's share, so it is about T1 plus the collectives, not
+    # T1/N), and the collectives' bus bandwidth at the plan's sizes, NCCL's convention
+    # (AllReduce 2(N-1)/N, AllGather and ReduceScatter (N-1)/N of the buffer over the
+    # time of a call), through the device-memory group of ranks as threads (NCCL refuses
+    # two ranks on one GPU).
+    sharded = {}
+    for n in sizes:
+        _, compute_n = tpc_median_ms(args, f"{plan}_tp{n}")
+        coll = {}
+        for op, (ms, calls, mib) in tpc_profile(args, f"{plan}_tp{n}").items():
+            factor = {"AllReduce": 2 * (n - 1) / n, "AllGather": (n - 1) / n,
+                      "ReduceScatter": (n - 1) / n}.get(op)
+            if factor is None or calls == 0 or ms == 0:
+                continue
+            per_call_s = ms / 1e3 / calls
+            size = mib * 1048576 / calls
+            coll[op] = {"calls": calls, "ms_per_call": round(ms / calls, 4),
+                        "mib_per_call": round(mib / calls, 2),
+                        "busbw_gb_s": round(factor * size / per_call_s / 1e9, 1)}
+        sharded[n] = {"rank0_compute_ms": round(compute_n, 2),
+                      "t1_over_n_ms": round(med["tpc_compute"] / n, 2),
+                      "over_t1": round(compute_n / med["tpc_compute"], 3), "collectives": coll}
     summary = {
         "gpu": torch.cuda.get_device_name(0),
         "shape": {k: getattr(args, k) for k in ("layers", "hidden", "heads", "kv_heads",
@@ -154,7 +194,8 @@ def main():
         # The runtime fusion pass's gain: tpc's compute without it over with it.
         "unfused_over_fused": round(med["tpc_unfused_compute"] / med["tpc_compute"], 3),
         "rounds": results,
-        "tpc_profile_ms": {op: float(ms) for op, ms in profile[:15]},
+        "tpc_profile_ms": {op: v[0] for op, v in list(profile.items())[:15]},
+        "tp_on_one_gpu": sharded,
     }
     print(json.dumps(summary, indent=1))
     if args.out:

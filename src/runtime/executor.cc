@@ -547,12 +547,22 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
       if (device_) (void)backend_.Synchronize();
       return s;
     }
-    for (int f : step.frees) values.Clear(f);
     if (options_.profile) {
       if (device_) TPC_RETURN_IF_ERROR(backend_.Synchronize());
-      stats_.op_seconds[step.node->op_type()] +=
-          std::chrono::duration<double>(Clock::now() - ts).count();
+      const std::string& type = step.node->op_type();
+      stats_.op_seconds[type] += std::chrono::duration<double>(Clock::now() - ts).count();
+      ++stats_.op_calls[type];
+      size_t largest = 0;
+      for (const std::vector<int>* slots : {&step.in_slots, &step.out_slots}) {
+        for (int v : *slots) {
+          if (v < 0) continue;
+          largest = std::max({largest, values.mem[static_cast<size_t>(v)].nbytes(),
+                              values.host[static_cast<size_t>(v)].nbytes()});
+        }
+      }
+      stats_.op_bytes[type] += static_cast<int64_t>(largest);
     }
+    for (int f : step.frees) values.Clear(f);
   }
   if (device_) TPC_RETURN_IF_ERROR(backend_.Synchronize());
   stats_.compute_seconds = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -496,6 +496,74 @@ TEST_CASE("The attention core's row math, mask rows and folds equal the CPU's At
   }
 }
 
+// Runs the copy vs → vd of `elem_bytes` elements as ChunkRows plans it in chunks of
+// `Bytes` (when it does) and element by element; returns whether it was chunked, and
+// checks both wrote the same bytes.
+template <int Bytes>
+bool ChunkedEqualsElementwise(int elem_bytes, const StridedView& vs, const StridedView& vd,
+                              int64_t src_elems, int64_t dst_elems, int64_t src_shift = 0) {
+  std::vector<math::Chunk<16>> src_store(static_cast<size_t>(src_elems * elem_bytes / 16 + 2));
+  std::vector<math::Chunk<16>> a_store(static_cast<size_t>(dst_elems * elem_bytes / 16 + 2));
+  std::vector<math::Chunk<16>> b_store(a_store.size());
+  uint8_t* src = reinterpret_cast<uint8_t*>(src_store.data()) + src_shift * elem_bytes;
+  for (int64_t i = 0; i < src_elems * elem_bytes; ++i) src[i] = static_cast<uint8_t>(i * 7 + 3);
+  uint8_t* a = reinterpret_cast<uint8_t*>(a_store.data());
+  uint8_t* b = reinterpret_cast<uint8_t*>(b_store.data());
+  int64_t n = 1;
+  for (int d = 0; d < vs.rank; ++d) n *= vs.dims[d];
+  for (int64_t i = 0; i < n; ++i) {  // the element-wise copy, byte by byte
+    for (int k = 0; k < elem_bytes; ++k) a[vd.At(i) * elem_bytes + k] = src[vs.At(i) * elem_bytes + k];
+  }
+  const auto c = math::ChunkRows(elem_bytes, Bytes, src, vs, b, vd);
+  if (!c) return false;
+  REQUIRE(c->rows * c->chunks * (Bytes / elem_bytes) == n);
+  using C = math::Chunk<Bytes>;
+  for (int64_t i = 0; i < c->rows * c->chunks; ++i) {
+    math::CopyChunkElement(reinterpret_cast<const C*>(src), c->src, reinterpret_cast<C*>(b), c->dst,
+                           c->chunks, i);
+  }
+  REQUIRE(std::memcmp(a, b, static_cast<size_t>(dst_elems * elem_bytes)) == 0);
+  return true;
+}
+
+TEST_CASE("Chunked copies move the bytes the element-wise strided copy moves, where they apply",
+          "[runtime][device-math]") {
+  // Transpose [2, 3, 4, 8] → [2, 4, 3, 8] (the heads' transpose keeps the last dim), f16.
+  StridedView t_src = math::ViewOf({2, 4, 3, 8}, {96, 8, 32, 1});
+  StridedView t_dst = math::ContiguousView({2, 4, 3, 8});
+  math::Simplify({&t_src, &t_dst});
+  CHECK(ChunkedEqualsElementwise<16>(2, t_src, t_dst, 192, 192));
+  CHECK(ChunkedEqualsElementwise<8>(2, t_src, t_dst, 192, 192));
+  CHECK(ChunkedEqualsElementwise<8>(4, t_src, t_dst, 192, 192));
+  CHECK_FALSE(ChunkedEqualsElementwise<4>(4, t_src, t_dst, 192, 192));  // no narrower than an element
+  // Expand [2, 2, 1, 5, 8] → [2, 2, 3, 5, 8] (GQA's repeated K/V heads), f32.
+  StridedView e_src = math::BroadcastView({2, 2, 1, 5, 8}, {2, 2, 3, 5, 8});
+  StridedView e_dst = math::ContiguousView({2, 2, 3, 5, 8});
+  math::Simplify({&e_src, &e_dst});
+  CHECK(ChunkedEqualsElementwise<16>(4, e_src, e_dst, 160, 480));
+  // A slice [.., 4:12] of rows of 16 f16 into a [3, 8] output; a Concat's second part (an
+  // offset into the output); the same slice starting at 2 (4 bytes: 4-byte chunks only).
+  StridedView s_src = math::ViewOf({3, 8}, {16, 1});
+  s_src.offset = 4;
+  StridedView s_dst = math::ContiguousView({3, 8});
+  CHECK(ChunkedEqualsElementwise<8>(2, s_src, s_dst, 48, 24));
+  StridedView c_dst = math::ViewOf({3, 8}, {16, 1});
+  c_dst.offset = 8;
+  CHECK(ChunkedEqualsElementwise<16>(2, s_dst, c_dst, 24, 48));
+  s_src.offset = 2;
+  CHECK_FALSE(ChunkedEqualsElementwise<8>(2, s_src, s_dst, 48, 24));
+  CHECK(ChunkedEqualsElementwise<4>(2, s_src, s_dst, 48, 24));
+  // Where chunks do not apply: the last dim strided (a transpose of the last two dims), a
+  // row of 6 bytes, a source pointer off the chunk boundary.
+  StridedView l_src = math::ViewOf({4, 8}, {1, 4});
+  StridedView l_dst = math::ContiguousView({4, 8});
+  CHECK_FALSE(ChunkedEqualsElementwise<16>(4, l_src, l_dst, 32, 32));
+  StridedView odd_src = math::ContiguousView({4, 3}), odd_dst = odd_src;
+  CHECK_FALSE(ChunkedEqualsElementwise<4>(2, odd_src, odd_dst, 12, 12));
+  CHECK(ChunkedEqualsElementwise<16>(2, t_src, t_dst, 192, 192, 0));
+  CHECK_FALSE(ChunkedEqualsElementwise<16>(2, t_src, t_dst, 192, 192, 1));
+}
+
 TEST_CASE("Half and bfloat16 conversions round to nearest even and round-trip",
           "[runtime][device-math]") {
   // Every half value converts to float and back unchanged (NaNs stay NaNs).

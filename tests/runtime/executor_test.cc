@@ -88,6 +88,28 @@ TEST_CASE("The executor's arena reuses buffers on a chain", "[runtime][memory]")
   REQUIRE((*ex)->last_stats().arena_bytes == 2 * 8 * 256 * 4);
 }
 
+TEST_CASE("A profiled run counts each op type's calls, time and largest buffers",
+          "[runtime][executor]") {
+  auto g = Chain(5);  // Neg, Abs, Neg, Abs, Neg over [batch, 256] f32
+  auto backend = MakeCpuBackend(1);
+  for (bool profile : {false, true}) {
+    auto ex = Executor::Create(*g, *backend, nullptr, {.profile = profile});
+    REQUIRE(ex.ok());
+    Tensor x = Tensor::Allocate(DType::kF32, {3, 256});
+    REQUIRE((*ex)->Run({{"x", x}}).ok());
+    const RunStats& st = (*ex)->last_stats();
+    if (!profile) {
+      CHECK(st.op_calls.empty());
+      CHECK(st.op_bytes.empty());
+      continue;
+    }
+    CHECK(st.op_calls == std::map<std::string, int64_t>{{"Abs", 2}, {"Neg", 3}});
+    CHECK(st.op_bytes == std::map<std::string, int64_t>{{"Abs", 2 * 3 * 256 * 4},
+                                                        {"Neg", 3 * 3 * 256 * 4}});
+    CHECK(st.op_seconds.size() == 2);
+  }
+}
+
 TEST_CASE("Outputs belong to the caller, whether handed over or copied", "[runtime][executor]") {
   // y = Relu(x) is a block of its own (handed over as it is); xi = Identity(x) is the
   // caller's input, c = Identity(const) a constant, and y is an output twice: those are

@@ -25,7 +25,7 @@ struct ExecutorOptions {
   // Place intermediate values in one planned arena (off: a buffer per value, freed
   // after its last use; for comparisons).
   bool plan_memory = true;
-  // Time every kernel (RunStats::op_seconds).
+  // Time every kernel (RunStats::op_seconds, op_calls, op_bytes).
   bool profile = false;
 };
 
@@ -41,6 +41,10 @@ struct RunStats {
   // the outputs were copied to the host.
   double compute_seconds = 0;
   std::map<std::string, double> op_seconds;  // per op type, with `profile`
+  std::map<std::string, int64_t> op_calls;   // per op type, with `profile`
+  // Per op type, with `profile`: each call's largest input or output, summed (for a
+  // collective, the size NCCL's bus bandwidth counts: the reduced or the gathered buffer).
+  std::map<std::string, int64_t> op_bytes;
 };
 
 struct IoSpec {

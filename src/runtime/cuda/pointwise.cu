@@ -61,6 +61,14 @@ __global__ void CopyKernel(const Word* src, StridedView vs, Word* dst, StridedVi
   for (int64_t i = First(); i < n; i += Step()) math::CopyElement(src, vs, dst, vd, i);
 }
 
+template <typename C>
+__global__ void CopyChunkKernel(const C* src, StridedView rows_src, C* dst, StridedView rows_dst,
+                                int64_t chunks, int64_t n) {
+  for (int64_t i = First(); i < n; i += Step()) {
+    math::CopyChunkElement(src, rows_src, dst, rows_dst, chunks, i);
+  }
+}
+
 template <typename Word>
 __global__ void WhereKernel(const bool* cond, StridedView vc, const Word* x, StridedView vx,
                             const Word* y, StridedView vy, Word* out, int64_t n) {
@@ -155,6 +163,16 @@ cudaError_t Copy(const void* src, const StridedView& vs, void* dst, const Stride
                  int64_t n, cudaStream_t stream) {
   CopyKernel<Word><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const Word*>(src), vs,
                                                        static_cast<Word*>(dst), vd, n);
+  return cudaGetLastError();
+}
+
+template <int Bytes>
+cudaError_t CopyChunks(const void* src, void* dst, const math::ChunkedCopy& c,
+                       cudaStream_t stream) {
+  using C = math::Chunk<Bytes>;
+  const int64_t n = c.rows * c.chunks;
+  CopyChunkKernel<C><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const C*>(src), c.src,
+                                                         static_cast<C*>(dst), c.dst, c.chunks, n);
   return cudaGetLastError();
 }
 
@@ -277,6 +295,22 @@ cudaError_t LaunchCast(FloatKind from, FloatKind to, const void* x, void* y, int
 cudaError_t LaunchCopy(int elem_bytes, const void* src, const StridedView& vs, void* dst,
                        const StridedView& vd, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
+  // Rows contiguous in both views (Transpose keeping the last dim, Expand, Slice, Concat):
+  // the widest chunks they allow.
+  StridedView s = vs, d = vd;
+  math::Simplify({&s, &d});
+  auto whole = [&](const std::optional<math::ChunkedCopy>& c, int bytes) {
+    return c && c->rows * c->chunks * (bytes / elem_bytes) == n;
+  };
+  if (auto c = math::ChunkRows(elem_bytes, 16, src, s, dst, d); whole(c, 16)) {
+    return CopyChunks<16>(src, dst, *c, stream);
+  }
+  if (auto c = math::ChunkRows(elem_bytes, 8, src, s, dst, d); whole(c, 8)) {
+    return CopyChunks<8>(src, dst, *c, stream);
+  }
+  if (auto c = math::ChunkRows(elem_bytes, 4, src, s, dst, d); whole(c, 4)) {
+    return CopyChunks<4>(src, dst, *c, stream);
+  }
   switch (elem_bytes) {
     case 1:
       return Copy<uint8_t>(src, vs, dst, vd, n, stream);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "tpc/util/host_device.h"
@@ -110,6 +111,70 @@ inline void Simplify(std::vector<StridedView*> views) {
     if (!merge) ++out;
   }
   for (StridedView* v : views) v->rank = out;
+}
+
+// A strided copy whose innermost dim is contiguous in both views, moved in chunks of
+// `chunk` bytes (one 16-, 8- or 4-byte load and store per thread instead of one per
+// element, and the index arithmetic once per chunk): element i of the chunked copy is
+// chunk i % chunks of row i / chunks, the rows addressed by views over the outer dims in
+// units of chunks. Made by ChunkRows.
+struct ChunkedCopy {
+  StridedView src, dst;  // the rows: the outer dims, strides and offsets in chunks
+  int64_t chunks = 0;    // per row
+  int64_t rows = 0;
+};
+
+// `vs` → `vd` (views over the same dims, elements of `elem_bytes`) in chunks of `chunk`
+// bytes from `src` to `dst`, when each view's innermost stride is 1, a row's bytes are
+// whole chunks, and every row starts on a chunk boundary (pointer, offset and outer
+// strides); else nothing.
+inline std::optional<ChunkedCopy> ChunkRows(int elem_bytes, int chunk, const void* src,
+                                            const StridedView& vs, const void* dst,
+                                            const StridedView& vd) {
+  const int r = vs.rank;
+  if (r < 1 || vd.rank != r || chunk <= elem_bytes || chunk % elem_bytes != 0 ||
+      vs.strides[r - 1] != 1 || vd.strides[r - 1] != 1 || vs.dims[r - 1] != vd.dims[r - 1]) {
+    return std::nullopt;
+  }
+  const int64_t eb = elem_bytes, per = chunk / elem_bytes;
+  auto aligned = [&](int64_t elements) { return (elements * eb) % chunk == 0; };
+  if (!aligned(vs.dims[r - 1]) || !aligned(vs.offset) || !aligned(vd.offset) ||
+      reinterpret_cast<uintptr_t>(src) % static_cast<uintptr_t>(chunk) != 0 ||
+      reinterpret_cast<uintptr_t>(dst) % static_cast<uintptr_t>(chunk) != 0) {
+    return std::nullopt;
+  }
+  ChunkedCopy c;
+  c.chunks = vs.dims[r - 1] / per;
+  c.rows = 1;
+  c.src.rank = c.dst.rank = r - 1;
+  c.src.offset = vs.offset / per;
+  c.dst.offset = vd.offset / per;
+  for (int d = 0; d + 1 < r; ++d) {
+    if (vs.dims[d] != vd.dims[d] || !aligned(vs.strides[d]) || !aligned(vd.strides[d])) {
+      return std::nullopt;
+    }
+    c.src.dims[d] = c.dst.dims[d] = vs.dims[d];
+    c.src.strides[d] = vs.strides[d] / per;
+    c.dst.strides[d] = vd.strides[d] / per;
+    c.rows *= vs.dims[d];
+  }
+  return c;
+}
+
+// `chunk` bytes moved as one value (a 16-byte one is one vector load and store).
+template <int Bytes>
+struct alignas(Bytes) Chunk {
+  uint32_t words[Bytes / 4];
+};
+
+// Element i of a chunked copy: chunk i % chunks of row i / chunks.
+template <typename C>
+TPC_HOST_DEVICE inline void CopyChunkElement(const C* src, const StridedView& rows_src, C* dst,
+                                             const StridedView& rows_dst, int64_t chunks,
+                                             int64_t i) {
+  const int64_t r = DivIndex(i, chunks);
+  const int64_t k = i - r * chunks;
+  dst[rows_dst.At(r) + k] = src[rows_src.At(r) + k];
 }
 
 }  // namespace tpc::runtime::math
