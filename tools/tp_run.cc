@@ -376,8 +376,9 @@ void PrintTimes(const tpc::cli::Args& args, std::vector<double> times, std::vect
     std::vector<std::pair<double, std::string>> ops;
     for (const auto& [op, s] : stats.op_seconds) ops.emplace_back(s, op);
     std::sort(ops.rbegin(), ops.rend());
-    std::printf("tp-run: time per operator type on rank 0, last run (calls, and the largest "
-                "input or output of each call summed):\n");
+    std::printf(
+        "tp-run: time per operator type on rank 0, last run (calls, and the largest "
+        "input or output of each call summed):\n");
     for (const auto& [s, op] : ops) {
       std::printf("  %-28s %9.3f ms %6lld calls %12s\n", op.c_str(), s * 1e3,
                   static_cast<long long>(stats.op_calls.at(op)),

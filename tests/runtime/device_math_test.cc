@@ -93,6 +93,99 @@ TEST_CASE("Binary element math with broadcasting equals the CPU kernels",
   }
 }
 
+// out = a + b (shapes broadcast to `out`) as BinaryRowsElement computes it in chunks of V,
+// against BinaryElement; false when PlanBinaryRows does not apply.
+template <FloatKind K, int V>
+bool RowsEqualElementwise(const std::vector<int64_t>& sa, const std::vector<int64_t>& sb,
+                          const std::vector<int64_t>& out, math::BinaryOp op) {
+  using S = typename math::FloatIO<K>::Storage;
+  auto fill = [](const std::vector<int64_t>& shape, uint32_t seed) {
+    const Tensor t = Random(shape, seed);
+    // Aligned storage (16 bytes) holding the values in K's storage type.
+    std::vector<math::Chunk<16>> store(static_cast<size_t>(t.num_elements()) * sizeof(S) / 16 + 1);
+    S* p = reinterpret_cast<S*>(store.data());
+    for (int64_t i = 0; i < t.num_elements(); ++i)
+      p[i] = math::FloatIO<K>::Store(t.data<float>()[i]);
+    return store;
+  };
+  const auto a = fill(sa, 51), b = fill(sb, 52);
+  int64_t n = 1;
+  for (int64_t d : out) n *= d;
+  std::vector<math::Chunk<16>> want_store(static_cast<size_t>(n) * sizeof(S) / 16 + 1),
+      got_store(want_store.size());
+  StridedView va = math::BroadcastView(sa, out), vb = math::BroadcastView(sb, out),
+              vy = math::ContiguousView(out);
+  math::Simplify({&va, &vb, &vy});
+  const S* pa = reinterpret_cast<const S*>(a.data());
+  const S* pb = reinterpret_cast<const S*>(b.data());
+  S* want = reinterpret_cast<S*>(want_store.data());
+  S* got = reinterpret_cast<S*>(got_store.data());
+  for (int64_t i = 0; i < n; ++i) math::BinaryElement<K>(op, pa, va, pb, vb, want, i);
+  const auto p = math::PlanBinaryRows(V, sizeof(S), pa, va, pb, vb, got);
+  if (!p) return false;
+  REQUIRE(p->rows * p->len == n);
+  for (int64_t i = 0; i < n / V; ++i) math::BinaryRowsElement<K, V>(op, pa, pb, got, *p, i);
+  REQUIRE(std::memcmp(want, got, static_cast<size_t>(n) * sizeof(S)) == 0);
+  return true;
+}
+
+TEST_CASE("Binary math in rows of 16-byte chunks equals the element-wise math, where it applies",
+          "[runtime][device-math]") {
+  using math::BinaryOp;
+  constexpr FloatKind kF32 = FloatKind::kF32, kF16 = FloatKind::kF16;
+  // Same shapes (a residual Add), a bias row, one value per row, a scalar, a broadcast
+  // first operand, rank 3 with the middle dim broadcast.
+  CHECK(RowsEqualElementwise<kF32, 4>({3, 16}, {3, 16}, {3, 16}, BinaryOp::kAdd));
+  CHECK(RowsEqualElementwise<kF16, 8>({3, 16}, {3, 16}, {3, 16}, BinaryOp::kMul));
+  CHECK(RowsEqualElementwise<kF16, 8>({3, 16}, {16}, {3, 16}, BinaryOp::kAdd));
+  CHECK(RowsEqualElementwise<kF32, 4>({3, 16}, {3, 1}, {3, 16}, BinaryOp::kDiv));
+  CHECK(RowsEqualElementwise<kF16, 8>({2, 3, 16}, {}, {2, 3, 16}, BinaryOp::kSub));
+  CHECK(RowsEqualElementwise<kF32, 4>({1, 16}, {5, 16}, {5, 16}, BinaryOp::kMax));
+  CHECK(RowsEqualElementwise<kF16, 8>({2, 1, 8}, {2, 3, 8}, {2, 3, 8}, BinaryOp::kMin));
+  // Both operands broadcast along different dims (one value per row in b).
+  CHECK(RowsEqualElementwise<kF16, 8>({4, 1, 8}, {4, 3, 1}, {4, 3, 8}, BinaryOp::kAdd));
+  // Rows that are not whole chunks.
+  CHECK_FALSE(RowsEqualElementwise<kF32, 4>({3, 6}, {3, 6}, {3, 6}, BinaryOp::kAdd));
+  CHECK_FALSE(RowsEqualElementwise<kF16, 8>({5, 12}, {12}, {5, 12}, BinaryOp::kAdd));
+}
+
+// Unary and bias-activation math in chunks of V equals the element math, bit for bit.
+template <FloatKind K, int V>
+void ChunksEqualElements() {
+  using S = typename math::FloatIO<K>::Storage;
+  const int64_t n = 48, cols = 16;
+  const Tensor x = Random({n}, 61), bias = Random({cols}, 62);
+  std::vector<math::Chunk<16>> xs(n * sizeof(S) / 16), bs(cols * sizeof(S) / 16), a(xs.size()),
+      b(xs.size());
+  S* px = reinterpret_cast<S*>(xs.data());
+  S* pb = reinterpret_cast<S*>(bs.data());
+  for (int64_t i = 0; i < n; ++i) px[i] = math::FloatIO<K>::Store(x.data<float>()[i]);
+  for (int64_t i = 0; i < cols; ++i) pb[i] = math::FloatIO<K>::Store(bias.data<float>()[i]);
+  S* want = reinterpret_cast<S*>(a.data());
+  S* got = reinterpret_cast<S*>(b.data());
+  for (math::UnaryOp op : {math::UnaryOp::kSigmoid, math::UnaryOp::kGeluTanh, math::UnaryOp::kSilu,
+                           math::UnaryOp::kLeakyRelu}) {
+    for (int64_t i = 0; i < n; ++i) math::UnaryElement<K>(op, 0.1f, px, want, i);
+    for (int64_t i = 0; i < n / V; ++i) math::UnaryChunkElement<K, V>(op, 0.1f, px, got, i);
+    REQUIRE(std::memcmp(want, got, n * sizeof(S)) == 0);
+    for (const S* bias_ptr : {static_cast<const S*>(nullptr), static_cast<const S*>(pb)}) {
+      std::memcpy(want, px, n * sizeof(S));
+      std::memcpy(got, px, n * sizeof(S));
+      for (int64_t i = 0; i < n; ++i) math::BiasActivationElement<K>(op, bias_ptr, cols, want, i);
+      for (int64_t i = 0; i < n / V; ++i)
+        math::BiasActivationChunkElement<K, V>(op, bias_ptr, cols, got, i);
+      REQUIRE(std::memcmp(want, got, n * sizeof(S)) == 0);
+    }
+  }
+}
+
+TEST_CASE("Unary and GEMM-epilogue math in 16-byte chunks equals the element math",
+          "[runtime][device-math]") {
+  ChunksEqualElements<FloatKind::kF32, 4>();
+  ChunksEqualElements<FloatKind::kF16, 8>();
+  ChunksEqualElements<FloatKind::kBF16, 8>();
+}
+
 TEST_CASE("Unary element math equals the CPU kernels", "[runtime][device-math]") {
   const Tensor x = Random({64}, 3);
   const std::vector<std::tuple<std::string, math::UnaryOp, ir::Attributes>> ops = {
@@ -512,7 +605,8 @@ bool ChunkedEqualsElementwise(int elem_bytes, const StridedView& vs, const Strid
   int64_t n = 1;
   for (int d = 0; d < vs.rank; ++d) n *= vs.dims[d];
   for (int64_t i = 0; i < n; ++i) {  // the element-wise copy, byte by byte
-    for (int k = 0; k < elem_bytes; ++k) a[vd.At(i) * elem_bytes + k] = src[vs.At(i) * elem_bytes + k];
+    for (int k = 0; k < elem_bytes; ++k)
+      a[vd.At(i) * elem_bytes + k] = src[vs.At(i) * elem_bytes + k];
   }
   const auto c = math::ChunkRows(elem_bytes, Bytes, src, vs, b, vd);
   if (!c) return false;
@@ -535,7 +629,8 @@ TEST_CASE("Chunked copies move the bytes the element-wise strided copy moves, wh
   CHECK(ChunkedEqualsElementwise<16>(2, t_src, t_dst, 192, 192));
   CHECK(ChunkedEqualsElementwise<8>(2, t_src, t_dst, 192, 192));
   CHECK(ChunkedEqualsElementwise<8>(4, t_src, t_dst, 192, 192));
-  CHECK_FALSE(ChunkedEqualsElementwise<4>(4, t_src, t_dst, 192, 192));  // no narrower than an element
+  CHECK_FALSE(
+      ChunkedEqualsElementwise<4>(4, t_src, t_dst, 192, 192));  // no narrower than an element
   // Expand [2, 2, 1, 5, 8] → [2, 2, 3, 5, 8] (GQA's repeated K/V heads), f32.
   StridedView e_src = math::BroadcastView({2, 2, 1, 5, 8}, {2, 2, 3, 5, 8});
   StridedView e_dst = math::ContiguousView({2, 2, 3, 5, 8});

@@ -104,8 +104,8 @@ TEST_CASE("A profiled run counts each op type's calls, time and largest buffers"
       continue;
     }
     CHECK(st.op_calls == std::map<std::string, int64_t>{{"Abs", 2}, {"Neg", 3}});
-    CHECK(st.op_bytes == std::map<std::string, int64_t>{{"Abs", 2 * 3 * 256 * 4},
-                                                        {"Neg", 3 * 3 * 256 * 4}});
+    CHECK(st.op_bytes ==
+          std::map<std::string, int64_t>{{"Abs", 2 * 3 * 256 * 4}, {"Neg", 3 * 3 * 256 * 4}});
     CHECK(st.op_seconds.size() == 2);
   }
 }

@@ -2,6 +2,8 @@
 // grid-stride loop (64-bit indices); the per-element math is math/pointwise.h.
 #include <cuda_runtime.h>
 
+#include <initializer_list>
+
 #include "tpc/runtime/cuda/launch.h"
 
 namespace tpc::runtime::cuda {
@@ -27,10 +29,42 @@ __global__ void BinaryKernel(BinaryOp op, const typename FloatIO<K>::Storage* a,
   for (int64_t i = First(); i < n; i += Step()) math::BinaryElement<K>(op, a, va, b, vb, out, i);
 }
 
+template <FloatKind K, int V>
+__global__ void BinaryRowsKernel(BinaryOp op, const typename FloatIO<K>::Storage* a,
+                                 const typename FloatIO<K>::Storage* b,
+                                 typename FloatIO<K>::Storage* out, math::BinaryRows p, int64_t n) {
+  for (int64_t i = First(); i < n; i += Step()) math::BinaryRowsElement<K, V>(op, a, b, out, p, i);
+}
+
 template <FloatKind K>
 __global__ void UnaryKernel(UnaryOp op, float alpha, const typename FloatIO<K>::Storage* x,
                             typename FloatIO<K>::Storage* y, int64_t n) {
   for (int64_t i = First(); i < n; i += Step()) math::UnaryElement<K>(op, alpha, x, y, i);
+}
+
+template <FloatKind K, int V>
+__global__ void UnaryChunkKernel(UnaryOp op, float alpha, const typename FloatIO<K>::Storage* x,
+                                 typename FloatIO<K>::Storage* y, int64_t n) {
+  for (int64_t i = First(); i < n; i += Step()) math::UnaryChunkElement<K, V>(op, alpha, x, y, i);
+}
+
+template <FloatKind K, int V>
+__global__ void BiasActivationChunkKernel(UnaryOp op, const typename FloatIO<K>::Storage* bias,
+                                          int64_t cols, typename FloatIO<K>::Storage* y,
+                                          int64_t n) {
+  for (int64_t i = First(); i < n; i += Step()) {
+    math::BiasActivationChunkElement<K, V>(op, bias, cols, y, i);
+  }
+}
+
+// Whether `count` elements of `bytes` each at these addresses are whole aligned chunks of
+// 16 bytes (null pointers do not count).
+bool Chunks16(int64_t count, int bytes, std::initializer_list<const void*> ptrs) {
+  if ((count * bytes) % 16 != 0) return false;
+  for (const void* p : ptrs) {
+    if (p != nullptr && reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  }
+  return true;
 }
 
 template <FloatKind K>
@@ -105,6 +139,15 @@ template <FloatKind K>
 cudaError_t Binary(BinaryOp op, const void* a, const StridedView& va, const void* b,
                    const StridedView& vb, void* out, int64_t n, cudaStream_t stream) {
   using S = typename FloatIO<K>::Storage;
+  // Rows contiguous in the output (same-shape operands, a bias row, a per-row scale): 16
+  // bytes a thread.
+  constexpr int kV = 16 / static_cast<int>(sizeof(S));
+  if (auto p = math::PlanBinaryRows(kV, sizeof(S), a, va, b, vb, out); p && p->rows * p->len == n) {
+    const int64_t chunks = n / kV;
+    BinaryRowsKernel<K, kV><<<Blocks(chunks), kThreads, 0, stream>>>(
+        op, static_cast<const S*>(a), static_cast<const S*>(b), static_cast<S*>(out), *p, chunks);
+    return cudaGetLastError();
+  }
   BinaryKernel<K><<<Blocks(n), kThreads, 0, stream>>>(
       op, static_cast<const S*>(a), va, static_cast<const S*>(b), vb, static_cast<S*>(out), n);
   return cudaGetLastError();
@@ -113,6 +156,12 @@ cudaError_t Binary(BinaryOp op, const void* a, const StridedView& va, const void
 template <FloatKind K>
 cudaError_t Unary(UnaryOp op, float alpha, const void* x, void* y, int64_t n, cudaStream_t stream) {
   using S = typename FloatIO<K>::Storage;
+  constexpr int kV = 16 / static_cast<int>(sizeof(S));
+  if (Chunks16(n, sizeof(S), {x, y})) {
+    UnaryChunkKernel<K, kV><<<Blocks(n / kV), kThreads, 0, stream>>>(
+        op, alpha, static_cast<const S*>(x), static_cast<S*>(y), n / kV);
+    return cudaGetLastError();
+  }
   UnaryKernel<K><<<Blocks(n), kThreads, 0, stream>>>(op, alpha, static_cast<const S*>(x),
                                                      static_cast<S*>(y), n);
   return cudaGetLastError();
@@ -122,6 +171,12 @@ template <FloatKind K>
 cudaError_t BiasActivation(UnaryOp op, const void* bias, int64_t cols, void* y, int64_t n,
                            cudaStream_t stream) {
   using S = typename FloatIO<K>::Storage;
+  constexpr int kV = 16 / static_cast<int>(sizeof(S));
+  if (cols % kV == 0 && Chunks16(n, sizeof(S), {y, bias})) {
+    BiasActivationChunkKernel<K, kV><<<Blocks(n / kV), kThreads, 0, stream>>>(
+        op, static_cast<const S*>(bias), cols, static_cast<S*>(y), n / kV);
+    return cudaGetLastError();
+  }
   BiasActivationKernel<K><<<Blocks(n), kThreads, 0, stream>>>(op, static_cast<const S*>(bias), cols,
                                                               static_cast<S*>(y), n);
   return cudaGetLastError();

@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <optional>
 
 #include "tpc/runtime/math/floats.h"
 #include "tpc/runtime/math/strided.h"
@@ -108,6 +110,137 @@ TPC_HOST_DEVICE inline void UnaryElement(UnaryOp op, float alpha,
                                          typename FloatIO<K>::Storage* y, int64_t i) {
   using IO = FloatIO<K>;
   y[i] = IO::Store(ApplyUnary(op, IO::Load(x[i]), alpha));
+}
+
+// V contiguous elements of K's storage as one Chunk (one 16-byte load or store when
+// V · size = 16); the address must be aligned to the chunk.
+template <FloatKind K, int V>
+TPC_HOST_DEVICE inline void LoadChunk(const typename FloatIO<K>::Storage* p,
+                                      typename FloatIO<K>::Storage (&v)[V]) {
+  using C = Chunk<static_cast<int>(V * sizeof(typename FloatIO<K>::Storage))>;
+  const C c = *reinterpret_cast<const C*>(p);
+  memcpy(v, &c, sizeof(C));
+}
+template <FloatKind K, int V>
+TPC_HOST_DEVICE inline void StoreChunk(const typename FloatIO<K>::Storage (&v)[V],
+                                       typename FloatIO<K>::Storage* p) {
+  using C = Chunk<static_cast<int>(V * sizeof(typename FloatIO<K>::Storage))>;
+  C c;
+  memcpy(&c, v, sizeof(C));
+  *reinterpret_cast<C*>(p) = c;
+}
+
+// A binary op over rows whose innermost dim is contiguous in the output and, in each
+// input, contiguous (it runs along the row) or broadcast (one value per row), V elements
+// a thread: one 16-byte load per running input and one store, the index arithmetic once
+// per V elements. Made by PlanBinaryRows; the output is contiguous.
+struct BinaryRows {
+  StridedView a, b;  // the inputs' rows: outer dims, element offset of a row
+  bool a_runs = false, b_runs = false;
+  int64_t len = 0;  // elements a row (a multiple of V)
+  int64_t rows = 0;
+};
+
+// The rows plan of out = op(a viewed by va, b viewed by vb) (views over the same dims, the
+// output contiguous over them) in chunks of V elements of `elem_bytes`, when every row is
+// whole chunks and the inputs that run along it start each row on a chunk boundary; else
+// nothing.
+inline std::optional<BinaryRows> PlanBinaryRows(int v, int elem_bytes, const void* a,
+                                                const StridedView& va, const void* b,
+                                                const StridedView& vb, const void* out) {
+  const int r = va.rank;
+  if (r < 1 || vb.rank != r) return std::nullopt;
+  for (int d = 0; d < r; ++d) {
+    if (va.dims[d] != vb.dims[d]) return std::nullopt;
+  }
+  const int64_t chunk = int64_t{v} * elem_bytes;
+  auto ptr_ok = [&](const void* p) {
+    return reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(chunk) == 0;
+  };
+  auto elems_ok = [&](int64_t e) { return (e * elem_bytes) % chunk == 0; };
+  BinaryRows p;
+  p.len = va.dims[r - 1];
+  p.a_runs = va.strides[r - 1] == 1;
+  p.b_runs = vb.strides[r - 1] == 1;
+  if (p.len % v != 0 || (!p.a_runs && va.strides[r - 1] != 0) ||
+      (!p.b_runs && vb.strides[r - 1] != 0) || !ptr_ok(out) ||
+      (p.a_runs && (!ptr_ok(a) || !elems_ok(va.offset))) ||
+      (p.b_runs && (!ptr_ok(b) || !elems_ok(vb.offset)))) {
+    return std::nullopt;
+  }
+  p.rows = 1;
+  p.a.rank = p.b.rank = r - 1;
+  p.a.offset = va.offset;
+  p.b.offset = vb.offset;
+  for (int d = 0; d + 1 < r; ++d) {
+    if ((p.a_runs && !elems_ok(va.strides[d])) || (p.b_runs && !elems_ok(vb.strides[d]))) {
+      return std::nullopt;
+    }
+    p.a.dims[d] = p.b.dims[d] = va.dims[d];
+    p.a.strides[d] = va.strides[d];
+    p.b.strides[d] = vb.strides[d];
+    p.rows *= va.dims[d];
+  }
+  return p;
+}
+
+// Chunk i (V elements) of a BinaryRows op: elements [j, j + V) of row i / (len / V).
+template <FloatKind K, int V>
+TPC_HOST_DEVICE inline void BinaryRowsElement(BinaryOp op, const typename FloatIO<K>::Storage* a,
+                                              const typename FloatIO<K>::Storage* b,
+                                              typename FloatIO<K>::Storage* out,
+                                              const BinaryRows& p, int64_t i) {
+  using IO = FloatIO<K>;
+  using S = typename FloatIO<K>::Storage;
+  const int64_t per_row = p.len / V;
+  const int64_t r = DivIndex(i, per_row);
+  const int64_t j = (i - r * per_row) * V;
+  S xa[V], xb[V], y[V];
+  const S* pa = a + p.a.At(r);
+  const S* pb = b + p.b.At(r);
+  if (p.a_runs) {
+    LoadChunk<K, V>(pa + j, xa);
+  } else {
+    for (int k = 0; k < V; ++k) xa[k] = pa[0];
+  }
+  if (p.b_runs) {
+    LoadChunk<K, V>(pb + j, xb);
+  } else {
+    for (int k = 0; k < V; ++k) xb[k] = pb[0];
+  }
+  for (int k = 0; k < V; ++k) y[k] = IO::Store(ApplyBinary(op, IO::Load(xa[k]), IO::Load(xb[k])));
+  StoreChunk<K, V>(y, out + r * p.len + j);
+}
+
+// Chunk i of a unary op over contiguous x and y (elements [i·V, i·V + V)); y may be x.
+template <FloatKind K, int V>
+TPC_HOST_DEVICE inline void UnaryChunkElement(UnaryOp op, float alpha,
+                                              const typename FloatIO<K>::Storage* x,
+                                              typename FloatIO<K>::Storage* y, int64_t i) {
+  using IO = FloatIO<K>;
+  typename IO::Storage v[V];
+  LoadChunk<K, V>(x + i * V, v);
+  for (int k = 0; k < V; ++k) v[k] = IO::Store(ApplyUnary(op, IO::Load(v[k]), alpha));
+  StoreChunk<K, V>(v, y + i * V);
+}
+
+// Chunk i of a GEMM's epilogue (rows of n, n a multiple of V, bias aligned like y or
+// null): y[j] = op(y[j] + bias[j % n]) for j in [i·V, i·V + V), in place.
+template <FloatKind K, int V>
+TPC_HOST_DEVICE inline void BiasActivationChunkElement(UnaryOp op,
+                                                       const typename FloatIO<K>::Storage* bias,
+                                                       int64_t n, typename FloatIO<K>::Storage* y,
+                                                       int64_t i) {
+  using IO = FloatIO<K>;
+  typename IO::Storage v[V], b[V];
+  const int64_t j = i * V;
+  LoadChunk<K, V>(y + j, v);
+  if (bias != nullptr) LoadChunk<K, V>(bias + (j - DivIndex(j, n) * n), b);
+  for (int k = 0; k < V; ++k) {
+    const float x = IO::Load(v[k]) + (bias != nullptr ? IO::Load(b[k]) : 0.0f);
+    v[k] = IO::Store(ApplyUnary(op, x, 0.0f));
+  }
+  StoreChunk<K, V>(v, y + j);
 }
 
 // Element i of a GEMM's epilogue (tpc::FusedMatMul) over rows of `n`: y[i] = op(y[i] +
