@@ -1,5 +1,5 @@
 // The CUDA backend: device memory (a caching allocator over cudaMalloc), one stream,
-// uploads through pinned staging buffers, and the kernel table (registry.cc) with the CPU
+// uploads and downloads through pinned staging buffers, and the kernel table (registry.cc) with the CPU
 // backend's kernels standing in, on host copies, for operators it has no kernel for.
 #include "cuda_backend.h"
 
@@ -155,19 +155,7 @@ void CudaBackend::CopyFromHost(void* dst, const void* src, size_t bytes) {
   for (size_t off = 0, i = 0; off < bytes; off += kStagingBytes, i ^= 1) {
     const size_t n = std::min(kStagingBytes, bytes - off);
     // Its previous copy is done; behind a hung collective that wait is bounded too.
-    if (watch_) {
-      const cudaEvent_t staged = staged_[i];
-      absl::Status waited = Poll([staged] { return cudaEventQuery(staged); });
-      if (!waited.ok()) {
-        if (error_ == cudaSuccess) {
-          error_ = cudaErrorLaunchTimeout;
-          error_what_ = std::string(waited.message());
-        }
-        return;
-      }
-    } else {
-      Record(cudaEventSynchronize(staged_[i]), "upload");
-    }
+    if (!WaitEvent(staged_[i], "upload")) return;
     std::memcpy(staging_[i], s + off, n);
     Record(cudaMemcpyAsync(d + off, staging_[i], n, cudaMemcpyHostToDevice, stream_), "upload");
     Record(cudaEventRecord(staged_[i], stream_), "upload");
@@ -188,8 +176,51 @@ void CudaBackend::CopyToHost(void* dst, const void* src, size_t bytes) {
       return;
     }
   }
-  Record(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "download");
-  Record(cudaStreamSynchronize(stream_), "download");
+  if (bytes <= 64 * 1024) {
+    Record(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "download");
+    Record(cudaStreamSynchronize(stream_), "download");
+    return;
+  }
+  // Chunks through the two pinned buffers (a copy from device to pageable memory goes at a
+  // few GB/s): chunk k's copy into one buffer overlaps the host copy of chunk k - 1 out of
+  // the other. A buffer is refilled only after it was copied out (the loop drains the
+  // other buffer before it moves on), and an upload that used it is ahead in the stream.
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint8_t*>(dst);
+  size_t pending_off = 0, pending_n = 0;
+  int pending = -1;
+  auto drain = [&] {  // false when the wait timed out (recorded): the copy stops there
+    if (pending < 0) return true;
+    if (!WaitEvent(staged_[pending], "download")) return false;
+    std::memcpy(d + pending_off, staging_[pending], pending_n);
+    return true;
+  };
+  for (size_t off = 0, i = 0; off < bytes; off += kStagingBytes, i ^= 1) {
+    const size_t n = std::min(kStagingBytes, bytes - off);
+    Record(cudaMemcpyAsync(staging_[i], s + off, n, cudaMemcpyDeviceToHost, stream_), "download");
+    Record(cudaEventRecord(staged_[i], stream_), "download");
+    if (!drain()) return;
+    pending = static_cast<int>(i);
+    pending_off = off;
+    pending_n = n;
+  }
+  drain();
+}
+
+bool CudaBackend::WaitEvent(cudaEvent_t event, const char* what) {
+  if (!watch_) {
+    Record(cudaEventSynchronize(event), what);
+    return true;
+  }
+  absl::Status waited = Poll([event] { return cudaEventQuery(event); });
+  if (!waited.ok()) {
+    if (error_ == cudaSuccess) {
+      error_ = cudaErrorLaunchTimeout;
+      error_what_ = std::string(waited.message());
+    }
+    return false;
+  }
+  return true;
 }
 
 void CudaBackend::SetWatch(std::function<absl::Status()> watch, std::function<void()> on_timeout,

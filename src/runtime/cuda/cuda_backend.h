@@ -80,7 +80,10 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Backend> host_;  // the CPU backend: host kernels and their threads
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
-  // Pinned staging buffers for uploads (double-buffered) and their events.
+  // Waits for `event` (bounded by the watch, when there is one); false, with the error
+  // recorded, when the wait timed out.
+  bool WaitEvent(cudaEvent_t event, const char* what);
+  // Pinned staging buffers for uploads and downloads (double-buffered) and their events.
   void* staging_[2] = {nullptr, nullptr};
   cudaEvent_t staged_[2] = {nullptr, nullptr};
   // Freed device blocks by rounded size, reused before cudaMalloc (stream-ordered: every
