@@ -278,9 +278,10 @@ TEST_CASE("fusion: the attention core equals MatMul, scale, mask, Softmax, MatMu
       Causal(150, 150, 8, "Mul", kLowest, 70, 100, 2),
       Causal(150, 150, 8, "Div", -1e9f, 30),
       Causal(150, 150, 8, "Div", -1e4f, 30),
-      // No keys, and no queries.
+      // No keys, no queries, and heads of no dims (every score 0: V's mean).
       {{1, 2, 5, 8}, {1, 2, 0, 8}, {1, 2, 0, 8}, {}, true, "Div", false},
       {{1, 2, 0, 8}, {1, 2, 6, 8}, {1, 2, 6, 8}, {}, true, "Div", false},
+      {{1, 2, 5, 0}, {1, 2, 6, 0}, {1, 2, 6, 8}, {}, true, "Div", false},
       // Every value of the mask is about -1e8, closed ones 8 to 16 lower: their exponentials
       // are not 0, and no key may be skipped.
       [] {
@@ -706,7 +707,8 @@ TEST_CASE("fusion on the GPU: every fused kernel equals the CPU's chain",
       {Causal(150, 150, 8, "Mul", kLowest, 70, 100, 2), false},
       {Causal(150, 150, 8, "Div", -1e9f, 30), true},
       {{{1, 2, 5, 8}, {1, 2, 0, 8}, {1, 2, 0, 8}, {}, true, "Div", false}, true},
-      {{{1, 2, 0, 8}, {1, 2, 6, 8}, {1, 2, 6, 8}, {}, true, "Div", false}, true}};
+      {{{1, 2, 0, 8}, {1, 2, 6, 8}, {1, 2, 6, 8}, {}, true, "Div", false}, true},
+      {{{1, 2, 5, 0}, {1, 2, 6, 0}, {1, 2, 6, 8}, {1, 1, 5, 6}, true, "Div", true}, true}};
   for (const auto& [a, half] : attention)
     cases.push_back({"AttentionCore", AttentionCase(a), half});
   cases.push_back({"SimplifiedLayerNormalization", RmsNormCase(true, false), true});

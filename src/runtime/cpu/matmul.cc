@@ -11,6 +11,12 @@ template <typename T>
 void Gemm2D(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
             const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
+  if (k == 0) {  // C = beta·C (BLAS refuses the leading dims of empty operands)
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
+    }
+    return;
+  }
   if constexpr (std::is_same_v<T, float>) {
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,

@@ -168,7 +168,10 @@ absl::Status AttentionCore(KernelContext& ctx) {
       static_cast<size_t>(ir::DTypeSize(kind == FloatKind::kF32 ? ir::DType::kF32 : q.dtype()));
   for (int64_t b0 = 0; b0 < count; b0 += chunk) {
     const int64_t nb = std::min(chunk, count - b0);
-    if (strided) {
+    if (g.d == 0) {  // empty rows of Q and K: every product is 0 (cuBLAS refuses lda = 0)
+      TPC_RETURN_IF_ERROR(Check(
+          ctx, cudaMemsetAsync(ps, 0, static_cast<size_t>(nb * per_entry) * 4, StreamOf(ctx))));
+    } else if (strided) {
       qk.count = nb;
       qk.stride_a = *sq;
       qk.stride_b = *sk;
