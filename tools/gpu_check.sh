@@ -7,9 +7,12 @@
 # BIN_DIR holds tp-compile, tp-run and tpc_tests (default: build, with build/tests);
 # OUT_DIR gets gpu_check.log and kernels.txt (default: $OUT or /tmp/gpu_check). The models
 # are the checkout's models/*.onnx; TPC_SOURCE_ROOT (default: this checkout) is where the
-# tests find .cache/ (the ONNX node tests). Exit status: 0 when every check passed, 1
-# when one failed, 77 when there is no GPU (nothing checked). ../shared/GPU.md says how
-# to carry a build to the lent GPU machine.
+# tests find .cache/ (the ONNX node tests). GPU_CHECK_SECTIONS (default: all) picks
+# sections for a short rerun, a comma-separated list of: kernels, tests, models, half,
+# real, nccl, processes, throughput, bench (nccl and processes use the plans that models
+# makes). Each section's start is logged with the seconds since the script began. Exit
+# status: 0 when every check passed, 1 when one failed, 77 when there is no GPU (nothing
+# checked). ../shared/GPU.md says how to carry a build to the lent GPU machine.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$root/build}
@@ -31,6 +34,14 @@ compile=$(find_bin tp-compile)
 run=$(find_bin tp-run)
 tests=$(find_bin tpc_tests)
 say() { echo "$*" | tee -a "$log"; }
+sections=${GPU_CHECK_SECTIONS:-all}
+started=$(date +%s)
+want() {  # want SECTION: whether it runs; logs its start
+  case ",$sections," in
+    *",all,"* | *",$1,"*) say "==== $1 ($(($(date +%s) - started)) s)"; return 0 ;;
+  esac
+  return 1
+}
 pass=0
 fail=0
 failed=()
@@ -58,125 +69,143 @@ for b in "$compile" "$run" "$tests"; do
 done
 
 # 1. The kernel lists: the CUDA list covers every operator of the CPU list.
-"$run" --list-kernels >"$out/kernels.txt"
-cpu_ops=$(grep -c '^cpu ' "$out/kernels.txt")
-cuda_ops=$(grep -c '^cuda ' "$out/kernels.txt")
-native=$(grep '^cuda ' "$out/kernels.txt" | grep -vc ' host$')
-say "kernels: cpu $cpu_ops, cuda $cuda_ops ($native with a device kernel, the rest on the host)"
-check "cuda lists every cpu operator" test "$cpu_ops" -eq "$cuda_ops"
+if want kernels; then
+  "$run" --list-kernels >"$out/kernels.txt"
+  cpu_ops=$(grep -c '^cpu ' "$out/kernels.txt")
+  cuda_ops=$(grep -c '^cuda ' "$out/kernels.txt")
+  native=$(grep '^cuda ' "$out/kernels.txt" | grep -vc ' host$')
+  say "kernels: cpu $cpu_ops, cuda $cuda_ops ($native with a device kernel, the rest on the host)"
+  check "cuda lists every cpu operator" test "$cpu_ops" -eq "$cuda_ops"
+fi
 
 # 2. The GPU unit tests: the ONNX node tests through the CUDA backend, kernel tests.
-check "tpc_tests [cuda]" "$tests" "[cuda]" --durations yes
+if want tests; then
+  check "tpc_tests [cuda]" "$tests" "[cuda]" --durations yes
+fi
 
 # 3. Every committed model x N in {1, 2, 4}, ranks as threads on this GPU, against the
 #    unsharded CPU run (f32: rtol 1e-4, atol 1e-5 as on the CPU).
-for model in "$root"/models/*.onnx; do
-  name=$(basename "$model" .onnx)
-  for n in 1 2 4; do
-    plan=$plans/${name}_$n
-    if ! "$compile" "$model" --tp "$n" -o "$plan" >>"$log" 2>&1; then
-      say "skip $name N=$n: tp-compile refused it (see the log)"
-      continue
-    fi
-    inputs=()  # the model's own test inputs where it has them (KV-cache models need them)
-    [ -d "$root/models/$name/test_data_set_0" ] && inputs=(--input-dir "$root/models/$name/test_data_set_0")
-    check "$name N=$n cuda threads == cpu unsharded" \
-      "$run" "$plan" --backend cuda --ranks threads --check-against "$model" --quiet "${inputs[@]}"
+if want models; then
+  for model in "$root"/models/*.onnx; do
+    name=$(basename "$model" .onnx)
+    for n in 1 2 4; do
+      plan=$plans/${name}_$n
+      if ! "$compile" "$model" --tp "$n" -o "$plan" >>"$log" 2>&1; then
+        say "skip $name N=$n: tp-compile refused it (see the log)"
+        continue
+      fi
+      inputs=()  # the model's own test inputs where it has them (KV-cache models need them)
+      [ -d "$root/models/$name/test_data_set_0" ] && inputs=(--input-dir "$root/models/$name/test_data_set_0")
+      check "$name N=$n cuda threads == cpu unsharded" \
+        "$run" "$plan" --backend cuda --ranks threads --check-against "$model" --quiet "${inputs[@]}"
+    done
   done
-done
+fi
 
 # 3b. Half-precision plans (tp-compile --dtype) on the GPU against the unsharded f32 CPU
 #     run, within the tolerances documented in docs/cuda.md (f16 1e-2, bf16 5e-2).
-for model in "$root"/models/*.onnx; do
-  name=$(basename "$model" .onnx)
-  inputs=()
-  [ -d "$root/models/$name/test_data_set_0" ] && inputs=(--input-dir "$root/models/$name/test_data_set_0")
-  for dtype in f16 bf16; do
-    tol=1e-2
-    [ "$dtype" = bf16 ] && tol=5e-2
-    for n in 1 4; do
-      plan=$plans/${name}_${n}_$dtype
-      "$compile" "$model" --tp "$n" --dtype "$dtype" -o "$plan" >>"$log" 2>&1 || continue
-      check "$name N=$n $dtype cuda threads ~ cpu f32" \
-        "$run" "$plan" --backend cuda --ranks threads --check-against "$model" --quiet \
-        --rtol "$tol" --atol "$tol" "${inputs[@]}"
+if want half; then
+  for model in "$root"/models/*.onnx; do
+    name=$(basename "$model" .onnx)
+    inputs=()
+    [ -d "$root/models/$name/test_data_set_0" ] && inputs=(--input-dir "$root/models/$name/test_data_set_0")
+    for dtype in f16 bf16; do
+      tol=1e-2
+      [ "$dtype" = bf16 ] && tol=5e-2
+      for n in 1 4; do
+        plan=$plans/${name}_${n}_$dtype
+        "$compile" "$model" --tp "$n" --dtype "$dtype" -o "$plan" >>"$log" 2>&1 || continue
+        check "$name N=$n $dtype cuda threads ~ cpu f32" \
+          "$run" "$plan" --backend cuda --ranks threads --check-against "$model" --quiet \
+          --rtol "$tol" --atol "$tol" "${inputs[@]}"
+      done
     done
   done
-done
+fi
 
 # 3c. Real exports (models/genai, models/optimum: KV-cache decoders, int4): onnxruntime's
 #     outputs on the test inputs (int4 within 1e-2, as python.real_exports), and
 #     --generate 16 giving the unsharded CPU run's token ids.
-for model in "$root"/models/genai/*/model.onnx "$root"/models/optimum/*/model.onnx; do
-  [ -f "$model" ] || continue
-  name=$(basename "$(dirname "$(dirname "$model")")")/$(basename "$(dirname "$model")")
-  for n in 1 2; do
-    plan=$plans/real_${name//\//_}_$n
-    "$compile" "$model" --tp "$n" -o "$plan" >>"$log" 2>&1 || continue
-    check "$name N=$n cuda == onnxruntime" "$run" "$plan" --backend cuda --ranks threads --quiet \
-      --input-dir "$(dirname "$model")/test_data_set_0" --rtol 2e-2 --atol 1e-2
-    check "$name N=$n cuda --generate 16 == cpu unsharded" "$run" "$plan" --backend cuda \
-      --ranks threads --generate 16 --prompt "5 6 7 8; 9 10 11 12" --check-against "$model"
+if want real; then
+  for model in "$root"/models/genai/*/model.onnx "$root"/models/optimum/*/model.onnx; do
+    [ -f "$model" ] || continue
+    name=$(basename "$(dirname "$(dirname "$model")")")/$(basename "$(dirname "$model")")
+    for n in 1 2; do
+      plan=$plans/real_${name//\//_}_$n
+      "$compile" "$model" --tp "$n" -o "$plan" >>"$log" 2>&1 || continue
+      check "$name N=$n cuda == onnxruntime" "$run" "$plan" --backend cuda --ranks threads --quiet \
+        --input-dir "$(dirname "$model")/test_data_set_0" --rtol 2e-2 --atol 1e-2
+      check "$name N=$n cuda --generate 16 == cpu unsharded" "$run" "$plan" --backend cuda \
+        --ranks threads --generate 16 --prompt "5 6 7 8; 9 10 11 12" --check-against "$model"
+    done
   done
-done
+fi
 
 # 4. One rank as a process of a cluster launcher (LOCAL_RANK picks the GPU; NCCL between
 #    the ranks: here a world of 1, all this one GPU allows).
-plan=$plans/gpt2_1
-if [ -d "$plan" ]; then
-  check "gpt2 N=1 cuda process, NCCL (RANK/WORLD_SIZE)" \
-    env RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 \
-    MASTER_PORT=29577 "$run" "$plan" --backend cuda --check-against "$root/models/gpt2.onnx" --quiet
+if want nccl; then
+  plan=$plans/gpt2_1
+  if [ -d "$plan" ]; then
+    check "gpt2 N=1 cuda process, NCCL (RANK/WORLD_SIZE)" \
+      env RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 \
+      MASTER_PORT=29577 "$run" "$plan" --backend cuda --check-against "$root/models/gpt2.onnx" --quiet
+  fi
 fi
 
 # 5. Ranks as processes sharing this GPU (tp-run's launcher; the collectives go through
 #    the host with Gloo), and a rank killed mid-run: the others stop within --timeout.
-plan=$plans/llama_4
-if [ -d "$plan" ]; then
-  check "llama N=4 cuda processes == cpu unsharded" \
-    "$run" "$plan" --backend cuda --check-against "$root/models/llama.onnx" --quiet
-  say "---- llama N=4 cuda processes, rank 2 killed"
-  "$run" "$plan" --backend cuda --quiet --repeat 1000000 --timeout 5 >"$plans/kill.log" 2>&1 &
-  launcher=$!
-  victim=""
-  for _ in $(seq 1 200); do  # the worker of rank 2: TPC_RANK=2 in its environment
-    for p in $(pgrep -f "$plan"); do
-      if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'TPC_RANK=2'; then victim=$p; fi
+if want processes; then
+  plan=$plans/llama_4
+  if [ -d "$plan" ]; then
+    check "llama N=4 cuda processes == cpu unsharded" \
+      "$run" "$plan" --backend cuda --check-against "$root/models/llama.onnx" --quiet
+    say "---- llama N=4 cuda processes, rank 2 killed"
+    "$run" "$plan" --backend cuda --quiet --repeat 1000000 --timeout 5 >"$plans/kill.log" 2>&1 &
+    launcher=$!
+    victim=""
+    for _ in $(seq 1 200); do  # the worker of rank 2: TPC_RANK=2 in its environment
+      for p in $(pgrep -f "$plan"); do
+        if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'TPC_RANK=2'; then victim=$p; fi
+      done
+      [ -n "$victim" ] && break
+      sleep 0.05
     done
-    [ -n "$victim" ] && break
-    sleep 0.05
-  done
-  sleep 3
-  [ -n "$victim" ] && kill -9 "$victim"
-  start=$(date +%s)
-  wait "$launcher"
-  code=$?
-  took=$(($(date +%s) - start))
-  cat "$plans/kill.log" >>"$log"
-  left=$(pgrep -fc "$plan" || true)
-  check "killed rank stops the others (exit $code in ${took}s, $left left)" \
-    test -n "$victim" -a "$code" -ne 0 -a "$took" -lt 15 -a "$left" -eq 0
+    sleep 3
+    [ -n "$victim" ] && kill -9 "$victim"
+    start=$(date +%s)
+    wait "$launcher"
+    code=$?
+    took=$(($(date +%s) - start))
+    cat "$plans/kill.log" >>"$log"
+    left=$(pgrep -fc "$plan" || true)
+    check "killed rank stops the others (exit $code in ${took}s, $left left)" \
+      test -n "$victim" -a "$code" -ne 0 -a "$took" -lt 15 -a "$left" -eq 0
+  fi
 fi
 
 # 6. Throughput, cpu against cuda, same plan and inputs (absolute numbers mean little
 #    across machines; the ratio is the figure).
-for name in gpt2 llama; do
-  plan=$plans/${name}_1
-  [ -d "$plan" ] || continue
-  for backend in cpu cuda; do
-    say "---- bench $name N=1 $backend"
-    "$run" "$plan" --backend "$backend" --ranks threads --repeat 20 --dim batch=4 --dim seq=128 \
-      2>&1 | tail -4 | tee -a "$log"
+if want throughput; then
+  for name in gpt2 llama; do
+    plan=$plans/${name}_1
+    [ -d "$plan" ] || continue
+    for backend in cpu cuda; do
+      say "---- bench $name N=1 $backend"
+      "$run" "$plan" --backend "$backend" --ranks threads --repeat 20 --dim batch=4 --dim seq=128 \
+        2>&1 | tail -4 | tee -a "$log"
+    done
   done
-done
+fi
 
 # 7. The f16 Llama-1B-shaped forward, tpc against PyTorch eager (bench/gpu_llama.py).
-if python3 -c "import torch, transformers; assert torch.cuda.is_available()" 2>/dev/null; then
-  say "---- bench gpu_llama (f16, Llama-1B shape, 8 x 512)"
-  timeout 400 python3 "$root/bench/gpu_llama.py" --tp-compile "$compile" --tp-run "$run" \
-    --work "$plans/gpu_llama" --out "$out/gpu_llama.json" ${GPU_LLAMA_ARGS:-} 2>&1 | tail -40 | tee -a "$log"
-else
-  say "skip bench gpu_llama: python3 has no torch with CUDA"
+if want bench; then
+  if python3 -c "import torch, transformers; assert torch.cuda.is_available()" 2>/dev/null; then
+    say "---- bench gpu_llama (f16, Llama-1B shape, 8 x 512)"
+    timeout 400 python3 "$root/bench/gpu_llama.py" --tp-compile "$compile" --tp-run "$run" \
+      --work "$plans/gpu_llama" --out "$out/gpu_llama.json" ${GPU_LLAMA_ARGS:-} 2>&1 | tail -40 | tee -a "$log"
+  else
+    say "skip bench gpu_llama: python3 has no torch with CUDA"
+  fi
 fi
 
 say "gpu_check: $pass passed, $fail failed"
