@@ -504,6 +504,73 @@ TEST_CASE("fusion: GELU's tanh form written out becomes Gelu", "[runtime][fusion
   CHECK(RunBoth(c).fused.empty());
 }
 
+// GELU's erf form as torch exports nn.GELU() and BERT's gelu: x / √2 (or x · 1/√2, the
+// constant first or second) → Erf → + 1 → times 0.5·x (half_first) or x then 0.5. With
+// `matmul`, x is MatMul(x0, W) + b (BERT's intermediate dense), which the GEMM then absorbs.
+Case GeluErfCase(bool divide, bool half_first, bool constant_first = false, bool matmul = false) {
+  Case c;
+  c.build = [=](ir::Graph& g) {
+    g.opsets()[""] = 17;
+    auto k = [&](const char* name, float v) {
+      return g.AddConstant(name, ir::Tensor::FromFloat({}, {v}));
+    };
+    ir::Value* x = g.AddPlaceholder("x", F32({3, matmul ? 24 : 40}));
+    if (matmul) {
+      ir::Value* w =
+          g.AddConstant("w", ir::Tensor::FromFloat({24, 40}, Wave(24 * 40, 0.37f, 0.3f)));
+      ir::Value* b = g.AddConstant("b", ir::Tensor::FromFloat({40}, Wave(40, 0.9f)));
+      ir::Value* mm = g.AddCall("", "MatMul", {x, w}, {"mm"})->output();
+      x = g.AddCall("", "Add", {b, mm}, {"dense"})->output();
+    }
+    ir::Value* half =
+        half_first ? g.AddCall("", "Mul", {x, k("half", 0.5f)}, {"hx"})->output() : nullptr;
+    ir::Value* scaled;
+    if (divide) {
+      scaled = g.AddCall("", "Div", {x, k("sqrt2", 1.4142135f)}, {"xs"})->output();
+    } else {
+      ir::Value* r = k("rsqrt2", 0.70710678f);
+      scaled = g.AddCall("", "Mul", constant_first ? std::vector{r, x} : std::vector{x, r}, {"xs"})
+                   ->output();
+    }
+    ir::Value* e = g.AddCall("", "Erf", {scaled}, {"e"})->output();
+    ir::Value* one = g.AddCall("", "Add", {e, k("one", 1.0f)}, {"e1"})->output();
+    ir::Value* y;
+    if (half_first) {
+      y = g.AddCall("", "Mul", {half, one}, {"y"})->output();
+    } else {
+      ir::Value* p = g.AddCall("", "Mul", {x, one}, {"xp"})->output();
+      y = g.AddCall("", "Mul", {p, k("half", 0.5f)}, {"y"})->output();
+    }
+    g.SetOutputs({y});
+  };
+  c.inputs = {{"x", Input({3, matmul ? 24 : 40}, 0.23f)}};
+  return c;
+}
+
+TEST_CASE("fusion: GELU's erf form written out becomes Gelu", "[runtime][fusion]") {
+  for (const auto& [divide, half_first, constant_first] :
+       {std::tuple{true, false, false}, std::tuple{true, true, false},
+        std::tuple{false, false, true}, std::tuple{false, true, false}}) {
+    INFO("divide " << divide << ", 0.5 on x first " << half_first << ", constant first "
+                   << constant_first);
+    const FusionStats stats = RunBoth(GeluErfCase(divide, half_first, constant_first), 2, 1e-6);
+    CHECK(stats.fused.at("Gelu") == 1);
+    CHECK(stats.nodes_removed == 5);
+  }
+  // BERT's intermediate dense: MatMul, bias first, erf GELU: one FusedMatMul.
+  const FusionStats stats = RunBoth(GeluErfCase(true, false, false, true));
+  CHECK(stats.fused.at("FusedMatMul") == 1);
+  CHECK(stats.fused.at("Gelu") == 1);  // made in the first phase, then absorbed
+  // Another constant is another function.
+  Case c = GeluErfCase(true, false);
+  auto inner = c.build;
+  c.build = [inner](ir::Graph& g) {
+    inner(g);
+    g.FindValue("sqrt2")->producer()->set_tensor(ir::Tensor::FromFloat({}, {2.0f}));
+  };
+  CHECK(RunBoth(c).fused.empty());
+}
+
 // Llama's rotary embedding as torch exports it: x·cos + Concat(-x2, x1)·sin, x1 and x2 the
 // halves of the last axis, cos and sin [1, 1, s, d] broadcast over batch and heads.
 // computed_half: the halves meet at Unsqueeze(Shape(x)[3] / 2), as torch exports
@@ -657,6 +724,7 @@ TEST_CASE("fusion: f16 and bf16 chains fuse, and agree with the chain within its
                                        kLowest})},
       {"SimplifiedLayerNormalization", RmsNormCase(true, false)},
       {"Gelu", GeluTanhCase(true)},
+      {"Gelu", GeluErfCase(true, false)},
       {"RotaryHalf", RotaryCase(false, 8)},
   };
   for (const auto& [precision, tolerance] :
@@ -713,6 +781,8 @@ TEST_CASE("fusion on the GPU: every fused kernel equals the CPU's chain",
     cases.push_back({"AttentionCore", AttentionCase(a), half});
   cases.push_back({"SimplifiedLayerNormalization", RmsNormCase(true, false), true});
   cases.push_back({"Gelu", GeluTanhCase(true), true});
+  cases.push_back({"Gelu", GeluErfCase(false, true), true});
+  cases.push_back({"FusedMatMul", GeluErfCase(true, false, false, true), true});
   cases.push_back({"RotaryHalf", RotaryCase(false, 8), true});
   cases.push_back({"RotaryHalf", RotaryCase(true, 8), true});
   // f32 without TF32: cuBLAS sums in another order than OpenBLAS. Half types: the

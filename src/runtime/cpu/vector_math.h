@@ -102,16 +102,25 @@ TPC_VMATH_INLINE T GeluTanh(T v) {
 // vectorizes. An all -inf row gives NaN, as exp(-inf - -inf) does.
 template <typename T>
 TPC_VMATH_INLINE void SoftmaxRow(const T* x, T* y, int64_t n, bool log) {
-  constexpr int kLanes = 8;
-  T lane_max[kLanes];
-  for (T& m : lane_max) m = -std::numeric_limits<T>::infinity();
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) lane_max[l] = x[j + l] > lane_max[l] ? x[j + l] : lane_max[l];
   T mx = -std::numeric_limits<T>::infinity();
+  int64_t j = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    // The row's max in 16 lanes of a generic vector (one AVX-512 register, two AVX2 ones):
+    // written as a loop over an array of lanes, gcc kept it scalar (a vmaxss per element,
+    // a quarter of a short attention row's softmax). A NaN is skipped here as below.
+    typedef float F32x16 __attribute__((vector_size(64)));
+    F32x16 lanes = {};
+    lanes -= std::numeric_limits<float>::infinity();
+    for (; j + 16 <= n; j += 16) {
+      F32x16 v;
+      std::memcpy(&v, x + j, sizeof(v));
+      lanes = v > lanes ? v : lanes;
+    }
+    for (int l = 0; l < 16; ++l) mx = std::max(mx, lanes[l]);
+  }
   for (; j < n; ++j) mx = std::max(mx, x[j]);
-  for (T m : lane_max) mx = std::max(mx, m);
   for (int64_t i = 0; i < n; ++i) y[i] = Exp(static_cast<T>(x[i] - mx));
+  constexpr int kLanes = 8;
   T lane_sum[kLanes] = {};
   j = 0;
   for (; j + kLanes <= n; j += kLanes)

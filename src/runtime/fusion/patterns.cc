@@ -303,52 +303,30 @@ std::optional<Match> MatchRmsNorm(ir::Node* pow) {
   return m;
 }
 
-// The tanh form of GELU written out, as torch exports GPT-2's NewGELU:
-// 0.5·x·(1 + Tanh(√(2/π)·(x + 0.044715·x³))), x³ as Pow(x, 3), the 0.5 on x or on the
-// product: Gelu(x, approximate="tanh").
-std::optional<Match> MatchGeluTanh(ir::Node* pow) {
-  if (!IsCall(pow, "Pow") || pow->num_inputs() != 2) return std::nullopt;
-  ir::Value* x = pow->input(0);
+// A constant near `want`, or `want` as a half-precision plan of `t` stores it.
+bool IsNear(const ir::Value* v, float want, float tolerance, ir::DType t) {
+  const auto f = v != nullptr ? ScalarConstant(v) : std::nullopt;
+  return f.has_value() && (std::abs(*f - want) <= tolerance || *f == Rounded(want, t));
+}
+
+// GELU's common tail: v = 1 + f(x) (the chain so far in m) times 0.5·x, as
+// (0.5·x)·v or x·v·0.5. Completes m as Gelu(x) with `approximate`, or fails.
+std::optional<Match> GeluTail(Match m, ir::Value* x, ir::Value* v, const char* approximate) {
   const ir::DType t = x->type().dtype;
-  // A constant near `want`, or `want` as a half-precision plan stores it.
-  auto is = [t](const ir::Value* v, float want, float tolerance) {
-    const auto f = v != nullptr ? ScalarConstant(v) : std::nullopt;
-    return f.has_value() && (std::abs(*f - want) <= tolerance || *f == Rounded(want, t));
-  };
-  if (!IsFloatType(t) || !is(pow->input(1), 3.0f, 0)) return std::nullopt;
-  Match m;
-  m.nodes = {pow};
-  // The single reader of `in` if it is an `op_type` whose other operand passes `other`
-  // (then part of the chain): its output, else null.
-  auto step = [&](ir::Value* in, const char* op_type, auto other) -> ir::Value* {
-    ir::Node* n = in != nullptr ? OnlyUser(in) : nullptr;
-    if (!IsCall(n, op_type) || !other(OtherOperand(n, in))) return nullptr;
-    m.nodes.push_back(n);
-    return n->output();
-  };
-  ir::Value* v =
-      step(pow->output(), "Mul", [&](const ir::Value* c) { return is(c, 0.044715f, 1e-6f); });
-  v = step(v, "Add", [&](const ir::Value* c) { return c == x; });
-  v = step(v, "Mul", [&](const ir::Value* c) { return is(c, 0.7978845608f, 1e-5f); });
-  ir::Node* tanh = v != nullptr ? OnlyUser(v) : nullptr;
-  if (!IsCall(tanh, "Tanh")) return std::nullopt;
-  m.nodes.push_back(tanh);
-  v = step(tanh->output(), "Add", [&](const ir::Value* c) { return is(c, 1.0f, 0); });
-  if (v == nullptr) return std::nullopt;
-  ir::Node* last = OnlyUser(v);
+  ir::Node* last = v != nullptr ? OnlyUser(v) : nullptr;
   if (!IsCall(last, "Mul")) return std::nullopt;
   ir::Value* h = OtherOperand(last, v);
   ir::Node* half = h != nullptr ? h->producer() : nullptr;
   if (IsCall(half, "Mul") && OtherOperand(half, x) != nullptr &&
-      is(OtherOperand(half, x), 0.5f, 0)) {
-    // (0.5·x)·(1 + tanh(..))
+      IsNear(OtherOperand(half, x), 0.5f, 0, t) && OnlyUser(h) == last) {
+    // (0.5·x)·(1 + f(x))
     m.nodes.insert(m.nodes.begin(), half);
     m.nodes.push_back(last);
     m.result = last->output();
   } else if (h == x) {
-    // x·(1 + tanh(..))·0.5
+    // x·(1 + f(x))·0.5
     ir::Node* scale = OnlyUser(last->output());
-    if (!IsCall(scale, "Mul") || !is(OtherOperand(scale, last->output()), 0.5f, 0)) {
+    if (!IsCall(scale, "Mul") || !IsNear(OtherOperand(scale, last->output()), 0.5f, 0, t)) {
       return std::nullopt;
     }
     m.nodes.push_back(last);
@@ -360,8 +338,60 @@ std::optional<Match> MatchGeluTanh(ir::Node* pow) {
   m.domain = "";
   m.op_type = "Gelu";
   m.inputs = {x};
-  m.attrs["approximate"] = std::string("tanh");
+  m.attrs["approximate"] = std::string(approximate);
   return m;
+}
+
+// The single reader of `in` if it is an `op_type` whose other operand passes `other`
+// (then appended to m's chain): its output, else null.
+template <typename Other>
+ir::Value* Step(Match& m, ir::Value* in, const char* op_type, Other other) {
+  ir::Node* n = in != nullptr ? OnlyUser(in) : nullptr;
+  if (!IsCall(n, op_type) || !other(OtherOperand(n, in))) return nullptr;
+  m.nodes.push_back(n);
+  return n->output();
+}
+
+// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), as GPT-2's NewGELU exports.
+std::optional<Match> MatchGeluTanh(ir::Node* pow) {
+  if (!IsCall(pow, "Pow") || pow->num_inputs() != 2) return std::nullopt;
+  ir::Value* x = pow->input(0);
+  const ir::DType t = x->type().dtype;
+  if (!IsFloatType(t) || !IsNear(pow->input(1), 3.0f, 0, t)) return std::nullopt;
+  Match m;
+  m.nodes = {pow};
+  ir::Value* v = Step(m, pow->output(), "Mul",
+                      [&](const ir::Value* c) { return IsNear(c, 0.044715f, 1e-6f, t); });
+  v = Step(m, v, "Add", [&](const ir::Value* c) { return c == x; });
+  v = Step(m, v, "Mul", [&](const ir::Value* c) { return IsNear(c, 0.7978845608f, 1e-5f, t); });
+  ir::Node* tanh = v != nullptr ? OnlyUser(v) : nullptr;
+  if (!IsCall(tanh, "Tanh")) return std::nullopt;
+  m.nodes.push_back(tanh);
+  v = Step(m, tanh->output(), "Add", [&](const ir::Value* c) { return IsNear(c, 1.0f, 0, t); });
+  if (v == nullptr) return std::nullopt;
+  return GeluTail(std::move(m), x, v, "tanh");
+}
+
+// 0.5·x·(1 + erf(x / √2)) (or x · (1/√2)), as torch exports nn.GELU() and BERT's gelu.
+std::optional<Match> MatchGeluErf(ir::Node* erf) {
+  if (!IsCall(erf, "Erf")) return std::nullopt;
+  ir::Node* scale = erf->input(0)->producer();
+  if (!IsCall(scale, "Div") && !IsCall(scale, "Mul")) return std::nullopt;
+  if (OnlyUser(scale->output()) != erf) return std::nullopt;
+  const bool div = scale->op_type() == "Div";
+  ir::Value* x = scale->input(0);
+  ir::Value* c = scale->input(1);
+  if (!div && ScalarConstant(x).has_value()) std::swap(x, c);  // Mul takes either order
+  const ir::DType t = x->type().dtype;
+  if (!IsFloatType(t) || !IsNear(c, div ? 1.41421356f : 0.70710678f, 1e-5f, t)) {
+    return std::nullopt;
+  }
+  Match m;
+  m.nodes = {scale, erf};
+  ir::Value* v =
+      Step(m, erf->output(), "Add", [&](const ir::Value* k) { return IsNear(k, 1.0f, 0, t); });
+  if (v == nullptr) return std::nullopt;
+  return GeluTail(std::move(m), x, v, "none");
 }
 
 // Slice(x, [start], [end], [last axis]) with unit steps: {start, end}, or nothing.
@@ -436,6 +466,7 @@ std::optional<Match> MatchRotaryHalf(ir::Node* concat) {
 constexpr Pattern kPatterns[] = {
     {"rotary half", 0, MatchRotaryHalf},
     {"gelu tanh", 0, MatchGeluTanh},
+    {"gelu erf", 0, MatchGeluErf},
     {"rms norm", 0, MatchRmsNorm},
     {"attention core", 1, MatchAttentionCore},
     {"matmul epilogue", 1, MatchMatMulEpilogue},
