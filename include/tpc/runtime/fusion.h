@@ -8,6 +8,7 @@
 //   x / Sqrt(ReduceMean(x²) + eps) · w           → com.microsoft::SimplifiedLayerNormalization
 //     (or x · (1 / Sqrt(..)) · w, torch's rsqrt)
 //   0.5·x·(1 + Tanh(√(2/π)·(x + 0.044715·x³)))    → Gelu(approximate="tanh")
+//   0.5·x·(1 + Erf(x / √2))                        → Gelu
 //
 // then the GEMMs, which may absorb what the first phase made:
 //
