@@ -192,8 +192,12 @@ if want throughput; then
     for backend in cpu cuda; do
       say "---- bench $name N=1 $backend"
       "$run" "$plan" --backend "$backend" --ranks threads --repeat 20 --dim batch=4 --dim seq=128 \
-        2>&1 | tail -4 | tee -a "$log"
+        >"$plans/bench.txt" 2>&1
+      tail -5 "$plans/bench.txt" | tee -a "$log"
     done
+    # Steady runs take their device memory from the backend's cache (no cudaMalloc).
+    check "$name N=1 cuda: no device allocation in a steady run" \
+      grep -q "obtained during rank 0's last run: 0 blocks" "$plans/bench.txt"
   done
 fi
 

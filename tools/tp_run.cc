@@ -372,6 +372,10 @@ void PrintTimes(const tpc::cli::Args& args, std::vector<double> times, std::vect
     std::printf("tp-run: compute on rank 0 (before outputs go to the host): median %.3f ms\n",
                 compute[compute.size() / 2] * 1e3);
   }
+  if (args.get("backend", "cpu") != "cpu") {
+    std::printf("tp-run: device memory obtained during rank 0's last run: %lld blocks\n",
+                static_cast<long long>(stats.device_allocations));
+  }
   if (args.has("profile")) {
     std::vector<std::pair<double, std::string>> ops;
     for (const auto& [op, s] : stats.op_seconds) ops.emplace_back(s, op);

@@ -518,6 +518,7 @@ absl::Status Executor::RunStep(const Step& step, const Plan& plan, Values& value
 
 absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Tensor>& inputs) {
   const auto t0 = Clock::now();
+  const int64_t allocations_before = backend_.device_allocations();
   TPC_ASSIGN_OR_RETURN(SymbolBindings bindings, CheckInputs(inputs));
   TPC_ASSIGN_OR_RETURN(const Plan* planned, PlanFor(bindings));
   const Plan& plan = *planned;
@@ -594,6 +595,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
   results.clear();
   TPC_RETURN_IF_ERROR(backend_.Synchronize());
   stats_.unplanned_peak_bytes = unplanned_peak_;
+  stats_.device_allocations = backend_.device_allocations() - allocations_before;
   stats_.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return outputs;
 }

@@ -57,6 +57,9 @@ class Backend {
   virtual Backend& host_backend() { return *this; }
   // Waits for the work queued so far; an error it raised (an asynchronous kernel fault).
   virtual absl::Status Synchronize() { return absl::OkStatus(); }
+  // Blocks a device backend obtained from its device's allocator so far (cudaMalloc
+  // calls, each a synchronisation of the device); its cache serves the rest. 0 on the host.
+  virtual int64_t device_allocations() const { return 0; }
 
   // What kernels derive once from a node's constant inputs and keep for later runs (a
   // weight packed for the GEMM library), by node; it lives as long as the backend, which

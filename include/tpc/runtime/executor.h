@@ -40,6 +40,9 @@ struct RunStats {
   // Of `seconds`: until every kernel finished (a device backend's work included), before
   // the outputs were copied to the host.
   double compute_seconds = 0;
+  // Blocks a device backend obtained from its device during the run (cudaMalloc): 0
+  // once its caches hold what the run needs; always 0 on the host.
+  int64_t device_allocations = 0;
   std::map<std::string, double> op_seconds;  // per op type, with `profile`
   std::map<std::string, int64_t> op_calls;   // per op type, with `profile`
   // Per op type, with `profile`: each call's largest input or output, summed (for a

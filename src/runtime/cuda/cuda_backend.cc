@@ -1,6 +1,6 @@
 // The CUDA backend: device memory (a caching allocator over cudaMalloc), one stream,
-// uploads and downloads through pinned staging buffers, and the kernel table (registry.cc) with the CPU
-// backend's kernels standing in, on host copies, for operators it has no kernel for.
+// uploads and downloads through pinned staging buffers, and the kernel table (registry.cc) with the
+// CPU backend's kernels standing in, on host copies, for operators it has no kernel for.
 #include "cuda_backend.h"
 
 #include <cuda_runtime.h>
@@ -131,6 +131,7 @@ void* CudaBackend::Allocate(size_t bytes) {
       return nullptr;
     }
   }
+  ++device_allocations_;
   sizes_[p] = size;
   return p;
 }

@@ -38,6 +38,7 @@ class CudaBackend final : public Backend {
   // A tpc collective that runs as a device kernel (device_collectives; registry.cc).
   bool IsDeviceCollective(std::string_view domain, std::string_view op_type) const;
   void* Allocate(size_t bytes) override;
+  int64_t device_allocations() const override { return device_allocations_; }
   void Free(void* p) override;
   void CopyFromHost(void* dst, const void* src, size_t bytes) override;
   void CopyToHost(void* dst, const void* src, size_t bytes) override;
@@ -83,6 +84,7 @@ class CudaBackend final : public Backend {
   // Waits for `event` (bounded by the watch, when there is one); false, with the error
   // recorded, when the wait timed out.
   bool WaitEvent(cudaEvent_t event, const char* what);
+  int64_t device_allocations_ = 0;  // successful cudaMalloc calls of Allocate
   // Pinned staging buffers for uploads and downloads (double-buffered) and their events.
   void* staging_[2] = {nullptr, nullptr};
   cudaEvent_t staged_[2] = {nullptr, nullptr};
