@@ -110,6 +110,8 @@ TPC_ISA_CLONES void Int4ColumnDot(const uint8_t* codes, const float* scales, con
   typedef int32_t I32x16 __attribute__((vector_size(64)));
   typedef float F32x16 __attribute__((vector_size(64)));
   constexpr int64_t kMaxRows = 4;
+  // The scales of the column after next, a line per 16 blocks.
+  for (int64_t b = 0; b < blocks; b += 16) __builtin_prefetch(scales + 2 * blocks + b);
   for (int64_t r0 = 0; r0 < rows; r0 += kMaxRows) {
     const int64_t nr = std::min(kMaxRows, rows - r0);
     F32x16 acc[kMaxRows] = {};
@@ -121,6 +123,10 @@ TPC_ISA_CLONES void Int4ColumnDot(const uint8_t* codes, const float* scales, con
       const F32x16 scale = F32x16{} + scales[b];
       const F32x16 z = F32x16{} + zero;
       const uint8_t* c = codes + b * half;
+      // 2 KiB ahead (two columns at K = 2048), a line per 4 blocks of 32: the hardware
+      // prefetcher alone left each block waiting for memory (the bench model's decode, 2
+      // threads on the Xeon: 22 → 36 tokens/s; 1 to 8 KiB ahead all within the noise).
+      if ((b & 3) == 0) __builtin_prefetch(c + 2048);
       for (int64_t j = 0; j < half; j += 16) {
         U8x16 bytes;
         std::memcpy(&bytes, c + j, sizeof bytes);
