@@ -458,6 +458,15 @@ TEST_CASE("fusion: Llama's RMSNorm chain becomes SimplifiedLayerNormalization",
 }
 
 // GPT-2's NewGELU as torch exports it: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+// The tail both written-out GELUs share: `one` (1 + f(x)) times 0.5·x, as (0.5·x)·one when
+// `half` (0.5·x) is given, else as x·one·0.5.
+ir::Value* TimesHalfX(ir::Graph& g, ir::Value* x, ir::Value* half, ir::Value* one) {
+  if (half != nullptr) return g.AddCall("", "Mul", {half, one}, {"y"})->output();
+  ir::Value* p = g.AddCall("", "Mul", {x, one}, {"xp"})->output();
+  ir::Value* h = g.AddConstant("half", ir::Tensor::FromFloat({}, {0.5f}));
+  return g.AddCall("", "Mul", {p, h}, {"y"})->output();
+}
+
 Case GeluTanhCase(bool half_first) {
   Case c;
   c.build = [=](ir::Graph& g) {
@@ -474,14 +483,7 @@ Case GeluTanhCase(bool half_first) {
     ir::Value* s = g.AddCall("", "Mul", {b, k("s", 0.7978845608f)}, {"scaled"})->output();
     ir::Value* t = g.AddCall("", "Tanh", {s}, {"t"})->output();
     ir::Value* one = g.AddCall("", "Add", {t, k("one", 1.0f)}, {"t1"})->output();
-    ir::Value* y;
-    if (half_first) {
-      y = g.AddCall("", "Mul", {half, one}, {"y"})->output();
-    } else {
-      ir::Value* p = g.AddCall("", "Mul", {x, one}, {"xp"})->output();
-      y = g.AddCall("", "Mul", {p, k("half", 0.5f)}, {"y"})->output();
-    }
-    g.SetOutputs({y});
+    g.SetOutputs({TimesHalfX(g, x, half, one)});
   };
   c.inputs = {{"x", Input({3, 40}, 0.23f)}};
   return c;
@@ -534,14 +536,7 @@ Case GeluErfCase(bool divide, bool half_first, bool constant_first = false, bool
     }
     ir::Value* e = g.AddCall("", "Erf", {scaled}, {"e"})->output();
     ir::Value* one = g.AddCall("", "Add", {e, k("one", 1.0f)}, {"e1"})->output();
-    ir::Value* y;
-    if (half_first) {
-      y = g.AddCall("", "Mul", {half, one}, {"y"})->output();
-    } else {
-      ir::Value* p = g.AddCall("", "Mul", {x, one}, {"xp"})->output();
-      y = g.AddCall("", "Mul", {p, k("half", 0.5f)}, {"y"})->output();
-    }
-    g.SetOutputs({y});
+    g.SetOutputs({TimesHalfX(g, x, half, one)});
   };
   c.inputs = {{"x", Input({3, matmul ? 24 : 40}, 0.23f)}};
   return c;
