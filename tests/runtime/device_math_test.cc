@@ -257,6 +257,28 @@ TEST_CASE("Transpose, slice and gather index math equals the CPU kernels",
   }
 }
 
+TEST_CASE("Where element math with broadcasting equals the CPU kernel", "[runtime][device-math]") {
+  // cond [3, 1], x [1, 4], y [3, 4]: each broadcast to the output [3, 4].
+  Tensor cond = Tensor::Allocate(ir::DType::kBool, {3, 1});
+  const bool picks[3] = {true, false, true};
+  for (int i = 0; i < 3; ++i) cond.data<bool>()[i] = picks[i];
+  const Tensor x = Random({1, 4}, 71), y = Random({3, 4}, 72);
+  OneOp o;
+  o.Input("c", cond);
+  o.Input("x", x);
+  o.Input("y", y);
+  const std::vector<float> want = Floats(o.Run("Where")[0]);
+  const std::vector<int64_t> out = {3, 4};
+  StridedView vc = math::BroadcastView({3, 1}, out), vx = math::BroadcastView({1, 4}, out),
+              vy = math::BroadcastView({3, 4}, out);
+  std::vector<float> got(12);
+  for (int64_t i = 0; i < 12; ++i) {
+    math::WhereElement(cond.data<bool>(), vc, x.data<uint32_t>(), vx, y.data<uint32_t>(), vy,
+                       reinterpret_cast<uint32_t*>(got.data()), i);
+  }
+  RequireClose(got, want, 0.0f);
+}
+
 // A row kernel's statistics as a block of `threads` threads gathers them: each thread
 // folds every threads-th element, then the partial results combine pairwise.
 template <typename T, typename Fold, typename Combine>
