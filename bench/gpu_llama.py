@@ -159,7 +159,8 @@ def main():
     # T1/N), and the collectives' bus bandwidth at the plan's sizes, NCCL's convention
     # (AllReduce 2(N-1)/N, AllGather and ReduceScatter (N-1)/N of the buffer over the
     # time of a call), through the device-memory group of ranks as threads (NCCL refuses
-    # two ranks on one GPU).
+    # two ranks on one GPU). A lower bound: rank 0's time of a call includes waiting for
+    # the other ranks to reach it.
     sharded = {}
     for n in sizes:
         _, compute_n = tpc_median_ms(args, f"{plan}_tp{n}")
