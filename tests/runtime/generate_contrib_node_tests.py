@@ -301,6 +301,10 @@ def matmul_nbits_cases(rng):
             ("4bit_decode_packed_zero_points", (1, 1), 160, 40, 4, 32, "packed", True, True),
             ("4bit_decode_rows_block_64", (3,), 256, 24, 4, 64, None, False, False),
             ("4bit_decode_float_zero_points", (2, 2), 96, 16, 4, 32, "float", True, True),
+            # One row (decoding one sequence: its own loop, blocks alternating between two
+            # accumulators; 3 and 4 blocks) with float zero points and with none.
+            ("4bit_decode_row_float_zero_points", (1,), 96, 16, 4, 32, "float", True, True),
+            ("4bit_decode_row_block_64", (1, 1), 256, 24, 4, 64, None, False, False),
             # 6 rows (the dequantizing path) over several column tiles (16 columns at K 4096,
             # the last one partial)
             ("4bit_column_tiles", (2, 3), 4096, 300, 4, 32, "packed", False, True)]:
