@@ -98,6 +98,78 @@ TPC_ISA_CLONES void ScaleMaskSoftmaxRows(float* s, int64_t rows, int64_t n, floa
   }
 }
 
+namespace {
+
+typedef uint8_t U8x16 __attribute__((vector_size(16)));
+typedef int32_t I32x16 __attribute__((vector_size(64)));
+typedef float F32x16 __attribute__((vector_size(64)));
+
+// Int4ColumnDot for NR rows (1 to 4), NR known at compile time so that the rows'
+// accumulators stay in registers (with NR a run-time count gcc kept them in an array in
+// memory), each row's blocks alternating between two accumulators so that consecutive
+// blocks do not wait for each other. Always inlined into each ISA clone of the caller.
+template <int NR>
+__attribute__((always_inline)) inline void Int4Rows(const uint8_t* codes, const float* scales,
+                                                    const float* zeros, const uint8_t* packed_zeros,
+                                                    int64_t blocks, int64_t half,
+                                                    const float* a_pairs, int64_t a_stride,
+                                                    float* out) {
+  // Block b's products, scaled, into acc.
+  auto block = [&](int64_t b, F32x16(&acc)[NR]) __attribute__((always_inline)) {
+    const float zero = zeros != nullptr ? zeros[b]
+                       : packed_zeros != nullptr
+                           ? static_cast<float>((packed_zeros[b / 2] >> (4 * (b % 2))) & 15)
+                           : 8.0f;
+    const F32x16 scale = F32x16{} + scales[b];
+    const F32x16 z = F32x16{} + zero;
+    const uint8_t* c = codes + b * half;
+    // 2 KiB ahead (two columns at K = 2048), a line per 4 blocks of 32: the hardware
+    // prefetcher alone left each block waiting for memory (the bench model's decode, 2
+    // threads on the Xeon: 22 → 36 tokens/s; 1 to 8 KiB ahead all within the noise).
+    if ((b & 3) == 0) __builtin_prefetch(c + 2048);
+    F32x16 sum[NR] = {};
+    for (int64_t j = 0; j < half; j += 16) {
+      U8x16 bytes;
+      std::memcpy(&bytes, c + j, sizeof bytes);
+      const F32x16 lo =
+          __builtin_convertvector(__builtin_convertvector(static_cast<U8x16>(bytes & 15), I32x16),
+                                  F32x16) -
+          z;
+      const F32x16 hi =
+          __builtin_convertvector(__builtin_convertvector(static_cast<U8x16>(bytes >> 4), I32x16),
+                                  F32x16) -
+          z;
+#pragma GCC unroll 4
+      for (int r = 0; r < NR; ++r) {
+        const float* even = a_pairs + r * a_stride + b * 2 * half + j;
+        F32x16 e, o;
+        std::memcpy(&e, even, sizeof e);
+        std::memcpy(&o, even + half, sizeof o);
+        sum[r] += lo * e + hi * o;
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r) acc[r] += scale * sum[r];
+  };
+  // Even blocks into acc0, odd ones into acc1 (indexes known at compile time: registers).
+  F32x16 acc0[NR] = {}, acc1[NR] = {};
+  int64_t b = 0;
+  for (; b + 1 < blocks; b += 2) {
+    block(b, acc0);
+    block(b + 1, acc1);
+  }
+  if (b < blocks) block(b, acc0);
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r) {
+    const F32x16 both = acc0[r] + acc1[r];
+    float total = 0;
+    for (int l = 0; l < 16; ++l) total += both[l];
+    out[r] = total;
+  }
+}
+
+}  // namespace
+
 TPC_ISA_CLONES void Int4ColumnDot(const uint8_t* codes, const float* scales, const float* zeros,
                                   const uint8_t* packed_zeros, int64_t blocks, int64_t half,
                                   const float* a_pairs, int64_t a_stride, int64_t rows,
@@ -106,100 +178,23 @@ TPC_ISA_CLONES void Int4ColumnDot(const uint8_t* codes, const float* scales, con
   // clone lowering them to its width (the auto-vectorizer kept this loop at SSE width even
   // in the AVX-512 clone). Each block's codes are decoded once, less their zero point,
   // and its products scaled into each row's lanes: one horizontal sum per row.
-  typedef uint8_t U8x16 __attribute__((vector_size(16)));
-  typedef int32_t I32x16 __attribute__((vector_size(64)));
-  typedef float F32x16 __attribute__((vector_size(64)));
-  constexpr int64_t kMaxRows = 4;
   // The scales of the column after next, a line per 16 blocks.
   for (int64_t b = 0; b < blocks; b += 16) __builtin_prefetch(scales + 2 * blocks + b);
-  auto zero_of = [&](int64_t b) {
-    return zeros != nullptr ? zeros[b]
-           : packed_zeros != nullptr
-               ? static_cast<float>((packed_zeros[b / 2] >> (4 * (b % 2))) & 15)
-               : 8.0f;
-  };
-  if (rows == 1) {
-    // Decoding one sequence: one row, no arrays of rows (the general loop below keeps its
-    // per-row accumulators in memory), and two accumulators taking alternate blocks, so
-    // that consecutive blocks do not wait for each other: the bench model's decode, 2
-    // threads on the Xeon, 36 → 58 tokens/s.
-    auto block = [&](int64_t b, F32x16& acc) {
-      const F32x16 scale = F32x16{} + scales[b];
-      const F32x16 z = F32x16{} + zero_of(b);
-      const uint8_t* c = codes + b * half;
-      if ((b & 3) == 0) __builtin_prefetch(c + 2048);
-      F32x16 sum = {};
-      for (int64_t j = 0; j < half; j += 16) {
-        U8x16 bytes;
-        std::memcpy(&bytes, c + j, sizeof bytes);
-        const F32x16 lo =
-            __builtin_convertvector(__builtin_convertvector(static_cast<U8x16>(bytes & 15), I32x16),
-                                    F32x16) -
-            z;
-        const F32x16 hi =
-            __builtin_convertvector(__builtin_convertvector(static_cast<U8x16>(bytes >> 4), I32x16),
-                                    F32x16) -
-            z;
-        const float* even = a_pairs + b * 2 * half + j;
-        F32x16 e, o;
-        std::memcpy(&e, even, sizeof e);
-        std::memcpy(&o, even + half, sizeof o);
-        sum += lo * e + hi * o;
-      }
-      acc += scale * sum;
-    };
-    F32x16 acc0 = {}, acc1 = {};
-    int64_t b = 0;
-    for (; b + 1 < blocks; b += 2) {
-      block(b, acc0);
-      block(b + 1, acc1);
-    }
-    if (b < blocks) block(b, acc0);
-    const F32x16 both = acc0 + acc1;
-    float total = 0;
-    for (int l = 0; l < 16; ++l) total += both[l];
-    out[0] = total;
-    return;
-  }
-  for (int64_t r0 = 0; r0 < rows; r0 += kMaxRows) {
-    const int64_t nr = std::min(kMaxRows, rows - r0);
-    F32x16 acc[kMaxRows] = {};
-    for (int64_t b = 0; b < blocks; ++b) {
-      const float zero = zeros != nullptr ? zeros[b]
-                         : packed_zeros != nullptr
-                             ? static_cast<float>((packed_zeros[b / 2] >> (4 * (b % 2))) & 15)
-                             : 8.0f;
-      const F32x16 scale = F32x16{} + scales[b];
-      const F32x16 z = F32x16{} + zero;
-      const uint8_t* c = codes + b * half;
-      // 2 KiB ahead (two columns at K = 2048), a line per 4 blocks of 32: the hardware
-      // prefetcher alone left each block waiting for memory (the bench model's decode, 2
-      // threads on the Xeon: 22 → 36 tokens/s; 1 to 8 KiB ahead all within the noise).
-      if ((b & 3) == 0) __builtin_prefetch(c + 2048);
-      for (int64_t j = 0; j < half; j += 16) {
-        U8x16 bytes;
-        std::memcpy(&bytes, c + j, sizeof bytes);
-        const F32x16 lo =
-            __builtin_convertvector(__builtin_convertvector(static_cast<U8x16>(bytes & 15), I32x16),
-                                    F32x16) -
-            z;
-        const F32x16 hi =
-            __builtin_convertvector(__builtin_convertvector(static_cast<U8x16>(bytes >> 4), I32x16),
-                                    F32x16) -
-            z;
-        for (int64_t r = 0; r < nr; ++r) {
-          const float* even = a_pairs + (r0 + r) * a_stride + b * 2 * half + j;
-          F32x16 e, o;
-          std::memcpy(&e, even, sizeof e);
-          std::memcpy(&o, even + half, sizeof o);
-          acc[r] += scale * (lo * e + hi * o);
-        }
-      }
-    }
-    for (int64_t r = 0; r < nr; ++r) {
-      float total = 0;
-      for (int l = 0; l < 16; ++l) total += acc[r][l];
-      out[r0 + r] = total;
+  for (int64_t r0 = 0; r0 < rows; r0 += 4) {
+    const float* a = a_pairs + r0 * a_stride;
+    switch (std::min<int64_t>(4, rows - r0)) {
+      case 1:
+        Int4Rows<1>(codes, scales, zeros, packed_zeros, blocks, half, a, a_stride, out + r0);
+        break;
+      case 2:
+        Int4Rows<2>(codes, scales, zeros, packed_zeros, blocks, half, a, a_stride, out + r0);
+        break;
+      case 3:
+        Int4Rows<3>(codes, scales, zeros, packed_zeros, blocks, half, a, a_stride, out + r0);
+        break;
+      default:
+        Int4Rows<4>(codes, scales, zeros, packed_zeros, blocks, half, a, a_stride, out + r0);
+        break;
     }
   }
 }
