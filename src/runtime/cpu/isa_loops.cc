@@ -174,10 +174,12 @@ TPC_ISA_CLONES void Int4ColumnDot(const uint8_t* codes, const float* scales, con
                                   const uint8_t* packed_zeros, int64_t blocks, int64_t half,
                                   const float* a_pairs, int64_t a_stride, int64_t rows,
                                   float* out) {
-  // Generic 16-lane vectors: one AVX-512 register, two AVX2 ones, four SSE ones, each
-  // clone lowering them to its width (the auto-vectorizer kept this loop at SSE width even
-  // in the AVX-512 clone). Each block's codes are decoded once, less their zero point,
-  // and its products scaled into each row's lanes: one horizontal sum per row.
+  // Generic 16-lane vectors (Int4Rows): one AVX-512 register, two AVX2 ones, four SSE
+  // ones, each clone lowering them to its width (the auto-vectorizer kept this loop at SSE
+  // width even in the AVX-512 clone). Each block's codes are decoded once per group of up
+  // to 4 rows, less their zero point, and its products scaled into each row's lanes: one
+  // horizontal sum per row.
+  //
   // The scales of the column after next, a line per 16 blocks.
   for (int64_t b = 0; b < blocks; b += 16) __builtin_prefetch(scales + 2 * blocks + b);
   for (int64_t r0 = 0; r0 < rows; r0 += 4) {
