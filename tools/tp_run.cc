@@ -375,6 +375,10 @@ void PrintTimes(const tpc::cli::Args& args, std::vector<double> times, std::vect
   if (args.get("backend", "cpu") != "cpu") {
     std::printf("tp-run: device memory obtained during rank 0's last run: %lld blocks\n",
                 static_cast<long long>(stats.device_allocations));
+    std::printf(
+        "tp-run: waits for the device inside rank 0's last run (values a host kernel "
+        "read): %d\n",
+        stats.host_waits);
   }
   if (args.has("profile")) {
     std::vector<std::pair<double, std::string>> ops;

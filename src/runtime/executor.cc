@@ -374,6 +374,7 @@ absl::StatusOr<const Tensor*> Executor::Fetch(int s, bool want_host, bool shape_
   if (want_host && !have_host && have_mem) {
     TPC_ASSIGN_OR_RETURN(host, Tensor::Create(mem.dtype(), mem.shape(), name));
     if (mem.nbytes() > 0) backend_.CopyToHost(host.raw(), mem.raw(), mem.nbytes());
+    ++stats_.host_waits;
     // A failed copy (an earlier kernel's fault, a collective that timed out) must not
     // hand the host kernel an unwritten buffer: its error is the run's.
     TPC_RETURN_IF_ERROR(backend_.Synchronize());

@@ -8,7 +8,9 @@
 
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,6 +19,9 @@
 #include "test_util.h"
 #include "tpc/onnx/importer.h"
 #include "tpc/runtime/backend.h"
+#ifdef TPC_HAVE_CUDA
+#include "tpc/runtime/cuda/cuda.h"
+#endif
 #include "tpc/runtime/executor.h"
 #include "tpc/runtime/tensor_io.h"
 
@@ -56,9 +61,26 @@ const std::map<std::string, uint32_t> kDeviceOps = {
 const std::set<std::string> kMovement = {"Concat",    "Gather", "Reshape", "Slice", "Transpose",
                                          "Unsqueeze", "Where",  "Expand",  "Split"};
 
+// Where a node runs: on the device, with the inputs its kernel reads on the host, or
+// (nullopt) on the host.
+using Placement = std::function<std::optional<uint32_t>(const ir::Node&)>;
+
+std::optional<uint32_t> FakeTable(const ir::Node& node) {
+  auto it = kDeviceOps.find(node.op_type());
+  bool ok = it != kDeviceOps.end() && node.domain().empty();
+  for (const ir::Value* v : node.outputs()) {
+    ok = ok && (v->type().dtype == ir::DType::kF32 || kMovement.count(node.op_type()));
+  }
+  if (!ok) return std::nullopt;
+  return it->second;
+}
+
 class FakeDevice final : public Backend {
  public:
-  FakeDevice() : cpu_(MakeCpuBackend(1)) { g_device = this; }
+  explicit FakeDevice(Placement place = FakeTable)
+      : cpu_(MakeCpuBackend(1)), place_(std::move(place)) {
+    g_device = this;
+  }
   ~FakeDevice() override {
     for (auto& [p, n] : blocks_) munmap(p, n);
     g_device = nullptr;
@@ -71,20 +93,16 @@ class FakeDevice final : public Backend {
     return FindHostKernel(domain, op);
   }
   const Kernel* FindKernelFor(const ir::Node& node) const override {
-    auto it = kDeviceOps.find(node.op_type());
-    bool ok = it != kDeviceOps.end() && node.domain().empty();
-    for (const ir::Value* v : node.outputs()) {
-      ok = ok && (v->type().dtype == ir::DType::kF32 || kMovement.count(node.op_type()));
-    }
-    if (!ok) return FindHostKernel(node.domain(), node.op_type());
-    auto& k = device_kernels_[node.op_type()];
-    k = Kernel{.fn = DeviceTrampoline, .any_float = true, .host_inputs = it->second};
+    const std::optional<uint32_t> host_inputs = place_(node);
+    if (!host_inputs) return FindHostKernel(node.domain(), node.op_type());
+    auto& k = device_kernels_[node.domain() + "::" + node.op_type()];
+    k = Kernel{.fn = DeviceTrampoline, .any_float = true, .host_inputs = *host_inputs};
     return &k;
   }
   const Kernel* FindHostKernel(std::string_view domain, std::string_view op) const override {
     const Kernel* k = cpu_->FindKernel(domain, op);
     if (k == nullptr) return nullptr;
-    auto& h = host_kernels_[std::string(op)];
+    auto& h = host_kernels_[std::string(domain) + "::" + std::string(op)];
     h = *k;
     h.fn = HostTrampoline;
     h.host = true;
@@ -127,6 +145,7 @@ class FakeDevice final : public Backend {
   Backend& host_backend() override { return *cpu_; }
 
   int uploads = 0, downloads = 0, device_steps = 0, host_steps = 0;
+  std::set<std::string> host_ops;  // op types of the host steps
 
  private:
   bool InDevice(const void* p) const {
@@ -155,10 +174,12 @@ class FakeDevice final : public Backend {
   // A host kernel: the device's memory stays closed (touching it faults).
   static absl::Status HostTrampoline(KernelContext& ctx) {
     ++g_device->host_steps;
+    g_device->host_ops.insert(ctx.node().op_type());
     return Call(ctx);
   }
 
   std::unique_ptr<Backend> cpu_;
+  Placement place_;
   std::map<void*, size_t> blocks_;
   bool open_ = false;
   mutable std::map<std::string, Kernel> device_kernels_, host_kernels_;
@@ -174,10 +195,11 @@ std::map<std::string, Tensor> ReadInputs(const std::string& data) {
   return inputs;
 }
 
-TEST_CASE(
-    "A device backend's executor keeps host and device values apart and gets the CPU's "
-    "outputs",
-    "[runtime][executor][device]") {
+// Runs every committed model with test data on a fake device placing nodes by `place`,
+// twice (the second run reuses the plan and the arena), and checks the outputs equal the
+// CPU backend's bit for bit. Returns each model's host waits (RunStats::host_waits).
+std::map<std::string, int> RunCommittedModels(const Placement& place) {
+  std::map<std::string, int> waits;
   for (const auto& entry : std::filesystem::directory_iterator(testing::SourcePath("models"))) {
     if (entry.path().extension() != ".onnx") continue;
     const std::string name = entry.path().stem().string();
@@ -192,11 +214,11 @@ TEST_CASE(
     REQUIRE(cpu_ex.ok());
     auto want = (*cpu_ex)->Run(inputs);
     REQUIRE(want.ok());
-    FakeDevice device;
+    FakeDevice device(place);
     auto ex = Executor::Create(**g, device, nullptr);
     INFO(ex.status().ToString());
     REQUIRE(ex.ok());
-    for (int run = 0; run < 2; ++run) {  // the second run reuses the plan and the arena
+    for (int run = 0; run < 2; ++run) {
       auto got = (*ex)->Run(inputs);
       INFO(got.status().ToString());
       REQUIRE(got.ok());
@@ -211,8 +233,37 @@ TEST_CASE(
     CHECK(device.device_steps > 0);
     CHECK(device.uploads > 0);    // constants and inputs
     CHECK(device.downloads > 0);  // outputs
+    waits[name] = (*ex)->last_stats().host_waits;
+    std::string ops;
+    for (const std::string& op : device.host_ops) ops += " " + op;
+    WARN(name << ": host steps " << device.host_steps / 2 << ":" << ops);
+  }
+  return waits;
+}
+
+TEST_CASE(
+    "A device backend's executor keeps host and device values apart and gets the CPU's "
+    "outputs",
+    "[runtime][executor][device]") {
+  const std::map<std::string, int> waits = RunCommittedModels(FakeTable);
+  CHECK(waits.size() >= 10);
+}
+
+#ifdef TPC_HAVE_CUDA
+TEST_CASE("The CUDA kernel table places the committed models' steps without host waits",
+          "[runtime][executor][device][cuda]") {
+  const std::map<std::string, int> waits =
+      RunCommittedModels([](const ir::Node& node) -> std::optional<uint32_t> {
+        const cuda::DevicePlacement p = cuda::PlaceOnDevice(node, false);
+        if (!p.device) return std::nullopt;
+        return p.host_inputs;
+      });
+  for (const auto& [name, n] : waits) {
+    INFO("model " << name);
+    WARN(name << ": " << n);
   }
 }
+#endif
 
 }  // namespace
 }  // namespace tpc::runtime

@@ -43,6 +43,11 @@ struct RunStats {
   // Blocks a device backend obtained from its device during the run (cudaMalloc): 0
   // once its caches hold what the run needs; always 0 on the host.
   int64_t device_allocations = 0;
+  // Times a device backend's run waited for the device to hand a value to a host kernel
+  // (a host-fallback operator, or a device kernel's host-read input such as a Reshape's
+  // shape, computed on the device): each is a download and a stream synchronisation
+  // in the middle of the run. 0 on the host.
+  int host_waits = 0;
   std::map<std::string, double> op_seconds;  // per op type, with `profile`
   std::map<std::string, int64_t> op_calls;   // per op type, with `profile`
   // Per op type, with `profile`: each call's largest input or output, summed (for a

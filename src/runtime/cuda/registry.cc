@@ -165,14 +165,22 @@ const Kernel* CudaBackend::FindKernel(std::string_view domain, std::string_view 
 }
 
 const Kernel* CudaBackend::FindKernelFor(const ir::Node& node) const {
-  const Entry* e = Find(node.domain(), node.op_type());
-  const bool collective = e != nullptr && e->collective;
-  // With a communicator on device memory a collective must run on the device whatever its
-  // element type (a host kernel would hand it host pointers): NCCL reduces integers too,
-  // and the in-process GPU group refuses them with an error.
-  if (collective && device_collectives_) return &e->kernel;
-  if (e != nullptr && Accepts(e->takes, node) && !collective) return &e->kernel;
+  if (PlaceOnDevice(node, device_collectives_).device) {
+    return &Find(node.domain(), node.op_type())->kernel;
+  }
   return FindHostKernel(node.domain(), node.op_type());
+}
+
+DevicePlacement PlaceOnDevice(const ir::Node& node, bool device_collectives) {
+  const Entry* e = Find(node.domain(), node.op_type());
+  if (e == nullptr) return {};
+  // With a communicator on device memory a collective runs on the device whatever its
+  // element type (a host kernel would hand it host pointers): NCCL reduces integers too,
+  // and the in-process GPU group refuses them with an error. Without one, on the host.
+  if (e->collective ? device_collectives : Accepts(e->takes, node)) {
+    return {.device = true, .host_inputs = e->kernel.host_inputs};
+  }
+  return {};
 }
 
 std::vector<std::string> CudaKernelListing() {

@@ -2,11 +2,13 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tpc/ir/graph.h"
 #include "tpc/runtime/backend.h"
 #include "tpc/runtime/inprocess_communicator.h"
 #include "tpc/runtime/kv_store.h"
@@ -33,5 +35,14 @@ int CudaDeviceCount();
 // `domain::op dtypes` for every operator of the CPU backend: the dtypes of its device
 // kernel, or `host` when the CPU kernel runs on host copies.
 std::vector<std::string> CudaKernelListing();
+
+// The kernel table's choice for `node`, without a device: whether a device kernel takes
+// it (else the CPU kernel runs on host copies) and which inputs that kernel reads on the
+// host (bit k: input k). For tests and tools that ask where a plan's steps run.
+struct DevicePlacement {
+  bool device = false;
+  uint32_t host_inputs = 0;
+};
+DevicePlacement PlaceOnDevice(const ir::Node& node, bool device_collectives);
 
 }  // namespace tpc::runtime::cuda
