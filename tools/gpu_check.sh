@@ -198,6 +198,14 @@ if want throughput; then
     # Steady runs take their device memory from the backend's cache (no cudaMalloc).
     check "$name N=1 cuda: no device allocation in a steady run" \
       grep -q "obtained during rank 0's last run: 0 blocks" "$plans/bench.txt"
+    say "---- bench $name N=1 cuda --cuda-graph"
+    "$run" "$plan" --backend cuda --ranks threads --repeat 20 --dim batch=4 --dim seq=128 \
+      --cuda-graph >"$plans/bench_graph.txt" 2>&1
+    tail -7 "$plans/bench_graph.txt" | tee -a "$log"
+    if grep -q "waits for the device inside rank 0's last run.*: 0$" "$plans/bench.txt"; then
+      check "$name N=1 cuda --cuda-graph: the last run replayed a CUDA graph" \
+        grep -q "as a CUDA graph: replayed" "$plans/bench_graph.txt"
+    fi
   done
 fi
 

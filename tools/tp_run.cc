@@ -97,6 +97,10 @@ tpc::cli::Parser MakeParser() {
   p.Add({"quiet", "", "print only the comparison table and errors", "", false});
   p.Add({"no-verify", "", "skip the SHA-256 check of the plan's files (trusted plans)", "", false});
   p.Add({"no-fuse", "", "run every operator as the plan has it (no fused chains)", "", false});
+  p.Add({"cuda-graph", "",
+         "with --backend cuda: record each input shape's second run as a CUDA graph and replay "
+         "it in later runs (runs where a host kernel waits for the GPU are not recorded)",
+         "", false});
   p.Add({"cpus", "LIST",
          "pin to these CPUs (0-3,8), shared out among a machine's ranks; threads default to "
          "the share",
@@ -283,6 +287,8 @@ absl::StatusOr<Settings> ReadSettings(const tpc::cli::Args& args) {
   if (s.backend != "cpu" && s.backend != "cuda")
     return absl::InvalidArgumentError(
         absl::StrCat("--backend ", s.backend, ": expected cpu or cuda"));
+  if (args.has("cuda-graph") && s.backend != "cuda")
+    return absl::InvalidArgumentError("--cuda-graph needs --backend cuda");
   if (s.backend == "cuda" && !rt::CudaBuiltIn())
     return absl::UnimplementedError(
         "--backend cuda: this tp-run was built without CUDA (no nvcc at build time)");
@@ -379,6 +385,15 @@ void PrintTimes(const tpc::cli::Args& args, std::vector<double> times, std::vect
         "tp-run: waits for the device inside rank 0's last run (values a host kernel "
         "read): %d\n",
         stats.host_waits);
+    if (args.has("cuda-graph")) {
+      const char* work = stats.device_work == rt::RunStats::Device::kReplayed ? "replayed"
+                         : stats.device_work == rt::RunStats::Device::kCaptured
+                             ? "recorded and launched"
+                             : "queued kernel by kernel";
+      std::printf(
+          "tp-run: rank 0's last run as a CUDA graph: %s%s%s\n", work,
+          stats.capture_error.empty() ? "" : "; not recorded: ", stats.capture_error.c_str());
+    }
   }
   if (args.has("profile")) {
     std::vector<std::pair<double, std::string>> ops;
@@ -513,6 +528,7 @@ absl::StatusOr<int> RunThreads(const tpc::cli::Args& args, const Settings& s) {
   }
   options.backend = s.backend;
   options.executor.profile = args.has("profile");
+  options.executor.capture = args.has("cuda-graph");
   options.fuse = !args.has("no-fuse");
   options.timeout = s.timeout;
   TPC_ASSIGN_OR_RETURN(options.io, rt::IoPlacementsFromPlan(manifest));
@@ -682,6 +698,7 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
     if (!args.has("no-fuse")) rt::FuseGraph(*graph, *backend);
     rt::ExecutorOptions ex_options;
     ex_options.profile = args.has("profile");
+    ex_options.capture = args.has("cuda-graph");
     // The communicator comes after the agreement (set_communicator).
     TPC_ASSIGN_OR_RETURN(executor, rt::Executor::Create(*graph, *backend, nullptr, ex_options));
     if (s.generate > 0) {

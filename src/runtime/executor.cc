@@ -49,12 +49,47 @@ struct Executor::Constant {
 };
 
 // Concrete shapes of one binding and the arena offsets they get.
+// A run's device work as the backend recorded it (ExecutorOptions::capture), and what
+// the record depends on.
+struct Executor::Capture {
+  std::unique_ptr<Backend::Captured> record;
+  // Per slot: the device tensor the record reads or writes (no owner: the backend keeps
+  // blocks allocated while capturing), and the host values device kernels read there
+  // (a Reshape's shape): a run whose values differ is not the recorded one.
+  std::vector<Tensor> mem;
+  std::vector<Tensor> host_read;
+  explicit Capture(size_t slots) : mem(slots), host_read(slots) {}
+};
+
 struct Executor::Plan {
   std::vector<std::optional<std::vector<int64_t>>> shapes;  // per slot
   std::vector<int64_t> offsets;                             // per slot; -1: not in the arena
   std::vector<int64_t> bytes;                               // per slot, when planned
   MemoryPlan memory;
+  int runs = 0;                 // finished runs with these shapes
+  bool waited = false;          // a host kernel waited for the device in one of them
+  bool capture_failed = false;  // the backend could not record or replay them
+  std::string capture_error;    // why
+  std::unique_ptr<Capture> capture;
 };
+
+namespace {
+
+// `t`'s bytes and shape without its owner (a record's view of device memory).
+Tensor Unowned(const Tensor& t) { return Tensor(t.dtype(), t.shape(), t.raw()); }
+
+Tensor HostCopy(const Tensor& t) {
+  Tensor copy = Tensor::Allocate(t.dtype(), t.shape());
+  if (t.nbytes() > 0) std::memcpy(copy.raw(), t.raw(), t.nbytes());
+  return copy;
+}
+
+bool SameHostValue(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         (a.nbytes() == 0 || std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0);
+}
+
+}  // namespace
 
 // Outputs of one step: the planned arena slot when the shape matches the plan.
 class Executor::StepAllocator final : public OutputAllocator {
@@ -363,7 +398,7 @@ absl::Status Executor::UploadConstants() {
 }
 
 absl::StatusOr<const Tensor*> Executor::Fetch(int s, bool want_host, bool shape_only,
-                                              Values& values) {
+                                              Values& values, Capture* capture, bool replaying) {
   Tensor& mem = values.mem[static_cast<size_t>(s)];
   if (!device_) return &mem;
   Tensor& host = values.host[static_cast<size_t>(s)];
@@ -372,6 +407,10 @@ absl::StatusOr<const Tensor*> Executor::Fetch(int s, bool want_host, bool shape_
   if (shape_only) return have_mem ? &mem : &host;
   const std::string& name = slot_values_[static_cast<size_t>(s)]->name();
   if (want_host && !have_host && have_mem) {
+    if (replaying) {
+      return absl::InternalError(absl::StrCat("replaying a recorded run: value '", name,
+                                              "' is wanted on the host before the replay"));
+    }
     TPC_ASSIGN_OR_RETURN(host, Tensor::Create(mem.dtype(), mem.shape(), name));
     if (mem.nbytes() > 0) backend_.CopyToHost(host.raw(), mem.raw(), mem.nbytes());
     ++stats_.host_waits;
@@ -379,7 +418,19 @@ absl::StatusOr<const Tensor*> Executor::Fetch(int s, bool want_host, bool shape_
     // hand the host kernel an unwritten buffer: its error is the run's.
     TPC_RETURN_IF_ERROR(backend_.Synchronize());
   } else if (!want_host && !have_mem && have_host) {
-    TPC_ASSIGN_OR_RETURN(mem, ToBackend(host, absl::StrCat("value '", name, "'")));
+    if (replaying) {
+      // The recorded upload's memory, refilled (Backend::BeginReplay).
+      const Tensor& recorded = capture->mem[static_cast<size_t>(s)];
+      if (recorded.dtype() != host.dtype() || recorded.shape() != host.shape()) {
+        return absl::InternalError(absl::StrCat("replaying a recorded run: value '", name,
+                                                "' differs from the recorded one"));
+      }
+      mem = recorded;
+      if (mem.nbytes() > 0) backend_.CopyFromHost(mem.raw(), host.raw(), mem.nbytes());
+    } else {
+      TPC_ASSIGN_OR_RETURN(mem, ToBackend(host, absl::StrCat("value '", name, "'")));
+      if (capture != nullptr) capture->mem[static_cast<size_t>(s)] = Unowned(mem);
+    }
   }
   return want_host ? &host : &mem;
 }
@@ -412,7 +463,7 @@ absl::StatusOr<SymbolBindings> Executor::CheckInputs(
   return bindings;
 }
 
-absl::StatusOr<const Executor::Plan*> Executor::PlanFor(const SymbolBindings& bindings) {
+absl::StatusOr<Executor::Plan*> Executor::PlanFor(const SymbolBindings& bindings) {
   const std::string key = BindingsKey(bindings);
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second.get();
@@ -449,6 +500,8 @@ absl::StatusOr<const Executor::Plan*> Executor::PlanFor(const SymbolBindings& bi
     plan->offsets[static_cast<size_t>(request_slots[r])] = plan->memory.offsets[r];
   }
   if (plan->memory.arena_bytes > arena_capacity_) {
+    // Records of earlier runs point into the arena that goes.
+    for (auto& [k, p] : plans_) p->capture.reset();
     if (arena_ != nullptr) backend_.Free(arena_);
     arena_ =
         static_cast<uint8_t*>(backend_.Allocate(static_cast<size_t>(plan->memory.arena_bytes)));
@@ -462,7 +515,8 @@ absl::StatusOr<const Executor::Plan*> Executor::PlanFor(const SymbolBindings& bi
   return plans_.emplace(key, std::move(plan)).first->second.get();
 }
 
-absl::Status Executor::RunStep(const Step& step, const Plan& plan, Values& values) {
+absl::Status Executor::RunStep(const Step& step, const Plan& plan, Values& values,
+                               Capture* capture) {
   const ir::Node& node = *step.node;
   std::vector<const Tensor*> ins;
   std::vector<Tensor> converted;  // f32 stand-ins of half inputs
@@ -472,7 +526,10 @@ absl::Status Executor::RunStep(const Step& step, const Plan& plan, Values& value
     const bool want_host = step.on_host || (k < 32 && ((step.kernel->host_inputs >> k) & 1u));
     const Tensor* t = nullptr;
     if (s >= 0) {
-      TPC_ASSIGN_OR_RETURN(t, Fetch(s, want_host, step.kernel->shape_only, values));
+      TPC_ASSIGN_OR_RETURN(t, Fetch(s, want_host, step.kernel->shape_only, values, capture));
+      if (capture != nullptr && want_host && !step.on_host) {
+        capture->host_read[static_cast<size_t>(s)] = HostCopy(*t);
+      }
     }
     if (t != nullptr && t->raw() == nullptr && t->num_elements() > 0) {
       return absl::InternalError(absl::StrCat(node.Describe(), ": input ", k, " ('",
@@ -511,24 +568,16 @@ absl::Status Executor::RunStep(const Step& step, const Plan& plan, Values& value
       ConvertFloats(out, half);
       out = half;
     }
+    if (capture != nullptr && !step.on_host) {
+      capture->mem[static_cast<size_t>(step.out_slots[k])] = Unowned(out);
+    }
     (step.on_host ? values.host : values.mem)[static_cast<size_t>(step.out_slots[k])] =
         std::move(out);
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Tensor>& inputs) {
-  const auto t0 = Clock::now();
-  const int64_t allocations_before = backend_.device_allocations();
-  TPC_ASSIGN_OR_RETURN(SymbolBindings bindings, CheckInputs(inputs));
-  TPC_ASSIGN_OR_RETURN(const Plan* planned, PlanFor(bindings));
-  const Plan& plan = *planned;
-  stats_ = RunStats();
-  stats_.arena_bytes = plan.memory.arena_bytes;
-  stats_.planned_total_bytes = plan.memory.total_bytes;
-  for (int64_t o : plan.offsets) (o >= 0 ? stats_.planned_values : stats_.unplanned_values)++;
-  stats_.unplanned_values -= static_cast<int>(input_slots_.size() + constants_.size());
-
+Executor::Values Executor::StartValues(const std::map<std::string, Tensor>& inputs) const {
   // Inputs are host tensors: the backend's memory, or a host copy moved on first need.
   Values values(slot_values_.size());
   for (size_t i = 0; i < inputs_.size(); ++i) {
@@ -539,14 +588,16 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
     values.mem[static_cast<size_t>(c.slot)] = c.mem;
     values.host[static_cast<size_t>(c.slot)] = c.host;
   }
+  return values;
+}
 
-  unplanned_live_ = 0;
-  unplanned_peak_ = 0;
+absl::Status Executor::RunSteps(const Plan& plan, Values& values, Capture* capture) {
   for (const Step& step : steps_) {
     const auto ts = Clock::now();
-    if (absl::Status s = RunStep(step, plan, values); !s.ok()) {
-      // The queued work and its checks belong to this run, not to the next one.
-      if (device_) (void)backend_.Synchronize();
+    if (absl::Status s = RunStep(step, plan, values, capture); !s.ok()) {
+      // The queued work and its checks belong to this run, not to the next one (a
+      // recording is ended by the caller).
+      if (device_ && capture == nullptr) (void)backend_.Synchronize();
       return s;
     }
     if (options_.profile) {
@@ -566,6 +617,113 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
     }
     for (int f : step.frees) values.Clear(f);
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Executor::ReplaySteps(const Plan& plan, Capture& capture, Values& values) {
+  for (const Step& step : steps_) {
+    if (step.on_host) {
+      // Host kernels run as in any run; the recorded run had every value they read on
+      // the host (no waits), so a value only on the device means another run.
+      for (int s : step.in_slots) {
+        if (s >= 0 && !step.kernel->shape_only &&
+            values.host[static_cast<size_t>(s)].dtype() == ir::DType::kUndefined) {
+          return false;
+        }
+      }
+      TPC_RETURN_IF_ERROR(RunStep(step, plan, values));
+    } else {
+      for (size_t k = 0; k < step.in_slots.size(); ++k) {
+        const int s = step.in_slots[k];
+        if (s < 0 || step.kernel->shape_only) continue;
+        const Tensor& host = values.host[static_cast<size_t>(s)];
+        const bool want_host = k < 32 && ((step.kernel->host_inputs >> k) & 1u);
+        if (want_host) {
+          // The record was made for these values (a shape the kernel read).
+          const Tensor& recorded = capture.host_read[static_cast<size_t>(s)];
+          if (host.dtype() == ir::DType::kUndefined || !SameHostValue(host, recorded)) {
+            return false;
+          }
+        } else if (values.mem[static_cast<size_t>(s)].dtype() == ir::DType::kUndefined) {
+          const Tensor& recorded = capture.mem[static_cast<size_t>(s)];
+          if (host.dtype() == ir::DType::kUndefined || recorded.dtype() != host.dtype() ||
+              recorded.shape() != host.shape()) {
+            return false;
+          }
+          TPC_RETURN_IF_ERROR(Fetch(s, false, false, values, &capture, true).status());
+        }
+      }
+      for (int out : step.out_slots) {
+        values.mem[static_cast<size_t>(out)] = capture.mem[static_cast<size_t>(out)];
+      }
+    }
+    for (int f : step.frees) values.Clear(f);
+  }
+  return true;
+}
+
+absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Tensor>& inputs) {
+  const auto t0 = Clock::now();
+  const int64_t allocations_before = backend_.device_allocations();
+  TPC_ASSIGN_OR_RETURN(SymbolBindings bindings, CheckInputs(inputs));
+  TPC_ASSIGN_OR_RETURN(Plan * planned, PlanFor(bindings));
+  Plan& plan = *planned;
+  stats_ = RunStats();
+  stats_.arena_bytes = plan.memory.arena_bytes;
+  stats_.planned_total_bytes = plan.memory.total_bytes;
+  for (int64_t o : plan.offsets) (o >= 0 ? stats_.planned_values : stats_.unplanned_values)++;
+  stats_.unplanned_values -= static_cast<int>(input_slots_.size() + constants_.size());
+
+  Values values = StartValues(inputs);
+  unplanned_live_ = 0;
+  unplanned_peak_ = 0;
+  const bool may_capture = device_ && options_.capture && !options_.profile &&
+                           backend_.can_capture() && !plan.capture_failed;
+  bool queued = false;  // the run's device work is queued
+  if (may_capture && plan.capture != nullptr) {
+    backend_.BeginReplay(*plan.capture->record);
+    absl::StatusOr<bool> same = ReplaySteps(plan, *plan.capture, values);
+    const absl::Status refilled = backend_.EndReplay();
+    if (!same.ok()) return same.status();  // a host kernel's error
+    if (*same && refilled.ok()) {
+      TPC_RETURN_IF_ERROR(backend_.Launch(*plan.capture->record));
+      stats_.device_work = RunStats::Device::kReplayed;
+      queued = true;
+    } else {
+      // Not the recorded run after all (data-dependent values): queued from now on.
+      plan.capture_error = refilled.ok()
+                               ? "a value a device kernel reads on the host changed between runs"
+                               : std::string(refilled.message());
+      plan.capture.reset();
+      plan.capture_failed = true;
+      values = StartValues(inputs);
+    }
+  } else if (may_capture && plan.runs >= 1 && !plan.waited) {
+    auto capture = std::make_unique<Capture>(slot_values_.size());
+    absl::Status s = backend_.BeginCapture();
+    if (s.ok()) {
+      s = RunSteps(plan, values, capture.get());
+      absl::StatusOr<std::unique_ptr<Backend::Captured>> record = backend_.EndCapture();
+      if (s.ok()) s = record.status();
+      if (s.ok()) {
+        capture->record = std::move(*record);
+        TPC_RETURN_IF_ERROR(backend_.Launch(*capture->record));
+        plan.capture = std::move(capture);
+        stats_.device_work = RunStats::Device::kCaptured;
+        queued = true;
+      }
+    }
+    if (!queued) {
+      // Not recordable (a kernel that waits, an in-process collective): this run again,
+      // queued, and so from now on. A real error comes back from that run.
+      plan.capture_error = std::string(s.message());
+      plan.capture_failed = true;
+      values = StartValues(inputs);
+      unplanned_live_ = 0;
+      unplanned_peak_ = 0;
+    }
+  }
+  if (!queued) TPC_RETURN_IF_ERROR(RunSteps(plan, values, nullptr));
   if (device_) TPC_RETURN_IF_ERROR(backend_.Synchronize());
   stats_.compute_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   // Outputs are host tensors the caller owns, independent of the executor: a host
@@ -597,6 +755,14 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
   TPC_RETURN_IF_ERROR(backend_.Synchronize());
   stats_.unplanned_peak_bytes = unplanned_peak_;
   stats_.device_allocations = backend_.device_allocations() - allocations_before;
+  ++plan.runs;
+  plan.waited = plan.waited || stats_.host_waits > 0;
+  if (device_ && options_.capture) {
+    stats_.capture_error = !plan.capture_error.empty() ? plan.capture_error
+                           : !backend_.can_capture() ? backend_.name() + " cannot record runs here"
+                           : plan.waited ? "host kernels wait for the device in these runs"
+                                         : "";
+  }
   stats_.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return outputs;
 }

@@ -1,10 +1,18 @@
 // The CUDA backend's own behaviour (the kernels' results are the node tests', through
 // the CUDA backend): on a GPU only; without one the tests say so and pass.
+#include <cstring>
+#include <filesystem>
+#include <map>
 #include <string>
 
 #include "catch2/catch.hpp"
 #include "one_op.h"
+#include "test_util.h"
+#include "tpc/onnx/importer.h"
 #include "tpc/runtime/backends.h"
+#include "tpc/runtime/compare.h"
+#include "tpc/runtime/executor.h"
+#include "tpc/runtime/tensor_io.h"
 
 namespace tpc::runtime {
 namespace {
@@ -56,6 +64,95 @@ TEST_CASE("A Gather index out of range fails the run on the GPU, naming the node
   auto out = o.TryRun("Gather", {}, 1, "", cuda.get());
   INFO(out.status().ToString());
   REQUIRE(out.ok());
+}
+
+std::map<std::string, Tensor> ReadInputs(const std::string& data) {
+  std::map<std::string, Tensor> inputs;
+  for (int k = 0; std::filesystem::exists(data + "/input_" + std::to_string(k) + ".pb"); ++k) {
+    auto t = ReadTensorProtoFile(data + "/input_" + std::to_string(k) + ".pb");
+    REQUIRE(t.ok());
+    inputs[t->name] = t->tensor;
+  }
+  return inputs;
+}
+
+// Floats halved, integers (ids, masks) in reverse order: other valid data, same shapes.
+std::map<std::string, Tensor> OtherData(const std::map<std::string, Tensor>& inputs) {
+  std::map<std::string, Tensor> out;
+  for (const auto& [name, t] : inputs) {
+    Tensor c = Tensor::Allocate(t.dtype(), t.shape());
+    const int64_t n = t.num_elements();
+    const size_t size = static_cast<size_t>(ir::DTypeSize(t.dtype()));
+    for (int64_t i = 0; i < n; ++i) {
+      std::memcpy(c.raw() + static_cast<size_t>(i) * size,
+                  t.raw() + static_cast<size_t>(n - 1 - i) * size, size);
+    }
+    if (t.dtype() == ir::DType::kF32) {
+      for (int64_t i = 0; i < n; ++i) c.data<float>()[i] = t.data<float>()[i] * 0.5f;
+    }
+    out[name] = c;
+  }
+  return out;
+}
+
+// The same kernels on the same GPU: equal but for a GEMM algorithm cuBLAS may pick
+// differently while capturing.
+bool Close(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k) {
+    const Comparison c = CompareTensors(a[k], b[k], 1e-5, 1e-6);
+    if (!c.pass) {
+      WARN("output " << k << ": max abs " << c.max_abs << " max rel " << c.max_rel << " "
+                     << c.note);
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST_CASE("CUDA graphs: a replayed run equals the same run queued kernel by kernel",
+          "[runtime][cuda][capture]") {
+  auto cuda = CudaOrSkip();
+  if (!cuda) return;
+  int replayed_models = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(tpc::testing::SourcePath("models"))) {
+    if (entry.path().extension() != ".onnx") continue;
+    const std::string name = entry.path().stem().string();
+    const std::string data = tpc::testing::SourcePath("models/" + name + "/test_data_set_0");
+    if (!std::filesystem::exists(data)) continue;
+    INFO("model " << name);
+    auto g = onnx::ImportModel(entry.path().string());
+    REQUIRE(g.ok());
+    const auto inputs = ReadInputs(data);
+    const auto other = OtherData(inputs);
+    // Queued kernel by kernel: the reference, on the same GPU.
+    auto plain = Executor::Create(**g, *cuda, nullptr);
+    REQUIRE(plain.ok());
+    auto want = (*plain)->Run(inputs);
+    auto want_other = (*plain)->Run(other);
+    REQUIRE(want.ok());
+    REQUIRE(want_other.ok());
+    auto ex = Executor::Create(**g, *cuda, nullptr, {.capture = true});
+    REQUIRE(ex.ok());
+    std::vector<RunStats::Device> work;
+    for (int run = 0; run < 5; ++run) {
+      INFO("run " << run);
+      auto got = (*ex)->Run(run == 3 ? other : inputs);
+      INFO(got.status().ToString());
+      REQUIRE(got.ok());
+      CHECK(Close(*got, run == 3 ? *want_other : *want));
+      const RunStats& stats = (*ex)->last_stats();
+      INFO(stats.capture_error);
+      work.push_back(stats.device_work);
+      if (run >= 1) CHECK(stats.device_allocations == 0);
+    }
+    if (work[2] == RunStats::Device::kReplayed) ++replayed_models;
+    WARN(name << ": "
+              << ((*ex)->last_stats().capture_error.empty() ? std::string("replayed")
+                                                            : (*ex)->last_stats().capture_error));
+  }
+  CHECK(replayed_models >= 5);
 }
 
 }  // namespace

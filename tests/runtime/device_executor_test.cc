@@ -116,25 +116,122 @@ class FakeDevice final : public Backend {
     REQUIRE(p != MAP_FAILED);
     blocks_[p] = n;
     if (!open_) mprotect(p, n, PROT_NONE);
+    if (recording_ != nullptr) {
+      recording_->pinned.push_back(p);
+      ++pinned_[p];
+    }
     return p;
   }
   void Free(void* p) override {
     auto it = blocks_.find(p);
     REQUIRE(it != blocks_.end());
+    REQUIRE(freed_.count(p) == 0);
+    if (pinned_.count(p) > 0) {  // a record uses it: mapped until the record goes
+      freed_.insert(p);
+      return;
+    }
     munmap(p, it->second);
     blocks_.erase(it);
   }
   void CopyFromHost(void* dst, const void* src, size_t bytes) override {
+    ++uploads;
+    if (refilling_ != nullptr) {  // a replay's upload refills the recorded one
+      while (next_ < refilling_->ops.size() && refilling_->ops[next_].node != nullptr) ++next_;
+      if (next_ == refilling_->ops.size() || refilling_->ops[next_].dst != dst ||
+          refilling_->ops[next_].bytes.size() != bytes) {
+        refill_error_ = true;
+        return;
+      }
+      std::memcpy(refilling_->ops[next_++].bytes.data(), src, bytes);
+      return;
+    }
+    if (recording_ != nullptr) {
+      Op op;
+      op.dst = dst;
+      op.bytes.assign(static_cast<const uint8_t*>(src), static_cast<const uint8_t*>(src) + bytes);
+      recording_->ops.push_back(std::move(op));
+    }
     Open();
     std::memcpy(dst, src, bytes);
     Close();
-    ++uploads;
   }
   void CopyToHost(void* dst, const void* src, size_t bytes) override {
+    if (recording_ != nullptr) recording_failed_ = true;  // a wait inside a recording
     Open();
     std::memcpy(dst, src, bytes);
     Close();
     ++downloads;
+  }
+
+  // Capture as a CUDA backend does it, with one difference the executor must not see:
+  // kernels compute while they are recorded (the CPU kernels allocate their outputs as
+  // they compute), and EndCapture then overwrites everything they and the uploads wrote,
+  // so that only a Launch, which runs the record again on the recorded memory, gives
+  // the run's results.
+  bool can_capture() const override { return capture; }
+  absl::Status Synchronize() override {
+    if (recording_ != nullptr) return absl::FailedPreconditionError("synchronise while recording");
+    return absl::OkStatus();
+  }
+  absl::Status BeginCapture() override {
+    REQUIRE(recording_ == nullptr);
+    recording_ = new Record(this);
+    recording_failed_ = false;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::unique_ptr<Captured>> EndCapture() override {
+    std::unique_ptr<Record> r(recording_);
+    recording_ = nullptr;
+    if (recording_failed_) return absl::FailedPreconditionError("a download while recording");
+    Open();
+    for (const Op& op : r->ops) {
+      if (op.node == nullptr) std::memset(op.dst, 0x7f, op.bytes.size());
+      for (const Tensor& t : op.outputs) {
+        if (t.raw() != nullptr) std::memset(t.raw(), 0x7f, t.nbytes());
+      }
+    }
+    Close();
+    ++captures;
+    return std::unique_ptr<Captured>(std::move(r));
+  }
+  void BeginReplay(Captured& c) override {
+    refilling_ = &static_cast<Record&>(c);
+    next_ = 0;
+    refill_error_ = false;
+  }
+  absl::Status EndReplay() override {
+    Record* r = refilling_;
+    refilling_ = nullptr;
+    while (next_ < r->ops.size() && r->ops[next_].node != nullptr) ++next_;
+    if (refill_error_ || next_ != r->ops.size()) {
+      return absl::InternalError("the replay's uploads differ from the record's");
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Launch(Captured& c) override {
+    ++launches;
+    Open();
+    absl::Status s;
+    for (const Op& op : static_cast<Record&>(c).ops) {
+      if (op.node == nullptr) {
+        std::memcpy(op.dst, op.bytes.data(), op.bytes.size());
+        continue;
+      }
+      std::vector<const Tensor*> ins;
+      for (const Tensor& t : op.inputs)
+        ins.push_back(t.dtype() == ir::DType::kUndefined ? nullptr : &t);
+      RecordedOutputs alloc(op.outputs);
+      KernelContext ctx(*op.node, ins, op.out_types, alloc, nullptr, *cpu_, op.opset);
+      ctx.set_wanted(op.wanted);
+      s.Update(cpu_->FindKernel(op.node->domain(), op.node->op_type())->fn(ctx));
+      for (size_t k = 0; k < op.outputs.size() && s.ok(); ++k) {
+        if (op.outputs[k].raw() != ctx.output(static_cast<int>(k)).raw()) {
+          s = absl::InternalError(op.node->Describe() + ": an output moved in the replay");
+        }
+      }
+    }
+    Close();
+    return s;
   }
   // Within device memory only (a host kernel copies through the host backend).
   void Copy(void* dst, const void* src, size_t bytes) override {
@@ -144,7 +241,8 @@ class FakeDevice final : public Backend {
   }
   Backend& host_backend() override { return *cpu_; }
 
-  int uploads = 0, downloads = 0, device_steps = 0, host_steps = 0;
+  bool capture = false;  // can_capture()
+  int uploads = 0, downloads = 0, device_steps = 0, host_steps = 0, captures = 0, launches = 0;
   std::set<std::string> host_ops;  // op types of the host steps
 
  private:
@@ -169,6 +267,32 @@ class FakeDevice final : public Backend {
     g_device->Open();
     absl::Status s = Call(ctx);
     g_device->Close();
+    if (Record* r = g_device->recording_; r != nullptr && s.ok()) {
+      Op op;
+      op.node = &ctx.node();
+      op.opset = ctx.opset();
+      for (int i = 0; i < ctx.num_inputs(); ++i) {
+        const Tensor* t = ctx.optional_input(i);
+        if (t == nullptr) {
+          op.inputs.emplace_back();
+        } else if (g_device->InDevice(t->raw()) || t->nbytes() == 0) {
+          op.inputs.emplace_back(t->dtype(), t->shape(), t->raw());
+        } else {
+          // A value the kernel read on the host (a shape): a real kernel takes it into
+          // its launch; the record keeps a copy.
+          Tensor c = Tensor::Allocate(t->dtype(), t->shape());
+          std::memcpy(c.raw(), t->raw(), t->nbytes());
+          op.inputs.push_back(c);
+        }
+      }
+      for (int k = 0; k < ctx.num_outputs(); ++k) {
+        const Tensor& t = ctx.output(k);
+        op.out_types.push_back(ctx.output_dtype(k));
+        op.outputs.push_back(Tensor(t.dtype(), t.shape(), t.raw()));
+        op.wanted.push_back(ctx.wants_output(k));
+      }
+      r->ops.push_back(std::move(op));
+    }
     return s;
   }
   // A host kernel: the device's memory stays closed (touching it faults).
@@ -178,8 +302,60 @@ class FakeDevice final : public Backend {
     return Call(ctx);
   }
 
+  // One recorded upload (node null) or kernel.
+  struct Op {
+    const ir::Node* node = nullptr;
+    int64_t opset = 0;
+    std::vector<Tensor> inputs;  // undefined: omitted
+    std::vector<ir::DType> out_types;
+    std::vector<Tensor> outputs;
+    std::vector<bool> wanted;
+    void* dst = nullptr;
+    std::vector<uint8_t> bytes;  // an upload's source, refilled by replays
+  };
+  struct Record final : Captured {
+    explicit Record(FakeDevice* d) : device(d) {}
+    ~Record() override { device->Unpin(pinned); }
+    FakeDevice* device;
+    std::vector<Op> ops;
+    std::vector<void*> pinned;
+  };
+  // A replayed kernel's outputs: the recorded memory.
+  class RecordedOutputs final : public OutputAllocator {
+   public:
+    explicit RecordedOutputs(const std::vector<Tensor>& outs) : outs_(outs) {}
+    absl::StatusOr<Tensor> AllocateOutput(int index, ir::DType dtype,
+                                          const std::vector<int64_t>& shape) override {
+      const Tensor& t = outs_[static_cast<size_t>(index)];
+      if (t.dtype() != dtype || t.shape() != shape) {
+        return absl::InternalError("a replayed kernel's output differs from the recorded one");
+      }
+      return t;
+    }
+
+   private:
+    const std::vector<Tensor>& outs_;
+  };
+  void Unpin(const std::vector<void*>& blocks) {
+    for (void* p : blocks) {
+      if (--pinned_[p] > 0) continue;
+      pinned_.erase(p);
+      if (freed_.erase(p) > 0) {
+        munmap(p, blocks_[p]);
+        blocks_.erase(p);
+      }
+    }
+  }
+
   std::unique_ptr<Backend> cpu_;
   Placement place_;
+  Record* recording_ = nullptr;
+  bool recording_failed_ = false;
+  Record* refilling_ = nullptr;
+  size_t next_ = 0;
+  bool refill_error_ = false;
+  std::map<void*, int> pinned_;  // blocks records use, with their count
+  std::set<void*> freed_;        // pinned blocks the executor freed
   std::map<void*, size_t> blocks_;
   bool open_ = false;
   mutable std::map<std::string, Kernel> device_kernels_, host_kernels_;
@@ -247,6 +423,158 @@ TEST_CASE(
     "[runtime][executor][device]") {
   const std::map<std::string, int> waits = RunCommittedModels(FakeTable);
   CHECK(waits.size() >= 10);
+}
+
+// Other data of the same shapes: floats halved, integers (token ids, masks) in reverse
+// order, so every value stays valid.
+std::map<std::string, Tensor> OtherData(const std::map<std::string, Tensor>& inputs) {
+  std::map<std::string, Tensor> out;
+  for (const auto& [name, t] : inputs) {
+    Tensor c = Tensor::Allocate(t.dtype(), t.shape());
+    const int64_t n = t.num_elements();
+    const size_t size = static_cast<size_t>(ir::DTypeSize(t.dtype()));
+    for (int64_t i = 0; i < n; ++i) {
+      std::memcpy(c.raw() + static_cast<size_t>(i) * size,
+                  t.raw() + static_cast<size_t>(n - 1 - i) * size, size);
+    }
+    if (t.dtype() == ir::DType::kF32) {
+      for (int64_t i = 0; i < n; ++i) c.data<float>()[i] = t.data<float>()[i] * 0.5f;
+    }
+    out[name] = c;
+  }
+  return out;
+}
+
+Placement TestPlacement() {
+#ifdef TPC_HAVE_CUDA
+  return [](const ir::Node& node) -> std::optional<uint32_t> {
+    const cuda::DevicePlacement p = cuda::PlaceOnDevice(node, false);
+    if (!p.device) return std::nullopt;
+    return p.host_inputs;
+  };
+#else
+  return FakeTable;
+#endif
+}
+
+void RequireSame(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    INFO("output " << k);
+    REQUIRE(got[k].shape() == want[k].shape());
+    REQUIRE(got[k].dtype() == want[k].dtype());
+    REQUIRE(std::memcmp(got[k].raw(), want[k].raw(), got[k].nbytes()) == 0);
+  }
+}
+
+TEST_CASE("A recorded run replays with new data and equals the queued runs",
+          "[runtime][executor][device][capture]") {
+  int replayed_models = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(testing::SourcePath("models"))) {
+    if (entry.path().extension() != ".onnx") continue;
+    const std::string name = entry.path().stem().string();
+    const std::string data = testing::SourcePath("models/" + name + "/test_data_set_0");
+    if (!std::filesystem::exists(data)) continue;
+    INFO("model " << name);
+    auto g = onnx::ImportModel(entry.path().string());
+    REQUIRE(g.ok());
+    const auto inputs = ReadInputs(data);
+    const auto other = OtherData(inputs);
+    auto cpu = MakeCpuBackend(1);
+    auto cpu_ex = Executor::Create(**g, *cpu, nullptr);
+    REQUIRE(cpu_ex.ok());
+    auto want = (*cpu_ex)->Run(inputs);
+    REQUIRE(want.ok());
+    auto want_other = (*cpu_ex)->Run(other);
+    REQUIRE(want_other.ok());
+
+    FakeDevice device(TestPlacement());
+    device.capture = true;
+    auto ex = Executor::Create(**g, device, nullptr, {.capture = true});
+    REQUIRE(ex.ok());
+    std::vector<RunStats::Device> work;
+    bool waited = false;
+    for (int run = 0; run < 5; ++run) {
+      INFO("run " << run);
+      const bool use_other = run == 3;
+      auto got = (*ex)->Run(use_other ? other : inputs);
+      INFO(got.status().ToString());
+      REQUIRE(got.ok());
+      RequireSame(*got, use_other ? *want_other : *want);
+      const RunStats& stats = (*ex)->last_stats();
+      work.push_back(stats.device_work);
+      waited = waited || stats.host_waits > 0;
+      INFO(stats.capture_error);
+      if (stats.device_work == RunStats::Device::kQueued && run >= 1 && !waited) {
+        // Only another run's host-read values stop a replay (reversed ids can change a
+        // data-dependent shape); the recording itself must work.
+        CHECK(!stats.capture_error.empty());
+        CHECK(run >= 3);
+      }
+    }
+    CHECK(work[0] == RunStats::Device::kQueued);
+    if (!waited) {
+      CHECK(work[1] == RunStats::Device::kCaptured);
+      CHECK(work[2] == RunStats::Device::kReplayed);
+      CHECK(device.captures == 1);
+    } else {
+      CHECK(device.captures == 0);
+    }
+    if (work[4] == RunStats::Device::kReplayed) ++replayed_models;
+  }
+  CHECK(replayed_models >= 5);
+}
+
+TEST_CASE("Recorded runs are per input shape", "[runtime][executor][device][capture]") {
+  auto g = testing::ImportCommitted("mlp");
+  const auto inputs = ReadInputs(testing::SourcePath("models/mlp/test_data_set_0"));
+  const Tensor& x = inputs.at("x");
+  REQUIRE(x.shape()[1] >= 2);
+  // The same rows, one position fewer.
+  Tensor shorter = Tensor::Allocate(x.dtype(), {x.shape()[0], x.shape()[1] - 1, x.shape()[2]});
+  for (int64_t b = 0; b < x.shape()[0]; ++b) {
+    std::memcpy(shorter.data<float>() + b * shorter.shape()[1] * x.shape()[2],
+                x.data<float>() + b * x.shape()[1] * x.shape()[2],
+                static_cast<size_t>(shorter.shape()[1] * x.shape()[2]) * sizeof(float));
+  }
+  const std::map<std::string, Tensor> small = {{"x", shorter}};
+  auto cpu = MakeCpuBackend(1);
+  auto cpu_ex = Executor::Create(*g, *cpu, nullptr);
+  REQUIRE(cpu_ex.ok());
+  auto want = (*cpu_ex)->Run(inputs);
+  auto want_small = (*cpu_ex)->Run(small);
+  REQUIRE(want.ok());
+  REQUIRE(want_small.ok());
+
+  FakeDevice device(TestPlacement());
+  device.capture = true;
+  auto ex = Executor::Create(*g, device, nullptr, {.capture = true});
+  REQUIRE(ex.ok());
+  using D = RunStats::Device;
+  const std::vector<std::pair<bool, D>> runs = {
+      {false, D::kQueued},   {false, D::kCaptured}, {false, D::kReplayed}, {true, D::kQueued},
+      {false, D::kReplayed}, {true, D::kCaptured},  {true, D::kReplayed},  {false, D::kReplayed}};
+  for (size_t i = 0; i < runs.size(); ++i) {
+    INFO("run " << i);
+    auto got = (*ex)->Run(runs[i].first ? small : inputs);
+    REQUIRE(got.ok());
+    RequireSame(*got, runs[i].first ? *want_small : *want);
+    CHECK((*ex)->last_stats().device_work == runs[i].second);
+  }
+  CHECK(device.captures == 2);
+  CHECK(device.launches == 6);
+
+  SECTION("A backend that cannot record queues every run") {
+    FakeDevice plain(TestPlacement());
+    auto ex2 = Executor::Create(*g, plain, nullptr, {.capture = true});
+    REQUIRE(ex2.ok());
+    for (int i = 0; i < 3; ++i) {
+      auto got = (*ex2)->Run(inputs);
+      REQUIRE(got.ok());
+      CHECK((*ex2)->last_stats().device_work == D::kQueued);
+    }
+    CHECK(plain.launches == 0);
+  }
 }
 
 #ifdef TPC_HAVE_CUDA

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 #include "tpc/runtime/kernel.h"
 #include "tpc/runtime/thread_pool.h"
@@ -60,6 +61,36 @@ class Backend {
   // Blocks a device backend obtained from its device's allocator so far (cudaMalloc
   // calls, each a synchronisation of the device); its cache serves the rest. 0 on the host.
   virtual int64_t device_allocations() const { return 0; }
+
+  // Capture and replay of a run's device work (CUDA graphs). Between BeginCapture and
+  // EndCapture the backend records its kernels, copies and uploads in order without
+  // running them; an upload reads from a host buffer of the capture's own, which holds a
+  // copy of its source. EndCapture gives the record, which keeps what it needs alive and
+  // must go before the backend. Between BeginReplay and EndReplay, uploads must come in
+  // the capture's order with the same destinations and sizes: they refill those buffers;
+  // Launch queues the whole record (its checks report at the next Synchronize), after
+  // EndCapture and after each EndReplay.
+  // Device blocks allocated while capturing stay with the backend (never given back to
+  // the device) while the record lives. A backend that cannot capture returns false
+  // from can_capture() and errors from the rest.
+  class Captured {
+   public:
+    virtual ~Captured() = default;
+  };
+  virtual bool can_capture() const { return false; }
+  virtual absl::Status BeginCapture() {
+    return absl::UnimplementedError(name() + " cannot capture its work");
+  }
+  virtual absl::StatusOr<std::unique_ptr<Captured>> EndCapture() {
+    return absl::UnimplementedError(name() + " cannot capture its work");
+  }
+  virtual void BeginReplay(Captured& /*captured*/) {}
+  virtual absl::Status EndReplay() {
+    return absl::UnimplementedError(name() + " cannot replay captured work");
+  }
+  virtual absl::Status Launch(Captured& /*captured*/) {
+    return absl::UnimplementedError(name() + " cannot replay captured work");
+  }
 
   // What kernels derive once from a node's constant inputs and keep for later runs (a
   // weight packed for the GEMM library), by node; it lives as long as the backend, which

@@ -27,6 +27,11 @@ struct ExecutorOptions {
   bool plan_memory = true;
   // Time every kernel (RunStats::op_seconds, op_calls, op_bytes).
   bool profile = false;
+  // With a backend that can capture (Backend::can_capture; not with `profile`): the
+  // second run of each set of input shapes records its device work (a CUDA graph) when
+  // no host kernel waited for the device in the first; later runs with those shapes run
+  // the host steps and uploads only, and replay the record.
+  bool capture = false;
 };
 
 struct RunStats {
@@ -48,6 +53,14 @@ struct RunStats {
   // shape, computed on the device): each is a download and a stream synchronisation
   // in the middle of the run. 0 on the host.
   int host_waits = 0;
+  // How the device work of the run went (ExecutorOptions::capture): queued kernel by
+  // kernel, recorded then replayed, or replayed from an earlier run's record.
+  enum class Device { kQueued, kCaptured, kReplayed };
+  Device device_work = Device::kQueued;
+  // With ExecutorOptions::capture, why runs of these shapes are not replayed (the backend
+  // cannot record, a host kernel waits for the device, a recording failed, a replay found
+  // another run); empty when they are (or will be, from the third run).
+  std::string capture_error;
   std::map<std::string, double> op_seconds;  // per op type, with `profile`
   std::map<std::string, int64_t> op_calls;   // per op type, with `profile`
   // Per op type, with `profile`: each call's largest input or output, summed (for a
@@ -94,11 +107,24 @@ class Executor {
   Executor(const ir::Graph& graph, Backend& backend, Communicator* comm, ExecutorOptions options);
   absl::Status Build();
   absl::Status FoldConstantSteps();
-  absl::StatusOr<const Plan*> PlanFor(const SymbolBindings& bindings);
-  absl::Status RunStep(const Step& step, const Plan& plan, Values& values);
+  absl::StatusOr<Plan*> PlanFor(const SymbolBindings& bindings);
+  struct Capture;
+  // One run's steps, queued (or recorded: `capture`); the device values' tensors go to
+  // `capture` as they appear.
+  absl::Status RunSteps(const Plan& plan, Values& values, Capture* capture);
+  // The values of a run before its first step: inputs (host) and constants.
+  Values StartValues(const std::map<std::string, Tensor>& inputs) const;
+  // The host steps and uploads of a run whose device work `capture` recorded; false when
+  // the run differs from the recorded one (a host-read value changed), with nothing queued.
+  absl::StatusOr<bool> ReplaySteps(const Plan& plan, Capture& capture, Values& values);
+  absl::Status RunStep(const Step& step, const Plan& plan, Values& values,
+                       Capture* capture = nullptr);
   // Slot `s` where a kernel reads it: backend memory, or host memory (`want_host`),
   // copied there on first need in a device backend.
-  absl::StatusOr<const Tensor*> Fetch(int s, bool want_host, bool shape_only, Values& values);
+  // With `capture` (recording), the device copy made goes to it; replaying, the upload goes
+  // to the recorded copy's memory.
+  absl::StatusOr<const Tensor*> Fetch(int s, bool want_host, bool shape_only, Values& values,
+                                      Capture* capture = nullptr, bool replaying = false);
   // A copy of host tensor `t` in backend memory (freed with its last holder).
   absl::StatusOr<Tensor> ToBackend(const Tensor& t, const std::string& what);
   absl::Status UploadConstants();

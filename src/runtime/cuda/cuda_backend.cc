@@ -110,29 +110,39 @@ void CudaBackend::Record(cudaError_t e, const char* what) {
 void* CudaBackend::Allocate(size_t bytes) {
   Bind();
   const size_t size = RoundUp(bytes);
+  void* p = nullptr;
   auto it = free_.find(size);
   if (it != free_.end() && !it->second.empty()) {
-    void* p = it->second.back();
+    p = it->second.back();
     it->second.pop_back();
-    sizes_[p] = size;
-    return p;
-  }
-  void* p = nullptr;
-  if (cudaMalloc(&p, size) != cudaSuccess) {
-    // Out of memory: give the cached blocks back and try once more.
+  } else if (cudaMalloc(&p, size) == cudaSuccess) {
+    ++device_allocations_;
+  } else {
     cudaGetLastError();
+    // Out of memory: give the cached blocks back (not while capturing, which cannot wait,
+    // and not those a record uses) and try once more.
+    if (recording_ != nullptr) return nullptr;
     cudaStreamSynchronize(stream_);
     for (auto& [s, blocks] : free_) {
-      for (void* q : blocks) cudaFree(q);
+      std::vector<void*> kept;
+      for (void* q : blocks) {
+        if (pinned_.contains(q)) {
+          kept.push_back(q);
+        } else {
+          cudaFree(q);
+        }
+      }
+      blocks = std::move(kept);
     }
-    free_.clear();
+    p = nullptr;
     if (cudaMalloc(&p, size) != cudaSuccess) {
       cudaGetLastError();
       return nullptr;
     }
+    ++device_allocations_;
   }
-  ++device_allocations_;
   sizes_[p] = size;
+  if (recording_ != nullptr) PinForRecord(p);
   return p;
 }
 
@@ -146,6 +156,8 @@ void CudaBackend::Free(void* p) {
 
 void CudaBackend::CopyFromHost(void* dst, const void* src, size_t bytes) {
   Bind();
+  if (recording_ != nullptr) return CaptureUpload(dst, src, bytes);
+  if (refilling_ != nullptr) return RefillUpload(dst, src, bytes);
   if (bytes <= 64 * 1024) {  // small: the driver stages it
     Record(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "upload");
     return;
@@ -165,6 +177,10 @@ void CudaBackend::CopyFromHost(void* dst, const void* src, size_t bytes) {
 
 void CudaBackend::CopyToHost(void* dst, const void* src, size_t bytes) {
   Bind();
+  if (recording_ != nullptr) {  // the executor records only runs without waits
+    Record(cudaErrorStreamCaptureUnsupported, "a download while capturing");
+    return;
+  }
   if (watch_) {
     // Only once the queued work (collectives among it) is done: a hung collective must
     // fail the wait, not block inside the copy.
@@ -270,6 +286,10 @@ void CudaBackend::Copy(void* dst, const void* src, size_t bytes) {
 
 absl::Status CudaBackend::Synchronize() {
   Bind();
+  if (recording_ != nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cuda device ", device_, ": a wait for the stream while capturing"));
+  }
   TPC_RETURN_IF_ERROR(WaitStream());
   // The device's checks since the last synchronisation: the stream is drained, so their
   // writes to the mapped flag are visible.

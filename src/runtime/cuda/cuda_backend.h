@@ -47,6 +47,17 @@ class CudaBackend final : public Backend {
   bool host_memory() const override { return false; }
   Backend& host_backend() override { return *host_; }
   absl::Status Synchronize() override;
+  // CUDA graphs (capture.cc): stream capture in relaxed mode (a cache miss may still
+  // cudaMalloc), uploads from pinned buffers of the record's own.
+  bool can_capture() const override { return capture_allowed_; }
+  absl::Status BeginCapture() override;
+  absl::StatusOr<std::unique_ptr<Captured>> EndCapture() override;
+  void BeginReplay(Captured& captured) override;
+  absl::Status EndReplay() override;
+  absl::Status Launch(Captured& captured) override;
+  // Whether runs may be recorded: not when the communicator synchronises on the host
+  // inside collectives (ranks as threads on one GPU).
+  void set_capture_allowed(bool allowed) { capture_allowed_ = allowed; }
 
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
@@ -69,6 +80,13 @@ class CudaBackend final : public Backend {
 
  private:
   CudaBackend(int device, std::unique_ptr<Backend> host, bool device_collectives);
+  friend class CudaCaptured;
+  // Blocks a record uses are not given back to the device (cudaFree) while it lives.
+  void PinForRecord(void* p);
+  void Unpin(const std::vector<void*>& blocks);
+  // An upload while capturing (from a pinned copy) or refilling a record.
+  void CaptureUpload(void* dst, const void* src, size_t bytes);
+  void RefillUpload(void* dst, const void* src, size_t bytes);
   void Record(cudaError_t e, const char* what);
   // Waits until the stream's work is done (see SetWatch).
   absl::Status WaitStream();
@@ -100,6 +118,12 @@ class CudaBackend final : public Backend {
   int* flag_host_ = nullptr;  // mapped pinned memory: the device writes, the host reads
   int* flag_device_ = nullptr;
   std::vector<std::string> expected_;  // by code - 1
+  bool capture_allowed_ = true;
+  class CudaCaptured* recording_ = nullptr;  // between BeginCapture and EndCapture
+  class CudaCaptured* refilling_ = nullptr;  // between BeginReplay and EndReplay
+  size_t refill_next_ = 0;
+  bool refill_failed_ = false;
+  absl::flat_hash_map<void*, int> pinned_;  // blocks records use, with their count
   std::function<absl::Status()> watch_;
   std::function<void()> on_timeout_;
   std::chrono::milliseconds watch_timeout_{0};
