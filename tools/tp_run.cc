@@ -381,10 +381,14 @@ void PrintTimes(const tpc::cli::Args& args, std::vector<double> times, std::vect
   if (args.get("backend", "cpu") != "cpu") {
     std::printf("tp-run: device memory obtained during rank 0's last run: %lld blocks\n",
                 static_cast<long long>(stats.device_allocations));
+    std::string by_op;
+    for (const auto& [op, n] : stats.host_waits_by_op) {
+      absl::StrAppend(&by_op, by_op.empty() ? " (" : ", ", op, " ", n);
+    }
     std::printf(
         "tp-run: waits for the device inside rank 0's last run (values a host kernel "
-        "read): %d\n",
-        stats.host_waits);
+        "read): %d%s\n",
+        stats.host_waits, by_op.empty() ? "" : (by_op + ")").c_str());
     if (args.has("cuda-graph")) {
       const char* work = stats.device_work == rt::RunStats::Device::kReplayed ? "replayed"
                          : stats.device_work == rt::RunStats::Device::kCaptured

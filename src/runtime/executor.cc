@@ -526,7 +526,9 @@ absl::Status Executor::RunStep(const Step& step, const Plan& plan, Values& value
     const bool want_host = step.on_host || (k < 32 && ((step.kernel->host_inputs >> k) & 1u));
     const Tensor* t = nullptr;
     if (s >= 0) {
+      const int waits = stats_.host_waits;
       TPC_ASSIGN_OR_RETURN(t, Fetch(s, want_host, step.kernel->shape_only, values, capture));
+      if (stats_.host_waits != waits) ++stats_.host_waits_by_op[node.op_type()];
       if (capture != nullptr && want_host && !step.on_host) {
         capture->host_read[static_cast<size_t>(s)] = HostCopy(*t);
       }

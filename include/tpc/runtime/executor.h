@@ -53,6 +53,7 @@ struct RunStats {
   // shape, computed on the device): each is a download and a stream synchronisation
   // in the middle of the run. 0 on the host.
   int host_waits = 0;
+  std::map<std::string, int> host_waits_by_op;  // the waits by the op type that read the value
   // How the device work of the run went (ExecutorOptions::capture): queued kernel by
   // kernel, recorded then replayed, or replayed from an earlier run's record.
   enum class Device { kQueued, kCaptured, kReplayed };

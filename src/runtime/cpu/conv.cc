@@ -122,24 +122,36 @@ absl::Status CheckOperands(const KernelContext& ctx, const Tensor& x, const Tens
 
 }  // namespace
 
+absl::StatusOr<ConvShape> ReadConvShape(const KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  ConvShape s;
+  s.group = ctx.node().attr_int("group", 1);
+  s.m = w.rank() > 0 ? w.dim(0) : 0;
+  TPC_RETURN_IF_ERROR(CheckOperands(ctx, x, w, ctx.optional_input(2), s.m));
+  s.n = x.dim(0);
+  s.c = x.dim(1);
+  if (s.group < 1 || s.c % s.group != 0 || s.m % s.group != 0 || w.dim(1) * s.group != s.c) {
+    return ctx.Error(absl::StrCat("X has ", s.c, " channels, W ", w.TypeString(),
+                                  " does not fit them in ", s.group, " groups"));
+  }
+  const Shape in(x.shape().begin() + 2, x.shape().end());
+  TPC_ASSIGN_OR_RETURN(s.win,
+                       MakeWindow(ctx, in, Shape(w.shape().begin() + 2, w.shape().end()), false));
+  s.out = {s.n, s.m};
+  s.out.insert(s.out.end(), s.win.out.begin(), s.win.out.end());
+  return s;
+}
+
 absl::Status Conv(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(1);
   const Tensor* b = ctx.optional_input(2);
-  const int64_t group = ctx.node().attr_int("group", 1);
-  const int64_t out_channels = w.rank() > 0 ? w.dim(0) : 0;
-  TPC_RETURN_IF_ERROR(CheckOperands(ctx, x, w, b, out_channels));
-  const int64_t n = x.dim(0), c = x.dim(1);
-  if (group < 1 || c % group != 0 || out_channels % group != 0 || w.dim(1) * group != c) {
-    return ctx.Error(absl::StrCat("X has ", c, " channels, W ", w.TypeString(),
-                                  " does not fit them in ", group, " groups"));
-  }
+  TPC_ASSIGN_OR_RETURN(const ConvShape shape, ReadConvShape(ctx));
+  const int64_t n = shape.n, c = shape.c, group = shape.group, out_channels = shape.m;
+  const Window& win = shape.win;
   const Shape in(x.shape().begin() + 2, x.shape().end());
-  TPC_ASSIGN_OR_RETURN(Window win,
-                       MakeWindow(ctx, in, Shape(w.shape().begin() + 2, w.shape().end()), false));
-  Shape out_shape = {n, out_channels};
-  out_shape.insert(out_shape.end(), win.out.begin(), win.out.end());
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out_shape, x.dtype()));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, shape.out, x.dtype()));
   return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
     const int64_t cg = c / group, mg = out_channels / group;
     const int64_t taps = NumElements(win.kernel), outs = NumElements(win.out);

@@ -206,6 +206,12 @@ absl::Status GatherElements(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(int64_t axis,
                        NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), data.rank()));
   if (indices.rank() != data.rank()) return ctx.Error("indices and data differ in rank");
+  for (int64_t d = 0; d < data.rank(); ++d) {
+    if (d != axis && indices.dim(d) > data.dim(d)) {
+      return ctx.Error(absl::StrCat("indices ", indices.TypeString(), " reach past data ",
+                                    data.TypeString(), " in dim ", d));
+    }
+  }
   TPC_ASSIGN_OR_RETURN(auto idx, ReadInts(ctx, indices));
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, indices.shape(), data.dtype()));
   const Shape strides = Strides(data.shape());

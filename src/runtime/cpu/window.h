@@ -52,4 +52,13 @@ struct Window {
 absl::StatusOr<Window> MakeWindow(const KernelContext& ctx, const Shape& in, const Shape& kernel,
                                   bool ceil_mode);
 
+// Conv's operands checked (X [N, C, in...], W [M, C / group, kernel...], B [M]) and its
+// geometry: shared by the backends' Conv kernels.
+struct ConvShape {
+  int64_t n = 0, c = 0, m = 0, group = 1;
+  Window win;
+  Shape out;  // [N, M, out...]
+};
+absl::StatusOr<ConvShape> ReadConvShape(const KernelContext& ctx);
+
 }  // namespace tpc::runtime::cpu

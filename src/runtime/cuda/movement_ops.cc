@@ -58,6 +58,27 @@ absl::Status Expand(KernelContext& ctx) {
                      math::ContiguousView(out));
 }
 
+absl::Status Tile(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(Shape repeats, cpu::ReadInts(ctx, ctx.input(1)));
+  if (static_cast<int64_t>(repeats.size()) != x.rank()) {
+    return ctx.Error("repeats must have one value per dim");
+  }
+  Shape out(repeats.size());
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (repeats[d] < 0) return ctx.Error("repeats must not be negative");
+    out[d] = x.shape()[d] * repeats[d];
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
+  if (y->num_elements() == 0) return absl::OkStatus();
+  StridedView vs, vd;
+  if (!math::TileViews(x.shape(), repeats, &vs, &vd)) {
+    return ctx.Error(absl::StrCat("tiling over ", math::kMaxDims,
+                                  " dims (input and repeats together) has no CUDA kernel"));
+  }
+  return StridedCopy(ctx, x.dtype(), x.raw(), vs, y->raw(), vd);
+}
+
 absl::Status Slice(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   TPC_RETURN_IF_ERROR(CheckRank(ctx, x.shape().size()));
@@ -162,6 +183,38 @@ absl::Status Gather(KernelContext& ctx) {
                                  indices.dtype() == ir::DType::kI64, outer, data.dim(axis), inner,
                                  indices.num_elements(), y->raw(), BackendOf(ctx).flag(), code,
                                  StreamOf(ctx)));
+}
+
+absl::Status GatherElements(KernelContext& ctx) {
+  const Tensor& data = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  if (indices.dtype() != ir::DType::kI64 && indices.dtype() != ir::DType::kI32) {
+    return ctx.Error("indices must be int64 or int32");
+  }
+  TPC_ASSIGN_OR_RETURN(int64_t axis,
+                       cpu::NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), data.rank()));
+  if (indices.rank() != data.rank()) return ctx.Error("indices and data differ in rank");
+  for (int64_t d = 0; d < data.rank(); ++d) {
+    if (d != axis && indices.dim(d) > data.dim(d)) {
+      return ctx.Error(absl::StrCat("indices ", indices.TypeString(), " reach past data ",
+                                    data.TypeString(), " in dim ", d));
+    }
+  }
+  TPC_RETURN_IF_ERROR(CheckRank(ctx, data.shape().size()));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, indices.shape(), data.dtype()));
+  const Shape strides = math::ContiguousStrides(data.shape());
+  StridedView base = math::ViewOf(indices.shape(), strides),
+              out = math::ContiguousView(indices.shape());
+  base.strides[axis] = 0;
+  math::Simplify({&base, &out});
+  const int code = BackendOf(ctx).Expect(std::string(
+      ctx.Error(absl::StrCat("an index is out of range for dim ", axis, " of ", data.TypeString()))
+          .message()));
+  return Check(ctx,
+               LaunchGatherElements(ir::DTypeSize(data.dtype()), data.raw(), base, indices.raw(),
+                                    indices.dtype() == ir::DType::kI64, data.dim(axis),
+                                    strides[static_cast<size_t>(axis)], y->raw(), y->num_elements(),
+                                    BackendOf(ctx).flag(), code, StreamOf(ctx)));
 }
 
 }  // namespace tpc::runtime::cuda

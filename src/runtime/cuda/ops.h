@@ -66,6 +66,8 @@ absl::Status Neg(KernelContext& ctx);
 absl::Status Abs(KernelContext& ctx);
 absl::Status Reciprocal(KernelContext& ctx);
 absl::Status Sigmoid(KernelContext& ctx);
+absl::Status Sin(KernelContext& ctx);
+absl::Status Cos(KernelContext& ctx);
 absl::Status Gelu(KernelContext& ctx);
 absl::Status LeakyRelu(KernelContext& ctx);
 absl::Status FastGelu(KernelContext& ctx);
@@ -78,9 +80,11 @@ absl::Status Cast(KernelContext& ctx);
 absl::Status Transpose(KernelContext& ctx);
 absl::Status Expand(KernelContext& ctx);
 absl::Status Slice(KernelContext& ctx);
+absl::Status Tile(KernelContext& ctx);
 absl::Status Concat(KernelContext& ctx);
 absl::Status Split(KernelContext& ctx);
 absl::Status Gather(KernelContext& ctx);
+absl::Status GatherElements(KernelContext& ctx);
 
 // row_ops.cc
 absl::Status Softmax(KernelContext& ctx);
@@ -93,6 +97,13 @@ absl::Status ReduceSum(KernelContext& ctx);
 absl::Status ReduceMean(KernelContext& ctx);
 absl::Status ReduceMax(KernelContext& ctx);
 absl::Status ReduceMin(KernelContext& ctx);
+
+// conv_ops.cc
+absl::Status Conv(KernelContext& ctx);
+
+// loss_ops.cc
+absl::Status SoftmaxCrossEntropyLoss(KernelContext& ctx);
+absl::Status NegativeLogLikelihoodLoss(KernelContext& ctx);
 
 // collective_ops.cc (a communicator on device memory)
 absl::Status AllReduce(KernelContext& ctx);

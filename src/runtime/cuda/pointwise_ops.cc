@@ -127,6 +127,8 @@ absl::Status Neg(KernelContext& ctx) { return UnaryOpKernel(ctx, UnaryOp::kNeg);
 absl::Status Abs(KernelContext& ctx) { return UnaryOpKernel(ctx, UnaryOp::kAbs); }
 absl::Status Reciprocal(KernelContext& ctx) { return UnaryOpKernel(ctx, UnaryOp::kReciprocal); }
 absl::Status Sigmoid(KernelContext& ctx) { return UnaryOpKernel(ctx, UnaryOp::kSigmoid); }
+absl::Status Sin(KernelContext& ctx) { return UnaryOpKernel(ctx, UnaryOp::kSin); }
+absl::Status Cos(KernelContext& ctx) { return UnaryOpKernel(ctx, UnaryOp::kCos); }
 absl::Status LeakyRelu(KernelContext& ctx) {
   return UnaryOpKernel(ctx, UnaryOp::kLeakyRelu, ctx.node().attr_float("alpha", 0.01f));
 }

@@ -7,7 +7,9 @@
 
 #include <cstdint>
 
+#include "tpc/runtime/math/conv.h"
 #include "tpc/runtime/math/floats.h"
+#include "tpc/runtime/math/loss.h"
 #include "tpc/runtime/math/nbits.h"
 #include "tpc/runtime/math/pointwise.h"
 #include "tpc/runtime/math/rotary.h"
@@ -46,6 +48,23 @@ cudaError_t LaunchWhere(int elem_bytes, const bool* cond, const StridedView& vc,
 cudaError_t LaunchGather(int elem_bytes, const void* data, const void* indices, bool indices_i64,
                          int64_t outer, int64_t axis_len, int64_t inner, int64_t n_indices,
                          void* out, int* flag, int code, cudaStream_t stream);
+// GatherElements (math/indexing.h) of n output elements, indices int64 or int32; an
+// index out of range sets *flag to `code` as LaunchGather does.
+cudaError_t LaunchGatherElements(int elem_bytes, const void* data, const StridedView& base,
+                                 const void* indices, bool indices_i64, int64_t axis_len,
+                                 int64_t axis_stride, void* out, int64_t n, int* flag, int code,
+                                 cudaStream_t stream);
+// The negative log-likelihood (math/loss.h) of log-probabilities `logp` (kind k) for
+// labels int64 or int32 and an optional class weight (kind k, may be null): `reduction` 0
+// one loss per target into out [n, inner], 1 their sum, 2 their weighted mean, into
+// out[0]. A label out of range (and not ignored) sets *flag to `code`.
+cudaError_t LaunchNllLoss(FloatKind k, const void* logp, const void* labels, bool labels_i64,
+                          const void* weight, const math::NllLayout& l, int reduction, void* out,
+                          int* flag, int code, cudaStream_t stream);
+// The im2col matrix (math/conv.h) of `channels` channels of one image x into col
+// [channels · taps, outs], elements of 2 or 4 bytes.
+cudaError_t LaunchIm2Col(int elem_bytes, const math::ConvGeometry& g, int64_t channels,
+                         const void* x, void* col, cudaStream_t stream);
 // For i in [begin, end): every out[j][i] = the ranks' in[k][i] combined (op 0 sum, 1 max,
 // 2 min; `average` divides the sum by n).
 cudaError_t LaunchReduceRanks(FloatKind k, int op, bool average, const math::RankPointers& p,

@@ -53,6 +53,8 @@ enum class UnaryOp : int {
   kSilu,       // x · sigmoid(x)
   kQuickGelu,  // x · sigmoid(alpha · x)
   kLeakyRelu,  // alpha · x below 0
+  kSin,
+  kCos,
 };
 
 TPC_HOST_DEVICE inline float ApplyUnary(UnaryOp op, float x, float alpha) {
@@ -89,6 +91,10 @@ TPC_HOST_DEVICE inline float ApplyUnary(UnaryOp op, float x, float alpha) {
       return x / (1.0f + expf(-alpha * x));
     case UnaryOp::kLeakyRelu:
       return x < 0.0f ? alpha * x : x;
+    case UnaryOp::kSin:
+      return sinf(x);
+    case UnaryOp::kCos:
+      return cosf(x);
   }
   return 0.0f;
 }

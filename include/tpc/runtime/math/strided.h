@@ -113,6 +113,41 @@ inline void Simplify(std::vector<StridedView*> views) {
   for (StridedView* v : views) v->rank = out;
 }
 
+// Tile as one strided copy: input dim d of size n repeated r times is two dims, [r, n],
+// read with strides [0, its stride] and written with [n · the output's stride, the
+// output's stride] (the output contiguous, dims n · r). Dims of size 1 are left out; false
+// when more than kMaxDims remain.
+inline bool TileViews(const std::vector<int64_t>& in, const std::vector<int64_t>& repeats,
+                      StridedView* src, StridedView* dst) {
+  std::vector<int64_t> dims, s_strides, d_strides;
+  int64_t in_stride = 1, out_stride = 1;
+  for (size_t d = in.size(); d-- > 0;) {  // innermost first, reversed below
+    if (in[d] != 1) {
+      dims.push_back(in[d]);
+      s_strides.push_back(in_stride);
+      d_strides.push_back(out_stride);
+    }
+    if (repeats[d] != 1) {
+      dims.push_back(repeats[d]);
+      s_strides.push_back(0);
+      d_strides.push_back(out_stride * in[d]);
+    }
+    in_stride *= in[d];
+    out_stride *= in[d] * repeats[d];
+  }
+  if (dims.size() > static_cast<size_t>(kMaxDims)) return false;
+  *src = StridedView();
+  *dst = StridedView();
+  src->rank = dst->rank = static_cast<int>(dims.size());
+  for (size_t k = 0; k < dims.size(); ++k) {
+    const size_t from = dims.size() - 1 - k;
+    src->dims[k] = dst->dims[k] = dims[from];
+    src->strides[k] = s_strides[from];
+    dst->strides[k] = d_strides[from];
+  }
+  return true;
+}
+
 // A strided copy whose innermost dim is contiguous in both views, moved in chunks of
 // `chunk` bytes (one 16-, 8- or 4-byte load and store per thread instead of one per
 // element, and the index arithmetic once per chunk): element i of the chunked copy is

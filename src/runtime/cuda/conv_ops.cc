@@ -1,0 +1,80 @@
+// Conv on the GPU: per image and group, the im2col matrix of the group's channels
+// (conv.cu; skipped for a 1x1 window that reads every input once in order), then one
+// cuBLAS GEMM Y[M/g, outs] = W[M/g, C/g · taps] · col, then the bias. Checks and geometry
+// are the CPU kernel's (cpu::ReadConvShape).
+#include "../cpu/window.h"
+#include "absl/strings/str_cat.h"
+#include "ops.h"
+
+namespace tpc::runtime::cuda {
+
+absl::Status Conv(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  const Tensor* b = ctx.optional_input(2);
+  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
+  TPC_ASSIGN_OR_RETURN(const cpu::ConvShape shape, cpu::ReadConvShape(ctx));
+  const cpu::Window& win = shape.win;
+  if (win.spatial() < 1 || win.spatial() > math::kMaxSpatial) {
+    return ctx.Error(
+        absl::StrCat(win.spatial(), " spatial dims: the CUDA Conv takes 1 to ", math::kMaxSpatial));
+  }
+  math::ConvGeometry g;
+  g.spatial = static_cast<int>(win.spatial());
+  bool direct = true;  // a 1x1 window reading every input once, in order
+  for (int d = 0; d < g.spatial; ++d) {
+    const size_t s = static_cast<size_t>(d);
+    g.in[d] = win.in[s];
+    g.kernel[d] = win.kernel[s];
+    g.strides[d] = win.strides[s];
+    g.dilations[d] = win.dilations[s];
+    g.pad_begin[d] = win.pad_begin[s];
+    g.out[d] = win.out[s];
+    g.taps *= win.kernel[s];
+    g.outs *= win.out[s];
+    g.in_size *= win.in[s];
+    direct = direct && win.kernel[s] == 1 && win.out[s] == win.in[s] && win.strides[s] == 1 &&
+             win.pad_begin[s] == 0;
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, shape.out, x.dtype()));
+  if (y->num_elements() == 0) return absl::OkStatus();
+  const int64_t cg = shape.c / shape.group, mg = shape.m / shape.group, rows = cg * g.taps;
+  const size_t es = static_cast<size_t>(ir::DTypeSize(x.dtype()));
+  Tensor col;
+  if (!direct) {
+    TPC_ASSIGN_OR_RETURN(col, Scratch(ctx, x.dtype(), {rows, g.outs}));
+  }
+  Gemm2D gemm;
+  gemm.m = mg;
+  gemm.n = g.outs;
+  gemm.k = rows;
+  gemm.lda = rows;
+  gemm.ldb = g.outs;
+  gemm.ldc = g.outs;
+  for (int64_t i = 0; i < shape.n; ++i) {
+    for (int64_t grp = 0; grp < shape.group; ++grp) {
+      const auto* xg = static_cast<const uint8_t*>(x.raw()) +
+                       static_cast<size_t>((i * shape.c + grp * cg) * g.in_size) * es;
+      if (!direct) {
+        TPC_RETURN_IF_ERROR(
+            Check(ctx, LaunchIm2Col(static_cast<int>(es), g, cg, xg, col.raw(), StreamOf(ctx))));
+      }
+      TPC_RETURN_IF_ERROR(
+          RunGemm(ctx, k, gemm,
+                  static_cast<const uint8_t*>(w.raw()) + static_cast<size_t>(grp * mg * rows) * es,
+                  direct ? xg : col.raw(),
+                  static_cast<uint8_t*>(y->raw()) +
+                      static_cast<size_t>((i * shape.m + grp * mg) * g.outs) * es));
+    }
+  }
+  if (b == nullptr) return absl::OkStatus();
+  // y[n, m, o] += b[m], in place.
+  const Shape flat = {shape.n, shape.m, g.outs};
+  StridedView vy = math::ContiguousView(flat), vb = math::BroadcastView({shape.m, 1}, flat),
+              vo = vy;
+  math::Simplify({&vy, &vb, &vo});
+  return Check(ctx, LaunchBinary(k, BinaryOp::kAdd, y->raw(), vy, b->raw(), vb, y->raw(),
+                                 y->num_elements(), StreamOf(ctx)));
+}
+
+}  // namespace tpc::runtime::cuda
