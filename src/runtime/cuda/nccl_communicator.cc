@@ -4,10 +4,19 @@
 // hanging on the GPU: the backend's waits poll ncclCommGetAsyncError and fail after the
 // timeout, aborting the communicator (ncclCommAbort), and tp-run's failure protocol
 // stops the other ranks.
+//
+// The communicator is nonblocking (ncclConfig_t::blocking = 0), so that its creation,
+// which waits for every peer, is bounded by the timeout too: a peer that fails between
+// the rendezvous and NCCL's own connection leaves the others polling, not blocked, and
+// they abort after the timeout. Any call of a nonblocking communicator may return
+// ncclInProgress before its work is queued: each call here polls until it settles
+// (Settle), so that to the executor every call is queued when it returns.
 #include <nccl.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -56,17 +65,39 @@ ncclRedOp_t NcclOp(ReduceOp op) {
   }
 }
 
+// The outcome of call `what` on a nonblocking communicator: its result, or, while that is
+// ncclInProgress, the communicator's state polled until it settles; after `timeout` the
+// call fails (the caller aborts the communicator).
+absl::Status Settle(ncclComm_t comm, int rank, const char* what, ncclResult_t r,
+                    std::chrono::milliseconds timeout) {
+  const auto start = std::chrono::steady_clock::now();
+  while (r == ncclInProgress) {
+    if (std::chrono::steady_clock::now() - start > timeout) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("rank ", rank, ": NCCL ", what, " did not complete within ",
+                       timeout.count(), " ms; a peer rank may have stopped"));
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    if (ncclCommGetAsyncError(comm, &r) != ncclSuccess) break;
+  }
+  if (r == ncclSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat("rank ", rank, ": NCCL ", what,
+                                          " failed: ", ncclGetErrorString(r), " (",
+                                          ncclGetLastError(comm), ")"));
+}
+
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(ncclComm_t comm, CudaBackend& backend, int rank, int size)
-      : comm_(comm), backend_(backend), rank_(rank), size_(size) {}
+  NcclCommunicator(ncclComm_t comm, CudaBackend& backend, int rank, int size,
+                   std::chrono::milliseconds timeout)
+      : comm_(comm), backend_(backend), rank_(rank), size_(size), timeout_(timeout) {}
   ~NcclCommunicator() override {
     // Drained with the watch still on: a collective a failed peer left hanging fails the
     // wait after the timeout, and the communicator is then aborted, not destroyed (which
-    // would wait for it forever).
+    // would wait for it forever); so is one whose finalization does not settle in time.
     const bool drained = !aborted_.load() && backend_.Synchronize().ok();
     backend_.SetWatch(nullptr, nullptr, std::chrono::milliseconds(0));
-    if (drained && !aborted_.load()) {
+    if (drained && !aborted_.load() && Check("finalize", ncclCommFinalize(comm_)).ok()) {
       ncclCommDestroy(comm_);
     } else if (!aborted_.exchange(true)) {
       ncclCommAbort(comm_);
@@ -141,15 +172,13 @@ class NcclCommunicator final : public Communicator {
 
  private:
   absl::Status Check(const char* what, ncclResult_t r) {
-    if (r == ncclSuccess) return absl::OkStatus();
-    return absl::InternalError(absl::StrCat("rank ", rank_, ": NCCL ", what,
-                                            " failed: ", ncclGetErrorString(r), " (",
-                                            ncclGetLastError(comm_), ")"));
+    return Settle(comm_, rank_, what, r, timeout_);
   }
 
   ncclComm_t comm_;
   CudaBackend& backend_;
   int rank_, size_;
+  std::chrono::milliseconds timeout_;
   std::atomic<bool> aborted_{false};
 };
 
@@ -174,13 +203,22 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(KeyValueStore& store, 
     }
     std::memcpy(id.internal, value.data(), sizeof(id.internal));
   }
-  ncclComm_t comm;
-  const ncclResult_t r = ncclCommInitRank(&comm, size, id, rank);
-  if (r != ncclSuccess) {
+  ncclComm_t comm = nullptr;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  const ncclResult_t r = ncclCommInitRankConfig(&comm, size, id, rank, &config);
+  if (r != ncclSuccess && r != ncclInProgress) {
+    if (comm != nullptr) ncclCommAbort(comm);
     return absl::InternalError(absl::StrCat("rank ", rank, ": ncclCommInitRank on GPU ",
                                             cuda.device(), " failed: ", ncclGetErrorString(r)));
   }
-  auto nccl = std::make_unique<NcclCommunicator>(comm, cuda, rank, size);
+  // Every peer joins here; one that stopped after the rendezvous never does.
+  if (absl::Status s = Settle(comm, rank, "ncclCommInitRank (joining the peers)", r, timeout);
+      !s.ok()) {
+    ncclCommAbort(comm);
+    return s;
+  }
+  auto nccl = std::make_unique<NcclCommunicator>(comm, cuda, rank, size, timeout);
   NcclCommunicator* raw = nccl.get();
   cuda.SetWatch([raw] { return raw->Health(); },
                 [raw] { raw->Abort(absl::DeadlineExceededError("timeout")); }, timeout);
