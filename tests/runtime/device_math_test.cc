@@ -12,6 +12,7 @@
 #include "one_op.h"
 #include "tpc/runtime/math/conv.h"
 #include "tpc/runtime/math/floats.h"
+#include "tpc/runtime/math/gqa.h"
 #include "tpc/runtime/math/indexing.h"
 #include "tpc/runtime/math/loss.h"
 #include "tpc/runtime/math/nbits.h"
@@ -443,6 +444,168 @@ TEST_CASE("Convolution by im2col and one GEMM per image and group equals the CPU
     }
     RequireClose(got, Floats(y), 2e-5f);
   }
+}
+
+// GroupQueryAttention as the CUDA kernel composes it (the layout elements, the scores of
+// each group, the masked softmax of each row, P·V), in f32 on the host.
+std::vector<Tensor> GqaByDeviceMath(const math::GqaLayout& l, const Tensor& query,
+                                    const Tensor* key, const Tensor* value, const Tensor* past_k,
+                                    const Tensor* past_v, const std::vector<int32_t>& lens,
+                                    const Tensor* cos, const Tensor* sin, float scale) {
+  const float* nul = nullptr;
+  std::vector<float> q(static_cast<size_t>(l.batch * l.hq * l.seq * l.hd));
+  std::vector<float> pk(static_cast<size_t>(l.batch * l.hkv * l.total * l.hd)), pv(pk.size());
+  const int64_t* no_positions = nullptr;
+  for (size_t i = 0; i < q.size(); ++i) {
+    REQUIRE(math::GqaQueryElement<FloatKind::kF32>(
+        l, query.data<float>(), key ? key->data<float>() : nul, value ? value->data<float>() : nul,
+        lens.data(), no_positions, cos ? cos->data<float>() : nul, sin ? sin->data<float>() : nul,
+        q.data(), static_cast<int64_t>(i)));
+  }
+  for (size_t i = 0; i < pk.size(); ++i) {
+    REQUIRE(math::GqaPresentElement<FloatKind::kF32>(
+        l, query.data<float>(), key ? key->data<float>() : nul, value ? value->data<float>() : nul,
+        past_k ? past_k->data<float>() : nul, past_v ? past_v->data<float>() : nul, lens.data(),
+        no_positions, cos ? cos->data<float>() : nul, sin ? sin->data<float>() : nul, pk.data(),
+        pv.data(), static_cast<int64_t>(i)));
+  }
+  Tensor y = Tensor::Allocate(ir::DType::kF32, {l.batch, l.seq, l.hq * l.hd});
+  const int64_t group = l.hq / l.hkv;
+  std::vector<float> row(static_cast<size_t>(l.total));
+  for (int64_t b = 0; b < l.batch; ++b) {
+    int64_t keys = 0, own = 0;
+    REQUIRE(math::GqaRowKeys(l, lens[static_cast<size_t>(b)], &keys, &own));
+    for (int64_t h = 0; h < l.hq; ++h) {
+      const int64_t g = h / group;
+      for (int64_t i = 0; i < l.seq; ++i) {
+        float mx = l.smooth ? 0.0f : -INFINITY;
+        for (int64_t j = 0; j < l.total; ++j) {
+          float dot = 0;
+          for (int64_t d = 0; d < l.hd; ++d) {
+            dot += q[static_cast<size_t>(((b * l.hq + h) * l.seq + i) * l.hd + d)] *
+                   pk[static_cast<size_t>(((b * l.hkv + g) * l.total + j) * l.hd + d)];
+          }
+          row[static_cast<size_t>(j)] =
+              math::GqaOpen(l, keys, own, i, j) ? math::GqaSoftcap(l, scale * dot) : -INFINITY;
+          mx = std::max(mx, row[static_cast<size_t>(j)]);
+        }
+        float sum = l.smooth ? std::exp(-mx) : 0.0f;
+        for (float v : row) sum += math::SoftmaxTerm(v, mx);
+        for (int64_t d = 0; d < l.hd; ++d) {
+          float acc = 0;
+          for (int64_t j = 0; j < l.total; ++j) {
+            acc += math::SoftmaxElement(row[static_cast<size_t>(j)], mx, sum, false) *
+                   pv[static_cast<size_t>(((b * l.hkv + g) * l.total + j) * l.hd + d)];
+          }
+          y.data<float>()[(b * l.seq + i) * l.hq * l.hd + h * l.hd + d] = acc;
+        }
+      }
+    }
+  }
+  Tensor tk = Tensor::Allocate(ir::DType::kF32, {l.batch, l.hkv, l.total, l.hd});
+  Tensor tv = Tensor::Allocate(ir::DType::kF32, {l.batch, l.hkv, l.total, l.hd});
+  std::copy(pk.begin(), pk.end(), tk.data<float>());
+  std::copy(pv.begin(), pv.end(), tv.data<float>());
+  return {y, tk, tv};
+}
+
+TEST_CASE("GroupQueryAttention composed from the device math equals the CPU kernel",
+          "[runtime][device-math]") {
+  struct Case {
+    bool packed, interleaved, with_past, smooth;
+    int64_t window;
+    float softcap;
+    std::vector<int32_t> lens;
+  };
+  const std::vector<Case> cases = {
+      {false, false, true, false, -1, 0.0f, {4, 3}},   // decode rows of 5 and 4 keys
+      {true, true, true, true, 2, 5.0f, {4, 4}},       // packed, window, softcap, smooth
+      {false, false, false, false, -1, 0.0f, {2, 1}},  // a padded first prompt
+  };
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& c = cases[ci];
+    INFO("case " << ci);
+    math::GqaLayout l;
+    l.batch = 2;
+    l.seq = 3;
+    l.hq = 4;
+    l.hkv = 2;
+    l.hd = 8;
+    l.past = c.with_past ? 2 : 0;
+    l.total = l.past + l.seq;
+    l.packed = c.packed;
+    l.q_row = (c.packed ? l.hq + 2 * l.hkv : l.hq) * l.hd;
+    l.rotary = true;
+    l.interleaved = c.interleaved;
+    l.half = 2;
+    l.cache_rows = 16;
+    l.window = c.window;
+    l.softcap = c.softcap;
+    l.smooth = c.smooth;
+    const Tensor query = Random({l.batch, l.seq, l.q_row}, 70 + static_cast<uint32_t>(ci));
+    const Tensor key = Random({l.batch, l.seq, l.hkv * l.hd}, 71);
+    const Tensor value = Random({l.batch, l.seq, l.hkv * l.hd}, 72);
+    const Tensor past_k = Random({l.batch, l.hkv, l.past, l.hd}, 73);
+    const Tensor past_v = Random({l.batch, l.hkv, l.past, l.hd}, 74);
+    const Tensor cos = Random({16, 2}, 75), sin = Random({16, 2}, 76);
+    Tensor lens = Tensor::Allocate(ir::DType::kI32, {l.batch});
+    std::copy(c.lens.begin(), c.lens.end(), lens.data<int32_t>());
+    const float scale = 0.3f;
+    OneOp o;
+    o.Input("query", query);
+    if (c.packed) {
+      o.None();
+      o.None();
+    } else {
+      o.Input("key", key);
+      o.Input("value", value);
+    }
+    if (c.with_past) {
+      o.Input("past_key", past_k);
+      o.Input("past_value", past_v);
+    } else {
+      o.None();
+      o.None();
+    }
+    o.Input("seqlens_k", lens);
+    o.None();
+    o.Input("cos", cos);
+    o.Input("sin", sin);
+    o.output_type = ir::TensorType(ir::DType::kF32, {});
+    auto want = o.TryRun("GroupQueryAttention",
+                         {{"num_heads", l.hq},
+                          {"kv_num_heads", l.hkv},
+                          {"scale", scale},
+                          {"do_rotary", int64_t{1}},
+                          {"rotary_interleaved", int64_t{c.interleaved ? 1 : 0}},
+                          {"local_window_size", c.window},
+                          {"softcap", c.softcap},
+                          {"smooth_softmax", int64_t{c.smooth ? 1 : 0}}},
+                         3, "com.microsoft");
+    INFO(want.status().ToString());
+    REQUIRE(want.ok());
+    const std::vector<Tensor> got =
+        GqaByDeviceMath(l, query, c.packed ? nullptr : &key, c.packed ? nullptr : &value,
+                        c.with_past ? &past_k : nullptr, c.with_past ? &past_v : nullptr, c.lens,
+                        &cos, &sin, scale);
+    for (size_t k = 0; k < 3; ++k) {
+      INFO("output " << k);
+      REQUIRE(got[k].shape() == (*want)[k].shape());
+      RequireClose(Floats(got[k]), Floats((*want)[k]), 2e-5f);
+    }
+  }
+  // A row with more keys than past + seq, and a position past the caches, are refused.
+  math::GqaLayout l;
+  l.batch = 1;
+  l.seq = 1;
+  l.past = 2;
+  l.total = 3;
+  l.cache_rows = 2;
+  int64_t keys = 0, own = 0, pos = 0;
+  CHECK(!math::GqaRowKeys(l, 3, &keys, &own));
+  REQUIRE(math::GqaRowKeys(l, 2, &keys, &own));
+  const int64_t* none = nullptr;
+  CHECK(!math::GqaPosition(l, none, own, 0, 0, &pos));  // own + 0 = 2, caches of 2
 }
 
 TEST_CASE("Where element math with broadcasting equals the CPU kernel", "[runtime][device-math]") {

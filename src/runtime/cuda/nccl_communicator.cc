@@ -73,9 +73,9 @@ absl::Status Settle(ncclComm_t comm, int rank, const char* what, ncclResult_t r,
   const auto start = std::chrono::steady_clock::now();
   while (r == ncclInProgress) {
     if (std::chrono::steady_clock::now() - start > timeout) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("rank ", rank, ": NCCL ", what, " did not complete within ",
-                       timeout.count(), " ms; a peer rank may have stopped"));
+      return absl::DeadlineExceededError(absl::StrCat("rank ", rank, ": NCCL ", what,
+                                                      " did not complete within ", timeout.count(),
+                                                      " ms; a peer rank may have stopped"));
     }
     std::this_thread::sleep_for(std::chrono::microseconds(100));
     if (ncclCommGetAsyncError(comm, &r) != ncclSuccess) break;

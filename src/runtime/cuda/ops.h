@@ -98,6 +98,9 @@ absl::Status ReduceMean(KernelContext& ctx);
 absl::Status ReduceMax(KernelContext& ctx);
 absl::Status ReduceMin(KernelContext& ctx);
 
+// attention_ops.cc: onnxruntime's GroupQueryAttention.
+absl::Status GroupQueryAttention(KernelContext& ctx);
+
 // conv_ops.cc
 absl::Status Conv(KernelContext& ctx);
 

@@ -241,6 +241,58 @@ cudaError_t Reduce(ReduceKind op, const void* x, void* y, const RowLayout& rl,
 }
 
 // Grid x is at most 2^31 - 1 blocks: one block per row.
+// GroupQueryAttention's softmax: one block per row of f32 scores (rows (b, h, i) of
+// [B, Hq, S, total]), as SoftmaxKernel, with a key the query does not see (math::GqaOpen,
+// from row b's keys) at -inf and the others after softcap; onnxruntime's smooth softmax
+// adds a score of 0 to the max and the sum. A row with every key closed gets zeros (as
+// the CPU kernel). probs may be scores (f32): the last loop reads and writes each element
+// on one thread, after both reductions.
+template <FloatKind K, typename L>
+__global__ void GqaSoftmaxKernel(const float* scores, typename FloatIO<K>::Storage* probs,
+                                 math::GqaLayout l, const L* lens) {
+  using IO = FloatIO<K>;
+  const int64_t row = blockIdx.x;
+  const int64_t i = row % l.seq;
+  const int64_t b = row / (l.hq * l.seq);
+  int64_t keys = 0, own = 0;
+  // A row whose keys do not fit is reported by the prepare kernels; here every key of it
+  // is closed (zeros), never read out of range.
+  const bool fits = math::GqaRowKeys(l, static_cast<int64_t>(lens[b]), &keys, &own);
+  const float* s = scores + row * l.total;
+  auto score = [&](int64_t j) {
+    return fits && math::GqaOpen(l, keys, own, i, j) ? math::GqaSoftcap(l, s[j]) : -INFINITY;
+  };
+  float mx = l.smooth ? 0.0f : -INFINITY;
+  for (int64_t j = threadIdx.x; j < l.total; j += kThreads) mx = math::CombineMax(mx, score(j));
+  mx = BlockReduce(mx, [](float a, float c) { return math::CombineMax(a, c); });
+  float sum = 0.0f;
+  if (mx != -INFINITY) {
+    for (int64_t j = threadIdx.x; j < l.total; j += kThreads)
+      sum += math::SoftmaxTerm(score(j), mx);
+  }
+  sum = BlockReduce(sum, [](float a, float c) { return a + c; });
+  if (l.smooth) sum += expf(-mx);
+  for (int64_t j = threadIdx.x; j < l.total; j += kThreads) {
+    probs[row * l.total + j] =
+        IO::Store(mx == -INFINITY ? 0.0f : math::SoftmaxElement(score(j), mx, sum, false));
+  }
+}
+
+template <FloatKind K>
+cudaError_t GqaSoftmax(const float* scores, void* probs, const math::GqaLayout& l, const void* lens,
+                       bool lens_i64, cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  const int64_t rows = l.batch * l.hq * l.seq;
+  if (lens_i64) {
+    GqaSoftmaxKernel<K, int64_t><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+        scores, static_cast<S*>(probs), l, static_cast<const int64_t*>(lens));
+  } else {
+    GqaSoftmaxKernel<K, int32_t><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+        scores, static_cast<S*>(probs), l, static_cast<const int32_t*>(lens));
+  }
+  return cudaGetLastError();
+}
+
 bool TooManyRows(int64_t rows) { return rows > 2147483647LL; }
 
 }  // namespace
@@ -310,6 +362,23 @@ cudaError_t LaunchReduce(FloatKind k, ReduceKind op, const void* x, void* y, con
       return Reduce<FloatKind::kF16>(op, x, y, rows, stream);
     case FloatKind::kBF16:
       return Reduce<FloatKind::kBF16>(op, x, y, rows, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchGqaSoftmax(FloatKind k, const float* scores, void* probs,
+                             const math::GqaLayout& l, const void* lens, bool lens_i64,
+                             cudaStream_t stream) {
+  const int64_t rows = l.batch * l.hq * l.seq;
+  if (rows == 0 || l.total == 0) return cudaSuccess;
+  if (TooManyRows(rows)) return cudaErrorInvalidConfiguration;
+  switch (k) {
+    case FloatKind::kF32:
+      return GqaSoftmax<FloatKind::kF32>(scores, probs, l, lens, lens_i64, stream);
+    case FloatKind::kF16:
+      return GqaSoftmax<FloatKind::kF16>(scores, probs, l, lens, lens_i64, stream);
+    case FloatKind::kBF16:
+      return GqaSoftmax<FloatKind::kBF16>(scores, probs, l, lens, lens_i64, stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -9,6 +9,7 @@
 
 #include "tpc/runtime/math/conv.h"
 #include "tpc/runtime/math/floats.h"
+#include "tpc/runtime/math/gqa.h"
 #include "tpc/runtime/math/loss.h"
 #include "tpc/runtime/math/nbits.h"
 #include "tpc/runtime/math/pointwise.h"
@@ -65,6 +66,24 @@ cudaError_t LaunchNllLoss(FloatKind k, const void* logp, const void* labels, boo
 // [channels · taps, outs], elements of 2 or 4 bytes.
 cudaError_t LaunchIm2Col(int elem_bytes, const math::ConvGeometry& g, int64_t channels,
                          const void* x, void* col, cudaStream_t stream);
+// GroupQueryAttention's device buffers (kind k): its inputs (key and value null when
+// packed in the query; past, cos and sin may be null) and its laid-out Q and presents.
+struct GqaOperands {
+  const void *query = nullptr, *key = nullptr, *value = nullptr;
+  const void *past_k = nullptr, *past_v = nullptr, *cos = nullptr, *sin = nullptr;
+  void *q = nullptr, *present_k = nullptr, *present_v = nullptr;
+};
+// Q [B, Hq, S, hd] and the presents [B, Hkv, total, hd], rotated (math/gqa.h), with
+// seqlens_k and position_ids (may be null without has_positions) on the device, int64 or
+// int32. A row's keys or a position out of range set *flag to `code`.
+cudaError_t LaunchGqaLayout(FloatKind k, const math::GqaLayout& l, const GqaOperands& o,
+                            const void* lens, bool lens_i64, const void* positions,
+                            bool positions_i64, int* flag, int code, cudaStream_t stream);
+// GroupQueryAttention's softmax over f32 scores [B, Hq, S, total] into probs (kind k; may
+// be scores when f32), masked by each row's keys (lens on the device).
+cudaError_t LaunchGqaSoftmax(FloatKind k, const float* scores, void* probs,
+                             const math::GqaLayout& l, const void* lens, bool lens_i64,
+                             cudaStream_t stream);
 // For i in [begin, end): every out[j][i] = the ranks' in[k][i] combined (op 0 sum, 1 max,
 // 2 min; `average` divides the sum by n).
 cudaError_t LaunchReduceRanks(FloatKind k, int op, bool average, const math::RankPointers& p,

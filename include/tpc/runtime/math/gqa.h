@@ -1,0 +1,168 @@
+// Per-element and per-row math of onnxruntime's GroupQueryAttention on the device, as the
+// CPU kernel (cpu/attention.cc) computes it: the rows' keys from seqlens_k, the rotary
+// positions, Q and the present K/V laid out per head (rotated), and which keys a query
+// sees. The host tests compare each piece with the CPU kernel.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "tpc/runtime/math/floats.h"
+#include "tpc/runtime/math/strided.h"
+#include "tpc/util/host_device.h"
+
+namespace tpc::runtime::math {
+
+struct GqaLayout {
+  int64_t batch = 0, seq = 0, hq = 0, hkv = 0, hd = 0;
+  int64_t past = 0, total = 0;  // the past's rows; past + seq
+  bool packed = false;          // Q, K and V packed in the query input
+  int64_t q_row = 0;            // the query input's last dim
+  bool rotary = false, interleaved = false, has_positions = false;
+  int64_t half = 0, cache_rows = 0;  // the rotary caches: [cache_rows, half]
+  int64_t window = -1;               // local_window_size (<= 0: none)
+  float softcap = 0.0f;
+  bool smooth = false;  // smooth softmax
+};
+
+// Row b's keys (seqlens_k[b] + 1) and its own past (the first rows of the past that are
+// its keys: 0 for a first prompt); false when they do not fit the layout.
+TPC_HOST_DEVICE inline bool GqaRowKeys(const GqaLayout& l, int64_t len, int64_t* keys,
+                                       int64_t* own) {
+  *keys = len + 1;
+  *own = l.past == 0 ? 0 : *keys - l.seq;
+  return *keys >= 1 && *keys <= l.total && *own >= 0;
+}
+
+// The rotary position of row (b, s), given row b's own past; false outside the caches.
+template <typename P>
+TPC_HOST_DEVICE inline bool GqaPosition(const GqaLayout& l, const P* positions, int64_t own,
+                                        int64_t b, int64_t s, int64_t* pos) {
+  *pos = l.has_positions ? static_cast<int64_t>(positions[b * l.seq + s]) : own + s;
+  return *pos >= 0 && *pos < l.cache_rows;
+}
+
+// Element d of head row x rotated by the angles of cosines c and sines s (`half` each):
+// pairs (i, i + half), or (2i, 2i + 1) when interleaved; elements past 2 · half as they
+// are. As math::RotateHead, in f32.
+template <FloatKind K>
+TPC_HOST_DEVICE inline float RotatedElement(const typename FloatIO<K>::Storage* x,
+                                            const typename FloatIO<K>::Storage* c,
+                                            const typename FloatIO<K>::Storage* s, int64_t half,
+                                            bool interleaved, int64_t d) {
+  using IO = FloatIO<K>;
+  if (d >= 2 * half) return IO::Load(x[d]);
+  if (interleaved) {
+    const int64_t i = d / 2;
+    return d % 2 == 0 ? IO::Load(c[i]) * IO::Load(x[d]) - IO::Load(s[i]) * IO::Load(x[d + 1])
+                      : IO::Load(s[i]) * IO::Load(x[d - 1]) + IO::Load(c[i]) * IO::Load(x[d]);
+  }
+  if (d < half) return IO::Load(c[d]) * IO::Load(x[d]) - IO::Load(s[d]) * IO::Load(x[d + half]);
+  const int64_t i = d - half;
+  return IO::Load(s[i]) * IO::Load(x[i]) + IO::Load(c[i]) * IO::Load(x[d]);
+}
+
+// Where head h of row (b, s) of Q (which 0), K (1) or V (2) is in the inputs.
+template <typename S>
+TPC_HOST_DEVICE inline const S* GqaSource(const GqaLayout& l, const S* query, const S* key,
+                                          const S* value, int which, int64_t b, int64_t s,
+                                          int64_t h) {
+  const int64_t row = b * l.seq + s;
+  if (which == 0) return query + row * l.q_row + h * l.hd;
+  if (l.packed) return query + row * l.q_row + (l.hq + (which - 1) * l.hkv + h) * l.hd;
+  return (which == 1 ? key : value) + row * l.hkv * l.hd + h * l.hd;
+}
+
+// Element i of Q laid out [B, Hq, S, hd], rotated; false when row b's keys or the
+// position do not fit (the element is then written unrotated).
+template <FloatKind K, typename L, typename P>
+TPC_HOST_DEVICE inline bool GqaQueryElement(
+    const GqaLayout& l, const typename FloatIO<K>::Storage* query,
+    const typename FloatIO<K>::Storage* key, const typename FloatIO<K>::Storage* value,
+    const L* lens, const P* positions, const typename FloatIO<K>::Storage* cos,
+    const typename FloatIO<K>::Storage* sin, typename FloatIO<K>::Storage* q, int64_t i) {
+  using IO = FloatIO<K>;
+  const int64_t d = i - DivIndex(i, l.hd) * l.hd;
+  const int64_t r = DivIndex(i, l.hd);  // (b, h, s)
+  const int64_t s = r - DivIndex(r, l.seq) * l.seq;
+  const int64_t bh = DivIndex(r, l.seq);
+  const int64_t h = bh - DivIndex(bh, l.hq) * l.hq;
+  const int64_t b = DivIndex(bh, l.hq);
+  const typename IO::Storage* x = GqaSource(l, query, key, value, 0, b, s, h);
+  int64_t keys = 0, own = 0, pos = 0;
+  const bool ok = GqaRowKeys(l, static_cast<int64_t>(lens[b]), &keys, &own) &&
+                  (!l.rotary || GqaPosition(l, positions, own, b, s, &pos));
+  if (!l.rotary || !ok) {
+    q[i] = x[d];
+    return ok;
+  }
+  q[i] = IO::Store(
+      RotatedElement<K>(x, cos + pos * l.half, sin + pos * l.half, l.half, l.interleaved, d));
+  return true;
+}
+
+// Element i of the presents [B, Hkv, total, hd]: row b's own past, then its new keys
+// (rotated) and values, then zeros. Writes pk[i] and pv[i]; false as GqaQueryElement.
+template <FloatKind K, typename L, typename P>
+TPC_HOST_DEVICE inline bool GqaPresentElement(
+    const GqaLayout& l, const typename FloatIO<K>::Storage* query,
+    const typename FloatIO<K>::Storage* key, const typename FloatIO<K>::Storage* value,
+    const typename FloatIO<K>::Storage* past_k, const typename FloatIO<K>::Storage* past_v,
+    const L* lens, const P* positions, const typename FloatIO<K>::Storage* cos,
+    const typename FloatIO<K>::Storage* sin, typename FloatIO<K>::Storage* pk,
+    typename FloatIO<K>::Storage* pv, int64_t i) {
+  using IO = FloatIO<K>;
+  using S = typename IO::Storage;
+  const int64_t d = i - DivIndex(i, l.hd) * l.hd;
+  const int64_t r = DivIndex(i, l.hd);  // (b, g, t)
+  const int64_t t = r - DivIndex(r, l.total) * l.total;
+  const int64_t bg = DivIndex(r, l.total);
+  const int64_t g = bg - DivIndex(bg, l.hkv) * l.hkv;
+  const int64_t b = DivIndex(bg, l.hkv);
+  int64_t keys = 0, own = 0;
+  if (!GqaRowKeys(l, static_cast<int64_t>(lens[b]), &keys, &own)) {
+    pk[i] = pv[i] = S{};
+    return false;
+  }
+  if (t < own) {
+    const int64_t at = ((b * l.hkv + g) * l.past + t) * l.hd + d;
+    pk[i] = past_k[at];
+    pv[i] = past_v[at];
+    return true;
+  }
+  if (t >= own + l.seq) {
+    pk[i] = pv[i] = S{};
+    return true;
+  }
+  const int64_t s = t - own;
+  const S* xk = GqaSource(l, query, key, value, 1, b, s, g);
+  pv[i] = GqaSource(l, query, key, value, 2, b, s, g)[d];
+  int64_t pos = 0;
+  if (!l.rotary) {
+    pk[i] = xk[d];
+    return true;
+  }
+  if (!GqaPosition(l, positions, own, b, s, &pos)) {
+    pk[i] = xk[d];
+    return false;
+  }
+  pk[i] = IO::Store(
+      RotatedElement<K>(xk, cos + pos * l.half, sin + pos * l.half, l.half, l.interleaved, d));
+  return true;
+}
+
+// Whether query i of a row with `keys` keys and own past `own` sees key j: causal at its
+// position among the keys (a padded query of a first prompt, past its row's keys, sees
+// all of them), within the local window when there is one.
+TPC_HOST_DEVICE inline bool GqaOpen(const GqaLayout& l, int64_t keys, int64_t own, int64_t i,
+                                    int64_t j) {
+  const int64_t at = own + i < keys - 1 ? own + i : keys - 1;
+  return j <= at && (l.window <= 0 || j > at - l.window);
+}
+
+// A score after softcap (softcap · tanh(x / softcap); 0 leaves it).
+TPC_HOST_DEVICE inline float GqaSoftcap(const GqaLayout& l, float x) {
+  return l.softcap > 0.0f ? l.softcap * tanhf(x / l.softcap) : x;
+}
+
+}  // namespace tpc::runtime::math

@@ -1,0 +1,198 @@
+// onnxruntime's GroupQueryAttention on the GPU (the attention of onnxruntime-genai's
+// decoders): Q and the present K/V laid out per head and rotated (gqa.cu), the scores of
+// each K/V head's group of query heads by one strided-batched GEMM into f32 scratch, the
+// masked softmax (rows.cu), then P·V per group into [B, S, Hq·hd]. seqlens_k and
+// position_ids stay on the device (a row or position out of range fails the run at its
+// end, naming the node); the checks and semantics are the CPU kernel's (cpu/attention.cc).
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ops.h"
+
+namespace tpc::runtime::cuda {
+namespace {
+
+bool IsIndex(ir::DType t) { return t == ir::DType::kI64 || t == ir::DType::kI32; }
+
+}  // namespace
+
+absl::Status GroupQueryAttention(KernelContext& ctx) {
+  const ir::Node& node = ctx.node();
+  const Tensor& query = ctx.input(0);
+  const Tensor* key = ctx.optional_input(1);
+  const Tensor* value = ctx.optional_input(2);
+  const Tensor* past_k = ctx.optional_input(3);
+  const Tensor* past_v = ctx.optional_input(4);
+  const Tensor& seqlens = ctx.input(5);
+  const Tensor* cos = ctx.optional_input(7);
+  const Tensor* sin = ctx.optional_input(8);
+  const Tensor* position_ids = ctx.optional_input(9);
+  for (int i : {10, 11}) {
+    if (ctx.optional_input(i) != nullptr) {
+      return ctx.Error(i == 10 ? "attention_bias is not supported" : "head_sink is not supported");
+    }
+  }
+  if (node.attr_int("qk_output", 0) != 0) return ctx.Error("qk_output is not supported");
+  TPC_ASSIGN_OR_RETURN(FloatKind kind, FloatKindOf(ctx, query.dtype()));
+  math::GqaLayout l;
+  l.hq = node.attr_int("num_heads", 0);
+  l.hkv = node.attr_int("kv_num_heads", 0);
+  if (l.hq <= 0 || l.hkv <= 0 || l.hq % l.hkv != 0) {
+    return ctx.Error(absl::StrCat("num_heads ", l.hq, " and kv_num_heads ", l.hkv,
+                                  " must be positive, kv_num_heads dividing num_heads"));
+  }
+  if (query.rank() != 3) return ctx.Error("query must be [batch, seq, hidden]");
+  l.packed = key == nullptr;
+  if (l.packed != (value == nullptr)) return ctx.Error("key and value come together");
+  l.batch = query.dim(0);
+  l.seq = query.dim(1);
+  l.q_row = query.dim(2);
+  const int64_t width = l.packed ? l.hq + 2 * l.hkv : l.hq;
+  l.hd = l.q_row / width;
+  if (l.hd <= 0 || l.q_row != l.hd * width ||
+      (!l.packed &&
+       (key->shape() != Shape{l.batch, l.seq, l.hkv * l.hd} || value->shape() != key->shape() ||
+        key->dtype() != query.dtype() || value->dtype() != query.dtype()))) {
+    return ctx.Error(absl::StrCat("query ", query.TypeString(),
+                                  key ? absl::StrCat(", key ", key->TypeString()) : "",
+                                  " do not fit num_heads ", l.hq, " and kv_num_heads ", l.hkv));
+  }
+  if ((past_k == nullptr) != (past_v == nullptr)) {
+    return ctx.Error("past_key and past_value come together");
+  }
+  l.past = past_k ? (past_k->rank() == 4 ? past_k->dim(2) : -1) : 0;
+  l.total = l.past + l.seq;
+  if (past_k && (past_k->shape() != Shape{l.batch, l.hkv, l.past, l.hd} ||
+                 past_v->shape() != past_k->shape() || past_k->dtype() != query.dtype() ||
+                 past_v->dtype() != query.dtype())) {
+    return ctx.Error(absl::StrCat("past_key ", past_k->TypeString(), " and past_value ",
+                                  past_v->TypeString(), " must be [batch, kv_num_heads, past, ",
+                                  l.hd, "]"));
+  }
+  if (!IsIndex(seqlens.dtype()) || seqlens.num_elements() != l.batch) {
+    return ctx.Error("seqlens_k must be [batch] of int32 or int64");
+  }
+  if (const Tensor* t = ctx.optional_input(6)) {  // on the host (Kernel::host_inputs)
+    TPC_ASSIGN_OR_RETURN(std::vector<int64_t> given, cpu::ReadInts(ctx, *t));
+    if (given.size() != 1 || given[0] != l.total) {
+      return ctx.Error(absl::StrCat("total_sequence_length ", absl::StrJoin(given, ","),
+                                    " is not past + seq = ", l.total));
+    }
+  }
+  l.rotary = node.attr_int("do_rotary", 0) != 0;
+  l.interleaved = node.attr_int("rotary_interleaved", 0) != 0;
+  if (l.rotary) {
+    if (cos == nullptr || sin == nullptr || cos->rank() != 2 || sin->shape() != cos->shape() ||
+        cos->dtype() != query.dtype() || sin->dtype() != query.dtype() || 2 * cos->dim(1) > l.hd) {
+      return ctx.Error("do_rotary needs cos_cache and sin_cache [positions, rotary_dim / 2]");
+    }
+    l.half = cos->dim(1);
+    l.cache_rows = cos->dim(0);
+    if (position_ids != nullptr) {
+      if (!IsIndex(position_ids->dtype()) || position_ids->num_elements() != l.batch * l.seq) {
+        return ctx.Error("position_ids must be [batch, seq]");
+      }
+      l.has_positions = true;
+    }
+  }
+  l.window = node.attr_int("local_window_size", -1);
+  l.softcap = node.attr_float("softcap", 0.0f);
+  l.smooth = node.attr_int("smooth_softmax", 0) != 0;
+  const float scale = node.has_attr("scale") && node.attr_float("scale", 0.0f) != 0.0f
+                          ? node.attr_float("scale", 1.0f)
+                          : 1.0f / std::sqrt(static_cast<float>(l.hd));
+
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {l.batch, l.seq, l.hq * l.hd}, query.dtype()));
+  const Shape present_shape = {l.batch, l.hkv, l.total, l.hd};
+  Tensor k_scratch, v_scratch;
+  auto present = [&](int i, Tensor* scratch) -> absl::StatusOr<void*> {
+    if (ctx.wants_output(i)) {
+      TPC_ASSIGN_OR_RETURN(Tensor * p, ctx.Output(i, present_shape, query.dtype()));
+      return p->raw();
+    }
+    TPC_ASSIGN_OR_RETURN(*scratch, Scratch(ctx, query.dtype(), present_shape));
+    return scratch->raw();
+  };
+  TPC_ASSIGN_OR_RETURN(void* pk, present(1, &k_scratch));
+  TPC_ASSIGN_OR_RETURN(void* pv, present(2, &v_scratch));
+  if (y->num_elements() == 0) return absl::OkStatus();
+  TPC_ASSIGN_OR_RETURN(Tensor q, Scratch(ctx, query.dtype(), {l.batch, l.hq, l.seq, l.hd}));
+  GqaOperands o;
+  o.query = query.raw();
+  o.key = key != nullptr ? key->raw() : nullptr;
+  o.value = value != nullptr ? value->raw() : nullptr;
+  o.past_k = past_k != nullptr ? past_k->raw() : nullptr;
+  o.past_v = past_v != nullptr ? past_v->raw() : nullptr;
+  o.cos = l.rotary ? cos->raw() : nullptr;
+  o.sin = l.rotary ? sin->raw() : nullptr;
+  o.q = q.raw();
+  o.present_k = pk;
+  o.present_v = pv;
+  const int code = BackendOf(ctx).Expect(std::string(
+      ctx.Error(absl::StrCat("a row's keys (seqlens_k + 1) or a rotary position do not fit past ",
+                             l.past, ", seq ", l.seq, l.rotary ? " and the caches" : ""))
+          .message()));
+  TPC_RETURN_IF_ERROR(
+      Check(ctx, LaunchGqaLayout(kind, l, o, seqlens.raw(), seqlens.dtype() == ir::DType::kI64,
+                                 l.has_positions ? position_ids->raw() : nullptr,
+                                 l.has_positions && position_ids->dtype() == ir::DType::kI64,
+                                 BackendOf(ctx).flag(), code, StreamOf(ctx))));
+
+  // Scores [B, Hq, S, total] in f32: per K/V head, its group of G query heads is one
+  // [G·S, hd] matrix of Q.
+  const int64_t group = l.hq / l.hkv;
+  TPC_ASSIGN_OR_RETURN(Tensor scores,
+                       Scratch(ctx, ir::DType::kF32, {l.batch, l.hq, l.seq, l.total}));
+  Gemm2D s;
+  s.tb = true;
+  s.m = group * l.seq;
+  s.n = l.total;
+  s.k = l.hd;
+  s.lda = l.hd;
+  s.ldb = l.hd;
+  s.ldc = l.total;
+  s.stride_a = group * l.seq * l.hd;
+  s.stride_b = l.total * l.hd;
+  s.stride_c = group * l.seq * l.total;
+  s.count = l.batch * l.hkv;
+  s.alpha = scale;
+  TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, FloatKind::kF32, s, q.raw(), pk, scores.raw()));
+  Tensor probs_scratch;
+  void* probs = scores.raw();
+  if (kind != FloatKind::kF32) {
+    TPC_ASSIGN_OR_RETURN(probs_scratch,
+                         Scratch(ctx, query.dtype(), {l.batch, l.hq, l.seq, l.total}));
+    probs = probs_scratch.raw();
+  }
+  TPC_RETURN_IF_ERROR(
+      Check(ctx, LaunchGqaSoftmax(kind, scores.data<float>(), probs, l, seqlens.raw(),
+                                  seqlens.dtype() == ir::DType::kI64, StreamOf(ctx))));
+  // Y[b, s, h·hd..] = P[b, h] · V[b, g]: per (b, g), its G heads in one strided batch.
+  const size_t es = static_cast<size_t>(ir::DTypeSize(query.dtype()));
+  Gemm2D pv_gemm;
+  pv_gemm.m = l.seq;
+  pv_gemm.n = l.hd;
+  pv_gemm.k = l.total;
+  pv_gemm.lda = l.total;
+  pv_gemm.ldb = l.hd;
+  pv_gemm.ldc = l.hq * l.hd;
+  pv_gemm.stride_a = l.seq * l.total;
+  pv_gemm.stride_b = 0;
+  pv_gemm.stride_c = l.hd;
+  pv_gemm.count = group;
+  for (int64_t b = 0; b < l.batch; ++b) {
+    for (int64_t g = 0; g < l.hkv; ++g) {
+      const auto* a = static_cast<const uint8_t*>(probs) +
+                      static_cast<size_t>((b * l.hq + g * group) * l.seq * l.total) * es;
+      const auto* v = static_cast<const uint8_t*>(pv) +
+                      static_cast<size_t>((b * l.hkv + g) * l.total * l.hd) * es;
+      auto* c = static_cast<uint8_t*>(y->raw()) +
+                static_cast<size_t>(b * l.seq * l.hq * l.hd + g * group * l.hd) * es;
+      TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, pv_gemm, a, v, c));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tpc::runtime::cuda

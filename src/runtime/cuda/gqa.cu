@@ -1,0 +1,117 @@
+// Launches of GroupQueryAttention's layout kernels: Q [B, Hq, S, hd] and the presents
+// [B, Hkv, total, hd] (the past, the new keys and values, zeros), rotated, one thread per
+// element of the output in a grid-stride loop. Each thread writes only its element(s)
+// (pk[i] and pv[i] for the presents); the reads stay inside the inputs because the host
+// checked the shapes and each element checks its row's keys and its position (a bad one
+// sets the backend's check flag to `code`). The math is math/gqa.h.
+#include <cuda_runtime.h>
+
+#include "tpc/runtime/cuda/launch.h"
+#include "tpc/runtime/math/gqa.h"
+
+namespace tpc::runtime::cuda {
+namespace {
+
+using math::FloatIO;
+
+constexpr int kThreads = 256;
+
+unsigned Blocks(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > 65536 ? 65536 : b));
+}
+
+template <FloatKind K, typename L, typename P>
+__global__ void GqaQueryKernel(math::GqaLayout l, const typename FloatIO<K>::Storage* query,
+                               const typename FloatIO<K>::Storage* key,
+                               const typename FloatIO<K>::Storage* value, const L* lens,
+                               const P* positions, const typename FloatIO<K>::Storage* cos,
+                               const typename FloatIO<K>::Storage* sin,
+                               typename FloatIO<K>::Storage* q, int64_t n, int* flag, int code) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    if (!math::GqaQueryElement<K>(l, query, key, value, lens, positions, cos, sin, q, i)) {
+      atomicCAS(flag, 0, code);
+    }
+  }
+}
+
+template <FloatKind K, typename L, typename P>
+__global__ void GqaPresentKernel(math::GqaLayout l, const typename FloatIO<K>::Storage* query,
+                                 const typename FloatIO<K>::Storage* key,
+                                 const typename FloatIO<K>::Storage* value,
+                                 const typename FloatIO<K>::Storage* past_k,
+                                 const typename FloatIO<K>::Storage* past_v, const L* lens,
+                                 const P* positions, const typename FloatIO<K>::Storage* cos,
+                                 const typename FloatIO<K>::Storage* sin,
+                                 typename FloatIO<K>::Storage* pk, typename FloatIO<K>::Storage* pv,
+                                 int64_t n, int* flag, int code) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    if (!math::GqaPresentElement<K>(l, query, key, value, past_k, past_v, lens, positions, cos, sin,
+                                    pk, pv, i)) {
+      atomicCAS(flag, 0, code);
+    }
+  }
+}
+
+template <FloatKind K, typename L, typename P>
+cudaError_t GqaLayoutTyped(const math::GqaLayout& l, const GqaOperands& o, const void* lens,
+                           const void* positions, int* flag, int code, cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  const int64_t nq = l.batch * l.hq * l.seq * l.hd;
+  const int64_t np = l.batch * l.hkv * l.total * l.hd;
+  if (nq > 0) {
+    GqaQueryKernel<K, L, P><<<Blocks(nq), kThreads, 0, stream>>>(
+        l, static_cast<const S*>(o.query), static_cast<const S*>(o.key),
+        static_cast<const S*>(o.value), static_cast<const L*>(lens),
+        static_cast<const P*>(positions), static_cast<const S*>(o.cos),
+        static_cast<const S*>(o.sin), static_cast<S*>(o.q), nq, flag, code);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  if (np > 0) {
+    GqaPresentKernel<K, L, P><<<Blocks(np), kThreads, 0, stream>>>(
+        l, static_cast<const S*>(o.query), static_cast<const S*>(o.key),
+        static_cast<const S*>(o.value), static_cast<const S*>(o.past_k),
+        static_cast<const S*>(o.past_v), static_cast<const L*>(lens),
+        static_cast<const P*>(positions), static_cast<const S*>(o.cos),
+        static_cast<const S*>(o.sin), static_cast<S*>(o.present_k), static_cast<S*>(o.present_v),
+        np, flag, code);
+  }
+  return cudaGetLastError();
+}
+
+template <FloatKind K>
+cudaError_t GqaLayoutOfKind(const math::GqaLayout& l, const GqaOperands& o, const void* lens,
+                            bool lens_i64, const void* positions, bool positions_i64, int* flag,
+                            int code, cudaStream_t stream) {
+  if (lens_i64) {
+    return positions_i64
+               ? GqaLayoutTyped<K, int64_t, int64_t>(l, o, lens, positions, flag, code, stream)
+               : GqaLayoutTyped<K, int64_t, int32_t>(l, o, lens, positions, flag, code, stream);
+  }
+  return positions_i64
+             ? GqaLayoutTyped<K, int32_t, int64_t>(l, o, lens, positions, flag, code, stream)
+             : GqaLayoutTyped<K, int32_t, int32_t>(l, o, lens, positions, flag, code, stream);
+}
+
+}  // namespace
+
+cudaError_t LaunchGqaLayout(FloatKind k, const math::GqaLayout& l, const GqaOperands& o,
+                            const void* lens, bool lens_i64, const void* positions,
+                            bool positions_i64, int* flag, int code, cudaStream_t stream) {
+  switch (k) {
+    case FloatKind::kF32:
+      return GqaLayoutOfKind<FloatKind::kF32>(l, o, lens, lens_i64, positions, positions_i64, flag,
+                                              code, stream);
+    case FloatKind::kF16:
+      return GqaLayoutOfKind<FloatKind::kF16>(l, o, lens, lens_i64, positions, positions_i64, flag,
+                                              code, stream);
+    case FloatKind::kBF16:
+      return GqaLayoutOfKind<FloatKind::kBF16>(l, o, lens, lens_i64, positions, positions_i64, flag,
+                                               code, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace tpc::runtime::cuda
