@@ -6,6 +6,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -372,15 +374,34 @@ std::map<std::string, Tensor> ReadInputs(const std::string& data) {
 // Runs every committed model with test data on a fake device placing nodes by `place`,
 // twice (the second run reuses the plan and the arena), and checks the outputs equal the
 // CPU backend's bit for bit. Returns each model's host waits (RunStats::host_waits).
-std::map<std::string, int> RunCommittedModels(const Placement& place) {
-  std::map<std::string, int> waits;
+// The committed models with test data: models/NAME.onnx with models/NAME/test_data_set_0,
+// and onnxruntime-genai's exports, models/genai/NAME/model.onnx (name "genai/NAME"), as
+// (name, model path, data dir).
+std::vector<std::array<std::string, 3>> ModelsWithData() {
+  std::vector<std::array<std::string, 3>> out;
   for (const auto& entry : std::filesystem::directory_iterator(testing::SourcePath("models"))) {
     if (entry.path().extension() != ".onnx") continue;
     const std::string name = entry.path().stem().string();
     const std::string data = testing::SourcePath("models/" + name + "/test_data_set_0");
-    if (!std::filesystem::exists(data)) continue;
+    if (std::filesystem::exists(data)) out.push_back({name, entry.path().string(), data});
+  }
+  for (const auto& entry :
+       std::filesystem::directory_iterator(testing::SourcePath("models/genai"))) {
+    const std::string data = entry.path().string() + "/test_data_set_0";
+    if (std::filesystem::exists(data)) {
+      out.push_back({"genai/" + entry.path().filename().string(),
+                     entry.path().string() + "/model.onnx", data});
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::map<std::string, int> RunCommittedModels(const Placement& place) {
+  std::map<std::string, int> waits;
+  for (const auto& [name, path, data] : ModelsWithData()) {
     INFO("model " << name);
-    auto g = onnx::ImportModel(entry.path().string());
+    auto g = onnx::ImportModel(path);
     REQUIRE(g.ok());
     const auto inputs = ReadInputs(data);
     auto cpu = MakeCpuBackend(1);
@@ -465,13 +486,9 @@ void RequireSame(const std::vector<Tensor>& got, const std::vector<Tensor>& want
 TEST_CASE("A recorded run replays with new data and equals the queued runs",
           "[runtime][executor][device][capture]") {
   int replayed_models = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(testing::SourcePath("models"))) {
-    if (entry.path().extension() != ".onnx") continue;
-    const std::string name = entry.path().stem().string();
-    const std::string data = testing::SourcePath("models/" + name + "/test_data_set_0");
-    if (!std::filesystem::exists(data)) continue;
+  for (const auto& [name, path, data] : ModelsWithData()) {
     INFO("model " << name);
-    auto g = onnx::ImportModel(entry.path().string());
+    auto g = onnx::ImportModel(path);
     REQUIRE(g.ok());
     const auto inputs = ReadInputs(data);
     const auto other = OtherData(inputs);
