@@ -14,6 +14,7 @@
 #include "tpc/runtime/math/floats.h"
 #include "tpc/runtime/math/gqa.h"
 #include "tpc/runtime/math/indexing.h"
+#include "tpc/runtime/math/logic.h"
 #include "tpc/runtime/math/loss.h"
 #include "tpc/runtime/math/nbits.h"
 #include "tpc/runtime/math/pointwise.h"
@@ -606,6 +607,77 @@ TEST_CASE("GroupQueryAttention composed from the device math equals the CPU kern
   REQUIRE(math::GqaRowKeys(l, 2, &keys, &own));
   const int64_t* none = nullptr;
   CHECK(!math::GqaPosition(l, none, own, 0, 0, &pos));  // own + 0 = 2, caches of 2
+}
+
+TEST_CASE("Comparison, predicate and logic element math equals the CPU kernels",
+          "[runtime][device-math]") {
+  // Values with ties, infinities and a NaN; b broadcast along the last dim.
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor a = F32({2, 3}, {1.0f, -inf, std::nanf(""), 2.0f, inf, 0.5f});
+  const Tensor b = F32({2, 1}, {1.0f, 2.0f});
+  const StridedView va = math::ContiguousView({2, 3}), vb = math::BroadcastView({2, 1}, {2, 3});
+  const std::vector<std::pair<std::string, math::CompareOp>> compares = {
+      {"Equal", math::CompareOp::kEqual},
+      {"Less", math::CompareOp::kLess},
+      {"LessOrEqual", math::CompareOp::kLessOrEqual},
+      {"Greater", math::CompareOp::kGreater},
+      {"GreaterOrEqual", math::CompareOp::kGreaterOrEqual}};
+  auto bools = [](const Tensor& t) {
+    return std::vector<bool>(t.data<bool>(), t.data<bool>() + t.num_elements());
+  };
+  for (const auto& [name, op] : compares) {
+    INFO(name);
+    OneOp o;
+    o.Input("a", a);
+    o.Input("b", b);
+    const std::vector<bool> want = bools(o.Run(name)[0]);
+    bool got[6];
+    for (int64_t i = 0; i < 6; ++i) {
+      math::CompareElement<FloatKind::kF32>(op, a.data<float>(), va, b.data<float>(), vb, got, i);
+    }
+    CHECK(std::vector<bool>(got, got + 6) == want);
+  }
+  const std::vector<std::tuple<std::string, math::Predicate, ir::Attributes>> predicates = {
+      {"IsNaN", {.nan = true}, {}},
+      {"IsInf", {}, {}},
+      {"IsInf",
+       {.nan = false, .positive = false, .negative = true},
+       {{"detect_positive", int64_t{0}}}},
+      {"IsInf",
+       {.nan = false, .positive = true, .negative = false},
+       {{"detect_negative", int64_t{0}}}}};
+  for (const auto& [name, p, attrs] : predicates) {
+    INFO(name << " " << p.positive << p.negative);
+    OneOp o;
+    o.Input("a", a);
+    const std::vector<bool> want = bools(o.Run(name, attrs)[0]);
+    bool got[6];
+    for (int64_t i = 0; i < 6; ++i)
+      math::PredicateElement<FloatKind::kF32>(p, a.data<float>(), got, i);
+    CHECK(std::vector<bool>(got, got + 6) == want);
+  }
+  Tensor x = Tensor::Allocate(ir::DType::kBool, {2, 2}),
+         y = Tensor::Allocate(ir::DType::kBool, {2});
+  const bool xv[4] = {true, false, true, true}, yv[2] = {false, true};
+  std::copy(xv, xv + 4, x.data<bool>());
+  std::copy(yv, yv + 2, y.data<bool>());
+  const StridedView vx = math::ContiguousView({2, 2}), vy = math::BroadcastView({2}, {2, 2});
+  for (const auto& [name, op] :
+       std::vector<std::pair<std::string, math::LogicOp>>{{"And", math::LogicOp::kAnd},
+                                                          {"Or", math::LogicOp::kOr},
+                                                          {"Xor", math::LogicOp::kXor},
+                                                          {"Not", math::LogicOp::kNot}}) {
+    INFO(name);
+    OneOp o;
+    o.Input("x", x);
+    if (op != math::LogicOp::kNot) o.Input("y", y);
+    const std::vector<bool> want = bools(o.Run(name)[0]);
+    bool got[4];
+    for (int64_t i = 0; i < 4; ++i) {
+      math::LogicElement(op, x.data<bool>(), vx, y.data<bool>(), vy, got, i);
+    }
+    CHECK(std::vector<bool>(got, got + 4) == want);
+  }
 }
 
 TEST_CASE("Where element math with broadcasting equals the CPU kernel", "[runtime][device-math]") {

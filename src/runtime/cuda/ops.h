@@ -76,6 +76,19 @@ absl::Status QuickGelu(KernelContext& ctx);
 absl::Status Where(KernelContext& ctx);
 absl::Status Cast(KernelContext& ctx);
 
+// logic_ops.cc: bool outputs (comparisons of floats, IsNaN/IsInf) and logic on bools.
+absl::Status Equal(KernelContext& ctx);
+absl::Status Less(KernelContext& ctx);
+absl::Status LessOrEqual(KernelContext& ctx);
+absl::Status Greater(KernelContext& ctx);
+absl::Status GreaterOrEqual(KernelContext& ctx);
+absl::Status And(KernelContext& ctx);
+absl::Status Or(KernelContext& ctx);
+absl::Status Xor(KernelContext& ctx);
+absl::Status Not(KernelContext& ctx);
+absl::Status IsNaN(KernelContext& ctx);
+absl::Status IsInf(KernelContext& ctx);
+
 // movement_ops.cc
 absl::Status Transpose(KernelContext& ctx);
 absl::Status Expand(KernelContext& ctx);

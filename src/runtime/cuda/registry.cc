@@ -21,6 +21,8 @@ enum class Takes {
   kFloats,     // every input and output f32, f16 or bf16
   kFloatData,  // input 0 and the outputs float (axes inputs may be integers)
   kAnyData,    // elements moved by size (movement ops): 1, 2, 4 or 8 bytes
+  kFloatIns,   // every input float, the outputs any type (comparisons: bool)
+  kBools,      // every input and output bool
 };
 
 bool Accepts(Takes takes, const ir::Node& node) {
@@ -40,6 +42,19 @@ bool Accepts(Takes takes, const ir::Node& node) {
       if (node.inputs().empty() || !float_value(node.inputs()[0])) return false;
       for (const ir::Value* v : node.outputs()) {
         if (!float_value(v)) return false;
+      }
+      return true;
+    case Takes::kFloatIns:
+      for (const ir::Value* v : node.inputs()) {
+        if (!float_value(v)) return false;
+      }
+      return !node.inputs().empty();
+    case Takes::kBools:
+      for (const ir::Value* v : node.inputs()) {
+        if (v == nullptr || v->type().dtype != ir::DType::kBool) return false;
+      }
+      for (const ir::Value* v : node.outputs()) {
+        if (v->type().dtype != ir::DType::kBool) return false;
       }
       return true;
     case Takes::kAnyData:
@@ -73,11 +88,13 @@ constexpr Kernel K(KernelFn fn, uint32_t host_inputs = 0) {
 const Entry kKernels[] = {
     {"", "Abs", K(Abs), Takes::kFloats},
     {"", "Add", K(Add), Takes::kFloats},
+    {"", "And", K(And), Takes::kBools},
     {"", "Cast", K(Cast), Takes::kFloats},
     {"", "Concat", K(Concat), Takes::kAnyData},
     {"", "Conv", K(Conv), Takes::kFloats},
     {"", "Cos", K(Cos), Takes::kFloats},
     {"", "Div", K(Div), Takes::kFloats},
+    {"", "Equal", K(Equal), Takes::kFloatIns},
     {"", "Erf", K(Erf), Takes::kFloats},
     {"", "Exp", K(Exp), Takes::kFloats},
     {"", "Expand", K(Expand, In(1)), Takes::kAnyData},
@@ -86,9 +103,15 @@ const Entry kKernels[] = {
     {"", "GatherElements", K(GatherElements), Takes::kAnyData},
     {"", "Gelu", K(Gelu), Takes::kFloats},
     {"", "Gemm", K(Gemm), Takes::kFloats},
+    {"", "Greater", K(Greater), Takes::kFloatIns},
+    {"", "GreaterOrEqual", K(GreaterOrEqual), Takes::kFloatIns},
     {"", "Identity", K(cpu::Identity), Takes::kAnyData},
+    {"", "IsInf", K(IsInf), Takes::kFloatIns},
+    {"", "IsNaN", K(IsNaN), Takes::kFloatIns},
     {"", "LayerNormalization", K(LayerNormalization), Takes::kFloats},
     {"", "LeakyRelu", K(LeakyRelu), Takes::kFloats},
+    {"", "Less", K(Less), Takes::kFloatIns},
+    {"", "LessOrEqual", K(LessOrEqual), Takes::kFloatIns},
     {"", "Log", K(Log), Takes::kFloats},
     {"", "LogSoftmax", K(LogSoftmax), Takes::kFloats},
     {"", "MatMul", K(MatMul), Takes::kFloats},
@@ -97,6 +120,8 @@ const Entry kKernels[] = {
     {"", "Mul", K(Mul), Takes::kFloats},
     {"", "Neg", K(Neg), Takes::kFloats},
     {"", "NegativeLogLikelihoodLoss", K(NegativeLogLikelihoodLoss), Takes::kFloatData},
+    {"", "Not", K(Not), Takes::kBools},
+    {"", "Or", K(Or), Takes::kBools},
     {"", "Pow", K(Pow), Takes::kFloats},
     {"", "RMSNormalization", K(RMSNormalization), Takes::kFloats},
     {"", "Reciprocal", K(Reciprocal), Takes::kFloats},
@@ -121,6 +146,7 @@ const Entry kKernels[] = {
     {"", "Transpose", K(Transpose), Takes::kAnyData},
     {"", "Unsqueeze", K(cpu::Unsqueeze, In(1)), Takes::kAnyData},
     {"", "Where", K(Where), Takes::kAnyData},
+    {"", "Xor", K(Xor), Takes::kBools},
     {kMicrosoft, "BiasGelu", K(BiasGelu), Takes::kFloats},
     {kMicrosoft, "FastGelu", K(FastGelu), Takes::kFloats},
     {kMicrosoft, "GroupQueryAttention", K(GroupQueryAttention, In(6)), Takes::kFloatData},
@@ -154,6 +180,10 @@ std::string_view TakesText(Takes t) {
     case Takes::kFloats:
     case Takes::kFloatData:
       return "f32,f16,bf16";
+    case Takes::kFloatIns:
+      return "f32,f16,bf16";
+    case Takes::kBools:
+      return "bool";
     case Takes::kAnyData:
       return "any";
   }

@@ -10,6 +10,7 @@
 #include "tpc/runtime/math/conv.h"
 #include "tpc/runtime/math/floats.h"
 #include "tpc/runtime/math/gqa.h"
+#include "tpc/runtime/math/logic.h"
 #include "tpc/runtime/math/loss.h"
 #include "tpc/runtime/math/nbits.h"
 #include "tpc/runtime/math/pointwise.h"
@@ -84,6 +85,16 @@ cudaError_t LaunchGqaLayout(FloatKind k, const math::GqaLayout& l, const GqaOper
 cudaError_t LaunchGqaSoftmax(FloatKind k, const float* scores, void* probs,
                              const math::GqaLayout& l, const void* lens, bool lens_i64,
                              cudaStream_t stream);
+// out[i] = op(a[va(i)], b[vb(i)]) for floats of kind k (math/logic.h).
+cudaError_t LaunchCompare(FloatKind k, math::CompareOp op, const void* a, const StridedView& va,
+                          const void* b, const StridedView& vb, bool* out, int64_t n,
+                          cudaStream_t stream);
+// y[i] = IsNaN / IsInf of x[i] (kind k).
+cudaError_t LaunchPredicate(FloatKind k, const math::Predicate& p, const void* x, bool* y,
+                            int64_t n, cudaStream_t stream);
+// out[i] = op(a[va(i)], b[vb(i)]) on bools (b unused by Not).
+cudaError_t LaunchLogic(math::LogicOp op, const bool* a, const StridedView& va, const bool* b,
+                        const StridedView& vb, bool* out, int64_t n, cudaStream_t stream);
 // For i in [begin, end): every out[j][i] = the ranks' in[k][i] combined (op 0 sum, 1 max,
 // 2 min; `average` divides the sum by n).
 cudaError_t LaunchReduceRanks(FloatKind k, int op, bool average, const math::RankPointers& p,

@@ -1,0 +1,98 @@
+// Launches of the element-wise CUDA kernels with bool outputs (comparisons of floats,
+// IsNaN/IsInf, logic on bools): one thread per output element in a grid-stride loop,
+// each writing only out[i]; inputs read through views built from their own shapes. The
+// math is math/logic.h.
+#include <cuda_runtime.h>
+
+#include "tpc/runtime/cuda/launch.h"
+#include "tpc/runtime/math/logic.h"
+
+namespace tpc::runtime::cuda {
+namespace {
+
+using math::FloatIO;
+
+constexpr int kThreads = 256;
+
+unsigned Blocks(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > 65536 ? 65536 : b));
+}
+
+__device__ int64_t First() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ int64_t Step() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+template <FloatKind K>
+__global__ void CompareKernel(math::CompareOp op, const typename FloatIO<K>::Storage* a,
+                              StridedView va, const typename FloatIO<K>::Storage* b, StridedView vb,
+                              bool* out, int64_t n) {
+  for (int64_t i = First(); i < n; i += Step()) math::CompareElement<K>(op, a, va, b, vb, out, i);
+}
+
+template <FloatKind K>
+__global__ void PredicateKernel(math::Predicate p, const typename FloatIO<K>::Storage* x, bool* y,
+                                int64_t n) {
+  for (int64_t i = First(); i < n; i += Step()) math::PredicateElement<K>(p, x, y, i);
+}
+
+__global__ void LogicKernel(math::LogicOp op, const bool* a, StridedView va, const bool* b,
+                            StridedView vb, bool* out, int64_t n) {
+  for (int64_t i = First(); i < n; i += Step()) math::LogicElement(op, a, va, b, vb, out, i);
+}
+
+template <FloatKind K>
+cudaError_t Compare(math::CompareOp op, const void* a, const StridedView& va, const void* b,
+                    const StridedView& vb, bool* out, int64_t n, cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  CompareKernel<K><<<Blocks(n), kThreads, 0, stream>>>(op, static_cast<const S*>(a), va,
+                                                       static_cast<const S*>(b), vb, out, n);
+  return cudaGetLastError();
+}
+
+template <FloatKind K>
+cudaError_t Predicate(const math::Predicate& p, const void* x, bool* y, int64_t n,
+                      cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  PredicateKernel<K><<<Blocks(n), kThreads, 0, stream>>>(p, static_cast<const S*>(x), y, n);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t LaunchCompare(FloatKind k, math::CompareOp op, const void* a, const StridedView& va,
+                          const void* b, const StridedView& vb, bool* out, int64_t n,
+                          cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (k) {
+    case FloatKind::kF32:
+      return Compare<FloatKind::kF32>(op, a, va, b, vb, out, n, stream);
+    case FloatKind::kF16:
+      return Compare<FloatKind::kF16>(op, a, va, b, vb, out, n, stream);
+    case FloatKind::kBF16:
+      return Compare<FloatKind::kBF16>(op, a, va, b, vb, out, n, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchPredicate(FloatKind k, const math::Predicate& p, const void* x, bool* y,
+                            int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (k) {
+    case FloatKind::kF32:
+      return Predicate<FloatKind::kF32>(p, x, y, n, stream);
+    case FloatKind::kF16:
+      return Predicate<FloatKind::kF16>(p, x, y, n, stream);
+    case FloatKind::kBF16:
+      return Predicate<FloatKind::kBF16>(p, x, y, n, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchLogic(math::LogicOp op, const bool* a, const StridedView& va, const bool* b,
+                        const StridedView& vb, bool* out, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  LogicKernel<<<Blocks(n), kThreads, 0, stream>>>(op, a, va, b, vb, out, n);
+  return cudaGetLastError();
+}
+
+}  // namespace tpc::runtime::cuda
