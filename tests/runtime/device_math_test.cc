@@ -20,6 +20,7 @@
 #include "tpc/runtime/math/pointwise.h"
 #include "tpc/runtime/math/rotary.h"
 #include "tpc/runtime/math/rows.h"
+#include "tpc/runtime/math/sdpa.h"
 #include "tpc/runtime/math/strided.h"
 #include "tpc/util/half.h"
 
@@ -677,6 +678,119 @@ TEST_CASE("Comparison, predicate and logic element math equals the CPU kernels",
       math::LogicElement(op, x.data<bool>(), vx, y.data<bool>(), vy, got, i);
     }
     CHECK(std::vector<bool>(got, got + 4) == want);
+  }
+}
+
+TEST_CASE("ONNX Attention's row math, composed as the CUDA kernel does, equals the CPU kernel",
+          "[runtime][device-math]") {
+  // 4-D Q [B, Hq, qs, hd], K/V [B, Hkv, s, hd] after a past of 2; GQA heads.
+  const int64_t b = 2, hq = 4, hkv = 2, qs = 3, s = 3, hd = 4, past = 2, total = past + s;
+  const Tensor q = Random({b, hq, qs, hd}, 80), k = Random({b, hkv, s, hd}, 81),
+               v = Random({b, hkv, s, hd}, 82), pk = Random({b, hkv, past, hd}, 83),
+               pv = Random({b, hkv, past, hd}, 84);
+  Tensor bool_mask = Tensor::Allocate(ir::DType::kBool, {qs, 4});  // 4 < total columns
+  for (int64_t i = 0; i < qs * 4; ++i) bool_mask.data<bool>()[i] = (i * 5) % 3 != 0;
+  const Tensor float_mask = Random({b, 1, qs, total}, 85);
+  struct Case {
+    const Tensor* mask;
+    bool causal;
+    float softcap;
+    int64_t mode;
+  };
+  const std::vector<Case> cases = {
+      {nullptr, true, 0.0f, 0}, {&bool_mask, false, 0.0f, 3}, {&float_mask, true, 2.0f, 2}};
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& c = cases[ci];
+    INFO("case " << ci);
+    OneOp o(23);
+    o.Input("q", q);
+    o.Input("k", k);
+    o.Input("v", v);
+    if (c.mask != nullptr) {
+      o.Input("m", *c.mask);
+    } else {
+      o.None();
+    }
+    o.Input("pk", pk);
+    o.Input("pv", pv);
+    const float scale = 0.5f;
+    const std::vector<Tensor> want = o.Run("Attention",
+                                           {{"scale", scale},
+                                            {"is_causal", int64_t{c.causal ? 1 : 0}},
+                                            {"softcap", c.softcap},
+                                            {"qk_matmul_output_mode", c.mode}},
+                                           4);
+    math::SdpaLayout l;
+    l.batch = b;
+    l.hq = hq;
+    l.qs = qs;
+    l.total = total;
+    l.past = past;
+    l.causal = c.causal;
+    l.softcap = c.softcap;
+    l.qk_mode = static_cast<int>(c.mode);
+    if (c.mask != nullptr) {
+      l.mask = c.mask->dtype() == ir::DType::kBool ? 1 : 2;
+      l.mask_cols = c.mask->shape().back();
+      const StridedView mv = math::BroadcastView(c.mask->shape(), {b, hq, qs, l.mask_cols});
+      for (int d = 0; d < 4; ++d) l.mask_strides[d] = mv.strides[d];
+    }
+    std::vector<float> y(static_cast<size_t>(b * hq * qs * hd)),
+        qk(static_cast<size_t>(b * hq * qs * total));
+    for (int64_t bb = 0; bb < b; ++bb) {
+      for (int64_t h = 0; h < hq; ++h) {
+        const int64_t g = h / (hq / hkv);
+        auto key = [&](int64_t j, int64_t d) {
+          return j < past ? pk.data<float>()[((bb * hkv + g) * past + j) * hd + d]
+                          : k.data<float>()[((bb * hkv + g) * s + j - past) * hd + d];
+        };
+        auto val = [&](int64_t j, int64_t d) {
+          return j < past ? pv.data<float>()[((bb * hkv + g) * past + j) * hd + d]
+                          : v.data<float>()[((bb * hkv + g) * s + j - past) * hd + d];
+        };
+        for (int64_t i = 0; i < qs; ++i) {
+          std::vector<float> raw(static_cast<size_t>(total)), sc(static_cast<size_t>(total));
+          float mx = -INFINITY;
+          for (int64_t j = 0; j < total; ++j) {
+            float dot = 0;
+            for (int64_t d = 0; d < hd; ++d) {
+              dot += q.data<float>()[((bb * hq + h) * qs + i) * hd + d] * key(j, d);
+            }
+            raw[static_cast<size_t>(j)] = scale * dot;
+            sc[static_cast<size_t>(j)] =
+                math::SdpaSoftcap(l, scale * dot) +
+                math::SdpaBias<FloatKind::kF32>(l, c.mask ? c.mask->raw() : nullptr, bb, h, i, j);
+            mx = std::max(mx, sc[static_cast<size_t>(j)]);
+          }
+          float sum = 0;
+          for (float x : sc) sum += mx == -INFINITY ? 0.0f : math::SoftmaxTerm(x, mx);
+          for (int64_t j = 0; j < total; ++j) {
+            const float p = mx == -INFINITY
+                                ? 0.0f
+                                : math::SoftmaxElement(sc[static_cast<size_t>(j)], mx, sum, false);
+            qk[static_cast<size_t>(((bb * hq + h) * qs + i) * total + j)] =
+                l.qk_mode <= 1   ? math::SdpaSoftcap(l, raw[static_cast<size_t>(j)])
+                : l.qk_mode == 2 ? sc[static_cast<size_t>(j)]
+                                 : p;
+            for (int64_t d = 0; d < hd; ++d) {
+              y[static_cast<size_t>(((bb * hq + h) * qs + i) * hd + d)] += p * val(j, d);
+            }
+          }
+        }
+      }
+    }
+    RequireClose(y, Floats(want[0]), 2e-5f);
+    // -inf where masked compares equal; RequireClose needs finite values.
+    const std::vector<float> want_qk = Floats(want[3]);
+    REQUIRE(want_qk.size() == qk.size());
+    for (size_t i = 0; i < qk.size(); ++i) {
+      INFO("qk " << i << ": " << qk[i] << " vs " << want_qk[i]);
+      if (std::isinf(want_qk[i])) {
+        CHECK(qk[i] == want_qk[i]);
+      } else {
+        CHECK(std::abs(qk[i] - want_qk[i]) <= 2e-5f * (1.0f + std::abs(want_qk[i])));
+      }
+    }
   }
 }
 

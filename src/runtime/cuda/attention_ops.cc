@@ -1,9 +1,15 @@
-// onnxruntime's GroupQueryAttention on the GPU (the attention of onnxruntime-genai's
-// decoders): Q and the present K/V laid out per head and rotated (gqa.cu), the scores of
-// each K/V head's group of query heads by one strided-batched GEMM into f32 scratch, the
-// masked softmax (rows.cu), then P·V per group into [B, S, Hq·hd]. seqlens_k and
-// position_ids stay on the device (a row or position out of range fails the run at its
-// end, naming the node); the checks and semantics are the CPU kernel's (cpu/attention.cc).
+// ONNX's Attention (opset 23) and onnxruntime's GroupQueryAttention on the GPU.
+//
+// Attention: Q laid out [B, Hq, qs, hd] and K/V with the past prepended [B, Hkv, total, d]
+// by strided copies, the scores per K/V head's group of query heads by one strided-batched
+// GEMM into f32 scratch, the masked softmax (rows.cu, math/sdpa.h), then P·V per group.
+//
+// GroupQueryAttention (the attention of onnxruntime-genai's decoders): Q and the present K/V laid
+// out per head and rotated (gqa.cu), the scores of each K/V head's group of query heads by one
+// strided-batched GEMM into f32 scratch, the masked softmax (rows.cu), then P·V per group into [B,
+// S, Hq·hd]. seqlens_k and position_ids stay on the device (a row or position out of range fails
+// the run at its end, naming the node); the checks and semantics are the CPU kernel's
+// (cpu/attention.cc).
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -15,7 +21,205 @@ namespace {
 
 bool IsIndex(ir::DType t) { return t == ir::DType::kI64 || t == ir::DType::kI32; }
 
+// A 3-D ([batch, seq, heads · size]) or 4-D ([batch, heads, seq, size]) Q/K/V operand as
+// heads: its dims and a view of it over [batch, heads, seq, size].
+struct Heads {
+  int64_t heads = 0, seq = 0, size = 0;
+  StridedView view;
+};
+
+absl::StatusOr<Heads> HeadsOf(const KernelContext& ctx, const Tensor& t, int64_t heads,
+                              const char* what) {
+  Heads h;
+  if (t.rank() == 4) {
+    h.heads = t.dim(1);
+    h.seq = t.dim(2);
+    h.size = t.dim(3);
+    h.view = math::ContiguousView(t.shape());
+    return h;
+  }
+  if (heads <= 0 || t.dim(2) % heads != 0) {
+    return ctx.Error(absl::StrCat(what, " ", t.TypeString(), " is 3-D: q_num_heads and ",
+                                  "kv_num_heads must be set and divide its last dim"));
+  }
+  h.heads = heads;
+  h.seq = t.dim(1);
+  h.size = t.dim(2) / heads;
+  h.view = math::ViewOf({t.dim(0), heads, h.seq, h.size}, {h.seq * t.dim(2), h.size, t.dim(2), 1});
+  return h;
+}
+
+// dst [batch, heads, rows, size] from row `first` on = src viewed as [batch, heads, n, size].
+absl::Status CopyRows(const KernelContext& ctx, ir::DType dt, const void* src, StridedView vs,
+                      void* dst, int64_t batch, int64_t heads, int64_t rows, int64_t first,
+                      int64_t n, int64_t size) {
+  if (batch * heads * n * size == 0) return absl::OkStatus();
+  StridedView vd =
+      math::ViewOf({batch, heads, n, size}, {heads * rows * size, rows * size, size, 1});
+  vd.offset = first * size;
+  math::Simplify({&vs, &vd});
+  return Check(ctx, LaunchCopy(ir::DTypeSize(dt), src, vs, dst, vd, batch * heads * n * size,
+                               StreamOf(ctx)));
+}
+
 }  // namespace
+
+absl::Status Attention(KernelContext& ctx) {
+  const Tensor& q = ctx.input(0);
+  const Tensor& k = ctx.input(1);
+  const Tensor& v = ctx.input(2);
+  const Tensor* mask = ctx.optional_input(3);
+  const Tensor* past_k = ctx.optional_input(4);
+  const Tensor* past_v = ctx.optional_input(5);
+  const ir::Node& node = ctx.node();
+  if ((q.rank() != 3 && q.rank() != 4) || k.rank() != q.rank() || v.rank() != q.rank()) {
+    return ctx.Error(absl::StrCat("Q, K and V must all be 3-D or all 4-D, got ", q.TypeString(),
+                                  ", ", k.TypeString(), ", ", v.TypeString()));
+  }
+  if (k.dtype() != q.dtype() || v.dtype() != q.dtype()) {
+    return ctx.Error("Q, K and V differ in type");
+  }
+  TPC_ASSIGN_OR_RETURN(FloatKind kind, FloatKindOf(ctx, q.dtype()));
+  if ((past_k == nullptr) != (past_v == nullptr)) {
+    return ctx.Error("past_key and past_value come together");
+  }
+  TPC_ASSIGN_OR_RETURN(const Heads ql, HeadsOf(ctx, q, node.attr_int("q_num_heads", 0), "Q"));
+  TPC_ASSIGN_OR_RETURN(const Heads kl, HeadsOf(ctx, k, node.attr_int("kv_num_heads", 0), "K"));
+  TPC_ASSIGN_OR_RETURN(const Heads vl, HeadsOf(ctx, v, node.attr_int("kv_num_heads", 0), "V"));
+  const int64_t batch = q.dim(0), hq = ql.heads, hkv = kl.heads, hd = ql.size, vd = vl.size;
+  if (k.dim(0) != batch || v.dim(0) != batch || kl.size != hd || vl.heads != hkv ||
+      vl.seq != kl.seq || hkv == 0 || hq % hkv != 0) {
+    return ctx.Error(absl::StrCat("Q ", q.TypeString(), ", K ", k.TypeString(), " and V ",
+                                  v.TypeString(), " do not fit (batch, heads, head size)"));
+  }
+  const int64_t past = past_k ? past_k->dim(2) : 0, total = past + kl.seq, qs = ql.seq;
+  if (past_k && (past_k->shape() != Shape{batch, hkv, past, hd} ||
+                 past_v->shape() != Shape{batch, hkv, past, vd} || past_k->dtype() != q.dtype() ||
+                 past_v->dtype() != q.dtype())) {
+    return ctx.Error(absl::StrCat("past_key ", past_k->TypeString(), " and past_value ",
+                                  past_v->TypeString(), " do not fit K and V"));
+  }
+  math::SdpaLayout l;
+  l.batch = batch;
+  l.hq = hq;
+  l.qs = qs;
+  l.total = total;
+  l.past = past;
+  l.causal = node.attr_int("is_causal", 0) != 0;
+  l.softcap = node.attr_float("softcap", 0.0f);
+  if (mask != nullptr) {
+    if (mask->rank() < 1 || mask->rank() > 4) return ctx.Error("attn_mask must have rank 1 to 4");
+    l.mask_cols = mask->shape().back();
+    const Shape full = {batch, hq, qs, l.mask_cols};
+    for (int64_t i = 0; i < mask->rank(); ++i) {
+      const int64_t d = mask->dim(mask->rank() - 1 - i), want = full[static_cast<size_t>(3 - i)];
+      if (d != want && d != 1) {
+        return ctx.Error(absl::StrCat("attn_mask ", mask->TypeString(), " does not broadcast to ",
+                                      "[batch, q_heads, q_seq, keys]"));
+      }
+    }
+    if (l.mask_cols > total) return ctx.Error("attn_mask has more columns than there are keys");
+    if (mask->dtype() != ir::DType::kBool && mask->dtype() != q.dtype()) {
+      return ctx.Error("attn_mask must be bool or of Q's type");
+    }
+    const StridedView mv = math::BroadcastView(mask->shape(), full);
+    for (int d = 0; d < 4; ++d) l.mask_strides[d] = mv.strides[d];
+    l.mask = mask->dtype() == ir::DType::kBool ? 1 : 2;
+  }
+  const Shape y_shape = q.rank() == 4 ? Shape{batch, hq, qs, vd} : Shape{batch, qs, hq * vd};
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, y_shape, q.dtype()));
+  const float scale = node.has_attr("scale") ? node.attr_float("scale", 1.0f)
+                                             : 1.0f / std::sqrt(static_cast<float>(hd));
+  // K and V with the past prepended, [batch, kv heads, total, size]: the present outputs
+  // when they are wanted.
+  Tensor k_scratch, v_scratch;
+  auto present = [&](int i, int64_t size, Tensor* scratch) -> absl::StatusOr<void*> {
+    const Shape shape = {batch, hkv, total, size};
+    if (ctx.wants_output(i)) {
+      TPC_ASSIGN_OR_RETURN(Tensor * p, ctx.Output(i, shape, q.dtype()));
+      return p->raw();
+    }
+    TPC_ASSIGN_OR_RETURN(*scratch, Scratch(ctx, q.dtype(), shape));
+    return scratch->raw();
+  };
+  TPC_ASSIGN_OR_RETURN(void* pk, present(1, hd, &k_scratch));
+  TPC_ASSIGN_OR_RETURN(void* pv, present(2, vd, &v_scratch));
+  void* qk = nullptr;
+  if (ctx.wants_output(3)) {
+    l.qk_mode = static_cast<int>(node.attr_int("qk_matmul_output_mode", 0));
+    TPC_ASSIGN_OR_RETURN(Tensor * t, ctx.Output(3, {batch, hq, qs, total}, q.dtype()));
+    qk = t->raw();
+  }
+  const ir::DType dt = q.dtype();
+  if (past > 0) {
+    TPC_RETURN_IF_ERROR(CopyRows(ctx, dt, past_k->raw(), math::ContiguousView(past_k->shape()), pk,
+                                 batch, hkv, total, 0, past, hd));
+    TPC_RETURN_IF_ERROR(CopyRows(ctx, dt, past_v->raw(), math::ContiguousView(past_v->shape()), pv,
+                                 batch, hkv, total, 0, past, vd));
+  }
+  TPC_RETURN_IF_ERROR(CopyRows(ctx, dt, k.raw(), kl.view, pk, batch, hkv, total, past, kl.seq, hd));
+  TPC_RETURN_IF_ERROR(CopyRows(ctx, dt, v.raw(), vl.view, pv, batch, hkv, total, past, vl.seq, vd));
+  if (y->num_elements() == 0 && qk == nullptr) return absl::OkStatus();
+  // Q as [batch, hq, qs, hd]: itself when 4-D, else a copy.
+  Tensor q_scratch;
+  const void* qh = q.raw();
+  if (q.rank() == 3) {
+    TPC_ASSIGN_OR_RETURN(q_scratch, Scratch(ctx, dt, {batch, hq, qs, hd}));
+    TPC_RETURN_IF_ERROR(
+        CopyRows(ctx, dt, q.raw(), ql.view, q_scratch.raw(), batch, hq, qs, 0, qs, hd));
+    qh = q_scratch.raw();
+  }
+  const int64_t group = hq / hkv;
+  TPC_ASSIGN_OR_RETURN(Tensor scores, Scratch(ctx, ir::DType::kF32, {batch, hq, qs, total}));
+  Gemm2D s;
+  s.tb = true;
+  s.m = group * qs;
+  s.n = total;
+  s.k = hd;
+  s.lda = hd;
+  s.ldb = hd;
+  s.ldc = total;
+  s.stride_a = group * qs * hd;
+  s.stride_b = total * hd;
+  s.stride_c = group * qs * total;
+  s.count = batch * hkv;
+  s.alpha = scale;
+  TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, FloatKind::kF32, s, qh, pk, scores.raw()));
+  Tensor probs_scratch;
+  void* probs = scores.raw();
+  if (kind != FloatKind::kF32) {
+    TPC_ASSIGN_OR_RETURN(probs_scratch, Scratch(ctx, dt, {batch, hq, qs, total}));
+    probs = probs_scratch.raw();
+  }
+  TPC_RETURN_IF_ERROR(
+      Check(ctx, LaunchSdpaSoftmax(kind, scores.data<float>(), probs, l,
+                                   mask != nullptr ? mask->raw() : nullptr, qk, StreamOf(ctx))));
+  const size_t es = static_cast<size_t>(ir::DTypeSize(dt));
+  Gemm2D o;
+  o.m = qs;
+  o.n = vd;
+  o.k = total;
+  o.lda = total;
+  o.ldb = vd;
+  o.ldc = q.rank() == 4 ? vd : hq * vd;
+  o.stride_a = qs * total;
+  o.stride_b = 0;
+  o.stride_c = q.rank() == 4 ? qs * vd : vd;
+  o.count = group;
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t g = 0; g < hkv; ++g) {
+      const int64_t h0 = g * group;
+      const auto* a =
+          static_cast<const uint8_t*>(probs) + static_cast<size_t>((b * hq + h0) * qs * total) * es;
+      const auto* vv =
+          static_cast<const uint8_t*>(pv) + static_cast<size_t>((b * hkv + g) * total * vd) * es;
+      const int64_t y_off = q.rank() == 4 ? (b * hq + h0) * qs * vd : b * qs * hq * vd + h0 * vd;
+      TPC_RETURN_IF_ERROR(RunGemm(
+          ctx, kind, o, a, vv, static_cast<uint8_t*>(y->raw()) + static_cast<size_t>(y_off) * es));
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::Status GroupQueryAttention(KernelContext& ctx) {
   const ir::Node& node = ctx.node();

@@ -111,7 +111,8 @@ absl::Status ReduceMean(KernelContext& ctx);
 absl::Status ReduceMax(KernelContext& ctx);
 absl::Status ReduceMin(KernelContext& ctx);
 
-// attention_ops.cc: onnxruntime's GroupQueryAttention.
+// attention_ops.cc: ONNX's Attention and onnxruntime's GroupQueryAttention.
+absl::Status Attention(KernelContext& ctx);
 absl::Status GroupQueryAttention(KernelContext& ctx);
 
 // conv_ops.cc

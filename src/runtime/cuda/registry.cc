@@ -89,6 +89,7 @@ const Entry kKernels[] = {
     {"", "Abs", K(Abs), Takes::kFloats},
     {"", "Add", K(Add), Takes::kFloats},
     {"", "And", K(And), Takes::kBools},
+    {"", "Attention", K(Attention), Takes::kFloatData},
     {"", "Cast", K(Cast), Takes::kFloats},
     {"", "Concat", K(Concat), Takes::kAnyData},
     {"", "Conv", K(Conv), Takes::kFloats},

@@ -293,6 +293,54 @@ cudaError_t GqaSoftmax(const float* scores, void* probs, const math::GqaLayout& 
   return cudaGetLastError();
 }
 
+// ONNX Attention's softmax: one block per row (b, h, i) of f32 scores [B, Hq, qs, total],
+// as GqaSoftmaxKernel, the score of key j being softcap(s) + math::SdpaBias; output 3 (qk,
+// kind K, may be null) gets the softcapped scores (modes 0, 1), the biased ones (2) or
+// the probabilities (3), each element by the thread that owns it. A row whose every key
+// is masked gets zeros.
+template <FloatKind K>
+__global__ void SdpaSoftmaxKernel(const float* scores, typename FloatIO<K>::Storage* probs,
+                                  math::SdpaLayout l, const void* mask,
+                                  typename FloatIO<K>::Storage* qk) {
+  using IO = FloatIO<K>;
+  const int64_t row = blockIdx.x;
+  const int64_t i = row % l.qs;
+  const int64_t h = (row / l.qs) % l.hq;
+  const int64_t b = row / (l.qs * l.hq);
+  const float* s = scores + row * l.total;
+  auto score = [&](int64_t j) {
+    return math::SdpaSoftcap(l, s[j]) + math::SdpaBias<K>(l, mask, b, h, i, j);
+  };
+  float mx = -INFINITY;
+  for (int64_t j = threadIdx.x; j < l.total; j += kThreads) mx = math::CombineMax(mx, score(j));
+  mx = BlockReduce(mx, [](float a, float c) { return math::CombineMax(a, c); });
+  float sum = 0.0f;
+  if (mx != -INFINITY) {
+    for (int64_t j = threadIdx.x; j < l.total; j += kThreads)
+      sum += math::SoftmaxTerm(score(j), mx);
+  }
+  sum = BlockReduce(sum, [](float a, float c) { return a + c; });
+  for (int64_t j = threadIdx.x; j < l.total; j += kThreads) {
+    const int64_t at = row * l.total + j;
+    const float p = mx == -INFINITY ? 0.0f : math::SoftmaxElement(score(j), mx, sum, false);
+    if (qk != nullptr) {
+      qk[at] = IO::Store(l.qk_mode <= 1   ? math::SdpaSoftcap(l, s[j])
+                         : l.qk_mode == 2 ? score(j)
+                                          : p);
+    }
+    probs[at] = IO::Store(p);
+  }
+}
+
+template <FloatKind K>
+cudaError_t SdpaSoftmax(const float* scores, void* probs, const math::SdpaLayout& l,
+                        const void* mask, void* qk, cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  SdpaSoftmaxKernel<K><<<static_cast<unsigned>(l.batch * l.hq * l.qs), kThreads, 0, stream>>>(
+      scores, static_cast<S*>(probs), l, mask, static_cast<S*>(qk));
+  return cudaGetLastError();
+}
+
 bool TooManyRows(int64_t rows) { return rows > 2147483647LL; }
 
 }  // namespace
@@ -379,6 +427,23 @@ cudaError_t LaunchGqaSoftmax(FloatKind k, const float* scores, void* probs,
       return GqaSoftmax<FloatKind::kF16>(scores, probs, l, lens, lens_i64, stream);
     case FloatKind::kBF16:
       return GqaSoftmax<FloatKind::kBF16>(scores, probs, l, lens, lens_i64, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchSdpaSoftmax(FloatKind k, const float* scores, void* probs,
+                              const math::SdpaLayout& l, const void* mask, void* qk,
+                              cudaStream_t stream) {
+  const int64_t rows = l.batch * l.hq * l.qs;
+  if (rows == 0 || l.total == 0) return cudaSuccess;
+  if (TooManyRows(rows)) return cudaErrorInvalidConfiguration;
+  switch (k) {
+    case FloatKind::kF32:
+      return SdpaSoftmax<FloatKind::kF32>(scores, probs, l, mask, qk, stream);
+    case FloatKind::kF16:
+      return SdpaSoftmax<FloatKind::kF16>(scores, probs, l, mask, qk, stream);
+    case FloatKind::kBF16:
+      return SdpaSoftmax<FloatKind::kBF16>(scores, probs, l, mask, qk, stream);
   }
   return cudaErrorInvalidValue;
 }

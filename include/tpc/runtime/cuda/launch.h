@@ -16,6 +16,7 @@
 #include "tpc/runtime/math/pointwise.h"
 #include "tpc/runtime/math/rotary.h"
 #include "tpc/runtime/math/rows.h"
+#include "tpc/runtime/math/sdpa.h"
 #include "tpc/runtime/math/strided.h"
 
 namespace tpc::runtime::cuda {
@@ -95,6 +96,12 @@ cudaError_t LaunchPredicate(FloatKind k, const math::Predicate& p, const void* x
 // out[i] = op(a[va(i)], b[vb(i)]) on bools (b unused by Not).
 cudaError_t LaunchLogic(math::LogicOp op, const bool* a, const StridedView& va, const bool* b,
                         const StridedView& vb, bool* out, int64_t n, cudaStream_t stream);
+// ONNX Attention's softmax over f32 scores [B, Hq, qs, total] into probs (kind k; may be
+// scores when f32), with the mask (math/sdpa.h; null without one) and output 3 (qk, kind
+// k, null when not wanted).
+cudaError_t LaunchSdpaSoftmax(FloatKind k, const float* scores, void* probs,
+                              const math::SdpaLayout& l, const void* mask, void* qk,
+                              cudaStream_t stream);
 // For i in [begin, end): every out[j][i] = the ranks' in[k][i] combined (op 0 sum, 1 max,
 // 2 min; `average` divides the sum by n).
 cudaError_t LaunchReduceRanks(FloatKind k, int op, bool average, const math::RankPointers& p,
