@@ -794,6 +794,75 @@ TEST_CASE("ONNX Attention's row math, composed as the CUDA kernel does, equals t
   }
 }
 
+TEST_CASE("RotaryEmbedding element math equals the CPU kernels", "[runtime][device-math]") {
+  struct Case {
+    std::string domain;
+    bool four_d, interleaved;
+    int pos_mode;  // 0 none, 1 [batch, seq], 2 onnxruntime's [1] offset
+    int64_t rd;    // rotary_embedding_dim (0: the head)
+  };
+  const std::vector<Case> cases = {{"", false, false, 1, 0},
+                                   {"", true, true, 0, 4},
+                                   {"", false, true, 1, 6},
+                                   {"com.microsoft", false, false, 2, 0},
+                                   {"com.microsoft", true, true, 1, 0}};
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& c = cases[ci];
+    INFO("case " << ci);
+    math::RotaryLayout l;
+    l.batch = 2;
+    l.heads = 3;
+    l.seq = 4;
+    l.hd = 8;
+    l.four_d = c.four_d;
+    l.interleaved = c.interleaved;
+    l.pos_mode = c.pos_mode;
+    const int64_t rd = c.rd == 0 ? l.hd : c.rd;
+    l.half = rd / 2;
+    l.cache_rows = c.pos_mode == 0 ? l.batch * l.seq : 12;
+    const Tensor x = c.four_d ? Random({l.batch, l.heads, l.seq, l.hd}, 90)
+                              : Random({l.batch, l.seq, l.heads * l.hd}, 90);
+    const std::vector<int64_t> cache_shape = c.pos_mode == 0
+                                                 ? std::vector<int64_t>{l.batch, l.seq, l.half}
+                                                 : std::vector<int64_t>{l.cache_rows, l.half};
+    const Tensor cos = Random(cache_shape, 91), sin = Random(cache_shape, 92);
+    std::vector<int64_t> ids;
+    if (c.pos_mode == 1) {
+      for (int64_t i = 0; i < l.batch * l.seq; ++i) ids.push_back((i * 5) % 12);
+    } else if (c.pos_mode == 2) {
+      ids = {3};
+    }
+    const Tensor pos = c.pos_mode == 1
+                           ? testing::I64({l.batch, l.seq}, ids)
+                           : testing::I64({1}, ids.empty() ? std::vector<int64_t>{0} : ids);
+    OneOp o(23);
+    o.Input("x", x);
+    ir::Attributes attrs = {{"interleaved", int64_t{c.interleaved ? 1 : 0}}};
+    if (c.rd != 0) attrs["rotary_embedding_dim"] = c.rd;
+    if (!c.four_d) attrs["num_heads"] = l.heads;
+    if (c.domain.empty()) {
+      o.Input("cos", cos);
+      o.Input("sin", sin);
+      if (c.pos_mode == 1) o.Input("pos", pos);
+    } else {
+      o.Input("pos", pos);
+      o.Input("cos", cos);
+      o.Input("sin", sin);
+      o.output_type = ir::TensorType(ir::DType::kF32, {});
+    }
+    auto want = o.TryRun("RotaryEmbedding", attrs, 1, c.domain);
+    INFO(want.status().ToString());
+    REQUIRE(want.ok());
+    std::vector<float> got(static_cast<size_t>(x.num_elements()));
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      REQUIRE(math::RotaryEmbeddingElement<FloatKind::kF32>(l, x.data<float>(), pos.data<int64_t>(),
+                                                            cos.data<float>(), sin.data<float>(),
+                                                            got.data(), i));
+    }
+    RequireClose(got, Floats((*want)[0]), 1e-6f);
+  }
+}
+
 TEST_CASE("Where element math with broadcasting equals the CPU kernel", "[runtime][device-math]") {
   // cond [3, 1], x [1, 4], y [3, 4]: each broadcast to the output [3, 4].
   Tensor cond = Tensor::Allocate(ir::DType::kBool, {3, 1});

@@ -99,6 +99,10 @@ absl::Status Split(KernelContext& ctx);
 absl::Status Gather(KernelContext& ctx);
 absl::Status GatherElements(KernelContext& ctx);
 
+// rotary_ops.cc: RotaryEmbedding, ONNX's and onnxruntime's.
+absl::Status RotaryEmbedding(KernelContext& ctx);
+absl::Status MsRotaryEmbedding(KernelContext& ctx);
+
 // row_ops.cc
 absl::Status Softmax(KernelContext& ctx);
 absl::Status LogSoftmax(KernelContext& ctx);

@@ -102,6 +102,12 @@ cudaError_t LaunchLogic(math::LogicOp op, const bool* a, const StridedView& va, 
 cudaError_t LaunchSdpaSoftmax(FloatKind k, const float* scores, void* probs,
                               const math::SdpaLayout& l, const void* mask, void* qk,
                               cudaStream_t stream);
+// RotaryEmbedding (math/rotary.h) of the n elements of x into y (not x), positions int64
+// or int32 on the device (null in mode 0); a cache row outside the caches sets *flag.
+cudaError_t LaunchRotaryEmbedding(FloatKind k, const math::RotaryLayout& l, const void* x,
+                                  const void* positions, bool positions_i64, const void* cos,
+                                  const void* sin, void* y, int64_t n, int* flag, int code,
+                                  cudaStream_t stream);
 // For i in [begin, end): every out[j][i] = the ranks' in[k][i] combined (op 0 sum, 1 max,
 // 2 min; `average` divides the sum by n).
 cudaError_t LaunchReduceRanks(FloatKind k, int op, bool average, const math::RankPointers& p,

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "tpc/runtime/math/floats.h"
+#include "tpc/runtime/math/rotary.h"
 #include "tpc/runtime/math/strided.h"
 #include "tpc/util/host_device.h"
 
@@ -40,26 +41,6 @@ TPC_HOST_DEVICE inline bool GqaPosition(const GqaLayout& l, const P* positions, 
                                         int64_t b, int64_t s, int64_t* pos) {
   *pos = l.has_positions ? static_cast<int64_t>(positions[b * l.seq + s]) : own + s;
   return *pos >= 0 && *pos < l.cache_rows;
-}
-
-// Element d of head row x rotated by the angles of cosines c and sines s (`half` each):
-// pairs (i, i + half), or (2i, 2i + 1) when interleaved; elements past 2 · half as they
-// are. As math::RotateHead, in f32.
-template <FloatKind K>
-TPC_HOST_DEVICE inline float RotatedElement(const typename FloatIO<K>::Storage* x,
-                                            const typename FloatIO<K>::Storage* c,
-                                            const typename FloatIO<K>::Storage* s, int64_t half,
-                                            bool interleaved, int64_t d) {
-  using IO = FloatIO<K>;
-  if (d >= 2 * half) return IO::Load(x[d]);
-  if (interleaved) {
-    const int64_t i = d / 2;
-    return d % 2 == 0 ? IO::Load(c[i]) * IO::Load(x[d]) - IO::Load(s[i]) * IO::Load(x[d + 1])
-                      : IO::Load(s[i]) * IO::Load(x[d - 1]) + IO::Load(c[i]) * IO::Load(x[d]);
-  }
-  if (d < half) return IO::Load(c[d]) * IO::Load(x[d]) - IO::Load(s[d]) * IO::Load(x[d + half]);
-  const int64_t i = d - half;
-  return IO::Load(s[i]) * IO::Load(x[i]) + IO::Load(c[i]) * IO::Load(x[d]);
 }
 
 // Where head h of row (b, s) of Q (which 0), K (1) or V (2) is in the inputs.

@@ -40,4 +40,67 @@ TPC_HOST_DEVICE inline void RotaryHalfElement(const typename FloatIO<K>::Storage
   y[i] = IO::Store(IO::Load(x[i]) * IO::Load(cos[vc.At(i)]) + rotated * IO::Load(sin[vs.At(i)]));
 }
 
+// Element d of head row x rotated by the angles of cosines c and sines s (`half` each):
+// pairs (i, i + half), or (2i, 2i + 1) when interleaved; elements past 2 · half as they
+// are. As math::RotateHead, in f32.
+template <FloatKind K>
+TPC_HOST_DEVICE inline float RotatedElement(const typename FloatIO<K>::Storage* x,
+                                            const typename FloatIO<K>::Storage* c,
+                                            const typename FloatIO<K>::Storage* s, int64_t half,
+                                            bool interleaved, int64_t d) {
+  using IO = FloatIO<K>;
+  if (d >= 2 * half) return IO::Load(x[d]);
+  if (interleaved) {
+    const int64_t i = d / 2;
+    return d % 2 == 0 ? IO::Load(c[i]) * IO::Load(x[d]) - IO::Load(s[i]) * IO::Load(x[d + 1])
+                      : IO::Load(s[i]) * IO::Load(x[d - 1]) + IO::Load(c[i]) * IO::Load(x[d]);
+  }
+  if (d < half) return IO::Load(c[d]) * IO::Load(x[d]) - IO::Load(s[d]) * IO::Load(x[d + half]);
+  const int64_t i = d - half;
+  return IO::Load(s[i]) * IO::Load(x[i]) + IO::Load(c[i]) * IO::Load(x[d]);
+}
+
+// RotaryEmbedding's layout (ONNX opset 23 and onnxruntime's): x is [batch, heads, seq,
+// hd] (four_d) or [batch, seq, heads · hd]; the cache row of (b, s) is b · seq + s (mode
+// 0: ONNX's caches [batch, seq, half] without position ids), positions[b · seq + s] (1),
+// or positions[0] + s (2: onnxruntime's [1] offset).
+struct RotaryLayout {
+  int64_t batch = 0, heads = 0, seq = 0, hd = 0, half = 0, cache_rows = 0;
+  bool four_d = false, interleaved = false;
+  int pos_mode = 0;
+};
+
+// Element i of RotaryEmbedding's output: x[i] rotated with the rest of its head row by
+// its cache row's angles (past 2 · half, as it is); false when the row is outside the
+// caches (x[i] then copied).
+template <FloatKind K, typename P>
+TPC_HOST_DEVICE inline bool RotaryEmbeddingElement(const RotaryLayout& l,
+                                                   const typename FloatIO<K>::Storage* x,
+                                                   const P* positions,
+                                                   const typename FloatIO<K>::Storage* cos,
+                                                   const typename FloatIO<K>::Storage* sin,
+                                                   typename FloatIO<K>::Storage* y, int64_t i) {
+  const int64_t r = DivIndex(i, l.hd);
+  const int64_t d = i - r * l.hd;
+  int64_t b = 0, s = 0;
+  if (l.four_d) {  // r = (b · heads + h) · seq + s
+    s = r - DivIndex(r, l.seq) * l.seq;
+    b = DivIndex(DivIndex(r, l.seq), l.heads);
+  } else {  // r = (b · seq + s) · heads + h
+    const int64_t bs = DivIndex(r, l.heads);
+    s = bs - DivIndex(bs, l.seq) * l.seq;
+    b = DivIndex(bs, l.seq);
+  }
+  const int64_t row = l.pos_mode == 0   ? b * l.seq + s
+                      : l.pos_mode == 1 ? static_cast<int64_t>(positions[b * l.seq + s])
+                                        : static_cast<int64_t>(positions[0]) + s;
+  if (row < 0 || row >= l.cache_rows) {
+    y[i] = x[i];
+    return false;
+  }
+  y[i] = FloatIO<K>::Store(RotatedElement<K>(x + (i - d), cos + row * l.half, sin + row * l.half,
+                                             l.half, l.interleaved, d));
+  return true;
+}
+
 }  // namespace tpc::runtime::math
