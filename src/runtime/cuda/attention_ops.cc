@@ -10,6 +10,7 @@
 // S, Hq·hd]. seqlens_k and position_ids stay on the device (a row or position out of range fails
 // the run at its end, naming the node); the checks and semantics are the CPU kernel's
 // (cpu/attention.cc).
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +21,81 @@ namespace tpc::runtime::cuda {
 namespace {
 
 bool IsIndex(ir::DType t) { return t == ir::DType::kI64 || t == ir::DType::kI32; }
+
+// The f32 scores of at most this many bytes exist at once: batch entries go in chunks.
+constexpr int64_t kScoreBytes = int64_t{256} << 20;
+
+// Batch entries a chunk holds when one entry's scores are `per_entry` floats (at least 1).
+int64_t ChunkOf(int64_t per_entry, int64_t batch) {
+  return std::clamp<int64_t>(kScoreBytes / std::max<int64_t>(per_entry * 4, 1), 1,
+                             std::max<int64_t>(batch, 1));
+}
+
+// Scores, softmax and P·V of each chunk of batch entries (both attentions): Q laid out
+// [B, Hq, qs, hd], the presents [B, Hkv, total, d] (kind `kind`, element size es), Y's
+// head h of entry b, row i at y + y_entry · b + y_head · h + ldy · i. `softmax(first, n,
+// scores, probs)` runs the rows of entries [first, first + n).
+template <typename Softmax>
+absl::Status AttendChunks(const KernelContext& ctx, FloatKind kind, ir::DType dt, int64_t batch,
+                          int64_t hq, int64_t hkv, int64_t qs, int64_t total, int64_t hd,
+                          int64_t vd, float scale, const void* q, const void* pk, const void* pv,
+                          void* y, int64_t y_entry, int64_t y_head, int64_t ldy,
+                          const Softmax& softmax) {
+  const int64_t group = hq / hkv;
+  const size_t es = static_cast<size_t>(ir::DTypeSize(dt));
+  const int64_t chunk = ChunkOf(hq * qs * total, batch);
+  TPC_ASSIGN_OR_RETURN(Tensor scores, Scratch(ctx, ir::DType::kF32, {chunk, hq, qs, total}));
+  Tensor probs_scratch;
+  void* probs = scores.raw();
+  if (kind != FloatKind::kF32) {
+    TPC_ASSIGN_OR_RETURN(probs_scratch, Scratch(ctx, dt, {chunk, hq, qs, total}));
+    probs = probs_scratch.raw();
+  }
+  const auto at = [es](const void* p, int64_t elements) {
+    return static_cast<const uint8_t*>(p) + static_cast<size_t>(elements) * es;
+  };
+  for (int64_t b0 = 0; b0 < batch; b0 += chunk) {
+    const int64_t nb = std::min(chunk, batch - b0);
+    // Per K/V head, its group of query heads is one [G·qs, hd] matrix of Q.
+    Gemm2D s;
+    s.tb = true;
+    s.m = group * qs;
+    s.n = total;
+    s.k = hd;
+    s.lda = hd;
+    s.ldb = hd;
+    s.ldc = total;
+    s.stride_a = group * qs * hd;
+    s.stride_b = total * hd;
+    s.stride_c = group * qs * total;
+    s.count = nb * hkv;
+    s.alpha = scale;
+    TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, FloatKind::kF32, s, at(q, b0 * hq * qs * hd),
+                                at(pk, b0 * hkv * total * hd), scores.raw()));
+    TPC_RETURN_IF_ERROR(softmax(b0, nb, scores.data<float>(), probs));
+    // Y = P·V per (entry, K/V head): its G query heads in one strided batch, V shared.
+    Gemm2D o;
+    o.m = qs;
+    o.n = vd;
+    o.k = total;
+    o.lda = total;
+    o.ldb = vd;
+    o.ldc = ldy;
+    o.stride_a = qs * total;
+    o.stride_b = 0;
+    o.stride_c = y_head;
+    o.count = group;
+    for (int64_t b = b0; b < b0 + nb; ++b) {
+      for (int64_t g = 0; g < hkv; ++g) {
+        const int64_t h0 = g * group;
+        TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, o, at(probs, ((b - b0) * hq + h0) * qs * total),
+                                    at(pv, (b * hkv + g) * total * vd),
+                                    const_cast<uint8_t*>(at(y, b * y_entry + h0 * y_head))));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
 
 // A 3-D ([batch, seq, heads · size]) or 4-D ([batch, heads, seq, size]) Q/K/V operand as
 // heads: its dims and a view of it over [batch, heads, seq, size].
@@ -169,56 +245,19 @@ absl::Status Attention(KernelContext& ctx) {
         CopyRows(ctx, dt, q.raw(), ql.view, q_scratch.raw(), batch, hq, qs, 0, qs, hd));
     qh = q_scratch.raw();
   }
-  const int64_t group = hq / hkv;
-  TPC_ASSIGN_OR_RETURN(Tensor scores, Scratch(ctx, ir::DType::kF32, {batch, hq, qs, total}));
-  Gemm2D s;
-  s.tb = true;
-  s.m = group * qs;
-  s.n = total;
-  s.k = hd;
-  s.lda = hd;
-  s.ldb = hd;
-  s.ldc = total;
-  s.stride_a = group * qs * hd;
-  s.stride_b = total * hd;
-  s.stride_c = group * qs * total;
-  s.count = batch * hkv;
-  s.alpha = scale;
-  TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, FloatKind::kF32, s, qh, pk, scores.raw()));
-  Tensor probs_scratch;
-  void* probs = scores.raw();
-  if (kind != FloatKind::kF32) {
-    TPC_ASSIGN_OR_RETURN(probs_scratch, Scratch(ctx, dt, {batch, hq, qs, total}));
-    probs = probs_scratch.raw();
-  }
-  TPC_RETURN_IF_ERROR(
-      Check(ctx, LaunchSdpaSoftmax(kind, scores.data<float>(), probs, l,
-                                   mask != nullptr ? mask->raw() : nullptr, qk, StreamOf(ctx))));
   const size_t es = static_cast<size_t>(ir::DTypeSize(dt));
-  Gemm2D o;
-  o.m = qs;
-  o.n = vd;
-  o.k = total;
-  o.lda = total;
-  o.ldb = vd;
-  o.ldc = q.rank() == 4 ? vd : hq * vd;
-  o.stride_a = qs * total;
-  o.stride_b = 0;
-  o.stride_c = q.rank() == 4 ? qs * vd : vd;
-  o.count = group;
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t g = 0; g < hkv; ++g) {
-      const int64_t h0 = g * group;
-      const auto* a =
-          static_cast<const uint8_t*>(probs) + static_cast<size_t>((b * hq + h0) * qs * total) * es;
-      const auto* vv =
-          static_cast<const uint8_t*>(pv) + static_cast<size_t>((b * hkv + g) * total * vd) * es;
-      const int64_t y_off = q.rank() == 4 ? (b * hq + h0) * qs * vd : b * qs * hq * vd + h0 * vd;
-      TPC_RETURN_IF_ERROR(RunGemm(
-          ctx, kind, o, a, vv, static_cast<uint8_t*>(y->raw()) + static_cast<size_t>(y_off) * es));
-    }
-  }
-  return absl::OkStatus();
+  const void* mask_data = mask != nullptr ? mask->raw() : nullptr;
+  return AttendChunks(ctx, kind, dt, batch, hq, hkv, qs, total, hd, vd, scale, qh, pk, pv, y->raw(),
+                      q.rank() == 4 ? hq * qs * vd : qs * hq * vd, q.rank() == 4 ? qs * vd : vd,
+                      q.rank() == 4 ? vd : hq * vd,
+                      [&](int64_t first, int64_t n, const float* scores, void* probs) {
+                        void* qk_chunk = qk != nullptr
+                                             ? static_cast<uint8_t*>(qk) +
+                                                   static_cast<size_t>(first * hq * qs * total) * es
+                                             : nullptr;
+                        return Check(ctx, LaunchSdpaSoftmax(kind, scores, probs, l, mask_data,
+                                                            qk_chunk, first, n, StreamOf(ctx)));
+                      });
 }
 
 absl::Status GroupQueryAttention(KernelContext& ctx) {
@@ -343,60 +382,13 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
                                  l.has_positions && position_ids->dtype() == ir::DType::kI64,
                                  BackendOf(ctx).flag(), code, StreamOf(ctx))));
 
-  // Scores [B, Hq, S, total] in f32: per K/V head, its group of G query heads is one
-  // [G·S, hd] matrix of Q.
-  const int64_t group = l.hq / l.hkv;
-  TPC_ASSIGN_OR_RETURN(Tensor scores,
-                       Scratch(ctx, ir::DType::kF32, {l.batch, l.hq, l.seq, l.total}));
-  Gemm2D s;
-  s.tb = true;
-  s.m = group * l.seq;
-  s.n = l.total;
-  s.k = l.hd;
-  s.lda = l.hd;
-  s.ldb = l.hd;
-  s.ldc = l.total;
-  s.stride_a = group * l.seq * l.hd;
-  s.stride_b = l.total * l.hd;
-  s.stride_c = group * l.seq * l.total;
-  s.count = l.batch * l.hkv;
-  s.alpha = scale;
-  TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, FloatKind::kF32, s, q.raw(), pk, scores.raw()));
-  Tensor probs_scratch;
-  void* probs = scores.raw();
-  if (kind != FloatKind::kF32) {
-    TPC_ASSIGN_OR_RETURN(probs_scratch,
-                         Scratch(ctx, query.dtype(), {l.batch, l.hq, l.seq, l.total}));
-    probs = probs_scratch.raw();
-  }
-  TPC_RETURN_IF_ERROR(
-      Check(ctx, LaunchGqaSoftmax(kind, scores.data<float>(), probs, l, seqlens.raw(),
-                                  seqlens.dtype() == ir::DType::kI64, StreamOf(ctx))));
-  // Y[b, s, h·hd..] = P[b, h] · V[b, g]: per (b, g), its G heads in one strided batch.
-  const size_t es = static_cast<size_t>(ir::DTypeSize(query.dtype()));
-  Gemm2D pv_gemm;
-  pv_gemm.m = l.seq;
-  pv_gemm.n = l.hd;
-  pv_gemm.k = l.total;
-  pv_gemm.lda = l.total;
-  pv_gemm.ldb = l.hd;
-  pv_gemm.ldc = l.hq * l.hd;
-  pv_gemm.stride_a = l.seq * l.total;
-  pv_gemm.stride_b = 0;
-  pv_gemm.stride_c = l.hd;
-  pv_gemm.count = group;
-  for (int64_t b = 0; b < l.batch; ++b) {
-    for (int64_t g = 0; g < l.hkv; ++g) {
-      const auto* a = static_cast<const uint8_t*>(probs) +
-                      static_cast<size_t>((b * l.hq + g * group) * l.seq * l.total) * es;
-      const auto* v = static_cast<const uint8_t*>(pv) +
-                      static_cast<size_t>((b * l.hkv + g) * l.total * l.hd) * es;
-      auto* c = static_cast<uint8_t*>(y->raw()) +
-                static_cast<size_t>(b * l.seq * l.hq * l.hd + g * group * l.hd) * es;
-      TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, pv_gemm, a, v, c));
-    }
-  }
-  return absl::OkStatus();
+  return AttendChunks(ctx, kind, query.dtype(), l.batch, l.hq, l.hkv, l.seq, l.total, l.hd, l.hd,
+                      scale, q.raw(), pk, pv, y->raw(), l.seq * l.hq * l.hd, l.hd, l.hq * l.hd,
+                      [&](int64_t first, int64_t n, const float* scores, void* probs) {
+                        return Check(ctx, LaunchGqaSoftmax(kind, scores, probs, l, seqlens.raw(),
+                                                           seqlens.dtype() == ir::DType::kI64,
+                                                           first, n, StreamOf(ctx)));
+                      });
 }
 
 }  // namespace tpc::runtime::cuda

@@ -249,11 +249,11 @@ cudaError_t Reduce(ReduceKind op, const void* x, void* y, const RowLayout& rl,
 // on one thread, after both reductions.
 template <FloatKind K, typename L>
 __global__ void GqaSoftmaxKernel(const float* scores, typename FloatIO<K>::Storage* probs,
-                                 math::GqaLayout l, const L* lens) {
+                                 math::GqaLayout l, const L* lens, int64_t first_batch) {
   using IO = FloatIO<K>;
-  const int64_t row = blockIdx.x;
+  const int64_t row = blockIdx.x;  // of the chunk of batch entries from first_batch
   const int64_t i = row % l.seq;
-  const int64_t b = row / (l.hq * l.seq);
+  const int64_t b = first_batch + row / (l.hq * l.seq);
   int64_t keys = 0, own = 0;
   // A row whose keys do not fit is reported by the prepare kernels; here every key of it
   // is closed (zeros), never read out of range.
@@ -280,15 +280,14 @@ __global__ void GqaSoftmaxKernel(const float* scores, typename FloatIO<K>::Stora
 
 template <FloatKind K>
 cudaError_t GqaSoftmax(const float* scores, void* probs, const math::GqaLayout& l, const void* lens,
-                       bool lens_i64, cudaStream_t stream) {
+                       bool lens_i64, int64_t first_batch, int64_t rows, cudaStream_t stream) {
   using S = typename FloatIO<K>::Storage;
-  const int64_t rows = l.batch * l.hq * l.seq;
   if (lens_i64) {
     GqaSoftmaxKernel<K, int64_t><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-        scores, static_cast<S*>(probs), l, static_cast<const int64_t*>(lens));
+        scores, static_cast<S*>(probs), l, static_cast<const int64_t*>(lens), first_batch);
   } else {
     GqaSoftmaxKernel<K, int32_t><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-        scores, static_cast<S*>(probs), l, static_cast<const int32_t*>(lens));
+        scores, static_cast<S*>(probs), l, static_cast<const int32_t*>(lens), first_batch);
   }
   return cudaGetLastError();
 }
@@ -301,12 +300,12 @@ cudaError_t GqaSoftmax(const float* scores, void* probs, const math::GqaLayout& 
 template <FloatKind K>
 __global__ void SdpaSoftmaxKernel(const float* scores, typename FloatIO<K>::Storage* probs,
                                   math::SdpaLayout l, const void* mask,
-                                  typename FloatIO<K>::Storage* qk) {
+                                  typename FloatIO<K>::Storage* qk, int64_t first_batch) {
   using IO = FloatIO<K>;
-  const int64_t row = blockIdx.x;
+  const int64_t row = blockIdx.x;  // of the chunk of batch entries from first_batch
   const int64_t i = row % l.qs;
   const int64_t h = (row / l.qs) % l.hq;
-  const int64_t b = row / (l.qs * l.hq);
+  const int64_t b = first_batch + row / (l.qs * l.hq);
   const float* s = scores + row * l.total;
   auto score = [&](int64_t j) {
     return math::SdpaSoftcap(l, s[j]) + math::SdpaBias<K>(l, mask, b, h, i, j);
@@ -334,10 +333,11 @@ __global__ void SdpaSoftmaxKernel(const float* scores, typename FloatIO<K>::Stor
 
 template <FloatKind K>
 cudaError_t SdpaSoftmax(const float* scores, void* probs, const math::SdpaLayout& l,
-                        const void* mask, void* qk, cudaStream_t stream) {
+                        const void* mask, void* qk, int64_t first_batch, int64_t rows,
+                        cudaStream_t stream) {
   using S = typename FloatIO<K>::Storage;
-  SdpaSoftmaxKernel<K><<<static_cast<unsigned>(l.batch * l.hq * l.qs), kThreads, 0, stream>>>(
-      scores, static_cast<S*>(probs), l, mask, static_cast<S*>(qk));
+  SdpaSoftmaxKernel<K><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+      scores, static_cast<S*>(probs), l, mask, static_cast<S*>(qk), first_batch);
   return cudaGetLastError();
 }
 
@@ -416,34 +416,37 @@ cudaError_t LaunchReduce(FloatKind k, ReduceKind op, const void* x, void* y, con
 
 cudaError_t LaunchGqaSoftmax(FloatKind k, const float* scores, void* probs,
                              const math::GqaLayout& l, const void* lens, bool lens_i64,
-                             cudaStream_t stream) {
-  const int64_t rows = l.batch * l.hq * l.seq;
+                             int64_t first_batch, int64_t batches, cudaStream_t stream) {
+  const int64_t rows = batches * l.hq * l.seq;
   if (rows == 0 || l.total == 0) return cudaSuccess;
   if (TooManyRows(rows)) return cudaErrorInvalidConfiguration;
   switch (k) {
     case FloatKind::kF32:
-      return GqaSoftmax<FloatKind::kF32>(scores, probs, l, lens, lens_i64, stream);
+      return GqaSoftmax<FloatKind::kF32>(scores, probs, l, lens, lens_i64, first_batch, rows,
+                                         stream);
     case FloatKind::kF16:
-      return GqaSoftmax<FloatKind::kF16>(scores, probs, l, lens, lens_i64, stream);
+      return GqaSoftmax<FloatKind::kF16>(scores, probs, l, lens, lens_i64, first_batch, rows,
+                                         stream);
     case FloatKind::kBF16:
-      return GqaSoftmax<FloatKind::kBF16>(scores, probs, l, lens, lens_i64, stream);
+      return GqaSoftmax<FloatKind::kBF16>(scores, probs, l, lens, lens_i64, first_batch, rows,
+                                          stream);
   }
   return cudaErrorInvalidValue;
 }
 
 cudaError_t LaunchSdpaSoftmax(FloatKind k, const float* scores, void* probs,
                               const math::SdpaLayout& l, const void* mask, void* qk,
-                              cudaStream_t stream) {
-  const int64_t rows = l.batch * l.hq * l.qs;
+                              int64_t first_batch, int64_t batches, cudaStream_t stream) {
+  const int64_t rows = batches * l.hq * l.qs;
   if (rows == 0 || l.total == 0) return cudaSuccess;
   if (TooManyRows(rows)) return cudaErrorInvalidConfiguration;
   switch (k) {
     case FloatKind::kF32:
-      return SdpaSoftmax<FloatKind::kF32>(scores, probs, l, mask, qk, stream);
+      return SdpaSoftmax<FloatKind::kF32>(scores, probs, l, mask, qk, first_batch, rows, stream);
     case FloatKind::kF16:
-      return SdpaSoftmax<FloatKind::kF16>(scores, probs, l, mask, qk, stream);
+      return SdpaSoftmax<FloatKind::kF16>(scores, probs, l, mask, qk, first_batch, rows, stream);
     case FloatKind::kBF16:
-      return SdpaSoftmax<FloatKind::kBF16>(scores, probs, l, mask, qk, stream);
+      return SdpaSoftmax<FloatKind::kBF16>(scores, probs, l, mask, qk, first_batch, rows, stream);
   }
   return cudaErrorInvalidValue;
 }

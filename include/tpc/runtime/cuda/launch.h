@@ -81,11 +81,12 @@ struct GqaOperands {
 cudaError_t LaunchGqaLayout(FloatKind k, const math::GqaLayout& l, const GqaOperands& o,
                             const void* lens, bool lens_i64, const void* positions,
                             bool positions_i64, int* flag, int code, cudaStream_t stream);
-// GroupQueryAttention's softmax over f32 scores [B, Hq, S, total] into probs (kind k; may
-// be scores when f32), masked by each row's keys (lens on the device).
+// GroupQueryAttention's softmax over f32 scores [batches, Hq, S, total] (batch entries
+// first_batch on) into probs (kind k; may be scores when f32), masked by each row's keys
+// (lens on the device).
 cudaError_t LaunchGqaSoftmax(FloatKind k, const float* scores, void* probs,
                              const math::GqaLayout& l, const void* lens, bool lens_i64,
-                             cudaStream_t stream);
+                             int64_t first_batch, int64_t batches, cudaStream_t stream);
 // out[i] = op(a[va(i)], b[vb(i)]) for floats of kind k (math/logic.h).
 cudaError_t LaunchCompare(FloatKind k, math::CompareOp op, const void* a, const StridedView& va,
                           const void* b, const StridedView& vb, bool* out, int64_t n,
@@ -96,12 +97,13 @@ cudaError_t LaunchPredicate(FloatKind k, const math::Predicate& p, const void* x
 // out[i] = op(a[va(i)], b[vb(i)]) on bools (b unused by Not).
 cudaError_t LaunchLogic(math::LogicOp op, const bool* a, const StridedView& va, const bool* b,
                         const StridedView& vb, bool* out, int64_t n, cudaStream_t stream);
-// ONNX Attention's softmax over f32 scores [B, Hq, qs, total] into probs (kind k; may be
-// scores when f32), with the mask (math/sdpa.h; null without one) and output 3 (qk, kind
-// k, null when not wanted).
+// ONNX Attention's softmax over f32 scores [batches, Hq, qs, total] (batch entries
+// first_batch on) into probs (kind k; may be scores when f32), with the mask
+// (math/sdpa.h; null without one) and output 3 (qk of those entries, kind k, null when
+// not wanted).
 cudaError_t LaunchSdpaSoftmax(FloatKind k, const float* scores, void* probs,
                               const math::SdpaLayout& l, const void* mask, void* qk,
-                              cudaStream_t stream);
+                              int64_t first_batch, int64_t batches, cudaStream_t stream);
 // RotaryEmbedding (math/rotary.h) of the n elements of x into y (not x), positions int64
 // or int32 on the device (null in mode 0); a cache row outside the caches sets *flag.
 cudaError_t LaunchRotaryEmbedding(FloatKind k, const math::RotaryLayout& l, const void* x,
