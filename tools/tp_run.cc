@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -781,6 +782,9 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
     if (!connected.ok()) return failed(connected.status());
     device_comm = std::move(*connected);
   }
+  // The executor (and the CUDA graphs it recorded) goes before the communicators: NCCL
+  // cannot finalize a communicator while a graph holding its collectives lives.
+  absl::Cleanup drop_executor = [&executor] { executor.reset(); };
   executor->set_communicator(device_comm ? device_comm.get() : comm->get());
   const double load_s = Seconds(t_load);
 

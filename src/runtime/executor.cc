@@ -502,6 +502,7 @@ absl::StatusOr<Executor::Plan*> Executor::PlanFor(const SymbolBindings& bindings
   if (plan->memory.arena_bytes > arena_capacity_) {
     // Records of earlier runs point into the arena that goes.
     for (auto& [k, p] : plans_) p->capture.reset();
+    records_ = 0;
     if (arena_ != nullptr) backend_.Free(arena_);
     arena_ =
         static_cast<uint8_t*>(backend_.Allocate(static_cast<size_t>(plan->memory.arena_bytes)));
@@ -679,7 +680,11 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
   Values values = StartValues(inputs);
   unplanned_live_ = 0;
   unplanned_peak_ = 0;
-  const bool may_capture = device_ && options_.capture && !options_.profile &&
+  // One rank only: NCCL wants every rank of a communicator to agree, launch by launch,
+  // on whether its collectives are recorded (and cannot finalize a communicator while a
+  // record holds them); the in-process group waits on the host inside its collectives.
+  const bool one_rank = comm_ == nullptr || comm_->size() == 1;
+  const bool may_capture = device_ && options_.capture && !options_.profile && one_rank &&
                            backend_.can_capture() && !plan.capture_failed;
   bool queued = false;  // the run's device work is queued
   if (may_capture && plan.capture != nullptr) {
@@ -700,6 +705,10 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
       plan.capture_failed = true;
       values = StartValues(inputs);
     }
+  } else if (may_capture && plan.runs >= 1 && !plan.waited && records_ >= kMaxRecords) {
+    plan.capture_failed = true;
+    plan.capture_error =
+        absl::StrCat("the executor keeps ", kMaxRecords, " records (input shapes) already");
   } else if (may_capture && plan.runs >= 1 && !plan.waited) {
     auto capture = std::make_unique<Capture>(slot_values_.size());
     absl::Status s = backend_.BeginCapture();
@@ -711,22 +720,36 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
         capture->record = std::move(*record);
         TPC_RETURN_IF_ERROR(backend_.Launch(*capture->record));
         plan.capture = std::move(capture);
+        ++records_;
         stats_.device_work = RunStats::Device::kCaptured;
         queued = true;
       }
     }
     if (!queued) {
-      // Not recordable (a kernel that waits, an in-process collective): this run again,
-      // queued, and so from now on. A real error comes back from that run.
+      // Not recordable (a kernel that waits): this run again, queued, and so from now on.
+      // A real error comes back from that run.
       plan.capture_error = std::string(s.message());
       plan.capture_failed = true;
       values = StartValues(inputs);
+      stats_.host_waits = 0;
+      stats_.host_waits_by_op.clear();
       unplanned_live_ = 0;
       unplanned_peak_ = 0;
     }
   }
   if (!queued) TPC_RETURN_IF_ERROR(RunSteps(plan, values, nullptr));
-  if (device_) TPC_RETURN_IF_ERROR(backend_.Synchronize());
+  if (device_) {
+    if (absl::Status s = backend_.Synchronize(); !s.ok()) {
+      if (stats_.device_work != RunStats::Device::kQueued && plan.capture != nullptr) {
+        // A record whose run failed is not kept (the next run of these shapes queues).
+        plan.capture.reset();
+        --records_;
+        plan.capture_failed = true;
+        plan.capture_error = std::string(s.message());
+      }
+      return s;
+    }
+  }
   stats_.compute_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   // Outputs are host tensors the caller owns, independent of the executor: a host
   // block that nothing else holds once the run's values are gone (see StepAllocator) is

@@ -581,6 +581,58 @@ TEST_CASE("Recorded runs are per input shape", "[runtime][executor][device][capt
   CHECK(device.captures == 2);
   CHECK(device.launches == 6);
 
+  SECTION("An executor keeps a bounded number of records") {
+    FakeDevice many(TestPlacement());
+    many.capture = true;
+    auto ex2 = Executor::Create(*g, many, nullptr, {.capture = true});
+    REQUIRE(ex2.ok());
+    // Longest first: the arena then never grows (which would drop every record).
+    for (int64_t seq = 9; seq >= 1; --seq) {
+      INFO("seq " << seq);
+      Tensor xs = Tensor::Allocate(ir::DType::kF32, {1, seq, x.shape()[2]});
+      std::memcpy(xs.raw(), x.raw(), xs.nbytes());
+      for (int run = 0; run < 3; ++run) REQUIRE((*ex2)->Run({{"x", xs}}).ok());
+      const RunStats& stats = (*ex2)->last_stats();
+      CHECK(stats.device_work == (seq >= 2 ? D::kReplayed : D::kQueued));
+      if (seq == 1) CHECK_THAT(stats.capture_error, Catch::Contains("records"));
+    }
+    CHECK(many.captures == 8);
+  }
+
+  SECTION("A rank of several is never recorded") {
+    // NCCL wants every rank to agree on each recorded launch: one rank of two queues.
+    class TwoRanks final : public Communicator {
+     public:
+      int rank() const override { return 0; }
+      int size() const override { return 2; }
+      absl::Status AllReduce(const void*, void*, int64_t, ir::DType, ReduceOp) override {
+        return absl::UnimplementedError("not here");
+      }
+      absl::Status AllGather(const void*, void*, int64_t, ir::DType) override {
+        return absl::UnimplementedError("not here");
+      }
+      absl::Status ReduceScatter(const void*, void*, int64_t, ir::DType, ReduceOp) override {
+        return absl::UnimplementedError("not here");
+      }
+      absl::Status AllToAll(const void*, void*, int64_t, ir::DType) override {
+        return absl::UnimplementedError("not here");
+      }
+      absl::Status Barrier() override { return absl::OkStatus(); }
+      void Abort(const absl::Status&) override {}
+    } comm;
+    FakeDevice rank_device(TestPlacement());
+    rank_device.capture = true;
+    auto ex2 = Executor::Create(*g, rank_device, &comm, {.capture = true});
+    REQUIRE(ex2.ok());
+    for (int i = 0; i < 3; ++i) {
+      auto got = (*ex2)->Run(inputs);
+      REQUIRE(got.ok());
+      RequireSame(*got, *want);
+      CHECK((*ex2)->last_stats().device_work == D::kQueued);
+    }
+    CHECK(rank_device.captures == 0);
+  }
+
   SECTION("A backend that cannot record queues every run") {
     FakeDevice plain(TestPlacement());
     auto ex2 = Executor::Create(*g, plain, nullptr, {.capture = true});

@@ -148,6 +148,10 @@ class Executor {
   // checked to be whole against every run's bindings (CheckInputs).
   std::vector<std::pair<const ir::Value*, ir::Dim>> split_dims_;
   std::map<std::string, std::unique_ptr<Plan>> plans_;
+  // Records of runs (ExecutorOptions::capture) held, at most kMaxRecords: each keeps its
+  // device blocks from the device and pinned host buffers.
+  static constexpr int kMaxRecords = 8;
+  int records_ = 0;
   uint8_t* arena_ = nullptr;
   int64_t arena_capacity_ = 0;
   int64_t unplanned_live_ = 0;

@@ -359,7 +359,6 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
   };
   TPC_ASSIGN_OR_RETURN(void* pk, present(1, &k_scratch));
   TPC_ASSIGN_OR_RETURN(void* pv, present(2, &v_scratch));
-  if (y->num_elements() == 0) return absl::OkStatus();
   TPC_ASSIGN_OR_RETURN(Tensor q, Scratch(ctx, query.dtype(), {l.batch, l.hq, l.seq, l.hd}));
   GqaOperands o;
   o.query = query.raw();
@@ -381,6 +380,8 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
                                  l.has_positions ? position_ids->raw() : nullptr,
                                  l.has_positions && position_ids->dtype() == ir::DType::kI64,
                                  BackendOf(ctx).flag(), code, StreamOf(ctx))));
+  // With no new rows the presents are the past (and zeros): written above; nothing to attend.
+  if (y->num_elements() == 0) return absl::OkStatus();
 
   return AttendChunks(ctx, kind, query.dtype(), l.batch, l.hq, l.hkv, l.seq, l.total, l.hd, l.hd,
                       scale, q.raw(), pk, pv, y->raw(), l.seq * l.hq * l.hd, l.hd, l.hq * l.hd,

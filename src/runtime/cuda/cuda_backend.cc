@@ -16,6 +16,7 @@ namespace tpc::runtime::cuda {
 namespace {
 
 constexpr size_t kStagingBytes = size_t{8} << 20;  // per staging buffer
+constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
 // Block sizes: multiples of 512 bytes, so that nearby sizes share the free lists.
 size_t RoundUp(size_t bytes) { return (std::max<size_t>(bytes, 1) + 511) / 512 * 512; }
@@ -72,6 +73,16 @@ absl::StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(int device, int hos
         absl::StrCat("--backend cuda: cublasCreate failed on device ", device));
   }
   cublasSetStream(b->cublas_, b->stream_);
+  // One workspace for every GEMM, set once: a run recorded as a CUDA graph then finds the
+  // same workspace as its queued runs (cuBLAS would otherwise get one per capture).
+  if (auto s = check(cudaMalloc(&b->cublas_workspace_, kCublasWorkspaceBytes), "cudaMalloc");
+      !s.ok())
+    return s;
+  if (cublasSetWorkspace(b->cublas_, b->cublas_workspace_, kCublasWorkspaceBytes) !=
+      CUBLAS_STATUS_SUCCESS) {
+    return absl::InternalError(
+        absl::StrCat("--backend cuda: cublasSetWorkspace failed on device ", device));
+  }
   return std::unique_ptr<Backend>(std::move(b));
 }
 
@@ -82,6 +93,7 @@ CudaBackend::~CudaBackend() {
   cudaSetDevice(device_);
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
   if (cublas_ != nullptr) cublasDestroy(cublas_);
+  if (cublas_workspace_ != nullptr) cudaFree(cublas_workspace_);
   for (auto& [size, blocks] : free_) {
     for (void* p : blocks) cudaFree(p);
   }

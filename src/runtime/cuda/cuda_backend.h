@@ -49,15 +49,12 @@ class CudaBackend final : public Backend {
   absl::Status Synchronize() override;
   // CUDA graphs (capture.cc): stream capture in relaxed mode (a cache miss may still
   // cudaMalloc), uploads from pinned buffers of the record's own.
-  bool can_capture() const override { return capture_allowed_; }
+  bool can_capture() const override { return true; }
   absl::Status BeginCapture() override;
   absl::StatusOr<std::unique_ptr<Captured>> EndCapture() override;
   void BeginReplay(Captured& captured) override;
   absl::Status EndReplay() override;
   absl::Status Launch(Captured& captured) override;
-  // Whether runs may be recorded: not when the communicator synchronises on the host
-  // inside collectives (ranks as threads on one GPU).
-  void set_capture_allowed(bool allowed) { capture_allowed_ = allowed; }
 
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
@@ -99,6 +96,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Backend> host_;  // the CPU backend: host kernels and their threads
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  void* cublas_workspace_ = nullptr;
   // Waits for `event` (bounded by the watch, when there is one); false, with the error
   // recorded, when the wait timed out.
   bool WaitEvent(cudaEvent_t event, const char* what);
@@ -117,8 +115,7 @@ class CudaBackend final : public Backend {
   std::string error_what_;
   int* flag_host_ = nullptr;  // mapped pinned memory: the device writes, the host reads
   int* flag_device_ = nullptr;
-  std::vector<std::string> expected_;  // by code - 1
-  bool capture_allowed_ = true;
+  std::vector<std::string> expected_;        // by code - 1
   class CudaCaptured* recording_ = nullptr;  // between BeginCapture and EndCapture
   class CudaCaptured* refilling_ = nullptr;  // between BeginReplay and EndReplay
   size_t refill_next_ = 0;

@@ -59,8 +59,6 @@ class DeviceGroupMemory final : public GroupMemory {
 }  // namespace
 
 std::unique_ptr<GroupMemory> MakeDeviceGroupMemory(Backend& backend) {
-  // Its collectives wait on the host for the other ranks: no run can be recorded.
-  static_cast<CudaBackend&>(backend).set_capture_allowed(false);
   return std::make_unique<DeviceGroupMemory>(static_cast<CudaBackend&>(backend));
 }
 

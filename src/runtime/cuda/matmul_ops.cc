@@ -1,6 +1,8 @@
 // GEMMs on the GPU through cuBLAS (f32, f16, bf16 storage; f32 accumulation; no TF32):
 // MatMul with batch dims and broadcasting, Gemm with transposes and a bias C.
 // Row-major Y = A·B is column-major Yᵀ = Bᵀ·Aᵀ: every call passes B first.
+#include <algorithm>
+
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -35,14 +37,18 @@ absl::Status RunGemm(const KernelContext& ctx, FloatKind kind, FloatKind out, co
   if (g.m > limit || g.n > limit || g.k > limit || g.count > limit) {
     return ctx.Error("a GEMM dim is over cuBLAS's 32-bit limit");
   }
+  if (g.m == 0 || g.n == 0 || g.count == 0) return absl::OkStatus();  // nothing to write
+  // With k = 0 (C = beta·C) A and B are not read, but cuBLAS still wants leading dims of
+  // at least 1.
+  const int64_t lda = std::max<int64_t>(g.lda, 1), ldb = std::max<int64_t>(g.ldb, 1);
   const cudaDataType_t t = CudaType(kind);
   return CheckBlas(
       ctx,
       cublasGemmStridedBatchedEx(
           BackendOf(ctx).cublas(), g.tb ? CUBLAS_OP_T : CUBLAS_OP_N,
           g.ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(g.n), static_cast<int>(g.m),
-          static_cast<int>(g.k), &g.alpha, b, t, static_cast<int>(g.ldb), g.stride_b, a, t,
-          static_cast<int>(g.lda), g.stride_a, &g.beta, c, CudaType(out), static_cast<int>(g.ldc),
+          static_cast<int>(g.k), &g.alpha, b, t, static_cast<int>(ldb), g.stride_b, a, t,
+          static_cast<int>(lda), g.stride_a, &g.beta, c, CudaType(out), static_cast<int>(g.ldc),
           g.stride_c, static_cast<int>(g.count), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
