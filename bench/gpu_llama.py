@@ -12,7 +12,8 @@ structure: unfused attention, RoPE, GQA Expand, RMSNorm as Pow/ReduceMean/Sqrt/D
 with `tp-compile --tp 1 --dtype f16`; PyTorch runs transformers' LlamaForCausalLM of the same
 shape in f16 (attention "eager", the same unfused math, and "sdpa", PyTorch's default). tpc's
 figures are tp-run's median run, which includes copying the f32 logits to the host, and its
-compute (until the last kernel finished), also without the runtime fusion pass (--no-fuse);
+compute (until the last kernel finished), also without the runtime fusion pass (--no-fuse)
+and with --cuda-graph (every run after the second replays one recorded CUDA graph);
 PyTorch is timed without and with that copy (`logits.float().cpu()`), and each is compared
 with its like. Rounds
 alternate tpc and PyTorch; figures are medians over rounds. (onnxruntime-gpu, the issue's
@@ -36,10 +37,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def tpc_median_ms(args, plan, fuse=True):
+def tpc_median_ms(args, plan, fuse=True, graph=False):
     r = subprocess.run([args.tp_run, plan, "--backend", "cuda", "--ranks", "threads", "--quiet",
                         "--repeat", str(args.iters), "--dim", f"batch={args.batch}",
-                        "--dim", f"seq={args.seq}"] + ([] if fuse else ["--no-fuse"]),
+                        "--dim", f"seq={args.seq}"] + ([] if fuse else ["--no-fuse"]) +
+                       (["--cuda-graph"] if graph else []),
                        capture_output=True, text=True)
     text = r.stdout + r.stderr
     m = re.search(r"median ([0-9.]+) ms", text)
@@ -129,7 +131,8 @@ def main():
                         f"{plan}_tp{n}", "--quiet"], check=True)
     os.remove(model_path + ".data") if os.path.exists(model_path + ".data") else None
     ids = torch.randint(0, args.vocab, (args.batch, args.seq), device="cuda")
-    results = {"tpc": [], "tpc_compute": [], "tpc_unfused_compute": [], "torch_eager": [],
+    results = {"tpc": [], "tpc_compute": [], "tpc_unfused_compute": [], "tpc_graph_compute": [],
+               "torch_eager": [],
                "torch_eager_copy": [], "torch_sdpa": [], "torch_sdpa_copy": []}
     models = {"eager": torch_model(args, "eager"), "sdpa": None}
     for attn in ("eager",):
@@ -139,6 +142,8 @@ def main():
         results["tpc"].append(total)
         results["tpc_compute"].append(compute)
         results["tpc_unfused_compute"].append(tpc_median_ms(args, plan, fuse=False)[1])
+        # --cuda-graph: the median of runs that replay one recorded graph (all but two).
+        results["tpc_graph_compute"].append(tpc_median_ms(args, plan, graph=True)[1])
         results["torch_eager"].append(torch_median_ms(models["eager"], ids, args.iters, False))
         results["torch_eager_copy"].append(torch_median_ms(models["eager"], ids, args.iters, True))
     del models["eager"]
@@ -194,6 +199,9 @@ def main():
         },
         # The runtime fusion pass's gain: tpc's compute without it over with it.
         "unfused_over_fused": round(med["tpc_unfused_compute"] / med["tpc_compute"], 3),
+        # CUDA graphs' gain: tpc's compute replaying one over queuing kernel by kernel.
+        "graph_over_queued": round(med["tpc_graph_compute"] / med["tpc_compute"], 3),
+        "graph_over_torch_eager": round(med["tpc_graph_compute"] / med["torch_eager"], 3),
         "rounds": results,
         "tpc_profile_ms": {op: v[0] for op, v in list(profile.items())[:15]},
         "tp_on_one_gpu": sharded,
