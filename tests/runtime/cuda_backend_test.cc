@@ -6,6 +6,7 @@
 #include <string>
 
 #include "catch2/catch.hpp"
+#include "model_data.h"
 #include "one_op.h"
 #include "test_util.h"
 #include "tpc/onnx/importer.h"
@@ -66,35 +67,6 @@ TEST_CASE("A Gather index out of range fails the run on the GPU, naming the node
   REQUIRE(out.ok());
 }
 
-std::map<std::string, Tensor> ReadInputs(const std::string& data) {
-  std::map<std::string, Tensor> inputs;
-  for (int k = 0; std::filesystem::exists(data + "/input_" + std::to_string(k) + ".pb"); ++k) {
-    auto t = ReadTensorProtoFile(data + "/input_" + std::to_string(k) + ".pb");
-    REQUIRE(t.ok());
-    inputs[t->name] = t->tensor;
-  }
-  return inputs;
-}
-
-// Floats halved, integers (ids, masks) in reverse order: other valid data, same shapes.
-std::map<std::string, Tensor> OtherData(const std::map<std::string, Tensor>& inputs) {
-  std::map<std::string, Tensor> out;
-  for (const auto& [name, t] : inputs) {
-    Tensor c = Tensor::Allocate(t.dtype(), t.shape());
-    const int64_t n = t.num_elements();
-    const size_t size = static_cast<size_t>(ir::DTypeSize(t.dtype()));
-    for (int64_t i = 0; i < n; ++i) {
-      std::memcpy(c.raw() + static_cast<size_t>(i) * size,
-                  t.raw() + static_cast<size_t>(n - 1 - i) * size, size);
-    }
-    if (t.dtype() == ir::DType::kF32) {
-      for (int64_t i = 0; i < n; ++i) c.data<float>()[i] = t.data<float>()[i] * 0.5f;
-    }
-    out[name] = c;
-  }
-  return out;
-}
-
 // The same kernels on the same GPU: equal but for a GEMM algorithm cuBLAS may pick
 // differently while capturing.
 bool Close(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
@@ -124,8 +96,8 @@ TEST_CASE("CUDA graphs: a replayed run equals the same run queued kernel by kern
     INFO("model " << name);
     auto g = onnx::ImportModel(entry.path().string());
     REQUIRE(g.ok());
-    const auto inputs = ReadInputs(data);
-    const auto other = OtherData(inputs);
+    const auto inputs = testing::ReadInputs(data);
+    const auto other = testing::OtherData(inputs);
     // Queued kernel by kernel: the reference, on the same GPU.
     auto plain = Executor::Create(**g, *cuda, nullptr);
     REQUIRE(plain.ok());

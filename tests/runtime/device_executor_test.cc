@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
+#include "model_data.h"
 #include "test_util.h"
 #include "tpc/onnx/importer.h"
 #include "tpc/runtime/backend.h"
@@ -29,6 +30,10 @@
 
 namespace tpc::runtime {
 namespace {
+
+using testing::ModelsWithData;
+using testing::OtherData;
+using testing::ReadInputs;
 
 class FakeDevice;
 FakeDevice* g_device = nullptr;  // the trampolines' backend (one at a time)
@@ -361,41 +366,6 @@ class FakeDevice final : public Backend {
   mutable std::map<std::string, Kernel> device_kernels_, host_kernels_;
 };
 
-std::map<std::string, Tensor> ReadInputs(const std::string& data) {
-  std::map<std::string, Tensor> inputs;
-  for (int k = 0; std::filesystem::exists(data + "/input_" + std::to_string(k) + ".pb"); ++k) {
-    auto t = ReadTensorProtoFile(data + "/input_" + std::to_string(k) + ".pb");
-    REQUIRE(t.ok());
-    inputs[t->name] = t->tensor;
-  }
-  return inputs;
-}
-
-// The committed models with test data: models/NAME.onnx with models/NAME/test_data_set_0,
-// and the real exports of onnxruntime-genai and optimum, models/{genai,optimum}/NAME/
-// model.onnx (name "genai/NAME"), as (name, model path, data dir).
-std::vector<std::array<std::string, 3>> ModelsWithData() {
-  std::vector<std::array<std::string, 3>> out;
-  for (const auto& entry : std::filesystem::directory_iterator(testing::SourcePath("models"))) {
-    if (entry.path().extension() != ".onnx") continue;
-    const std::string name = entry.path().stem().string();
-    const std::string data = testing::SourcePath("models/" + name + "/test_data_set_0");
-    if (std::filesystem::exists(data)) out.push_back({name, entry.path().string(), data});
-  }
-  for (const std::string exporter : {"genai", "optimum"}) {
-    for (const auto& entry :
-         std::filesystem::directory_iterator(testing::SourcePath("models/" + exporter))) {
-      const std::string data = entry.path().string() + "/test_data_set_0";
-      if (std::filesystem::exists(data)) {
-        out.push_back({exporter + "/" + entry.path().filename().string(),
-                       entry.path().string() + "/model.onnx", data});
-      }
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // Runs every committed model with test data on a fake device placing nodes by `place`,
 // twice (the second run reuses the plan and the arena), and checks the outputs equal the
 // CPU backend's bit for bit. Returns each model's host waits by the op type that waited
@@ -441,26 +411,6 @@ TEST_CASE(
     "outputs",
     "[runtime][executor][device]") {
   CHECK(RunCommittedModels(FakeTable).size() >= 10);
-}
-
-// Other data of the same shapes: floats halved, integers (token ids, masks) in reverse
-// order, so every value stays valid.
-std::map<std::string, Tensor> OtherData(const std::map<std::string, Tensor>& inputs) {
-  std::map<std::string, Tensor> out;
-  for (const auto& [name, t] : inputs) {
-    Tensor c = Tensor::Allocate(t.dtype(), t.shape());
-    const int64_t n = t.num_elements();
-    const size_t size = static_cast<size_t>(ir::DTypeSize(t.dtype()));
-    for (int64_t i = 0; i < n; ++i) {
-      std::memcpy(c.raw() + static_cast<size_t>(i) * size,
-                  t.raw() + static_cast<size_t>(n - 1 - i) * size, size);
-    }
-    if (t.dtype() == ir::DType::kF32) {
-      for (int64_t i = 0; i < n; ++i) c.data<float>()[i] = t.data<float>()[i] * 0.5f;
-    }
-    out[name] = c;
-  }
-  return out;
 }
 
 Placement TestPlacement() {
@@ -543,8 +493,8 @@ TEST_CASE("A recorded run replays with new data and equals the queued runs",
 }
 
 TEST_CASE("Recorded runs are per input shape", "[runtime][executor][device][capture]") {
-  auto g = testing::ImportCommitted("mlp");
-  const auto inputs = ReadInputs(testing::SourcePath("models/mlp/test_data_set_0"));
+  auto g = tpc::testing::ImportCommitted("mlp");
+  const auto inputs = ReadInputs(tpc::testing::SourcePath("models/mlp/test_data_set_0"));
   const Tensor& x = inputs.at("x");
   REQUIRE(x.shape()[1] >= 2);
   // The same rows, one position fewer.

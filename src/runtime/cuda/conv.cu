@@ -3,18 +3,21 @@
 // and bf16). The math is math/conv.h.
 #include <cuda_runtime.h>
 
+#include "grid.cuh"
 #include "tpc/runtime/cuda/launch.h"
 #include "tpc/runtime/math/conv.h"
 
 namespace tpc::runtime::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+using grid::Blocks;
+using grid::First;
+using grid::kThreads;
+using grid::Step;
 
 template <typename Word>
 __global__ void Im2ColKernel(math::ConvGeometry g, const Word* x, Word* col, int64_t n) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+  for (int64_t i = First(); i < n; i += Step()) {
     math::Im2ColElement(g, x, col, i);
   }
 }
@@ -24,9 +27,8 @@ cudaError_t Im2Col(const math::ConvGeometry& g, int64_t channels, const void* x,
                    cudaStream_t stream) {
   const int64_t n = channels * g.taps * g.outs;
   if (n == 0) return cudaSuccess;
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  Im2ColKernel<Word><<<static_cast<unsigned>(b > 65536 ? 65536 : b), kThreads, 0, stream>>>(
-      g, static_cast<const Word*>(x), static_cast<Word*>(col), n);
+  Im2ColKernel<Word><<<Blocks(n), kThreads, 0, stream>>>(g, static_cast<const Word*>(x),
+                                                         static_cast<Word*>(col), n);
   return cudaGetLastError();
 }
 

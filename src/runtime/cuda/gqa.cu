@@ -6,20 +6,19 @@
 // sets the backend's check flag to `code`). The math is math/gqa.h.
 #include <cuda_runtime.h>
 
+#include "grid.cuh"
 #include "tpc/runtime/cuda/launch.h"
 #include "tpc/runtime/math/gqa.h"
 
 namespace tpc::runtime::cuda {
 namespace {
 
+using grid::Blocks;
+using grid::First;
+using grid::kThreads;
+using grid::Step;
+
 using math::FloatIO;
-
-constexpr int kThreads = 256;
-
-unsigned Blocks(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > 65536 ? 65536 : b));
-}
 
 template <FloatKind K, typename L, typename P>
 __global__ void GqaQueryKernel(math::GqaLayout l, const typename FloatIO<K>::Storage* query,
@@ -28,8 +27,7 @@ __global__ void GqaQueryKernel(math::GqaLayout l, const typename FloatIO<K>::Sto
                                const P* positions, const typename FloatIO<K>::Storage* cos,
                                const typename FloatIO<K>::Storage* sin,
                                typename FloatIO<K>::Storage* q, int64_t n, int* flag, int code) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+  for (int64_t i = First(); i < n; i += Step()) {
     if (!math::GqaQueryElement<K>(l, query, key, value, lens, positions, cos, sin, q, i)) {
       atomicCAS(flag, 0, code);
     }
@@ -46,8 +44,7 @@ __global__ void GqaPresentKernel(math::GqaLayout l, const typename FloatIO<K>::S
                                  const typename FloatIO<K>::Storage* sin,
                                  typename FloatIO<K>::Storage* pk, typename FloatIO<K>::Storage* pv,
                                  int64_t n, int* flag, int code) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+  for (int64_t i = First(); i < n; i += Step()) {
     if (!math::GqaPresentElement<K>(l, query, key, value, past_k, past_v, lens, positions, cos, sin,
                                     pk, pv, i)) {
       atomicCAS(flag, 0, code);

@@ -2,25 +2,23 @@
 // output element in a grid-stride loop; the math is math/indexing.h.
 #include <cuda_runtime.h>
 
+#include "grid.cuh"
 #include "tpc/runtime/cuda/launch.h"
 #include "tpc/runtime/math/indexing.h"
 
 namespace tpc::runtime::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned Blocks(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > 65536 ? 65536 : b));
-}
+using grid::Blocks;
+using grid::First;
+using grid::kThreads;
+using grid::Step;
 
 template <typename Word, typename Index>
 __global__ void GatherElementsKernel(const Word* data, StridedView base, const Index* indices,
                                      int64_t axis_len, int64_t axis_stride, Word* out, int64_t n,
                                      int* flag, int code) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+  for (int64_t i = First(); i < n; i += Step()) {
     if (!math::GatherElementsElement(data, base, indices, axis_len, axis_stride, out, i)) {
       atomicCAS(flag, 0, code);  // the first bad launch of a run names its node
     }

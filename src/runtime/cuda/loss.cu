@@ -5,21 +5,24 @@
 // The math is math/loss.h.
 #include <cuda_runtime.h>
 
+#include "grid.cuh"
 #include "tpc/runtime/cuda/launch.h"
 #include "tpc/runtime/math/loss.h"
 
 namespace tpc::runtime::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+using grid::Blocks;
+using grid::First;
+using grid::kThreads;
+using grid::Step;
 
 template <FloatKind K, typename Index>
 __global__ void NllEachKernel(const typename math::FloatIO<K>::Storage* logp, const Index* labels,
                               const typename math::FloatIO<K>::Storage* weight, math::NllLayout l,
                               typename math::FloatIO<K>::Storage* out, int* flag, int code) {
   const int64_t n = l.targets();
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < n; t += step) {
+  for (int64_t t = First(); t < n; t += Step()) {
     const math::NllTerm term = math::NllOf<K>(logp, labels, weight, l, t);
     if (!term.ok) atomicCAS(flag, 0, code);
     out[t] = math::FloatIO<K>::Store(static_cast<float>(term.loss));
@@ -65,8 +68,7 @@ cudaError_t Nll(const void* logp, const void* labels, const void* weight, const 
   if (reduction == 0) {
     const int64_t n = l.targets();
     if (n == 0) return cudaSuccess;
-    const int64_t b = (n + kThreads - 1) / kThreads;
-    NllEachKernel<K, Index><<<static_cast<unsigned>(b > 65536 ? 65536 : b), kThreads, 0, stream>>>(
+    NllEachKernel<K, Index><<<Blocks(n), kThreads, 0, stream>>>(
         static_cast<const S*>(logp), static_cast<const Index*>(labels),
         static_cast<const S*>(weight), l, static_cast<S*>(out), flag, code);
   } else {

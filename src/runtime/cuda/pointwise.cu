@@ -4,23 +4,18 @@
 
 #include <initializer_list>
 
+#include "grid.cuh"
 #include "tpc/runtime/cuda/launch.h"
 
 namespace tpc::runtime::cuda {
 namespace {
 
+using grid::Blocks;
+using grid::First;
+using grid::kThreads;
+using grid::Step;
+
 using math::FloatIO;
-
-constexpr int kThreads = 256;
-
-// Enough blocks to cover n, capped (the loop strides over the rest).
-unsigned Blocks(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > 65536 ? 65536 : b));
-}
-
-__device__ int64_t First() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
-__device__ int64_t Step() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 template <FloatKind K>
 __global__ void BinaryKernel(BinaryOp op, const typename FloatIO<K>::Storage* a, StridedView va,

@@ -5,14 +5,18 @@
 // backend's check flag). y is not x. The math is math/rotary.h.
 #include <cuda_runtime.h>
 
+#include "grid.cuh"
 #include "tpc/runtime/cuda/launch.h"
 
 namespace tpc::runtime::cuda {
 namespace {
 
-using math::FloatIO;
+using grid::Blocks;
+using grid::First;
+using grid::kThreads;
+using grid::Step;
 
-constexpr int kThreads = 256;
+using math::FloatIO;
 
 template <FloatKind K, typename P>
 __global__ void RotaryEmbeddingKernel(math::RotaryLayout l, const typename FloatIO<K>::Storage* x,
@@ -20,8 +24,7 @@ __global__ void RotaryEmbeddingKernel(math::RotaryLayout l, const typename Float
                                       const typename FloatIO<K>::Storage* sin,
                                       typename FloatIO<K>::Storage* y, int64_t n, int* flag,
                                       int code) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+  for (int64_t i = First(); i < n; i += Step()) {
     if (!math::RotaryEmbeddingElement<K>(l, x, positions, cos, sin, y, i)) {
       atomicCAS(flag, 0, code);
     }
@@ -33,11 +36,9 @@ cudaError_t Rotary(const math::RotaryLayout& l, const void* x, const void* posit
                    const void* cos, const void* sin, void* y, int64_t n, int* flag, int code,
                    cudaStream_t stream) {
   using S = typename FloatIO<K>::Storage;
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  RotaryEmbeddingKernel<K, P>
-      <<<static_cast<unsigned>(b > 65536 ? 65536 : b), kThreads, 0, stream>>>(
-          l, static_cast<const S*>(x), static_cast<const P*>(positions), static_cast<const S*>(cos),
-          static_cast<const S*>(sin), static_cast<S*>(y), n, flag, code);
+  RotaryEmbeddingKernel<K, P><<<Blocks(n), kThreads, 0, stream>>>(
+      l, static_cast<const S*>(x), static_cast<const P*>(positions), static_cast<const S*>(cos),
+      static_cast<const S*>(sin), static_cast<S*>(y), n, flag, code);
   return cudaGetLastError();
 }
 
