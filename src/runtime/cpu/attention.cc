@@ -245,7 +245,7 @@ absl::Status Attention(KernelContext& ctx) {
 // of the past (0 in a first prompt, P = 0, whose padding is on the right), its new keys
 // go to rows P_b .. P_b + S - 1 of the present, the rows after are zeros, and its
 // queries see only its keys. total_sequence_length, when given, must be P + S.
-absl::Status GroupQueryAttention(KernelContext& ctx) {
+absl::StatusOr<math::GqaLayout> ReadGqaLayout(const KernelContext& ctx) {
   const ir::Node& node = ctx.node();
   const Tensor& query = ctx.input(0);
   const Tensor* key = ctx.optional_input(1);
@@ -262,23 +262,28 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
     }
   }
   if (node.attr_int("qk_output", 0) != 0) return ctx.Error("qk_output is not supported");
-  const bool smooth = node.attr_int("smooth_softmax", 0) != 0;
-  const int64_t hq = node.attr_int("num_heads", 0), hkv = node.attr_int("kv_num_heads", 0);
-  if (hq <= 0 || hkv <= 0 || hq % hkv != 0) {
-    return ctx.Error(absl::StrCat("num_heads ", hq, " and kv_num_heads ", hkv,
+  math::GqaLayout l;
+  l.hq = node.attr_int("num_heads", 0);
+  l.hkv = node.attr_int("kv_num_heads", 0);
+  if (l.hq <= 0 || l.hkv <= 0 || l.hq % l.hkv != 0) {
+    return ctx.Error(absl::StrCat("num_heads ", l.hq, " and kv_num_heads ", l.hkv,
                                   " must be positive, kv_num_heads dividing num_heads"));
   }
   if (query.rank() != 3) return ctx.Error("query must be [batch, seq, hidden]");
-  const bool packed = key == nullptr;
-  if (packed != (value == nullptr)) return ctx.Error("key and value come together");
-  const int64_t batch = query.dim(0), seq = query.dim(1);
-  const int64_t hd = query.dim(2) / (packed ? hq + 2 * hkv : hq);
-  if (hd <= 0 || query.dim(2) != hd * (packed ? hq + 2 * hkv : hq) ||
-      (!packed && (key->shape() != Shape{batch, seq, hkv * hd} || value->shape() != key->shape() ||
-                   key->dtype() != query.dtype() || value->dtype() != query.dtype()))) {
+  l.packed = key == nullptr;
+  if (l.packed != (value == nullptr)) return ctx.Error("key and value come together");
+  l.batch = query.dim(0);
+  l.seq = query.dim(1);
+  l.q_row = query.dim(2);
+  const int64_t width = l.packed ? l.hq + 2 * l.hkv : l.hq;
+  l.hd = l.q_row / width;
+  if (l.hd <= 0 || l.q_row != l.hd * width ||
+      (!l.packed &&
+       (key->shape() != Shape{l.batch, l.seq, l.hkv * l.hd} || value->shape() != key->shape() ||
+        key->dtype() != query.dtype() || value->dtype() != query.dtype()))) {
     return ctx.Error(absl::StrCat("query ", query.TypeString(),
                                   key ? absl::StrCat(", key ", key->TypeString()) : "",
-                                  " do not fit num_heads ", hq, " and kv_num_heads ", hkv));
+                                  " do not fit num_heads ", l.hq, " and kv_num_heads ", l.hkv));
   }
   if ((past_k == nullptr) != (past_v == nullptr)) {
     return ctx.Error("past_key and past_value come together");
@@ -286,67 +291,97 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
   if (past_k && (past_k->rank() != 4 || past_v->rank() != 4)) {
     return ctx.Error("past_key and past_value must be [batch, kv_num_heads, past, head_size]");
   }
-  const int64_t past = past_k ? past_k->dim(2) : 0, total = past + seq;
-  if (past_k &&
-      (past_k->shape() != Shape{batch, hkv, past, hd} || past_v->shape() != past_k->shape() ||
-       past_k->dtype() != query.dtype() || past_v->dtype() != query.dtype())) {
+  l.past = past_k ? past_k->dim(2) : 0;
+  l.total = l.past + l.seq;
+  if (past_k && (past_k->shape() != Shape{l.batch, l.hkv, l.past, l.hd} ||
+                 past_v->shape() != past_k->shape() || past_k->dtype() != query.dtype() ||
+                 past_v->dtype() != query.dtype())) {
     return ctx.Error(absl::StrCat("past_key ", past_k->TypeString(), " and past_value ",
-                                  past_v->TypeString(), " must be [batch, kv_num_heads, past, ", hd,
-                                  "]"));
+                                  past_v->TypeString(), " must be [batch, kv_num_heads, past, ",
+                                  l.hd, "]"));
   }
-  TPC_ASSIGN_OR_RETURN(std::vector<int64_t> lens, ReadInts(ctx, seqlens));
-  if (static_cast<int64_t>(lens.size()) != batch) return ctx.Error("seqlens_k must be [batch]");
+  if ((seqlens.dtype() != ir::DType::kI32 && seqlens.dtype() != ir::DType::kI64) ||
+      seqlens.num_elements() != l.batch) {
+    return ctx.Error("seqlens_k must be [batch] of int32 or int64");
+  }
   if (const Tensor* t = ctx.optional_input(6)) {
     TPC_ASSIGN_OR_RETURN(std::vector<int64_t> given, ReadInts(ctx, *t));
-    if (given.size() != 1 || given[0] != total) {
+    if (given.size() != 1 || given[0] != l.total) {
       return ctx.Error(absl::StrCat("total_sequence_length ", absl::StrJoin(given, ","),
-                                    " is not past + seq = ", total));
+                                    " is not past + seq = ", l.total));
     }
   }
+  l.rotary = node.attr_int("do_rotary", 0) != 0;
+  l.interleaved = node.attr_int("rotary_interleaved", 0) != 0;
+  if (l.rotary) {
+    if (cos == nullptr || sin == nullptr || cos->rank() != 2 || sin->shape() != cos->shape() ||
+        cos->dtype() != query.dtype() || sin->dtype() != query.dtype() || 2 * cos->dim(1) > l.hd) {
+      return ctx.Error("do_rotary needs cos_cache and sin_cache [positions, rotary_dim / 2]");
+    }
+    l.half = cos->dim(1);
+    l.cache_rows = cos->dim(0);
+    if (position_ids != nullptr) {
+      if ((position_ids->dtype() != ir::DType::kI32 && position_ids->dtype() != ir::DType::kI64) ||
+          position_ids->num_elements() != l.batch * l.seq) {
+        return ctx.Error("position_ids must be [batch, seq]");
+      }
+      l.has_positions = true;
+    }
+  }
+  l.window = node.attr_int("local_window_size", -1);
+  l.softcap = node.attr_float("softcap", 0.0f);
+  l.smooth = node.attr_int("smooth_softmax", 0) != 0;
+  l.scale = node.has_attr("scale") && node.attr_float("scale", 0.0f) != 0.0f
+                ? node.attr_float("scale", 1.0f)
+                : 1.0f / std::sqrt(static_cast<float>(l.hd));
+  return l;
+}
+
+absl::Status GroupQueryAttention(KernelContext& ctx) {
+  const Tensor& query = ctx.input(0);
+  const Tensor* key = ctx.optional_input(1);
+  const Tensor* value = ctx.optional_input(2);
+  const Tensor* past_k = ctx.optional_input(3);
+  const Tensor* cos = ctx.optional_input(7);
+  const Tensor* sin = ctx.optional_input(8);
+  const Tensor* position_ids = ctx.optional_input(9);
+  TPC_ASSIGN_OR_RETURN(const math::GqaLayout l, ReadGqaLayout(ctx));
+  const int64_t batch = l.batch, seq = l.seq, hq = l.hq, hkv = l.hkv, hd = l.hd, past = l.past,
+                total = l.total, half = l.half;
+  const bool packed = l.packed, rotary = l.rotary, smooth = l.smooth;
+  const Tensor* past_v = ctx.optional_input(4);
+  TPC_ASSIGN_OR_RETURN(std::vector<int64_t> lens, ReadInts(ctx, ctx.input(5)));
   // Row b's past among the keys (P_b): its keys are [0, P_b + S) in the present.
   std::vector<int64_t> row_past(static_cast<size_t>(batch));
   for (int64_t b = 0; b < batch; ++b) {
-    const int64_t keys = lens[static_cast<size_t>(b)] + 1;
-    const int64_t own = past == 0 ? 0 : keys - seq;
-    if (keys < 1 || keys > total || own < 0) {
+    int64_t keys = 0, own = 0;
+    if (!math::GqaRowKeys(l, lens[static_cast<size_t>(b)], &keys, &own)) {
       return ctx.Error(absl::StrCat(
           "row ", b, " holds ", keys, " keys (seqlens_k + 1): it must be ",
           past == 0 ? int64_t{1} : seq, " to ", total, " with past ", past, " and seq ", seq));
     }
     row_past[static_cast<size_t>(b)] = own;
   }
-  const bool rotary = node.attr_int("do_rotary", 0) != 0;
-  int64_t half = 0;
   std::vector<int64_t> positions;
   if (rotary) {
-    if (cos == nullptr || sin == nullptr || cos->rank() != 2 || sin->shape() != cos->shape() ||
-        cos->dtype() != query.dtype() || sin->dtype() != query.dtype() || 2 * cos->dim(1) > hd) {
-      return ctx.Error("do_rotary needs cos_cache and sin_cache [positions, rotary_dim / 2]");
-    }
-    half = cos->dim(1);
     if (position_ids != nullptr) {
       TPC_ASSIGN_OR_RETURN(positions, ReadInts(ctx, *position_ids));
-      if (static_cast<int64_t>(positions.size()) != batch * seq) {
-        return ctx.Error("position_ids must be [batch, seq]");
-      }
     } else {
       for (int64_t b = 0; b < batch; ++b) {
         for (int64_t s = 0; s < seq; ++s) positions.push_back(row_past[static_cast<size_t>(b)] + s);
       }
     }
     for (int64_t p : positions) {
-      if (p < 0 || p >= cos->dim(0)) {
+      if (p < 0 || p >= l.cache_rows) {
         return ctx.Error(
-            absl::StrCat("position ", p, " is outside the caches' ", cos->dim(0), " positions"));
+            absl::StrCat("position ", p, " is outside the caches' ", l.cache_rows, " positions"));
       }
     }
   }
-  const bool interleaved = node.attr_int("rotary_interleaved", 0) != 0;
-  const int64_t window = node.attr_int("local_window_size", -1);
-  const double softcap = node.attr_float("softcap", 0.0f);
-  const double scale = node.has_attr("scale") && node.attr_float("scale", 0.0f) != 0.0f
-                           ? node.attr_float("scale", 1.0f)
-                           : 1.0 / std::sqrt(static_cast<double>(hd));
+  const bool interleaved = l.interleaved;
+  const int64_t window = l.window;
+  const double softcap = l.softcap;
+  const double scale = l.scale;
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {batch, seq, hq * hd}, query.dtype()));
   return VisitFloat(ctx, query.dtype(), [&]<typename T>() -> absl::Status {
     // Q [B, Hq, S, hd] and the presents [B, Hkv, total, hd], rotated.

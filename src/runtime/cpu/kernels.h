@@ -17,8 +17,10 @@
 #include "absl/strings/str_cat.h"
 #include "tpc/runtime/compare.h"
 #include "tpc/runtime/kernel.h"
+#include "tpc/runtime/math/gqa.h"
 #include "tpc/runtime/math/nbits.h"
 #include "tpc/runtime/math/pointwise.h"
+#include "tpc/runtime/math/rotary.h"
 #include "tpc/util/status_macros.h"
 
 namespace tpc::runtime::cpu {
@@ -468,10 +470,18 @@ absl::Status MatMulNBits(KernelContext& ctx);  // matmul_nbits.cc
 // ---- Attention (attention.cc, rotary.cc) ----
 absl::Status Attention(KernelContext& ctx);
 absl::Status GroupQueryAttention(KernelContext& ctx);
+// GroupQueryAttention's operands checked by shape and type (and total_sequence_length, a
+// host value), and its geometry, for every backend's kernel; the values of seqlens_k and
+// position_ids are the kernels' to check.
+absl::StatusOr<math::GqaLayout> ReadGqaLayout(const KernelContext& ctx);
 absl::Status MultiHeadAttention(KernelContext& ctx);
 absl::Status MsAttention(KernelContext& ctx);
 absl::Status MsRotaryEmbedding(KernelContext& ctx);  // com.microsoft's (rotary.cc)
 absl::Status RotaryEmbedding(KernelContext& ctx);
+// Both RotaryEmbeddings' operands checked by shape and type, and their layout (ONNX's, or
+// onnxruntime's by the node's domain), for every backend's kernel; the position ids'
+// values are the kernels' to check.
+absl::StatusOr<math::RotaryLayout> ReadRotaryLayout(const KernelContext& ctx);
 
 // ---- Convolutions and pools (conv.cc, pool.cc, deform_conv.cc) ----
 absl::Status AveragePool(KernelContext& ctx);

@@ -37,63 +37,133 @@ void RotateHeads(KernelContext& ctx, const Tensor& x, Tensor* y, int64_t heads, 
 
 }  // namespace
 
-absl::Status RotaryEmbedding(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  const Tensor& cos = ctx.input(1);
-  const Tensor& sin = ctx.input(2);
-  const Tensor* pos = ctx.optional_input(3);
+absl::StatusOr<math::RotaryLayout> ReadRotaryLayout(const KernelContext& ctx) {
   const ir::Node& node = ctx.node();
-  if (x.rank() != 3 && x.rank() != 4) {
-    return ctx.Error(absl::StrCat("input must be 3-D or 4-D, got ", x.TypeString()));
-  }
-  const int64_t batch = x.dim(0);
-  int64_t heads = 0, seq = 0, hd = 0;
-  if (x.rank() == 4) {
-    heads = x.dim(1);
-    seq = x.dim(2);
-    hd = x.dim(3);
-  } else {
-    heads = node.attr_int("num_heads", 0);
-    seq = x.dim(1);
-    if (heads <= 0 || x.dim(2) % heads != 0) {
-      return ctx.Error("a 3-D input needs num_heads, dividing its last dim");
+  const Tensor& x = ctx.input(0);
+  math::RotaryLayout l;
+  if (node.domain() != "com.microsoft") {
+    // ONNX's: (x, cos_cache, sin_cache, position_ids?).
+    const Tensor& cos = ctx.input(1);
+    const Tensor& sin = ctx.input(2);
+    const Tensor* pos = ctx.optional_input(3);
+    if (x.rank() != 3 && x.rank() != 4) {
+      return ctx.Error(absl::StrCat("input must be 3-D or 4-D, got ", x.TypeString()));
     }
-    hd = x.dim(2) / heads;
-  }
-  int64_t rd = node.attr_int("rotary_embedding_dim", 0);
-  if (rd == 0) rd = hd;
-  if (rd < 0 || rd > hd || rd % 2 != 0) {
-    return ctx.Error(absl::StrCat("rotary_embedding_dim ", rd, " must be even and at most the ",
-                                  "head size ", hd));
-  }
-  const int64_t half = rd / 2;
-  const Shape want = pos ? Shape{cos.rank() > 0 ? cos.dim(0) : 0, half} : Shape{batch, seq, half};
-  if (cos.shape() != want || sin.shape() != want || cos.dtype() != x.dtype() ||
-      sin.dtype() != x.dtype()) {
-    return ctx.Error(absl::StrCat(
-        "cos_cache ", cos.TypeString(), " and sin_cache ", sin.TypeString(), " must be ",
-        pos ? "[positions, " : "[batch, seq, ", half, "] of the input's type"));
-  }
-  std::vector<int64_t> positions;
-  if (pos != nullptr) {
-    if (pos->shape() != Shape{batch, seq}) {
-      return ctx.Error(absl::StrCat("position_ids ", pos->TypeString(), " must be [batch, seq]"));
-    }
-    TPC_ASSIGN_OR_RETURN(positions, ReadInts(ctx, *pos));
-    for (int64_t p : positions) {
-      if (p < 0 || p >= cos.dim(0)) {
-        return ctx.Error(
-            absl::StrCat("position id ", p, " is outside the caches' ", cos.dim(0), " positions"));
+    l.batch = x.dim(0);
+    l.four_d = x.rank() == 4;
+    if (l.four_d) {
+      l.heads = x.dim(1);
+      l.seq = x.dim(2);
+      l.hd = x.dim(3);
+    } else {
+      l.heads = node.attr_int("num_heads", 0);
+      l.seq = x.dim(1);
+      if (l.heads <= 0 || x.dim(2) % l.heads != 0) {
+        return ctx.Error("a 3-D input needs num_heads, dividing its last dim");
       }
+      l.hd = x.dim(2) / l.heads;
+    }
+    int64_t rd = node.attr_int("rotary_embedding_dim", 0);
+    if (rd == 0) rd = l.hd;
+    if (rd < 0 || rd > l.hd || rd % 2 != 0) {
+      return ctx.Error(absl::StrCat("rotary_embedding_dim ", rd,
+                                    " must be even and at most the head size ", l.hd));
+    }
+    l.half = rd / 2;
+    const Shape want =
+        pos ? Shape{cos.rank() > 0 ? cos.dim(0) : 0, l.half} : Shape{l.batch, l.seq, l.half};
+    if (cos.shape() != want || sin.shape() != want || cos.dtype() != x.dtype() ||
+        sin.dtype() != x.dtype()) {
+      return ctx.Error(absl::StrCat(
+          "cos_cache ", cos.TypeString(), " and sin_cache ", sin.TypeString(), " must be ",
+          pos ? "[positions, " : "[batch, seq, ", l.half, "] of the input's type"));
+    }
+    if (pos != nullptr) {
+      if (pos->shape() != Shape{l.batch, l.seq} ||
+          (pos->dtype() != ir::DType::kI64 && pos->dtype() != ir::DType::kI32)) {
+        return ctx.Error(absl::StrCat("position_ids ", pos->TypeString(),
+                                      " must be [batch, seq] of int64 or int32"));
+      }
+      l.pos_mode = 1;
+      l.cache_rows = cos.dim(0);
+    } else {
+      l.cache_rows = l.batch * l.seq;
+    }
+  } else {
+    // onnxruntime's: (x, position_ids, cos_cache, sin_cache).
+    const Tensor& pos = ctx.input(1);
+    const Tensor& cos = ctx.input(2);
+    const Tensor& sin = ctx.input(3);
+    if ((x.rank() != 3 && x.rank() != 4) || cos.rank() != 2 || sin.shape() != cos.shape() ||
+        cos.dtype() != x.dtype() || sin.dtype() != x.dtype()) {
+      return ctx.Error(absl::StrCat("input ", x.TypeString(), ", cos_cache ", cos.TypeString(),
+                                    " and sin_cache ", sin.TypeString(),
+                                    " must be 3-D or 4-D and [positions, rotary / 2] of its type"));
+    }
+    l.batch = x.dim(0);
+    l.four_d = x.rank() == 4;
+    l.seq = l.four_d ? x.dim(2) : x.dim(1);
+    int64_t rd = node.attr_int("rotary_embedding_dim", 0);
+    if (rd == 0) rd = 2 * cos.dim(1);
+    if (l.four_d) {
+      l.heads = x.dim(1);
+      l.hd = x.dim(3);
+    } else {
+      l.heads = node.attr_int("num_heads", 0);
+      l.hd = l.heads > 0 ? x.dim(2) / l.heads : rd;
+      if (l.heads == 0 && l.hd > 0) l.heads = x.dim(2) / l.hd;
+    }
+    if (l.hd <= 0 || l.heads * l.hd != (l.four_d ? l.heads * x.dim(3) : x.dim(2)) || rd > l.hd ||
+        rd % 2 != 0 || rd / 2 != cos.dim(1)) {
+      return ctx.Error(absl::StrCat("rotary size ", rd, " does not fit heads of ", l.hd,
+                                    " (num_heads ", node.attr_int("num_heads", 0), ")"));
+    }
+    const bool offset = pos.rank() == 1 && pos.num_elements() == 1;
+    if ((pos.dtype() != ir::DType::kI64 && pos.dtype() != ir::DType::kI32) ||
+        (!offset && pos.num_elements() != l.batch * l.seq)) {
+      return ctx.Error(
+          absl::StrCat("position_ids ", pos.TypeString(), " must be [batch, seq] or [1]"));
+    }
+    l.half = rd / 2;
+    l.pos_mode = offset ? 2 : 1;
+    l.cache_rows = cos.dim(0);
+  }
+  l.interleaved = node.attr_int("interleaved", 0) != 0;
+  return l;
+}
+
+namespace {
+
+// Both RotaryEmbeddings on the host: the position ids checked against the caches.
+absl::Status RotaryOnHost(KernelContext& ctx, const Tensor& x, const Tensor* pos, const Tensor& cos,
+                          const Tensor& sin) {
+  TPC_ASSIGN_OR_RETURN(const math::RotaryLayout l, ReadRotaryLayout(ctx));
+  std::vector<int64_t> ids;
+  if (pos != nullptr) {
+    TPC_ASSIGN_OR_RETURN(ids, ReadInts(ctx, *pos));
+  }
+  auto row = [&](int64_t bs) {
+    return l.pos_mode == 0   ? bs
+           : l.pos_mode == 1 ? ids[static_cast<size_t>(bs)]
+                             : ids[0] + bs % l.seq;
+  };
+  for (int64_t bs = 0; bs < l.batch * l.seq; ++bs) {
+    if (row(bs) < 0 || row(bs) >= l.cache_rows) {
+      return ctx.Error(absl::StrCat("position ", row(bs), " is outside the caches' ", l.cache_rows,
+                                    " positions"));
     }
   }
-  const bool interleaved = node.attr_int("interleaved", 0) != 0;
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
   return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
-    RotateHeads<T>(ctx, x, y, heads, seq, hd, cos, sin, half, interleaved,
-                   [&](int64_t bs) { return pos ? positions[static_cast<size_t>(bs)] : bs; });
+    RotateHeads<T>(ctx, x, y, l.heads, l.seq, l.hd, cos, sin, l.half, l.interleaved, row);
     return absl::OkStatus();
   });
+}
+
+}  // namespace
+
+absl::Status RotaryEmbedding(KernelContext& ctx) {
+  return RotaryOnHost(ctx, ctx.input(0), ctx.optional_input(3), ctx.input(1), ctx.input(2));
 }
 
 // onnxruntime's RotaryEmbedding(input, position_ids, cos_cache, sin_cache): input
@@ -101,56 +171,7 @@ absl::Status RotaryEmbedding(KernelContext& ctx) {
 // (the first position; the rest follow); caches [positions, rotary/2]. The head size of a
 // 3-D input is hidden / num_heads, or the rotary size when num_heads is 0.
 absl::Status MsRotaryEmbedding(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  const Tensor& pos = ctx.input(1);
-  const Tensor& cos = ctx.input(2);
-  const Tensor& sin = ctx.input(3);
-  const ir::Node& node = ctx.node();
-  if ((x.rank() != 3 && x.rank() != 4) || cos.rank() != 2 || sin.shape() != cos.shape() ||
-      cos.dtype() != x.dtype() || sin.dtype() != x.dtype()) {
-    return ctx.Error(absl::StrCat("input ", x.TypeString(), ", cos_cache ", cos.TypeString(),
-                                  " and sin_cache ", sin.TypeString(),
-                                  " must be 3-D or 4-D and [positions, rotary / 2] of its type"));
-  }
-  const int64_t batch = x.dim(0), seq = x.rank() == 4 ? x.dim(2) : x.dim(1);
-  int64_t rd = node.attr_int("rotary_embedding_dim", 0);
-  if (rd == 0) rd = 2 * cos.dim(1);
-  int64_t heads = 0, hd = 0;
-  if (x.rank() == 4) {
-    heads = x.dim(1);
-    hd = x.dim(3);
-  } else {
-    heads = node.attr_int("num_heads", 0);
-    hd = heads > 0 ? x.dim(2) / heads : rd;
-    if (heads == 0 && hd > 0) heads = x.dim(2) / hd;
-  }
-  if (hd <= 0 || heads * hd != (x.rank() == 4 ? heads * x.dim(3) : x.dim(2)) || rd > hd ||
-      rd % 2 != 0 || rd / 2 != cos.dim(1)) {
-    return ctx.Error(absl::StrCat("rotary size ", rd, " does not fit heads of ", hd, " (num_heads ",
-                                  node.attr_int("num_heads", 0), ")"));
-  }
-  TPC_ASSIGN_OR_RETURN(std::vector<int64_t> ids, ReadInts(ctx, pos));
-  const bool offset = pos.rank() == 1 && ids.size() == 1;
-  if (!offset && static_cast<int64_t>(ids.size()) != batch * seq) {
-    return ctx.Error(
-        absl::StrCat("position_ids ", pos.TypeString(), " must be [batch, seq] or [1]"));
-  }
-  const int64_t half = rd / 2;
-  const bool interleaved = node.attr_int("interleaved", 0) != 0;
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
-  auto position = [&](int64_t bs) {
-    return offset ? ids[0] + bs % seq : ids[static_cast<size_t>(bs)];
-  };
-  for (int64_t bs = 0; bs < batch * seq; ++bs) {
-    if (position(bs) < 0 || position(bs) >= cos.dim(0)) {
-      return ctx.Error(absl::StrCat("position ", position(bs), " is outside the caches' ",
-                                    cos.dim(0), " positions"));
-    }
-  }
-  return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
-    RotateHeads<T>(ctx, x, y, heads, seq, hd, cos, sin, half, interleaved, position);
-    return absl::OkStatus();
-  });
+  return RotaryOnHost(ctx, ctx.input(0), &ctx.input(1), ctx.input(2), ctx.input(3));
 }
 
 }  // namespace tpc::runtime::cpu

@@ -261,7 +261,6 @@ absl::Status Attention(KernelContext& ctx) {
 }
 
 absl::Status GroupQueryAttention(KernelContext& ctx) {
-  const ir::Node& node = ctx.node();
   const Tensor& query = ctx.input(0);
   const Tensor* key = ctx.optional_input(1);
   const Tensor* value = ctx.optional_input(2);
@@ -271,80 +270,9 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
   const Tensor* cos = ctx.optional_input(7);
   const Tensor* sin = ctx.optional_input(8);
   const Tensor* position_ids = ctx.optional_input(9);
-  for (int i : {10, 11}) {
-    if (ctx.optional_input(i) != nullptr) {
-      return ctx.Error(i == 10 ? "attention_bias is not supported" : "head_sink is not supported");
-    }
-  }
-  if (node.attr_int("qk_output", 0) != 0) return ctx.Error("qk_output is not supported");
   TPC_ASSIGN_OR_RETURN(FloatKind kind, FloatKindOf(ctx, query.dtype()));
-  math::GqaLayout l;
-  l.hq = node.attr_int("num_heads", 0);
-  l.hkv = node.attr_int("kv_num_heads", 0);
-  if (l.hq <= 0 || l.hkv <= 0 || l.hq % l.hkv != 0) {
-    return ctx.Error(absl::StrCat("num_heads ", l.hq, " and kv_num_heads ", l.hkv,
-                                  " must be positive, kv_num_heads dividing num_heads"));
-  }
-  if (query.rank() != 3) return ctx.Error("query must be [batch, seq, hidden]");
-  l.packed = key == nullptr;
-  if (l.packed != (value == nullptr)) return ctx.Error("key and value come together");
-  l.batch = query.dim(0);
-  l.seq = query.dim(1);
-  l.q_row = query.dim(2);
-  const int64_t width = l.packed ? l.hq + 2 * l.hkv : l.hq;
-  l.hd = l.q_row / width;
-  if (l.hd <= 0 || l.q_row != l.hd * width ||
-      (!l.packed &&
-       (key->shape() != Shape{l.batch, l.seq, l.hkv * l.hd} || value->shape() != key->shape() ||
-        key->dtype() != query.dtype() || value->dtype() != query.dtype()))) {
-    return ctx.Error(absl::StrCat("query ", query.TypeString(),
-                                  key ? absl::StrCat(", key ", key->TypeString()) : "",
-                                  " do not fit num_heads ", l.hq, " and kv_num_heads ", l.hkv));
-  }
-  if ((past_k == nullptr) != (past_v == nullptr)) {
-    return ctx.Error("past_key and past_value come together");
-  }
-  l.past = past_k ? (past_k->rank() == 4 ? past_k->dim(2) : -1) : 0;
-  l.total = l.past + l.seq;
-  if (past_k && (past_k->shape() != Shape{l.batch, l.hkv, l.past, l.hd} ||
-                 past_v->shape() != past_k->shape() || past_k->dtype() != query.dtype() ||
-                 past_v->dtype() != query.dtype())) {
-    return ctx.Error(absl::StrCat("past_key ", past_k->TypeString(), " and past_value ",
-                                  past_v->TypeString(), " must be [batch, kv_num_heads, past, ",
-                                  l.hd, "]"));
-  }
-  if (!IsIndex(seqlens.dtype()) || seqlens.num_elements() != l.batch) {
-    return ctx.Error("seqlens_k must be [batch] of int32 or int64");
-  }
-  if (const Tensor* t = ctx.optional_input(6)) {  // on the host (Kernel::host_inputs)
-    TPC_ASSIGN_OR_RETURN(std::vector<int64_t> given, cpu::ReadInts(ctx, *t));
-    if (given.size() != 1 || given[0] != l.total) {
-      return ctx.Error(absl::StrCat("total_sequence_length ", absl::StrJoin(given, ","),
-                                    " is not past + seq = ", l.total));
-    }
-  }
-  l.rotary = node.attr_int("do_rotary", 0) != 0;
-  l.interleaved = node.attr_int("rotary_interleaved", 0) != 0;
-  if (l.rotary) {
-    if (cos == nullptr || sin == nullptr || cos->rank() != 2 || sin->shape() != cos->shape() ||
-        cos->dtype() != query.dtype() || sin->dtype() != query.dtype() || 2 * cos->dim(1) > l.hd) {
-      return ctx.Error("do_rotary needs cos_cache and sin_cache [positions, rotary_dim / 2]");
-    }
-    l.half = cos->dim(1);
-    l.cache_rows = cos->dim(0);
-    if (position_ids != nullptr) {
-      if (!IsIndex(position_ids->dtype()) || position_ids->num_elements() != l.batch * l.seq) {
-        return ctx.Error("position_ids must be [batch, seq]");
-      }
-      l.has_positions = true;
-    }
-  }
-  l.window = node.attr_int("local_window_size", -1);
-  l.softcap = node.attr_float("softcap", 0.0f);
-  l.smooth = node.attr_int("smooth_softmax", 0) != 0;
-  const float scale = node.has_attr("scale") && node.attr_float("scale", 0.0f) != 0.0f
-                          ? node.attr_float("scale", 1.0f)
-                          : 1.0f / std::sqrt(static_cast<float>(l.hd));
+  TPC_ASSIGN_OR_RETURN(const math::GqaLayout l, cpu::ReadGqaLayout(ctx));
+  const float scale = l.scale;
 
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {l.batch, l.seq, l.hq * l.hd}, query.dtype()));
   const Shape present_shape = {l.batch, l.hkv, l.total, l.hd};

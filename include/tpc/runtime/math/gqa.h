@@ -24,6 +24,7 @@ struct GqaLayout {
   int64_t window = -1;               // local_window_size (<= 0: none)
   float softcap = 0.0f;
   bool smooth = false;  // smooth softmax
+  float scale = 1.0f;   // of the scores
 };
 
 // Row b's keys (seqlens_k[b] + 1) and its own past (the first rows of the past that are
