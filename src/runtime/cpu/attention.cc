@@ -56,13 +56,7 @@ void SmoothSoftmaxRow(T* row, int64_t n) {
   for (int64_t j = 0; j < n; ++j) row[j] = static_cast<T>(row[j] / sum);
 }
 
-// Where one (batch, head) of a 3-D or 4-D Q/K/V operand lies: element (s, d) of head h of
-// batch b is at `b * batch_stride + h * head_stride + s * row_stride + d`.
-struct HeadLayout {
-  int64_t heads = 0, seq = 0, size = 0;  // heads, sequence length, head size
-  int64_t batch_stride = 0, head_stride = 0, row_stride = 0;
-  int64_t offset(int64_t b, int64_t h) const { return b * batch_stride + h * head_stride; }
-};
+}  // namespace
 
 absl::StatusOr<HeadLayout> Layout(const KernelContext& ctx, const Tensor& t, int64_t heads,
                                   const char* what) {
@@ -89,9 +83,7 @@ absl::StatusOr<HeadLayout> Layout(const KernelContext& ctx, const Tensor& t, int
   return l;
 }
 
-}  // namespace
-
-absl::Status Attention(KernelContext& ctx) {
+absl::StatusOr<AttentionShape> ReadAttentionShape(const KernelContext& ctx) {
   const Tensor& q = ctx.input(0);
   const Tensor& k = ctx.input(1);
   const Tensor& v = ctx.input(2);
@@ -109,29 +101,34 @@ absl::Status Attention(KernelContext& ctx) {
   if ((past_k == nullptr) != (past_v == nullptr)) {
     return ctx.Error("past_key and past_value come together");
   }
-  TPC_ASSIGN_OR_RETURN(HeadLayout ql, Layout(ctx, q, node.attr_int("q_num_heads", 0), "Q"));
-  TPC_ASSIGN_OR_RETURN(HeadLayout kl, Layout(ctx, k, node.attr_int("kv_num_heads", 0), "K"));
-  TPC_ASSIGN_OR_RETURN(HeadLayout vl, Layout(ctx, v, node.attr_int("kv_num_heads", 0), "V"));
-  const int64_t batch = q.dim(0), hq = ql.heads, hkv = kl.heads, hd = ql.size, vd = vl.size;
-  if (k.dim(0) != batch || v.dim(0) != batch || kl.size != hd || vl.heads != hkv ||
-      vl.seq != kl.seq || hkv == 0 || hq % hkv != 0) {
+  AttentionShape a;
+  TPC_ASSIGN_OR_RETURN(a.q, Layout(ctx, q, node.attr_int("q_num_heads", 0), "Q"));
+  TPC_ASSIGN_OR_RETURN(a.k, Layout(ctx, k, node.attr_int("kv_num_heads", 0), "K"));
+  TPC_ASSIGN_OR_RETURN(a.v, Layout(ctx, v, node.attr_int("kv_num_heads", 0), "V"));
+  a.batch = q.dim(0);
+  a.hq = a.q.heads;
+  a.hkv = a.k.heads;
+  a.hd = a.q.size;
+  a.vd = a.v.size;
+  if (k.dim(0) != a.batch || v.dim(0) != a.batch || a.k.size != a.hd || a.v.heads != a.hkv ||
+      a.v.seq != a.k.seq || a.hkv == 0 || a.hq % a.hkv != 0) {
     return ctx.Error(absl::StrCat("Q ", q.TypeString(), ", K ", k.TypeString(), " and V ",
                                   v.TypeString(), " do not fit (batch, heads, head size)"));
   }
-  const int64_t past = past_k ? past_k->dim(2) : 0, total = past + kl.seq, qs = ql.seq;
-  if (past_k && (past_k->shape() != Shape{batch, hkv, past, hd} ||
-                 past_v->shape() != Shape{batch, hkv, past, vd} || past_k->dtype() != q.dtype() ||
-                 past_v->dtype() != q.dtype())) {
+  a.past = past_k ? past_k->dim(2) : 0;
+  a.total = a.past + a.k.seq;
+  a.qs = a.q.seq;
+  if (past_k && (past_k->shape() != Shape{a.batch, a.hkv, a.past, a.hd} ||
+                 past_v->shape() != Shape{a.batch, a.hkv, a.past, a.vd} ||
+                 past_k->dtype() != q.dtype() || past_v->dtype() != q.dtype())) {
     return ctx.Error(absl::StrCat("past_key ", past_k->TypeString(), " and past_value ",
                                   past_v->TypeString(), " do not fit K and V"));
   }
   // The mask, right-aligned to [batch, heads, q, its last dim].
-  Shape mask_strides;
-  int64_t mask_cols = 0;
   if (mask != nullptr) {
     if (mask->rank() < 1 || mask->rank() > 4) return ctx.Error("attn_mask must have rank 1 to 4");
-    mask_cols = mask->shape().back();
-    const Shape full = {batch, hq, qs, mask_cols};
+    a.mask_cols = mask->shape().back();
+    const Shape full = {a.batch, a.hq, a.qs, a.mask_cols};
     for (int64_t i = 0; i < mask->rank(); ++i) {
       const int64_t d = mask->dim(mask->rank() - 1 - i), want = full[static_cast<size_t>(3 - i)];
       if (d != want && d != 1) {
@@ -139,19 +136,38 @@ absl::Status Attention(KernelContext& ctx) {
                                       "[batch, q_heads, q_seq, keys]"));
       }
     }
-    if (mask_cols > total) return ctx.Error("attn_mask has more columns than there are keys");
-    mask_strides = BroadcastStrides(mask->shape(), full);
+    if (a.mask_cols > a.total) return ctx.Error("attn_mask has more columns than there are keys");
+    a.mask_strides = BroadcastStrides(mask->shape(), full);
     if (mask->dtype() != ir::DType::kBool && mask->dtype() != q.dtype()) {
       return ctx.Error("attn_mask must be bool or of Q's type");
     }
   }
+  a.causal = node.attr_int("is_causal", 0) != 0;
+  a.mode = node.attr_int("qk_matmul_output_mode", 0);
+  a.softcap = node.attr_float("softcap", 0.0f);
+  a.scale = node.has_attr("scale") ? node.attr_float("scale", 1.0f)
+                                   : 1.0 / std::sqrt(static_cast<double>(a.hd));
+  return a;
+}
+
+absl::Status Attention(KernelContext& ctx) {
+  const Tensor& q = ctx.input(0);
+  const Tensor& k = ctx.input(1);
+  const Tensor& v = ctx.input(2);
+  const Tensor* mask = ctx.optional_input(3);
+  const Tensor* past_k = ctx.optional_input(4);
+  const Tensor* past_v = ctx.optional_input(5);
+  TPC_ASSIGN_OR_RETURN(const AttentionShape a, ReadAttentionShape(ctx));
+  const HeadLayout &ql = a.q, &kl = a.k, &vl = a.v;
+  const int64_t batch = a.batch, hq = a.hq, hkv = a.hkv, hd = a.hd, vd = a.vd, past = a.past,
+                total = a.total, qs = a.qs, mask_cols = a.mask_cols;
+  const Shape& mask_strides = a.mask_strides;
   const Shape y_shape = q.rank() == 4 ? Shape{batch, hq, qs, vd} : Shape{batch, qs, hq * vd};
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, y_shape, q.dtype()));
-  const bool causal = node.attr_int("is_causal", 0) != 0;
-  const int64_t mode = node.attr_int("qk_matmul_output_mode", 0);
-  const double softcap = node.attr_float("softcap", 0.0f);
-  const double scale = node.has_attr("scale") ? node.attr_float("scale", 1.0f)
-                                              : 1.0 / std::sqrt(static_cast<double>(hd));
+  const bool causal = a.causal;
+  const int64_t mode = a.mode;
+  const double softcap = a.softcap;
+  const double scale = a.scale;
   return VisitFloat(ctx, q.dtype(), [&]<typename T>() -> absl::Status {
     // K and V with the past prepended, [batch, kv heads, total, size]: the present outputs
     // when they are wanted.

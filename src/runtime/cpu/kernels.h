@@ -469,6 +469,28 @@ absl::Status MatMulNBits(KernelContext& ctx);  // matmul_nbits.cc
 
 // ---- Attention (attention.cc, rotary.cc) ----
 absl::Status Attention(KernelContext& ctx);
+// Where one (batch, head) of a 3-D or 4-D Q/K/V operand lies: element (s, d) of head h of
+// batch b is at `b * batch_stride + h * head_stride + s * row_stride + d`.
+struct HeadLayout {
+  int64_t heads = 0, seq = 0, size = 0;  // heads, sequence length, head size
+  int64_t batch_stride = 0, head_stride = 0, row_stride = 0;
+  int64_t offset(int64_t b, int64_t h) const { return b * batch_stride + h * head_stride; }
+};
+// The layout of operand `t`: 4-D [batch, heads, seq, size], or 3-D [batch, seq, heads ·
+// size] with `heads` (an attribute) dividing its last dim.
+absl::StatusOr<HeadLayout> Layout(const KernelContext& ctx, const Tensor& t, int64_t heads,
+                                  const char* what);
+// Attention's (opset 23) operands checked and its geometry, for every backend's kernel.
+struct AttentionShape {
+  HeadLayout q, k, v;
+  int64_t batch = 0, hq = 0, hkv = 0, hd = 0, vd = 0, qs = 0, past = 0, total = 0;
+  int64_t mask_cols = 0;
+  Shape mask_strides;  // the mask's over [batch, q heads, q, its columns]
+  bool causal = false;
+  int64_t mode = 0;  // qk_matmul_output_mode
+  double softcap = 0, scale = 1;
+};
+absl::StatusOr<AttentionShape> ReadAttentionShape(const KernelContext& ctx);
 absl::Status GroupQueryAttention(KernelContext& ctx);
 // GroupQueryAttention's operands checked by shape and type (and total_sequence_length, a
 // host value), and its geometry, for every backend's kernel; the values of seqlens_k and

@@ -97,32 +97,10 @@ absl::Status AttendChunks(const KernelContext& ctx, FloatKind kind, ir::DType dt
   return absl::OkStatus();
 }
 
-// A 3-D ([batch, seq, heads · size]) or 4-D ([batch, heads, seq, size]) Q/K/V operand as
-// heads: its dims and a view of it over [batch, heads, seq, size].
-struct Heads {
-  int64_t heads = 0, seq = 0, size = 0;
-  StridedView view;
-};
-
-absl::StatusOr<Heads> HeadsOf(const KernelContext& ctx, const Tensor& t, int64_t heads,
-                              const char* what) {
-  Heads h;
-  if (t.rank() == 4) {
-    h.heads = t.dim(1);
-    h.seq = t.dim(2);
-    h.size = t.dim(3);
-    h.view = math::ContiguousView(t.shape());
-    return h;
-  }
-  if (heads <= 0 || t.dim(2) % heads != 0) {
-    return ctx.Error(absl::StrCat(what, " ", t.TypeString(), " is 3-D: q_num_heads and ",
-                                  "kv_num_heads must be set and divide its last dim"));
-  }
-  h.heads = heads;
-  h.seq = t.dim(1);
-  h.size = t.dim(2) / heads;
-  h.view = math::ViewOf({t.dim(0), heads, h.seq, h.size}, {h.seq * t.dim(2), h.size, t.dim(2), 1});
-  return h;
+// A Q/K/V operand's view over [batch, heads, seq, size].
+StridedView HeadsView(int64_t batch, const cpu::HeadLayout& h) {
+  return math::ViewOf({batch, h.heads, h.seq, h.size},
+                      {h.batch_stride, h.head_stride, h.row_stride, 1});
 }
 
 // dst [batch, heads, rows, size] from row `first` on = src viewed as [batch, heads, n, size].
@@ -147,65 +125,26 @@ absl::Status Attention(KernelContext& ctx) {
   const Tensor* mask = ctx.optional_input(3);
   const Tensor* past_k = ctx.optional_input(4);
   const Tensor* past_v = ctx.optional_input(5);
-  const ir::Node& node = ctx.node();
-  if ((q.rank() != 3 && q.rank() != 4) || k.rank() != q.rank() || v.rank() != q.rank()) {
-    return ctx.Error(absl::StrCat("Q, K and V must all be 3-D or all 4-D, got ", q.TypeString(),
-                                  ", ", k.TypeString(), ", ", v.TypeString()));
-  }
-  if (k.dtype() != q.dtype() || v.dtype() != q.dtype()) {
-    return ctx.Error("Q, K and V differ in type");
-  }
   TPC_ASSIGN_OR_RETURN(FloatKind kind, FloatKindOf(ctx, q.dtype()));
-  if ((past_k == nullptr) != (past_v == nullptr)) {
-    return ctx.Error("past_key and past_value come together");
-  }
-  TPC_ASSIGN_OR_RETURN(const Heads ql, HeadsOf(ctx, q, node.attr_int("q_num_heads", 0), "Q"));
-  TPC_ASSIGN_OR_RETURN(const Heads kl, HeadsOf(ctx, k, node.attr_int("kv_num_heads", 0), "K"));
-  TPC_ASSIGN_OR_RETURN(const Heads vl, HeadsOf(ctx, v, node.attr_int("kv_num_heads", 0), "V"));
-  const int64_t batch = q.dim(0), hq = ql.heads, hkv = kl.heads, hd = ql.size, vd = vl.size;
-  if (k.dim(0) != batch || v.dim(0) != batch || kl.size != hd || vl.heads != hkv ||
-      vl.seq != kl.seq || hkv == 0 || hq % hkv != 0) {
-    return ctx.Error(absl::StrCat("Q ", q.TypeString(), ", K ", k.TypeString(), " and V ",
-                                  v.TypeString(), " do not fit (batch, heads, head size)"));
-  }
-  const int64_t past = past_k ? past_k->dim(2) : 0, total = past + kl.seq, qs = ql.seq;
-  if (past_k && (past_k->shape() != Shape{batch, hkv, past, hd} ||
-                 past_v->shape() != Shape{batch, hkv, past, vd} || past_k->dtype() != q.dtype() ||
-                 past_v->dtype() != q.dtype())) {
-    return ctx.Error(absl::StrCat("past_key ", past_k->TypeString(), " and past_value ",
-                                  past_v->TypeString(), " do not fit K and V"));
-  }
+  TPC_ASSIGN_OR_RETURN(const cpu::AttentionShape a, cpu::ReadAttentionShape(ctx));
+  const int64_t batch = a.batch, hq = a.hq, hkv = a.hkv, hd = a.hd, vd = a.vd, past = a.past,
+                total = a.total, qs = a.qs;
   math::SdpaLayout l;
   l.batch = batch;
   l.hq = hq;
   l.qs = qs;
   l.total = total;
   l.past = past;
-  l.causal = node.attr_int("is_causal", 0) != 0;
-  l.softcap = node.attr_float("softcap", 0.0f);
+  l.causal = a.causal;
+  l.softcap = static_cast<float>(a.softcap);
   if (mask != nullptr) {
-    if (mask->rank() < 1 || mask->rank() > 4) return ctx.Error("attn_mask must have rank 1 to 4");
-    l.mask_cols = mask->shape().back();
-    const Shape full = {batch, hq, qs, l.mask_cols};
-    for (int64_t i = 0; i < mask->rank(); ++i) {
-      const int64_t d = mask->dim(mask->rank() - 1 - i), want = full[static_cast<size_t>(3 - i)];
-      if (d != want && d != 1) {
-        return ctx.Error(absl::StrCat("attn_mask ", mask->TypeString(), " does not broadcast to ",
-                                      "[batch, q_heads, q_seq, keys]"));
-      }
-    }
-    if (l.mask_cols > total) return ctx.Error("attn_mask has more columns than there are keys");
-    if (mask->dtype() != ir::DType::kBool && mask->dtype() != q.dtype()) {
-      return ctx.Error("attn_mask must be bool or of Q's type");
-    }
-    const StridedView mv = math::BroadcastView(mask->shape(), full);
-    for (int d = 0; d < 4; ++d) l.mask_strides[d] = mv.strides[d];
     l.mask = mask->dtype() == ir::DType::kBool ? 1 : 2;
+    l.mask_cols = a.mask_cols;
+    for (int d = 0; d < 4; ++d) l.mask_strides[d] = a.mask_strides[static_cast<size_t>(d)];
   }
   const Shape y_shape = q.rank() == 4 ? Shape{batch, hq, qs, vd} : Shape{batch, qs, hq * vd};
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, y_shape, q.dtype()));
-  const float scale = node.has_attr("scale") ? node.attr_float("scale", 1.0f)
-                                             : 1.0f / std::sqrt(static_cast<float>(hd));
+  const float scale = static_cast<float>(a.scale);
   // K and V with the past prepended, [batch, kv heads, total, size]: the present outputs
   // when they are wanted.
   Tensor k_scratch, v_scratch;
@@ -222,7 +161,7 @@ absl::Status Attention(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(void* pv, present(2, vd, &v_scratch));
   void* qk = nullptr;
   if (ctx.wants_output(3)) {
-    l.qk_mode = static_cast<int>(node.attr_int("qk_matmul_output_mode", 0));
+    l.qk_mode = static_cast<int>(a.mode);
     TPC_ASSIGN_OR_RETURN(Tensor * t, ctx.Output(3, {batch, hq, qs, total}, q.dtype()));
     qk = t->raw();
   }
@@ -233,16 +172,18 @@ absl::Status Attention(KernelContext& ctx) {
     TPC_RETURN_IF_ERROR(CopyRows(ctx, dt, past_v->raw(), math::ContiguousView(past_v->shape()), pv,
                                  batch, hkv, total, 0, past, vd));
   }
-  TPC_RETURN_IF_ERROR(CopyRows(ctx, dt, k.raw(), kl.view, pk, batch, hkv, total, past, kl.seq, hd));
-  TPC_RETURN_IF_ERROR(CopyRows(ctx, dt, v.raw(), vl.view, pv, batch, hkv, total, past, vl.seq, vd));
+  TPC_RETURN_IF_ERROR(
+      CopyRows(ctx, dt, k.raw(), HeadsView(batch, a.k), pk, batch, hkv, total, past, a.k.seq, hd));
+  TPC_RETURN_IF_ERROR(
+      CopyRows(ctx, dt, v.raw(), HeadsView(batch, a.v), pv, batch, hkv, total, past, a.v.seq, vd));
   if (y->num_elements() == 0 && qk == nullptr) return absl::OkStatus();
   // Q as [batch, hq, qs, hd]: itself when 4-D, else a copy.
   Tensor q_scratch;
   const void* qh = q.raw();
   if (q.rank() == 3) {
     TPC_ASSIGN_OR_RETURN(q_scratch, Scratch(ctx, dt, {batch, hq, qs, hd}));
-    TPC_RETURN_IF_ERROR(
-        CopyRows(ctx, dt, q.raw(), ql.view, q_scratch.raw(), batch, hq, qs, 0, qs, hd));
+    TPC_RETURN_IF_ERROR(CopyRows(ctx, dt, q.raw(), HeadsView(batch, a.q), q_scratch.raw(), batch,
+                                 hq, qs, 0, qs, hd));
     qh = q_scratch.raw();
   }
   const size_t es = static_cast<size_t>(ir::DTypeSize(dt));

@@ -10,11 +10,6 @@
 namespace tpc::runtime::cuda {
 namespace {
 
-using grid::Blocks;
-using grid::First;
-using grid::kThreads;
-using grid::Step;
-
 template <typename Word>
 __global__ void Im2ColKernel(math::ConvGeometry g, const Word* x, Word* col, int64_t n) {
   for (int64_t i = First(); i < n; i += Step()) {

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace tpc::runtime::cuda::grid {
+namespace tpc::runtime::cuda {
 
 constexpr int kThreads = 256;
 
@@ -22,4 +22,4 @@ __device__ inline int64_t First() {
 }
 __device__ inline int64_t Step() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
-}  // namespace tpc::runtime::cuda::grid
+}  // namespace tpc::runtime::cuda

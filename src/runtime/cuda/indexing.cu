@@ -9,11 +9,6 @@
 namespace tpc::runtime::cuda {
 namespace {
 
-using grid::Blocks;
-using grid::First;
-using grid::kThreads;
-using grid::Step;
-
 template <typename Word, typename Index>
 __global__ void GatherElementsKernel(const Word* data, StridedView base, const Index* indices,
                                      int64_t axis_len, int64_t axis_stride, Word* out, int64_t n,

@@ -12,11 +12,6 @@
 namespace tpc::runtime::cuda {
 namespace {
 
-using grid::Blocks;
-using grid::First;
-using grid::kThreads;
-using grid::Step;
-
 template <FloatKind K, typename Index>
 __global__ void NllEachKernel(const typename math::FloatIO<K>::Storage* logp, const Index* labels,
                               const typename math::FloatIO<K>::Storage* weight, math::NllLayout l,

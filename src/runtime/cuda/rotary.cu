@@ -11,11 +11,6 @@
 namespace tpc::runtime::cuda {
 namespace {
 
-using grid::Blocks;
-using grid::First;
-using grid::kThreads;
-using grid::Step;
-
 using math::FloatIO;
 
 template <FloatKind K, typename P>
