@@ -759,7 +759,8 @@ TEST_CASE("ONNX Attention's row math, composed as the CUDA kernel does, equals t
             raw[static_cast<size_t>(j)] = scale * dot;
             sc[static_cast<size_t>(j)] =
                 math::SdpaSoftcap(l, scale * dot) +
-                math::SdpaBias<FloatKind::kF32>(l, c.mask ? c.mask->raw() : nullptr, bb, h, i, j);
+                math::SdpaBias<FloatKind::kF32>(l, c.mask ? c.mask->raw() : nullptr, nullptr, bb, h,
+                                                i, j);
             mx = std::max(mx, sc[static_cast<size_t>(j)]);
           }
           float sum = 0;
@@ -860,6 +861,91 @@ TEST_CASE("RotaryEmbedding element math equals the CPU kernels", "[runtime][devi
                                                             got.data(), i));
     }
     RequireClose(got, Floats((*want)[0]), 1e-6f);
+  }
+}
+
+TEST_CASE(
+    "onnxruntime's MultiHeadAttention masking, composed as the CUDA kernel does, equals "
+    "the CPU kernel",
+    "[runtime][device-math]") {
+  // query [B, qs, H·hd], key/value [B, kv, H·hd] with a projection bias, a past of 2, the
+  // padding mask [B, total], an attention bias [1, H, qs, total], unidirectional.
+  const int64_t b = 2, heads = 2, qs = 3, kv = 3, hd = 4, past = 2, total = past + kv;
+  const Tensor query = Random({b, qs, heads * hd}, 100), key = Random({b, kv, heads * hd}, 101),
+               value = Random({b, kv, heads * hd}, 102), bias = Random({3 * heads * hd}, 103),
+               pk = Random({b, heads, past, hd}, 104), pv = Random({b, heads, past, hd}, 105),
+               attn_bias = Random({1, heads, qs, total}, 106);
+  Tensor pad = Tensor::Allocate(ir::DType::kI32, {b, total});
+  const int32_t pad_values[10] = {1, 1, 0, 1, 1, 1, 1, 1, 1, 0};
+  std::copy(pad_values, pad_values + 10, pad.data<int32_t>());
+  for (bool causal : {false, true}) {
+    INFO("unidirectional " << causal);
+    OneOp o;
+    o.Input("q", query);
+    o.Input("k", key);
+    o.Input("v", value);
+    o.Input("bias", bias);
+    o.Input("pad", pad);
+    o.Input("ab", attn_bias);
+    o.Input("pk", pk);
+    o.Input("pv", pv);
+    o.output_type = ir::TensorType(ir::DType::kF32, {});
+    auto want = o.TryRun("MultiHeadAttention",
+                         {{"num_heads", heads}, {"unidirectional", int64_t{causal ? 1 : 0}}}, 3,
+                         "com.microsoft");
+    INFO(want.status().ToString());
+    REQUIRE(want.ok());
+    math::SdpaLayout l;
+    l.batch = b;
+    l.hq = heads;
+    l.qs = qs;
+    l.total = total;
+    l.past = past;
+    l.causal = causal;
+    l.ort = true;
+    l.pad_mode = 1;
+    l.mask = 2;
+    l.mask_cols = total;
+    const StridedView bv = math::BroadcastView({1, heads, qs, total}, {b, heads, qs, total});
+    for (int d = 0; d < 4; ++d) l.mask_strides[d] = bv.strides[d];
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    std::vector<float> y(static_cast<size_t>(b * qs * heads * hd));
+    for (int64_t bb = 0; bb < b; ++bb) {
+      for (int64_t h = 0; h < heads; ++h) {
+        auto qv = [&](int64_t i, int64_t d) {
+          return query.data<float>()[(bb * qs + i) * heads * hd + h * hd + d] +
+                 bias.data<float>()[h * hd + d];
+        };
+        auto kvv = [&](const Tensor& past_t, const Tensor& new_t, int64_t off, int64_t j,
+                       int64_t d) {
+          return j < past ? past_t.data<float>()[((bb * heads + h) * past + j) * hd + d]
+                          : new_t.data<float>()[(bb * kv + j - past) * heads * hd + h * hd + d] +
+                                bias.data<float>()[off + h * hd + d];
+        };
+        for (int64_t i = 0; i < qs; ++i) {
+          std::vector<float> sc(static_cast<size_t>(total));
+          float mx = -INFINITY;
+          for (int64_t j = 0; j < total; ++j) {
+            float dot = 0;
+            for (int64_t d = 0; d < hd; ++d) dot += qv(i, d) * kvv(pk, key, heads * hd, j, d);
+            sc[static_cast<size_t>(j)] =
+                scale * dot + math::SdpaBias<FloatKind::kF32>(l, attn_bias.raw(),
+                                                              pad.data<int32_t>(), bb, h, i, j);
+            mx = std::max(mx, sc[static_cast<size_t>(j)]);
+          }
+          float sum = 0;
+          for (float x : sc) sum += math::SoftmaxTerm(x, mx);
+          for (int64_t j = 0; j < total; ++j) {
+            const float p = math::SoftmaxElement(sc[static_cast<size_t>(j)], mx, sum, false);
+            for (int64_t d = 0; d < hd; ++d) {
+              y[static_cast<size_t>((bb * qs + i) * heads * hd + h * hd + d)] +=
+                  p * kvv(pv, value, 2 * heads * hd, j, d);
+            }
+          }
+        }
+      }
+    }
+    RequireClose(y, Floats((*want)[0]), 2e-5f);
   }
 }
 

@@ -561,7 +561,7 @@ absl::StatusOr<Shape> AttentionBiasStrides(const KernelContext& ctx, const Tenso
 // where (unidirectional) it comes after the query's position, plus the attention bias,
 // then the softmax. The filter is added, not substituted: a row padded throughout keeps
 // its softmax (over the keys up to its position, when causal).
-absl::Status MultiHeadAttention(KernelContext& ctx) {
+absl::StatusOr<OrtAttentionShape> ReadMultiHeadAttentionShape(const KernelContext& ctx) {
   const ir::Node& node = ctx.node();
   const Tensor& query = ctx.input(0);
   const Tensor* key = ctx.optional_input(1);
@@ -628,11 +628,44 @@ absl::Status MultiHeadAttention(KernelContext& ctx) {
     TPC_ASSIGN_OR_RETURN(bias_strides, AttentionBiasStrides(ctx, *attn_bias, query.dtype(), batch,
                                                             heads, qs, total));
   }
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {batch, qs, heads * vd}, query.dtype()));
-  const bool causal = node.attr_int("unidirectional", 0) != 0;
-  const double filter = node.attr_float("mask_filter_value", -10000.0f);
+  OrtAttentionShape a;
+  a.q = ql;
+  a.k = kl;
+  a.v = vl;
+  a.batch = batch;
+  a.heads = heads;
+  a.qs = qs;
+  a.hd = hd;
+  a.vd = vd;
+  a.kv = kv;
+  a.past = past;
+  a.total = total;
+  a.bias_strides = bias_strides;
+  a.causal = node.attr_int("unidirectional", 0) != 0;
+  a.filter = node.attr_float("mask_filter_value", -10000.0f);
   const float scale_attr = node.attr_float("scale", 0.0f);
-  const double scale = scale_attr != 0.0f ? scale_attr : 1.0 / std::sqrt(static_cast<double>(hd));
+  a.scale = scale_attr != 0.0f ? scale_attr : 1.0 / std::sqrt(static_cast<double>(hd));
+  return a;
+}
+
+absl::Status MultiHeadAttention(KernelContext& ctx) {
+  const Tensor& query = ctx.input(0);
+  const Tensor* key = ctx.optional_input(1);
+  const Tensor* value = ctx.optional_input(2);
+  const Tensor* bias = ctx.optional_input(3);
+  const Tensor* padding = ctx.optional_input(4);
+  const Tensor* attn_bias = ctx.optional_input(5);
+  const Tensor* past_k = ctx.optional_input(6);
+  const Tensor* past_v = ctx.optional_input(7);
+  TPC_ASSIGN_OR_RETURN(const OrtAttentionShape a, ReadMultiHeadAttentionShape(ctx));
+  const HeadLayout &ql = a.q, &kl = a.k, &vl = a.v;
+  const int64_t batch = a.batch, heads = a.heads, qs = a.qs, hd = a.hd, vd = a.vd, kv = a.kv,
+                past = a.past, total = a.total;
+  const Shape& bias_strides = a.bias_strides;
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {batch, qs, heads * vd}, query.dtype()));
+  const bool causal = a.causal;
+  const double filter = a.filter;
+  const double scale = a.scale;
   return VisitFloat(ctx, query.dtype(), [&]<typename T>() -> absl::Status {
     // The present K and V ([batch, heads, total, size], the past then the new keys with
     // their bias), and the query with its bias, per head.
@@ -693,7 +726,7 @@ absl::Status MultiHeadAttention(KernelContext& ctx) {
 // padded); past [2, B, H, P, hd] and present [2, B, H, P + S, hd] (keys, then values);
 // attention_bias [B|1, H|1, S, P + S]. Rotary and a shared past/present buffer are not
 // supported.
-absl::Status MsAttention(KernelContext& ctx) {
+absl::StatusOr<OrtAttentionShape> ReadMsAttentionShape(const KernelContext& ctx) {
   const ir::Node& node = ctx.node();
   const Tensor& input = ctx.input(0);
   const Tensor& weights = ctx.input(1);
@@ -749,11 +782,41 @@ absl::Status MsAttention(KernelContext& ctx) {
   if (ctx.wants_output(1) && past == nullptr && vd != hd) {
     return ctx.Error("present needs keys and values of one size");
   }
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {batch, qs, heads * vd}, input.dtype()));
-  const bool causal = node.attr_int("unidirectional", 0) != 0;
-  const double filter = node.attr_float("mask_filter_value", -10000.0f);
+  OrtAttentionShape a;
+  a.batch = batch;
+  a.heads = heads;
+  a.qs = qs;
+  a.hd = hd;
+  a.vd = vd;
+  a.kv = qs;
+  a.past = past_len;
+  a.total = total;
+  a.width = width;
+  a.sizes = sizes;
+  a.bias_strides = bias_strides;
+  a.causal = node.attr_int("unidirectional", 0) != 0;
+  a.filter = node.attr_float("mask_filter_value", -10000.0f);
   const float scale_attr = node.attr_float("scale", 0.0f);
-  const double scale = scale_attr != 0.0f ? scale_attr : 1.0 / std::sqrt(static_cast<double>(hd));
+  a.scale = scale_attr != 0.0f ? scale_attr : 1.0 / std::sqrt(static_cast<double>(hd));
+  return a;
+}
+
+absl::Status MsAttention(KernelContext& ctx) {
+  const Tensor& input = ctx.input(0);
+  const Tensor& weights = ctx.input(1);
+  const Tensor* bias = ctx.optional_input(2);
+  const Tensor* mask = ctx.optional_input(3);
+  const Tensor* past = ctx.optional_input(4);
+  const Tensor* attn_bias = ctx.optional_input(5);
+  TPC_ASSIGN_OR_RETURN(const OrtAttentionShape a, ReadMsAttentionShape(ctx));
+  const int64_t batch = a.batch, heads = a.heads, qs = a.qs, hd = a.hd, vd = a.vd,
+                past_len = a.past, total = a.total, width = a.width;
+  const std::vector<int64_t>& sizes = a.sizes;
+  const Shape& bias_strides = a.bias_strides;
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {batch, qs, heads * vd}, input.dtype()));
+  const bool causal = a.causal;
+  const double filter = a.filter;
+  const double scale = a.scale;
   return VisitFloat(ctx, input.dtype(), [&]<typename T>() -> absl::Status {
     // Q, K and V of every token: one GEMM, then the bias.
     std::vector<T> qkv(static_cast<size_t>(batch * qs * width));

@@ -491,6 +491,20 @@ struct AttentionShape {
   double softcap = 0, scale = 1;
 };
 absl::StatusOr<AttentionShape> ReadAttentionShape(const KernelContext& ctx);
+// onnxruntime's MultiHeadAttention and Attention: operands checked and geometry, for every
+// backend's kernel. q, k, v: MultiHeadAttention's operands; width and sizes: Attention's
+// projection ([D, width], Q, K and V of `sizes`); kv: the new keys.
+struct OrtAttentionShape {
+  HeadLayout q, k, v;
+  int64_t batch = 0, heads = 0, qs = 0, hd = 0, vd = 0, kv = 0, past = 0, total = 0;
+  int64_t width = 0;
+  std::vector<int64_t> sizes;
+  Shape bias_strides;  // the attention bias's over [batch, heads, qs, total]; empty: none
+  bool causal = false;
+  double filter = -10000.0, scale = 1;
+};
+absl::StatusOr<OrtAttentionShape> ReadMultiHeadAttentionShape(const KernelContext& ctx);
+absl::StatusOr<OrtAttentionShape> ReadMsAttentionShape(const KernelContext& ctx);
 absl::Status GroupQueryAttention(KernelContext& ctx);
 // GroupQueryAttention's operands checked by shape and type (and total_sequence_length, a
 // host value), and its geometry, for every backend's kernel; the values of seqlens_k and

@@ -116,6 +116,51 @@ absl::Status CopyRows(const KernelContext& ctx, ir::DType dt, const void* src, S
                                StreamOf(ctx)));
 }
 
+// src (viewed over [batch, heads, seq, size]) plus, when `bias` is not null, the bias row
+// of each head (bias + h · size + d) into dst [batch, heads, seq, size], contiguous.
+absl::Status HeadsWithBias(const KernelContext& ctx, FloatKind kind, ir::DType dt, const void* src,
+                           StridedView vs, const void* bias, int64_t batch, int64_t heads,
+                           int64_t seq, int64_t size, void* dst) {
+  if (bias == nullptr) return CopyRows(ctx, dt, src, vs, dst, batch, heads, seq, 0, seq, size);
+  StridedView vb = math::ViewOf({batch, heads, seq, size}, {0, size, 0, 1});
+  StridedView vo = math::ContiguousView({batch, heads, seq, size});
+  math::Simplify({&vs, &vb, &vo});
+  return Check(ctx, LaunchBinary(kind, BinaryOp::kAdd, src, vs, bias, vb, dst,
+                                 batch * heads * seq * size, StreamOf(ctx)));
+}
+
+// onnxruntime's masking of both its attentions, over the presents [B, H, total, d]: Q laid
+// out [B, H, qs, hd], then AttendChunks into y [B, qs, H · vd].
+absl::Status OrtAttend(const KernelContext& ctx, FloatKind kind, ir::DType dt,
+                       const cpu::OrtAttentionShape& a, const void* q, const void* pk,
+                       const void* pv, const Tensor* padding, int pad_mode, const Tensor* attn_bias,
+                       void* y) {
+  math::SdpaLayout l;
+  l.batch = a.batch;
+  l.hq = a.heads;
+  l.qs = a.qs;
+  l.total = a.total;
+  l.past = a.past;
+  l.causal = a.causal;
+  l.ort = true;
+  l.filter = static_cast<float>(a.filter);
+  l.pad_mode = padding != nullptr ? pad_mode : 0;
+  if (attn_bias != nullptr) {
+    l.mask = 2;
+    l.mask_cols = a.total;
+    for (int d = 0; d < 4; ++d) l.mask_strides[d] = a.bias_strides[static_cast<size_t>(d)];
+  }
+  const void* bias_data = attn_bias != nullptr ? attn_bias->raw() : nullptr;
+  const int32_t* pad = padding != nullptr ? padding->data<int32_t>() : nullptr;
+  return AttendChunks(ctx, kind, dt, a.batch, a.heads, a.heads, a.qs, a.total, a.hd, a.vd,
+                      static_cast<float>(a.scale), q, pk, pv, y, a.qs * a.heads * a.vd, a.vd,
+                      a.heads * a.vd,
+                      [&](int64_t first, int64_t n, const float* scores, void* probs) {
+                        return Check(ctx, LaunchSdpaSoftmax(kind, scores, probs, l, bias_data, pad,
+                                                            nullptr, first, n, StreamOf(ctx)));
+                      });
+}
+
 }  // namespace
 
 absl::Status Attention(KernelContext& ctx) {
@@ -188,17 +233,17 @@ absl::Status Attention(KernelContext& ctx) {
   }
   const size_t es = static_cast<size_t>(ir::DTypeSize(dt));
   const void* mask_data = mask != nullptr ? mask->raw() : nullptr;
-  return AttendChunks(ctx, kind, dt, batch, hq, hkv, qs, total, hd, vd, scale, qh, pk, pv, y->raw(),
-                      q.rank() == 4 ? hq * qs * vd : qs * hq * vd, q.rank() == 4 ? qs * vd : vd,
-                      q.rank() == 4 ? vd : hq * vd,
-                      [&](int64_t first, int64_t n, const float* scores, void* probs) {
-                        void* qk_chunk = qk != nullptr
-                                             ? static_cast<uint8_t*>(qk) +
-                                                   static_cast<size_t>(first * hq * qs * total) * es
-                                             : nullptr;
-                        return Check(ctx, LaunchSdpaSoftmax(kind, scores, probs, l, mask_data,
-                                                            qk_chunk, first, n, StreamOf(ctx)));
-                      });
+  return AttendChunks(
+      ctx, kind, dt, batch, hq, hkv, qs, total, hd, vd, scale, qh, pk, pv, y->raw(),
+      q.rank() == 4 ? hq * qs * vd : qs * hq * vd, q.rank() == 4 ? qs * vd : vd,
+      q.rank() == 4 ? vd : hq * vd,
+      [&](int64_t first, int64_t n, const float* scores, void* probs) {
+        void* qk_chunk = qk != nullptr ? static_cast<uint8_t*>(qk) +
+                                             static_cast<size_t>(first * hq * qs * total) * es
+                                       : nullptr;
+        return Check(ctx, LaunchSdpaSoftmax(kind, scores, probs, l, mask_data, nullptr, qk_chunk,
+                                            first, n, StreamOf(ctx)));
+      });
 }
 
 absl::Status GroupQueryAttention(KernelContext& ctx) {
@@ -259,6 +304,135 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
                                                            seqlens.dtype() == ir::DType::kI64,
                                                            first, n, StreamOf(ctx)));
                       });
+}
+
+absl::Status MultiHeadAttention(KernelContext& ctx) {
+  const Tensor& query = ctx.input(0);
+  const Tensor* bias = ctx.optional_input(3);
+  const Tensor* padding = ctx.optional_input(4);
+  const Tensor* attn_bias = ctx.optional_input(5);
+  const Tensor* past_k = ctx.optional_input(6);
+  const Tensor* past_v = ctx.optional_input(7);
+  TPC_ASSIGN_OR_RETURN(FloatKind kind, FloatKindOf(ctx, query.dtype()));
+  TPC_ASSIGN_OR_RETURN(const cpu::OrtAttentionShape a, cpu::ReadMultiHeadAttentionShape(ctx));
+  const Tensor& key = ctx.input(1);  // both there (checked)
+  const Tensor& value = ctx.input(2);
+  const ir::DType dt = query.dtype();
+  const size_t es = static_cast<size_t>(ir::DTypeSize(dt));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {a.batch, a.qs, a.heads * a.vd}, dt));
+  Tensor k_scratch, v_scratch;
+  auto present = [&](int i, int64_t size, Tensor* scratch) -> absl::StatusOr<void*> {
+    const Shape shape = {a.batch, a.heads, a.total, size};
+    if (ctx.wants_output(i)) {
+      TPC_ASSIGN_OR_RETURN(Tensor * p, ctx.Output(i, shape, dt));
+      return p->raw();
+    }
+    TPC_ASSIGN_OR_RETURN(*scratch, Scratch(ctx, dt, shape));
+    return scratch->raw();
+  };
+  TPC_ASSIGN_OR_RETURN(void* pk, present(1, a.hd, &k_scratch));
+  TPC_ASSIGN_OR_RETURN(void* pv, present(2, a.vd, &v_scratch));
+  // The bias: [Q's heads · hd, K's heads · hd, V's heads · vd].
+  const auto* b = bias != nullptr ? static_cast<const uint8_t*>(bias->raw()) : nullptr;
+  const void* bq = b;
+  const void* bk = b != nullptr ? b + static_cast<size_t>(a.heads * a.hd) * es : nullptr;
+  const void* bv = b != nullptr ? b + static_cast<size_t>(2 * a.heads * a.hd) * es : nullptr;
+  if (a.past > 0) {
+    TPC_RETURN_IF_ERROR(CopyRows(ctx, dt, past_k->raw(), math::ContiguousView(past_k->shape()), pk,
+                                 a.batch, a.heads, a.total, 0, a.past, a.hd));
+    TPC_RETURN_IF_ERROR(CopyRows(ctx, dt, past_v->raw(), math::ContiguousView(past_v->shape()), pv,
+                                 a.batch, a.heads, a.total, 0, a.past, a.vd));
+  }
+  // The new keys and values (with their bias, through scratch) after the past.
+  for (const auto& [src, layout, bias_row, dst, size] :
+       {std::tuple{&key, &a.k, bk, pk, a.hd}, std::tuple{&value, &a.v, bv, pv, a.vd}}) {
+    if (bias_row == nullptr) {
+      TPC_RETURN_IF_ERROR(CopyRows(ctx, dt, src->raw(), HeadsView(a.batch, *layout), dst, a.batch,
+                                   a.heads, a.total, a.past, a.kv, size));
+      continue;
+    }
+    TPC_ASSIGN_OR_RETURN(Tensor with_bias, Scratch(ctx, dt, {a.batch, a.heads, a.kv, size}));
+    TPC_RETURN_IF_ERROR(HeadsWithBias(ctx, kind, dt, src->raw(), HeadsView(a.batch, *layout),
+                                      bias_row, a.batch, a.heads, a.kv, size, with_bias.raw()));
+    TPC_RETURN_IF_ERROR(CopyRows(ctx, dt, with_bias.raw(),
+                                 math::ContiguousView({a.batch, a.heads, a.kv, size}), dst, a.batch,
+                                 a.heads, a.total, a.past, a.kv, size));
+  }
+  if (y->num_elements() == 0) return absl::OkStatus();
+  TPC_ASSIGN_OR_RETURN(Tensor q, Scratch(ctx, dt, {a.batch, a.heads, a.qs, a.hd}));
+  TPC_RETURN_IF_ERROR(HeadsWithBias(ctx, kind, dt, query.raw(), HeadsView(a.batch, a.q), bq,
+                                    a.batch, a.heads, a.qs, a.hd, q.raw()));
+  return OrtAttend(ctx, kind, dt, a, q.raw(), pk, pv, padding, 1, attn_bias, y->raw());
+}
+
+absl::Status MsAttention(KernelContext& ctx) {
+  const Tensor& input = ctx.input(0);
+  const Tensor& weights = ctx.input(1);
+  const Tensor* bias = ctx.optional_input(2);
+  const Tensor* mask = ctx.optional_input(3);
+  const Tensor* past = ctx.optional_input(4);
+  const Tensor* attn_bias = ctx.optional_input(5);
+  TPC_ASSIGN_OR_RETURN(FloatKind kind, FloatKindOf(ctx, input.dtype()));
+  TPC_ASSIGN_OR_RETURN(const cpu::OrtAttentionShape a, cpu::ReadMsAttentionShape(ctx));
+  const ir::DType dt = input.dtype();
+  const size_t es = static_cast<size_t>(ir::DTypeSize(dt));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {a.batch, a.qs, a.heads * a.vd}, dt));
+  // Q, K and V of every token: one GEMM, then the bias.
+  const int64_t d_in = input.dim(2);
+  TPC_ASSIGN_OR_RETURN(Tensor qkv, Scratch(ctx, dt, {a.batch, a.qs, a.width}));
+  Gemm2D g;
+  g.m = a.batch * a.qs;
+  g.n = a.width;
+  g.k = d_in;
+  g.lda = d_in;
+  g.ldb = a.width;
+  g.ldc = a.width;
+  TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, g, input.raw(), weights.raw(), qkv.raw()));
+  if (bias != nullptr && qkv.num_elements() > 0) {
+    TPC_RETURN_IF_ERROR(
+        Check(ctx, LaunchBiasActivation(kind, UnaryOp::kIdentity, bias->raw(), a.width, qkv.raw(),
+                                        qkv.num_elements(), StreamOf(ctx))));
+  }
+  // The presents [2, B, H, total, hd] (keys, then values), or scratch.
+  const int64_t key_elems = a.batch * a.heads * a.total * a.hd;
+  Tensor kv_scratch;
+  uint8_t* pk = nullptr;
+  if (ctx.wants_output(1)) {
+    TPC_ASSIGN_OR_RETURN(Tensor * p, ctx.Output(1, {2, a.batch, a.heads, a.total, a.hd}, dt));
+    pk = static_cast<uint8_t*>(p->raw());
+  } else {
+    TPC_ASSIGN_OR_RETURN(kv_scratch,
+                         Scratch(ctx, dt, {a.batch * a.heads * a.total * (a.hd + a.vd)}));
+    pk = static_cast<uint8_t*>(kv_scratch.raw());
+  }
+  uint8_t* pv = pk + static_cast<size_t>(key_elems) * es;
+  if (a.past > 0) {
+    const auto* pp = static_cast<const uint8_t*>(past->raw());
+    const StridedView vp = math::ContiguousView({a.batch, a.heads, a.past, a.hd});
+    TPC_RETURN_IF_ERROR(CopyRows(ctx, dt, pp, vp, pk, a.batch, a.heads, a.total, 0, a.past, a.hd));
+    TPC_RETURN_IF_ERROR(CopyRows(ctx, dt,
+                                 pp + static_cast<size_t>(a.batch * a.heads * a.past * a.hd) * es,
+                                 vp, pv, a.batch, a.heads, a.total, 0, a.past, a.vd));
+  }
+  // Head h of token (b, s): Q at column h · hd of its row, K at sizes[0] + h · hd, V at
+  // 2 · sizes[0] + h · vd.
+  auto heads_of = [&](int64_t column, int64_t size) {
+    StridedView v =
+        math::ViewOf({a.batch, a.heads, a.qs, size}, {a.qs * a.width, size, a.width, 1});
+    v.offset = column;
+    return v;
+  };
+  TPC_RETURN_IF_ERROR(CopyRows(ctx, dt, qkv.raw(), heads_of(a.sizes[0], a.hd), pk, a.batch, a.heads,
+                               a.total, a.past, a.qs, a.hd));
+  TPC_RETURN_IF_ERROR(CopyRows(ctx, dt, qkv.raw(), heads_of(2 * a.sizes[0], a.vd), pv, a.batch,
+                               a.heads, a.total, a.past, a.qs, a.vd));
+  if (y->num_elements() == 0) return absl::OkStatus();
+  TPC_ASSIGN_OR_RETURN(Tensor q, Scratch(ctx, dt, {a.batch, a.heads, a.qs, a.hd}));
+  TPC_RETURN_IF_ERROR(CopyRows(ctx, dt, qkv.raw(), heads_of(0, a.hd), q.raw(), a.batch, a.heads,
+                               a.qs, 0, a.qs, a.hd));
+  // mask_index: the keys of each row ([batch]) or 0 where padded ([batch, total]).
+  const int pad_mode = mask != nullptr && mask->rank() == 1 ? 2 : 1;
+  return OrtAttend(ctx, kind, dt, a, q.raw(), pk, pv, mask, pad_mode, attn_bias, y->raw());
 }
 
 }  // namespace tpc::runtime::cuda

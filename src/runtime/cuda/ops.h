@@ -115,9 +115,12 @@ absl::Status ReduceMean(KernelContext& ctx);
 absl::Status ReduceMax(KernelContext& ctx);
 absl::Status ReduceMin(KernelContext& ctx);
 
-// attention_ops.cc: ONNX's Attention and onnxruntime's GroupQueryAttention.
+// attention_ops.cc: ONNX's Attention, onnxruntime's GroupQueryAttention,
+// MultiHeadAttention and Attention (MsAttention).
 absl::Status Attention(KernelContext& ctx);
 absl::Status GroupQueryAttention(KernelContext& ctx);
+absl::Status MultiHeadAttention(KernelContext& ctx);
+absl::Status MsAttention(KernelContext& ctx);
 
 // conv_ops.cc
 absl::Status Conv(KernelContext& ctx);

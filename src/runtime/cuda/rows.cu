@@ -299,7 +299,7 @@ cudaError_t GqaSoftmax(const float* scores, void* probs, const math::GqaLayout& 
 // is masked gets zeros.
 template <FloatKind K>
 __global__ void SdpaSoftmaxKernel(const float* scores, typename FloatIO<K>::Storage* probs,
-                                  math::SdpaLayout l, const void* mask,
+                                  math::SdpaLayout l, const void* mask, const int32_t* pad,
                                   typename FloatIO<K>::Storage* qk, int64_t first_batch) {
   using IO = FloatIO<K>;
   const int64_t row = blockIdx.x;  // of the chunk of batch entries from first_batch
@@ -308,7 +308,7 @@ __global__ void SdpaSoftmaxKernel(const float* scores, typename FloatIO<K>::Stor
   const int64_t b = first_batch + row / (l.qs * l.hq);
   const float* s = scores + row * l.total;
   auto score = [&](int64_t j) {
-    return math::SdpaSoftcap(l, s[j]) + math::SdpaBias<K>(l, mask, b, h, i, j);
+    return math::SdpaSoftcap(l, s[j]) + math::SdpaBias<K>(l, mask, pad, b, h, i, j);
   };
   float mx = -INFINITY;
   for (int64_t j = threadIdx.x; j < l.total; j += kThreads) mx = math::CombineMax(mx, score(j));
@@ -333,11 +333,11 @@ __global__ void SdpaSoftmaxKernel(const float* scores, typename FloatIO<K>::Stor
 
 template <FloatKind K>
 cudaError_t SdpaSoftmax(const float* scores, void* probs, const math::SdpaLayout& l,
-                        const void* mask, void* qk, int64_t first_batch, int64_t rows,
-                        cudaStream_t stream) {
+                        const void* mask, const int32_t* pad, void* qk, int64_t first_batch,
+                        int64_t rows, cudaStream_t stream) {
   using S = typename FloatIO<K>::Storage;
   SdpaSoftmaxKernel<K><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-      scores, static_cast<S*>(probs), l, mask, static_cast<S*>(qk), first_batch);
+      scores, static_cast<S*>(probs), l, mask, pad, static_cast<S*>(qk), first_batch);
   return cudaGetLastError();
 }
 
@@ -435,18 +435,21 @@ cudaError_t LaunchGqaSoftmax(FloatKind k, const float* scores, void* probs,
 }
 
 cudaError_t LaunchSdpaSoftmax(FloatKind k, const float* scores, void* probs,
-                              const math::SdpaLayout& l, const void* mask, void* qk,
-                              int64_t first_batch, int64_t batches, cudaStream_t stream) {
+                              const math::SdpaLayout& l, const void* mask, const int32_t* pad,
+                              void* qk, int64_t first_batch, int64_t batches, cudaStream_t stream) {
   const int64_t rows = batches * l.hq * l.qs;
   if (rows == 0 || l.total == 0) return cudaSuccess;
   if (TooManyRows(rows)) return cudaErrorInvalidConfiguration;
   switch (k) {
     case FloatKind::kF32:
-      return SdpaSoftmax<FloatKind::kF32>(scores, probs, l, mask, qk, first_batch, rows, stream);
+      return SdpaSoftmax<FloatKind::kF32>(scores, probs, l, mask, pad, qk, first_batch, rows,
+                                          stream);
     case FloatKind::kF16:
-      return SdpaSoftmax<FloatKind::kF16>(scores, probs, l, mask, qk, first_batch, rows, stream);
+      return SdpaSoftmax<FloatKind::kF16>(scores, probs, l, mask, pad, qk, first_batch, rows,
+                                          stream);
     case FloatKind::kBF16:
-      return SdpaSoftmax<FloatKind::kBF16>(scores, probs, l, mask, qk, first_batch, rows, stream);
+      return SdpaSoftmax<FloatKind::kBF16>(scores, probs, l, mask, pad, qk, first_batch, rows,
+                                           stream);
   }
   return cudaErrorInvalidValue;
 }

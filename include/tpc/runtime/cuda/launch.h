@@ -99,11 +99,12 @@ cudaError_t LaunchLogic(math::LogicOp op, const bool* a, const StridedView& va, 
                         const StridedView& vb, bool* out, int64_t n, cudaStream_t stream);
 // ONNX Attention's softmax over f32 scores [batches, Hq, qs, total] (batch entries
 // first_batch on) into probs (kind k; may be scores when f32), with the mask
-// (math/sdpa.h; null without one) and output 3 (qk of those entries, kind k, null when
-// not wanted).
+// (math/sdpa.h; null without one; onnxruntime's attention bias), the padding of
+// onnxruntime's masking (`pad`, int32, null without it) and output 3 (qk of those entries,
+// kind k, null when not wanted).
 cudaError_t LaunchSdpaSoftmax(FloatKind k, const float* scores, void* probs,
-                              const math::SdpaLayout& l, const void* mask, void* qk,
-                              int64_t first_batch, int64_t batches, cudaStream_t stream);
+                              const math::SdpaLayout& l, const void* mask, const int32_t* pad,
+                              void* qk, int64_t first_batch, int64_t batches, cudaStream_t stream);
 // RotaryEmbedding (math/rotary.h) of the n elements of x into y (not x), positions int64
 // or int32 on the device (null in mode 0); a cache row outside the caches sets *flag.
 cudaError_t LaunchRotaryEmbedding(FloatKind k, const math::RotaryLayout& l, const void* x,
