@@ -4,9 +4,10 @@
 //
 // What a record depends on, and how each stays valid until it goes:
 // - device blocks its kernels use: the arena (the executor drops its records before it
-//   frees the arena) and blocks allocated while capturing, which are pinned: the cache
-//   may hand them out again (every use is ordered on the one stream, and a replay writes
-//   each value before it reads it), but never gives them back to the device;
+//   frees the arena) and blocks allocated while capturing, which are pinned: once freed
+//   they are held out of the cache until no record uses them (another executor's
+//   constant allocated there would be overwritten by a replay), and never given back to
+//   the device;
 // - uploads: the executor refills them in the recorded order before each Launch; the run
 //   before ended with a Synchronize, so no launch still reads them;
 // - device checks (Expect): their codes are the kernels' arguments, so the record keeps
@@ -56,7 +57,12 @@ void CudaBackend::PinForRecord(void* p) {
 void CudaBackend::Unpin(const std::vector<void*>& blocks) {
   for (void* p : blocks) {
     auto it = pinned_.find(p);
-    if (it != pinned_.end() && --it->second == 0) pinned_.erase(it);
+    if (it == pinned_.end() || --it->second > 0) continue;
+    pinned_.erase(it);
+    if (auto held = held_.find(p); held != held_.end()) {  // free, and no record uses it
+      free_[held->second].push_back(p);
+      held_.erase(held);
+    }
   }
 }
 
@@ -116,6 +122,18 @@ absl::StatusOr<std::unique_ptr<Backend::Captured>> CudaBackend::EndCapture() {
     return fail("cudaGraphInstantiate", e);
   }
   record->expected = std::move(expected);
+  // Blocks the recording freed go out of the cache while the record lives (see Free).
+  for (auto& [size, blocks] : free_) {
+    std::vector<void*> kept;
+    for (void* q : blocks) {
+      if (pinned_.contains(q)) {
+        held_[q] = size;
+      } else {
+        kept.push_back(q);
+      }
+    }
+    blocks = std::move(kept);
+  }
   return std::unique_ptr<Captured>(std::move(record));
 }
 

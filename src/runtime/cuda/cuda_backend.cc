@@ -98,6 +98,7 @@ CudaBackend::~CudaBackend() {
     for (void* p : blocks) cudaFree(p);
   }
   for (auto& [p, size] : sizes_) cudaFree(p);  // blocks still out (none after a run)
+  for (auto& [p, size] : held_) cudaFree(p);
   for (int i = 0; i < 2; ++i) {
     if (staged_[i] != nullptr) cudaEventDestroy(staged_[i]);
     if (staging_[i] != nullptr) cudaFreeHost(staging_[i]);
@@ -162,7 +163,14 @@ void CudaBackend::Free(void* p) {
   if (p == nullptr) return;
   auto it = sizes_.find(p);
   if (it == sizes_.end()) return;
-  free_[it->second].push_back(p);
+  // A block a record uses is kept from other users until the record goes (a value
+  // allocated there now would be overwritten by the next replay); while recording, the
+  // record itself may use it again.
+  if (recording_ == nullptr && pinned_.contains(p)) {
+    held_[p] = it->second;
+  } else {
+    free_[it->second].push_back(p);
+  }
   sizes_.erase(it);
 }
 

@@ -120,7 +120,8 @@ class CudaBackend final : public Backend {
   class CudaCaptured* refilling_ = nullptr;  // between BeginReplay and EndReplay
   size_t refill_next_ = 0;
   bool refill_failed_ = false;
-  absl::flat_hash_map<void*, int> pinned_;  // blocks records use, with their count
+  absl::flat_hash_map<void*, int> pinned_;   // blocks records use, with their count
+  absl::flat_hash_map<void*, size_t> held_;  // freed pinned blocks, out of the cache
   std::function<absl::Status()> watch_;
   std::function<void()> on_timeout_;
   std::chrono::milliseconds watch_timeout_{0};
