@@ -114,6 +114,8 @@ absl::Status ReduceSum(KernelContext& ctx);
 absl::Status ReduceMean(KernelContext& ctx);
 absl::Status ReduceMax(KernelContext& ctx);
 absl::Status ReduceMin(KernelContext& ctx);
+absl::Status GlobalAveragePool(KernelContext& ctx);
+absl::Status GlobalMaxPool(KernelContext& ctx);
 
 // attention_ops.cc: ONNX's Attention, onnxruntime's GroupQueryAttention,
 // MultiHeadAttention and Attention (MsAttention).

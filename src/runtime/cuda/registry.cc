@@ -104,6 +104,8 @@ const Entry kKernels[] = {
     {"", "GatherElements", K(GatherElements), Takes::kAnyData},
     {"", "Gelu", K(Gelu), Takes::kFloats},
     {"", "Gemm", K(Gemm), Takes::kFloats},
+    {"", "GlobalAveragePool", K(GlobalAveragePool), Takes::kFloats},
+    {"", "GlobalMaxPool", K(GlobalMaxPool), Takes::kFloats},
     {"", "Greater", K(Greater), Takes::kFloatIns},
     {"", "GreaterOrEqual", K(GreaterOrEqual), Takes::kFloatIns},
     {"", "Identity", K(cpu::Identity), Takes::kAnyData},

@@ -1,5 +1,8 @@
-// Row CUDA kernels: Softmax/LogSoftmax, LayerNormalization and the RMS norms, and the
-// Reduce* of sums, means and extremes. Shapes as the CPU kernels; math in math/rows.h.
+// Row CUDA kernels: Softmax/LogSoftmax, LayerNormalization and the RMS norms, the
+// Reduce* of sums, means and extremes, and the global pools. Shapes as the CPU kernels; math in
+// math/rows.h.
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "ops.h"
 
@@ -202,5 +205,33 @@ absl::Status ReduceSum(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::
 absl::Status ReduceMean(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kMean); }
 absl::Status ReduceMax(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kMax); }
 absl::Status ReduceMin(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kMin); }
+
+namespace {
+
+// GlobalAveragePool and GlobalMaxPool: one row per (image, channel) of its spatial
+// elements, as the Reduce kernels; [N, C, 1, ...] out, as the CPU kernel.
+absl::Status GlobalPool(KernelContext& ctx, ReduceKind kind) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 2) return ctx.Error(absl::StrCat("X must be [N, C, ...], got ", x.TypeString()));
+  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
+  Shape out = x.shape();
+  std::fill(out.begin() + 2, out.end(), 1);
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
+  const int64_t planes = x.dim(0) * x.dim(1);
+  if (planes == 0) return absl::OkStatus();
+  const int64_t size = x.num_elements() / planes;
+  if (size == 0) {
+    // No spatial element: the CPU gives the average 0 (all zero bits in every float kind).
+    if (kind != ReduceKind::kMean) return ctx.Error("no spatial element to take the maximum of");
+    return Check(ctx, cudaMemsetAsync(y->raw(), 0, y->nbytes(), StreamOf(ctx)));
+  }
+  return Check(ctx,
+               LaunchReduce(k, kind, x.raw(), y->raw(), RowLayout{planes, size, 1}, StreamOf(ctx)));
+}
+
+}  // namespace
+
+absl::Status GlobalAveragePool(KernelContext& ctx) { return GlobalPool(ctx, ReduceKind::kMean); }
+absl::Status GlobalMaxPool(KernelContext& ctx) { return GlobalPool(ctx, ReduceKind::kMax); }
 
 }  // namespace tpc::runtime::cuda
