@@ -1,0 +1,286 @@
+// The device math of the indexing, convolution, loss and bool-output kernels
+// (tpc/runtime/math: strided.h's TileViews, indexing.h, conv.h, loss.h, logic.h), run on
+// the host element by element as the kernels' threads do, against the CPU kernels.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "device_math_util.h"
+#include "one_op.h"
+#include "tpc/runtime/math/conv.h"
+#include "tpc/runtime/math/floats.h"
+#include "tpc/runtime/math/indexing.h"
+#include "tpc/runtime/math/logic.h"
+#include "tpc/runtime/math/loss.h"
+#include "tpc/runtime/math/pointwise.h"
+#include "tpc/runtime/math/strided.h"
+
+namespace tpc::runtime {
+namespace {
+
+using math::FloatKind;
+using math::StridedView;
+using testing::F32;
+using testing::Floats;
+using testing::OneOp;
+using testing::Random;
+using testing::RequireClose;
+
+TEST_CASE("Tile as one strided copy equals the CPU kernel", "[runtime][device-math]") {
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+      {{2, 3}, {2, 1}}, {{2, 3}, {1, 3}}, {{1, 4, 1}, {3, 2, 5}}, {{2, 1, 3, 2}, {2, 2, 2, 2}},
+      {{3}, {1}},       {{2, 3}, {0, 2}}};
+  for (const auto& [shape, repeats] : cases) {
+    INFO("shape " << shape.size() << " dims, repeats " << repeats[0]);
+    const Tensor x = Random(shape, 11);
+    OneOp o;
+    o.Input("x", x);
+    o.Ints(repeats);
+    const std::vector<float> want = Floats(o.Run("Tile")[0]);
+    StridedView vs, vd;
+    REQUIRE(math::TileViews(shape, repeats, &vs, &vd));
+    math::Simplify({&vs, &vd});
+    std::vector<float> got(want.size(), -1.0f);
+    int64_t n = 1;
+    for (int d = 0; d < vs.rank; ++d) n *= vs.dims[d];
+    if (want.empty()) n = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      math::CopyElement(x.data<uint32_t>(), vs, reinterpret_cast<uint32_t*>(got.data()), vd, i);
+    }
+    RequireClose(got, want, 0.0f);
+  }
+  // Over kMaxDims dims once the ones are left out: refused (the kernel names the limit).
+  StridedView vs, vd;
+  CHECK(!math::TileViews({2, 2, 2, 2, 2}, {2, 2, 2, 2, 2}, &vs, &vd));
+}
+
+TEST_CASE("GatherElements element math equals the CPU kernel", "[runtime][device-math]") {
+  const Tensor x = Random({3, 4, 5}, 12);
+  for (int64_t axis : {0, 1, 2, -1}) {
+    INFO("axis " << axis);
+    const int64_t a = axis < 0 ? axis + 3 : axis;
+    // Indices of shape [2, 3, 4] (each dim at most data's), negative ones among them.
+    std::vector<int64_t> idx(24);
+    for (size_t i = 0; i < idx.size(); ++i) {
+      const int64_t len = x.shape()[static_cast<size_t>(a)];
+      idx[i] = static_cast<int64_t>(i * 7 % static_cast<size_t>(len)) - (i % 3 == 0 ? len : 0);
+    }
+    OneOp o(13);
+    o.Input("x", x);
+    o.Input("i", testing::I64({2, 3, 4}, idx));
+    const std::vector<float> want = Floats(o.Run("GatherElements", {{"axis", axis}})[0]);
+    const std::vector<int64_t> strides = math::ContiguousStrides(x.shape());
+    StridedView base = math::ViewOf({2, 3, 4}, strides), out = math::ContiguousView({2, 3, 4});
+    base.strides[a] = 0;
+    math::Simplify({&base, &out});
+    std::vector<float> got(24);
+    for (int64_t i = 0; i < 24; ++i) {
+      REQUIRE(math::GatherElementsElement(x.data<float>(), base, idx.data(),
+                                          x.shape()[static_cast<size_t>(a)],
+                                          strides[static_cast<size_t>(a)], got.data(), i));
+    }
+    RequireClose(got, want, 0.0f);
+    const int64_t bad = x.shape()[static_cast<size_t>(a)];
+    CHECK(!math::GatherElementsElement(x.data<float>(), base, &bad, bad, 1, got.data(), 0));
+    CHECK(got[0] == 0.0f);
+  }
+}
+
+TEST_CASE("The negative log-likelihood terms equal the CPU's SoftmaxCrossEntropyLoss",
+          "[runtime][device-math]") {
+  const Tensor scores = Random({3, 5, 2}, 13);  // [N, C, d]
+  const std::vector<int64_t> labels = {0, 4, 2, -100, 1, 3};
+  const Tensor weight = F32({5}, {1.0f, 0.5f, 2.0f, 1.5f, 0.25f});
+  // log-probabilities over C (the CPU's LogSoftmax, axis 1).
+  OneOp lo(13);
+  lo.Input("x", scores);
+  const Tensor logp = lo.Run("LogSoftmax", {{"axis", int64_t{1}}})[0];
+  math::NllLayout l;
+  l.n = 3;
+  l.c = 5;
+  l.inner = 2;
+  l.has_ignore = true;
+  l.ignore = -100;
+  for (const std::string reduction : {"none", "sum", "mean"}) {
+    for (bool weighted : {false, true}) {
+      INFO(reduction << (weighted ? " weighted" : ""));
+      OneOp o(13);
+      o.Input("x", scores);
+      o.Input("t", testing::I64({3, 2}, labels));
+      if (weighted) o.Input("w", weight);
+      const std::vector<float> want =
+          Floats(o.Run("SoftmaxCrossEntropyLoss",
+                       {{"reduction", reduction}, {"ignore_index", int64_t{-100}}})[0]);
+      std::vector<float> got;
+      double sum = 0, wsum = 0;
+      for (int64_t t = 0; t < l.targets(); ++t) {
+        const math::NllTerm term = math::NllOf<FloatKind::kF32>(
+            logp.data<float>(), labels.data(), weighted ? weight.data<float>() : nullptr, l, t);
+        REQUIRE(term.ok);
+        got.push_back(static_cast<float>(term.loss));
+        sum += term.loss;
+        wsum += term.weight;
+      }
+      if (reduction != "none") {
+        got = {static_cast<float>(math::ReduceNll(sum, wsum, reduction == "mean"))};
+      }
+      RequireClose(got, want, 1e-6f);
+    }
+  }
+  const int64_t out_of_range[1] = {5};
+  CHECK(!math::NllOf<FloatKind::kF32>(logp.data<float>(), out_of_range, nullptr, l, 0).ok);
+  CHECK(std::isnan(math::ReduceNll(0.0, 0.0, true)));  // every target ignored
+}
+
+TEST_CASE("Convolution by im2col and one GEMM per image and group equals the CPU's Conv",
+          "[runtime][device-math]") {
+  struct Case {
+    std::vector<int64_t> x, w;
+    ir::Attributes attrs;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 8, 8}, {4, 3, 4, 4}, {{"strides", std::vector<int64_t>{4, 4}}}},  // patches
+      {{1, 4, 7, 6},
+       {6, 2, 3, 3},
+       {{"group", int64_t{2}}, {"pads", std::vector<int64_t>{1, 0, 2, 1}}}},
+      {{1, 2, 9},
+       {3, 2, 3},
+       {{"dilations", std::vector<int64_t>{2}}, {"strides", std::vector<int64_t>{2}}}},
+      {{1, 2, 4, 4, 3}, {2, 2, 2, 3, 2}, {{"auto_pad", std::string("SAME_UPPER")}}},
+      {{1, 3, 5, 5}, {2, 3, 1, 1}, {}}};
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& c = cases[ci];
+    INFO("case " << ci);
+    const Tensor x = Random(c.x, 20 + static_cast<uint32_t>(ci));
+    const Tensor w = Random(c.w, 40 + static_cast<uint32_t>(ci));
+    const Tensor b = Random({c.w[0]}, 60);
+    OneOp o;
+    o.Input("x", x);
+    o.Input("w", w);
+    o.Input("b", b);
+    const Tensor y = o.Run("Conv", c.attrs)[0];
+    // The geometry as the CUDA kernel fills it: the output's spatial dims and the pads.
+    const int spatial = static_cast<int>(c.x.size()) - 2;
+    math::ConvGeometry g;
+    g.spatial = spatial;
+    const auto attr = [&](const char* name, int64_t def, int d) -> int64_t {
+      auto it = c.attrs.find(name);
+      if (it == c.attrs.end()) return def;
+      return std::get<std::vector<int64_t>>(it->second)[static_cast<size_t>(d)];
+    };
+    for (int d = 0; d < spatial; ++d) {
+      g.in[d] = c.x[static_cast<size_t>(d) + 2];
+      g.kernel[d] = c.w[static_cast<size_t>(d) + 2];
+      g.strides[d] = attr("strides", 1, d);
+      g.dilations[d] = attr("dilations", 1, d);
+      g.pad_begin[d] = attr("pads", 0, d);
+      g.out[d] = y.shape()[static_cast<size_t>(d) + 2];
+      if (c.attrs.count("auto_pad")) {  // SAME_UPPER: the smaller half before
+        const int64_t total = std::max<int64_t>(
+            0, (g.out[d] - 1) * g.strides[d] + (g.kernel[d] - 1) * g.dilations[d] + 1 - g.in[d]);
+        g.pad_begin[d] = total / 2;
+      }
+      g.taps *= g.kernel[d];
+      g.outs *= g.out[d];
+      g.in_size *= g.in[d];
+    }
+    const int64_t group = c.attrs.count("group") ? std::get<int64_t>(c.attrs.at("group")) : 1;
+    const int64_t n = c.x[0], ch = c.x[1], m = c.w[0], cg = ch / group, mg = m / group;
+    const int64_t rows = cg * g.taps;
+    std::vector<float> col(static_cast<size_t>(rows * g.outs));
+    std::vector<float> got(static_cast<size_t>(y.num_elements()));
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t grp = 0; grp < group; ++grp) {
+        const float* xg = x.data<float>() + (i * ch + grp * cg) * g.in_size;
+        for (int64_t e = 0; e < rows * g.outs; ++e) math::Im2ColElement(g, xg, col.data(), e);
+        for (int64_t r = 0; r < mg; ++r) {
+          for (int64_t p = 0; p < g.outs; ++p) {
+            double acc = b.data<float>()[grp * mg + r];
+            for (int64_t q = 0; q < rows; ++q) {
+              acc += static_cast<double>(w.data<float>()[(grp * mg + r) * rows + q]) *
+                     col[static_cast<size_t>(q * g.outs + p)];
+            }
+            got[static_cast<size_t>((i * m + grp * mg + r) * g.outs + p)] = static_cast<float>(acc);
+          }
+        }
+      }
+    }
+    RequireClose(got, Floats(y), 2e-5f);
+  }
+}
+
+TEST_CASE("Comparison, predicate and logic element math equals the CPU kernels",
+          "[runtime][device-math]") {
+  // Values with ties, infinities and a NaN; b broadcast along the last dim.
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor a = F32({2, 3}, {1.0f, -inf, std::nanf(""), 2.0f, inf, 0.5f});
+  const Tensor b = F32({2, 1}, {1.0f, 2.0f});
+  const StridedView va = math::ContiguousView({2, 3}), vb = math::BroadcastView({2, 1}, {2, 3});
+  const std::vector<std::pair<std::string, math::CompareOp>> compares = {
+      {"Equal", math::CompareOp::kEqual},
+      {"Less", math::CompareOp::kLess},
+      {"LessOrEqual", math::CompareOp::kLessOrEqual},
+      {"Greater", math::CompareOp::kGreater},
+      {"GreaterOrEqual", math::CompareOp::kGreaterOrEqual}};
+  auto bools = [](const Tensor& t) {
+    return std::vector<bool>(t.data<bool>(), t.data<bool>() + t.num_elements());
+  };
+  for (const auto& [name, op] : compares) {
+    INFO(name);
+    OneOp o;
+    o.Input("a", a);
+    o.Input("b", b);
+    const std::vector<bool> want = bools(o.Run(name)[0]);
+    bool got[6];
+    for (int64_t i = 0; i < 6; ++i) {
+      math::CompareElement<FloatKind::kF32>(op, a.data<float>(), va, b.data<float>(), vb, got, i);
+    }
+    CHECK(std::vector<bool>(got, got + 6) == want);
+  }
+  const std::vector<std::tuple<std::string, math::Predicate, ir::Attributes>> predicates = {
+      {"IsNaN", {.nan = true}, {}},
+      {"IsInf", {}, {}},
+      {"IsInf",
+       {.nan = false, .positive = false, .negative = true},
+       {{"detect_positive", int64_t{0}}}},
+      {"IsInf",
+       {.nan = false, .positive = true, .negative = false},
+       {{"detect_negative", int64_t{0}}}}};
+  for (const auto& [name, p, attrs] : predicates) {
+    INFO(name << " " << p.positive << p.negative);
+    OneOp o;
+    o.Input("a", a);
+    const std::vector<bool> want = bools(o.Run(name, attrs)[0]);
+    bool got[6];
+    for (int64_t i = 0; i < 6; ++i)
+      math::PredicateElement<FloatKind::kF32>(p, a.data<float>(), got, i);
+    CHECK(std::vector<bool>(got, got + 6) == want);
+  }
+  Tensor x = Tensor::Allocate(ir::DType::kBool, {2, 2}),
+         y = Tensor::Allocate(ir::DType::kBool, {2});
+  const bool xv[4] = {true, false, true, true}, yv[2] = {false, true};
+  std::copy(xv, xv + 4, x.data<bool>());
+  std::copy(yv, yv + 2, y.data<bool>());
+  const StridedView vx = math::ContiguousView({2, 2}), vy = math::BroadcastView({2}, {2, 2});
+  for (const auto& [name, op] :
+       std::vector<std::pair<std::string, math::LogicOp>>{{"And", math::LogicOp::kAnd},
+                                                          {"Or", math::LogicOp::kOr},
+                                                          {"Xor", math::LogicOp::kXor},
+                                                          {"Not", math::LogicOp::kNot}}) {
+    INFO(name);
+    OneOp o;
+    o.Input("x", x);
+    if (op != math::LogicOp::kNot) o.Input("y", y);
+    const std::vector<bool> want = bools(o.Run(name)[0]);
+    bool got[4];
+    for (int64_t i = 0; i < 4; ++i) {
+      math::LogicElement(op, x.data<bool>(), vx, y.data<bool>(), vy, got, i);
+    }
+    CHECK(std::vector<bool>(got, got + 4) == want);
+  }
+}
+}  // namespace
+}  // namespace tpc::runtime
