@@ -10,6 +10,7 @@
 #include "catch2/catch.hpp"
 #include "device_math_util.h"
 #include "one_op.h"
+#include "tpc/runtime/math/attention_batches.h"
 #include "tpc/runtime/math/floats.h"
 #include "tpc/runtime/math/gqa.h"
 #include "tpc/runtime/math/rotary.h"
@@ -455,6 +456,93 @@ TEST_CASE(
       }
     }
     RequireClose(y, Floats((*want)[0]), 2e-5f);
+  }
+}
+
+// The GEMM batches of the CUDA attention core (math/attention_batches.h), run on the
+// host as cuBLAS would run them (fold·s query rows per GEMM entry, operands at their
+// strides or at the offsets of entry e·fold), equal S = Q·Kᵀ, Y = S·V computed batch entry
+// by batch entry with each operand's own broadcast index. The softmax between is per row
+// and the rows keep their order, so the products alone check the indexing.
+TEST_CASE("The attention core's GEMM batches, GQA's query rows stacked, equal each entry's",
+          "[runtime][device-math]") {
+  struct BatchCase {
+    std::vector<int64_t> batch, bq, bk, bv;
+    int64_t fold;
+    bool strided;
+  };
+  const std::vector<BatchCase> cases = {
+      {{2, 3}, {2, 3}, {2, 3}, {2, 3}, 1, true},               // every operand full
+      {{2, 2, 3}, {2, 2, 3}, {2, 2, 1}, {2, 2, 1}, 3, true},   // GQA: 2 K heads, groups of 3
+      {{2, 4}, {2, 4}, {2, 1}, {2, 1}, 4, true},               // MQA
+      {{2, 4}, {2, 4}, {}, {1}, 8, true},                      // one K and V for all
+      {{2, 3}, {2, 3}, {1, 3}, {2, 3}, 1, false},              // K over the batch only
+      {{2, 3}, {1, 3}, {2, 3}, {2, 3}, 1, false},              // Q broadcast
+      {{2, 3, 4}, {2, 3, 4}, {2, 1, 1}, {2, 3, 1}, 4, false},  // folded, K broadcast too
+      {{3, 2}, {3, 2}, {1, 2}, {1, 2}, 1, false},  // K and V per head, shared by the batch
+  };
+  const int64_t s = 3, t = 5, d = 4, dv = 2;
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const BatchCase& bc = cases[c];
+    INFO("case " << c);
+    const math::AttentionBatches plan =
+        math::PlanAttentionBatches(bc.batch, bc.bq, bc.bk, bc.bv, s, t, d, dv);
+    CHECK(plan.fold == bc.fold);
+    CHECK((plan.q && plan.k && plan.v) == bc.strided);
+    const auto with = [](std::vector<int64_t> b, std::initializer_list<int64_t> m) {
+      b.insert(b.end(), m);
+      return b;
+    };
+    const Tensor q = Random(with(bc.bq, {s, d}), 1), k = Random(with(bc.bk, {t, d}), 2),
+                 v = Random(with(bc.bv, {t, dv}), 3);
+    int64_t count = 1;
+    for (int64_t x : bc.batch) count *= x;
+    // The element offset of an operand's matrix for batch entry i (right-aligned broadcast).
+    const auto offset = [&](const std::vector<int64_t>& own, int64_t i, int64_t matrix) {
+      int64_t off = 0, stride = matrix;
+      for (size_t a = bc.batch.size(); a > 0; --a) {
+        const int64_t idx = i % bc.batch[a - 1];
+        i /= bc.batch[a - 1];
+        const size_t lead = bc.batch.size() - own.size();
+        if (a - 1 < lead) continue;
+        const int64_t n = own[a - 1 - lead];
+        if (n != 1) off += idx * stride;
+        stride *= n;
+      }
+      return off;
+    };
+    std::vector<float> want(static_cast<size_t>(count * s * dv)), got(want.size(), -1.0f);
+    // Y rows [r0, r0 + rows) from Q at qo, K at ko, V at vo (Q's rows consecutive).
+    const auto product = [&](int64_t qo, int64_t ko, int64_t vo, int64_t rows, float* y) {
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c2 = 0; c2 < dv; ++c2) {
+          float acc = 0;
+          for (int64_t j = 0; j < t; ++j) {
+            float sc = 0;
+            for (int64_t x = 0; x < d; ++x) {
+              sc += q.data<float>()[qo + r * d + x] * k.data<float>()[ko + j * d + x];
+            }
+            acc += sc * v.data<float>()[vo + j * dv + c2];
+          }
+          y[r * dv + c2] = acc;
+        }
+      }
+    };
+    for (int64_t i = 0; i < count; ++i) {
+      product(offset(bc.bq, i, s * d), offset(bc.bk, i, t * d), offset(bc.bv, i, t * dv), s,
+              want.data() + i * s * dv);
+    }
+    const int64_t entries = count / plan.fold;
+    REQUIRE(entries * plan.fold == count);
+    const bool strided = plan.q && plan.k && plan.v;
+    for (int64_t e = 0; e < entries; ++e) {
+      const int64_t first = e * plan.fold;
+      product(strided ? e * *plan.q : offset(bc.bq, first, s * d),
+              strided ? e * *plan.k : offset(bc.bk, first, t * d),
+              strided ? e * *plan.v : offset(bc.bv, first, t * dv), plan.fold * s,
+              got.data() + first * s * dv);
+    }
+    CHECK(got == want);
   }
 }
 

@@ -200,15 +200,51 @@ struct AttentionShape {
   int64_t left_pad = 0;     // also close the first left_pad keys of every row (left padding)
   int64_t closed_row = -1;  // close every key of this query row
   float open_shift = 0;     // added to the mask's open values
+  // GQA as torch exports repeat_kv: K and V (and only K when v_repeated is false) are
+  // inputs of k[-3] / kv_repeat heads, each repeated kv_repeat times by Unsqueeze, Expand
+  // and Reshape; batch_symbol: their batch dim is the symbol `batch` in the graph.
+  int64_t kv_repeat = 1;
+  bool v_repeated = true;
+  bool batch_symbol = false;
 };
+
+// `shape` with its dim -3 (the heads) divided by `n`.
+std::vector<int64_t> FewerHeads(std::vector<int64_t> shape, int64_t n) {
+  shape[shape.size() - 3] /= n;
+  return shape;
+}
+
+// The input `name` of `shape` with kv_repeat > 1: x [b, h, t, d] → Unsqueeze(x, 2) →
+// Expand to [b, h, n, t, d] (a constant shape whose batch dim is 1) → Reshape to [b, h·n,
+// t, d] (0: the batch dim kept).
+ir::Value* RepeatedHeadsInput(ir::Graph& g, const std::string& name, std::vector<int64_t> shape,
+                              int64_t n, bool batch_symbol) {
+  const std::vector<int64_t> own = FewerHeads(shape, n);
+  std::vector<Dim> dims(own.begin(), own.end());
+  if (batch_symbol) dims[0] = Dim::Symbol("batch");
+  ir::Value* x = g.AddPlaceholder(name, ir::TensorType(DType::kF32, dims));
+  auto ints = [&](const std::string& what, std::vector<int64_t> v) {
+    return g.AddConstant(name + what, ir::Tensor::FromInt64({static_cast<int64_t>(v.size())}, v));
+  };
+  ir::Value* u = g.AddCall("", "Unsqueeze", {x, ints("_axes", {2})}, {name + "_u"})->output();
+  ir::Value* e =
+      g.AddCall("", "Expand", {u, ints("_expand", {1, own[1], n, own[2], own[3]})}, {name + "_e"})
+          ->output();
+  return g
+      .AddCall("", "Reshape", {e, ints("_shape", {0, shape[1], shape[2], shape[3]})}, {name + "_r"})
+      ->output();
+}
 
 Case AttentionCase(const AttentionShape& a) {
   Case c;
   c.build = [a](ir::Graph& g) {
     g.opsets()[""] = 18;
     ir::Value* q = g.AddPlaceholder("q", F32(a.q));
-    ir::Value* k = g.AddPlaceholder("k", F32(a.k));
-    ir::Value* v = g.AddPlaceholder("v", F32(a.v));
+    ir::Value* k = a.kv_repeat > 1 ? RepeatedHeadsInput(g, "k", a.k, a.kv_repeat, a.batch_symbol)
+                                   : g.AddPlaceholder("k", F32(a.k));
+    ir::Value* v = a.kv_repeat > 1 && a.v_repeated
+                       ? RepeatedHeadsInput(g, "v", a.v, a.kv_repeat, a.batch_symbol)
+                       : g.AddPlaceholder("v", F32(a.v));
     ir::Value* kt = k;
     if (a.k_via_transpose) {
       std::vector<int64_t> perm;
@@ -228,7 +264,10 @@ Case AttentionCase(const AttentionShape& a) {
     ir::Value* p = g.AddCall("", "Softmax", {s}, {"probs"}, {{"axis", int64_t{-1}}})->output();
     g.SetOutputs({g.AddCall("", "MatMul", {p, v}, {"attn"})->output()});
   };
-  c.inputs = {{"q", Input(a.q, 0.13f)}, {"k", Input(a.k, 0.29f)}, {"v", Input(a.v, 0.41f)}};
+  const int64_t nk = a.kv_repeat, nv = a.v_repeated ? a.kv_repeat : 1;
+  c.inputs = {{"q", Input(a.q, 0.13f)},
+              {"k", Input(nk > 1 ? FewerHeads(a.k, nk) : a.k, 0.29f)},
+              {"v", Input(nv > 1 ? FewerHeads(a.v, nv) : a.v, 0.41f)}};
   if (!a.mask.empty()) {
     Tensor m = Input(a.mask, 0.07f);
     if (a.masked_out) {
@@ -256,6 +295,14 @@ AttentionShape Causal(int64_t s, int64_t t, int64_t d, std::string scale_op, flo
   a.closed = closed;
   a.left_pad = left_pad;
   a.closed_row = closed_row;
+  return a;
+}
+
+// `a` with K and V repeated n times over their heads, as repeat_kv writes it.
+AttentionShape Gqa(AttentionShape a, int64_t n, bool v_repeated = true, bool symbol = false) {
+  a.kv_repeat = n;
+  a.v_repeated = v_repeated;
+  a.batch_symbol = symbol;
   return a;
 }
 
@@ -296,6 +343,47 @@ TEST_CASE("fusion: the attention core equals MatMul, scale, mask, Softmax, MatMu
       const FusionStats stats = RunBoth(AttentionCase(shapes[i]), threads);
       CHECK(stats.fused.at("AttentionCore") == 1);
     }
+  }
+}
+
+// GQA's repeated K and V heads: the core reads each K and V head for its group of query
+// heads, and the Unsqueeze, Expand and Reshape of repeat_kv are gone. Where Q's heads are
+// not the repeated ones (a 1 broadcasting), or only K is repeated, the core is fused
+// without them.
+TEST_CASE("fusion: the attention core reads GQA's K and V heads for their group of queries",
+          "[runtime][fusion]") {
+  struct GqaCase {
+    AttentionShape a;
+    bool grouped;
+  };
+  const std::vector<GqaCase> cases = {
+      // Llama's: K through a Transpose, ÷ scale, a padding mask [b, 1, s, t].
+      {Gqa({{2, 4, 6, 8}, {2, 4, 7, 8}, {2, 4, 7, 5}, {2, 1, 6, 7}, true, "Div", false}, 2), true},
+      // Kᵀ given (the repeat on its heads all the same), a mask of every head, · scale.
+      {Gqa({{2, 6, 5, 8}, {2, 6, 8, 9}, {2, 6, 9, 4}, {1, 6, 5, 9}, false, "Mul", false}, 3), true},
+      // One K and V head for all (MQA), causal, the batch dim a symbol.
+      {Gqa(Causal(70, 70, 16, "Div", kLowest, 0, -1, 2), 2, true, true), true},
+      // Q with one head broadcasting over K's repeated four: not a grouping.
+      {Gqa({{2, 1, 6, 8}, {2, 4, 6, 8}, {2, 4, 6, 8}, {}, true, "Div", false}, 2), false},
+      // Only K repeated.
+      {Gqa({{2, 4, 6, 8}, {2, 4, 6, 8}, {2, 4, 6, 8}, {}, true, "Div", false}, 2, false), false},
+  };
+  auto backend = MakeCpuBackend(2);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    INFO("case " << i);
+    const Case c = AttentionCase(cases[i].a);
+    CHECK(RunBoth(c).fused.at("AttentionCore") == 1);
+    ir::Graph g;
+    c.build(g);
+    REQUIRE(onnx::InferShapes(g).ok());
+    const int expands = CountOps(g, "Expand");
+    REQUIRE(FuseGraph(g, *backend).fused.at("AttentionCore") == 1);
+    CHECK(CountOps(g, "Expand") == (cases[i].grouped ? 0 : expands));
+    int grouped = 0;
+    for (const ir::Node* n : g.nodes()) {
+      grouped += n->is_call() && n->op_type() == "AttentionCore" && n->attr_int("kv_grouped", 0);
+    }
+    CHECK(grouped == (cases[i].grouped ? 1 : 0));
   }
 }
 
@@ -771,7 +859,12 @@ TEST_CASE("fusion on the GPU: every fused kernel equals the CPU's chain",
       {Causal(150, 150, 8, "Div", -1e9f, 30), true},
       {{{1, 2, 5, 8}, {1, 2, 0, 8}, {1, 2, 0, 8}, {}, true, "Div", false}, true},
       {{{1, 2, 0, 8}, {1, 2, 6, 8}, {1, 2, 6, 8}, {}, true, "Div", false}, true},
-      {{{1, 2, 5, 0}, {1, 2, 6, 0}, {1, 2, 6, 8}, {1, 1, 5, 6}, true, "Div", true}, true}};
+      {{{1, 2, 5, 0}, {1, 2, 6, 0}, {1, 2, 6, 8}, {1, 1, 5, 6}, true, "Div", true}, true},
+      // GQA (GEMMs of a group's query rows stacked against one K and V head), and MQA.
+      {Gqa({{2, 4, 6, 8}, {2, 4, 7, 8}, {2, 4, 7, 5}, {2, 1, 6, 7}, true, "Div", false}, 2), true},
+      {Gqa({{2, 6, 5, 8}, {2, 6, 8, 9}, {2, 6, 9, 4}, {1, 6, 5, 9}, false, "Mul", false}, 3),
+       false},
+      {Gqa(Causal(70, 70, 16, "Div", kLowest, 0, -1, 2), 2, true, true), true}};
   for (const auto& [a, half] : attention)
     cases.push_back({"AttentionCore", AttentionCase(a), half});
   cases.push_back({"SimplifiedLayerNormalization", RmsNormCase(true, false), true});

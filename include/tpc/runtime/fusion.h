@@ -16,6 +16,9 @@
 //       → tpc::FusedMatMul(x, W, bias?)               (the GEMM's epilogue)
 //   MatMul(Q, Kᵀ) [· or ÷ scale] [+ mask] → Softmax(last axis) → MatMul(·, V)
 //       → tpc::AttentionCore(Q, K or Kᵀ, V, mask?)    (no [.., s, t] scores in memory)
+//     where K and V are GQA's repeat_kv of fewer heads, Reshape(Expand(Unsqueeze(x))),
+//     the core takes x itself (kv_grouped = 1: each head serves its group of query
+//     heads) and the repeated heads are never written
 //
 // Chains of f32, f16 or bf16 values fuse (all of one type): in a half-precision plan the
 // fused kernel computes in f32 between its half inputs and output, where the chain

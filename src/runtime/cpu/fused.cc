@@ -78,10 +78,48 @@ absl::StatusOr<math::UnaryOp> FusedActivation(const KernelContext& ctx) {
 
 Shape AttentionGeometry::out() const {
   Shape o = batch;
+  if (grouped) {  // [.., h, n] back to the declared h·n heads
+    const int64_t n = o.back();
+    o.pop_back();
+    o.back() *= n;
+  }
   o.push_back(s);
   o.push_back(dv);
   return o;
 }
+
+namespace {
+
+// kv_grouped: Q's heads [.., h·n] and the mask's head dim (1 or h·n) become [.., h, n] or
+// [.., 1, 1]; K's and V's h heads [.., h, 1] (the same memory, viewed).
+absl::Status SplitGroupedHeads(const KernelContext& ctx, AttentionGeometry& g, Shape& mask) {
+  if (g.bq.empty() || g.bk.size() != g.bq.size() || g.bv.size() != g.bq.size()) {
+    return ctx.Error("kv_grouped takes Q, K and V with heads (a batch dim) of one rank");
+  }
+  const int64_t hq = g.bq.back(), h = g.bk.back();
+  if (g.bv.back() != h || h <= 0 || hq % h != 0) {
+    return ctx.Error(absl::StrCat("kv_grouped: K's and V's heads (", h, ", ", g.bv.back(),
+                                  ") must be one count dividing Q's (", hq, ")"));
+  }
+  const int64_t n = hq / h;
+  g.bq.back() = h;
+  g.bq.push_back(n);
+  g.bk.push_back(1);
+  g.bv.push_back(1);
+  if (mask.size() > 2) {
+    const size_t at = mask.size() - 3;  // the mask's head dim
+    const int64_t mh = mask[at];
+    if (mh != 1 && mh != hq) {
+      return ctx.Error(
+          absl::StrCat("kv_grouped: the mask's heads (", mh, ") are neither 1 nor Q's (", hq, ")"));
+    }
+    mask[at] = mh == 1 ? 1 : h;
+    mask.insert(mask.begin() + static_cast<std::ptrdiff_t>(at) + 1, mh == 1 ? 1 : n);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<AttentionGeometry> AttentionInputs(const KernelContext& ctx) {
   const Tensor& q = ctx.input(0);
@@ -107,20 +145,24 @@ absl::StatusOr<AttentionGeometry> AttentionInputs(const KernelContext& ctx) {
   g.bq.assign(q.shape().begin(), q.shape().end() - 2);
   g.bk.assign(k.shape().begin(), k.shape().end() - 2);
   g.bv.assign(v.shape().begin(), v.shape().end() - 2);
+  Shape mask_shape = mask != nullptr ? mask->shape() : Shape{};
+  g.grouped = ctx.node().attr_int("kv_grouped", 0) != 0;
+  if (g.grouped) {
+    TPC_RETURN_IF_ERROR(SplitGroupedHeads(ctx, g, mask_shape));
+  }
   Shape bm;
-  if (mask != nullptr && mask->rank() > 2)
-    bm.assign(mask->shape().begin(), mask->shape().end() - 2);
+  if (mask_shape.size() > 2) bm.assign(mask_shape.begin(), mask_shape.end() - 2);
   TPC_ASSIGN_OR_RETURN(g.batch, BroadcastShapes(ctx, {g.bq, g.bk, g.bv, bm}));
   if (mask != nullptr) {
     Shape scores = g.batch;
     scores.push_back(g.s);
     scores.push_back(g.t);
-    TPC_ASSIGN_OR_RETURN(const Shape joint, BroadcastShapes(ctx, {scores, mask->shape()}));
+    TPC_ASSIGN_OR_RETURN(const Shape joint, BroadcastShapes(ctx, {scores, mask_shape}));
     if (joint != scores) {
       return ctx.Error(absl::StrCat("mask ", mask->TypeString(), " does not broadcast to ",
-                                    ShapeString(scores)));
+                                    ShapeString(g.out())));
     }
-    g.mask_strides = BroadcastStrides(mask->shape(), scores);
+    g.mask_strides = BroadcastStrides(mask_shape, scores);
   }
   return g;
 }

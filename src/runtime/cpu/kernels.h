@@ -451,6 +451,11 @@ absl::Status RotaryHalf(KernelContext& ctx);     // fused.cc
 absl::StatusOr<math::UnaryOp> FusedActivation(const KernelContext& ctx);
 // tpc::AttentionCore(Q [.., s, d], K [.., t, d] or Kᵀ [.., d, t], V [.., t, dv], mask?):
 // the batch dims broadcast (numpy); the mask broadcasts to [batch.., s, t].
+// With `kv_grouped` (GQA), K and V hold h heads in their last batch dim where Q has h·n:
+// each head of K and V serves n consecutive query heads. The geometry then splits that dim
+// of every operand in two, [.., h, n] (Q's, the mask's when it has every head) or [.., h,
+// 1] (K's and V's, the mask's when it has one head), a view of the same memory over which
+// they broadcast as usual; out() is the declared [.., h·n, s, dv].
 struct AttentionGeometry {
   Shape batch;         // the batch dims, broadcast
   Shape bq, bk, bv;    // each operand's own batch dims
@@ -458,6 +463,7 @@ struct AttentionGeometry {
   int64_t s = 0, t = 0, d = 0, dv = 0;
   bool k_transposed = true;  // K given as Kᵀ [.., d, t]
   bool divide = false;       // the scores are divided by `scale` (else multiplied)
+  bool grouped = false;      // the last two batch dims are [h, n] of the declared h·n heads
   float scale = 1.0f;
   Shape out() const;  // [batch.., s, dv]
 };

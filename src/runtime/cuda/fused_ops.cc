@@ -13,22 +13,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "ops.h"
+#include "tpc/runtime/math/attention_batches.h"
 
 namespace tpc::runtime::cuda {
 namespace {
 
 // The scores of at most this many bytes exist at once (f32, a chunk of batch entries).
 constexpr int64_t kScoreBytes = int64_t{256} << 20;
-
-// The element stride between an operand's matrices along the flattened batch dims: the
-// matrix size when it has every batch entry (its batch dims are `batch`'s, up to 1s), 0
-// when it has one matrix for all; nullopt when it broadcasts along some dims only.
-std::optional<int64_t> BatchStride(const Shape& own, const Shape& batch, int64_t matrix) {
-  const int64_t n = cpu::NumElements(own);
-  if (n == 1) return 0;
-  if (n == cpu::NumElements(batch)) return matrix;
-  return std::nullopt;
-}
 
 }  // namespace
 
@@ -118,14 +109,19 @@ absl::Status AttentionCore(KernelContext& ctx) {
     mask_col = g.mask_strides.back();
     math::Simplify({&mask_rows});
   }
-  const auto sq = BatchStride(g.bq, batch, g.s * g.d);
-  const auto sk = BatchStride(g.bk, batch, g.t * g.d);
-  const auto sv = BatchStride(g.bv, batch, g.t * g.dv);
-  const bool strided = sq && sk && sv;
-  const size_t es = static_cast<size_t>(ir::DTypeSize(q.dtype()));
+  // GEMM entries of `fold` batch entries each (GQA's query heads of one K and V head).
+  const math::AttentionBatches plan =
+      math::PlanAttentionBatches(batch, g.bq, g.bk, g.bv, g.s, g.t, g.d, g.dv);
   const int64_t per_entry = g.s * g.t;
+  // A group whose scores would pass kScoreBytes is not stacked: one GEMM per entry.
+  const bool stack = plan.fold == 1 || plan.fold * per_entry * 4 <= kScoreBytes;
+  const int64_t fold = stack ? plan.fold : 1;
+  const bool strided = stack && plan.q && plan.k && plan.v;
+  const size_t es = static_cast<size_t>(ir::DTypeSize(q.dtype()));
+  // Whole GEMM entries per chunk: a multiple of fold.
   const int64_t chunk =
-      std::clamp<int64_t>(kScoreBytes / std::max<int64_t>(per_entry * 4, 1), 1, count);
+      fold * std::clamp<int64_t>(kScoreBytes / std::max<int64_t>(fold * per_entry * 4, 1), 1,
+                                 count / fold);
   TPC_ASSIGN_OR_RETURN(Tensor scores, Scratch(ctx, ir::DType::kF32, {chunk, g.s, g.t}));
   Tensor probs_scratch;
   if (kind != FloatKind::kF32) {
@@ -133,27 +129,27 @@ absl::Status AttentionCore(KernelContext& ctx) {
   }
   void* probs = kind == FloatKind::kF32 ? scores.raw() : probs_scratch.raw();
 
-  // S = Q·Kᵀ: row-major [s, d]·[d, t] (Kᵀ given) or [s, d]·[t, d]ᵀ (K given).
+  // S = Q·Kᵀ: row-major [fold·s, d]·[d, t] (Kᵀ given) or [fold·s, d]·[t, d]ᵀ (K given).
   Gemm2D qk;
   qk.tb = !g.k_transposed;
-  qk.m = g.s;
+  qk.m = fold * g.s;
   qk.n = g.t;
   qk.k = g.d;
   qk.lda = g.d;
   qk.ldb = g.k_transposed ? g.t : g.d;
   qk.ldc = g.t;
-  qk.stride_c = per_entry;
+  qk.stride_c = fold * per_entry;
   qk.alpha = g.divide ? 1.0f : g.scale;
-  // Y = P·V: [s, t]·[t, dv].
+  // Y = P·V: [fold·s, t]·[t, dv].
   Gemm2D pv;
-  pv.m = g.s;
+  pv.m = fold * g.s;
   pv.n = g.dv;
   pv.k = g.t;
   pv.lda = g.t;
   pv.ldb = g.dv;
   pv.ldc = g.dv;
-  pv.stride_a = per_entry;
-  pv.stride_c = g.s * g.dv;
+  pv.stride_a = fold * per_entry;
+  pv.stride_c = fold * g.s * g.dv;
   const cpu::BroadcastOffsets<3> at(batch,
                                     {cpu::Scaled(cpu::BroadcastStrides(g.bq, batch), g.s * g.d),
                                      cpu::Scaled(cpu::BroadcastStrides(g.bk, batch), g.t * g.d),
@@ -166,25 +162,27 @@ absl::Status AttentionCore(KernelContext& ctx) {
   uint8_t* pp = static_cast<uint8_t*>(probs);
   const size_t ps_es =
       static_cast<size_t>(ir::DTypeSize(kind == FloatKind::kF32 ? ir::DType::kF32 : q.dtype()));
+  const auto bytes = [](int64_t elements, size_t size) {
+    return static_cast<size_t>(elements) * size;
+  };
   for (int64_t b0 = 0; b0 < count; b0 += chunk) {
-    const int64_t nb = std::min(chunk, count - b0);
+    const int64_t nb = std::min(chunk, count - b0);  // a multiple of fold
+    const int64_t e0 = b0 / fold, ne = nb / fold;    // its GEMM entries
     if (g.d == 0) {  // empty rows of Q and K: every product is 0 (cuBLAS refuses lda = 0)
-      TPC_RETURN_IF_ERROR(Check(
-          ctx, cudaMemsetAsync(ps, 0, static_cast<size_t>(nb * per_entry) * 4, StreamOf(ctx))));
+      TPC_RETURN_IF_ERROR(
+          Check(ctx, cudaMemsetAsync(ps, 0, bytes(nb * per_entry, 4), StreamOf(ctx))));
     } else if (strided) {
-      qk.count = nb;
-      qk.stride_a = *sq;
-      qk.stride_b = *sk;
-      TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, FloatKind::kF32, qk,
-                                  pq + static_cast<size_t>(b0 * *sq) * es,
-                                  pk + static_cast<size_t>(b0 * *sk) * es, ps));
+      qk.count = ne;
+      qk.stride_a = *plan.q;
+      qk.stride_b = *plan.k;
+      TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, FloatKind::kF32, qk, pq + bytes(e0 * *plan.q, es),
+                                  pk + bytes(e0 * *plan.k, es), ps));
     } else {  // some operand broadcast along some batch dims only: one GEMM per entry
       qk.count = 1;
-      for (int64_t i = 0; i < nb; ++i) {
-        [[maybe_unused]] const auto [oq, ok, ov] = at.At(b0 + i);
-        TPC_RETURN_IF_ERROR(RunGemm(
-            ctx, kind, FloatKind::kF32, qk, pq + static_cast<size_t>(oq) * es,
-            pk + static_cast<size_t>(ok) * es, ps + static_cast<size_t>(i * per_entry) * 4));
+      for (int64_t e = 0; e < ne; ++e) {
+        [[maybe_unused]] const auto [oq, ok, ov] = at.At((e0 + e) * fold);
+        TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, FloatKind::kF32, qk, pq + bytes(oq, es),
+                                    pk + bytes(ok, es), ps + bytes(e * fold * per_entry, 4)));
       }
     }
     TPC_RETURN_IF_ERROR(Check(
@@ -192,18 +190,17 @@ absl::Status AttentionCore(KernelContext& ctx) {
         LaunchAttentionSoftmax(kind, scores.data<float>(), probs, nb * g.s, g.t,
                                g.divide ? g.scale : 1.0f, mask != nullptr ? mask->raw() : nullptr,
                                mask_rows, b0 * g.s, mask_col, StreamOf(ctx))));
-    uint8_t* yb = py + static_cast<size_t>(b0 * g.s * g.dv) * es;
+    uint8_t* yb = py + bytes(b0 * g.s * g.dv, es);
     if (strided) {
-      pv.count = nb;
-      pv.stride_b = *sv;
-      TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, pv, pp, pvv + static_cast<size_t>(b0 * *sv) * es, yb));
+      pv.count = ne;
+      pv.stride_b = *plan.v;
+      TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, pv, pp, pvv + bytes(e0 * *plan.v, es), yb));
     } else {
       pv.count = 1;
-      for (int64_t i = 0; i < nb; ++i) {
-        [[maybe_unused]] const auto [oq, ok, ov] = at.At(b0 + i);
-        TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, pv, pp + static_cast<size_t>(i * per_entry) * ps_es,
-                                    pvv + static_cast<size_t>(ov) * es,
-                                    yb + static_cast<size_t>(i * g.s * g.dv) * es));
+      for (int64_t e = 0; e < ne; ++e) {
+        [[maybe_unused]] const auto [oq, ok, ov] = at.At((e0 + e) * fold);
+        TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, pv, pp + bytes(e * fold * per_entry, ps_es),
+                                    pvv + bytes(ov, es), yb + bytes(e * fold * g.s * g.dv, es)));
       }
     }
   }

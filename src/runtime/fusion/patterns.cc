@@ -161,6 +161,61 @@ std::optional<Match> MatchMatMulEpilogue(ir::Node* mm) {
   return m;
 }
 
+// The dims of a value's type when every one is known (static or symbolic); else nothing.
+std::optional<std::vector<ir::Dim>> KnownDims(const ir::Value* v) {
+  if (!v->type().shape) return std::nullopt;
+  for (const ir::Dim& d : *v->type().shape) {
+    if (d.is_unknown()) return std::nullopt;
+  }
+  return *v->type().shape;
+}
+
+// K or V repeated for groups of query heads, as torch exports Llama's repeat_kv:
+// y = Reshape(Expand(Unsqueeze(x, [r - 2]), [.., h, n, t, d]), [.., h·n, t, d]) with x
+// [.., h, t, d] of rank r: head j of y is head j / n of x. The dims are checked
+// symbolically (batch and sequence dims stay symbols in a plan), so the chain is exactly
+// the grouping whatever they are bound to at run time.
+struct RepeatedHeads {
+  ir::Value* x = nullptr;
+  ir::Dim group;                 // n
+  std::vector<ir::Node*> nodes;  // Unsqueeze, Expand, Reshape
+};
+
+std::optional<RepeatedHeads> MatchRepeatedHeads(ir::Value* y) {
+  ir::Node* reshape = y->producer();
+  if (!IsCall(reshape, "Reshape")) return std::nullopt;
+  ir::Node* expand = reshape->input(0)->producer();
+  if (!IsCall(expand, "Expand")) return std::nullopt;
+  ir::Node* unsqueeze = expand->input(0)->producer();
+  if (!IsCall(unsqueeze, "Unsqueeze")) return std::nullopt;
+  ir::Value* x = unsqueeze->input(0);
+  const auto xs = KnownDims(x);
+  const auto es = KnownDims(expand->output());
+  const auto ys = KnownDims(y);
+  if (!xs || !es || !ys) return std::nullopt;
+  const int64_t r = static_cast<int64_t>(xs->size());
+  if (r < 3 || static_cast<int64_t>(es->size()) != r + 1 || static_cast<int64_t>(ys->size()) != r) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> axes = unsqueeze->attr_ints("axes");  // before opset 13
+  if (unsqueeze->num_inputs() > 1) {
+    const auto from_input = IntsConstant(unsqueeze->input(1));
+    if (!from_input) return std::nullopt;
+    axes = *from_input;
+  }
+  if (axes.size() != 1 || (axes[0] != r - 2 && axes[0] != -3)) return std::nullopt;
+  const auto x_at = [&](int64_t i) { return (*xs)[static_cast<size_t>(i)]; };
+  const auto e_at = [&](int64_t i) { return (*es)[static_cast<size_t>(i)]; };
+  const auto y_at = [&](int64_t i) { return (*ys)[static_cast<size_t>(i)]; };
+  const ir::Dim n = e_at(r - 2);
+  for (int64_t i = 0; i < r; ++i) {  // x's dims stay in place around the new one
+    if (e_at(i < r - 2 ? i : i + 1) != x_at(i)) return std::nullopt;
+    if (i != r - 3 && y_at(i) != x_at(i)) return std::nullopt;
+  }
+  if (y_at(r - 3) != x_at(r - 3) * n) return std::nullopt;
+  return RepeatedHeads{x, n, {unsqueeze, expand, reshape}};
+}
+
 // MatMul(Q, Kᵀ) [÷ or · scalar] [+ mask] → Softmax(last axis) → MatMul(·, V), with Kᵀ
 // read through a Transpose of its last two axes when there is one.
 std::optional<Match> MatchAttentionCore(ir::Node* qk) {
@@ -230,7 +285,25 @@ std::optional<Match> MatchAttentionCore(ir::Node* qk) {
     return std::nullopt;
   }
   m.nodes.push_back(pv);
-  m.inputs = {q, k, pv->input(1)};
+  ir::Value* v = pv->input(1);
+  // K and V repeated for groups of query heads (GQA): the core reads each head of K and V
+  // for its n query heads, and the repeats are never written. Q's head dim must be the
+  // repeated one (not a 1 broadcasting over it).
+  const auto rk = MatchRepeatedHeads(k);
+  const auto rv = MatchRepeatedHeads(v);
+  const auto qs = KnownDims(q);
+  const auto ks = KnownDims(k);
+  const auto vs = KnownDims(v);
+  const auto heads = [](const std::vector<ir::Dim>& dims) { return dims[dims.size() - 3]; };
+  if (rk && rv && qs && ks && vs && rk->group == rv->group && qs->size() == ks->size() &&
+      qs->size() == vs->size() && heads(*qs) == heads(*ks) && heads(*qs) == heads(*vs)) {
+    m.nodes.insert(m.nodes.begin(), rv->nodes.begin(), rv->nodes.end());
+    m.nodes.insert(m.nodes.begin(), rk->nodes.begin(), rk->nodes.end());
+    k = rk->x;
+    v = rv->x;
+    m.attrs["kv_grouped"] = int64_t{1};
+  }
+  m.inputs = {q, k, v};
   if (mask != nullptr) m.inputs.push_back(mask);
   m.attrs["scale"] = scale;
   m.attrs["scale_divides"] = divide;
