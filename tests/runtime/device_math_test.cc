@@ -175,33 +175,116 @@ TEST_CASE("Unary and GEMM-epilogue math in 16-byte chunks equals the element mat
 }
 
 TEST_CASE("Unary element math equals the CPU kernels", "[runtime][device-math]") {
-  const Tensor x = Random({64}, 3);
-  const std::vector<std::tuple<std::string, math::UnaryOp, ir::Attributes>> ops = {
-      {"Relu", math::UnaryOp::kRelu, {}},
-      {"Tanh", math::UnaryOp::kTanh, {}},
-      {"Erf", math::UnaryOp::kErf, {}},
-      {"Exp", math::UnaryOp::kExp, {}},
-      {"Neg", math::UnaryOp::kNeg, {}},
-      {"Abs", math::UnaryOp::kAbs, {}},
-      {"Reciprocal", math::UnaryOp::kReciprocal, {}},
-      {"Sigmoid", math::UnaryOp::kSigmoid, {}},
-      {"Sin", math::UnaryOp::kSin, {}},
-      {"Cos", math::UnaryOp::kCos, {}},
-      {"Gelu", math::UnaryOp::kGeluErf, {}},
-      {"Gelu", math::UnaryOp::kGeluTanh, {{"approximate", std::string("tanh")}}},
-      {"LeakyRelu", math::UnaryOp::kLeakyRelu, {{"alpha", 0.1f}}}};
-  for (const auto& [name, op, attrs] : ops) {
-    INFO(name);
-    OneOp o(20);
-    o.Input("x", x);
-    const std::vector<float> want = Floats(o.Run(name, attrs)[0]);
+  // x in [-2, 2) with the edges of the piecewise ops (0, ±lambd, the thresholds) and
+  // values where Round ties go to even; Acosh reads 1 + x², the inverse sines x / 2.
+  Tensor x = Random({64}, 3), above_one = Random({64}, 3), halves = Random({64}, 3);
+  const float edges[] = {0.0f, -0.0f, 0.5f, -0.5f, 1.5f, 2.5f, -2.5f, 1.0f, 3.0f, -3.0f, 25.0f};
+  for (size_t i = 0; i < std::size(edges); ++i) x.data<float>()[i] = edges[i];
+  for (int64_t i = 0; i < 64; ++i) {
+    above_one.data<float>()[i] = 1.0f + x.data<float>()[i] * x.data<float>()[i];
+    halves.data<float>()[i] = x.data<float>()[i] / 4.0f;
+  }
+  struct UnaryCase {
+    std::string name;
+    math::UnaryOp op;
+    ir::Attributes attrs;
+    math::UnaryParams params;
+    const Tensor* input;
+  };
+  using U = math::UnaryOp;
+  const std::vector<UnaryCase> ops = {
+      {"Relu", U::kRelu, {}, {}, &x},
+      {"Tanh", U::kTanh, {}, {}, &x},
+      {"Erf", U::kErf, {}, {}, &x},
+      {"Exp", U::kExp, {}, {}, &x},
+      {"Neg", U::kNeg, {}, {}, &x},
+      {"Abs", U::kAbs, {}, {}, &x},
+      {"Reciprocal", U::kReciprocal, {}, {}, &halves},
+      {"Sigmoid", U::kSigmoid, {}, {}, &x},
+      {"Sin", U::kSin, {}, {}, &x},
+      {"Cos", U::kCos, {}, {}, &x},
+      {"Tan", U::kTan, {}, {}, &halves},
+      {"Asin", U::kAsin, {}, {}, &halves},
+      {"Acos", U::kAcos, {}, {}, &halves},
+      {"Atan", U::kAtan, {}, {}, &x},
+      {"Sinh", U::kSinh, {}, {}, &halves},
+      {"Cosh", U::kCosh, {}, {}, &halves},
+      {"Asinh", U::kAsinh, {}, {}, &x},
+      {"Acosh", U::kAcosh, {}, {}, &above_one},
+      {"Atanh", U::kAtanh, {}, {}, &halves},
+      {"Ceil", U::kCeil, {}, {}, &x},
+      {"Floor", U::kFloor, {}, {}, &x},
+      {"Round", U::kRound, {}, {}, &x},
+      {"Sign", U::kSign, {}, {}, &x},
+      {"Softplus", U::kSoftplus, {}, {}, &x},
+      {"Mish", U::kMish, {}, {}, &x},
+      {"Softsign", U::kSoftsign, {}, {}, &x},
+      {"Elu", U::kElu, {{"alpha", 0.7f}}, 0.7f, &x},
+      {"Selu", U::kSelu, {{"alpha", 1.5f}, {"gamma", 1.1f}}, {1.5f, 1.1f}, &x},
+      {"Selu", U::kSelu, {}, {1.67326319217681884765625f, 1.05070102214813232421875f}, &x},
+      {"Celu", U::kCelu, {{"alpha", 0.8f}}, 0.8f, &x},
+      {"ThresholdedRelu", U::kThresholdedRelu, {{"alpha", 0.5f}}, 0.5f, &x},
+      {"HardSigmoid", U::kHardSigmoid, {{"alpha", 0.3f}, {"beta", 0.4f}}, {0.3f, 0.4f}, &x},
+      {"HardSwish", U::kHardSwish, {}, {}, &x},
+      {"Shrink", U::kShrink, {{"lambd", 0.5f}, {"bias", 0.25f}}, {0.5f, 0.25f}, &x},
+      {"Clip", U::kClip, {{"min", -0.5f}, {"max", 1.5f}}, {-0.5f, 1.5f}, &x},
+      {"Gelu", U::kGeluErf, {}, {}, &x},
+      {"Gelu", U::kGeluTanh, {{"approximate", std::string("tanh")}}, {}, &x},
+      {"LeakyRelu", U::kLeakyRelu, {{"alpha", 0.1f}}, 0.1f, &x}};
+  for (const UnaryCase& c : ops) {
+    INFO(c.name);
+    // Clip's bounds are attributes before opset 11; the other ops' opsets take them all.
+    OneOp o(c.name == "Clip" ? 6 : 20);
+    o.Input("x", *c.input);
+    const std::vector<float> want = Floats(o.Run(c.name, c.attrs)[0]);
     std::vector<float> got(want.size());
-    const float alpha = name == "LeakyRelu" ? 0.1f : 0.0f;
     for (int64_t i = 0; i < 64; ++i) {
-      math::UnaryElement<FloatKind::kF32>(op, alpha, x.data<float>(), got.data(), i);
+      math::UnaryElement<FloatKind::kF32>(c.op, c.params, c.input->data<float>(), got.data(), i);
     }
     RequireClose(got, want, 2e-6f);
   }
+}
+
+// Mod (both kinds), PRelu, and Mean's division of the sum by the count.
+TEST_CASE("Mod PRelu and Mean element math equals the CPU kernels", "[runtime][device-math]") {
+  const Tensor a = Random({2, 3, 4}, 11);
+  Tensor b = Random({3, 1}, 12);
+  b.data<float>()[1] = -b.data<float>()[1];  // divisors of both signs
+  const std::vector<int64_t> out = {2, 3, 4};
+  const StridedView va = math::BroadcastView(a.shape(), out),
+                    vb = math::BroadcastView(b.shape(), out);
+  for (const auto& [name, op, attrs] :
+       std::vector<std::tuple<std::string, math::BinaryOp, ir::Attributes>>{
+           {"Mod", math::BinaryOp::kFmod, {{"fmod", int64_t{1}}}},
+           {"Mod", math::BinaryOp::kFloorMod, {}},
+           {"PRelu", math::BinaryOp::kPRelu, {}}}) {
+    INFO(name << " " << static_cast<int>(op));
+    OneOp o;
+    o.Input("a", a);
+    o.Input("b", b);
+    const std::vector<float> want = Floats(o.Run(name, attrs)[0]);
+    std::vector<float> got(want.size());
+    for (int64_t i = 0; i < 24; ++i) {
+      math::BinaryElement<FloatKind::kF32>(op, a.data<float>(), va, b.data<float>(), vb, got.data(),
+                                           i);
+    }
+    RequireClose(got, want, 1e-6f);
+  }
+  OneOp o;
+  o.Input("a", a);
+  o.Input("b", b);
+  o.Input("c", a);
+  const std::vector<float> want = Floats(o.Run("Mean")[0]);
+  std::vector<float> got(24);
+  for (int64_t i = 0; i < 24; ++i) {
+    math::BinaryElement<FloatKind::kF32>(math::BinaryOp::kAdd, a.data<float>(), va, b.data<float>(),
+                                         vb, got.data(), i);
+    math::BinaryElement<FloatKind::kF32>(math::BinaryOp::kAdd, got.data(),
+                                         math::ContiguousView(out), a.data<float>(), va, got.data(),
+                                         i);
+    math::UnaryElement<FloatKind::kF32>(math::UnaryOp::kDivideBy, 3.0f, got.data(), got.data(), i);
+  }
+  RequireClose(got, want, 1e-6f);
 }
 
 TEST_CASE("Transpose, slice and gather index math equals the CPU kernels",

@@ -20,10 +20,12 @@ inline Tensor Random(std::vector<int64_t> shape, uint32_t seed) {
   return t;
 }
 
-// |got - want| <= tol · (1 + |want|) element by element.
+// |got - want| <= tol · (1 + |want|) element by element (equal infinities and NaN against
+// NaN pass).
 inline void RequireClose(const std::vector<float>& got, const std::vector<float>& want, float tol) {
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i]))) continue;
     INFO("element " << i << ": " << got[i] << " vs " << want[i]);
     REQUIRE(std::abs(got[i] - want[i]) <= tol * (1.0f + std::abs(want[i])));
   }

@@ -52,6 +52,10 @@ absl::Status RunGemm(const KernelContext& ctx, FloatKind kind, const Gemm2D& g, 
 absl::Status Add(KernelContext& ctx);
 absl::Status Sub(KernelContext& ctx);
 absl::Status Mul(KernelContext& ctx);
+// out = op over the inputs (broadcast), folded left to right into the output.
+absl::Status RunBinary(KernelContext& ctx, BinaryOp op);
+// y = op(x) element by element, x and y of one float type.
+absl::Status RunUnary(KernelContext& ctx, UnaryOp op, UnaryParams params = {});
 absl::Status Div(KernelContext& ctx);
 absl::Status Pow(KernelContext& ctx);
 absl::Status Max(KernelContext& ctx);
@@ -75,6 +79,37 @@ absl::Status BiasGelu(KernelContext& ctx);
 absl::Status QuickGelu(KernelContext& ctx);
 absl::Status Where(KernelContext& ctx);
 absl::Status Cast(KernelContext& ctx);
+
+// unary_ops.cc: the math functions and activations of ONNX with their attributes (and
+// Clip's bounds), Mod, PRelu, Sum and Mean, through RunUnary and RunBinary.
+absl::Status Tan(KernelContext& ctx);
+absl::Status Asin(KernelContext& ctx);
+absl::Status Acos(KernelContext& ctx);
+absl::Status Atan(KernelContext& ctx);
+absl::Status Sinh(KernelContext& ctx);
+absl::Status Cosh(KernelContext& ctx);
+absl::Status Asinh(KernelContext& ctx);
+absl::Status Acosh(KernelContext& ctx);
+absl::Status Atanh(KernelContext& ctx);
+absl::Status Ceil(KernelContext& ctx);
+absl::Status Floor(KernelContext& ctx);
+absl::Status Round(KernelContext& ctx);
+absl::Status Sign(KernelContext& ctx);
+absl::Status Softplus(KernelContext& ctx);
+absl::Status Mish(KernelContext& ctx);
+absl::Status Softsign(KernelContext& ctx);
+absl::Status Elu(KernelContext& ctx);
+absl::Status Selu(KernelContext& ctx);
+absl::Status Celu(KernelContext& ctx);
+absl::Status ThresholdedRelu(KernelContext& ctx);
+absl::Status HardSigmoid(KernelContext& ctx);
+absl::Status HardSwish(KernelContext& ctx);
+absl::Status Shrink(KernelContext& ctx);
+absl::Status Clip(KernelContext& ctx);
+absl::Status Mod(KernelContext& ctx);
+absl::Status PRelu(KernelContext& ctx);
+absl::Status Sum(KernelContext& ctx);
+absl::Status Mean(KernelContext& ctx);
 
 // logic_ops.cc: bool outputs (comparisons of floats, IsNaN/IsInf) and logic on bools.
 absl::Status Equal(KernelContext& ctx);

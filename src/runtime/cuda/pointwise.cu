@@ -27,13 +27,14 @@ __global__ void BinaryRowsKernel(BinaryOp op, const typename FloatIO<K>::Storage
 }
 
 template <FloatKind K>
-__global__ void UnaryKernel(UnaryOp op, float alpha, const typename FloatIO<K>::Storage* x,
+__global__ void UnaryKernel(UnaryOp op, UnaryParams alpha, const typename FloatIO<K>::Storage* x,
                             typename FloatIO<K>::Storage* y, int64_t n) {
   for (int64_t i = First(); i < n; i += Step()) math::UnaryElement<K>(op, alpha, x, y, i);
 }
 
 template <FloatKind K, int V>
-__global__ void UnaryChunkKernel(UnaryOp op, float alpha, const typename FloatIO<K>::Storage* x,
+__global__ void UnaryChunkKernel(UnaryOp op, UnaryParams alpha,
+                                 const typename FloatIO<K>::Storage* x,
                                  typename FloatIO<K>::Storage* y, int64_t n) {
   for (int64_t i = First(); i < n; i += Step()) math::UnaryChunkElement<K, V>(op, alpha, x, y, i);
 }
@@ -144,7 +145,8 @@ cudaError_t Binary(BinaryOp op, const void* a, const StridedView& va, const void
 }
 
 template <FloatKind K>
-cudaError_t Unary(UnaryOp op, float alpha, const void* x, void* y, int64_t n, cudaStream_t stream) {
+cudaError_t Unary(UnaryOp op, UnaryParams alpha, const void* x, void* y, int64_t n,
+                  cudaStream_t stream) {
   using S = typename FloatIO<K>::Storage;
   constexpr int kV = 16 / static_cast<int>(sizeof(S));
   if (Chunks16(n, sizeof(S), {x, y})) {
@@ -278,8 +280,8 @@ cudaError_t LaunchReduceRanks(FloatKind k, int op, bool average, const math::Ran
   return cudaErrorInvalidValue;
 }
 
-cudaError_t LaunchUnary(FloatKind k, UnaryOp op, float alpha, const void* x, void* y, int64_t n,
-                        cudaStream_t stream) {
+cudaError_t LaunchUnary(FloatKind k, UnaryOp op, UnaryParams alpha, const void* x, void* y,
+                        int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   switch (k) {
     case FloatKind::kF32:

@@ -4,10 +4,8 @@
 #include "ops.h"
 
 namespace tpc::runtime::cuda {
-namespace {
 
-// out = op over inputs (broadcast), folded left to right into the output.
-absl::Status BinaryOpKernel(KernelContext& ctx, BinaryOp op) {
+absl::Status RunBinary(KernelContext& ctx, BinaryOp op) {
   const int n = ctx.num_inputs();
   std::vector<Shape> shapes;
   for (int i = 0; i < n; ++i) shapes.push_back(ctx.input(i).shape());
@@ -44,17 +42,19 @@ absl::Status BinaryOpKernel(KernelContext& ctx, BinaryOp op) {
   return absl::OkStatus();
 }
 
-absl::Status UnaryOpKernel(KernelContext& ctx, UnaryOp op, float alpha = 0.0f) {
+absl::Status RunUnary(KernelContext& ctx, UnaryOp op, UnaryParams alpha) {
   const Tensor& x = ctx.input(0);
   TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
   return Check(ctx, LaunchUnary(k, op, alpha, x.raw(), y->raw(), x.num_elements(), StreamOf(ctx)));
 }
 
+namespace {
+
 // y = op(x + bias) with a bias broadcast over x (BiasGelu, FastGelu's optional bias).
-absl::Status BiasThenUnary(KernelContext& ctx, UnaryOp op, float alpha = 0.0f) {
+absl::Status BiasThenUnary(KernelContext& ctx, UnaryOp op, UnaryParams alpha = {}) {
   const Tensor* bias = ctx.optional_input(1);
-  if (bias == nullptr) return UnaryOpKernel(ctx, op, alpha);
+  if (bias == nullptr) return RunUnary(ctx, op, alpha);
   const Tensor& x = ctx.input(0);
   TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
   if (bias->dtype() != x.dtype()) return ctx.Error("the bias differs in element type");
@@ -109,40 +109,40 @@ absl::StatusOr<Tensor> Scratch(const KernelContext& ctx, ir::DType dtype, const 
   return out;
 }
 
-absl::Status Add(KernelContext& ctx) { return BinaryOpKernel(ctx, BinaryOp::kAdd); }
-absl::Status Sub(KernelContext& ctx) { return BinaryOpKernel(ctx, BinaryOp::kSub); }
-absl::Status Mul(KernelContext& ctx) { return BinaryOpKernel(ctx, BinaryOp::kMul); }
-absl::Status Div(KernelContext& ctx) { return BinaryOpKernel(ctx, BinaryOp::kDiv); }
-absl::Status Pow(KernelContext& ctx) { return BinaryOpKernel(ctx, BinaryOp::kPow); }
-absl::Status Max(KernelContext& ctx) { return BinaryOpKernel(ctx, BinaryOp::kMax); }
-absl::Status Min(KernelContext& ctx) { return BinaryOpKernel(ctx, BinaryOp::kMin); }
+absl::Status Add(KernelContext& ctx) { return RunBinary(ctx, BinaryOp::kAdd); }
+absl::Status Sub(KernelContext& ctx) { return RunBinary(ctx, BinaryOp::kSub); }
+absl::Status Mul(KernelContext& ctx) { return RunBinary(ctx, BinaryOp::kMul); }
+absl::Status Div(KernelContext& ctx) { return RunBinary(ctx, BinaryOp::kDiv); }
+absl::Status Pow(KernelContext& ctx) { return RunBinary(ctx, BinaryOp::kPow); }
+absl::Status Max(KernelContext& ctx) { return RunBinary(ctx, BinaryOp::kMax); }
+absl::Status Min(KernelContext& ctx) { return RunBinary(ctx, BinaryOp::kMin); }
 
-absl::Status Relu(KernelContext& ctx) { return UnaryOpKernel(ctx, UnaryOp::kRelu); }
-absl::Status Tanh(KernelContext& ctx) { return UnaryOpKernel(ctx, UnaryOp::kTanh); }
-absl::Status Erf(KernelContext& ctx) { return UnaryOpKernel(ctx, UnaryOp::kErf); }
-absl::Status Exp(KernelContext& ctx) { return UnaryOpKernel(ctx, UnaryOp::kExp); }
-absl::Status Log(KernelContext& ctx) { return UnaryOpKernel(ctx, UnaryOp::kLog); }
-absl::Status Sqrt(KernelContext& ctx) { return UnaryOpKernel(ctx, UnaryOp::kSqrt); }
-absl::Status Neg(KernelContext& ctx) { return UnaryOpKernel(ctx, UnaryOp::kNeg); }
-absl::Status Abs(KernelContext& ctx) { return UnaryOpKernel(ctx, UnaryOp::kAbs); }
-absl::Status Reciprocal(KernelContext& ctx) { return UnaryOpKernel(ctx, UnaryOp::kReciprocal); }
-absl::Status Sigmoid(KernelContext& ctx) { return UnaryOpKernel(ctx, UnaryOp::kSigmoid); }
-absl::Status Sin(KernelContext& ctx) { return UnaryOpKernel(ctx, UnaryOp::kSin); }
-absl::Status Cos(KernelContext& ctx) { return UnaryOpKernel(ctx, UnaryOp::kCos); }
+absl::Status Relu(KernelContext& ctx) { return RunUnary(ctx, UnaryOp::kRelu); }
+absl::Status Tanh(KernelContext& ctx) { return RunUnary(ctx, UnaryOp::kTanh); }
+absl::Status Erf(KernelContext& ctx) { return RunUnary(ctx, UnaryOp::kErf); }
+absl::Status Exp(KernelContext& ctx) { return RunUnary(ctx, UnaryOp::kExp); }
+absl::Status Log(KernelContext& ctx) { return RunUnary(ctx, UnaryOp::kLog); }
+absl::Status Sqrt(KernelContext& ctx) { return RunUnary(ctx, UnaryOp::kSqrt); }
+absl::Status Neg(KernelContext& ctx) { return RunUnary(ctx, UnaryOp::kNeg); }
+absl::Status Abs(KernelContext& ctx) { return RunUnary(ctx, UnaryOp::kAbs); }
+absl::Status Reciprocal(KernelContext& ctx) { return RunUnary(ctx, UnaryOp::kReciprocal); }
+absl::Status Sigmoid(KernelContext& ctx) { return RunUnary(ctx, UnaryOp::kSigmoid); }
+absl::Status Sin(KernelContext& ctx) { return RunUnary(ctx, UnaryOp::kSin); }
+absl::Status Cos(KernelContext& ctx) { return RunUnary(ctx, UnaryOp::kCos); }
 absl::Status LeakyRelu(KernelContext& ctx) {
-  return UnaryOpKernel(ctx, UnaryOp::kLeakyRelu, ctx.node().attr_float("alpha", 0.01f));
+  return RunUnary(ctx, UnaryOp::kLeakyRelu, ctx.node().attr_float("alpha", 0.01f));
 }
 absl::Status Gelu(KernelContext& ctx) {
   const std::string approx = ctx.node().attr_string("approximate", "none");
   if (approx != "none" && approx != "tanh") {
     return ctx.Error(absl::StrCat("approximate '", approx, "' (expected none or tanh)"));
   }
-  return UnaryOpKernel(ctx, approx == "tanh" ? UnaryOp::kGeluTanh : UnaryOp::kGeluErf);
+  return RunUnary(ctx, approx == "tanh" ? UnaryOp::kGeluTanh : UnaryOp::kGeluErf);
 }
 absl::Status FastGelu(KernelContext& ctx) { return BiasThenUnary(ctx, UnaryOp::kGeluTanh); }
 absl::Status BiasGelu(KernelContext& ctx) { return BiasThenUnary(ctx, UnaryOp::kGeluErf); }
 absl::Status QuickGelu(KernelContext& ctx) {
-  return UnaryOpKernel(ctx, UnaryOp::kQuickGelu, ctx.node().attr_float("alpha", 1.702f));
+  return RunUnary(ctx, UnaryOp::kQuickGelu, ctx.node().attr_float("alpha", 1.702f));
 }
 
 absl::Status Where(KernelContext& ctx) {

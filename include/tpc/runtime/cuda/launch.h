@@ -27,14 +27,15 @@ using math::ReduceKind;
 using math::RowLayout;
 using math::StridedView;
 using math::UnaryOp;
+using math::UnaryParams;
 
 // out[i] = op(a[va(i)], b[vb(i)]), i < n.
 cudaError_t LaunchBinary(FloatKind k, BinaryOp op, const void* a, const StridedView& va,
                          const void* b, const StridedView& vb, void* out, int64_t n,
                          cudaStream_t stream);
 // y[i] = op(x[i]), i < n.
-cudaError_t LaunchUnary(FloatKind k, UnaryOp op, float alpha, const void* x, void* y, int64_t n,
-                        cudaStream_t stream);
+cudaError_t LaunchUnary(FloatKind k, UnaryOp op, UnaryParams alpha, const void* x, void* y,
+                        int64_t n, cudaStream_t stream);
 // y[i] = x[i] converted between float kinds.
 cudaError_t LaunchCast(FloatKind from, FloatKind to, const void* x, void* y, int64_t n,
                        cudaStream_t stream);

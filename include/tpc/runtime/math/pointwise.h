@@ -14,7 +14,9 @@
 
 namespace tpc::runtime::math {
 
-enum class BinaryOp : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
+// kFmod: C's fmod (the sign of a); kFloorMod: Python's (the sign of b), Mod's fmod=0;
+// kPRelu: a, or a · b below 0 (b the slope).
+enum class BinaryOp : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kFmod, kFloorMod, kPRelu };
 
 TPC_HOST_DEVICE inline float ApplyBinary(BinaryOp op, float a, float b) {
   switch (op) {
@@ -32,6 +34,14 @@ TPC_HOST_DEVICE inline float ApplyBinary(BinaryOp op, float a, float b) {
       return (a != a || a > b) ? a : b;  // NaN propagates
     case BinaryOp::kMin:
       return (a != a || a < b) ? a : b;
+    case BinaryOp::kFmod:
+      return fmodf(a, b);
+    case BinaryOp::kFloorMod: {
+      const float r = fmodf(a, b);
+      return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;
+    }
+    case BinaryOp::kPRelu:
+      return a < 0.0f ? a * b : a;
   }
   return 0.0f;
 }
@@ -55,9 +65,49 @@ enum class UnaryOp : int {
   kLeakyRelu,  // alpha · x below 0
   kSin,
   kCos,
+  kTan,
+  kAsin,
+  kAcos,
+  kAtan,
+  kSinh,
+  kCosh,
+  kAsinh,
+  kAcosh,
+  kAtanh,
+  kCeil,
+  kFloor,
+  kRound,            // half to even
+  kSign,             // 0 for 0 and NaN
+  kSoftplus,         // log(1 + e^x), x above 20
+  kMish,             // x · tanh(softplus(x))
+  kSoftsign,         // x / (1 + |x|)
+  kElu,              // a · (e^x − 1) below 0
+  kSelu,             // b · (a · (e^x − 1) at or below 0, else x)
+  kCelu,             // max(0, x) + min(0, a · (e^(x/a) − 1))
+  kThresholdedRelu,  // x above a, else 0
+  kHardSigmoid,      // max(0, min(1, a·x + b))
+  kHardSwish,        // x · max(0, min(1, x/6 + 1/2))
+  kShrink,           // x + b below −a, x − b above a, else 0
+  kClip,             // a below a, b above b (NaN stays)
+  kDivideBy,         // x / a (Mean's sum by its count)
 };
 
-TPC_HOST_DEVICE inline float ApplyUnary(UnaryOp op, float x, float alpha) {
+// An op's parameters: LeakyRelu's, Elu's, ThresholdedRelu's alpha in `a`; HardSigmoid's
+// alpha and beta, Selu's alpha and gamma, Shrink's lambd and bias, Clip's min and max in
+// `a` and `b`.
+struct UnaryParams {
+  float a = 0.0f, b = 0.0f;
+  // NOLINTNEXTLINE(google-explicit-constructor): a one-parameter op's parameter reads as it.
+  TPC_HOST_DEVICE constexpr UnaryParams(float a_ = 0.0f, float b_ = 0.0f) : a(a_), b(b_) {}
+};
+
+// The CPU kernels' std::min and std::max: the first operand unless the second is strictly
+// smaller (larger), so a NaN in the second position is not chosen.
+TPC_HOST_DEVICE inline float StdMin(float x, float y) { return y < x ? y : x; }
+TPC_HOST_DEVICE inline float StdMax(float x, float y) { return x < y ? y : x; }
+
+TPC_HOST_DEVICE inline float ApplyUnary(UnaryOp op, float x, UnaryParams p) {
+  const float alpha = p.a;
   switch (op) {
     case UnaryOp::kIdentity:
       return x;
@@ -95,6 +145,56 @@ TPC_HOST_DEVICE inline float ApplyUnary(UnaryOp op, float x, float alpha) {
       return sinf(x);
     case UnaryOp::kCos:
       return cosf(x);
+    case UnaryOp::kTan:
+      return tanf(x);
+    case UnaryOp::kAsin:
+      return asinf(x);
+    case UnaryOp::kAcos:
+      return acosf(x);
+    case UnaryOp::kAtan:
+      return atanf(x);
+    case UnaryOp::kSinh:
+      return sinhf(x);
+    case UnaryOp::kCosh:
+      return coshf(x);
+    case UnaryOp::kAsinh:
+      return asinhf(x);
+    case UnaryOp::kAcosh:
+      return acoshf(x);
+    case UnaryOp::kAtanh:
+      return atanhf(x);
+    case UnaryOp::kCeil:
+      return ceilf(x);
+    case UnaryOp::kFloor:
+      return floorf(x);
+    case UnaryOp::kRound:
+      return rintf(x);  // the default rounding mode: to nearest, ties to even
+    case UnaryOp::kSign:
+      return static_cast<float>((0.0f < x) - (x < 0.0f));
+    case UnaryOp::kSoftplus:
+      return x > 20.0f ? x : log1pf(expf(x));
+    case UnaryOp::kMish:
+      return x * tanhf(x > 20.0f ? x : log1pf(expf(x)));
+    case UnaryOp::kSoftsign:
+      return x / (1.0f + fabsf(x));
+    case UnaryOp::kElu:
+      return x < 0.0f ? alpha * (expf(x) - 1.0f) : x;
+    case UnaryOp::kSelu:
+      return p.b * (x <= 0.0f ? alpha * (expf(x) - 1.0f) : x);
+    case UnaryOp::kCelu:
+      return StdMax(0.0f, x) + StdMin(0.0f, alpha * (expf(x / alpha) - 1.0f));
+    case UnaryOp::kThresholdedRelu:
+      return x > alpha ? x : 0.0f;
+    case UnaryOp::kHardSigmoid:
+      return StdMax(0.0f, StdMin(1.0f, alpha * x + p.b));
+    case UnaryOp::kHardSwish:
+      return x * StdMax(0.0f, StdMin(1.0f, x / 6.0f + 0.5f));
+    case UnaryOp::kShrink:
+      return x < -alpha ? x + p.b : (x > alpha ? x - p.b : 0.0f);
+    case UnaryOp::kClip:
+      return x < alpha ? alpha : (x > p.b ? p.b : x);
+    case UnaryOp::kDivideBy:
+      return x / alpha;
   }
   return 0.0f;
 }
@@ -111,7 +211,7 @@ TPC_HOST_DEVICE inline void BinaryElement(BinaryOp op, const typename FloatIO<K>
 }
 
 template <FloatKind K>
-TPC_HOST_DEVICE inline void UnaryElement(UnaryOp op, float alpha,
+TPC_HOST_DEVICE inline void UnaryElement(UnaryOp op, UnaryParams alpha,
                                          const typename FloatIO<K>::Storage* x,
                                          typename FloatIO<K>::Storage* y, int64_t i) {
   using IO = FloatIO<K>;
@@ -220,7 +320,7 @@ TPC_HOST_DEVICE inline void BinaryRowsElement(BinaryOp op, const typename FloatI
 
 // Chunk i of a unary op over contiguous x and y (elements [i·V, i·V + V)); y may be x.
 template <FloatKind K, int V>
-TPC_HOST_DEVICE inline void UnaryChunkElement(UnaryOp op, float alpha,
+TPC_HOST_DEVICE inline void UnaryChunkElement(UnaryOp op, UnaryParams alpha,
                                               const typename FloatIO<K>::Storage* x,
                                               typename FloatIO<K>::Storage* y, int64_t i) {
   using IO = FloatIO<K>;
