@@ -441,31 +441,88 @@ TEST_CASE("Softmax and norm row math, folded as a thread block does, equals the 
 }
 
 TEST_CASE("Reduction row math equals the CPU kernels", "[runtime][device-math]") {
-  const Tensor x = Random({4, 5, 6}, 8);
+  Tensor x = Random({4, 5, 6}, 8);
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] += 2.5f;  // log-sum > 0
   const std::vector<std::pair<std::string, math::ReduceKind>> ops = {
-      {"ReduceSum", math::ReduceKind::kSum},
-      {"ReduceMean", math::ReduceKind::kMean},
-      {"ReduceMax", math::ReduceKind::kMax},
-      {"ReduceMin", math::ReduceKind::kMin}};
-  for (const auto& [name, kind] : ops) {
-    INFO(name);
-    OneOp o;
-    o.Input("x", x);
-    o.Ints({1});
-    const std::vector<float> want = Floats(o.Run(name, {{"keepdims", int64_t{0}}})[0]);
-    const math::RowLayout rl{4, 5, 6};  // axis 1
-    std::vector<float> got(static_cast<size_t>(rl.rows()));
-    for (int64_t r = 0; r < rl.rows(); ++r) {
-      const float* p = x.data<float>() + rl.Start(r);
-      const float acc = BlockFold(
-          5, 4, math::ReduceInit(kind),
-          [&](float a, int64_t j) {
-            return math::ReduceCombine(kind, a, math::ReduceTerm(kind, p[j * rl.stride()]));
-          },
-          [&](float a, float b) { return math::ReduceCombine(kind, a, b); });
-      got[static_cast<size_t>(r)] = math::ReduceFinish(kind, acc, rl.len);
+      {"ReduceSum", math::ReduceKind::kSum},      {"ReduceMean", math::ReduceKind::kMean},
+      {"ReduceMax", math::ReduceKind::kMax},      {"ReduceMin", math::ReduceKind::kMin},
+      {"ReduceProd", math::ReduceKind::kProd},    {"ReduceSumSquare", math::ReduceKind::kSumSquare},
+      {"ReduceL1", math::ReduceKind::kL1},        {"ReduceL2", math::ReduceKind::kL2},
+      {"ReduceLogSum", math::ReduceKind::kLogSum}};
+  // The device's passes (row_ops.cc's ReduceImpl): one per reduced axis, the last first,
+  // each a row fold as a block does it; only the first takes terms, only the last (or a
+  // mean's every pass) finishes.
+  const auto device = [](const Tensor& in, std::vector<int64_t> axes, math::ReduceKind kind) {
+    std::vector<int64_t> cur = in.shape();
+    std::vector<float> src(in.data<float>(), in.data<float>() + in.num_elements());
+    std::sort(axes.rbegin(), axes.rend());
+    for (size_t t = 0; t < axes.size(); ++t) {
+      math::RowLayout rl;
+      for (int64_t i = 0; i < static_cast<int64_t>(cur.size()); ++i) {
+        (i < axes[t] ? rl.outer : (i == axes[t] ? rl.len : rl.inner)) *=
+            cur[static_cast<size_t>(i)];
+      }
+      cur[static_cast<size_t>(axes[t])] = 1;
+      const math::ReducePass pass(kind, t == 0, t + 1 == axes.size());
+      std::vector<float> dst(static_cast<size_t>(rl.rows()));
+      for (int64_t r = 0; r < rl.rows(); ++r) {
+        const float* p = src.data() + rl.Start(r);
+        const float acc = BlockFold(
+            rl.len, 4, math::ReduceInit(kind),
+            [&](float a, int64_t j) {
+              return math::ReduceCombine(kind, a, math::ReducePassTerm(pass, p[j * rl.stride()]));
+            },
+            [&](float a, float b) { return math::ReduceCombine(kind, a, b); });
+        dst[static_cast<size_t>(r)] = math::ReducePassFinish(pass, acc, rl.len);
+      }
+      src = dst;
     }
-    RequireClose(got, want, 1e-5f);
+    return src;
+  };
+  for (const auto& [name, kind] : ops) {
+    for (const std::vector<int64_t>& axes : {std::vector<int64_t>{1}, {0, 2}, {0, 1, 2}}) {
+      INFO(name << " over " << axes.size() << " axes");
+      OneOp o;
+      o.Input("x", x);
+      o.Ints(axes);
+      const std::vector<float> want = Floats(o.Run(name, {{"keepdims", int64_t{0}}})[0]);
+      RequireClose(device(x, axes, kind), want, 2e-5f);
+    }
+  }
+}
+
+// ArgMax/ArgMin as a block folds and combines (math::ArgChoose) equal the CPU's in-order
+// scan: ties (first or last index), NaN at index 0 (kept) and elsewhere (never taken).
+TEST_CASE("ArgMax and ArgMin row math equals the CPU kernels", "[runtime][device-math]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor x = Random({6, 9}, 21);
+  float* p = x.data<float>();
+  for (int64_t j : {2, 5, 7}) p[9 + j] = 3.0f;            // row 1: a three-way tie
+  for (int64_t j : {1, 4}) p[18 + j] = -3.0f;             // row 2: a tie of minima
+  p[27] = nan;                                            // row 3: NaN first
+  p[36 + 4] = nan;                                        // row 4: NaN inside
+  for (int64_t j = 0; j < 9; ++j) p[45 + j] = -INFINITY;  // row 5: all -inf
+  for (bool max : {true, false}) {
+    for (int64_t last : {0, 1}) {
+      INFO((max ? "ArgMax" : "ArgMin") << " select_last_index " << last);
+      OneOp o;
+      o.Input("x", x);
+      const Tensor want =
+          o.Run(max ? "ArgMax" : "ArgMin", {{"axis", int64_t{1}}, {"select_last_index", last}})[0];
+      for (int threads : {1, 4, 256}) {
+        for (int64_t r = 0; r < 6; ++r) {
+          const math::ArgBest best = BlockFold(
+              9, threads, math::ArgBest{0.0f, -1},
+              [&](math::ArgBest a, int64_t j) {
+                return math::ArgChoose(a, math::ArgBest{p[r * 9 + j], j}, max, last != 0);
+              },
+              [&](math::ArgBest a, math::ArgBest b) {
+                return math::ArgChoose(a, b, max, last != 0);
+              });
+          CHECK(best.index == want.data<int64_t>()[r]);
+        }
+      }
+    }
   }
 }
 

@@ -149,6 +149,13 @@ absl::Status ReduceSum(KernelContext& ctx);
 absl::Status ReduceMean(KernelContext& ctx);
 absl::Status ReduceMax(KernelContext& ctx);
 absl::Status ReduceMin(KernelContext& ctx);
+absl::Status ReduceProd(KernelContext& ctx);
+absl::Status ArgMax(KernelContext& ctx);
+absl::Status ArgMin(KernelContext& ctx);
+absl::Status ReduceSumSquare(KernelContext& ctx);
+absl::Status ReduceL1(KernelContext& ctx);
+absl::Status ReduceL2(KernelContext& ctx);
+absl::Status ReduceLogSum(KernelContext& ctx);
 absl::Status GlobalAveragePool(KernelContext& ctx);
 absl::Status GlobalMaxPool(KernelContext& ctx);
 

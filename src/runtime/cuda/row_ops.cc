@@ -171,7 +171,10 @@ absl::Status ReduceImpl(KernelContext& ctx, ReduceKind kind) {
   for (int64_t i = rank - 1; i >= 0; --i) {
     if (reduced[static_cast<size_t>(i)]) todo.push_back(i);
   }
-  if (todo.empty()) return cpu::CopyWithShape(ctx, out_shape);
+  if (todo.empty()) {  // a scalar: its one term, finished (|x|, x², log x...)
+    return Check(ctx, LaunchReduce(k, kind, x.raw(), y->raw(), RowLayout{x.num_elements(), 1, 1},
+                                   StreamOf(ctx)));
+  }
   Shape cur = x.shape();
   Tensor src = x, tmp;
   for (size_t t = 0; t < todo.size(); ++t) {
@@ -185,7 +188,8 @@ absl::Status ReduceImpl(KernelContext& ctx, ReduceKind kind) {
     if (t + 1 < todo.size()) {
       TPC_ASSIGN_OR_RETURN(dst, Scratch(ctx, x.dtype(), cur));
     }
-    TPC_RETURN_IF_ERROR(Check(ctx, LaunchReduce(k, kind, src.raw(), dst.raw(), rl, StreamOf(ctx))));
+    const math::ReducePass pass(kind, t == 0, t + 1 == todo.size());
+    TPC_RETURN_IF_ERROR(Check(ctx, LaunchReduce(k, pass, src.raw(), dst.raw(), rl, StreamOf(ctx))));
     tmp = src;  // keeps the previous scratch alive until the next pass is queued
     src = dst;
   }
@@ -205,6 +209,42 @@ absl::Status ReduceSum(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::
 absl::Status ReduceMean(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kMean); }
 absl::Status ReduceMax(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kMax); }
 absl::Status ReduceMin(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kMin); }
+namespace {
+
+// ArgMax and ArgMin along `axis`: one row per (outer, inner) index, as the CPU kernel.
+absl::Status ArgReduceImpl(KernelContext& ctx, bool max) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
+  TPC_ASSIGN_OR_RETURN(const int64_t axis,
+                       cpu::NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), x.rank()));
+  const bool keepdims = ctx.node().attr_int("keepdims", 1) != 0;
+  const bool last = ctx.node().attr_int("select_last_index", 0) != 0;
+  Shape out = x.shape();
+  if (keepdims) {
+    out[static_cast<size_t>(axis)] = 1;
+  } else {
+    out.erase(out.begin() + axis);
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, ir::DType::kI64));
+  RowLayout rl;
+  for (int64_t i = 0; i < x.rank(); ++i) {
+    (i < axis ? rl.outer : (i == axis ? rl.len : rl.inner)) *= x.dim(i);
+  }
+  if (rl.rows() > 0 && rl.len == 0) {
+    return ctx.Error(absl::StrCat("axis ", axis, " of ", x.TypeString(), " is empty"));
+  }
+  return Check(ctx, LaunchArgReduce(k, x.raw(), y->data<int64_t>(), rl, max, last, StreamOf(ctx)));
+}
+
+}  // namespace
+
+absl::Status ArgMax(KernelContext& ctx) { return ArgReduceImpl(ctx, true); }
+absl::Status ArgMin(KernelContext& ctx) { return ArgReduceImpl(ctx, false); }
+absl::Status ReduceProd(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kProd); }
+absl::Status ReduceSumSquare(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kSumSquare); }
+absl::Status ReduceL1(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kL1); }
+absl::Status ReduceL2(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kL2); }
+absl::Status ReduceLogSum(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kLogSum); }
 
 namespace {
 

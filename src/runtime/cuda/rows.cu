@@ -166,16 +166,18 @@ __global__ void NormKernel(const typename FloatIO<K>::Storage* x,
 }
 
 template <FloatKind K>
-__global__ void ReduceKernel(ReduceKind op, const typename FloatIO<K>::Storage* x,
+__global__ void ReduceKernel(math::ReducePass pass, const typename FloatIO<K>::Storage* x,
                              typename FloatIO<K>::Storage* y, RowLayout rl) {
   using IO = FloatIO<K>;
+  const ReduceKind op = pass.kind;
   const int64_t base = rl.Start(blockIdx.x);
   float acc = math::ReduceInit(op);
   for (int64_t j = threadIdx.x; j < rl.len; j += kThreads) {
-    acc = math::ReduceCombine(op, acc, math::ReduceTerm(op, IO::Load(x[base + j * rl.stride()])));
+    acc = math::ReduceCombine(op, acc,
+                              math::ReducePassTerm(pass, IO::Load(x[base + j * rl.stride()])));
   }
   acc = BlockReduce(acc, [op](float a, float b) { return math::ReduceCombine(op, a, b); });
-  if (threadIdx.x == 0) y[blockIdx.x] = IO::Store(math::ReduceFinish(op, acc, rl.len));
+  if (threadIdx.x == 0) y[blockIdx.x] = IO::Store(math::ReducePassFinish(pass, acc, rl.len));
 }
 
 template <FloatKind K>
@@ -231,8 +233,33 @@ cudaError_t Norm(const void* x, const void* scale, const void* bias, void* y, fl
   return cudaGetLastError();
 }
 
+// ArgMax/ArgMin of each row: the index of the winner (math::ArgChoose), as int64.
 template <FloatKind K>
-cudaError_t Reduce(ReduceKind op, const void* x, void* y, const RowLayout& rl,
+__global__ void ArgReduceKernel(const typename FloatIO<K>::Storage* x, int64_t* y, RowLayout rl,
+                                bool max, bool last) {
+  using IO = FloatIO<K>;
+  const int64_t base = rl.Start(blockIdx.x);
+  math::ArgBest best{0.0f, -1};
+  for (int64_t j = threadIdx.x; j < rl.len; j += kThreads) {
+    best = math::ArgChoose(best, math::ArgBest{IO::Load(x[base + j * rl.stride()]), j}, max, last);
+  }
+  best = BlockReduce(best, [max, last](const math::ArgBest& a, const math::ArgBest& b) {
+    return math::ArgChoose(a, b, max, last);
+  });
+  if (threadIdx.x == 0) y[blockIdx.x] = best.index;
+}
+
+template <FloatKind K>
+cudaError_t ArgReduce(const void* x, int64_t* y, const RowLayout& rl, bool max, bool last,
+                      cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  ArgReduceKernel<K>
+      <<<RowBlocks(rl.rows()), kThreads, 0, stream>>>(static_cast<const S*>(x), y, rl, max, last);
+  return cudaGetLastError();
+}
+
+template <FloatKind K>
+cudaError_t Reduce(math::ReducePass op, const void* x, void* y, const RowLayout& rl,
                    cudaStream_t stream) {
   using S = typename FloatIO<K>::Storage;
   ReduceKernel<K><<<RowBlocks(rl.rows()), kThreads, 0, stream>>>(op, static_cast<const S*>(x),
@@ -399,8 +426,23 @@ cudaError_t LaunchNorm(FloatKind k, const void* x, const void* scale, const void
   return cudaErrorInvalidValue;
 }
 
-cudaError_t LaunchReduce(FloatKind k, ReduceKind op, const void* x, void* y, const RowLayout& rows,
-                         cudaStream_t stream) {
+cudaError_t LaunchArgReduce(FloatKind k, const void* x, int64_t* y, const RowLayout& rows, bool max,
+                            bool last, cudaStream_t stream) {
+  if (rows.rows() == 0) return cudaSuccess;
+  if (TooManyRows(rows.rows()) || rows.len == 0) return cudaErrorInvalidConfiguration;
+  switch (k) {
+    case FloatKind::kF32:
+      return ArgReduce<FloatKind::kF32>(x, y, rows, max, last, stream);
+    case FloatKind::kF16:
+      return ArgReduce<FloatKind::kF16>(x, y, rows, max, last, stream);
+    case FloatKind::kBF16:
+      return ArgReduce<FloatKind::kBF16>(x, y, rows, max, last, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchReduce(FloatKind k, math::ReducePass op, const void* x, void* y,
+                         const RowLayout& rows, cudaStream_t stream) {
   if (rows.rows() == 0) return cudaSuccess;
   if (TooManyRows(rows.rows())) return cudaErrorInvalidConfiguration;
   switch (k) {

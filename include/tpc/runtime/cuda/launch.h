@@ -150,7 +150,11 @@ cudaError_t LaunchNorm(FloatKind k, const void* x, const void* scale, const void
                        float* mean, float* inv_std, int64_t rows, int64_t len, float epsilon,
                        bool rms, cudaStream_t stream);
 // y[r] = reduce of row r, one value per row.
-cudaError_t LaunchReduce(FloatKind k, ReduceKind op, const void* x, void* y, const RowLayout& rows,
-                         cudaStream_t stream);
+cudaError_t LaunchReduce(FloatKind k, math::ReducePass op, const void* x, void* y,
+                         const RowLayout& rows, cudaStream_t stream);
+// y[r] = the index in row r of its maximum (`max`) or minimum (math::ArgChoose); rows of at
+// least one element.
+cudaError_t LaunchArgReduce(FloatKind k, const void* x, int64_t* y, const RowLayout& rows, bool max,
+                            bool last, cudaStream_t stream);
 
 }  // namespace tpc::runtime::cuda

@@ -67,13 +67,20 @@ TPC_HOST_DEVICE inline float NormElement(float x, float mean, float inv_std, flo
   return (x - mean) * inv_std * scale + bias;
 }
 
-enum class ReduceKind : int { kSum, kMean, kMax, kMin, kSumSquare };
+// A reduction: each element's term (x, x², |x|), the combine (sum, max, min, product), and
+// the finish of the total (mean: ÷ len; L2: √; log-sum: log).
+enum class ReduceKind : int { kSum, kMean, kMax, kMin, kSumSquare, kProd, kL1, kL2, kLogSum };
 
 TPC_HOST_DEVICE inline float ReduceInit(ReduceKind k) {
-  return k == ReduceKind::kMax ? -INFINITY : k == ReduceKind::kMin ? INFINITY : 0.0f;
+  return k == ReduceKind::kMax    ? -INFINITY
+         : k == ReduceKind::kMin  ? INFINITY
+         : k == ReduceKind::kProd ? 1.0f
+                                  : 0.0f;
 }
 TPC_HOST_DEVICE inline float ReduceTerm(ReduceKind k, float x) {
-  return k == ReduceKind::kSumSquare ? x * x : x;
+  return k == ReduceKind::kSumSquare || k == ReduceKind::kL2 ? x * x
+         : k == ReduceKind::kL1                              ? fabsf(x)
+                                                             : x;
 }
 TPC_HOST_DEVICE inline float ReduceCombine(ReduceKind k, float a, float b) {
   switch (k) {
@@ -81,12 +88,64 @@ TPC_HOST_DEVICE inline float ReduceCombine(ReduceKind k, float a, float b) {
       return (a != a || a > b) ? a : b;
     case ReduceKind::kMin:
       return (a != a || a < b) ? a : b;
+    case ReduceKind::kProd:
+      return a * b;
     default:
       return a + b;
   }
 }
 TPC_HOST_DEVICE inline float ReduceFinish(ReduceKind k, float acc, int64_t len) {
-  return k == ReduceKind::kMean ? acc / static_cast<float>(len) : acc;
+  switch (k) {
+    case ReduceKind::kMean:
+      return acc / static_cast<float>(len);
+    case ReduceKind::kL2:
+      return sqrtf(acc);
+    case ReduceKind::kLogSum:
+      return logf(acc);
+    default:
+      return acc;
+  }
+}
+
+// One row pass of a reduction over several axes, which the device runs one axis at a
+// time: only the first pass takes the terms of the input (later ones combine partial
+// totals), only the last finishes, except a mean, which every pass finishes (a mean of
+// equal-sized means is the mean).
+struct ReducePass {
+  ReduceKind kind = ReduceKind::kSum;
+  bool terms = true, finish = true;
+  // NOLINTNEXTLINE(google-explicit-constructor): a one-pass reduction reads as its kind.
+  TPC_HOST_DEVICE constexpr ReducePass(ReduceKind k, bool first = true, bool last = true)
+      : kind(k), terms(first), finish(last || k == ReduceKind::kMean) {}
+};
+TPC_HOST_DEVICE inline float ReducePassTerm(const ReducePass& p, float x) {
+  return p.terms ? ReduceTerm(p.kind, x) : x;
+}
+TPC_HOST_DEVICE inline float ReducePassFinish(const ReducePass& p, float acc, int64_t len) {
+  return p.finish ? ReduceFinish(p.kind, acc, len) : acc;
+}
+
+// ArgMax and ArgMin: the CPU kernel scans a row in order, keeping the first element and
+// replacing it by each later one strictly better (or equal, with select_last_index).
+// The same winner as a commutative, associative choice, so threads may fold any elements
+// and combine in any order: a NaN at index 0 wins (nothing replaces it), a NaN elsewhere
+// loses to everything (it never replaces); otherwise the better value, ties broken by
+// index (the smaller, or the larger with `last`). An aggregate (it sits in shared memory);
+// index -1 is no element.
+struct ArgBest {
+  float value;
+  int64_t index;
+};
+TPC_HOST_DEVICE inline ArgBest ArgChoose(ArgBest a, ArgBest b, bool max, bool last) {
+  if (a.index < 0) return b;
+  if (b.index < 0) return a;
+  const auto rank = [](const ArgBest& e) {  // 2: NaN at 0, 1: a number, 0: a NaN elsewhere
+    return e.value != e.value ? (e.index == 0 ? 2 : 0) : 1;
+  };
+  const int ra = rank(a), rb = rank(b);
+  if (ra != rb) return ra > rb ? a : b;
+  if (ra == 1 && a.value != b.value) return (max ? a.value > b.value : a.value < b.value) ? a : b;
+  return (last ? a.index > b.index : a.index < b.index) ? a : b;
 }
 
 }  // namespace tpc::runtime::math
