@@ -611,6 +611,25 @@ TEST_CASE("The CUDA kernel table places the committed models' steps without host
     CHECK(by_op.empty());
   }
 }
+
+TEST_CASE("The CUDA kernel table takes BatchNormalization in inference, not in training",
+          "[runtime][device][cuda]") {
+  ir::Graph g;
+  g.opsets()[""] = 15;
+  std::vector<ir::Value*> in;
+  in.push_back(g.AddPlaceholder("x", ir::TensorType(ir::DType::kF32, {2, 3, 4})));
+  for (const char* name : {"s", "b", "m", "v"}) {
+    in.push_back(g.AddPlaceholder(name, ir::TensorType(ir::DType::kF32, {3})));
+  }
+  ir::Node* inference = g.AddCall("", "BatchNormalization", in, {"y"});
+  ir::Node* training =
+      g.AddCall("", "BatchNormalization", in, {"t", "tm", "tv"}, {{"training_mode", int64_t{1}}});
+  for (ir::Node* n : {inference, training}) {
+    for (ir::Value* v : n->outputs()) v->set_type(ir::TensorType(ir::DType::kF32, {3}));
+  }
+  CHECK(cuda::PlaceOnDevice(*inference, false).device);
+  CHECK_FALSE(cuda::PlaceOnDevice(*training, false).device);
+}
 #endif
 
 }  // namespace

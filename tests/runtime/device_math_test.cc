@@ -440,6 +440,82 @@ TEST_CASE("Softmax and norm row math, folded as a thread block does, equals the 
   RequireClose(got, want, 1e-5f);
 }
 
+// GroupNormalization (scale per group at opset 18, per channel at 21) and
+// InstanceNormalization as channel_norms.cu computes them (a block's moments of each
+// math::ChannelGroups row, each element's scale and bias at Affine), and
+// BatchNormalization's element, against the CPU kernels.
+TEST_CASE("Channel norm row math equals the CPU kernels", "[runtime][device-math]") {
+  const int64_t n = 2, c = 6, plane = 12;
+  const Tensor x = Random({n, c, 3, 4}, 31);
+  const auto rows = [&](const math::ChannelGroups& g, const Tensor& scale, const Tensor& bias) {
+    std::vector<float> y(static_cast<size_t>(x.num_elements()));
+    const int64_t len = g.len();
+    for (int64_t r = 0; r < x.num_elements() / len; ++r) {
+      const float* xr = x.data<float>() + r * len;
+      const math::Moments m = BlockFold(
+          len, 4, math::Moments{},
+          [&](math::Moments acc, int64_t j) {
+            acc.Add(xr[j]);
+            return acc;
+          },
+          [](const math::Moments& a, const math::Moments& b) {
+            return math::Moments::Combine(a, b);
+          });
+      const float inv = math::InvStd(m.Variance(), 1e-3f);
+      for (int64_t j = 0; j < len; ++j) {
+        const int64_t at = g.Affine(r, j);
+        y[static_cast<size_t>(r * len + j)] =
+            math::NormElement(xr[j], m.mean, inv, scale.data<float>()[at], bias.data<float>()[at]);
+      }
+    }
+    return y;
+  };
+  for (const int64_t opset : {18, 21}) {
+    INFO("GroupNormalization, opset " << opset);
+    const bool per_channel = opset >= 21;
+    const Tensor scale = Random({per_channel ? c : 3}, 32),
+                 bias = Random({per_channel ? c : 3}, 33);
+    OneOp o(opset);
+    o.Input("x", x);
+    o.Input("scale", scale);
+    o.Input("bias", bias);
+    const std::vector<float> want =
+        Floats(o.Run("GroupNormalization", {{"num_groups", int64_t{3}}, {"epsilon", 1e-3f}})[0]);
+    RequireClose(rows(math::ChannelGroups{3, 2, plane, per_channel}, scale, bias), want, 2e-5f);
+  }
+  const Tensor scale = Random({c}, 34), bias = Random({c}, 35);
+  {
+    INFO("InstanceNormalization");
+    OneOp o;
+    o.Input("x", x);
+    o.Input("scale", scale);
+    o.Input("bias", bias);
+    const std::vector<float> want = Floats(o.Run("InstanceNormalization", {{"epsilon", 1e-3f}})[0]);
+    RequireClose(rows(math::ChannelGroups{c, 1, plane, true}, scale, bias), want, 2e-5f);
+  }
+  {
+    INFO("BatchNormalization");
+    Tensor var = Random({c}, 36);
+    for (int64_t i = 0; i < c; ++i) var.data<float>()[i] = std::abs(var.data<float>()[i]);
+    const Tensor mean = Random({c}, 37);
+    OneOp o;
+    o.Input("x", x);
+    o.Input("scale", scale);
+    o.Input("bias", bias);
+    o.Input("mean", mean);
+    o.Input("var", var);
+    const std::vector<float> want = Floats(o.Run("BatchNormalization", {{"epsilon", 1e-3f}})[0]);
+    std::vector<float> got(want.size());
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      const int64_t ch = (i / plane) % c;
+      got[static_cast<size_t>(i)] = math::BatchNormElement(
+          x.data<float>()[i], scale.data<float>()[ch], bias.data<float>()[ch],
+          mean.data<float>()[ch], var.data<float>()[ch], 1e-3f);
+    }
+    RequireClose(got, want, 2e-5f);
+  }
+}
+
 TEST_CASE("Reduction row math equals the CPU kernels", "[runtime][device-math]") {
   Tensor x = Random({4, 5, 6}, 8);
   for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] += 2.5f;  // log-sum > 0

@@ -468,6 +468,23 @@ struct AttentionGeometry {
   Shape out() const;  // [batch.., s, dv]
 };
 absl::StatusOr<AttentionGeometry> AttentionInputs(const KernelContext& ctx);
+// BatchNormalization's and InstanceNormalization's operands checked (x [N, C, ...], one
+// scale, bias (and BatchNormalization's mean and variance) per channel), for every
+// backend's kernel.
+struct ChannelNormShape {
+  int64_t n = 0, channels = 0, plane = 0;  // plane: the elements of one (image, channel)
+  double epsilon = 1e-5;
+  bool training = false;  // BatchNormalization's training_mode
+};
+absl::StatusOr<ChannelNormShape> ReadChannelNorm(const KernelContext& ctx, bool instance);
+// GroupNormalization's: num_groups dividing C; scale and bias per channel (opset 21) or
+// per group (opset 18).
+struct GroupNormShape {
+  int64_t n = 0, channels = 0, groups = 1, plane = 0;
+  bool per_channel = true;
+  double epsilon = 1e-5;
+};
+absl::StatusOr<GroupNormShape> ReadGroupNorm(const KernelContext& ctx);
 // tpc::RotaryHalf(x, cos, sin): cos and sin hold rows of x's last dim d (even) and
 // broadcast to x's shape. Returns d.
 absl::StatusOr<int64_t> RotaryHalfInputs(const KernelContext& ctx);

@@ -190,6 +190,47 @@ absl::Status Hardmax(KernelContext& ctx) {
   });
 }
 
+absl::StatusOr<ChannelNormShape> ReadChannelNorm(const KernelContext& ctx, bool instance) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 2) return ctx.Error("the input needs a channel dim");
+  ChannelNormShape sh;
+  sh.n = x.dim(0);
+  sh.channels = x.dim(1);
+  sh.plane = sh.channels == 0 || sh.n == 0 ? 0 : x.num_elements() / (sh.n * sh.channels);
+  sh.epsilon = ctx.node().attr_float("epsilon", 1e-5f);
+  sh.training = !instance && ctx.node().attr_int("training_mode", 0) != 0;
+  for (int i = 1; i < (instance ? 3 : 5); ++i) {
+    if (ctx.input(i).dtype() != x.dtype() || ctx.input(i).num_elements() != sh.channels) {
+      return ctx.Error(absl::StrCat("input ", i, " must have one ", ir::DTypeName(x.dtype()),
+                                    " per channel (", sh.channels, ")"));
+    }
+  }
+  return sh;
+}
+
+absl::StatusOr<GroupNormShape> ReadGroupNorm(const KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 2) return ctx.Error("the input needs a channel dim");
+  GroupNormShape sh;
+  sh.groups = ctx.node().attr_int("num_groups", 0);
+  sh.n = x.dim(0);
+  sh.channels = x.dim(1);
+  if (sh.groups < 1 || sh.channels % sh.groups != 0) {
+    return ctx.Error(
+        absl::StrCat(sh.channels, " channels do not split into num_groups = ", sh.groups));
+  }
+  sh.per_channel = ctx.opset() >= 21;
+  const int64_t per = sh.per_channel ? sh.channels : sh.groups;
+  for (int i = 1; i < 3; ++i) {
+    if (ctx.input(i).dtype() != x.dtype() || ctx.input(i).num_elements() != per) {
+      return ctx.Error(absl::StrCat("input ", i, " must have ", per, " elements of x's type"));
+    }
+  }
+  sh.plane = sh.n * sh.channels == 0 ? 0 : x.num_elements() / (sh.n * sh.channels);
+  sh.epsilon = ctx.node().attr_float("epsilon", 1e-5f);
+  return sh;
+}
+
 namespace {
 
 // y = (x - mean) / sqrt(var + epsilon) * scale + bias per channel (dim 1), with per-channel
@@ -197,22 +238,15 @@ namespace {
 // (image, channel) plane (InstanceNormalization).
 absl::Status ChannelNorm(KernelContext& ctx, bool instance) {
   const Tensor& x = ctx.input(0);
-  if (x.rank() < 2) return ctx.Error("the input needs a channel dim");
-  const int64_t n = x.dim(0), c = x.dim(1),
-                plane = c == 0 || n == 0 ? 0 : x.num_elements() / (n * c);
-  const double eps = ctx.node().attr_float("epsilon", 1e-5f);
+  TPC_ASSIGN_OR_RETURN(const ChannelNormShape sh, ReadChannelNorm(ctx, instance));
+  const int64_t n = sh.n, c = sh.channels, plane = sh.plane;
+  const double eps = sh.epsilon;
   // BatchNormalization's training mode (opset 14+): the statistics of the batch, and the
   // running statistics moved towards them as outputs 1 and 2.
-  const bool training = !instance && ctx.node().attr_int("training_mode", 0) != 0;
+  const bool training = sh.training;
   const double momentum = ctx.node().attr_float("momentum", 0.9f);
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
   return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
-    for (int i = 1; i < (instance ? 3 : 5); ++i) {
-      if (ctx.input(i).dtype() != x.dtype() || ctx.input(i).num_elements() != c) {
-        return ctx.Error(absl::StrCat("input ", i, " must have one ", ir::DTypeName(x.dtype()),
-                                      " per channel (", c, ")"));
-      }
-    }
     const T* px = x.data<T>();
     T* py = y->data<T>();
     const T* scale = ctx.input(1).data<T>();
@@ -322,21 +356,12 @@ absl::Status InstanceNormalization(KernelContext& ctx) { return ChannelNorm(ctx,
 // num_groups channels); scale and bias per channel (opset 21) or per group (opset 18).
 absl::Status GroupNormalization(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  if (x.rank() < 2) return ctx.Error("the input needs a channel dim");
-  const int64_t groups = ctx.node().attr_int("num_groups", 0);
-  const int64_t n = x.dim(0), c = x.dim(1);
-  if (groups < 1 || c % groups != 0) {
-    return ctx.Error(absl::StrCat(c, " channels do not split into num_groups = ", groups));
-  }
-  const int64_t per = ctx.opset() >= 21 ? c : groups;
-  for (int i = 1; i < 3; ++i) {
-    if (ctx.input(i).dtype() != x.dtype() || ctx.input(i).num_elements() != per) {
-      return ctx.Error(absl::StrCat("input ", i, " must have ", per, " elements of x's type"));
-    }
-  }
-  const int64_t plane = n * c == 0 ? 0 : x.num_elements() / (n * c);
+  TPC_ASSIGN_OR_RETURN(const GroupNormShape sh, ReadGroupNorm(ctx));
+  const int64_t groups = sh.groups, n = sh.n, c = sh.channels;
+  const int64_t per = sh.per_channel ? c : groups;
+  const int64_t plane = sh.plane;
   const int64_t cg = c / groups, len = cg * plane;
-  const double eps = ctx.node().attr_float("epsilon", 1e-5f);
+  const double eps = sh.epsilon;
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
   return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
     const T* scale = ctx.input(1).data<T>();

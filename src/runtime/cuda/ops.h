@@ -80,6 +80,11 @@ absl::Status QuickGelu(KernelContext& ctx);
 absl::Status Where(KernelContext& ctx);
 absl::Status Cast(KernelContext& ctx);
 
+// channel_norm_ops.cc: the norms of images [N, C, ...].
+absl::Status BatchNormalization(KernelContext& ctx);
+absl::Status InstanceNormalization(KernelContext& ctx);
+absl::Status GroupNormalization(KernelContext& ctx);
+
 // unary_ops.cc: the math functions and activations of ONNX with their attributes (and
 // Clip's bounds), Mod, PRelu, Sum and Mean, through RunUnary and RunBinary.
 absl::Status Tan(KernelContext& ctx);

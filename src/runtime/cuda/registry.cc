@@ -76,7 +76,12 @@ struct Entry {
   Kernel kernel;
   Takes takes;
   bool collective = false;  // a tpc collective: on the device with a device communicator only
+  // Also required of the node (its attributes), where the kernel covers part of the op.
+  bool (*also)(const ir::Node&) = nullptr;
 };
+
+// BatchNormalization's kernel is for inference (the running statistics).
+bool Inference(const ir::Node& n) { return n.attr_int("training_mode", 0) == 0; }
 
 constexpr uint32_t In(int i) { return 1u << i; }
 // Device kernels all handle f16 and bf16 themselves.
@@ -98,6 +103,7 @@ const Entry kKernels[] = {
     {"", "Atan", K(Atan), Takes::kFloats},
     {"", "Atanh", K(Atanh), Takes::kFloats},
     {"", "Attention", K(Attention), Takes::kFloatData},
+    {"", "BatchNormalization", K(BatchNormalization), Takes::kFloats, false, Inference},
     {"", "Cast", K(Cast), Takes::kFloats},
     {"", "Ceil", K(Ceil), Takes::kFloats},
     {"", "Celu", K(Celu), Takes::kFloats},
@@ -122,9 +128,11 @@ const Entry kKernels[] = {
     {"", "GlobalMaxPool", K(GlobalMaxPool), Takes::kFloats},
     {"", "Greater", K(Greater), Takes::kFloatIns},
     {"", "GreaterOrEqual", K(GreaterOrEqual), Takes::kFloatIns},
+    {"", "GroupNormalization", K(GroupNormalization), Takes::kFloats},
     {"", "HardSigmoid", K(HardSigmoid), Takes::kFloats},
     {"", "HardSwish", K(HardSwish), Takes::kFloats},
     {"", "Identity", K(cpu::Identity), Takes::kAnyData},
+    {"", "InstanceNormalization", K(InstanceNormalization), Takes::kFloats},
     {"", "IsInf", K(IsInf), Takes::kFloatIns},
     {"", "IsNaN", K(IsNaN), Takes::kFloatIns},
     {"", "LayerNormalization", K(LayerNormalization), Takes::kFloats},
@@ -259,7 +267,8 @@ DevicePlacement PlaceOnDevice(const ir::Node& node, bool device_collectives) {
   // With a communicator on device memory a collective runs on the device whatever its
   // element type (a host kernel would hand it host pointers): NCCL reduces integers too,
   // and the in-process GPU group refuses them with an error. Without one, on the host.
-  if (e->collective ? device_collectives : Accepts(e->takes, node)) {
+  if (e->collective ? device_collectives
+                    : Accepts(e->takes, node) && (e->also == nullptr || e->also(node))) {
     return {.device = true, .host_inputs = e->kernel.host_inputs};
   }
   return {};

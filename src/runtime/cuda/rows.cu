@@ -4,6 +4,7 @@
 // The statistics and element math are math/rows.h.
 #include <cuda_runtime.h>
 
+#include "block_reduce.cuh"
 #include "tpc/runtime/cuda/launch.h"
 
 namespace tpc::runtime::cuda {
@@ -11,25 +12,6 @@ namespace {
 
 using math::FloatIO;
 using math::Moments;
-
-constexpr int kThreads = 256;  // a power of two: BlockReduce halves it
-
-// Every thread of the block gets the combination of all threads' `v`. All threads of
-// the block must call it (it synchronizes).
-template <typename T, typename F>
-__device__ T BlockReduce(T v, F combine) {
-  __shared__ T buf[kThreads];
-  buf[threadIdx.x] = v;
-  __syncthreads();
-  for (int s = kThreads / 2; s > 0; s >>= 1) {
-    if (static_cast<int>(threadIdx.x) < s)
-      buf[threadIdx.x] = combine(buf[threadIdx.x], buf[threadIdx.x + s]);
-    __syncthreads();
-  }
-  const T r = buf[0];
-  __syncthreads();  // buf is reused by the next call
-  return r;
-}
 
 unsigned RowBlocks(int64_t rows) { return static_cast<unsigned>(rows); }
 

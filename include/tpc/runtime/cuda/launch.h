@@ -149,6 +149,17 @@ cudaError_t LaunchSoftmax(FloatKind k, const void* x, void* y, const RowLayout& 
 cudaError_t LaunchNorm(FloatKind k, const void* x, const void* scale, const void* bias, void* y,
                        float* mean, float* inv_std, int64_t rows, int64_t len, float epsilon,
                        bool rms, cudaStream_t stream);
+// GroupNormalization and InstanceNormalization: `rows` rows of g.len() elements, each
+// normalized by its moments, then scaled and shifted by its elements' math::ChannelGroups
+// entries of scale and bias.
+cudaError_t LaunchGroupNorm(FloatKind k, const void* x, const void* scale, const void* bias,
+                            void* y, int64_t rows, const math::ChannelGroups& g, float epsilon,
+                            cudaStream_t stream);
+// BatchNormalization in inference over n elements of [N, channels, plane]: each element
+// normalized by its channel's running mean and variance, then scaled and shifted.
+cudaError_t LaunchBatchNorm(FloatKind k, const void* x, const void* scale, const void* bias,
+                            const void* mean, const void* var, void* y, int64_t channels,
+                            int64_t plane, float epsilon, int64_t n, cudaStream_t stream);
 // y[r] = reduce of row r, one value per row.
 cudaError_t LaunchReduce(FloatKind k, math::ReducePass op, const void* x, void* y,
                          const RowLayout& rows, cudaStream_t stream);

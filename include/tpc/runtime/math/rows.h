@@ -69,6 +69,28 @@ TPC_HOST_DEVICE inline float NormElement(float x, float mean, float inv_std, flo
 
 // A reduction: each element's term (x, x², |x|), the combine (sum, max, min, product), and
 // the finish of the total (mean: ÷ len; L2: √; log-sum: log).
+// GroupNormalization's rows (InstanceNormalization's: a group per channel): row r is the
+// group r % groups of image r / groups, its group_channels · plane elements contiguous.
+// Element k of row r takes the scale and bias at Affine(r, k): its channel's, or its
+// group's.
+struct ChannelGroups {
+  int64_t groups = 1, group_channels = 1, plane = 1;
+  bool per_channel = true;
+  TPC_HOST_DEVICE int64_t len() const { return group_channels * plane; }
+  TPC_HOST_DEVICE int64_t Affine(int64_t row, int64_t k) const {
+    const int64_t g = row % groups;
+    return per_channel ? g * group_channels + k / plane : g;
+  }
+};
+
+// BatchNormalization's element (inference, the running statistics): x · a + (bias − mean
+// · a), a = scale / √(var + ε), as the CPU kernel (which computes in double).
+TPC_HOST_DEVICE inline float BatchNormElement(float x, float scale, float bias, float mean,
+                                              float var, float epsilon) {
+  const float a = scale / sqrtf(var + epsilon);
+  return x * a + (bias - mean * a);
+}
+
 enum class ReduceKind : int { kSum, kMean, kMax, kMin, kSumSquare, kProd, kL1, kL2, kLogSum };
 
 TPC_HOST_DEVICE inline float ReduceInit(ReduceKind k) {

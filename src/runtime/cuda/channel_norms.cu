@@ -1,0 +1,112 @@
+// The channel norms of images [N, C, ...]: GroupNormalization and InstanceNormalization
+// (one block of kThreads threads per row of math::ChannelGroups: the row's moments by
+// BlockReduce, then each thread writes the elements it read), BatchNormalization in
+// inference (one thread per element, its channel's running statistics). Math in
+// math/rows.h.
+#include <cuda_runtime.h>
+
+#include "block_reduce.cuh"
+#include "tpc/runtime/cuda/launch.h"
+
+namespace tpc::runtime::cuda {
+namespace {
+
+using math::ChannelGroups;
+using math::FloatIO;
+using math::Moments;
+
+template <FloatKind K>
+__global__ void GroupNormKernel(const typename FloatIO<K>::Storage* x,
+                                const typename FloatIO<K>::Storage* scale,
+                                const typename FloatIO<K>::Storage* bias,
+                                typename FloatIO<K>::Storage* y, ChannelGroups g, float epsilon) {
+  using IO = FloatIO<K>;
+  const int64_t row = blockIdx.x, len = g.len();
+  const typename IO::Storage* xr = x + row * len;
+  Moments m{};
+  for (int64_t j = threadIdx.x; j < len; j += kThreads) m.Add(IO::Load(xr[j]));
+  m = BlockReduce(m, [](const Moments& a, const Moments& b) { return Moments::Combine(a, b); });
+  const float inv_std = math::InvStd(m.Variance(), epsilon);
+  for (int64_t j = threadIdx.x; j < len; j += kThreads) {
+    const int64_t at = g.Affine(row, j);  // < the scale's and bias's length (checked)
+    y[row * len + j] = IO::Store(math::NormElement(IO::Load(xr[j]), m.mean, inv_std,
+                                                   IO::Load(scale[at]), IO::Load(bias[at])));
+  }
+}
+
+template <FloatKind K>
+__global__ void BatchNormKernel(const typename FloatIO<K>::Storage* x,
+                                const typename FloatIO<K>::Storage* scale,
+                                const typename FloatIO<K>::Storage* bias,
+                                const typename FloatIO<K>::Storage* mean,
+                                const typename FloatIO<K>::Storage* var,
+                                typename FloatIO<K>::Storage* y, int64_t channels, int64_t plane,
+                                float epsilon, int64_t n) {
+  using IO = FloatIO<K>;
+  for (int64_t i = First(); i < n; i += Step()) {
+    const int64_t c = (i / plane) % channels;
+    y[i] = IO::Store(math::BatchNormElement(IO::Load(x[i]), IO::Load(scale[c]), IO::Load(bias[c]),
+                                            IO::Load(mean[c]), IO::Load(var[c]), epsilon));
+  }
+}
+
+template <FloatKind K>
+cudaError_t GroupNorm(const void* x, const void* scale, const void* bias, void* y, int64_t rows,
+                      const ChannelGroups& g, float epsilon, cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  GroupNormKernel<K><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+      static_cast<const S*>(x), static_cast<const S*>(scale), static_cast<const S*>(bias),
+      static_cast<S*>(y), g, epsilon);
+  return cudaGetLastError();
+}
+
+template <FloatKind K>
+cudaError_t BatchNorm(const void* x, const void* scale, const void* bias, const void* mean,
+                      const void* var, void* y, int64_t channels, int64_t plane, float epsilon,
+                      int64_t n, cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  BatchNormKernel<K><<<Blocks(n), kThreads, 0, stream>>>(
+      static_cast<const S*>(x), static_cast<const S*>(scale), static_cast<const S*>(bias),
+      static_cast<const S*>(mean), static_cast<const S*>(var), static_cast<S*>(y), channels, plane,
+      epsilon, n);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t LaunchGroupNorm(FloatKind k, const void* x, const void* scale, const void* bias,
+                            void* y, int64_t rows, const ChannelGroups& g, float epsilon,
+                            cudaStream_t stream) {
+  if (rows == 0 || g.len() == 0) return cudaSuccess;
+  if (rows > 2147483647 || g.groups < 1 || g.plane < 1) return cudaErrorInvalidConfiguration;
+  switch (k) {
+    case FloatKind::kF32:
+      return GroupNorm<FloatKind::kF32>(x, scale, bias, y, rows, g, epsilon, stream);
+    case FloatKind::kF16:
+      return GroupNorm<FloatKind::kF16>(x, scale, bias, y, rows, g, epsilon, stream);
+    case FloatKind::kBF16:
+      return GroupNorm<FloatKind::kBF16>(x, scale, bias, y, rows, g, epsilon, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchBatchNorm(FloatKind k, const void* x, const void* scale, const void* bias,
+                            const void* mean, const void* var, void* y, int64_t channels,
+                            int64_t plane, float epsilon, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (channels < 1 || plane < 1) return cudaErrorInvalidValue;
+  switch (k) {
+    case FloatKind::kF32:
+      return BatchNorm<FloatKind::kF32>(x, scale, bias, mean, var, y, channels, plane, epsilon, n,
+                                        stream);
+    case FloatKind::kF16:
+      return BatchNorm<FloatKind::kF16>(x, scale, bias, mean, var, y, channels, plane, epsilon, n,
+                                        stream);
+    case FloatKind::kBF16:
+      return BatchNorm<FloatKind::kBF16>(x, scale, bias, mean, var, y, channels, plane, epsilon, n,
+                                         stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace tpc::runtime::cuda
