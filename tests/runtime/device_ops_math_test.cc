@@ -1,5 +1,5 @@
 // The device math of the indexing, convolution, loss and bool-output kernels
-// (tpc/runtime/math: strided.h's TileViews, indexing.h, conv.h, loss.h, logic.h), run on
+// (tpc/runtime/math: strided.h's TileViews, indexing.h, conv.h, pool.h, loss.h, logic.h), run on
 // the host element by element as the kernels' threads do, against the CPU kernels.
 #include <cmath>
 #include <limits>
@@ -16,6 +16,7 @@
 #include "tpc/runtime/math/logic.h"
 #include "tpc/runtime/math/loss.h"
 #include "tpc/runtime/math/pointwise.h"
+#include "tpc/runtime/math/pool.h"
 #include "tpc/runtime/math/strided.h"
 
 namespace tpc::runtime {
@@ -209,6 +210,107 @@ TEST_CASE("Convolution by im2col and one GEMM per image and group equals the CPU
       }
     }
     RequireClose(got, Floats(y), 2e-5f);
+  }
+}
+
+// MaxPool (its Indices row- and column-major), AveragePool (with and without the padding
+// in the divisor) and LpPool over 1-D, 2-D and 3-D windows with strides, dilations, pads
+// and ceil_mode, one output element at a time as pool.cu's threads compute them.
+TEST_CASE("Windowed pool element math equals the CPU kernels", "[runtime][device-math]") {
+  struct PoolCase {
+    std::string op;
+    std::vector<int64_t> x, kernel, strides, dilations, pads;
+    ir::Attributes extra;
+    math::PoolParams pp;
+  };
+  const auto params = [](math::PoolOp op, bool include_pad = false, float p = 2.0f,
+                         bool column_major = false) {
+    math::PoolParams pp;
+    pp.op = op;
+    pp.count_include_pad = include_pad;
+    pp.p = p;
+    pp.column_major = column_major;
+    return pp;
+  };
+  using P = math::PoolOp;
+  const std::vector<PoolCase> cases = {
+      {"MaxPool", {2, 3, 7, 6}, {3, 2}, {2, 1}, {1, 2}, {1, 0, 1, 1}, {}, params(P::kMax)},
+      {"MaxPool",
+       {1, 2, 7, 6},
+       {3, 3},
+       {2, 2},
+       {1, 1},
+       {1, 1, 1, 1},
+       {{"storage_order", int64_t{1}}, {"ceil_mode", int64_t{1}}},
+       params(P::kMax, false, 2.0f, true)},
+      {"MaxPool", {1, 2, 9}, {4}, {3}, {1}, {2, 2}, {}, params(P::kMax)},
+      {"AveragePool", {2, 3, 7, 6}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, {}, params(P::kAverage)},
+      {"AveragePool",
+       {2, 3, 7, 6},
+       {3, 3},
+       {2, 2},
+       {1, 1},
+       {1, 1, 1, 1},
+       {{"count_include_pad", int64_t{1}}},
+       params(P::kAverage, true)},
+      {"AveragePool",
+       {1, 2, 4, 5, 6},
+       {2, 3, 2},
+       {1, 2, 2},
+       {1, 1, 1},
+       {0, 1, 0, 1, 1, 1},
+       {},
+       params(P::kAverage)},
+      {"LpPool", {2, 3, 7, 6}, {2, 2}, {1, 2}, {1, 1}, {0, 0, 0, 0}, {}, params(P::kLp)},
+      {"LpPool",
+       {2, 3, 7, 6},
+       {3, 2},
+       {2, 1},
+       {1, 1},
+       {1, 0, 1, 0},
+       {{"p", int64_t{3}}},
+       params(P::kLp, false, 3.0f)},
+  };
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const PoolCase& pc = cases[c];
+    INFO("case " << c << ": " << pc.op);
+    const Tensor x = Random(pc.x, 41 + static_cast<uint32_t>(c));
+    OneOp o;
+    o.Input("x", x);
+    ir::Attributes attrs = pc.extra;
+    attrs["kernel_shape"] = pc.kernel;
+    attrs["strides"] = pc.strides;
+    attrs["pads"] = pc.pads;
+    if (pc.op != "AveragePool" && pc.op != "LpPool") attrs["dilations"] = pc.dilations;
+    const bool indices = pc.op == "MaxPool";
+    const std::vector<Tensor> want = o.Run(pc.op, attrs, indices ? 2 : 1);
+    const size_t s = pc.kernel.size();
+    math::ConvGeometry g;
+    g.spatial = static_cast<int>(s);
+    for (size_t d = 0; d < s; ++d) {
+      g.in[d] = pc.x[d + 2];
+      g.kernel[d] = pc.kernel[d];
+      g.strides[d] = pc.strides[d];
+      g.dilations[d] = pc.dilations[d];
+      g.pad_begin[d] = pc.pads[d];
+      g.pad_end[d] = pc.pads[d + s];
+      g.out[d] = want[0].dim(static_cast<int64_t>(d) + 2);  // the CPU's output size
+      g.taps *= g.kernel[d];
+      g.outs *= g.out[d];
+      g.in_size *= g.in[d];
+    }
+    const int64_t n = want[0].num_elements();
+    REQUIRE(n == pc.x[0] * pc.x[1] * g.outs);
+    std::vector<float> got(static_cast<size_t>(n));
+    std::vector<int64_t> index(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      math::PoolElement<FloatKind::kF32>(g, pc.pp, x.data<float>(), got.data(),
+                                         indices ? index.data() : nullptr, i);
+    }
+    RequireClose(got, Floats(want[0]), 2e-6f);
+    if (indices) {
+      CHECK(index == std::vector<int64_t>(want[1].data<int64_t>(), want[1].data<int64_t>() + n));
+    }
   }
 }
 

@@ -85,7 +85,9 @@ void PoolPlane(const Window& w, const PoolOptions& opt, const T* x, T* y, int64_
   }
 }
 
-absl::Status PoolImpl(KernelContext& ctx, PoolOptions opt) {
+}  // namespace
+
+absl::StatusOr<PoolShape> ReadPoolShape(const KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (x.rank() < 3) {
     return ctx.Error(absl::StrCat("X must be [N, C, spatial...], got ", x.TypeString()));
@@ -93,17 +95,29 @@ absl::Status PoolImpl(KernelContext& ctx, PoolOptions opt) {
   if (!ctx.node().has_attr("kernel_shape")) return ctx.Error("attribute 'kernel_shape' is missing");
   const Shape in(x.shape().begin() + 2, x.shape().end());
   const bool ceil_mode = ctx.node().attr_int("ceil_mode", 0) != 0;
-  TPC_ASSIGN_OR_RETURN(Window w,
+  PoolShape shape;
+  TPC_ASSIGN_OR_RETURN(shape.win,
                        MakeWindow(ctx, in, ctx.node().attr_ints("kernel_shape"), ceil_mode));
-  Shape out_shape = {x.dim(0), x.dim(1)};
-  out_shape.insert(out_shape.end(), w.out.begin(), w.out.end());
+  shape.out = {x.dim(0), x.dim(1)};
+  shape.out.insert(shape.out.end(), shape.win.out.begin(), shape.win.out.end());
+  shape.planes = x.dim(0) * x.dim(1);
+  return shape;
+}
+
+namespace {
+
+absl::Status PoolImpl(KernelContext& ctx, PoolOptions opt) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(const PoolShape shape, ReadPoolShape(ctx));
+  const Window& w = shape.win;
+  const Shape& out_shape = shape.out;
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out_shape, x.dtype()));
   Tensor* indices = nullptr;
   if (opt.kind == PoolKind::kMax && ctx.wants_output(1)) {
     TPC_ASSIGN_OR_RETURN(indices, ctx.Output(1, out_shape, ir::DType::kI64));
   }
-  const int64_t planes = x.dim(0) * x.dim(1);
-  const int64_t in_size = NumElements(in), out_size = NumElements(w.out);
+  const int64_t planes = shape.planes;
+  const int64_t in_size = NumElements(w.in), out_size = NumElements(w.out);
   auto run = [&]<typename T>() -> absl::Status {
     ctx.pool().ParallelFor(planes, 1, [&](int64_t b, int64_t e) {
       for (int64_t p = b; p < e; ++p) {

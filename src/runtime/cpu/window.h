@@ -61,4 +61,13 @@ struct ConvShape {
 };
 absl::StatusOr<ConvShape> ReadConvShape(const KernelContext& ctx);
 
+// A windowed pool's operand and geometry (X [N, C, in...], kernel_shape, ceil_mode, the
+// window attributes): shared by the backends' MaxPool, AveragePool and LpPool kernels.
+struct PoolShape {
+  int64_t planes = 0;  // N · C
+  Window win;
+  Shape out;  // [N, C, out...]
+};
+absl::StatusOr<PoolShape> ReadPoolShape(const KernelContext& ctx);
+
 }  // namespace tpc::runtime::cpu

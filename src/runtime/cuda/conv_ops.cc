@@ -8,20 +8,14 @@
 
 namespace tpc::runtime::cuda {
 
-absl::Status Conv(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  const Tensor& w = ctx.input(1);
-  const Tensor* b = ctx.optional_input(2);
-  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
-  TPC_ASSIGN_OR_RETURN(const cpu::ConvShape shape, cpu::ReadConvShape(ctx));
-  const cpu::Window& win = shape.win;
+absl::StatusOr<math::ConvGeometry> WindowGeometry(const KernelContext& ctx,
+                                                  const cpu::Window& win) {
   if (win.spatial() < 1 || win.spatial() > math::kMaxSpatial) {
-    return ctx.Error(
-        absl::StrCat(win.spatial(), " spatial dims: the CUDA Conv takes 1 to ", math::kMaxSpatial));
+    return ctx.Error(absl::StrCat(win.spatial(), " spatial dims: the CUDA kernels take 1 to ",
+                                  math::kMaxSpatial));
   }
   math::ConvGeometry g;
   g.spatial = static_cast<int>(win.spatial());
-  bool direct = true;  // a 1x1 window reading every input once, in order
   for (int d = 0; d < g.spatial; ++d) {
     const size_t s = static_cast<size_t>(d);
     g.in[d] = win.in[s];
@@ -29,12 +23,26 @@ absl::Status Conv(KernelContext& ctx) {
     g.strides[d] = win.strides[s];
     g.dilations[d] = win.dilations[s];
     g.pad_begin[d] = win.pad_begin[s];
+    g.pad_end[d] = win.pad_end[s];
     g.out[d] = win.out[s];
     g.taps *= win.kernel[s];
     g.outs *= win.out[s];
     g.in_size *= win.in[s];
-    direct = direct && win.kernel[s] == 1 && win.out[s] == win.in[s] && win.strides[s] == 1 &&
-             win.pad_begin[s] == 0;
+  }
+  return g;
+}
+
+absl::Status Conv(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  const Tensor* b = ctx.optional_input(2);
+  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
+  TPC_ASSIGN_OR_RETURN(const cpu::ConvShape shape, cpu::ReadConvShape(ctx));
+  TPC_ASSIGN_OR_RETURN(const math::ConvGeometry g, WindowGeometry(ctx, shape.win));
+  bool direct = true;  // a 1x1 window reading every input once, in order
+  for (int d = 0; d < g.spatial; ++d) {
+    direct = direct && g.kernel[d] == 1 && g.out[d] == g.in[d] && g.strides[d] == 1 &&
+             g.pad_begin[d] == 0;
   }
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, shape.out, x.dtype()));
   if (y->num_elements() == 0) return absl::OkStatus();

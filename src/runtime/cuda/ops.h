@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../cpu/kernels.h"
+#include "../cpu/window.h"
 #include "cuda_backend.h"
 #include "tpc/runtime/cuda/launch.h"
 #include "tpc/runtime/kernel.h"
@@ -79,6 +80,15 @@ absl::Status BiasGelu(KernelContext& ctx);
 absl::Status QuickGelu(KernelContext& ctx);
 absl::Status Where(KernelContext& ctx);
 absl::Status Cast(KernelContext& ctx);
+
+// conv_ops.cc: a convolution's or pool's window (cpu::MakeWindow) as a kernel argument;
+// 1 to 3 spatial dims.
+absl::StatusOr<math::ConvGeometry> WindowGeometry(const KernelContext& ctx, const cpu::Window& win);
+
+// pool_ops.cc: MaxPool (and its Indices), AveragePool, LpPool.
+absl::Status MaxPool(KernelContext& ctx);
+absl::Status AveragePool(KernelContext& ctx);
+absl::Status LpPool(KernelContext& ctx);
 
 // channel_norm_ops.cc: the norms of images [N, C, ...].
 absl::Status BatchNormalization(KernelContext& ctx);

@@ -14,6 +14,7 @@
 #include "tpc/runtime/math/loss.h"
 #include "tpc/runtime/math/nbits.h"
 #include "tpc/runtime/math/pointwise.h"
+#include "tpc/runtime/math/pool.h"
 #include "tpc/runtime/math/rotary.h"
 #include "tpc/runtime/math/rows.h"
 #include "tpc/runtime/math/sdpa.h"
@@ -69,6 +70,10 @@ cudaError_t LaunchNllLoss(FloatKind k, const void* logp, const void* labels, boo
 // [channels · taps, outs], elements of 2 or 4 bytes.
 cudaError_t LaunchIm2Col(int elem_bytes, const math::ConvGeometry& g, int64_t channels,
                          const void* x, void* col, cudaStream_t stream);
+// The windowed pools (math/pool.h) of `planes` planes of x into y [planes, outs...], and
+// MaxPool's argmax into `index` when not null.
+cudaError_t LaunchPool(FloatKind k, const math::ConvGeometry& g, const math::PoolParams& pp,
+                       int64_t planes, const void* x, void* y, int64_t* index, cudaStream_t stream);
 // GroupQueryAttention's device buffers (kind k): its inputs (key and value null when
 // packed in the query; past, cos and sin may be null) and its laid-out Q and presents.
 struct GqaOperands {

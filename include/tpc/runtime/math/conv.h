@@ -15,7 +15,8 @@ inline constexpr int kMaxSpatial = 3;
 struct ConvGeometry {
   int spatial = 0;
   int64_t in[kMaxSpatial] = {}, kernel[kMaxSpatial] = {}, strides[kMaxSpatial] = {},
-          dilations[kMaxSpatial] = {}, pad_begin[kMaxSpatial] = {}, out[kMaxSpatial] = {};
+          dilations[kMaxSpatial] = {}, pad_begin[kMaxSpatial] = {}, pad_end[kMaxSpatial] = {},
+          out[kMaxSpatial] = {};
   int64_t taps = 1, outs = 1, in_size = 1;  // products of kernel, out and in
 };
 

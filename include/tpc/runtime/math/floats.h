@@ -17,6 +17,7 @@ struct FloatIO;
 template <>
 struct FloatIO<FloatKind::kF32> {
   using Storage = float;
+  static constexpr float kLowest = -3.40282347e38f;  // the type's lowest finite value
   TPC_HOST_DEVICE static float Load(Storage v) { return v; }
   TPC_HOST_DEVICE static Storage Store(float v) { return v; }
 };
@@ -24,6 +25,7 @@ struct FloatIO<FloatKind::kF32> {
 template <>
 struct FloatIO<FloatKind::kF16> {
   using Storage = uint16_t;
+  static constexpr float kLowest = -65504.0f;
   TPC_HOST_DEVICE static float Load(Storage v) { return HalfToFloat(v); }
   TPC_HOST_DEVICE static Storage Store(float v) { return FloatToHalf(v); }
 };
@@ -31,6 +33,7 @@ struct FloatIO<FloatKind::kF16> {
 template <>
 struct FloatIO<FloatKind::kBF16> {
   using Storage = uint16_t;
+  static constexpr float kLowest = -3.38953139e38f;
   TPC_HOST_DEVICE static float Load(Storage v) { return BFloat16ToFloat(v); }
   TPC_HOST_DEVICE static Storage Store(float v) { return FloatToBFloat16(v); }
 };
