@@ -15,8 +15,10 @@
 #include "tpc/runtime/math/indexing.h"
 #include "tpc/runtime/math/logic.h"
 #include "tpc/runtime/math/loss.h"
+#include "tpc/runtime/math/pad.h"
 #include "tpc/runtime/math/pointwise.h"
 #include "tpc/runtime/math/pool.h"
+#include "tpc/runtime/math/rows.h"
 #include "tpc/runtime/math/strided.h"
 
 namespace tpc::runtime {
@@ -310,6 +312,93 @@ TEST_CASE("Windowed pool element math equals the CPU kernels", "[runtime][device
     RequireClose(got, Floats(want[0]), 2e-6f);
     if (indices) {
       CHECK(index == std::vector<int64_t>(want[1].data<int64_t>(), want[1].data<int64_t>() + n));
+    }
+  }
+}
+
+// Pad in each mode (negative pads cropping, axes), element by element as pad.cu's threads
+// compute it (math::PadLayout), against the CPU kernel.
+TEST_CASE("Pad element math equals the CPU kernel", "[runtime][device-math]") {
+  const Tensor x = Random({2, 3, 4}, 61);
+  struct PadCase {
+    std::string mode;
+    std::vector<int64_t> pads, axes;  // axes empty: every dim
+    math::PadMode m;
+  };
+  const std::vector<PadCase> cases = {
+      {"constant", {0, 1, 2, 1, 0, 3}, {}, math::PadMode::kConstant},
+      {"edge", {1, 2, 0, 0, 3, 2}, {}, math::PadMode::kEdge},
+      {"reflect", {0, 2, 3, 0, 1, 3}, {}, math::PadMode::kReflect},
+      {"wrap", {1, 2, 5, 1, 0, 2}, {}, math::PadMode::kWrap},
+      {"constant", {-1, 2, 1, -2}, {1, -1}, math::PadMode::kConstant},
+      {"reflect", {2, -1}, {2}, math::PadMode::kReflect},
+  };
+  for (const PadCase& c : cases) {
+    INFO(c.mode << " with " << c.pads.size() << " pads");
+    OneOp o;
+    o.Input("x", x);
+    o.Ints(c.pads);
+    o.Input("value", F32({}, {0.75f}));
+    if (!c.axes.empty()) o.Ints(c.axes);
+    const Tensor want = o.Run("Pad", {{"mode", c.mode}})[0];
+    math::PadLayout l;
+    l.rank = 3;
+    l.mode = c.m;
+    const std::vector<int64_t> strides = {12, 4, 1};
+    std::vector<int64_t> axes = c.axes;
+    if (axes.empty()) axes = {0, 1, 2};
+    for (int d = 0; d < 3; ++d) {
+      l.in[d] = x.dim(d);
+      l.out[d] = want.dim(d);
+      l.in_strides[d] = strides[static_cast<size_t>(d)];
+    }
+    for (size_t i = 0; i < axes.size(); ++i) l.before[(axes[i] + 3) % 3] = c.pads[i];
+    std::vector<float> got(static_cast<size_t>(want.num_elements()));
+    for (int64_t i = 0; i < want.num_elements(); ++i) {
+      math::PadElement(l, x.data<float>(), 0.75f, got.data(), i);
+    }
+    RequireClose(got, Floats(want), 0.0f);
+  }
+}
+
+// Trilu (upper and lower, k of both signs) and CumSum (exclusive, reversed, an inner axis)
+// as their device threads compute them.
+TEST_CASE("Trilu and CumSum element math equals the CPU kernels", "[runtime][device-math]") {
+  const Tensor x = Random({2, 4, 5}, 62);
+  for (const bool upper : {true, false}) {
+    for (const int64_t k : {-1, 0, 2}) {
+      INFO("Trilu upper " << upper << " k " << k);
+      OneOp o;
+      o.Input("x", x);
+      o.Input("k", testing::I64({}, {k}));
+      const Tensor want = o.Run("Trilu", {{"upper", int64_t{upper ? 1 : 0}}})[0];
+      std::vector<float> got(40);
+      for (int64_t i = 0; i < 40; ++i) {
+        math::TriluElement(x.data<float>(), got.data(), 4, 5, upper, k, i);
+      }
+      RequireClose(got, Floats(want), 0.0f);
+    }
+  }
+  for (const int64_t axis : {0, 1, 2}) {
+    for (const int64_t exclusive : {0, 1}) {
+      for (const int64_t reverse : {0, 1}) {
+        INFO("CumSum axis " << axis << " exclusive " << exclusive << " reverse " << reverse);
+        OneOp o;
+        o.Input("x", x);
+        o.Input("axis", testing::I64({}, {axis}));
+        const Tensor want = o.Run("CumSum", {{"exclusive", exclusive}, {"reverse", reverse}})[0];
+        math::RowLayout l;
+        for (int64_t i = 0; i < 3; ++i) {
+          (i < axis ? l.outer : (i == axis ? l.len : l.inner)) *= x.dim(i);
+        }
+        std::vector<float> got(40, -1.0f);
+        for (int64_t r = 0; r < l.rows(); ++r) {
+          math::CumSumLine(
+              l, r, exclusive != 0, reverse != 0, [&](int64_t at) { return x.data<float>()[at]; },
+              [&](int64_t at, float v) { got[static_cast<size_t>(at)] = v; });
+        }
+        RequireClose(got, Floats(want), 1e-6f);
+      }
     }
   }
 }

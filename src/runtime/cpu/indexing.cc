@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels.h"
+#include "tpc/runtime/math/pad.h"
 
 namespace tpc::runtime::cpu {
 namespace {
@@ -316,10 +317,22 @@ absl::Status ScatterElements(KernelContext& ctx) {
   });
 }
 
-absl::Status Pad(KernelContext& ctx) {
+absl::StatusOr<PadShape> ReadPad(const KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const int64_t rank = x.rank();
+  PadShape pad;
   const std::string mode = ctx.node().attr_string("mode", "constant");
+  if (mode == "constant") {
+    pad.mode = math::PadMode::kConstant;
+  } else if (mode == "edge") {
+    pad.mode = math::PadMode::kEdge;
+  } else if (mode == "reflect") {
+    pad.mode = math::PadMode::kReflect;
+  } else if (mode == "wrap") {
+    pad.mode = math::PadMode::kWrap;
+  } else {
+    return ctx.Error(absl::StrCat("mode '", mode, "' is not constant, edge, reflect or wrap"));
+  }
   TPC_ASSIGN_OR_RETURN(auto pads_in, ReadInts(ctx, ctx.input(1)));
   std::vector<int64_t> axes;
   if (ctx.has_input(3)) {
@@ -328,12 +341,25 @@ absl::Status Pad(KernelContext& ctx) {
     for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
   }
   if (pads_in.size() != 2 * axes.size()) return ctx.Error("pads must hold two values per axis");
-  Shape before(static_cast<size_t>(rank), 0), out = x.shape();
+  pad.before.assign(static_cast<size_t>(rank), 0);
+  pad.out = x.shape();
   for (size_t i = 0; i < axes.size(); ++i) {
     TPC_ASSIGN_OR_RETURN(int64_t a, NormalizeAxis(ctx, axes[i], rank));
-    before[static_cast<size_t>(a)] = pads_in[i];
-    out[static_cast<size_t>(a)] += pads_in[i] + pads_in[i + axes.size()];
+    pad.before[static_cast<size_t>(a)] = pads_in[i];
+    pad.out[static_cast<size_t>(a)] += pads_in[i] + pads_in[i + axes.size()];
+    if (pad.out[static_cast<size_t>(a)] < 0) {
+      return ctx.Error(absl::StrCat("pads crop axis ", a, " of ", x.TypeString(), " below 0"));
+    }
   }
+  return pad;
+}
+
+absl::Status Pad(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t rank = x.rank();
+  TPC_ASSIGN_OR_RETURN(const PadShape pad, ReadPad(ctx));
+  const Shape& before = pad.before;
+  const Shape& out = pad.out;
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
   const Tensor* cv = ctx.optional_input(2);
   const Shape strides = Strides(x.shape());
@@ -345,24 +371,9 @@ absl::Status Pad(KernelContext& ctx) {
       Unravel(i, out, idx);
       int64_t off = 0;
       bool outside = false;
-      for (size_t d = 0; d < static_cast<size_t>(rank); ++d) {
-        int64_t p = idx[d] - before[d];
-        const int64_t n = x.shape()[d];
-        if (p < 0 || p >= n) {
-          if (mode == "constant" || n == 0) {
-            outside = true;
-            break;
-          }
-          if (mode == "edge") {
-            p = std::clamp<int64_t>(p, 0, n - 1);
-          } else if (mode == "wrap") {
-            p = ((p % n) + n) % n;
-          } else {  // reflect
-            const int64_t period = std::max<int64_t>(2 * (n - 1), 1);
-            p = ((p % period) + period) % period;
-            if (p >= n) p = period - p;
-          }
-        }
+      for (size_t d = 0; d < static_cast<size_t>(rank) && !outside; ++d) {
+        const int64_t p = math::PadSourceIndex(pad.mode, idx[d] - before[d], x.shape()[d]);
+        outside = p < 0;
         off += p * strides[d];
       }
       y->data<U>()[i] = outside ? fill : x.data<U>()[off];
@@ -469,8 +480,7 @@ absl::Status Trilu(KernelContext& ctx) {
   for (int64_t m = 0; m < mats; ++m) {
     for (int64_t i = 0; i < rows; ++i) {
       for (int64_t j = 0; j < cols; ++j) {
-        const bool keep = upper ? j - i >= k : j - i <= k;
-        if (!keep)
+        if (!math::TriluKeeps(upper, k, i, j))
           std::memset(y.raw() + ((m * rows + i) * cols + j) * es, 0, static_cast<size_t>(es));
       }
     }

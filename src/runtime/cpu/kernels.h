@@ -19,6 +19,7 @@
 #include "tpc/runtime/kernel.h"
 #include "tpc/runtime/math/gqa.h"
 #include "tpc/runtime/math/nbits.h"
+#include "tpc/runtime/math/pad.h"
 #include "tpc/runtime/math/pointwise.h"
 #include "tpc/runtime/math/rotary.h"
 #include "tpc/util/status_macros.h"
@@ -468,6 +469,21 @@ struct AttentionGeometry {
   Shape out() const;  // [batch.., s, dv]
 };
 absl::StatusOr<AttentionGeometry> AttentionInputs(const KernelContext& ctx);
+// DepthToSpace's (to_space) and SpaceToDepth's operand checked (4-D, blocksize b dividing
+// the channels or the image), for every backend's kernel: the dims of math::BlockMoveViews
+// (the space side [n, cs, hd·b, wd·b], the depth side [n, cs·b·b, hd, wd]) and the output.
+struct BlockMoveShape {
+  int64_t n = 0, cs = 0, hd = 0, wd = 0, b = 1;
+  Shape out;
+};
+absl::StatusOr<BlockMoveShape> ReadBlockMove(const KernelContext& ctx, bool to_space);
+// Pad's operands read (mode, pads per axis of `axes` or of every dim, negative ones
+// cropping), for every backend's kernel: the pad before each dim and the output shape.
+struct PadShape {
+  math::PadMode mode = math::PadMode::kConstant;
+  Shape before, out;
+};
+absl::StatusOr<PadShape> ReadPad(const KernelContext& ctx);
 // BatchNormalization's and InstanceNormalization's operands checked (x [N, C, ...], one
 // scale, bias (and BatchNormalization's mean and variance) per channel), for every
 // backend's kernel.

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "kernels.h"
+#include "tpc/runtime/math/strided.h"
 
 namespace tpc::runtime::cpu {
 
@@ -139,11 +140,7 @@ absl::Status Transpose(KernelContext& ctx) {
   });
 }
 
-namespace {
-
-// DepthToSpace (to_space) and SpaceToDepth over [N, C, H, W] with blocks of b x b; `crd`:
-// DepthToSpace's CRD mode (channel, then block row and column) instead of DCR.
-absl::Status BlockMove(KernelContext& ctx, bool to_space, bool crd) {
+absl::StatusOr<BlockMoveShape> ReadBlockMove(const KernelContext& ctx, bool to_space) {
   const Tensor& x = ctx.input(0);
   const int64_t b = ctx.node().attr_int("blocksize", 0);
   if (x.rank() != 4 || b <= 0) return ctx.Error("needs a 4-D input and a positive blocksize");
@@ -151,32 +148,32 @@ absl::Status BlockMove(KernelContext& ctx, bool to_space, bool crd) {
   if (to_space ? c % (b * b) != 0 : (h % b != 0 || w % b != 0)) {
     return ctx.Error(absl::StrCat("blocksize ", b, " does not divide ", x.TypeString()));
   }
-  // Dims of the space side [N, C', H', W'] (C' = channels of the space side).
-  const int64_t cs = to_space ? c / (b * b) : c, hs = to_space ? h * b : h,
-                ws = to_space ? w * b : w;
-  const Shape out = to_space ? Shape{n, cs, hs, ws} : Shape{n, c * b * b, h / b, w / b};
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
-  const int64_t hd = hs / b, wd = ws / b;  // dims of the depth side
+  BlockMoveShape sh;
+  sh.n = n;
+  sh.b = b;
+  sh.cs = to_space ? c / (b * b) : c;
+  sh.hd = to_space ? h : h / b;
+  sh.wd = to_space ? w : w / b;
+  sh.out = to_space ? Shape{n, sh.cs, h * b, w * b} : Shape{n, c * b * b, h / b, w / b};
+  return sh;
+}
+
+namespace {
+
+// DepthToSpace (to_space) and SpaceToDepth over [N, C, H, W] with blocks of b x b; `crd`:
+// DepthToSpace's CRD mode (channel, then block row and column) instead of DCR.
+absl::Status BlockMove(KernelContext& ctx, bool to_space, bool crd) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(const BlockMoveShape sh, ReadBlockMove(ctx, to_space));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, sh.out, x.dtype()));
+  math::StridedView space, depth;
+  math::BlockMoveViews(sh.n, sh.cs, sh.hd, sh.wd, sh.b, crd, &space, &depth);
+  const math::StridedView& from = to_space ? depth : space;
+  const math::StridedView& to = to_space ? space : depth;
   return VisitBySize(ctx, x.dtype(), [&]<typename U>() {
     const U* px = x.data<U>();
     U* py = y->data<U>();
-    for (int64_t in = 0; in < n; ++in) {
-      for (int64_t ic = 0; ic < cs; ++ic) {
-        for (int64_t ih = 0; ih < hs; ++ih) {
-          for (int64_t iw = 0; iw < ws; ++iw) {
-            const int64_t bi = ih % b, bj = iw % b;
-            const int64_t dc = crd ? (ic * b + bi) * b + bj : (bi * b + bj) * cs + ic;
-            const int64_t space = ((in * cs + ic) * hs + ih) * ws + iw;
-            const int64_t depth = ((in * cs * b * b + dc) * hd + ih / b) * wd + iw / b;
-            if (to_space) {
-              py[space] = px[depth];
-            } else {
-              py[depth] = px[space];
-            }
-          }
-        }
-      }
-    }
+    for (int64_t i = 0; i < x.num_elements(); ++i) py[to.At(i)] = px[from.At(i)];
     return absl::OkStatus();
   });
 }

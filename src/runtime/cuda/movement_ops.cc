@@ -1,5 +1,7 @@
 // Data movement CUDA kernels: each is one or more strided copies (math/strided.h) or a
 // gather. Shapes as the CPU kernels (shared geometry helpers).
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "ops.h"
 
@@ -77,6 +79,65 @@ absl::Status Tile(KernelContext& ctx) {
                                   " dims (input and repeats together) has no CUDA kernel"));
   }
   return StridedCopy(ctx, x.dtype(), x.raw(), vs, y->raw(), vd);
+}
+
+// DepthToSpace (DCR or CRD) and SpaceToDepth: one strided copy (math::BlockMoveViews).
+absl::Status BlockMove(KernelContext& ctx, bool to_space) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(const cpu::BlockMoveShape sh, cpu::ReadBlockMove(ctx, to_space));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, sh.out, x.dtype()));
+  if (y->num_elements() == 0) return absl::OkStatus();
+  const bool crd = to_space && ctx.node().attr_string("mode", "DCR") == "CRD";
+  StridedView space, depth;
+  math::BlockMoveViews(sh.n, sh.cs, sh.hd, sh.wd, sh.b, crd, &space, &depth);
+  return to_space ? StridedCopy(ctx, x.dtype(), x.raw(), depth, y->raw(), space)
+                  : StridedCopy(ctx, x.dtype(), x.raw(), space, y->raw(), depth);
+}
+absl::Status DepthToSpace(KernelContext& ctx) { return BlockMove(ctx, true); }
+absl::Status SpaceToDepth(KernelContext& ctx) { return BlockMove(ctx, false); }
+
+// Pad: each output element reads its source (math::PadSourceIndex) or the constant (input
+// 2 on the host, its bits passed to the kernel).
+absl::Status Pad(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_RETURN_IF_ERROR(CheckRank(ctx, x.shape().size()));
+  TPC_ASSIGN_OR_RETURN(const cpu::PadShape pad, cpu::ReadPad(ctx));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, pad.out, x.dtype()));
+  const int64_t es = ir::DTypeSize(x.dtype());
+  uint64_t fill = 0;
+  if (const Tensor* cv = ctx.optional_input(2); cv != nullptr && cv->num_elements() > 0) {
+    if (cv->dtype() != x.dtype()) return ctx.Error("constant_value differs from data in type");
+    std::memcpy(&fill, cv->raw(), static_cast<size_t>(es));
+  }
+  math::PadLayout l;
+  l.rank = static_cast<int>(x.rank());
+  l.mode = pad.mode;
+  const Shape strides = math::ContiguousStrides(x.shape());
+  for (int d = 0; d < l.rank; ++d) {
+    const size_t u = static_cast<size_t>(d);
+    l.out[d] = pad.out[u];
+    l.in[d] = x.shape()[u];
+    l.in_strides[d] = strides[u];
+    l.before[d] = pad.before[u];
+  }
+  return Check(ctx, LaunchPad(static_cast<int>(es), l, x.raw(), fill, y->raw(), y->num_elements(),
+                              StreamOf(ctx)));
+}
+
+// Trilu: the matrices' elements kept, the others zero (k from input 1, on the host).
+absl::Status Trilu(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 2) return ctx.Error("Trilu needs rank >= 2");
+  int64_t k = 0;
+  if (ctx.has_input(1)) {
+    TPC_ASSIGN_OR_RETURN(const auto kv, cpu::ReadInts(ctx, ctx.input(1)));
+    if (!kv.empty()) k = kv[0];
+  }
+  const bool upper = ctx.node().attr_int("upper", 1) != 0;
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  return Check(ctx, LaunchTrilu(static_cast<int>(ir::DTypeSize(x.dtype())), x.raw(), y->raw(),
+                                x.dim(x.rank() - 2), x.dim(x.rank() - 1), upper, k,
+                                y->num_elements(), StreamOf(ctx)));
 }
 
 absl::Status Slice(KernelContext& ctx) {

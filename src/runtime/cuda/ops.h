@@ -141,6 +141,10 @@ absl::Status IsInf(KernelContext& ctx);
 
 // movement_ops.cc
 absl::Status Transpose(KernelContext& ctx);
+absl::Status DepthToSpace(KernelContext& ctx);
+absl::Status SpaceToDepth(KernelContext& ctx);
+absl::Status Pad(KernelContext& ctx);
+absl::Status Trilu(KernelContext& ctx);
 absl::Status Expand(KernelContext& ctx);
 absl::Status Slice(KernelContext& ctx);
 absl::Status Tile(KernelContext& ctx);
@@ -166,6 +170,7 @@ absl::Status ReduceMax(KernelContext& ctx);
 absl::Status ReduceMin(KernelContext& ctx);
 absl::Status ReduceProd(KernelContext& ctx);
 absl::Status ArgMax(KernelContext& ctx);
+absl::Status CumSum(KernelContext& ctx);
 absl::Status ArgMin(KernelContext& ctx);
 absl::Status ReduceSumSquare(KernelContext& ctx);
 absl::Status ReduceL1(KernelContext& ctx);

@@ -238,6 +238,22 @@ absl::Status ArgReduceImpl(KernelContext& ctx, bool max) {
 
 }  // namespace
 
+// CumSum along the axis of input 1 (on the host): one thread per line.
+absl::Status CumSum(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
+  TPC_ASSIGN_OR_RETURN(const auto axis_v, cpu::ReadInts(ctx, ctx.input(1)));
+  if (axis_v.size() != 1) return ctx.Error("axis must hold one value");
+  TPC_ASSIGN_OR_RETURN(const int64_t axis, cpu::NormalizeAxis(ctx, axis_v[0], x.rank()));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  RowLayout rl;
+  for (int64_t i = 0; i < x.rank(); ++i) {
+    (i < axis ? rl.outer : (i == axis ? rl.len : rl.inner)) *= x.dim(i);
+  }
+  return Check(ctx, LaunchCumSum(k, x.raw(), y->raw(), rl, ctx.node().attr_int("exclusive", 0) != 0,
+                                 ctx.node().attr_int("reverse", 0) != 0, StreamOf(ctx)));
+}
+
 absl::Status ArgMax(KernelContext& ctx) { return ArgReduceImpl(ctx, true); }
 absl::Status ArgMin(KernelContext& ctx) { return ArgReduceImpl(ctx, false); }
 absl::Status ReduceProd(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kProd); }

@@ -13,6 +13,7 @@
 #include "tpc/runtime/math/logic.h"
 #include "tpc/runtime/math/loss.h"
 #include "tpc/runtime/math/nbits.h"
+#include "tpc/runtime/math/pad.h"
 #include "tpc/runtime/math/pointwise.h"
 #include "tpc/runtime/math/pool.h"
 #include "tpc/runtime/math/rotary.h"
@@ -70,6 +71,16 @@ cudaError_t LaunchNllLoss(FloatKind k, const void* logp, const void* labels, boo
 // [channels · taps, outs], elements of 2 or 4 bytes.
 cudaError_t LaunchIm2Col(int elem_bytes, const math::ConvGeometry& g, int64_t channels,
                          const void* x, void* col, cudaStream_t stream);
+// Pad (math/pad.h) of n output elements of `elem_bytes` (1, 2, 4 or 8); `fill` holds the
+// constant's bits in its low bytes.
+cudaError_t LaunchPad(int elem_bytes, const math::PadLayout& l, const void* x, uint64_t fill,
+                      void* y, int64_t n, cudaStream_t stream);
+// Trilu of n elements: matrices of rows × cols, the elements it drops zeroed.
+cudaError_t LaunchTrilu(int elem_bytes, const void* x, void* y, int64_t rows, int64_t cols,
+                        bool upper, int64_t k, int64_t n, cudaStream_t stream);
+// CumSum along the middle dim of [outer, len, inner] (one thread per line).
+cudaError_t LaunchCumSum(FloatKind k, const void* x, void* y, const RowLayout& lines,
+                         bool exclusive, bool reverse, cudaStream_t stream);
 // The windowed pools (math/pool.h) of `planes` planes of x into y [planes, outs...], and
 // MaxPool's argmax into `index` when not null.
 cudaError_t LaunchPool(FloatKind k, const math::ConvGeometry& g, const math::PoolParams& pp,

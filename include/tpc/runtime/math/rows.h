@@ -147,6 +147,27 @@ TPC_HOST_DEVICE inline float ReducePassFinish(const ReducePass& p, float acc, in
   return p.finish ? ReduceFinish(p.kind, acc, len) : acc;
 }
 
+// CumSum of line r of [outer, len, inner] (the elements a RowLayout row names), in order
+// or reversed, each output the sum of the elements before it (exclusive) or up to it; the
+// running sum in f32.
+template <typename Load, typename Store>
+TPC_HOST_DEVICE inline void CumSumLine(const RowLayout& l, int64_t r, bool exclusive, bool reverse,
+                                       Load load, Store store) {
+  const int64_t base = l.Start(r);
+  float acc = 0.0f;
+  for (int64_t step = 0; step < l.len; ++step) {
+    const int64_t at = base + (reverse ? l.len - 1 - step : step) * l.stride();
+    const float v = load(at);
+    if (exclusive) {
+      store(at, acc);
+      acc += v;
+    } else {
+      acc += v;
+      store(at, acc);
+    }
+  }
+}
+
 // ArgMax and ArgMin: the CPU kernel scans a row in order, keeping the first element and
 // replacing it by each later one strictly better (or equal, with select_last_index).
 // The same winner as a commutative, associative choice, so threads may fold any elements

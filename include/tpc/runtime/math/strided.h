@@ -113,6 +113,29 @@ inline void Simplify(std::vector<StridedView*> views) {
   for (StridedView* v : views) v->rank = out;
 }
 
+// DepthToSpace and SpaceToDepth as one strided copy between the space side [n, cs, hd·b,
+// wd·b] and the depth side [n, cs·b·b, hd, wd]: both viewed over the dims [n, cs, hd, b,
+// wd, b] (the space side's order, contiguous there). A depth channel is (bi·b + bj)·cs + c
+// (DCR, and SpaceToDepth), or (c·b + bi)·b + bj (DepthToSpace's CRD).
+inline void BlockMoveViews(int64_t n, int64_t cs, int64_t hd, int64_t wd, int64_t b, bool crd,
+                           StridedView* space, StridedView* depth) {
+  const int64_t dims[6] = {n, cs, hd, b, wd, b};
+  const int64_t plane = hd * wd;  // one depth channel
+  const int64_t space_strides[6] = {
+      cs * hd * b * wd * b, hd * b * wd * b, b * wd * b, wd * b, b, 1};
+  const int64_t depth_strides[6] = {
+      cs * b * b * plane,      crd ? b * b * plane : plane, wd, crd ? b * plane : b * cs * plane, 1,
+      crd ? plane : cs * plane};
+  *space = StridedView();
+  *depth = StridedView();
+  space->rank = depth->rank = 6;
+  for (int d = 0; d < 6; ++d) {
+    space->dims[d] = depth->dims[d] = dims[d];
+    space->strides[d] = space_strides[d];
+    depth->strides[d] = depth_strides[d];
+  }
+}
+
 // Tile as one strided copy: input dim d of size n repeated r times is two dims, [r, n],
 // read with strides [0, its stride] and written with [n · the output's stride, the
 // output's stride] (the output contiguous, dims n · r). Dims of size 1 are left out; false
