@@ -18,6 +18,7 @@
 #include "tpc/runtime/math/pad.h"
 #include "tpc/runtime/math/pointwise.h"
 #include "tpc/runtime/math/pool.h"
+#include "tpc/runtime/math/resize.h"
 #include "tpc/runtime/math/rows.h"
 #include "tpc/runtime/math/strided.h"
 
@@ -400,6 +401,101 @@ TEST_CASE("Trilu and CumSum element math equals the CPU kernels", "[runtime][dev
         RequireClose(got, Floats(want), 1e-6f);
       }
     }
+  }
+}
+
+// Resize as resize.cu runs it: one pass per resized dim, each output element from its
+// taps (math::ResizeAxisElement), f32 between passes; against the CPU kernel, in each mode.
+TEST_CASE("Resize axis passes equal the CPU kernel", "[runtime][device-math]") {
+  const Tensor x = Random({1, 2, 5, 6}, 71);
+  struct ResizeCase {
+    ir::Attributes attrs;
+    std::vector<float> scales;  // of the two image dims
+    std::vector<float> roi;     // empty: none
+    math::ResizeOptions opt;
+  };
+  using math::ResizeCoord;
+  using math::ResizeMode;
+  const auto options = [](ResizeMode mode, ResizeCoord coord) {
+    math::ResizeOptions o;
+    o.mode = mode;
+    o.coord = coord;
+    return o;
+  };
+  std::vector<ResizeCase> cases = {
+      {{{"mode", std::string("nearest")}},
+       {2.0f, 1.5f},
+       {},
+       options(ResizeMode::kNearest, ResizeCoord::kHalfPixel)},
+      {{{"mode", std::string("nearest")},
+        {"nearest_mode", std::string("floor")},
+        {"coordinate_transformation_mode", std::string("asymmetric")}},
+       {1.6f, 0.5f},
+       {},
+       options(ResizeMode::kNearest, ResizeCoord::kAsymmetric)},
+      {{{"mode", std::string("linear")}},
+       {1.7f, 2.0f},
+       {},
+       options(ResizeMode::kLinear, ResizeCoord::kHalfPixel)},
+      {{{"mode", std::string("linear")},
+        {"coordinate_transformation_mode", std::string("align_corners")}},
+       {0.6f, 1.5f},
+       {},
+       options(ResizeMode::kLinear, ResizeCoord::kAlignCorners)},
+      {{{"mode", std::string("cubic")}, {"exclude_outside", int64_t{1}}},
+       {1.5f, 0.8f},
+       {},
+       options(ResizeMode::kCubic, ResizeCoord::kHalfPixel)},
+      {{{"mode", std::string("linear")}, {"antialias", int64_t{1}}},
+       {0.4f, 0.5f},
+       {},
+       options(ResizeMode::kLinear, ResizeCoord::kHalfPixel)},
+      {{{"mode", std::string("linear")},
+        {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
+        {"extrapolation_value", 2.5f}},
+       {1.4f, 1.2f},
+       {0.2f, -0.3f, 0.9f, 1.2f},
+       options(ResizeMode::kLinear, ResizeCoord::kTfCropAndResize)},
+  };
+  cases[1].opt.nearest = math::ResizeNearest::kFloor;
+  cases[4].opt.exclude_outside = true;
+  cases[5].opt.antialias = true;
+  cases[6].opt.extrapolation = 2.5;
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const ResizeCase& rc = cases[c];
+    INFO("case " << c);
+    OneOp o;
+    o.Input("x", x);
+    if (rc.roi.empty()) {
+      o.None();
+    } else {
+      o.Input("roi", F32({8}, {0, 0, rc.roi[0], rc.roi[1], 1, 1, rc.roi[2], rc.roi[3]}));
+    }
+    o.Input("scales", F32({4}, {1.0f, 1.0f, rc.scales[0], rc.scales[1]}));
+    const Tensor want = o.Run("Resize", rc.attrs)[0];
+    // The device's passes: dim 2 (f32 out), then dim 3.
+    std::vector<float> cur(x.data<float>(), x.data<float>() + x.num_elements());
+    std::vector<int64_t> shape = x.shape();
+    for (int d = 2; d < 4; ++d) {
+      math::ResizeAxisGeometry a;
+      a.in = shape[static_cast<size_t>(d)];
+      a.scale = rc.scales[static_cast<size_t>(d - 2)];
+      a.out = static_cast<int64_t>(std::floor(a.scale * static_cast<double>(a.in)));
+      if (!rc.roi.empty()) {
+        a.roi_start = rc.roi[static_cast<size_t>(d - 2)];
+        a.roi_end = rc.roi[static_cast<size_t>(d)];
+      }
+      REQUIRE(a.out == want.dim(d));
+      const int64_t outer = d == 2 ? 2 : 2 * shape[2], inner = d == 2 ? shape[3] : 1;
+      std::vector<float> next(static_cast<size_t>(outer * a.out * inner));
+      for (int64_t i = 0; i < static_cast<int64_t>(next.size()); ++i) {
+        next[static_cast<size_t>(i)] = static_cast<float>(math::ResizeAxisElement(
+            rc.opt, a, inner, i, [&](int64_t at) { return cur[static_cast<size_t>(at)]; }));
+      }
+      cur.swap(next);
+      shape[static_cast<size_t>(d)] = a.out;
+    }
+    RequireClose(cur, Floats(want), 1e-6f);
   }
 }
 

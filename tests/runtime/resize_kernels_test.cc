@@ -1,10 +1,11 @@
-// The per-coordinate arithmetic of Resize (src/runtime/cpu/resize.h) on cases the ONNX node
+// The per-coordinate arithmetic of Resize (tpc/runtime/math/resize.h) on cases the ONNX node
 // tests reach only through whole images: ties of the nearest rounding, one-element outputs,
 // the extrapolation of tf_crop_and_resize and the antialias filter width.
-#include "../../src/runtime/cpu/resize.h"  // internal to the CPU backend
+#include "tpc/runtime/math/resize.h"
+
 #include "catch2/catch.hpp"
 
-namespace tpc::runtime::cpu {
+namespace tpc::runtime::math {
 namespace {
 
 TEST_CASE("Resize nearest rounding breaks ties by its mode and clamps", "[runtime][kernels]") {
@@ -49,4 +50,4 @@ TEST_CASE("Resize filter weights and the antialias footprint", "[runtime][kernel
 }
 
 }  // namespace
-}  // namespace tpc::runtime::cpu
+}  // namespace tpc::runtime::math

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "kernels.h"
-#include "resize.h"
+#include "tpc/runtime/math/resize.h"
 
 namespace tpc::runtime::cpu {
 namespace {
@@ -81,8 +81,8 @@ std::vector<Tap> AxisTaps(double x, const Axis& a, SampleMode mode, Padding padd
     return taps;
   }
   for (int64_t k = -1; k <= 2; ++k) {
-    taps.push_back(
-        {ResolveIndex(i0 + k, a, padding), ResizeCubicWeight(static_cast<double>(k) - t, -0.75)});
+    taps.push_back({ResolveIndex(i0 + k, a, padding),
+                    math::ResizeCubicWeight(static_cast<double>(k) - t, -0.75)});
   }
   return taps;
 }

@@ -21,6 +21,7 @@
 #include "tpc/runtime/math/nbits.h"
 #include "tpc/runtime/math/pad.h"
 #include "tpc/runtime/math/pointwise.h"
+#include "tpc/runtime/math/resize.h"
 #include "tpc/runtime/math/rotary.h"
 #include "tpc/util/status_macros.h"
 
@@ -477,6 +478,19 @@ struct BlockMoveShape {
   Shape out;
 };
 absl::StatusOr<BlockMoveShape> ReadBlockMove(const KernelContext& ctx, bool to_space);
+// Resize's (and Upsample's) attributes and inputs read (roi, scales or sizes, axes,
+// keep_aspect_ratio_policy; Resize-10's defaults before opset 11), for every backend's
+// kernel: the options, each dim's geometry and the output shape.
+struct ResizePlan {
+  math::ResizeOptions opt;
+  std::vector<math::ResizeAxisGeometry> axes;  // one per dim
+  Shape out;
+};
+absl::StatusOr<ResizePlan> ReadResize(const KernelContext& ctx);
+// A dim Resize leaves as it is (no pass over it).
+inline bool ResizeAxisIsIdentity(const math::ResizeAxisGeometry& a) {
+  return a.out == a.in && a.scale == 1.0 && a.roi_start == 0 && a.roi_end == 1;
+}
 // Pad's operands read (mode, pads per axis of `axes` or of every dim, negative ones
 // cropping), for every backend's kernel: the pad before each dim and the output shape.
 struct PadShape {

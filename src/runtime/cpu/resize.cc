@@ -10,22 +10,15 @@
 #include <vector>
 
 #include "kernels.h"
-#include "resize.h"
+#include "tpc/runtime/math/resize.h"
 
 namespace tpc::runtime::cpu {
 namespace {
 
-enum class ResizeMode { kNearest, kLinear, kCubic };
-
-struct ResizeOptions {
-  ResizeMode mode = ResizeMode::kNearest;
-  ResizeCoord coord = ResizeCoord::kHalfPixel;
-  ResizeNearest nearest = ResizeNearest::kRoundPreferFloor;
-  double cubic_a = -0.75;
-  bool exclude_outside = false;
-  bool antialias = false;
-  double extrapolation = 0;
-};
+using math::ResizeCoord;
+using math::ResizeMode;
+using math::ResizeNearest;
+using math::ResizeOptions;
 
 // The taps of one axis: output coordinate o reads input indices idx[first[o] ..
 // first[o + 1]) with their weights, or the extrapolation value where `outside[o]`.
@@ -35,45 +28,15 @@ struct AxisTaps {
   std::vector<bool> outside;
 };
 
-AxisTaps MakeAxisTaps(const ResizeOptions& opt, int64_t in, int64_t out, double scale,
-                      double roi_start, double roi_end) {
+AxisTaps MakeAxisTaps(const ResizeOptions& opt, const math::ResizeAxisGeometry& a) {
   AxisTaps t;
   t.first.push_back(0);
-  for (int64_t o = 0; o < out; ++o) {
-    const double c = ResizeSourceCoord(opt.coord, o, scale, in, out, roi_start, roi_end);
-    const bool outside = ResizeExtrapolates(opt.coord, c, in);
-    t.outside.push_back(outside);
-    if (outside) {
-      t.first.push_back(static_cast<int64_t>(t.idx.size()));
-      continue;
-    }
-    if (opt.mode == ResizeMode::kNearest) {
-      t.idx.push_back(ResizeNearestIndex(opt.nearest, c, in));
-      t.weight.push_back(1);
-      t.first.push_back(static_cast<int64_t>(t.idx.size()));
-      continue;
-    }
-    const double support = opt.mode == ResizeMode::kLinear ? 1 : 2;
-    const int64_t start = ResizeFirstTap(support, scale, opt.antialias);
-    const double f = std::floor(c);
-    const double ratio = c - f;
-    const double s = opt.antialias && scale < 1 ? scale : 1.0;
-    const size_t begin = t.idx.size();
-    double sum = 0;
-    for (int64_t i = start; i <= 1 - start; ++i) {
-      const double d = s * (static_cast<double>(i) - ratio);
-      double w = opt.mode == ResizeMode::kLinear ? ResizeLinearWeight(d)
-                                                 : ResizeCubicWeight(d, opt.cubic_a);
-      const int64_t k = static_cast<int64_t>(f) + i;
-      if (opt.exclude_outside && (k < 0 || k >= in)) w = 0;
-      sum += w;
-      if (w == 0) continue;
-      t.idx.push_back(std::clamp<int64_t>(k, 0, in - 1));
+  for (int64_t o = 0; o < a.out; ++o) {
+    const bool inside = math::ResizeTaps(opt, a, o, [&](int64_t k, double w) {
+      t.idx.push_back(k);
       t.weight.push_back(w);
-    }
-    if ((opt.antialias || opt.exclude_outside) && sum != 0) {
-      for (size_t k = begin; k < t.weight.size(); ++k) t.weight[k] /= sum;
-    }
+    });
+    t.outside.push_back(!inside);
     t.first.push_back(static_cast<int64_t>(t.idx.size()));
   }
   return t;
@@ -169,8 +132,9 @@ absl::StatusOr<std::vector<double>> ReadDoubles(const KernelContext& ctx, const 
 
 }  // namespace
 
-absl::Status Resize(KernelContext& ctx) {
-  TPC_ASSIGN_OR_RETURN(const ResizeOptions opt, ReadOptions(ctx));
+absl::StatusOr<ResizePlan> ReadResize(const KernelContext& ctx) {
+  ResizePlan plan;
+  TPC_ASSIGN_OR_RETURN(plan.opt, ReadOptions(ctx));
   const Tensor& x = ctx.input(0);
   const Shape& in = x.shape();
   const int64_t rank = static_cast<int64_t>(in.size());
@@ -247,6 +211,22 @@ absl::Status Resize(KernelContext& ctx) {
     }
   }
 
+  plan.axes.resize(static_cast<size_t>(rank));
+  for (int64_t d = 0; d < rank; ++d) {
+    const size_t ud = static_cast<size_t>(d);
+    plan.axes[ud] = {in[ud], out[ud], scale[ud], roi_start[ud], roi_end[ud]};
+  }
+  plan.out = out;
+  return plan;
+}
+
+absl::Status Resize(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Shape& in = x.shape();
+  const int64_t rank = static_cast<int64_t>(in.size());
+  TPC_ASSIGN_OR_RETURN(const ResizePlan plan, ReadResize(ctx));
+  const Shape& out = plan.out;
+  const ResizeOptions& opt = plan.opt;
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
   if (NumElements(out) == 0) return absl::OkStatus();
   return VisitNumeric(ctx, x.dtype(), [&]<typename T>() {
@@ -255,14 +235,12 @@ absl::Status Resize(KernelContext& ctx) {
     Shape shape = in;
     for (int64_t d = 0; d < rank; ++d) {
       const size_t ud = static_cast<size_t>(d);
-      const bool identity =
-          out[ud] == in[ud] && scale[ud] == 1.0 && roi_start[ud] == 0 && roi_end[ud] == 1;
-      if (identity) continue;
+      const math::ResizeAxisGeometry& a = plan.axes[ud];
+      if (ResizeAxisIsIdentity(a)) continue;
       int64_t outer = 1, inner = 1;
       for (int64_t k = 0; k < d; ++k) outer *= shape[static_cast<size_t>(k)];
       for (int64_t k = d + 1; k < rank; ++k) inner *= shape[static_cast<size_t>(k)];
-      const AxisTaps taps =
-          MakeAxisTaps(opt, in[ud], out[ud], scale[ud], roi_start[ud], roi_end[ud]);
+      const AxisTaps taps = MakeAxisTaps(opt, a);
       std::vector<double> next(static_cast<size_t>(outer * out[ud] * inner));
       ResizeAxis(ctx.pool(), taps, opt.extrapolation, outer, in[ud], out[ud], inner, cur.data(),
                  next.data());

@@ -85,6 +85,9 @@ absl::Status Cast(KernelContext& ctx);
 // 1 to 3 spatial dims.
 absl::StatusOr<math::ConvGeometry> WindowGeometry(const KernelContext& ctx, const cpu::Window& win);
 
+// resize_ops.cc: Resize and Upsample (one kernel: cpu::ReadResize tells them apart).
+absl::Status Resize(KernelContext& ctx);
+
 // pool_ops.cc: MaxPool (and its Indices), AveragePool, LpPool.
 absl::Status MaxPool(KernelContext& ctx);
 absl::Status AveragePool(KernelContext& ctx);

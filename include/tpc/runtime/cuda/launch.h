@@ -16,6 +16,7 @@
 #include "tpc/runtime/math/pad.h"
 #include "tpc/runtime/math/pointwise.h"
 #include "tpc/runtime/math/pool.h"
+#include "tpc/runtime/math/resize.h"
 #include "tpc/runtime/math/rotary.h"
 #include "tpc/runtime/math/rows.h"
 #include "tpc/runtime/math/sdpa.h"
@@ -81,6 +82,11 @@ cudaError_t LaunchTrilu(int elem_bytes, const void* x, void* y, int64_t rows, in
 // CumSum along the middle dim of [outer, len, inner] (one thread per line).
 cudaError_t LaunchCumSum(FloatKind k, const void* x, void* y, const RowLayout& lines,
                          bool exclusive, bool reverse, cudaStream_t stream);
+// One axis of Resize (math::ResizeAxisElement): y [outer, a.out, inner] of kind `out` from
+// x [outer, a.in, inner] of kind `in`.
+cudaError_t LaunchResizeAxis(FloatKind in, FloatKind out, const math::ResizeOptions& opt,
+                             const math::ResizeAxisGeometry& a, int64_t outer, int64_t inner,
+                             const void* x, void* y, cudaStream_t stream);
 // The windowed pools (math/pool.h) of `planes` planes of x into y [planes, outs...], and
 // MaxPool's argmax into `index` when not null.
 cudaError_t LaunchPool(FloatKind k, const math::ConvGeometry& g, const math::PoolParams& pp,
