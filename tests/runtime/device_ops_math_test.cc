@@ -216,6 +216,89 @@ TEST_CASE("Convolution by im2col and one GEMM per image and group equals the CPU
   }
 }
 
+// ConvTranspose as the CUDA kernel runs it: per image and group col = W_gᵀ · X_g, then the
+// col2im gather (math::Col2ImElement) over the output, then the bias; against the CPU's
+// scatter-add.
+TEST_CASE("The transposed convolution by one GEMM and the col2im gather equals the CPU's",
+          "[runtime][device-math]") {
+  struct Case {
+    std::vector<int64_t> x, w;  // w [C, M / group, kernel...]
+    ir::Attributes attrs;
+  };
+  const std::vector<Case> cases = {
+      {{1, 3, 4, 5}, {3, 2, 3, 3}, {{"strides", std::vector<int64_t>{2, 2}}}},
+      {{2, 4, 3, 3},
+       {4, 3, 2, 3},
+       {{"group", int64_t{2}},
+        {"strides", std::vector<int64_t>{2, 1}},
+        {"pads", std::vector<int64_t>{1, 0, 0, 2}},
+        {"output_padding", std::vector<int64_t>{1, 0}}}},
+      {{1, 2, 6},
+       {2, 3, 3},
+       {{"dilations", std::vector<int64_t>{2}}, {"strides", std::vector<int64_t>{3}}}},
+      {{1, 2, 2, 3, 2}, {2, 2, 2, 2, 2}, {{"strides", std::vector<int64_t>{2, 1, 2}}}},
+  };
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& c = cases[ci];
+    INFO("case " << ci);
+    const Tensor x = Random(c.x, 120 + static_cast<uint32_t>(ci));
+    const Tensor w = Random(c.w, 140 + static_cast<uint32_t>(ci));
+    const int64_t group = c.attrs.count("group") ? std::get<int64_t>(c.attrs.at("group")) : 1;
+    const int64_t m = c.w[1] * group;
+    const Tensor b = Random({m}, 160);
+    OneOp o;
+    o.Input("x", x);
+    o.Input("w", w);
+    o.Input("b", b);
+    const Tensor y = o.Run("ConvTranspose", c.attrs)[0];
+    const auto attr = [&](const char* name, int64_t def, int d) -> int64_t {
+      auto it = c.attrs.find(name);
+      if (it == c.attrs.end()) return def;
+      return std::get<std::vector<int64_t>>(it->second)[static_cast<size_t>(d)];
+    };
+    // The convolution this one transposes: its input is y, its output positions x's.
+    const int spatial = static_cast<int>(c.x.size()) - 2;
+    math::ConvGeometry g;
+    g.spatial = spatial;
+    for (int d = 0; d < spatial; ++d) {
+      g.in[d] = y.dim(d + 2);
+      g.out[d] = c.x[static_cast<size_t>(d) + 2];
+      g.kernel[d] = c.w[static_cast<size_t>(d) + 2];
+      g.strides[d] = attr("strides", 1, d);
+      g.dilations[d] = attr("dilations", 1, d);
+      g.pad_begin[d] = attr("pads", 0, d);
+      g.taps *= g.kernel[d];
+      g.outs *= g.out[d];
+      g.in_size *= g.in[d];
+    }
+    const int64_t n = c.x[0], ch = c.x[1], cg = ch / group, mg = m / group, rows = mg * g.taps;
+    std::vector<float> col(static_cast<size_t>(rows * g.outs));
+    std::vector<float> got(static_cast<size_t>(y.num_elements()));
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t grp = 0; grp < group; ++grp) {
+        for (int64_t r = 0; r < rows; ++r) {  // col = W_gᵀ · X_g
+          for (int64_t p = 0; p < g.outs; ++p) {
+            double acc = 0;
+            for (int64_t q = 0; q < cg; ++q) {
+              acc += static_cast<double>(w.data<float>()[(grp * cg + q) * rows + r]) *
+                     x.data<float>()[((i * ch) + grp * cg + q) * g.outs + p];
+            }
+            col[static_cast<size_t>(r * g.outs + p)] = static_cast<float>(acc);
+          }
+        }
+        float* yg = got.data() + (i * m + grp * mg) * g.in_size;
+        for (int64_t e = 0; e < mg * g.in_size; ++e) {
+          math::Col2ImElement<FloatKind::kF32>(g, col.data(), yg, e);
+        }
+      }
+    }
+    for (int64_t e = 0; e < y.num_elements(); ++e) {
+      got[static_cast<size_t>(e)] += b.data<float>()[(e / g.in_size) % m];
+    }
+    RequireClose(got, Floats(y), 2e-5f);
+  }
+}
+
 // MaxPool (its Indices row- and column-major), AveragePool (with and without the padding
 // in the divisor) and LpPool over 1-D, 2-D and 3-D windows with strides, dilations, pads
 // and ceil_mode, one output element at a time as pool.cu's threads compute them.

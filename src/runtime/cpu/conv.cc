@@ -176,13 +176,12 @@ absl::Status Conv(KernelContext& ctx) {
   });
 }
 
-absl::Status ConvTranspose(KernelContext& ctx) {
+absl::StatusOr<ConvShape> ReadConvTransposeShape(const KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(1);
-  const Tensor* b = ctx.optional_input(2);
   const int64_t group = ctx.node().attr_int("group", 1);
   const int64_t out_channels = w.rank() > 1 ? w.dim(1) * group : 0;
-  TPC_RETURN_IF_ERROR(CheckOperands(ctx, x, w, b, out_channels));
+  TPC_RETURN_IF_ERROR(CheckOperands(ctx, x, w, ctx.optional_input(2), out_channels));
   const int64_t n = x.dim(0), c = x.dim(1);
   if (group < 1 || c % group != 0 || w.dim(0) != c) {
     return ctx.Error(absl::StrCat("X has ", c, " channels, W ", w.TypeString(),
@@ -235,9 +234,27 @@ absl::Status ConvTranspose(KernelContext& ctx) {
     }
     if (win.in[d] < 0) return ctx.Error("the output would have a negative size");
   }
-  Shape y_shape = {n, out_channels};
-  y_shape.insert(y_shape.end(), win.in.begin(), win.in.end());
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, y_shape, x.dtype()));
+  ConvShape shape;
+  shape.n = n;
+  shape.c = c;
+  shape.m = out_channels;
+  shape.group = group;
+  shape.out = {n, out_channels};
+  shape.out.insert(shape.out.end(), win.in.begin(), win.in.end());
+  shape.win = std::move(win);
+  return shape;
+}
+
+absl::Status ConvTranspose(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  const Tensor* b = ctx.optional_input(2);
+  TPC_ASSIGN_OR_RETURN(const ConvShape shape, ReadConvTransposeShape(ctx));
+  const int64_t n = shape.n, c = shape.c, group = shape.group, out_channels = shape.m;
+  const Window& win = shape.win;
+  const Shape& kernel = win.kernel;
+  const Shape& in = win.out;
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, shape.out, x.dtype()));
   return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
     const int64_t cg = c / group, mg = out_channels / group;
     const int64_t taps = NumElements(kernel), ins = NumElements(in);

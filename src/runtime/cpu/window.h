@@ -60,6 +60,11 @@ struct ConvShape {
   Shape out;  // [N, M, out...]
 };
 absl::StatusOr<ConvShape> ReadConvShape(const KernelContext& ctx);
+// ConvTranspose's (X [N, C, in...], W [C, M / group, kernel...], B [M]; strides,
+// dilations, pads or auto_pad, output_padding, output_shape): `win` is the convolution it
+// transposes, whose input is ConvTranspose's output (win.in) and whose output positions
+// are X's (win.out); m the output channels, `out` [N, M, win.in...].
+absl::StatusOr<ConvShape> ReadConvTransposeShape(const KernelContext& ctx);
 
 // A windowed pool's operand and geometry (X [N, C, in...], kernel_shape, ceil_mode, the
 // window attributes): shared by the backends' MaxPool, AveragePool and LpPool kernels.

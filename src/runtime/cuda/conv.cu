@@ -1,6 +1,8 @@
-// Launch of the convolution's im2col: one thread per element of the column matrix in a
-// grid-stride loop, elements moved by size (a float's zero is all zero bits in f32, f16
-// and bf16). The math is math/conv.h.
+// Launches of the convolution's im2col (one thread per element of the column matrix,
+// elements moved by size: a float's zero is all zero bits in f32, f16 and bf16) and of the
+// transposed convolution's col2im as a gather (one thread per output element, which reads
+// only its own channel's column rows and writes only y[i]), in grid-stride loops. The math
+// is math/conv.h.
 #include <cuda_runtime.h>
 
 #include "grid.cuh"
@@ -27,7 +29,40 @@ cudaError_t Im2Col(const math::ConvGeometry& g, int64_t channels, const void* x,
   return cudaGetLastError();
 }
 
+template <FloatKind K>
+__global__ void Col2ImKernel(math::ConvGeometry g, const typename math::FloatIO<K>::Storage* col,
+                             typename math::FloatIO<K>::Storage* y, int64_t n) {
+  for (int64_t i = First(); i < n; i += Step()) math::Col2ImElement<K>(g, col, y, i);
+}
+
+template <FloatKind K>
+cudaError_t Col2Im(const math::ConvGeometry& g, int64_t channels, const void* col, void* y,
+                   cudaStream_t stream) {
+  using S = typename math::FloatIO<K>::Storage;
+  const int64_t n = channels * g.in_size;
+  Col2ImKernel<K>
+      <<<Blocks(n), kThreads, 0, stream>>>(g, static_cast<const S*>(col), static_cast<S*>(y), n);
+  return cudaGetLastError();
+}
+
 }  // namespace
+
+cudaError_t LaunchCol2Im(FloatKind k, const math::ConvGeometry& g, int64_t channels,
+                         const void* col, void* y, cudaStream_t stream) {
+  if (channels * g.in_size == 0) return cudaSuccess;
+  for (int d = 0; d < g.spatial; ++d) {
+    if (g.strides[d] < 1 || g.in[d] < 1 || g.kernel[d] < 1) return cudaErrorInvalidValue;
+  }
+  switch (k) {
+    case FloatKind::kF32:
+      return Col2Im<FloatKind::kF32>(g, channels, col, y, stream);
+    case FloatKind::kF16:
+      return Col2Im<FloatKind::kF16>(g, channels, col, y, stream);
+    case FloatKind::kBF16:
+      return Col2Im<FloatKind::kBF16>(g, channels, col, y, stream);
+  }
+  return cudaErrorInvalidValue;
+}
 
 cudaError_t LaunchIm2Col(int elem_bytes, const math::ConvGeometry& g, int64_t channels,
                          const void* x, void* col, cudaStream_t stream) {

@@ -8,6 +8,20 @@
 
 namespace tpc::runtime::cuda {
 
+namespace {
+
+// y[n, m, spatial...] += b[m], in place.
+absl::Status AddChannelBias(KernelContext& ctx, FloatKind k, const Tensor& b, Tensor& y, int64_t n,
+                            int64_t m, int64_t size) {
+  const Shape flat = {n, m, size};
+  StridedView vy = math::ContiguousView(flat), vb = math::BroadcastView({m, 1}, flat), vo = vy;
+  math::Simplify({&vy, &vb, &vo});
+  return Check(ctx, LaunchBinary(k, BinaryOp::kAdd, y.raw(), vy, b.raw(), vb, y.raw(),
+                                 y.num_elements(), StreamOf(ctx)));
+}
+
+}  // namespace
+
 absl::StatusOr<math::ConvGeometry> WindowGeometry(const KernelContext& ctx,
                                                   const cpu::Window& win) {
   if (win.spatial() < 1 || win.spatial() > math::kMaxSpatial) {
@@ -76,13 +90,49 @@ absl::Status Conv(KernelContext& ctx) {
     }
   }
   if (b == nullptr) return absl::OkStatus();
-  // y[n, m, o] += b[m], in place.
-  const Shape flat = {shape.n, shape.m, g.outs};
-  StridedView vy = math::ContiguousView(flat), vb = math::BroadcastView({shape.m, 1}, flat),
-              vo = vy;
-  math::Simplify({&vy, &vb, &vo});
-  return Check(ctx, LaunchBinary(k, BinaryOp::kAdd, y->raw(), vy, b->raw(), vb, y->raw(),
-                                 y->num_elements(), StreamOf(ctx)));
+  return AddChannelBias(ctx, k, *b, *y, shape.n, shape.m, g.outs);
+}
+
+// ConvTranspose: per image and group, col [M/g · taps, ins] = W_gᵀ · X_g by one cuBLAS
+// GEMM, then the col2im gather into Y (conv.cu), then the bias. Checks and geometry are the
+// CPU kernel's (cpu::ReadConvTransposeShape).
+absl::Status ConvTranspose(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  const Tensor* b = ctx.optional_input(2);
+  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
+  TPC_ASSIGN_OR_RETURN(const cpu::ConvShape shape, cpu::ReadConvTransposeShape(ctx));
+  TPC_ASSIGN_OR_RETURN(const math::ConvGeometry g, WindowGeometry(ctx, shape.win));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, shape.out, x.dtype()));
+  if (y->num_elements() == 0) return absl::OkStatus();
+  const int64_t cg = shape.c / shape.group, mg = shape.m / shape.group, rows = mg * g.taps;
+  const int64_t ins = g.outs, y_size = g.in_size;
+  const size_t es = static_cast<size_t>(ir::DTypeSize(x.dtype()));
+  TPC_ASSIGN_OR_RETURN(Tensor col, Scratch(ctx, x.dtype(), {rows, ins}));
+  Gemm2D gemm;  // col = W_gᵀ · X_g, W_g [cg, rows] row-major
+  gemm.ta = true;
+  gemm.m = rows;
+  gemm.n = ins;
+  gemm.k = cg;
+  gemm.lda = rows;
+  gemm.ldb = ins;
+  gemm.ldc = ins;
+  const auto* pw = static_cast<const uint8_t*>(w.raw());
+  const auto* px = static_cast<const uint8_t*>(x.raw());
+  auto* py = static_cast<uint8_t*>(y->raw());
+  for (int64_t i = 0; i < shape.n; ++i) {
+    for (int64_t grp = 0; grp < shape.group; ++grp) {
+      TPC_RETURN_IF_ERROR(RunGemm(ctx, k, gemm, pw + static_cast<size_t>(grp * cg * rows) * es,
+                                  px + static_cast<size_t>((i * shape.c + grp * cg) * ins) * es,
+                                  col.raw()));
+      TPC_RETURN_IF_ERROR(
+          Check(ctx, LaunchCol2Im(k, g, mg, col.raw(),
+                                  py + static_cast<size_t>((i * shape.m + grp * mg) * y_size) * es,
+                                  StreamOf(ctx))));
+    }
+  }
+  if (b == nullptr) return absl::OkStatus();
+  return AddChannelBias(ctx, k, *b, *y, shape.n, shape.m, y_size);
 }
 
 }  // namespace tpc::runtime::cuda

@@ -111,6 +111,7 @@ const Entry kKernels[] = {
     {"", "Clip", K(Clip, In(1) | In(2)), Takes::kFloats},
     {"", "Concat", K(Concat), Takes::kAnyData},
     {"", "Conv", K(Conv), Takes::kFloats},
+    {"", "ConvTranspose", K(ConvTranspose), Takes::kFloats},
     {"", "Cos", K(Cos), Takes::kFloats},
     {"", "Cosh", K(Cosh), Takes::kFloats},
     {"", "CumSum", K(CumSum, In(1)), Takes::kFloatData},

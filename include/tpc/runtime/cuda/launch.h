@@ -91,6 +91,10 @@ cudaError_t LaunchResizeAxis(FloatKind in, FloatKind out, const math::ResizeOpti
 // MaxPool's argmax into `index` when not null.
 cudaError_t LaunchPool(FloatKind k, const math::ConvGeometry& g, const math::PoolParams& pp,
                        int64_t planes, const void* x, void* y, int64_t* index, cudaStream_t stream);
+// The col2im of `channels` channels (math::Col2ImElement): y [channels, g.in...] from
+// col [channels · taps, outs].
+cudaError_t LaunchCol2Im(FloatKind k, const math::ConvGeometry& g, int64_t channels,
+                         const void* col, void* y, cudaStream_t stream);
 // GroupQueryAttention's device buffers (kind k): its inputs (key and value null when
 // packed in the query; past, cos and sin may be null) and its laid-out Q and presents.
 struct GqaOperands {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "tpc/runtime/math/floats.h"
 #include "tpc/runtime/math/strided.h"
 #include "tpc/util/host_device.h"
 
@@ -46,6 +47,43 @@ TPC_HOST_DEVICE inline void Im2ColElement(const ConvGeometry& g, const Word* x, 
     in_stride *= g.in[d];
   }
   col[i] = inside ? x[c * g.in_size + offset] : Word{};
+}
+
+// The scatter-add back (col2im) of ConvTranspose and Col2Im, as a gather: element i of y
+// [channels, in...] (g.in: the scattered-to image; g.out: the positions of col [channels ·
+// taps, outs]) is the sum, over taps t in order, of col[c · taps + t, o] for the position o
+// whose tap t reads it: o_d = (p_d + pad_begin_d − k_d · dilation_d) / stride_d, whole and
+// in [0, out_d) in every dim. The CPU's scatter adds the same terms in the same order.
+template <FloatKind K>
+TPC_HOST_DEVICE inline void Col2ImElement(const ConvGeometry& g,
+                                          const typename FloatIO<K>::Storage* col,
+                                          typename FloatIO<K>::Storage* y, int64_t i) {
+  using IO = FloatIO<K>;
+  const int64_t c = DivIndex(i, g.in_size);
+  int64_t rest = i - c * g.in_size;
+  int64_t p[kMaxSpatial] = {};
+  for (int d = g.spatial - 1; d >= 0; --d) {
+    const int64_t q = DivIndex(rest, g.in[d]);
+    p[d] = rest - q * g.in[d];
+    rest = q;
+  }
+  float acc = 0.0f;
+  for (int64_t t = 0; t < g.taps; ++t) {
+    int64_t kt = t, o = 0, o_stride = 1;
+    bool hit = true;
+    for (int d = g.spatial - 1; d >= 0; --d) {
+      const int64_t q = DivIndex(kt, g.kernel[d]);
+      const int64_t k = kt - q * g.kernel[d];
+      kt = q;
+      const int64_t num = p[d] + g.pad_begin[d] - k * g.dilations[d];
+      const int64_t od = num >= 0 ? DivIndex(num, g.strides[d]) : -1;
+      hit = hit && num >= 0 && od * g.strides[d] == num && od < g.out[d];
+      o += od * o_stride;
+      o_stride *= g.out[d];
+    }
+    if (hit) acc += IO::Load(col[(c * g.taps + t) * g.outs + o]);
+  }
+  y[i] = IO::Store(acc);
 }
 
 }  // namespace tpc::runtime::math
