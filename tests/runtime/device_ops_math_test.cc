@@ -93,6 +93,91 @@ TEST_CASE("GatherElements element math equals the CPU kernel", "[runtime][device
   }
 }
 
+// GatherND (batch dims, negative indices, tuples shorter than data's rank), ScatterND and
+// ScatterElements (no reduction, distinct targets) one element at a time as
+// indexing.cu's threads do, against the CPU kernels.
+TEST_CASE("GatherND and the scatters' element math equals the CPU kernels",
+          "[runtime][device-math]") {
+  const Tensor data = Random({2, 3, 4}, 81);
+  const std::vector<int64_t> strides = {12, 4, 1};
+  const auto nd_of = [&](int64_t first, int64_t last) {
+    math::NdIndex nd;
+    nd.last = static_cast<int>(last);
+    for (int64_t k = 0; k < last; ++k) {
+      nd.dims[k] = data.dim(first + k);
+      nd.strides[k] = strides[static_cast<size_t>(first + k)];
+    }
+    return nd;
+  };
+  {
+    INFO("GatherND, batch_dims 0");
+    const Tensor idx = testing::I64({3, 2}, {1, -1, 0, 2, -2, 0});
+    OneOp o;
+    o.Input("data", data);
+    o.Input("idx", idx);
+    const Tensor want = o.Run("GatherND")[0];
+    std::vector<float> got(static_cast<size_t>(want.num_elements()));
+    for (int64_t i = 0; i < want.num_elements(); ++i) {
+      CHECK(math::GatherNdElement(data.data<float>(), nd_of(0, 2), idx.data<int64_t>(), 4, 3, 24,
+                                  got.data(), i));
+    }
+    RequireClose(got, Floats(want), 0.0f);
+  }
+  {
+    INFO("GatherND, batch_dims 1");
+    const Tensor idx = testing::I64({2, 2, 1}, {2, 0, -1, 1});
+    OneOp o;
+    o.Input("data", data);
+    o.Input("idx", idx);
+    const Tensor want = o.Run("GatherND", {{"batch_dims", int64_t{1}}})[0];
+    std::vector<float> got(static_cast<size_t>(want.num_elements()));
+    for (int64_t i = 0; i < want.num_elements(); ++i) {
+      CHECK(math::GatherNdElement(data.data<float>(), nd_of(1, 1), idx.data<int64_t>(), 4, 2, 12,
+                                  got.data(), i));
+    }
+    RequireClose(got, Floats(want), 0.0f);
+    std::vector<int64_t> bad = {2, 0, 3, 1};  // 3 is past dim 1
+    std::vector<float> out(16, 1.0f);
+    CHECK_FALSE(math::GatherNdElement(data.data<float>(), nd_of(1, 1), bad.data(), 4, 2, 12,
+                                      out.data(), 8));
+    CHECK(out[8] == 0.0f);
+  }
+  {
+    INFO("ScatterND");
+    const Tensor idx = testing::I64({2, 2}, {1, 2, 0, -1});
+    const Tensor updates = Random({2, 4}, 82);
+    OneOp o;
+    o.Input("data", data);
+    o.Input("idx", idx);
+    o.Input("updates", updates);
+    const Tensor want = o.Run("ScatterND")[0];
+    std::vector<float> got(data.data<float>(), data.data<float>() + 24);
+    for (int64_t i = 0; i < 8; ++i) {
+      CHECK(math::ScatterNdElement(nd_of(0, 2), idx.data<int64_t>(), updates.data<float>(), 4,
+                                   got.data(), i));
+    }
+    RequireClose(got, Floats(want), 0.0f);
+  }
+  {
+    INFO("ScatterElements, axis 1");
+    const Tensor idx = testing::I64({2, 2, 3}, {0, 2, 1, -1, 0, 2, 1, 1, 0, 2, -3, 1});
+    const Tensor updates = Random({2, 2, 3}, 83);
+    OneOp o;
+    o.Input("data", data);
+    o.Input("idx", idx);
+    o.Input("updates", updates);
+    const Tensor want = o.Run("ScatterElements", {{"axis", int64_t{1}}})[0];
+    StridedView base = math::ViewOf({2, 2, 3}, strides);
+    base.strides[1] = 0;
+    std::vector<float> got(data.data<float>(), data.data<float>() + 24);
+    for (int64_t i = 0; i < 12; ++i) {
+      CHECK(math::ScatterElementsElement(base, idx.data<int64_t>(), 3, 4, updates.data<float>(),
+                                         got.data(), i));
+    }
+    RequireClose(got, Floats(want), 0.0f);
+  }
+}
+
 TEST_CASE("The negative log-likelihood terms equal the CPU's SoftmaxCrossEntropyLoss",
           "[runtime][device-math]") {
   const Tensor scores = Random({3, 5, 2}, 13);  // [N, C, d]

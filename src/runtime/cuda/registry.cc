@@ -82,6 +82,8 @@ struct Entry {
 
 // BatchNormalization's kernel is for inference (the running statistics).
 bool Inference(const ir::Node& n) { return n.attr_int("training_mode", 0) == 0; }
+// The scatters' kernels write without a reduction.
+bool NoReduction(const ir::Node& n) { return n.attr_string("reduction", "none") == "none"; }
 
 constexpr uint32_t In(int i) { return 1u << i; }
 // Device kernels all handle f16 and bf16 themselves.
@@ -126,6 +128,7 @@ const Entry kKernels[] = {
     {"", "Floor", K(Floor), Takes::kFloats},
     {"", "Gather", K(Gather), Takes::kAnyData},
     {"", "GatherElements", K(GatherElements), Takes::kAnyData},
+    {"", "GatherND", K(GatherND), Takes::kAnyData},
     {"", "Gelu", K(Gelu), Takes::kFloats},
     {"", "Gemm", K(Gemm), Takes::kFloats},
     {"", "GlobalAveragePool", K(GlobalAveragePool), Takes::kFloats},
@@ -177,6 +180,8 @@ const Entry kKernels[] = {
     {"", "Resize", K(Resize, In(1) | In(2) | In(3)), Takes::kFloatData},
     {"", "RotaryEmbedding", K(RotaryEmbedding), Takes::kFloatData},
     {"", "Round", K(Round), Takes::kFloats},
+    {"", "ScatterElements", K(ScatterElements), Takes::kAnyData, false, NoReduction},
+    {"", "ScatterND", K(ScatterND), Takes::kAnyData, false, NoReduction},
     {"", "Selu", K(Selu), Takes::kFloats},
     {"", "Shrink", K(Shrink), Takes::kFloats},
     {"", "Sigmoid", K(Sigmoid), Takes::kFloats},

@@ -10,6 +10,7 @@
 #include "tpc/runtime/math/conv.h"
 #include "tpc/runtime/math/floats.h"
 #include "tpc/runtime/math/gqa.h"
+#include "tpc/runtime/math/indexing.h"
 #include "tpc/runtime/math/logic.h"
 #include "tpc/runtime/math/loss.h"
 #include "tpc/runtime/math/nbits.h"
@@ -61,6 +62,23 @@ cudaError_t LaunchGatherElements(int elem_bytes, const void* data, const Strided
                                  const void* indices, bool indices_i64, int64_t axis_len,
                                  int64_t axis_stride, void* out, int64_t n, int* flag, int code,
                                  cudaStream_t stream);
+// GatherND (math::GatherNdElement) of n output elements: tuples of `nd.last` indices,
+// slices of `slice` elements, per_batch tuples per batch entry of data (batch_stride
+// elements apart); an index out of range sets *flag to `code`.
+cudaError_t LaunchGatherNd(int elem_bytes, const void* data, const math::NdIndex& nd,
+                           const void* indices, bool indices_i64, int64_t slice, int64_t per_batch,
+                           int64_t batch_stride, void* out, int64_t n, int* flag, int code,
+                           cudaStream_t stream);
+// ScatterND without a reduction: the n update elements written into y (already a copy of
+// data); an index out of range sets *flag to `code`.
+cudaError_t LaunchScatterNd(int elem_bytes, const math::NdIndex& nd, const void* indices,
+                            bool indices_i64, const void* updates, int64_t slice, void* y,
+                            int64_t n, int* flag, int code, cudaStream_t stream);
+// ScatterElements without a reduction, as LaunchScatterNd.
+cudaError_t LaunchScatterElements(int elem_bytes, const StridedView& base, const void* indices,
+                                  bool indices_i64, int64_t axis_len, int64_t axis_stride,
+                                  const void* updates, void* y, int64_t n, int* flag, int code,
+                                  cudaStream_t stream);
 // The negative log-likelihood (math/loss.h) of log-probabilities `logp` (kind k) for
 // labels int64 or int32 and an optional class weight (kind k, may be null): `reduction` 0
 // one loss per target into out [n, inner], 1 their sum, 2 their weighted mean, into
