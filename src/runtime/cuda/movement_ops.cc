@@ -81,6 +81,16 @@ absl::Status Tile(KernelContext& ctx) {
   return StridedCopy(ctx, x.dtype(), x.raw(), vs, y->raw(), vd);
 }
 
+// Dropout, as the CPU kernel: inference, the identity, and an all-true mask when asked for.
+absl::Status Dropout(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  if (x.nbytes() > 0) ctx.backend().Copy(y->raw(), x.raw(), x.nbytes());
+  if (ctx.num_outputs() < 2 || !ctx.wants_output(1)) return absl::OkStatus();
+  TPC_ASSIGN_OR_RETURN(Tensor * mask, ctx.Output(1, x.shape(), ir::DType::kBool));
+  return Check(ctx, cudaMemsetAsync(mask->raw(), 1, mask->nbytes(), StreamOf(ctx)));
+}
+
 // DepthToSpace (DCR or CRD) and SpaceToDepth: one strided copy (math::BlockMoveViews).
 absl::Status BlockMove(KernelContext& ctx, bool to_space) {
   const Tensor& x = ctx.input(0);

@@ -144,6 +144,7 @@ absl::Status IsInf(KernelContext& ctx);
 
 // movement_ops.cc
 absl::Status Transpose(KernelContext& ctx);
+absl::Status Dropout(KernelContext& ctx);
 absl::Status DepthToSpace(KernelContext& ctx);
 absl::Status SpaceToDepth(KernelContext& ctx);
 absl::Status Pad(KernelContext& ctx);
