@@ -238,6 +238,57 @@ TEST_CASE("ArgMax and ArgMin row math equals the CPU kernels", "[runtime][device
   }
 }
 
+// TopK as rows.cu's blocks take it: k rounds, each the block's first-ranked entry among
+// those after the previous round's (math::TopKBefore), against the CPU's stable sort:
+// ties in index order, largest and smallest, along an inner and the last axis.
+TEST_CASE("TopK rounds equal the CPU kernel", "[runtime][device-math]") {
+  Tensor x = Random({3, 7, 4}, 91);
+  float* p = x.data<float>();
+  for (int64_t j : {1, 3, 5}) p[j * 4 + 2] = 1.5f;  // ties along axis 1
+  for (int64_t j : {0, 2, 6}) p[28 + j * 4] = -1.5f;
+  for (int64_t axis : {1, 2}) {
+    for (int64_t largest : {0, 1}) {
+      const int64_t k = axis == 1 ? 4 : 3;
+      INFO("axis " << axis << " largest " << largest);
+      OneOp o;
+      o.Input("x", x);
+      o.Input("k", testing::I64({1}, {k}));
+      const std::vector<Tensor> want = o.Run("TopK", {{"axis", axis}, {"largest", largest}}, 2);
+      math::RowLayout rl;
+      for (int64_t i = 0; i < 3; ++i)
+        (i < axis ? rl.outer : (i == axis ? rl.len : rl.inner)) *= x.dim(i);
+      for (int threads : {1, 4, 256}) {
+        std::vector<float> values(static_cast<size_t>(want[0].num_elements()));
+        std::vector<int64_t> indices(values.size());
+        for (int64_t row = 0; row < rl.rows(); ++row) {
+          const int64_t base = rl.Start(row);
+          const int64_t out0 = (row / rl.inner) * k * rl.inner + row % rl.inner;
+          math::TopKEntry last{0.0f, -1};
+          for (int64_t r = 0; r < k; ++r) {
+            const math::TopKEntry best = BlockFold(
+                rl.len, threads, math::TopKEntry{0.0f, -1},
+                [&](math::TopKEntry b, int64_t j) {
+                  const math::TopKEntry e{p[base + j * rl.stride()], j};
+                  if (last.index >= 0 && !math::TopKBefore(last, e, largest != 0)) return b;
+                  return math::TopKBefore(e, b, largest != 0) ? e : b;
+                },
+                [&](math::TopKEntry a, math::TopKEntry b) {
+                  return math::TopKBefore(a, b, largest != 0) ? a : b;
+                });
+            REQUIRE(best.index >= 0);
+            values[static_cast<size_t>(out0 + r * rl.inner)] = p[base + best.index * rl.stride()];
+            indices[static_cast<size_t>(out0 + r * rl.inner)] = best.index;
+            last = best;
+          }
+        }
+        RequireClose(values, Floats(want[0]), 0.0f);
+        CHECK(indices == std::vector<int64_t>(want[1].data<int64_t>(),
+                                              want[1].data<int64_t>() + want[1].num_elements()));
+      }
+    }
+  }
+}
+
 TEST_CASE("The reduction across ranks of a collective on one GPU combines in rank order",
           "[runtime][device-math]") {
   const int n = 3;

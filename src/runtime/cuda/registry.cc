@@ -18,11 +18,12 @@ bool IsDeviceFloat(ir::DType t) { return KindOf(t).has_value(); }
 
 // Which nodes a device kernel takes, by element type.
 enum class Takes {
-  kFloats,     // every input and output f32, f16 or bf16
-  kFloatData,  // input 0 and the outputs float (axes inputs may be integers)
-  kAnyData,    // elements moved by size (movement ops): 1, 2, 4 or 8 bytes
-  kFloatIns,   // every input float, the outputs any type (comparisons: bool)
-  kBools,      // every input and output bool
+  kFloats,      // every input and output f32, f16 or bf16
+  kFloatData,   // input 0 and the outputs float (axes inputs may be integers)
+  kAnyData,     // elements moved by size (movement ops): 1, 2, 4 or 8 bytes
+  kFloatIns,    // every input float, the outputs any type (comparisons: bool)
+  kBools,       // every input and output bool
+  kFloatFirst,  // input 0 float, the other inputs and the outputs any type (TopK)
 };
 
 bool Accepts(Takes takes, const ir::Node& node) {
@@ -57,6 +58,8 @@ bool Accepts(Takes takes, const ir::Node& node) {
         if (v->type().dtype != ir::DType::kBool) return false;
       }
       return true;
+    case Takes::kFloatFirst:
+      return !node.inputs().empty() && float_value(node.inputs()[0]) && node.inputs()[0] != nullptr;
     case Takes::kAnyData:
       for (const ir::Value* v : node.outputs()) {
         const int64_t size = ir::DTypeSize(v->type().dtype);
@@ -206,6 +209,7 @@ const Entry kKernels[] = {
     {"", "Tanh", K(Tanh), Takes::kFloats},
     {"", "ThresholdedRelu", K(ThresholdedRelu), Takes::kFloats},
     {"", "Tile", K(Tile, In(1)), Takes::kAnyData},
+    {"", "TopK", K(TopK, In(1)), Takes::kFloatFirst},
     {"", "Transpose", K(Transpose), Takes::kAnyData},
     {"", "Trilu", K(Trilu, In(1)), Takes::kAnyData},
     {"", "Unsqueeze", K(cpu::Unsqueeze, In(1)), Takes::kAnyData},
@@ -250,6 +254,7 @@ std::string_view TakesText(Takes t) {
     case Takes::kFloatData:
       return "f32,f16,bf16";
     case Takes::kFloatIns:
+    case Takes::kFloatFirst:
       return "f32,f16,bf16";
     case Takes::kBools:
       return "bool";

@@ -254,6 +254,29 @@ absl::Status CumSum(KernelContext& ctx) {
                                  ctx.node().attr_int("reverse", 0) != 0, StreamOf(ctx)));
 }
 
+// TopK along `axis`, K on the host (input 1); values and indices sorted as the CPU's
+// stable sort orders them.
+absl::Status TopK(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
+  TPC_ASSIGN_OR_RETURN(const auto kv, cpu::ReadInts(ctx, ctx.input(1)));
+  if (kv.size() != 1) return ctx.Error("K must hold one value");
+  TPC_ASSIGN_OR_RETURN(const int64_t axis,
+                       cpu::NormalizeAxis(ctx, ctx.node().attr_int("axis", -1), x.rank()));
+  RowLayout rl;
+  for (int64_t i = 0; i < x.rank(); ++i) {
+    (i < axis ? rl.outer : (i == axis ? rl.len : rl.inner)) *= x.dim(i);
+  }
+  const int64_t top = kv[0];
+  if (top < 0 || top > rl.len) return ctx.Error(absl::StrCat("K = ", top, " is out of range"));
+  Shape out = x.shape();
+  out[static_cast<size_t>(axis)] = top;
+  TPC_ASSIGN_OR_RETURN(Tensor * values, ctx.Output(0, out, x.dtype()));
+  TPC_ASSIGN_OR_RETURN(Tensor * indices, ctx.Output(1, out, ir::DType::kI64));
+  return Check(ctx, LaunchTopK(k, x.raw(), values->raw(), indices->data<int64_t>(), rl, top,
+                               ctx.node().attr_int("largest", 1) != 0, StreamOf(ctx)));
+}
+
 absl::Status ArgMax(KernelContext& ctx) { return ArgReduceImpl(ctx, true); }
 absl::Status ArgMin(KernelContext& ctx) { return ArgReduceImpl(ctx, false); }
 absl::Status ReduceProd(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kProd); }

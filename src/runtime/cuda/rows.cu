@@ -231,6 +231,44 @@ __global__ void ArgReduceKernel(const typename FloatIO<K>::Storage* x, int64_t* 
   if (threadIdx.x == 0) y[blockIdx.x] = best.index;
 }
 
+// TopK of each line: k rounds, each a block-wide choice of the first-ranked entry after the
+// previous round's (math::TopKBefore); thread 0 writes round r's value and index.
+template <FloatKind K>
+__global__ void TopKKernel(const typename FloatIO<K>::Storage* x,
+                           typename FloatIO<K>::Storage* values, int64_t* indices, RowLayout rl,
+                           int64_t k, bool largest) {
+  using IO = FloatIO<K>;
+  const int64_t row = blockIdx.x;
+  const int64_t base = rl.Start(row);
+  const int64_t out0 = (row / rl.inner) * k * rl.inner + row % rl.inner;
+  math::TopKEntry last{0.0f, -1};
+  for (int64_t r = 0; r < k; ++r) {
+    math::TopKEntry best{0.0f, -1};
+    for (int64_t j = threadIdx.x; j < rl.len; j += kThreads) {
+      const math::TopKEntry e{IO::Load(x[base + j * rl.stride()]), j};
+      if (last.index >= 0 && !math::TopKBefore(last, e, largest)) continue;  // taken
+      if (math::TopKBefore(e, best, largest)) best = e;
+    }
+    best = BlockReduce(best, [largest](const math::TopKEntry& a, const math::TopKEntry& b) {
+      return math::TopKBefore(a, b, largest) ? a : b;
+    });
+    if (threadIdx.x == 0) {
+      values[out0 + r * rl.inner] = x[base + best.index * rl.stride()];
+      indices[out0 + r * rl.inner] = best.index;
+    }
+    last = best;
+  }
+}
+
+template <FloatKind K>
+cudaError_t TopK(const void* x, void* values, int64_t* indices, const RowLayout& rl, int64_t k,
+                 bool largest, cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  TopKKernel<K><<<RowBlocks(rl.rows()), kThreads, 0, stream>>>(
+      static_cast<const S*>(x), static_cast<S*>(values), indices, rl, k, largest);
+  return cudaGetLastError();
+}
+
 template <FloatKind K>
 cudaError_t ArgReduce(const void* x, int64_t* y, const RowLayout& rl, bool max, bool last,
                       cudaStream_t stream) {
@@ -404,6 +442,23 @@ cudaError_t LaunchNorm(FloatKind k, const void* x, const void* scale, const void
     case FloatKind::kBF16:
       return Norm<FloatKind::kBF16>(x, scale, bias, y, mean, inv_std, rows, len, epsilon, rms,
                                     stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchTopK(FloatKind k, const void* x, void* values, int64_t* indices,
+                       const RowLayout& lines, int64_t top, bool largest, cudaStream_t stream) {
+  if (lines.rows() == 0 || top == 0) return cudaSuccess;
+  if (TooManyRows(lines.rows()) || top < 0 || top > lines.len) {
+    return cudaErrorInvalidConfiguration;
+  }
+  switch (k) {
+    case FloatKind::kF32:
+      return TopK<FloatKind::kF32>(x, values, indices, lines, top, largest, stream);
+    case FloatKind::kF16:
+      return TopK<FloatKind::kF16>(x, values, indices, lines, top, largest, stream);
+    case FloatKind::kBF16:
+      return TopK<FloatKind::kBF16>(x, values, indices, lines, top, largest, stream);
   }
   return cudaErrorInvalidValue;
 }

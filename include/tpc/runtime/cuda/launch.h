@@ -207,6 +207,10 @@ cudaError_t LaunchBatchNorm(FloatKind k, const void* x, const void* scale, const
 // y[r] = reduce of row r, one value per row.
 cudaError_t LaunchReduce(FloatKind k, math::ReducePass op, const void* x, void* y,
                          const RowLayout& rows, cudaStream_t stream);
+// TopK along the middle dim of [outer, len, inner]: values (kind k) and int64 indices
+// [outer, top, inner], ranked by math::TopKBefore; top ≤ len.
+cudaError_t LaunchTopK(FloatKind k, const void* x, void* values, int64_t* indices,
+                       const RowLayout& lines, int64_t top, bool largest, cudaStream_t stream);
 // y[r] = the index in row r of its maximum (`max`) or minimum (math::ArgChoose); rows of at
 // least one element.
 cudaError_t LaunchArgReduce(FloatKind k, const void* x, int64_t* y, const RowLayout& rows, bool max,

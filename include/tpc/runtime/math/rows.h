@@ -191,4 +191,21 @@ TPC_HOST_DEVICE inline ArgBest ArgChoose(ArgBest a, ArgBest b, bool max, bool la
   return (last ? a.index > b.index : a.index < b.index) ? a : b;
 }
 
+// TopK as k rounds over a line: each round takes the entry that ranks first among those
+// ranking after the previous round's (no element is taken twice, and ties come out in
+// index order, as the CPU's stable sort gives them). The ranking: by value, largest (or
+// smallest) first, equal values by index; NaNs after every number, by index; index -1 (no
+// entry) last. An aggregate (it sits in shared memory).
+struct TopKEntry {
+  float value;
+  int64_t index;
+};
+TPC_HOST_DEVICE inline bool TopKBefore(const TopKEntry& a, const TopKEntry& b, bool largest) {
+  if (a.index < 0 || b.index < 0) return b.index < 0 && a.index >= 0;
+  const bool an = a.value != a.value, bn = b.value != b.value;
+  if (an || bn) return an == bn ? a.index < b.index : bn;
+  if (a.value != b.value) return largest ? a.value > b.value : a.value < b.value;
+  return a.index < b.index;
+}
+
 }  // namespace tpc::runtime::math
