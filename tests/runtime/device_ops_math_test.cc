@@ -136,6 +136,14 @@ TEST_CASE("GatherND and the scatters' element math equals the CPU kernels",
                                   got.data(), i));
     }
     RequireClose(got, Floats(want), 0.0f);
+    {  // indices whose batch dim differs from data's are refused (they would read past it)
+      OneOp mismatch;
+      mismatch.Input("data", data);
+      mismatch.Input("idx", testing::I64({3, 1}, {0, 1, 2}));
+      const auto r = mismatch.TryRun("GatherND", {{"batch_dims", int64_t{1}}});
+      REQUIRE_FALSE(r.ok());
+      CHECK(r.status().message().find("batch dim 0") != std::string::npos);
+    }
     std::vector<int64_t> bad = {2, 0, 3, 1};  // 3 is past dim 1
     std::vector<float> out(16, 1.0f);
     CHECK_FALSE(math::GatherNdElement(data.data<float>(), nd_of(1, 1), bad.data(), 4, 2, 12,

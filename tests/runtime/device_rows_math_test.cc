@@ -161,21 +161,29 @@ TEST_CASE("Reduction row math equals the CPU kernels", "[runtime][device-math]")
       {"ReduceProd", math::ReduceKind::kProd},    {"ReduceSumSquare", math::ReduceKind::kSumSquare},
       {"ReduceL1", math::ReduceKind::kL1},        {"ReduceL2", math::ReduceKind::kL2},
       {"ReduceLogSum", math::ReduceKind::kLogSum}};
-  // The device's passes (row_ops.cc's ReduceImpl): one per reduced axis, the last first,
-  // each a row fold as a block does it; only the first takes terms, only the last (or a
-  // mean's every pass) finishes.
+  // The device's passes (row_ops.cc's ReduceImpl): one per run of adjacent reduced axes,
+  // the last run first, each a row fold as a block does it, partial totals in f32; only the
+  // first takes terms, only the last (or a mean's every pass) finishes.
   const auto device = [](const Tensor& in, std::vector<int64_t> axes, math::ReduceKind kind) {
     std::vector<int64_t> cur = in.shape();
     std::vector<float> src(in.data<float>(), in.data<float>() + in.num_elements());
     std::sort(axes.rbegin(), axes.rend());
-    for (size_t t = 0; t < axes.size(); ++t) {
+    std::vector<std::pair<int64_t, int64_t>> runs;
+    for (int64_t a : axes) {
+      if (!runs.empty() && runs.back().first == a + 1) {
+        runs.back().first = a;
+      } else {
+        runs.push_back({a, a});
+      }
+    }
+    for (size_t t = 0; t < runs.size(); ++t) {
+      const auto [first, last] = runs[t];
       math::RowLayout rl;
       for (int64_t i = 0; i < static_cast<int64_t>(cur.size()); ++i) {
-        (i < axes[t] ? rl.outer : (i == axes[t] ? rl.len : rl.inner)) *=
-            cur[static_cast<size_t>(i)];
+        (i < first ? rl.outer : (i <= last ? rl.len : rl.inner)) *= cur[static_cast<size_t>(i)];
       }
-      cur[static_cast<size_t>(axes[t])] = 1;
-      const math::ReducePass pass(kind, t == 0, t + 1 == axes.size());
+      for (int64_t i = first; i <= last; ++i) cur[static_cast<size_t>(i)] = 1;
+      const math::ReducePass pass(kind, t == 0, t + 1 == runs.size());
       std::vector<float> dst(static_cast<size_t>(rl.rows()));
       for (int64_t r = 0; r < rl.rows(); ++r) {
         const float* p = src.data() + rl.Start(r);
@@ -192,7 +200,7 @@ TEST_CASE("Reduction row math equals the CPU kernels", "[runtime][device-math]")
     return src;
   };
   for (const auto& [name, kind] : ops) {
-    for (const std::vector<int64_t>& axes : {std::vector<int64_t>{1}, {0, 2}, {0, 1, 2}}) {
+    for (const std::vector<int64_t>& axes : {std::vector<int64_t>{1}, {0, 2}, {1, 2}, {0, 1, 2}}) {
       INFO(name << " over " << axes.size() << " axes");
       OneOp o;
       o.Input("x", x);

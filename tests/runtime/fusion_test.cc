@@ -206,6 +206,8 @@ struct AttentionShape {
   int64_t kv_repeat = 1;
   bool v_repeated = true;
   bool batch_symbol = false;
+  bool k_also_output = false;  // the (repeated) K is a graph output too
+  bool v_is_k = false;         // V is K's value itself
 };
 
 // `shape` with its dim -3 (the heads) divided by `n`.
@@ -242,7 +244,8 @@ Case AttentionCase(const AttentionShape& a) {
     ir::Value* q = g.AddPlaceholder("q", F32(a.q));
     ir::Value* k = a.kv_repeat > 1 ? RepeatedHeadsInput(g, "k", a.k, a.kv_repeat, a.batch_symbol)
                                    : g.AddPlaceholder("k", F32(a.k));
-    ir::Value* v = a.kv_repeat > 1 && a.v_repeated
+    ir::Value* v = a.v_is_k ? k
+                   : a.kv_repeat > 1 && a.v_repeated
                        ? RepeatedHeadsInput(g, "v", a.v, a.kv_repeat, a.batch_symbol)
                        : g.AddPlaceholder("v", F32(a.v));
     ir::Value* kt = k;
@@ -262,12 +265,12 @@ Case AttentionCase(const AttentionShape& a) {
       s = g.AddCall("", "Add", {s, m}, {"masked"})->output();
     }
     ir::Value* p = g.AddCall("", "Softmax", {s}, {"probs"}, {{"axis", int64_t{-1}}})->output();
-    g.SetOutputs({g.AddCall("", "MatMul", {p, v}, {"attn"})->output()});
+    ir::Value* attn = g.AddCall("", "MatMul", {p, v}, {"attn"})->output();
+    g.SetOutputs(a.k_also_output ? std::vector<ir::Value*>{attn, k} : std::vector{attn});
   };
   const int64_t nk = a.kv_repeat, nv = a.v_repeated ? a.kv_repeat : 1;
-  c.inputs = {{"q", Input(a.q, 0.13f)},
-              {"k", Input(nk > 1 ? FewerHeads(a.k, nk) : a.k, 0.29f)},
-              {"v", Input(nv > 1 ? FewerHeads(a.v, nv) : a.v, 0.41f)}};
+  c.inputs = {{"q", Input(a.q, 0.13f)}, {"k", Input(nk > 1 ? FewerHeads(a.k, nk) : a.k, 0.29f)}};
+  if (!a.v_is_k) c.inputs["v"] = Input(nv > 1 ? FewerHeads(a.v, nv) : a.v, 0.41f);
   if (!a.mask.empty()) {
     Tensor m = Input(a.mask, 0.07f);
     if (a.masked_out) {
@@ -367,6 +370,22 @@ TEST_CASE("fusion: the attention core reads GQA's K and V heads for their group 
       {Gqa({{2, 1, 6, 8}, {2, 4, 6, 8}, {2, 4, 6, 8}, {}, true, "Div", false}, 2), false},
       // Only K repeated.
       {Gqa({{2, 4, 6, 8}, {2, 4, 6, 8}, {2, 4, 6, 8}, {}, true, "Div", false}, 2, false), false},
+      // The repeated K read elsewhere (a graph output): the core fuses without grouping.
+      {[] {
+         AttentionShape a =
+             Gqa({{2, 4, 6, 8}, {2, 4, 6, 8}, {2, 4, 6, 8}, {}, true, "Div", false}, 2);
+         a.k_also_output = true;
+         return a;
+       }(),
+       false},
+      // V is the repeated K itself: one chain, read twice; not grouped.
+      {[] {
+         AttentionShape a =
+             Gqa({{2, 4, 6, 8}, {2, 4, 6, 8}, {2, 4, 6, 8}, {}, true, "Div", false}, 2);
+         a.v_is_k = true;
+         return a;
+       }(),
+       false},
   };
   auto backend = MakeCpuBackend(2);
   for (size_t i = 0; i < cases.size(); ++i) {

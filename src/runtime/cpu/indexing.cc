@@ -236,8 +236,18 @@ absl::Status GatherND(KernelContext& ctx) {
   const int64_t b = ctx.node().attr_int("batch_dims", 0);
   TPC_ASSIGN_OR_RETURN(auto idx, ReadInts(ctx, indices));
   const int64_t q = indices.rank();
+  if (q < 1 || b < 0 || b >= q) {
+    return ctx.Error(
+        absl::StrCat("indices ", indices.TypeString(), " and batch_dims ", b, " do not fit"));
+  }
   const int64_t last = indices.dim(q - 1);
   if (last + b > data.rank()) return ctx.Error("indices address more dims than data has");
+  for (int64_t d = 0; d < b; ++d) {
+    if (indices.dim(d) != data.dim(d)) {
+      return ctx.Error(absl::StrCat("batch dim ", d, " of indices ", indices.TypeString(),
+                                    " differs from data's ", data.TypeString()));
+    }
+  }
   Shape out(indices.shape().begin(), indices.shape().end() - 1);
   out.insert(out.end(), data.shape().begin() + b + last, data.shape().end());
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, data.dtype()));

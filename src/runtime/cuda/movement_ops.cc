@@ -335,6 +335,12 @@ absl::Status GatherND(KernelContext& ctx) {
   }
   const int64_t last = indices.dim(indices.rank() - 1);
   TPC_ASSIGN_OR_RETURN(const math::NdIndex nd, NdAddressing(ctx, data, b, last));
+  for (int64_t d = 0; d < b; ++d) {
+    if (indices.dim(d) != data.dim(d)) {
+      return ctx.Error(absl::StrCat("batch dim ", d, " of indices ", indices.TypeString(),
+                                    " differs from data's ", data.TypeString()));
+    }
+  }
   Shape out(indices.shape().begin(), indices.shape().end() - 1);
   out.insert(out.end(), data.shape().begin() + b + last, data.shape().end());
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, data.dtype()));

@@ -144,8 +144,9 @@ absl::Status SkipNormImpl(KernelContext& ctx, bool rms) {
                   cols, eps, rms, 1, 2, stat_shape);
 }
 
-// Reduces the listed axes one at a time (last first), each pass one row kernel; a mean of
-// equal-sized means is the mean, and sums and extremes compose the same way.
+// Reduces each run of adjacent listed axes in one pass (the last run first), each pass one
+// row kernel, the partial totals between passes in f32; a mean of equal-sized means is the
+// mean, and sums, products and extremes compose the same way (math::ReducePass).
 absl::Status ReduceImpl(KernelContext& ctx, ReduceKind kind) {
   const Tensor& x = ctx.input(0);
   TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
@@ -167,31 +168,42 @@ absl::Status ReduceImpl(KernelContext& ctx, ReduceKind kind) {
     if (reduced[static_cast<size_t>(i)] && keepdims) out_shape.push_back(1);
   }
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out_shape, x.dtype()));
-  std::vector<int64_t> todo;
+  // One pass per run of adjacent reduced dims (a row of their product), the last run first.
+  std::vector<std::pair<int64_t, int64_t>> runs;  // [first, last] dims
   for (int64_t i = rank - 1; i >= 0; --i) {
-    if (reduced[static_cast<size_t>(i)]) todo.push_back(i);
+    if (!reduced[static_cast<size_t>(i)]) continue;
+    if (!runs.empty() && runs.back().first == i + 1) {
+      runs.back().first = i;
+    } else {
+      runs.push_back({i, i});
+    }
   }
-  if (todo.empty()) {  // a scalar: its one term, finished (|x|, x², log x...)
+  if (runs.empty()) {  // a scalar: its one term, finished (|x|, x², log x...)
     return Check(ctx, LaunchReduce(k, kind, x.raw(), y->raw(), RowLayout{x.num_elements(), 1, 1},
                                    StreamOf(ctx)));
   }
   Shape cur = x.shape();
   Tensor src = x, tmp;
-  for (size_t t = 0; t < todo.size(); ++t) {
-    const int64_t axis = todo[t];
+  FloatKind src_kind = k;
+  for (size_t t = 0; t < runs.size(); ++t) {
+    const auto [first, last] = runs[t];
     RowLayout rl;
     for (int64_t i = 0; i < rank; ++i) {
-      (i < axis ? rl.outer : (i == axis ? rl.len : rl.inner)) *= cur[static_cast<size_t>(i)];
+      (i < first ? rl.outer : (i <= last ? rl.len : rl.inner)) *= cur[static_cast<size_t>(i)];
     }
-    cur[static_cast<size_t>(axis)] = 1;
+    for (int64_t i = first; i <= last; ++i) cur[static_cast<size_t>(i)] = 1;
+    const bool final_pass = t + 1 == runs.size();
     Tensor dst = *y;
-    if (t + 1 < todo.size()) {
-      TPC_ASSIGN_OR_RETURN(dst, Scratch(ctx, x.dtype(), cur));
+    if (!final_pass) {
+      TPC_ASSIGN_OR_RETURN(dst, Scratch(ctx, ir::DType::kF32, cur));
     }
-    const math::ReducePass pass(kind, t == 0, t + 1 == todo.size());
-    TPC_RETURN_IF_ERROR(Check(ctx, LaunchReduce(k, pass, src.raw(), dst.raw(), rl, StreamOf(ctx))));
+    const FloatKind dst_kind = final_pass ? k : FloatKind::kF32;
+    const math::ReducePass pass(kind, t == 0, final_pass);
+    TPC_RETURN_IF_ERROR(Check(
+        ctx, LaunchReduce(src_kind, dst_kind, pass, src.raw(), dst.raw(), rl, StreamOf(ctx))));
     tmp = src;  // keeps the previous scratch alive until the next pass is queued
     src = dst;
+    src_kind = dst_kind;
   }
   return absl::OkStatus();
 }

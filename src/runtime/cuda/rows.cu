@@ -147,19 +147,22 @@ __global__ void NormKernel(const typename FloatIO<K>::Storage* x,
   }
 }
 
-template <FloatKind K>
-__global__ void ReduceKernel(math::ReducePass pass, const typename FloatIO<K>::Storage* x,
-                             typename FloatIO<K>::Storage* y, RowLayout rl) {
-  using IO = FloatIO<K>;
+// x of kind In, y of kind Out: a multi-axis reduction keeps its partial totals in f32
+// between passes (sums of squares and products would overflow a half type).
+template <FloatKind In, FloatKind Out>
+__global__ void ReduceKernel(math::ReducePass pass, const typename FloatIO<In>::Storage* x,
+                             typename FloatIO<Out>::Storage* y, RowLayout rl) {
   const ReduceKind op = pass.kind;
   const int64_t base = rl.Start(blockIdx.x);
   float acc = math::ReduceInit(op);
   for (int64_t j = threadIdx.x; j < rl.len; j += kThreads) {
-    acc = math::ReduceCombine(op, acc,
-                              math::ReducePassTerm(pass, IO::Load(x[base + j * rl.stride()])));
+    acc = math::ReduceCombine(
+        op, acc, math::ReducePassTerm(pass, FloatIO<In>::Load(x[base + j * rl.stride()])));
   }
   acc = BlockReduce(acc, [op](float a, float b) { return math::ReduceCombine(op, a, b); });
-  if (threadIdx.x == 0) y[blockIdx.x] = IO::Store(math::ReducePassFinish(pass, acc, rl.len));
+  if (threadIdx.x == 0) {
+    y[blockIdx.x] = FloatIO<Out>::Store(math::ReducePassFinish(pass, acc, rl.len));
+  }
 }
 
 template <FloatKind K>
@@ -278,13 +281,27 @@ cudaError_t ArgReduce(const void* x, int64_t* y, const RowLayout& rl, bool max, 
   return cudaGetLastError();
 }
 
-template <FloatKind K>
+template <FloatKind In, FloatKind Out>
 cudaError_t Reduce(math::ReducePass op, const void* x, void* y, const RowLayout& rl,
                    cudaStream_t stream) {
-  using S = typename FloatIO<K>::Storage;
-  ReduceKernel<K><<<RowBlocks(rl.rows()), kThreads, 0, stream>>>(op, static_cast<const S*>(x),
-                                                                 static_cast<S*>(y), rl);
+  ReduceKernel<In, Out><<<RowBlocks(rl.rows()), kThreads, 0, stream>>>(
+      op, static_cast<const typename FloatIO<In>::Storage*>(x),
+      static_cast<typename FloatIO<Out>::Storage*>(y), rl);
   return cudaGetLastError();
+}
+
+template <FloatKind In>
+cudaError_t ReduceTo(FloatKind out, math::ReducePass op, const void* x, void* y,
+                     const RowLayout& rl, cudaStream_t stream) {
+  switch (out) {
+    case FloatKind::kF32:
+      return Reduce<In, FloatKind::kF32>(op, x, y, rl, stream);
+    case FloatKind::kF16:
+      return Reduce<In, FloatKind::kF16>(op, x, y, rl, stream);
+    case FloatKind::kBF16:
+      return Reduce<In, FloatKind::kBF16>(op, x, y, rl, stream);
+  }
+  return cudaErrorInvalidValue;
 }
 
 // Grid x is at most 2^31 - 1 blocks: one block per row.
@@ -478,19 +495,24 @@ cudaError_t LaunchArgReduce(FloatKind k, const void* x, int64_t* y, const RowLay
   return cudaErrorInvalidValue;
 }
 
-cudaError_t LaunchReduce(FloatKind k, math::ReducePass op, const void* x, void* y,
+cudaError_t LaunchReduce(FloatKind in, FloatKind out, math::ReducePass op, const void* x, void* y,
                          const RowLayout& rows, cudaStream_t stream) {
   if (rows.rows() == 0) return cudaSuccess;
   if (TooManyRows(rows.rows())) return cudaErrorInvalidConfiguration;
-  switch (k) {
+  switch (in) {
     case FloatKind::kF32:
-      return Reduce<FloatKind::kF32>(op, x, y, rows, stream);
+      return ReduceTo<FloatKind::kF32>(out, op, x, y, rows, stream);
     case FloatKind::kF16:
-      return Reduce<FloatKind::kF16>(op, x, y, rows, stream);
+      return ReduceTo<FloatKind::kF16>(out, op, x, y, rows, stream);
     case FloatKind::kBF16:
-      return Reduce<FloatKind::kBF16>(op, x, y, rows, stream);
+      return ReduceTo<FloatKind::kBF16>(out, op, x, y, rows, stream);
   }
   return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchReduce(FloatKind k, math::ReducePass op, const void* x, void* y,
+                         const RowLayout& rows, cudaStream_t stream) {
+  return LaunchReduce(k, k, op, x, y, rows, stream);
 }
 
 cudaError_t LaunchGqaSoftmax(FloatKind k, const float* scores, void* probs,

@@ -181,13 +181,18 @@ struct RepeatedHeads {
   std::vector<ir::Node*> nodes;  // Unsqueeze, Expand, Reshape
 };
 
-std::optional<RepeatedHeads> MatchRepeatedHeads(ir::Value* y) {
+// The chain's values are read only along it and y only by `consumer`, so the chain goes
+// with the core (a repeat read elsewhere, or one value as both K and V, is left alone and
+// the core fused without grouping).
+std::optional<RepeatedHeads> MatchRepeatedHeads(ir::Value* y, const ir::Node* consumer) {
   ir::Node* reshape = y->producer();
-  if (!IsCall(reshape, "Reshape")) return std::nullopt;
+  if (!IsCall(reshape, "Reshape") || OnlyUser(y) != consumer) return std::nullopt;
   ir::Node* expand = reshape->input(0)->producer();
-  if (!IsCall(expand, "Expand")) return std::nullopt;
+  if (!IsCall(expand, "Expand") || OnlyUser(expand->output()) != reshape) return std::nullopt;
   ir::Node* unsqueeze = expand->input(0)->producer();
-  if (!IsCall(unsqueeze, "Unsqueeze")) return std::nullopt;
+  if (!IsCall(unsqueeze, "Unsqueeze") || OnlyUser(unsqueeze->output()) != expand) {
+    return std::nullopt;
+  }
   ir::Value* x = unsqueeze->input(0);
   const auto xs = KnownDims(x);
   const auto es = KnownDims(expand->output());
@@ -289,8 +294,8 @@ std::optional<Match> MatchAttentionCore(ir::Node* qk) {
   // K and V repeated for groups of query heads (GQA): the core reads each head of K and V
   // for its n query heads, and the repeats are never written. Q's head dim must be the
   // repeated one (not a 1 broadcasting over it).
-  const auto rk = MatchRepeatedHeads(k);
-  const auto rv = MatchRepeatedHeads(v);
+  const auto rk = MatchRepeatedHeads(k, k_transposed == 0 ? transpose : qk);
+  const auto rv = MatchRepeatedHeads(v, pv);
   const auto qs = KnownDims(q);
   const auto ks = KnownDims(k);
   const auto vs = KnownDims(v);

@@ -204,6 +204,10 @@ cudaError_t LaunchGroupNorm(FloatKind k, const void* x, const void* scale, const
 cudaError_t LaunchBatchNorm(FloatKind k, const void* x, const void* scale, const void* bias,
                             const void* mean, const void* var, void* y, int64_t channels,
                             int64_t plane, float epsilon, int64_t n, cudaStream_t stream);
+// y[r] = reduce of row r, one value per row; x of kind `in`, y of kind `out` (a
+// multi-axis reduction's partial totals in f32).
+cudaError_t LaunchReduce(FloatKind in, FloatKind out, math::ReducePass op, const void* x, void* y,
+                         const RowLayout& rows, cudaStream_t stream);
 // y[r] = reduce of row r, one value per row.
 cudaError_t LaunchReduce(FloatKind k, math::ReducePass op, const void* x, void* y,
                          const RowLayout& rows, cudaStream_t stream);
