@@ -199,6 +199,48 @@ TEST_CASE("Reduction row math equals the CPU kernels", "[runtime][device-math]")
     }
     return src;
   };
+  // ReduceLogSumExp as row_ops.cc composes it: m = the max (kept dims), 0 where not
+  // finite; log(Σ exp(x − m)) + m. A large value (the CPU sums exp(x) in double), and a
+  // line of −inf (log 0 = −inf on both).
+  {
+    Tensor big = Random({4, 5, 6}, 9);
+    big.data<float>()[7] = 100.0f;
+    for (int64_t j = 0; j < 5; ++j) big.data<float>()[j * 6 + 2] = -INFINITY;  // [0, ·, 2]
+    for (const std::vector<int64_t>& axes : {std::vector<int64_t>{1}, {0, 2}}) {
+      INFO("ReduceLogSumExp over " << axes.size() << " axes");
+      OneOp o;
+      o.Input("x", big);
+      o.Ints(axes);
+      const std::vector<float> want =
+          Floats(o.Run("ReduceLogSumExp", {{"keepdims", int64_t{0}}})[0]);
+      std::vector<float> m = device(big, axes, math::ReduceKind::kMax);
+      for (float& v : m) v = math::ApplyUnary(math::UnaryOp::kFiniteOrZero, v, {});
+      // The kept-dims index of element i of x.
+      const std::vector<int64_t> dims = big.shape();
+      const auto kept_index = [&](int64_t i) {
+        int64_t idx = 0, stride = 1;
+        for (int64_t d = 2; d >= 0; --d) {
+          const int64_t c = i % dims[static_cast<size_t>(d)];
+          i /= dims[static_cast<size_t>(d)];
+          if (std::find(axes.begin(), axes.end(), d) != axes.end()) continue;
+          idx += c * stride;
+          stride *= dims[static_cast<size_t>(d)];
+        }
+        return idx;
+      };
+      Tensor t = Random({4, 5, 6}, 9);
+      for (int64_t i = 0; i < 120; ++i) {
+        t.data<float>()[i] =
+            math::ApplyUnary(math::UnaryOp::kExp,
+                             math::ApplyBinary(math::BinaryOp::kSub, big.data<float>()[i],
+                                               m[static_cast<size_t>(kept_index(i))]),
+                             {});
+      }
+      std::vector<float> got = device(t, axes, math::ReduceKind::kLogSum);
+      for (size_t r = 0; r < got.size(); ++r) got[r] += m[r];
+      RequireClose(got, want, 2e-5f);
+    }
+  }
   for (const auto& [name, kind] : ops) {
     for (const std::vector<int64_t>& axes : {std::vector<int64_t>{1}, {0, 2}, {1, 2}, {0, 1, 2}}) {
       INFO(name << " over " << axes.size() << " axes");

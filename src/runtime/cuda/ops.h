@@ -184,6 +184,7 @@ absl::Status ReduceSumSquare(KernelContext& ctx);
 absl::Status ReduceL1(KernelContext& ctx);
 absl::Status ReduceL2(KernelContext& ctx);
 absl::Status ReduceLogSum(KernelContext& ctx);
+absl::Status ReduceLogSumExp(KernelContext& ctx);
 absl::Status GlobalAveragePool(KernelContext& ctx);
 absl::Status GlobalMaxPool(KernelContext& ctx);
 

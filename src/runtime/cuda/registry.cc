@@ -174,6 +174,7 @@ const Entry kKernels[] = {
     {"", "ReduceL1", K(ReduceL1, In(1)), Takes::kFloatData},
     {"", "ReduceL2", K(ReduceL2, In(1)), Takes::kFloatData},
     {"", "ReduceLogSum", K(ReduceLogSum, In(1)), Takes::kFloatData},
+    {"", "ReduceLogSumExp", K(ReduceLogSumExp, In(1)), Takes::kFloatData},
     {"", "ReduceMax", K(ReduceMax, In(1)), Takes::kFloatData},
     {"", "ReduceMean", K(ReduceMean, In(1)), Takes::kFloatData},
     {"", "ReduceMin", K(ReduceMin, In(1)), Takes::kFloatData},

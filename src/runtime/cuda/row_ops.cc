@@ -2,6 +2,9 @@
 // Reduce* of sums, means and extremes, and the global pools. Shapes as the CPU kernels; math in
 // math/rows.h.
 #include <algorithm>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "ops.h"
@@ -144,31 +147,42 @@ absl::Status SkipNormImpl(KernelContext& ctx, bool rms) {
                   cols, eps, rms, 1, 2, stat_shape);
 }
 
-// Reduces each run of adjacent listed axes in one pass (the last run first), each pass one
-// row kernel, the partial totals between passes in f32; a mean of equal-sized means is the
-// mean, and sums, products and extremes compose the same way (math::ReducePass).
-absl::Status ReduceImpl(KernelContext& ctx, ReduceKind kind) {
+// The reduced dims of input 0 (axes from the attribute or input 1; none listed: all,
+// unless noop_with_empty_axes) and the output shape; nullopt for a no-op.
+struct ReducedDims {
+  std::vector<bool> reduced;
+  Shape out;
+};
+absl::StatusOr<std::optional<ReducedDims>> ReadReducedDims(const KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
   const int64_t rank = x.rank();
   TPC_ASSIGN_OR_RETURN(auto axes_opt, cpu::AxesFromAttrOrInput(ctx, "axes", 1));
   std::vector<int64_t> axes = axes_opt.value_or(std::vector<int64_t>{});
   const bool keepdims = ctx.node().attr_int("keepdims", 1) != 0;
   if (axes.empty() && ctx.node().attr_int("noop_with_empty_axes", 0) != 0) {
-    return cpu::CopyWithShape(ctx, x.shape());
+    return std::optional<ReducedDims>();
   }
-  std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty());
+  ReducedDims r;
+  r.reduced.assign(static_cast<size_t>(rank), axes.empty());
   for (int64_t a : axes) {
     TPC_ASSIGN_OR_RETURN(int64_t ax, cpu::NormalizeAxis(ctx, a, rank));
-    reduced[static_cast<size_t>(ax)] = true;
+    r.reduced[static_cast<size_t>(ax)] = true;
   }
-  Shape out_shape;
   for (int64_t i = 0; i < rank; ++i) {
-    if (!reduced[static_cast<size_t>(i)]) out_shape.push_back(x.dim(i));
-    if (reduced[static_cast<size_t>(i)] && keepdims) out_shape.push_back(1);
+    if (!r.reduced[static_cast<size_t>(i)]) r.out.push_back(x.dim(i));
+    if (r.reduced[static_cast<size_t>(i)] && keepdims) r.out.push_back(1);
   }
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out_shape, x.dtype()));
-  // One pass per run of adjacent reduced dims (a row of their product), the last run first.
+  return std::optional<ReducedDims>(std::move(r));
+}
+
+// Reduces `src` (shape `shape`, kind `src_kind`) over the reduced dims into `dst` (kind
+// `dst_kind`): each run of adjacent reduced dims in one pass (the last run first), each pass
+// one row kernel, the partial totals between passes in f32; a mean of equal-sized means is
+// the mean, and sums, products and extremes compose the same way (math::ReducePass).
+absl::Status ReduceDims(KernelContext& ctx, ReduceKind kind, const Tensor& src_in,
+                        FloatKind src_kind_in, const std::vector<bool>& reduced, void* dst_out,
+                        FloatKind dst_kind_out) {
+  const int64_t rank = static_cast<int64_t>(reduced.size());
   std::vector<std::pair<int64_t, int64_t>> runs;  // [first, last] dims
   for (int64_t i = rank - 1; i >= 0; --i) {
     if (!reduced[static_cast<size_t>(i)]) continue;
@@ -179,12 +193,12 @@ absl::Status ReduceImpl(KernelContext& ctx, ReduceKind kind) {
     }
   }
   if (runs.empty()) {  // a scalar: its one term, finished (|x|, x², log x...)
-    return Check(ctx, LaunchReduce(k, kind, x.raw(), y->raw(), RowLayout{x.num_elements(), 1, 1},
-                                   StreamOf(ctx)));
+    return Check(ctx, LaunchReduce(src_kind_in, dst_kind_out, kind, src_in.raw(), dst_out,
+                                   RowLayout{src_in.num_elements(), 1, 1}, StreamOf(ctx)));
   }
-  Shape cur = x.shape();
-  Tensor src = x, tmp;
-  FloatKind src_kind = k;
+  Shape cur = src_in.shape();
+  Tensor src = src_in, tmp;
+  FloatKind src_kind = src_kind_in;
   for (size_t t = 0; t < runs.size(); ++t) {
     const auto [first, last] = runs[t];
     RowLayout rl;
@@ -193,19 +207,82 @@ absl::Status ReduceImpl(KernelContext& ctx, ReduceKind kind) {
     }
     for (int64_t i = first; i <= last; ++i) cur[static_cast<size_t>(i)] = 1;
     const bool final_pass = t + 1 == runs.size();
-    Tensor dst = *y;
+    Tensor dst;
     if (!final_pass) {
       TPC_ASSIGN_OR_RETURN(dst, Scratch(ctx, ir::DType::kF32, cur));
     }
-    const FloatKind dst_kind = final_pass ? k : FloatKind::kF32;
+    void* dst_ptr = final_pass ? dst_out : dst.raw();
+    const FloatKind dst_kind = final_pass ? dst_kind_out : FloatKind::kF32;
     const math::ReducePass pass(kind, t == 0, final_pass);
-    TPC_RETURN_IF_ERROR(Check(
-        ctx, LaunchReduce(src_kind, dst_kind, pass, src.raw(), dst.raw(), rl, StreamOf(ctx))));
+    TPC_RETURN_IF_ERROR(
+        Check(ctx, LaunchReduce(src_kind, dst_kind, pass, src.raw(), dst_ptr, rl, StreamOf(ctx))));
     tmp = src;  // keeps the previous scratch alive until the next pass is queued
     src = dst;
     src_kind = dst_kind;
   }
   return absl::OkStatus();
+}
+
+absl::Status ReduceImpl(KernelContext& ctx, ReduceKind kind) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
+  TPC_ASSIGN_OR_RETURN(const auto dims, ReadReducedDims(ctx));
+  if (!dims) return cpu::CopyWithShape(ctx, x.shape());
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, dims->out, x.dtype()));
+  return ReduceDims(ctx, kind, x, k, dims->reduced, y->raw(), k);
+}
+
+// ReduceLogSumExp, shifted by the maximum as log(Σ exp(x − m)) + m in f32 (the CPU sums
+// exp(x) in double, unshifted; the shift keeps f32 from overflowing): m over the reduced
+// dims (kept), 0 where it is not finite (a row of −inf then gives log 0 = −inf, and +inf
+// or NaN pass through the sum as the CPU's do); x − m and its exponential in f32 scratch;
+// their sum, its log, plus m, in the output's type.
+absl::Status ReduceLogSumExpImpl(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
+  TPC_ASSIGN_OR_RETURN(const auto dims, ReadReducedDims(ctx));
+  if (!dims) return cpu::CopyWithShape(ctx, x.shape());
+  if (x.rank() > math::kMaxDims) {
+    return ctx.Error(
+        absl::StrCat("rank ", x.rank(), " is over the CUDA kernels' ", math::kMaxDims));
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, dims->out, x.dtype()));
+  if (y->num_elements() == 0) return absl::OkStatus();
+  Shape kept = x.shape();
+  for (size_t d = 0; d < kept.size(); ++d) {
+    if (dims->reduced[d]) kept[d] = 1;
+  }
+  const cudaStream_t stream = StreamOf(ctx);
+  TPC_ASSIGN_OR_RETURN(Tensor m, Scratch(ctx, ir::DType::kF32, kept));
+  TPC_RETURN_IF_ERROR(
+      ReduceDims(ctx, ReduceKind::kMax, x, k, dims->reduced, m.raw(), FloatKind::kF32));
+  TPC_RETURN_IF_ERROR(Check(ctx, LaunchUnary(FloatKind::kF32, UnaryOp::kFiniteOrZero, {}, m.raw(),
+                                             m.raw(), m.num_elements(), stream)));
+  TPC_ASSIGN_OR_RETURN(Tensor t, Scratch(ctx, ir::DType::kF32, x.shape()));
+  const void* xf = x.raw();
+  if (k != FloatKind::kF32) {
+    TPC_RETURN_IF_ERROR(
+        Check(ctx, LaunchCast(k, FloatKind::kF32, x.raw(), t.raw(), x.num_elements(), stream)));
+    xf = t.raw();
+  }
+  StridedView vx = math::ContiguousView(x.shape()), vm = math::BroadcastView(kept, x.shape()),
+              vt = vx;
+  math::Simplify({&vx, &vm, &vt});
+  TPC_RETURN_IF_ERROR(Check(ctx, LaunchBinary(FloatKind::kF32, BinaryOp::kSub, xf, vx, m.raw(), vm,
+                                              t.raw(), t.num_elements(), stream)));
+  TPC_RETURN_IF_ERROR(Check(ctx, LaunchUnary(FloatKind::kF32, UnaryOp::kExp, {}, t.raw(), t.raw(),
+                                             t.num_elements(), stream)));
+  TPC_ASSIGN_OR_RETURN(Tensor s, Scratch(ctx, ir::DType::kF32, kept));
+  TPC_RETURN_IF_ERROR(ReduceDims(ctx, ReduceKind::kLogSum, t, FloatKind::kF32, dims->reduced,
+                                 s.raw(), FloatKind::kF32));
+  const StridedView vs = math::ContiguousView(kept);
+  TPC_RETURN_IF_ERROR(Check(ctx, LaunchBinary(FloatKind::kF32, BinaryOp::kAdd, s.raw(), vs, m.raw(),
+                                              vs, s.raw(), s.num_elements(), stream)));
+  if (k == FloatKind::kF32) {
+    ctx.backend().Copy(y->raw(), s.raw(), s.nbytes());
+    return absl::OkStatus();
+  }
+  return Check(ctx, LaunchCast(FloatKind::kF32, k, s.raw(), y->raw(), s.num_elements(), stream));
 }
 
 }  // namespace
@@ -296,6 +373,7 @@ absl::Status ReduceSumSquare(KernelContext& ctx) { return ReduceImpl(ctx, Reduce
 absl::Status ReduceL1(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kL1); }
 absl::Status ReduceL2(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kL2); }
 absl::Status ReduceLogSum(KernelContext& ctx) { return ReduceImpl(ctx, ReduceKind::kLogSum); }
+absl::Status ReduceLogSumExp(KernelContext& ctx) { return ReduceLogSumExpImpl(ctx); }
 
 namespace {
 

@@ -90,6 +90,7 @@ enum class UnaryOp : int {
   kShrink,           // x + b below −a, x − b above a, else 0
   kClip,             // a below a, b above b (NaN stays)
   kDivideBy,         // x / a (Mean's sum by its count)
+  kFiniteOrZero,     // x, or 0 where x is ±inf or NaN (ReduceLogSumExp's shift)
 };
 
 // An op's parameters: LeakyRelu's, Elu's, ThresholdedRelu's alpha in `a`; HardSigmoid's
@@ -195,6 +196,8 @@ TPC_HOST_DEVICE inline float ApplyUnary(UnaryOp op, float x, UnaryParams p) {
       return x < alpha ? alpha : (x > p.b ? p.b : x);
     case UnaryOp::kDivideBy:
       return x / alpha;
+    case UnaryOp::kFiniteOrZero:
+      return x - x == 0.0f ? x : 0.0f;
   }
   return 0.0f;
 }
