@@ -201,11 +201,8 @@ absl::Status CheckIndices(KernelContext& ctx) {
   return x.dtype() == ir::DType::kI64 ? check.operator()<int64_t>() : check.operator()<int32_t>();
 }
 
-absl::Status GatherElements(KernelContext& ctx) {
-  const Tensor& data = ctx.input(0);
-  const Tensor& indices = ctx.input(1);
-  TPC_ASSIGN_OR_RETURN(int64_t axis,
-                       NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), data.rank()));
+absl::Status CheckElementIndices(const KernelContext& ctx, const Tensor& data,
+                                 const Tensor& indices, int64_t axis) {
   if (indices.rank() != data.rank()) return ctx.Error("indices and data differ in rank");
   for (int64_t d = 0; d < data.rank(); ++d) {
     if (d != axis && indices.dim(d) > data.dim(d)) {
@@ -213,6 +210,35 @@ absl::Status GatherElements(KernelContext& ctx) {
                                     data.TypeString(), " in dim ", d));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> ReadGatherNd(const KernelContext& ctx) {
+  const Tensor& data = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  const int64_t b = ctx.node().attr_int("batch_dims", 0);
+  const int64_t q = indices.rank();
+  if (q < 1 || b < 0 || b >= q) {
+    return ctx.Error(
+        absl::StrCat("indices ", indices.TypeString(), " and batch_dims ", b, " do not fit"));
+  }
+  const int64_t last = indices.dim(q - 1);
+  if (last + b > data.rank()) return ctx.Error("indices address more dims than data has");
+  for (int64_t d = 0; d < b; ++d) {
+    if (indices.dim(d) != data.dim(d)) {
+      return ctx.Error(absl::StrCat("batch dim ", d, " of indices ", indices.TypeString(),
+                                    " differs from data's ", data.TypeString()));
+    }
+  }
+  return last;
+}
+
+absl::Status GatherElements(KernelContext& ctx) {
+  const Tensor& data = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  TPC_ASSIGN_OR_RETURN(int64_t axis,
+                       NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), data.rank()));
+  TPC_RETURN_IF_ERROR(CheckElementIndices(ctx, data, indices, axis));
   TPC_ASSIGN_OR_RETURN(auto idx, ReadInts(ctx, indices));
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, indices.shape(), data.dtype()));
   const Shape strides = Strides(data.shape());
@@ -234,20 +260,8 @@ absl::Status GatherND(KernelContext& ctx) {
   const Tensor& data = ctx.input(0);
   const Tensor& indices = ctx.input(1);
   const int64_t b = ctx.node().attr_int("batch_dims", 0);
+  TPC_ASSIGN_OR_RETURN(const int64_t last, ReadGatherNd(ctx));
   TPC_ASSIGN_OR_RETURN(auto idx, ReadInts(ctx, indices));
-  const int64_t q = indices.rank();
-  if (q < 1 || b < 0 || b >= q) {
-    return ctx.Error(
-        absl::StrCat("indices ", indices.TypeString(), " and batch_dims ", b, " do not fit"));
-  }
-  const int64_t last = indices.dim(q - 1);
-  if (last + b > data.rank()) return ctx.Error("indices address more dims than data has");
-  for (int64_t d = 0; d < b; ++d) {
-    if (indices.dim(d) != data.dim(d)) {
-      return ctx.Error(absl::StrCat("batch dim ", d, " of indices ", indices.TypeString(),
-                                    " differs from data's ", data.TypeString()));
-    }
-  }
   Shape out(indices.shape().begin(), indices.shape().end() - 1);
   out.insert(out.end(), data.shape().begin() + b + last, data.shape().end());
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, data.dtype()));

@@ -491,6 +491,14 @@ absl::StatusOr<ResizePlan> ReadResize(const KernelContext& ctx);
 inline bool ResizeAxisIsIdentity(const math::ResizeAxisGeometry& a) {
   return a.out == a.in && a.scale == 1.0 && a.roi_start == 0 && a.roi_end == 1;
 }
+// GatherElements' and ScatterElements' indices: of data's rank, within data's dims but on
+// the axis (the values are checked where they are read).
+absl::Status CheckElementIndices(const KernelContext& ctx, const Tensor& data,
+                                 const Tensor& indices, int64_t axis);
+// GatherND's operands checked (indices with a tuple dim above batch_dims, the tuples
+// addressing at most data's dims after the batch dims, the batch dims equal to data's),
+// for every backend's kernel: the tuple length.
+absl::StatusOr<int64_t> ReadGatherNd(const KernelContext& ctx);
 // Pad's operands read (mode, pads per axis of `axes` or of every dim, negative ones
 // cropping), for every backend's kernel: the pad before each dim and the output shape.
 struct PadShape {

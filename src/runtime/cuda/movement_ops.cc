@@ -264,13 +264,7 @@ absl::Status GatherElements(KernelContext& ctx) {
   }
   TPC_ASSIGN_OR_RETURN(int64_t axis,
                        cpu::NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), data.rank()));
-  if (indices.rank() != data.rank()) return ctx.Error("indices and data differ in rank");
-  for (int64_t d = 0; d < data.rank(); ++d) {
-    if (d != axis && indices.dim(d) > data.dim(d)) {
-      return ctx.Error(absl::StrCat("indices ", indices.TypeString(), " reach past data ",
-                                    data.TypeString(), " in dim ", d));
-    }
-  }
+  TPC_RETURN_IF_ERROR(cpu::CheckElementIndices(ctx, data, indices, axis));
   TPC_RETURN_IF_ERROR(CheckRank(ctx, data.shape().size()));
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, indices.shape(), data.dtype()));
   const Shape strides = math::ContiguousStrides(data.shape());
@@ -329,18 +323,8 @@ absl::Status GatherND(KernelContext& ctx) {
   const Tensor& indices = ctx.input(1);
   TPC_RETURN_IF_ERROR(CheckIndices(ctx, indices));
   const int64_t b = ctx.node().attr_int("batch_dims", 0);
-  if (indices.rank() < 1 || b < 0 || b >= indices.rank()) {
-    return ctx.Error(
-        absl::StrCat("indices ", indices.TypeString(), " and batch_dims ", b, " do not fit"));
-  }
-  const int64_t last = indices.dim(indices.rank() - 1);
+  TPC_ASSIGN_OR_RETURN(const int64_t last, cpu::ReadGatherNd(ctx));
   TPC_ASSIGN_OR_RETURN(const math::NdIndex nd, NdAddressing(ctx, data, b, last));
-  for (int64_t d = 0; d < b; ++d) {
-    if (indices.dim(d) != data.dim(d)) {
-      return ctx.Error(absl::StrCat("batch dim ", d, " of indices ", indices.TypeString(),
-                                    " differs from data's ", data.TypeString()));
-    }
-  }
   Shape out(indices.shape().begin(), indices.shape().end() - 1);
   out.insert(out.end(), data.shape().begin() + b + last, data.shape().end());
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, data.dtype()));
@@ -402,17 +386,11 @@ absl::Status ScatterElements(KernelContext& ctx) {
   }
   TPC_ASSIGN_OR_RETURN(const int64_t axis,
                        cpu::NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), data.rank()));
-  if (indices.rank() != data.rank() || updates.shape() != indices.shape() ||
-      updates.dtype() != data.dtype()) {
+  if (updates.shape() != indices.shape() || updates.dtype() != data.dtype()) {
     return ctx.Error(absl::StrCat("indices ", indices.TypeString(), " and updates ",
-                                  updates.TypeString(), " must be of one shape, data's rank"));
+                                  updates.TypeString(), " must be of one shape, data's type"));
   }
-  for (int64_t d = 0; d < data.rank(); ++d) {
-    if (d != axis && indices.dim(d) > data.dim(d)) {
-      return ctx.Error(absl::StrCat("indices ", indices.TypeString(), " reach past data ",
-                                    data.TypeString(), " in dim ", d));
-    }
-  }
+  TPC_RETURN_IF_ERROR(cpu::CheckElementIndices(ctx, data, indices, axis));
   TPC_RETURN_IF_ERROR(CheckRank(ctx, data.shape().size()));
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, data.shape(), data.dtype()));
   if (data.nbytes() > 0) ctx.backend().Copy(y->raw(), data.raw(), data.nbytes());
