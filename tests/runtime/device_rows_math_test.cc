@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "catch2/catch.hpp"
@@ -285,6 +286,38 @@ TEST_CASE("ArgMax and ArgMin row math equals the CPU kernels", "[runtime][device
         }
       }
     }
+  }
+}
+
+// Hardmax as rows.cu computes it (ArgMax's winner, then the row written as one-hot), at
+// opset 13 (one axis) and 11 (the input as 2-D at the axis), ties and NaN included.
+TEST_CASE("Hardmax row math equals the CPU kernel", "[runtime][device-math]") {
+  Tensor x = Random({3, 4, 5}, 92);
+  float* p = x.data<float>();
+  p[0] = std::numeric_limits<float>::quiet_NaN();  // first element of a line: it wins
+  p[7] = p[17] = 9.0f;   // a tie along dim 1 (line (0, ·, 2)): the first wins
+  p[23] = p[31] = 9.0f;  // and one in the 2-D row 1 of opset 11
+  for (const auto& [opset, axis] : {std::pair{13, int64_t{1}}, std::pair{11, int64_t{1}}}) {
+    INFO("opset " << opset);
+    OneOp o(opset);
+    o.Input("x", x);
+    const std::vector<float> want = Floats(o.Run("Hardmax", {{"axis", axis}})[0]);
+    // The lines: opset 13, [3, 4, 5] along dim 1; opset 11, [3, 20] rows.
+    const math::RowLayout rl = opset >= 13 ? math::RowLayout{3, 4, 5} : math::RowLayout{3, 20, 1};
+    std::vector<float> got(60, -1.0f);
+    for (int64_t r = 0; r < rl.rows(); ++r) {
+      const int64_t base = rl.Start(r);
+      const math::ArgBest best = BlockFold(
+          rl.len, 4, math::ArgBest{0.0f, -1},
+          [&](math::ArgBest a, int64_t j) {
+            return math::ArgChoose(a, math::ArgBest{p[base + j * rl.stride()], j}, true, false);
+          },
+          [](math::ArgBest a, math::ArgBest b) { return math::ArgChoose(a, b, true, false); });
+      for (int64_t j = 0; j < rl.len; ++j) {
+        got[static_cast<size_t>(base + j * rl.stride())] = j == best.index ? 1.0f : 0.0f;
+      }
+    }
+    RequireClose(got, want, 0.0f);
   }
 }
 

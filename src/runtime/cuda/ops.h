@@ -179,6 +179,7 @@ absl::Status ReduceProd(KernelContext& ctx);
 absl::Status ArgMax(KernelContext& ctx);
 absl::Status CumSum(KernelContext& ctx);
 absl::Status TopK(KernelContext& ctx);
+absl::Status Hardmax(KernelContext& ctx);
 absl::Status ArgMin(KernelContext& ctx);
 absl::Status ReduceSumSquare(KernelContext& ctx);
 absl::Status ReduceL1(KernelContext& ctx);

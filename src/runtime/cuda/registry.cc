@@ -143,6 +143,7 @@ const Entry kKernels[] = {
     {"", "GroupNormalization", K(GroupNormalization), Takes::kFloats},
     {"", "HardSigmoid", K(HardSigmoid), Takes::kFloats},
     {"", "HardSwish", K(HardSwish), Takes::kFloats},
+    {"", "Hardmax", K(Hardmax), Takes::kFloats},
     {"", "Identity", K(cpu::Identity), Takes::kAnyData},
     {"", "InstanceNormalization", K(InstanceNormalization), Takes::kFloats},
     {"", "IsInf", K(IsInf), Takes::kFloatIns},

@@ -287,6 +287,16 @@ absl::Status ReduceLogSumExpImpl(KernelContext& ctx) {
 
 }  // namespace
 
+// Hardmax over the softmax's lines (the axis as each opset reads it).
+absl::Status Hardmax(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
+  TPC_ASSIGN_OR_RETURN(const cpu::SoftmaxLines lines, cpu::ReadSoftmaxLines(ctx, x));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  return Check(ctx, LaunchHardmax(k, x.raw(), y->raw(),
+                                  RowLayout{lines.outer, lines.len, lines.inner}, StreamOf(ctx)));
+}
+
 absl::Status Softmax(KernelContext& ctx) { return SoftmaxImpl(ctx, false); }
 absl::Status LogSoftmax(KernelContext& ctx) { return SoftmaxImpl(ctx, true); }
 absl::Status LayerNormalization(KernelContext& ctx) { return NormImpl(ctx, false); }

@@ -272,6 +272,34 @@ cudaError_t TopK(const void* x, void* values, int64_t* indices, const RowLayout&
   return cudaGetLastError();
 }
 
+// Hardmax of each row: the winner as ArgMax picks it (math::ArgChoose, first index), then
+// every thread writes its own elements of the row, 1 at the winner and 0 elsewhere.
+template <FloatKind K>
+__global__ void HardmaxKernel(const typename FloatIO<K>::Storage* x,
+                              typename FloatIO<K>::Storage* y, RowLayout rl) {
+  using IO = FloatIO<K>;
+  const int64_t base = rl.Start(blockIdx.x);
+  math::ArgBest best{0.0f, -1};
+  for (int64_t j = threadIdx.x; j < rl.len; j += kThreads) {
+    best =
+        math::ArgChoose(best, math::ArgBest{IO::Load(x[base + j * rl.stride()]), j}, true, false);
+  }
+  best = BlockReduce(best, [](const math::ArgBest& a, const math::ArgBest& b) {
+    return math::ArgChoose(a, b, true, false);
+  });
+  for (int64_t j = threadIdx.x; j < rl.len; j += kThreads) {
+    y[base + j * rl.stride()] = IO::Store(j == best.index ? 1.0f : 0.0f);
+  }
+}
+
+template <FloatKind K>
+cudaError_t Hardmax(const void* x, void* y, const RowLayout& rl, cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  HardmaxKernel<K><<<RowBlocks(rl.rows()), kThreads, 0, stream>>>(static_cast<const S*>(x),
+                                                                  static_cast<S*>(y), rl);
+  return cudaGetLastError();
+}
+
 template <FloatKind K>
 cudaError_t ArgReduce(const void* x, int64_t* y, const RowLayout& rl, bool max, bool last,
                       cudaStream_t stream) {
@@ -476,6 +504,21 @@ cudaError_t LaunchTopK(FloatKind k, const void* x, void* values, int64_t* indice
       return TopK<FloatKind::kF16>(x, values, indices, lines, top, largest, stream);
     case FloatKind::kBF16:
       return TopK<FloatKind::kBF16>(x, values, indices, lines, top, largest, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchHardmax(FloatKind k, const void* x, void* y, const RowLayout& rows,
+                          cudaStream_t stream) {
+  if (rows.rows() == 0 || rows.len == 0) return cudaSuccess;
+  if (TooManyRows(rows.rows())) return cudaErrorInvalidConfiguration;
+  switch (k) {
+    case FloatKind::kF32:
+      return Hardmax<FloatKind::kF32>(x, y, rows, stream);
+    case FloatKind::kF16:
+      return Hardmax<FloatKind::kF16>(x, y, rows, stream);
+    case FloatKind::kBF16:
+      return Hardmax<FloatKind::kBF16>(x, y, rows, stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -215,6 +215,9 @@ cudaError_t LaunchReduce(FloatKind k, math::ReducePass op, const void* x, void* 
 // [outer, top, inner], ranked by math::TopKBefore; top ≤ len.
 cudaError_t LaunchTopK(FloatKind k, const void* x, void* values, int64_t* indices,
                        const RowLayout& lines, int64_t top, bool largest, cudaStream_t stream);
+// Hardmax of each row: 1 at the row's maximum (its first index, math::ArgChoose), else 0.
+cudaError_t LaunchHardmax(FloatKind k, const void* x, void* y, const RowLayout& rows,
+                          cudaStream_t stream);
 // y[r] = the index in row r of its maximum (`max`) or minimum (math::ArgChoose); rows of at
 // least one element.
 cudaError_t LaunchArgReduce(FloatKind k, const void* x, int64_t* y, const RowLayout& rows, bool max,
