@@ -153,6 +153,25 @@ TEST_CASE("Channel norm row math equals the CPU kernels", "[runtime][device-math
   }
 }
 
+// LRN as channel_norms.cu computes each element (its window of channels clipped at the
+// edges; an odd and an even size), against the CPU kernel.
+TEST_CASE("LRN element math equals the CPU kernel", "[runtime][device-math]") {
+  const Tensor x = Random({2, 5, 3, 2}, 93);
+  for (const int64_t size : {3, 4}) {
+    INFO("size " << size);
+    OneOp o;
+    o.Input("x", x);
+    const std::vector<float> want =
+        Floats(o.Run("LRN", {{"size", size}, {"alpha", 0.3f}, {"beta", 0.6f}, {"bias", 1.5f}})[0]);
+    std::vector<float> got(want.size());
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      got[static_cast<size_t>(i)] = math::LrnElement(5, 6, size, 0.3f, 0.6f, 1.5f, i,
+                                                     [&](int64_t j) { return x.data<float>()[j]; });
+    }
+    RequireClose(got, want, 2e-6f);
+  }
+}
+
 TEST_CASE("Reduction row math equals the CPU kernels", "[runtime][device-math]") {
   Tensor x = Random({4, 5, 6}, 8);
   for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] += 2.5f;  // log-sum > 0

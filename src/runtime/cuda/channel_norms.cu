@@ -1,8 +1,8 @@
 // The channel norms of images [N, C, ...]: GroupNormalization and InstanceNormalization
 // (one block of kThreads threads per row of math::ChannelGroups: the row's moments by
 // BlockReduce, then each thread writes the elements it read), BatchNormalization in
-// inference (one thread per element, its channel's running statistics). Math in
-// math/rows.h.
+// inference and LRN (one thread per element: its channel's running statistics; its
+// window of channels at its own spatial position). Math in math/rows.h.
 #include <cuda_runtime.h>
 
 #include "block_reduce.cuh"
@@ -51,6 +51,26 @@ __global__ void BatchNormKernel(const typename FloatIO<K>::Storage* x,
 }
 
 template <FloatKind K>
+__global__ void LrnKernel(const typename FloatIO<K>::Storage* x, typename FloatIO<K>::Storage* y,
+                          int64_t channels, int64_t plane, int64_t size, float alpha, float beta,
+                          float bias, int64_t n) {
+  using IO = FloatIO<K>;
+  for (int64_t i = First(); i < n; i += Step()) {
+    y[i] = IO::Store(math::LrnElement(channels, plane, size, alpha, beta, bias, i,
+                                      [&](int64_t j) { return IO::Load(x[j]); }));
+  }
+}
+
+template <FloatKind K>
+cudaError_t Lrn(const void* x, void* y, int64_t channels, int64_t plane, int64_t size, float alpha,
+                float beta, float bias, int64_t n, cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  LrnKernel<K><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const S*>(x), static_cast<S*>(y),
+                                                   channels, plane, size, alpha, beta, bias, n);
+  return cudaGetLastError();
+}
+
+template <FloatKind K>
 cudaError_t GroupNorm(const void* x, const void* scale, const void* bias, void* y, int64_t rows,
                       const ChannelGroups& g, float epsilon, cudaStream_t stream) {
   using S = typename FloatIO<K>::Storage;
@@ -86,6 +106,22 @@ cudaError_t LaunchGroupNorm(FloatKind k, const void* x, const void* scale, const
       return GroupNorm<FloatKind::kF16>(x, scale, bias, y, rows, g, epsilon, stream);
     case FloatKind::kBF16:
       return GroupNorm<FloatKind::kBF16>(x, scale, bias, y, rows, g, epsilon, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchLrn(FloatKind k, const void* x, void* y, int64_t channels, int64_t plane,
+                      int64_t size, float alpha, float beta, float bias, int64_t n,
+                      cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (channels < 1 || plane < 1 || size < 1) return cudaErrorInvalidValue;
+  switch (k) {
+    case FloatKind::kF32:
+      return Lrn<FloatKind::kF32>(x, y, channels, plane, size, alpha, beta, bias, n, stream);
+    case FloatKind::kF16:
+      return Lrn<FloatKind::kF16>(x, y, channels, plane, size, alpha, beta, bias, n, stream);
+    case FloatKind::kBF16:
+      return Lrn<FloatKind::kBF16>(x, y, channels, plane, size, alpha, beta, bias, n, stream);
   }
   return cudaErrorInvalidValue;
 }

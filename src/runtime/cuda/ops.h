@@ -97,6 +97,7 @@ absl::Status LpPool(KernelContext& ctx);
 absl::Status BatchNormalization(KernelContext& ctx);
 absl::Status InstanceNormalization(KernelContext& ctx);
 absl::Status GroupNormalization(KernelContext& ctx);
+absl::Status LRN(KernelContext& ctx);
 
 // unary_ops.cc: the math functions and activations of ONNX with their attributes (and
 // Clip's bounds), Mod, PRelu, Sum and Mean, through RunUnary and RunBinary.

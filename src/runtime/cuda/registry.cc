@@ -148,6 +148,7 @@ const Entry kKernels[] = {
     {"", "InstanceNormalization", K(InstanceNormalization), Takes::kFloats},
     {"", "IsInf", K(IsInf), Takes::kFloatIns},
     {"", "IsNaN", K(IsNaN), Takes::kFloatIns},
+    {"", "LRN", K(LRN), Takes::kFloats},
     {"", "LayerNormalization", K(LayerNormalization), Takes::kFloats},
     {"", "LeakyRelu", K(LeakyRelu), Takes::kFloats},
     {"", "Less", K(Less), Takes::kFloatIns},

@@ -199,6 +199,10 @@ cudaError_t LaunchNorm(FloatKind k, const void* x, const void* scale, const void
 cudaError_t LaunchGroupNorm(FloatKind k, const void* x, const void* scale, const void* bias,
                             void* y, int64_t rows, const math::ChannelGroups& g, float epsilon,
                             cudaStream_t stream);
+// LRN over n elements of [N, channels, plane] (math::LrnElement).
+cudaError_t LaunchLrn(FloatKind k, const void* x, void* y, int64_t channels, int64_t plane,
+                      int64_t size, float alpha, float beta, float bias, int64_t n,
+                      cudaStream_t stream);
 // BatchNormalization in inference over n elements of [N, channels, plane]: each element
 // normalized by its channel's running mean and variance, then scaled and shifted.
 cudaError_t LaunchBatchNorm(FloatKind k, const void* x, const void* scale, const void* bias,

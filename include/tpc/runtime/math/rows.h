@@ -91,6 +91,23 @@ TPC_HOST_DEVICE inline float BatchNormElement(float x, float scale, float bias, 
   return x * a + (bias - mean * a);
 }
 
+// LRN's element i of [N, channels, plane]: x / (bias + alpha / size · Σ x² over the
+// channels [c − lo, c + hi] ∩ [0, channels))^beta, lo = (size − 1) / 2, hi = size − 1 − lo,
+// as the CPU kernel (which computes in double); `load(j)` reads element j.
+template <typename Load>
+TPC_HOST_DEVICE inline float LrnElement(int64_t channels, int64_t plane, int64_t size, float alpha,
+                                        float beta, float bias, int64_t i, Load load) {
+  const int64_t k = i % plane, c = (i / plane) % channels, image = i / (plane * channels);
+  const int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+  const int64_t first = c - lo < 0 ? 0 : c - lo, last = c + hi < channels ? c + hi : channels - 1;
+  float sum = 0.0f;
+  for (int64_t j = first; j <= last; ++j) {
+    const float v = load((image * channels + j) * plane + k);
+    sum += v * v;
+  }
+  return load(i) / powf(bias + alpha / static_cast<float>(size) * sum, beta);
+}
+
 enum class ReduceKind : int { kSum, kMean, kMax, kMin, kSumSquare, kProd, kL1, kL2, kLogSum };
 
 TPC_HOST_DEVICE inline float ReduceInit(ReduceKind k) {
