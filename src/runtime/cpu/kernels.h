@@ -277,6 +277,11 @@ absl::Status CopyWithShape(KernelContext& ctx, const Shape& shape);
 
 // The lines of Softmax, LogSoftmax and Hardmax: `len` elements at stride `inner`, for each
 // of outer * inner lines (norms.cc).
+// [outer, axis, inner] view of a shape around `axis` (reduce.cc).
+struct AxisSplit {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+AxisSplit SplitAt(const Shape& s, int64_t axis);
 struct SoftmaxLines {
   int64_t outer = 1, len = 1, inner = 1;
 };

@@ -7,12 +7,6 @@
 #include "kernels.h"
 
 namespace tpc::runtime::cpu {
-namespace {
-
-// [outer, axis, inner] view of a shape around `axis`.
-struct AxisSplit {
-  int64_t outer = 1, len = 1, inner = 1;
-};
 AxisSplit SplitAt(const Shape& s, int64_t axis) {
   AxisSplit r;
   for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) {
@@ -25,8 +19,6 @@ AxisSplit SplitAt(const Shape& s, int64_t axis) {
   }
   return r;
 }
-
-}  // namespace
 
 absl::Status Reduce(KernelContext& ctx) {
   const std::string& op = ctx.node().op_type();

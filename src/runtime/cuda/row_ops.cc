@@ -325,10 +325,8 @@ absl::Status ArgReduceImpl(KernelContext& ctx, bool max) {
     out.erase(out.begin() + axis);
   }
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, ir::DType::kI64));
-  RowLayout rl;
-  for (int64_t i = 0; i < x.rank(); ++i) {
-    (i < axis ? rl.outer : (i == axis ? rl.len : rl.inner)) *= x.dim(i);
-  }
+  const cpu::AxisSplit lines = cpu::SplitAt(x.shape(), axis);
+  const RowLayout rl{lines.outer, lines.len, lines.inner};
   if (rl.rows() > 0 && rl.len == 0) {
     return ctx.Error(absl::StrCat("axis ", axis, " of ", x.TypeString(), " is empty"));
   }
@@ -345,10 +343,8 @@ absl::Status CumSum(KernelContext& ctx) {
   if (axis_v.size() != 1) return ctx.Error("axis must hold one value");
   TPC_ASSIGN_OR_RETURN(const int64_t axis, cpu::NormalizeAxis(ctx, axis_v[0], x.rank()));
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
-  RowLayout rl;
-  for (int64_t i = 0; i < x.rank(); ++i) {
-    (i < axis ? rl.outer : (i == axis ? rl.len : rl.inner)) *= x.dim(i);
-  }
+  const cpu::AxisSplit lines = cpu::SplitAt(x.shape(), axis);
+  const RowLayout rl{lines.outer, lines.len, lines.inner};
   return Check(ctx, LaunchCumSum(k, x.raw(), y->raw(), rl, ctx.node().attr_int("exclusive", 0) != 0,
                                  ctx.node().attr_int("reverse", 0) != 0, StreamOf(ctx)));
 }
@@ -362,10 +358,8 @@ absl::Status TopK(KernelContext& ctx) {
   if (kv.size() != 1) return ctx.Error("K must hold one value");
   TPC_ASSIGN_OR_RETURN(const int64_t axis,
                        cpu::NormalizeAxis(ctx, ctx.node().attr_int("axis", -1), x.rank()));
-  RowLayout rl;
-  for (int64_t i = 0; i < x.rank(); ++i) {
-    (i < axis ? rl.outer : (i == axis ? rl.len : rl.inner)) *= x.dim(i);
-  }
+  const cpu::AxisSplit lines = cpu::SplitAt(x.shape(), axis);
+  const RowLayout rl{lines.outer, lines.len, lines.inner};
   const int64_t top = kv[0];
   if (top < 0 || top > rl.len) return ctx.Error(absl::StrCat("K = ", top, " is out of range"));
   Shape out = x.shape();
