@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "block_reduce.cuh"
+#include "grid.cuh"
 #include "tpc/runtime/cuda/launch.h"
 
 namespace tpc::runtime::cuda {
@@ -99,15 +100,9 @@ cudaError_t LaunchGroupNorm(FloatKind k, const void* x, const void* scale, const
                             cudaStream_t stream) {
   if (rows == 0 || g.len() == 0) return cudaSuccess;
   if (rows > 2147483647 || g.groups < 1 || g.plane < 1) return cudaErrorInvalidConfiguration;
-  switch (k) {
-    case FloatKind::kF32:
-      return GroupNorm<FloatKind::kF32>(x, scale, bias, y, rows, g, epsilon, stream);
-    case FloatKind::kF16:
-      return GroupNorm<FloatKind::kF16>(x, scale, bias, y, rows, g, epsilon, stream);
-    case FloatKind::kBF16:
-      return GroupNorm<FloatKind::kBF16>(x, scale, bias, y, rows, g, epsilon, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return GroupNorm<decltype(kind)::value>(x, scale, bias, y, rows, g, epsilon, stream);
+  });
 }
 
 cudaError_t LaunchLrn(FloatKind k, const void* x, void* y, int64_t channels, int64_t plane,
@@ -115,15 +110,9 @@ cudaError_t LaunchLrn(FloatKind k, const void* x, void* y, int64_t channels, int
                       cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   if (channels < 1 || plane < 1 || size < 1) return cudaErrorInvalidValue;
-  switch (k) {
-    case FloatKind::kF32:
-      return Lrn<FloatKind::kF32>(x, y, channels, plane, size, alpha, beta, bias, n, stream);
-    case FloatKind::kF16:
-      return Lrn<FloatKind::kF16>(x, y, channels, plane, size, alpha, beta, bias, n, stream);
-    case FloatKind::kBF16:
-      return Lrn<FloatKind::kBF16>(x, y, channels, plane, size, alpha, beta, bias, n, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return Lrn<decltype(kind)::value>(x, y, channels, plane, size, alpha, beta, bias, n, stream);
+  });
 }
 
 cudaError_t LaunchBatchNorm(FloatKind k, const void* x, const void* scale, const void* bias,
@@ -131,18 +120,10 @@ cudaError_t LaunchBatchNorm(FloatKind k, const void* x, const void* scale, const
                             int64_t plane, float epsilon, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   if (channels < 1 || plane < 1) return cudaErrorInvalidValue;
-  switch (k) {
-    case FloatKind::kF32:
-      return BatchNorm<FloatKind::kF32>(x, scale, bias, mean, var, y, channels, plane, epsilon, n,
-                                        stream);
-    case FloatKind::kF16:
-      return BatchNorm<FloatKind::kF16>(x, scale, bias, mean, var, y, channels, plane, epsilon, n,
-                                        stream);
-    case FloatKind::kBF16:
-      return BatchNorm<FloatKind::kBF16>(x, scale, bias, mean, var, y, channels, plane, epsilon, n,
-                                         stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return BatchNorm<decltype(kind)::value>(x, scale, bias, mean, var, y, channels, plane, epsilon,
+                                            n, stream);
+  });
 }
 
 }  // namespace tpc::runtime::cuda

@@ -53,15 +53,8 @@ cudaError_t LaunchCol2Im(FloatKind k, const math::ConvGeometry& g, int64_t chann
   for (int d = 0; d < g.spatial; ++d) {
     if (g.strides[d] < 1 || g.in[d] < 1 || g.kernel[d] < 1) return cudaErrorInvalidValue;
   }
-  switch (k) {
-    case FloatKind::kF32:
-      return Col2Im<FloatKind::kF32>(g, channels, col, y, stream);
-    case FloatKind::kF16:
-      return Col2Im<FloatKind::kF16>(g, channels, col, y, stream);
-    case FloatKind::kBF16:
-      return Col2Im<FloatKind::kBF16>(g, channels, col, y, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(
+      k, [&](auto kind) { return Col2Im<decltype(kind)::value>(g, channels, col, y, stream); });
 }
 
 cudaError_t LaunchIm2Col(int elem_bytes, const math::ConvGeometry& g, int64_t channels,

@@ -92,18 +92,10 @@ cudaError_t GqaLayoutOfKind(const math::GqaLayout& l, const GqaOperands& o, cons
 cudaError_t LaunchGqaLayout(FloatKind k, const math::GqaLayout& l, const GqaOperands& o,
                             const void* lens, bool lens_i64, const void* positions,
                             bool positions_i64, int* flag, int code, cudaStream_t stream) {
-  switch (k) {
-    case FloatKind::kF32:
-      return GqaLayoutOfKind<FloatKind::kF32>(l, o, lens, lens_i64, positions, positions_i64, flag,
-                                              code, stream);
-    case FloatKind::kF16:
-      return GqaLayoutOfKind<FloatKind::kF16>(l, o, lens, lens_i64, positions, positions_i64, flag,
-                                              code, stream);
-    case FloatKind::kBF16:
-      return GqaLayoutOfKind<FloatKind::kBF16>(l, o, lens, lens_i64, positions, positions_i64, flag,
-                                               code, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return GqaLayoutOfKind<decltype(kind)::value>(l, o, lens, lens_i64, positions, positions_i64,
+                                                  flag, code, stream);
+  });
 }
 
 }  // namespace tpc::runtime::cuda

@@ -1,11 +1,14 @@
 // The grid of the element-wise CUDA launches: kThreads threads a block, enough blocks to
 // cover n elements (at most 65536: the kernels' grid-stride loops cover the rest), 64-bit
-// indices. Internal to the .cu files.
+// indices; the dispatch over float kinds. Internal to the .cu files.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
+
+#include "tpc/runtime/math/floats.h"
 
 namespace tpc::runtime::cuda {
 
@@ -21,5 +24,20 @@ __device__ inline int64_t First() {
   return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
 __device__ inline int64_t Step() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+// The one switch over the float kinds of a launch: calls f(kind) with kind a
+// std::integral_constant naming k, so that `decltype(kind)::value` instantiates the kernel.
+template <typename F>
+cudaError_t ByKind(math::FloatKind k, F&& f) {
+  switch (k) {
+    case math::FloatKind::kF32:
+      return f(std::integral_constant<math::FloatKind, math::FloatKind::kF32>{});
+    case math::FloatKind::kF16:
+      return f(std::integral_constant<math::FloatKind, math::FloatKind::kF16>{});
+    case math::FloatKind::kBF16:
+      return f(std::integral_constant<math::FloatKind, math::FloatKind::kBF16>{});
+  }
+  return cudaErrorInvalidValue;
+}
 
 }  // namespace tpc::runtime::cuda

@@ -54,29 +54,15 @@ cudaError_t LaunchCompare(FloatKind k, math::CompareOp op, const void* a, const 
                           const void* b, const StridedView& vb, bool* out, int64_t n,
                           cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  switch (k) {
-    case FloatKind::kF32:
-      return Compare<FloatKind::kF32>(op, a, va, b, vb, out, n, stream);
-    case FloatKind::kF16:
-      return Compare<FloatKind::kF16>(op, a, va, b, vb, out, n, stream);
-    case FloatKind::kBF16:
-      return Compare<FloatKind::kBF16>(op, a, va, b, vb, out, n, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return Compare<decltype(kind)::value>(op, a, va, b, vb, out, n, stream);
+  });
 }
 
 cudaError_t LaunchPredicate(FloatKind k, const math::Predicate& p, const void* x, bool* y,
                             int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  switch (k) {
-    case FloatKind::kF32:
-      return Predicate<FloatKind::kF32>(p, x, y, n, stream);
-    case FloatKind::kF16:
-      return Predicate<FloatKind::kF16>(p, x, y, n, stream);
-    case FloatKind::kBF16:
-      return Predicate<FloatKind::kBF16>(p, x, y, n, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) { return Predicate<decltype(kind)::value>(p, x, y, n, stream); });
 }
 
 cudaError_t LaunchLogic(math::LogicOp op, const bool* a, const StridedView& va, const bool* b,

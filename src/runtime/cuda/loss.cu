@@ -87,18 +87,10 @@ cudaError_t NllOfKind(const void* logp, const void* labels, bool labels_i64, con
 cudaError_t LaunchNllLoss(FloatKind k, const void* logp, const void* labels, bool labels_i64,
                           const void* weight, const math::NllLayout& l, int reduction, void* out,
                           int* flag, int code, cudaStream_t stream) {
-  switch (k) {
-    case FloatKind::kF32:
-      return NllOfKind<FloatKind::kF32>(logp, labels, labels_i64, weight, l, reduction, out, flag,
-                                        code, stream);
-    case FloatKind::kF16:
-      return NllOfKind<FloatKind::kF16>(logp, labels, labels_i64, weight, l, reduction, out, flag,
-                                        code, stream);
-    case FloatKind::kBF16:
-      return NllOfKind<FloatKind::kBF16>(logp, labels, labels_i64, weight, l, reduction, out, flag,
-                                         code, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return NllOfKind<decltype(kind)::value>(logp, labels, labels_i64, weight, l, reduction, out,
+                                            flag, code, stream);
+  });
 }
 
 }  // namespace tpc::runtime::cuda

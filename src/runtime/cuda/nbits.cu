@@ -3,6 +3,7 @@
 // follows is cuBLAS's (matmul_ops.cc).
 #include <cuda_runtime.h>
 
+#include "grid.cuh"
 #include "tpc/runtime/cuda/launch.h"
 
 namespace tpc::runtime::cuda {
@@ -48,15 +49,9 @@ cudaError_t LaunchDequantNBits(FloatKind k, const math::NBitsLayout& l, const ui
                                const void* scales, const uint8_t* zp_packed, const void* zp_float,
                                void* w, cudaStream_t stream) {
   if (l.n * l.k == 0) return cudaSuccess;
-  switch (k) {
-    case FloatKind::kF32:
-      return Dequant<FloatKind::kF32>(l, b, scales, zp_packed, zp_float, w, stream);
-    case FloatKind::kF16:
-      return Dequant<FloatKind::kF16>(l, b, scales, zp_packed, zp_float, w, stream);
-    case FloatKind::kBF16:
-      return Dequant<FloatKind::kBF16>(l, b, scales, zp_packed, zp_float, w, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return Dequant<decltype(kind)::value>(l, b, scales, zp_packed, zp_float, w, stream);
+  });
 }
 
 }  // namespace tpc::runtime::cuda

@@ -194,15 +194,7 @@ cudaError_t Cast(const void* x, void* y, int64_t n, cudaStream_t stream) {
 
 template <FloatKind From>
 cudaError_t CastFrom(FloatKind to, const void* x, void* y, int64_t n, cudaStream_t stream) {
-  switch (to) {
-    case FloatKind::kF32:
-      return Cast<From, FloatKind::kF32>(x, y, n, stream);
-    case FloatKind::kF16:
-      return Cast<From, FloatKind::kF16>(x, y, n, stream);
-    case FloatKind::kBF16:
-      return Cast<From, FloatKind::kBF16>(x, y, n, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(to, [&](auto kind) { return Cast<From, decltype(kind)::value>(x, y, n, stream); });
 }
 
 template <typename Word>
@@ -255,58 +247,33 @@ cudaError_t LaunchBinary(FloatKind k, BinaryOp op, const void* a, const StridedV
                          const void* b, const StridedView& vb, void* out, int64_t n,
                          cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  switch (k) {
-    case FloatKind::kF32:
-      return Binary<FloatKind::kF32>(op, a, va, b, vb, out, n, stream);
-    case FloatKind::kF16:
-      return Binary<FloatKind::kF16>(op, a, va, b, vb, out, n, stream);
-    case FloatKind::kBF16:
-      return Binary<FloatKind::kBF16>(op, a, va, b, vb, out, n, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return Binary<decltype(kind)::value>(op, a, va, b, vb, out, n, stream);
+  });
 }
 
 cudaError_t LaunchReduceRanks(FloatKind k, int op, bool average, const math::RankPointers& p,
                               int64_t begin, int64_t end, cudaStream_t stream) {
   if (end <= begin) return cudaSuccess;
-  switch (k) {
-    case FloatKind::kF32:
-      return ReduceRanks<FloatKind::kF32>(op, average, p, begin, end, stream);
-    case FloatKind::kF16:
-      return ReduceRanks<FloatKind::kF16>(op, average, p, begin, end, stream);
-    case FloatKind::kBF16:
-      return ReduceRanks<FloatKind::kBF16>(op, average, p, begin, end, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return ReduceRanks<decltype(kind)::value>(op, average, p, begin, end, stream);
+  });
 }
 
 cudaError_t LaunchUnary(FloatKind k, UnaryOp op, UnaryParams alpha, const void* x, void* y,
                         int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  switch (k) {
-    case FloatKind::kF32:
-      return Unary<FloatKind::kF32>(op, alpha, x, y, n, stream);
-    case FloatKind::kF16:
-      return Unary<FloatKind::kF16>(op, alpha, x, y, n, stream);
-    case FloatKind::kBF16:
-      return Unary<FloatKind::kBF16>(op, alpha, x, y, n, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(
+      k, [&](auto kind) { return Unary<decltype(kind)::value>(op, alpha, x, y, n, stream); });
 }
 
 cudaError_t LaunchBiasActivation(FloatKind k, UnaryOp op, const void* bias, int64_t n, void* y,
                                  int64_t count, cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
   if (n <= 0) return cudaErrorInvalidValue;
-  switch (k) {
-    case FloatKind::kF32:
-      return BiasActivation<FloatKind::kF32>(op, bias, n, y, count, stream);
-    case FloatKind::kF16:
-      return BiasActivation<FloatKind::kF16>(op, bias, n, y, count, stream);
-    case FloatKind::kBF16:
-      return BiasActivation<FloatKind::kBF16>(op, bias, n, y, count, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return BiasActivation<decltype(kind)::value>(op, bias, n, y, count, stream);
+  });
 }
 
 cudaError_t LaunchRotaryHalf(FloatKind k, const void* x, const void* cos, const StridedView& vc,
@@ -314,29 +281,16 @@ cudaError_t LaunchRotaryHalf(FloatKind k, const void* x, const void* cos, const 
                              int64_t count, cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
   if (d <= 0 || d % 2 != 0) return cudaErrorInvalidValue;
-  switch (k) {
-    case FloatKind::kF32:
-      return RotaryHalf<FloatKind::kF32>(x, cos, vc, sin, vs, d, y, count, stream);
-    case FloatKind::kF16:
-      return RotaryHalf<FloatKind::kF16>(x, cos, vc, sin, vs, d, y, count, stream);
-    case FloatKind::kBF16:
-      return RotaryHalf<FloatKind::kBF16>(x, cos, vc, sin, vs, d, y, count, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return RotaryHalf<decltype(kind)::value>(x, cos, vc, sin, vs, d, y, count, stream);
+  });
 }
 
 cudaError_t LaunchCast(FloatKind from, FloatKind to, const void* x, void* y, int64_t n,
                        cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  switch (from) {
-    case FloatKind::kF32:
-      return CastFrom<FloatKind::kF32>(to, x, y, n, stream);
-    case FloatKind::kF16:
-      return CastFrom<FloatKind::kF16>(to, x, y, n, stream);
-    case FloatKind::kBF16:
-      return CastFrom<FloatKind::kBF16>(to, x, y, n, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(from,
+                [&](auto kind) { return CastFrom<decltype(kind)::value>(to, x, y, n, stream); });
 }
 
 cudaError_t LaunchCopy(int elem_bytes, const void* src, const StridedView& vs, void* dst,

@@ -35,15 +35,8 @@ cudaError_t LaunchPool(FloatKind k, const math::ConvGeometry& g, const math::Poo
                        cudaStream_t stream) {
   const int64_t n = planes * g.outs;
   if (n == 0) return cudaSuccess;
-  switch (k) {
-    case FloatKind::kF32:
-      return Pool<FloatKind::kF32>(g, pp, x, y, index, n, stream);
-    case FloatKind::kF16:
-      return Pool<FloatKind::kF16>(g, pp, x, y, index, n, stream);
-    case FloatKind::kBF16:
-      return Pool<FloatKind::kBF16>(g, pp, x, y, index, n, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(
+      k, [&](auto kind) { return Pool<decltype(kind)::value>(g, pp, x, y, index, n, stream); });
 }
 
 }  // namespace tpc::runtime::cuda

@@ -38,15 +38,9 @@ template <FloatKind In>
 cudaError_t ResizeAxisTo(FloatKind out, const math::ResizeOptions& opt,
                          const math::ResizeAxisGeometry& a, int64_t inner, const void* x, void* y,
                          int64_t n, cudaStream_t stream) {
-  switch (out) {
-    case FloatKind::kF32:
-      return ResizeAxis<In, FloatKind::kF32>(opt, a, inner, x, y, n, stream);
-    case FloatKind::kF16:
-      return ResizeAxis<In, FloatKind::kF16>(opt, a, inner, x, y, n, stream);
-    case FloatKind::kBF16:
-      return ResizeAxis<In, FloatKind::kBF16>(opt, a, inner, x, y, n, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(out, [&](auto kind) {
+    return ResizeAxis<In, decltype(kind)::value>(opt, a, inner, x, y, n, stream);
+  });
 }
 
 }  // namespace
@@ -57,15 +51,9 @@ cudaError_t LaunchResizeAxis(FloatKind in, FloatKind out, const math::ResizeOpti
   const int64_t n = outer * a.out * inner;
   if (n == 0) return cudaSuccess;
   if (a.in < 1 || inner < 1) return cudaErrorInvalidValue;
-  switch (in) {
-    case FloatKind::kF32:
-      return ResizeAxisTo<FloatKind::kF32>(out, opt, a, inner, x, y, n, stream);
-    case FloatKind::kF16:
-      return ResizeAxisTo<FloatKind::kF16>(out, opt, a, inner, x, y, n, stream);
-    case FloatKind::kBF16:
-      return ResizeAxisTo<FloatKind::kBF16>(out, opt, a, inner, x, y, n, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(in, [&](auto kind) {
+    return ResizeAxisTo<decltype(kind)::value>(out, opt, a, inner, x, y, n, stream);
+  });
 }
 
 }  // namespace tpc::runtime::cuda

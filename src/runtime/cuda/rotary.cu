@@ -52,18 +52,10 @@ cudaError_t LaunchRotaryEmbedding(FloatKind k, const math::RotaryLayout& l, cons
                                   const void* sin, void* y, int64_t n, int* flag, int code,
                                   cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  switch (k) {
-    case FloatKind::kF32:
-      return RotaryOfKind<FloatKind::kF32>(l, x, positions, positions_i64, cos, sin, y, n, flag,
-                                           code, stream);
-    case FloatKind::kF16:
-      return RotaryOfKind<FloatKind::kF16>(l, x, positions, positions_i64, cos, sin, y, n, flag,
-                                           code, stream);
-    case FloatKind::kBF16:
-      return RotaryOfKind<FloatKind::kBF16>(l, x, positions, positions_i64, cos, sin, y, n, flag,
-                                            code, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return RotaryOfKind<decltype(kind)::value>(l, x, positions, positions_i64, cos, sin, y, n, flag,
+                                               code, stream);
+  });
 }
 
 }  // namespace tpc::runtime::cuda

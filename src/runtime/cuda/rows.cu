@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "block_reduce.cuh"
+#include "grid.cuh"
 #include "tpc/runtime/cuda/launch.h"
 
 namespace tpc::runtime::cuda {
@@ -321,15 +322,8 @@ cudaError_t Reduce(math::ReducePass op, const void* x, void* y, const RowLayout&
 template <FloatKind In>
 cudaError_t ReduceTo(FloatKind out, math::ReducePass op, const void* x, void* y,
                      const RowLayout& rl, cudaStream_t stream) {
-  switch (out) {
-    case FloatKind::kF32:
-      return Reduce<In, FloatKind::kF32>(op, x, y, rl, stream);
-    case FloatKind::kF16:
-      return Reduce<In, FloatKind::kF16>(op, x, y, rl, stream);
-    case FloatKind::kBF16:
-      return Reduce<In, FloatKind::kBF16>(op, x, y, rl, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(out,
+                [&](auto kind) { return Reduce<In, decltype(kind)::value>(op, x, y, rl, stream); });
 }
 
 // Grid x is at most 2^31 - 1 blocks: one block per row.
@@ -441,15 +435,8 @@ cudaError_t LaunchSoftmax(FloatKind k, const void* x, void* y, const RowLayout& 
                           cudaStream_t stream) {
   if (rows.rows() == 0 || rows.len == 0) return cudaSuccess;
   if (TooManyRows(rows.rows())) return cudaErrorInvalidConfiguration;
-  switch (k) {
-    case FloatKind::kF32:
-      return Softmax<FloatKind::kF32>(x, y, rows, log, stream);
-    case FloatKind::kF16:
-      return Softmax<FloatKind::kF16>(x, y, rows, log, stream);
-    case FloatKind::kBF16:
-      return Softmax<FloatKind::kBF16>(x, y, rows, log, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k,
+                [&](auto kind) { return Softmax<decltype(kind)::value>(x, y, rows, log, stream); });
 }
 
 cudaError_t LaunchAttentionSoftmax(FloatKind k, const float* scores, void* probs, int64_t rows,
@@ -458,18 +445,10 @@ cudaError_t LaunchAttentionSoftmax(FloatKind k, const float* scores, void* probs
                                    int64_t mask_col, cudaStream_t stream) {
   if (rows == 0 || len == 0) return cudaSuccess;
   if (TooManyRows(rows)) return cudaErrorInvalidConfiguration;
-  switch (k) {
-    case FloatKind::kF32:
-      return AttentionSoftmax<FloatKind::kF32>(scores, probs, rows, len, divisor, mask, mask_rows,
-                                               first_row, mask_col, stream);
-    case FloatKind::kF16:
-      return AttentionSoftmax<FloatKind::kF16>(scores, probs, rows, len, divisor, mask, mask_rows,
-                                               first_row, mask_col, stream);
-    case FloatKind::kBF16:
-      return AttentionSoftmax<FloatKind::kBF16>(scores, probs, rows, len, divisor, mask, mask_rows,
-                                                first_row, mask_col, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return AttentionSoftmax<decltype(kind)::value>(scores, probs, rows, len, divisor, mask,
+                                                   mask_rows, first_row, mask_col, stream);
+  });
 }
 
 cudaError_t LaunchNorm(FloatKind k, const void* x, const void* scale, const void* bias, void* y,
@@ -477,18 +456,10 @@ cudaError_t LaunchNorm(FloatKind k, const void* x, const void* scale, const void
                        bool rms, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   if (TooManyRows(rows)) return cudaErrorInvalidConfiguration;
-  switch (k) {
-    case FloatKind::kF32:
-      return Norm<FloatKind::kF32>(x, scale, bias, y, mean, inv_std, rows, len, epsilon, rms,
-                                   stream);
-    case FloatKind::kF16:
-      return Norm<FloatKind::kF16>(x, scale, bias, y, mean, inv_std, rows, len, epsilon, rms,
-                                   stream);
-    case FloatKind::kBF16:
-      return Norm<FloatKind::kBF16>(x, scale, bias, y, mean, inv_std, rows, len, epsilon, rms,
-                                    stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return Norm<decltype(kind)::value>(x, scale, bias, y, mean, inv_std, rows, len, epsilon, rms,
+                                       stream);
+  });
 }
 
 cudaError_t LaunchTopK(FloatKind k, const void* x, void* values, int64_t* indices,
@@ -497,60 +468,33 @@ cudaError_t LaunchTopK(FloatKind k, const void* x, void* values, int64_t* indice
   if (TooManyRows(lines.rows()) || top < 0 || top > lines.len) {
     return cudaErrorInvalidConfiguration;
   }
-  switch (k) {
-    case FloatKind::kF32:
-      return TopK<FloatKind::kF32>(x, values, indices, lines, top, largest, stream);
-    case FloatKind::kF16:
-      return TopK<FloatKind::kF16>(x, values, indices, lines, top, largest, stream);
-    case FloatKind::kBF16:
-      return TopK<FloatKind::kBF16>(x, values, indices, lines, top, largest, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return TopK<decltype(kind)::value>(x, values, indices, lines, top, largest, stream);
+  });
 }
 
 cudaError_t LaunchHardmax(FloatKind k, const void* x, void* y, const RowLayout& rows,
                           cudaStream_t stream) {
   if (rows.rows() == 0 || rows.len == 0) return cudaSuccess;
   if (TooManyRows(rows.rows())) return cudaErrorInvalidConfiguration;
-  switch (k) {
-    case FloatKind::kF32:
-      return Hardmax<FloatKind::kF32>(x, y, rows, stream);
-    case FloatKind::kF16:
-      return Hardmax<FloatKind::kF16>(x, y, rows, stream);
-    case FloatKind::kBF16:
-      return Hardmax<FloatKind::kBF16>(x, y, rows, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) { return Hardmax<decltype(kind)::value>(x, y, rows, stream); });
 }
 
 cudaError_t LaunchArgReduce(FloatKind k, const void* x, int64_t* y, const RowLayout& rows, bool max,
                             bool last, cudaStream_t stream) {
   if (rows.rows() == 0) return cudaSuccess;
   if (TooManyRows(rows.rows()) || rows.len == 0) return cudaErrorInvalidConfiguration;
-  switch (k) {
-    case FloatKind::kF32:
-      return ArgReduce<FloatKind::kF32>(x, y, rows, max, last, stream);
-    case FloatKind::kF16:
-      return ArgReduce<FloatKind::kF16>(x, y, rows, max, last, stream);
-    case FloatKind::kBF16:
-      return ArgReduce<FloatKind::kBF16>(x, y, rows, max, last, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return ArgReduce<decltype(kind)::value>(x, y, rows, max, last, stream);
+  });
 }
 
 cudaError_t LaunchReduce(FloatKind in, FloatKind out, math::ReducePass op, const void* x, void* y,
                          const RowLayout& rows, cudaStream_t stream) {
   if (rows.rows() == 0) return cudaSuccess;
   if (TooManyRows(rows.rows())) return cudaErrorInvalidConfiguration;
-  switch (in) {
-    case FloatKind::kF32:
-      return ReduceTo<FloatKind::kF32>(out, op, x, y, rows, stream);
-    case FloatKind::kF16:
-      return ReduceTo<FloatKind::kF16>(out, op, x, y, rows, stream);
-    case FloatKind::kBF16:
-      return ReduceTo<FloatKind::kBF16>(out, op, x, y, rows, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(
+      in, [&](auto kind) { return ReduceTo<decltype(kind)::value>(out, op, x, y, rows, stream); });
 }
 
 cudaError_t LaunchReduce(FloatKind k, math::ReducePass op, const void* x, void* y,
@@ -564,18 +508,10 @@ cudaError_t LaunchGqaSoftmax(FloatKind k, const float* scores, void* probs,
   const int64_t rows = batches * l.hq * l.seq;
   if (rows == 0 || l.total == 0) return cudaSuccess;
   if (TooManyRows(rows)) return cudaErrorInvalidConfiguration;
-  switch (k) {
-    case FloatKind::kF32:
-      return GqaSoftmax<FloatKind::kF32>(scores, probs, l, lens, lens_i64, first_batch, rows,
-                                         stream);
-    case FloatKind::kF16:
-      return GqaSoftmax<FloatKind::kF16>(scores, probs, l, lens, lens_i64, first_batch, rows,
-                                         stream);
-    case FloatKind::kBF16:
-      return GqaSoftmax<FloatKind::kBF16>(scores, probs, l, lens, lens_i64, first_batch, rows,
-                                          stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return GqaSoftmax<decltype(kind)::value>(scores, probs, l, lens, lens_i64, first_batch, rows,
+                                             stream);
+  });
 }
 
 cudaError_t LaunchSdpaSoftmax(FloatKind k, const float* scores, void* probs,
@@ -584,18 +520,10 @@ cudaError_t LaunchSdpaSoftmax(FloatKind k, const float* scores, void* probs,
   const int64_t rows = batches * l.hq * l.qs;
   if (rows == 0 || l.total == 0) return cudaSuccess;
   if (TooManyRows(rows)) return cudaErrorInvalidConfiguration;
-  switch (k) {
-    case FloatKind::kF32:
-      return SdpaSoftmax<FloatKind::kF32>(scores, probs, l, mask, pad, qk, first_batch, rows,
-                                          stream);
-    case FloatKind::kF16:
-      return SdpaSoftmax<FloatKind::kF16>(scores, probs, l, mask, pad, qk, first_batch, rows,
-                                          stream);
-    case FloatKind::kBF16:
-      return SdpaSoftmax<FloatKind::kBF16>(scores, probs, l, mask, pad, qk, first_batch, rows,
-                                           stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return SdpaSoftmax<decltype(kind)::value>(scores, probs, l, mask, pad, qk, first_batch, rows,
+                                              stream);
+  });
 }
 
 }  // namespace tpc::runtime::cuda

@@ -36,15 +36,9 @@ cudaError_t CumSum(const void* x, void* y, const RowLayout& l, bool exclusive, b
 cudaError_t LaunchCumSum(FloatKind k, const void* x, void* y, const RowLayout& lines,
                          bool exclusive, bool reverse, cudaStream_t stream) {
   if (lines.rows() == 0 || lines.len == 0) return cudaSuccess;
-  switch (k) {
-    case FloatKind::kF32:
-      return CumSum<FloatKind::kF32>(x, y, lines, exclusive, reverse, stream);
-    case FloatKind::kF16:
-      return CumSum<FloatKind::kF16>(x, y, lines, exclusive, reverse, stream);
-    case FloatKind::kBF16:
-      return CumSum<FloatKind::kBF16>(x, y, lines, exclusive, reverse, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return CumSum<decltype(kind)::value>(x, y, lines, exclusive, reverse, stream);
+  });
 }
 
 }  // namespace tpc::runtime::cuda
