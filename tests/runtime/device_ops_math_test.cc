@@ -493,6 +493,31 @@ TEST_CASE("Windowed pool element math equals the CPU kernels", "[runtime][device
   }
 }
 
+// GlobalLpPool with p other than 1 and 2 (those are ReduceL1/L2 rows): the whole plane as
+// one window (math::WholePlaneWindow), against the CPU kernel.
+TEST_CASE("GlobalLpPool as one whole-plane window equals the CPU kernel",
+          "[runtime][device-math]") {
+  for (const std::vector<int64_t>& shape :
+       {std::vector<int64_t>{2, 3, 4, 5}, std::vector<int64_t>{1, 2, 7},
+        std::vector<int64_t>{1, 2, 2, 3, 2}}) {
+    INFO("rank " << shape.size());
+    const Tensor x = Random(shape, 57);
+    OneOp o;
+    o.Input("x", x);
+    const Tensor want = o.Run("GlobalLpPool", {{"p", int64_t{3}}})[0];
+    const math::ConvGeometry g =
+        math::WholePlaneWindow(shape.data() + 2, static_cast<int>(shape.size() - 2));
+    math::PoolParams pp;
+    pp.op = math::PoolOp::kLp;
+    pp.p = 3.0f;
+    std::vector<float> got(static_cast<size_t>(shape[0] * shape[1]));
+    for (int64_t i = 0; i < static_cast<int64_t>(got.size()); ++i) {
+      math::PoolElement<FloatKind::kF32>(g, pp, x.data<float>(), got.data(), nullptr, i);
+    }
+    RequireClose(got, Floats(want), 2e-6f);
+  }
+}
+
 // Pad in each mode (negative pads cropping, axes), element by element as pad.cu's threads
 // compute it (math::PadLayout), against the CPU kernel.
 TEST_CASE("Pad element math equals the CPU kernel", "[runtime][device-math]") {

@@ -72,6 +72,26 @@ cudaError_t Lrn(const void* x, void* y, int64_t channels, int64_t plane, int64_t
 }
 
 template <FloatKind K>
+__global__ void MvnKernel(const typename FloatIO<K>::Storage* x, const float* mean,
+                          const float* sum_squares, StridedView stats, float count,
+                          typename FloatIO<K>::Storage* y, int64_t n) {
+  using IO = FloatIO<K>;
+  for (int64_t i = First(); i < n; i += Step()) {
+    const int64_t s = stats.At(i);
+    y[i] = IO::Store(math::MvnElement(IO::Load(x[i]), mean[s], sum_squares[s], count));
+  }
+}
+
+template <FloatKind K>
+cudaError_t Mvn(const void* x, const float* mean, const float* sum_squares,
+                const StridedView& stats, float count, void* y, int64_t n, cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  MvnKernel<K><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const S*>(x), mean, sum_squares,
+                                                   stats, count, static_cast<S*>(y), n);
+  return cudaGetLastError();
+}
+
+template <FloatKind K>
 cudaError_t GroupNorm(const void* x, const void* scale, const void* bias, void* y, int64_t rows,
                       const ChannelGroups& g, float epsilon, cudaStream_t stream) {
   using S = typename FloatIO<K>::Storage;
@@ -112,6 +132,16 @@ cudaError_t LaunchLrn(FloatKind k, const void* x, void* y, int64_t channels, int
   if (channels < 1 || plane < 1 || size < 1) return cudaErrorInvalidValue;
   return ByKind(k, [&](auto kind) {
     return Lrn<decltype(kind)::value>(x, y, channels, plane, size, alpha, beta, bias, n, stream);
+  });
+}
+
+cudaError_t LaunchMvn(FloatKind k, const void* x, const float* mean, const float* sum_squares,
+                      const StridedView& stats, float count, void* y, int64_t n,
+                      cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (count < 1.0f) return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return Mvn<decltype(kind)::value>(x, mean, sum_squares, stats, count, y, n, stream);
   });
 }
 

@@ -189,6 +189,8 @@ absl::Status ReduceLogSum(KernelContext& ctx);
 absl::Status ReduceLogSumExp(KernelContext& ctx);
 absl::Status GlobalAveragePool(KernelContext& ctx);
 absl::Status GlobalMaxPool(KernelContext& ctx);
+absl::Status GlobalLpPool(KernelContext& ctx);
+absl::Status MeanVarianceNormalization(KernelContext& ctx);
 
 // attention_ops.cc: ONNX's Attention, onnxruntime's GroupQueryAttention,
 // MultiHeadAttention and Attention (MsAttention).

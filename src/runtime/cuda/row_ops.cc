@@ -1,6 +1,6 @@
 // Row CUDA kernels: Softmax/LogSoftmax, LayerNormalization and the RMS norms, the
-// Reduce* of sums, means and extremes, and the global pools. Shapes as the CPU kernels; math in
-// math/rows.h.
+// Reduce* of sums, means and extremes, the global pools and MeanVarianceNormalization. Shapes as
+// the CPU kernels; math in math/rows.h.
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -406,5 +406,64 @@ absl::Status GlobalPool(KernelContext& ctx, ReduceKind kind) {
 
 absl::Status GlobalAveragePool(KernelContext& ctx) { return GlobalPool(ctx, ReduceKind::kMean); }
 absl::Status GlobalMaxPool(KernelContext& ctx) { return GlobalPool(ctx, ReduceKind::kMax); }
+
+// GlobalLpPool: ReduceL1 or ReduceL2 rows for p = 1 or 2, any other p as LpPool with the
+// whole plane as its window (one thread per plane).
+absl::Status GlobalLpPool(KernelContext& ctx) {
+  const int64_t p = ctx.node().attr_int("p", 2);
+  if (p == 1 || p == 2) return GlobalPool(ctx, p == 1 ? ReduceKind::kL1 : ReduceKind::kL2);
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 3 || x.rank() - 2 > math::kMaxSpatial) {
+    return ctx.Error(absl::StrCat("X must be [N, C, spatial...] with 1 to ", math::kMaxSpatial,
+                                  " spatial dims, got ", x.TypeString()));
+  }
+  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
+  Shape out = x.shape();
+  std::fill(out.begin() + 2, out.end(), 1);
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
+  if (y->num_elements() == 0) return absl::OkStatus();
+  const math::ConvGeometry g =
+      math::WholePlaneWindow(x.shape().data() + 2, static_cast<int>(x.rank() - 2));
+  if (g.in_size == 0) return Check(ctx, cudaMemsetAsync(y->raw(), 0, y->nbytes(), StreamOf(ctx)));
+  math::PoolParams pp;
+  pp.op = math::PoolOp::kLp;
+  pp.p = static_cast<float>(p);
+  return Check(
+      ctx, LaunchPool(k, g, pp, x.dim(0) * x.dim(1), x.raw(), y->raw(), nullptr, StreamOf(ctx)));
+}
+
+// MeanVarianceNormalization over `axes` (default 0, 2, 3): each group's mean and sum of
+// squares in f32 (the Reduce passes), then one element kernel (math::MvnElement).
+absl::Status MeanVarianceNormalization(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
+  if (x.rank() > math::kMaxDims) {
+    return ctx.Error(
+        absl::StrCat("rank ", x.rank(), " is over the CUDA kernels' ", math::kMaxDims));
+  }
+  const std::vector<int64_t> axes =
+      ctx.node().has_attr("axes") ? ctx.node().attr_ints("axes") : std::vector<int64_t>{0, 2, 3};
+  std::vector<bool> reduced(static_cast<size_t>(x.rank()), false);
+  for (const int64_t a : axes) {
+    TPC_ASSIGN_OR_RETURN(const int64_t d, cpu::NormalizeAxis(ctx, a, x.rank()));
+    reduced[static_cast<size_t>(d)] = true;
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  if (y->num_elements() == 0) return absl::OkStatus();
+  Shape kept = x.shape();
+  for (size_t d = 0; d < kept.size(); ++d) {
+    if (reduced[d]) kept[d] = 1;
+  }
+  const int64_t count = x.num_elements() / cpu::NumElements(kept);
+  TPC_ASSIGN_OR_RETURN(Tensor mean, Scratch(ctx, ir::DType::kF32, kept));
+  TPC_ASSIGN_OR_RETURN(Tensor squares, Scratch(ctx, ir::DType::kF32, kept));
+  TPC_RETURN_IF_ERROR(
+      ReduceDims(ctx, ReduceKind::kMean, x, k, reduced, mean.raw(), FloatKind::kF32));
+  TPC_RETURN_IF_ERROR(
+      ReduceDims(ctx, ReduceKind::kSumSquare, x, k, reduced, squares.raw(), FloatKind::kF32));
+  return Check(ctx, LaunchMvn(k, x.raw(), mean.data<float>(), squares.data<float>(),
+                              math::BroadcastView(kept, x.shape()), static_cast<float>(count),
+                              y->raw(), y->num_elements(), StreamOf(ctx)));
+}
 
 }  // namespace tpc::runtime::cuda

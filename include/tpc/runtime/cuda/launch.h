@@ -203,6 +203,11 @@ cudaError_t LaunchGroupNorm(FloatKind k, const void* x, const void* scale, const
 cudaError_t LaunchLrn(FloatKind k, const void* x, void* y, int64_t channels, int64_t plane,
                       int64_t size, float alpha, float beta, float bias, int64_t n,
                       cudaStream_t stream);
+// MeanVarianceNormalization over n elements of x: element i normalized by the f32 mean
+// and sum of squares (over `count` elements) at `stats.At(i)` (math::MvnElement).
+cudaError_t LaunchMvn(FloatKind k, const void* x, const float* mean, const float* sum_squares,
+                      const StridedView& stats, float count, void* y, int64_t n,
+                      cudaStream_t stream);
 // BatchNormalization in inference over n elements of [N, channels, plane]: each element
 // normalized by its channel's running mean and variance, then scaled and shifted.
 cudaError_t LaunchBatchNorm(FloatKind k, const void* x, const void* scale, const void* bias,

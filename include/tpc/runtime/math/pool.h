@@ -31,6 +31,20 @@ TPC_HOST_DEVICE inline float PoolLpRoot(float sum, float p) {
   return p == 1.0f ? sum : p == 2.0f ? sqrtf(sum) : powf(sum, 1.0f / p);
 }
 
+// The window of a global pool: one output per plane, its window the whole plane (`in`:
+// the `spatial` dims of a plane).
+inline ConvGeometry WholePlaneWindow(const int64_t* in, int spatial) {
+  ConvGeometry g;
+  g.spatial = spatial;
+  for (int d = 0; d < spatial; ++d) {
+    g.in[d] = g.kernel[d] = in[d];
+    g.out[d] = g.strides[d] = g.dilations[d] = 1;
+    g.in_size *= in[d];
+    g.taps *= in[d];
+  }
+  return g;
+}
+
 // Output i of the pooled planes ([planes, outs...] row-major; plane j reads x's plane j of
 // g.in_size elements): y[i], and for MaxPool with `index` its argmax as an index into the
 // whole input (row-major, or column-major within the plane with column_major).

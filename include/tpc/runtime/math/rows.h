@@ -108,6 +108,14 @@ TPC_HOST_DEVICE inline float LrnElement(int64_t channels, int64_t plane, int64_t
   return load(i) / powf(bias + alpha / static_cast<float>(size) * sum, beta);
 }
 
+// MeanVarianceNormalization's element: (x − mean) / (sqrt(E[x²] − mean²) + 1e-9), from
+// its group's mean and sum of squares over `count` elements, as ONNX's function body (and
+// the CPU kernel, in double) computes it; a negative variance from rounding counts as 0.
+TPC_HOST_DEVICE inline float MvnElement(float x, float mean, float sum_squares, float count) {
+  const float var = sum_squares / count - mean * mean;
+  return (x - mean) / (sqrtf(var > 0.0f ? var : 0.0f) + 1e-9f);
+}
+
 enum class ReduceKind : int { kSum, kMean, kMax, kMin, kSumSquare, kProd, kL1, kL2, kLogSum };
 
 TPC_HOST_DEVICE inline float ReduceInit(ReduceKind k) {
