@@ -22,6 +22,7 @@
 #include "test_util.h"
 #include "tpc/onnx/importer.h"
 #include "tpc/runtime/backend.h"
+#include "tpc/runtime/backends.h"
 #ifdef TPC_HAVE_CUDA
 #include "tpc/runtime/cuda/cuda.h"
 #endif
@@ -629,6 +630,67 @@ TEST_CASE("The CUDA kernel table takes BatchNormalization in inference, not in t
   }
   CHECK(cuda::PlaceOnDevice(*inference, false).device);
   CHECK_FALSE(cuda::PlaceOnDevice(*training, false).device);
+}
+
+// `tp-run --list-kernels`: one CUDA line per CPU operator, `host` or the element types of
+// its device kernel, and the device ones exactly those the table places somewhere.
+TEST_CASE("The CUDA kernel listing covers every CPU operator once", "[runtime][device][cuda]") {
+  std::map<std::string, std::string> cpu, cuda;
+  for (const std::string& line : KernelListing()) {
+    const size_t a = line.find(' '), b = line.rfind(' ');
+    REQUIRE(a != std::string::npos);
+    REQUIRE(b > a);
+    const std::string backend = line.substr(0, a), op = line.substr(a + 1, b - a - 1);
+    INFO(line);
+    REQUIRE(op.find("::") != std::string::npos);
+    auto& table = backend == "cpu" ? cpu : cuda;
+    REQUIRE((backend == "cpu" || backend == "cuda"));
+    CHECK(table.emplace(op, line.substr(b + 1)).second);
+  }
+  CHECK(cpu.size() > 150);
+  for (const auto& [op, types] : cpu) {
+    INFO(op);
+    REQUIRE(cuda.count(op) == 1);
+  }
+  CHECK(cuda.size() == cpu.size());
+  int device = 0;
+  for (const auto& [op, types] : cuda) device += types != "host" ? 1 : 0;
+  CHECK(device > 100);
+  CHECK(cuda.at("ai.onnx::QuantizeLinear") == "f32>u8,i8,u16,i16,i32");
+  CHECK(cuda.at("ai.onnx::Shape") == "host");
+}
+
+// The quantization kernels take f32 in and u8 i8 u16 i16 i32 out (Quantize), those
+// integers in and the scale's float type out (Dequantize); anything else runs on the host.
+TEST_CASE("The CUDA kernel table places linear quantization by element type",
+          "[runtime][device][cuda]") {
+  ir::Graph g;
+  g.opsets()[""] = 21;
+  int values = 0;
+  const auto node = [&](const char* op, std::vector<ir::DType> ins, std::vector<ir::DType> outs) {
+    std::vector<ir::Value*> in;
+    for (const ir::DType t : ins) {
+      in.push_back(g.AddPlaceholder("v" + std::to_string(values++), ir::TensorType(t, {4})));
+    }
+    std::vector<std::string> names;
+    for (size_t i = 0; i < outs.size(); ++i) names.push_back("o" + std::to_string(values++));
+    ir::Node* n = g.AddCall("", op, in, names);
+    for (size_t i = 0; i < outs.size(); ++i)
+      n->outputs()[i]->set_type(ir::TensorType(outs[i], {4}));
+    return cuda::PlaceOnDevice(*n, false).device;
+  };
+  using D = ir::DType;
+  CHECK(node("QuantizeLinear", {D::kF32, D::kF32, D::kU8}, {D::kU8}));
+  CHECK(node("QuantizeLinear", {D::kF32, D::kF32}, {D::kI16}));
+  CHECK_FALSE(node("QuantizeLinear", {D::kF16, D::kF16, D::kI8}, {D::kI8}));
+  CHECK_FALSE(node("QuantizeLinear", {D::kF32, D::kF32, D::kI64}, {D::kI64}));
+  CHECK(node("DequantizeLinear", {D::kI8, D::kF16, D::kI8}, {D::kF16}));
+  CHECK(node("DequantizeLinear", {D::kI32, D::kF32}, {D::kF32}));
+  CHECK_FALSE(node("DequantizeLinear", {D::kU8, D::kF32, D::kI8}, {D::kF32}));
+  CHECK_FALSE(node("DequantizeLinear", {D::kU8, D::kF32}, {D::kF16}));
+  CHECK_FALSE(node("DequantizeLinear", {D::kU32, D::kF32}, {D::kF32}));
+  CHECK(node("DynamicQuantizeLinear", {D::kF32}, {D::kU8, D::kF32, D::kU8}));
+  CHECK_FALSE(node("DynamicQuantizeLinear", {D::kF64}, {D::kU8, D::kF64, D::kU8}));
 }
 #endif
 

@@ -21,6 +21,7 @@
 #include "tpc/runtime/math/nbits.h"
 #include "tpc/runtime/math/pad.h"
 #include "tpc/runtime/math/pointwise.h"
+#include "tpc/runtime/math/quantize.h"
 #include "tpc/runtime/math/resize.h"
 #include "tpc/runtime/math/rotary.h"
 #include "tpc/util/status_macros.h"
@@ -500,6 +501,11 @@ inline bool ResizeAxisIsIdentity(const math::ResizeAxisGeometry& a) {
 // the axis (the values are checked where they are read).
 absl::Status CheckElementIndices(const KernelContext& ctx, const Tensor& data,
                                  const Tensor& indices, int64_t axis);
+// QuantizeLinear's and DequantizeLinear's scale (and zero point) checked against x (per
+// tensor, per `axis`, or blocked by `block_size`), for every backend's kernel: which scale
+// applies to each element.
+absl::StatusOr<math::QuantIndex> ReadQuantIndex(const KernelContext& ctx, const Tensor& x,
+                                                const Tensor& scale, const Tensor* zero_point);
 // GatherND's operands checked (indices with a tuple dim above batch_dims, the tuples
 // addressing at most data's dims after the batch dims, the batch dims equal to data's),
 // for every backend's kernel: the tuple length.

@@ -25,41 +25,19 @@ std::vector<double> ToDoubles(const Tensor& t) {
 // Saturating conversion of a rounded value to the integer type T.
 template <typename T>
 T Saturate(double v) {
-  v = std::clamp(v, static_cast<double>(std::numeric_limits<T>::min()),
-                 static_cast<double>(std::numeric_limits<T>::max()));
-  return static_cast<T>(v);
+  return static_cast<T>(math::Saturate(v, static_cast<double>(std::numeric_limits<T>::min()),
+                                       static_cast<double>(std::numeric_limits<T>::max())));
 }
 
-// Which element of a scale / zero point applies to element i of x (QuantizeLinear and
-// DequantizeLinear): one for the whole tensor, one per index of `axis`, or (blocked) one
-// per `block` consecutive indices of `axis` with the other dims matching x's.
-struct QuantParams {
-  enum class Mode { kTensor, kAxis, kBlocked } mode = Mode::kTensor;
-  int64_t dim = 1, inner = 1, block = 1, blocks = 1;
+}  // namespace
 
-  int64_t Index(int64_t i) const {
-    switch (mode) {
-      case Mode::kTensor:
-        return 0;
-      case Mode::kAxis:
-        return (i / inner) % dim;
-      case Mode::kBlocked: {
-        const int64_t outer = i / (dim * inner), a = (i / inner) % dim, r = i % inner;
-        return (outer * blocks + a / block) * inner + r;
-      }
-    }
-    return 0;
-  }
-};
-
-// Reads `axis` and `block_size` and checks the scale (and zero point) against x.
-absl::StatusOr<QuantParams> MakeQuantParams(const KernelContext& ctx, const Tensor& x,
-                                            const Tensor& scale, const Tensor* zero_point) {
+absl::StatusOr<math::QuantIndex> ReadQuantIndex(const KernelContext& ctx, const Tensor& x,
+                                                const Tensor& scale, const Tensor* zero_point) {
   if (zero_point != nullptr && zero_point->shape() != scale.shape()) {
     return ctx.Error(absl::StrCat("the zero point ", zero_point->TypeString(), " and the scale ",
                                   scale.TypeString(), " differ in shape"));
   }
-  QuantParams p;
+  math::QuantIndex p;
   if (scale.num_elements() == 1 && scale.rank() <= 1) return p;
   TPC_ASSIGN_OR_RETURN(const int64_t axis,
                        NormalizeAxis(ctx, ctx.node().attr_int("axis", 1), x.rank()));
@@ -71,10 +49,10 @@ absl::StatusOr<QuantParams> MakeQuantParams(const KernelContext& ctx, const Tens
       return ctx.Error(absl::StrCat("a per-axis scale must be [", p.dim, "] (dim ", axis, " of x ",
                                     x.TypeString(), "), got ", scale.TypeString()));
     }
-    p.mode = QuantParams::Mode::kAxis;
+    p.mode = math::QuantIndex::Mode::kAxis;
     return p;
   }
-  p.mode = QuantParams::Mode::kBlocked;
+  p.mode = math::QuantIndex::Mode::kBlocked;
   p.block = block;
   p.blocks = (p.dim + block - 1) / block;
   Shape want = x.shape();
@@ -85,6 +63,8 @@ absl::StatusOr<QuantParams> MakeQuantParams(const KernelContext& ctx, const Tens
   }
   return p;
 }
+
+namespace {
 
 // Calls f.template operator()<T>() for the integer types a quantized tensor may have.
 template <typename F>
@@ -272,7 +252,7 @@ absl::Status QuantizeLinear(KernelContext& ctx) {
                                   " differs in type from the output (", ir::DTypeName(out_type),
                                   ")"));
   }
-  TPC_ASSIGN_OR_RETURN(const QuantParams p, MakeQuantParams(ctx, x, scale, zero_point));
+  TPC_ASSIGN_OR_RETURN(const math::QuantIndex p, ReadQuantIndex(ctx, x, scale, zero_point));
   const std::vector<double> s = ToDoubles(scale);
   // No zero point: zeros, one per scale.
   const std::vector<double> z = zero_point ? ToDoubles(*zero_point) : std::vector<double>(s.size());
@@ -285,11 +265,16 @@ absl::Status QuantizeLinear(KernelContext& ctx) {
     T* py = y->data<T>();
     ctx.pool().ParallelFor(x.num_elements(), 1 << 14, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
-        const auto j = static_cast<size_t>(p.Index(i));
+        const auto j = static_cast<size_t>(p.At(i));
         // f32 / f32 rounds in f32 as ONNX's reference does; i32 and f64 divide in f64.
-        const double q = single ? std::nearbyint(x.data<float>()[i] / static_cast<float>(s[j]))
-                                : std::nearbyint(ElementAsDouble(x, i) / s[j]);
-        py[i] = Saturate<T>(q + z[j]);
+        if (single) {
+          py[i] = static_cast<T>(
+              math::QuantizeElement(x.data<float>()[i], static_cast<float>(s[j]), z[j],
+                                    static_cast<double>(std::numeric_limits<T>::min()),
+                                    static_cast<double>(std::numeric_limits<T>::max())));
+        } else {
+          py[i] = Saturate<T>(std::nearbyint(ElementAsDouble(x, i) / s[j]) + z[j]);
+        }
       }
     });
     return absl::OkStatus();
@@ -305,7 +290,7 @@ absl::Status DequantizeLinear(KernelContext& ctx) {
     return ctx.Error(absl::StrCat("the zero point ", zero_point->TypeString(),
                                   " differs in type from x ", x.TypeString()));
   }
-  TPC_ASSIGN_OR_RETURN(const QuantParams p, MakeQuantParams(ctx, x, scale, zero_point));
+  TPC_ASSIGN_OR_RETURN(const math::QuantIndex p, ReadQuantIndex(ctx, x, scale, zero_point));
   const std::vector<double> s = ToDoubles(scale);
   // No zero point: zeros, one per scale.
   const std::vector<double> z = zero_point ? ToDoubles(*zero_point) : std::vector<double>(s.size());
@@ -316,8 +301,8 @@ absl::Status DequantizeLinear(KernelContext& ctx) {
       const T* px = x.data<T>();
       ctx.pool().ParallelFor(x.num_elements(), 1 << 14, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {
-          const auto j = static_cast<size_t>(p.Index(i));
-          py[i] = static_cast<F>((static_cast<double>(px[i]) - z[j]) * s[j]);
+          const auto j = static_cast<size_t>(p.At(i));
+          py[i] = static_cast<F>(math::DequantizeElement(static_cast<double>(px[i]), z[j], s[j]));
         }
       });
       return absl::OkStatus();
@@ -337,13 +322,13 @@ absl::Status DynamicQuantizeLinear(KernelContext& ctx) {
     lo = std::min(lo, px[i]);
     hi = std::max(hi, px[i]);
   }
-  const float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
-  const float zp = std::nearbyint(std::clamp(0.0f - lo / scale, 0.0f, 255.0f));
+  const math::DynamicQuant q = math::DynamicQuantParams(lo, hi);
+  const float scale = q.scale, zp = q.zero_point;
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), ir::DType::kU8));
   uint8_t* py = y->data<uint8_t>();
   ctx.pool().ParallelFor(count, 1 << 14, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
-      py[i] = Saturate<uint8_t>(std::nearbyint(px[i] / scale) + zp);
+      py[i] = static_cast<uint8_t>(math::QuantizeElement(px[i], scale, zp, 0.0, 255.0));
     }
   });
   if (ctx.wants_output(1)) {

@@ -99,6 +99,11 @@ absl::Status InstanceNormalization(KernelContext& ctx);
 absl::Status GroupNormalization(KernelContext& ctx);
 absl::Status LRN(KernelContext& ctx);
 
+// quantize_ops.cc: linear quantization over u8 i8 u16 i16 i32.
+absl::Status QuantizeLinear(KernelContext& ctx);
+absl::Status DequantizeLinear(KernelContext& ctx);
+absl::Status DynamicQuantizeLinear(KernelContext& ctx);
+
 // unary_ops.cc: the math functions and activations of ONNX with their attributes (and
 // Clip's bounds), Mod, PRelu, Sum and Mean, through RunUnary and RunBinary.
 absl::Status Tan(KernelContext& ctx);

@@ -24,7 +24,24 @@ enum class Takes {
   kFloatIns,    // every input float, the outputs any type (comparisons: bool)
   kBools,       // every input and output bool
   kFloatFirst,  // input 0 float, the other inputs and the outputs any type (TopK)
+  kQuantize,    // inputs 0 (and 1) f32, input 2 quantized, output 0 quantized, others f32 too
+  kDequantize,  // input 0 quantized (input 2 too), input 1 float, output 0 of input 1's type
 };
+
+// The integer types of linear quantization that the kernels take.
+bool IsQuantized(const ir::Value* v) {
+  if (v == nullptr) return false;
+  switch (v->type().dtype) {
+    case ir::DType::kU8:
+    case ir::DType::kI8:
+    case ir::DType::kU16:
+    case ir::DType::kI16:
+    case ir::DType::kI32:
+      return true;
+    default:
+      return false;
+  }
+}
 
 bool Accepts(Takes takes, const ir::Node& node) {
   auto float_value = [](const ir::Value* v) {
@@ -60,6 +77,27 @@ bool Accepts(Takes takes, const ir::Node& node) {
       return true;
     case Takes::kFloatFirst:
       return !node.inputs().empty() && float_value(node.inputs()[0]) && node.inputs()[0] != nullptr;
+    case Takes::kQuantize: {
+      const auto& in = node.inputs();
+      const auto is_f32 = [](const ir::Value* v) {
+        return v != nullptr && v->type().dtype == ir::DType::kF32;
+      };
+      if (in.empty() || !is_f32(in[0]) || (in.size() > 1 && !is_f32(in[1]))) return false;
+      if (in.size() > 2 && in[2] != nullptr && !IsQuantized(in[2])) return false;
+      for (const ir::Value* v : node.outputs()) {
+        if (!IsQuantized(v) && !is_f32(v)) return false;
+      }
+      return !node.outputs().empty() && IsQuantized(node.outputs()[0]);
+    }
+    case Takes::kDequantize: {
+      const auto& in = node.inputs();
+      if (in.size() < 2 || !IsQuantized(in[0]) || in[1] == nullptr ||
+          !IsDeviceFloat(in[1]->type().dtype) || node.outputs().size() != 1 ||
+          node.outputs()[0]->type().dtype != in[1]->type().dtype) {
+        return false;
+      }
+      return in.size() < 3 || in[2] == nullptr || in[2]->type().dtype == in[0]->type().dtype;
+    }
     case Takes::kAnyData:
       for (const ir::Value* v : node.outputs()) {
         const int64_t size = ir::DTypeSize(v->type().dtype);
@@ -122,8 +160,10 @@ const Entry kKernels[] = {
     {"", "Cosh", K(Cosh), Takes::kFloats},
     {"", "CumSum", K(CumSum, In(1)), Takes::kFloatData},
     {"", "DepthToSpace", K(DepthToSpace), Takes::kAnyData},
+    {"", "DequantizeLinear", K(DequantizeLinear), Takes::kDequantize},
     {"", "Div", K(Div), Takes::kFloats},
     {"", "Dropout", K(Dropout), Takes::kAnyData},
+    {"", "DynamicQuantizeLinear", K(DynamicQuantizeLinear), Takes::kQuantize},
     {"", "Elu", K(Elu), Takes::kFloats},
     {"", "Equal", K(Equal), Takes::kFloatIns},
     {"", "Erf", K(Erf), Takes::kFloats},
@@ -173,6 +213,7 @@ const Entry kKernels[] = {
     {"", "PRelu", K(PRelu), Takes::kFloats},
     {"", "Pad", K(Pad, In(1) | In(2) | In(3)), Takes::kAnyData},
     {"", "Pow", K(Pow), Takes::kFloats},
+    {"", "QuantizeLinear", K(QuantizeLinear), Takes::kQuantize},
     {"", "RMSNormalization", K(RMSNormalization), Takes::kFloats},
     {"", "Reciprocal", K(Reciprocal), Takes::kFloats},
     {"", "ReduceL1", K(ReduceL1, In(1)), Takes::kFloatData},
@@ -263,6 +304,10 @@ std::string_view TakesText(Takes t) {
       return "f32,f16,bf16";
     case Takes::kBools:
       return "bool";
+    case Takes::kQuantize:
+      return "f32>u8,i8,u16,i16,i32";
+    case Takes::kDequantize:
+      return "u8,i8,u16,i16,i32>f32,f16,bf16";
     case Takes::kAnyData:
       return "any";
   }

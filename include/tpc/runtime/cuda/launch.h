@@ -17,6 +17,7 @@
 #include "tpc/runtime/math/pad.h"
 #include "tpc/runtime/math/pointwise.h"
 #include "tpc/runtime/math/pool.h"
+#include "tpc/runtime/math/quantize.h"
 #include "tpc/runtime/math/resize.h"
 #include "tpc/runtime/math/rotary.h"
 #include "tpc/runtime/math/rows.h"
@@ -231,5 +232,22 @@ cudaError_t LaunchHardmax(FloatKind k, const void* x, void* y, const RowLayout& 
 // least one element.
 cudaError_t LaunchArgReduce(FloatKind k, const void* x, int64_t* y, const RowLayout& rows, bool max,
                             bool last, cudaStream_t stream);
+
+// The integer types of linear quantization (the storage of QuantizeLinear's output and
+// DequantizeLinear's input).
+enum class QuantType : int { kU8, kI8, kU16, kI16, kI32 };
+// QuantizeLinear of n f32 elements: y[i] = saturate(rint(x[i] / scale[q(i)]) +
+// zero_point[q(i)]) (math::QuantizeElement); no zero point: 0.
+cudaError_t LaunchQuantize(QuantType t, const float* x, const float* scale, const void* zero_point,
+                           const math::QuantIndex& q, void* y, int64_t n, cudaStream_t stream);
+// DequantizeLinear of n elements: y[i] = (x[i] − zero_point[q(i)]) · scale[q(i)], the scale
+// and y of kind k (math::DequantizeElement).
+cudaError_t LaunchDequantize(FloatKind k, QuantType t, const void* x, const void* scale,
+                             const void* zero_point, const math::QuantIndex& q, void* y, int64_t n,
+                             cudaStream_t stream);
+// DynamicQuantizeLinear of n f32 elements given `extremes` = {min x, max x} on the device:
+// y as uint8, and the scale and zero point (math::DynamicQuantParams) written once.
+cudaError_t LaunchDynamicQuantize(const float* x, const float* extremes, uint8_t* y, float* scale,
+                                  uint8_t* zero_point, int64_t n, cudaStream_t stream);
 
 }  // namespace tpc::runtime::cuda

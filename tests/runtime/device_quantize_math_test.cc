@@ -1,0 +1,177 @@
+// The quantization kernels' math (tpc/runtime/math/quantize.h), computed as quantize.cu's
+// threads compute each element (its scale and zero point at QuantIndex::At, half scales
+// loaded through FloatIO; DynamicQuantizeLinear's extremes folded as the Reduce rows fold
+// them), against the CPU backend's kernels.
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "device_math_util.h"
+#include "one_op.h"
+#include "tpc/runtime/math/floats.h"
+#include "tpc/runtime/math/quantize.h"
+#include "tpc/runtime/math/rows.h"
+
+namespace tpc::runtime {
+namespace {
+
+using ir::DType;
+using math::FloatKind;
+using math::QuantIndex;
+using testing::BlockFold;
+using testing::F32;
+using testing::OneOp;
+using testing::Random;
+
+// x spread over a few hundred quantization steps, with exact ties (k + 0.5 steps).
+Tensor Spread(const std::vector<int64_t>& shape, uint32_t seed) {
+  Tensor x = Random(shape, seed);
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    x.data<float>()[i] = i % 7 == 0 ? static_cast<float>(i % 11) - 4.5f : x.data<float>()[i] * 90;
+  }
+  return x;
+}
+
+template <typename T>
+Tensor Ints(DType t, const std::vector<int64_t>& shape, int64_t start) {
+  Tensor out = Tensor::Allocate(t, shape);
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    out.data<T>()[i] = static_cast<T>((start + 37 * i) % 101 - (std::is_signed_v<T> ? 50 : 0));
+  }
+  return out;
+}
+
+struct Layout {
+  const char* name;
+  std::vector<int64_t> scale_shape;
+  ir::Attributes attrs;
+  QuantIndex q;
+};
+
+// x [2, 6, 4]: per tensor, per axis 1, and blocked by 4 along axis 1 (opset 21).
+std::vector<Layout> Layouts() {
+  QuantIndex tensor, axis, blocked;
+  axis.mode = QuantIndex::Mode::kAxis;
+  axis.dim = 6;
+  axis.inner = 4;
+  blocked = axis;
+  blocked.mode = QuantIndex::Mode::kBlocked;
+  blocked.block = 4;
+  blocked.blocks = 2;
+  return {{"per tensor", {}, {}, tensor},
+          {"per axis", {6}, {{"axis", int64_t{1}}}, axis},
+          {"blocked", {2, 2, 4}, {{"axis", int64_t{1}}, {"block_size", int64_t{4}}}, blocked}};
+}
+
+Tensor Scales(const std::vector<int64_t>& shape) {
+  Tensor s = Random(shape, 7);
+  for (int64_t i = 0; i < s.num_elements(); ++i) {
+    s.data<float>()[i] = 0.25f + static_cast<float>(i % 5) * 0.5f;
+  }
+  return s;
+}
+
+template <typename T>
+void CheckQuantize(DType type) {
+  const Tensor x = Spread({2, 6, 4}, 5);
+  for (const Layout& l : Layouts()) {
+    INFO(l.name << ", " << ir::DTypeName(type));
+    const Tensor scale = Scales(l.scale_shape);
+    const Tensor zp = Ints<T>(type, l.scale_shape, 3);
+    OneOp o(21);
+    o.Input("x", x);
+    o.Input("scale", scale);
+    o.Input("zp", zp);
+    const Tensor want = o.Run("QuantizeLinear", l.attrs)[0];
+    REQUIRE(want.dtype() == type);
+    const double lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      INFO("element " << i);
+      const int64_t j = l.q.At(i);
+      const auto got = static_cast<T>(math::QuantizeElement(
+          x.data<float>()[i], scale.data<float>()[j], zp.data<T>()[j], lo, hi));
+      REQUIRE(static_cast<int>(got) == static_cast<int>(want.data<T>()[i]));
+    }
+  }
+}
+
+TEST_CASE("QuantizeLinear element math equals the CPU kernel", "[runtime][device-math]") {
+  CheckQuantize<uint8_t>(DType::kU8);
+  CheckQuantize<int8_t>(DType::kI8);
+  CheckQuantize<int16_t>(DType::kI16);
+}
+
+// The kernel's f16 path: the scale loaded from f16 storage, the result stored as f16 (the
+// CPU computes in f32 and converts).
+template <FloatKind K, typename T>
+void CheckDequantize(DType type, DType float_type) {
+  const Tensor x = Ints<T>(type, {2, 6, 4}, 11);
+  using IO = math::FloatIO<K>;
+  for (const Layout& l : Layouts()) {
+    INFO(l.name << ", " << ir::DTypeName(type) << " to " << ir::DTypeName(float_type));
+    const Tensor scale32 = Scales(l.scale_shape);
+    Tensor scale = Tensor::Allocate(float_type, l.scale_shape);
+    for (int64_t i = 0; i < scale.num_elements(); ++i) {
+      scale.data<typename IO::Storage>()[i] = IO::Store(scale32.data<float>()[i]);
+    }
+    const Tensor zp = Ints<T>(type, l.scale_shape, 5);
+    OneOp o(21);
+    o.Input("x", x);
+    o.Input("scale", scale);
+    o.Input("zp", zp);
+    const Tensor want = o.Run("DequantizeLinear", l.attrs)[0];
+    REQUIRE(want.dtype() == float_type);
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      INFO("element " << i);
+      const int64_t j = l.q.At(i);
+      const typename IO::Storage got = IO::Store(static_cast<float>(math::DequantizeElement(
+          x.data<T>()[i], zp.data<T>()[j], IO::Load(scale.data<typename IO::Storage>()[j]))));
+      REQUIRE(got == want.data<typename IO::Storage>()[i]);
+    }
+  }
+}
+
+TEST_CASE("DequantizeLinear element math equals the CPU kernel", "[runtime][device-math]") {
+  CheckDequantize<FloatKind::kF32, uint8_t>(DType::kU8, DType::kF32);
+  CheckDequantize<FloatKind::kF32, int16_t>(DType::kI16, DType::kF32);
+  CheckDequantize<FloatKind::kF16, int8_t>(DType::kI8, DType::kF16);
+  CheckDequantize<FloatKind::kBF16, uint8_t>(DType::kU8, DType::kBF16);
+}
+
+// DynamicQuantizeLinear: the extremes as two Reduce rows (kMin, kMax folded as a block),
+// the parameters from them, then each element; all positive, all negative, mixed, and an
+// empty x (the extremes' scratch zeroed).
+TEST_CASE("DynamicQuantizeLinear math equals the CPU kernel", "[runtime][device-math]") {
+  for (const float shift : {0.0f, 200.0f, -200.0f}) {
+    for (const int64_t n : {int64_t{0}, int64_t{1}, int64_t{777}}) {
+      INFO("shift " << shift << ", " << n << " elements");
+      Tensor x = Spread({n}, 9);
+      for (int64_t i = 0; i < n; ++i) x.data<float>()[i] += shift;
+      OneOp o;
+      o.Input("x", x);
+      const std::vector<Tensor> want = o.Run("DynamicQuantizeLinear", {}, 3);
+      const auto extreme = [&](math::ReduceKind k) {
+        if (n == 0) return 0.0f;
+        const float e = BlockFold<float>(
+            n, 256, math::ReduceInit(k),
+            [&](float acc, int64_t j) { return math::ReduceCombine(k, acc, x.data<float>()[j]); },
+            [&](float a, float b) { return math::ReduceCombine(k, a, b); });
+        return math::ReduceFinish(k, e, n);
+      };
+      const math::DynamicQuant p = math::DynamicQuantParams(extreme(math::ReduceKind::kMin),
+                                                            extreme(math::ReduceKind::kMax));
+      CHECK(p.scale == want[1].data<float>()[0]);
+      CHECK(static_cast<uint8_t>(p.zero_point) == want[2].data<uint8_t>()[0]);
+      for (int64_t i = 0; i < n; ++i) {
+        INFO("element " << i);
+        REQUIRE(static_cast<uint8_t>(
+                    math::QuantizeElement(x.data<float>()[i], p.scale, p.zero_point, 0.0, 255.0)) ==
+                want[0].data<uint8_t>()[i]);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tpc::runtime
