@@ -45,7 +45,7 @@ absl::StatusOr<std::vector<int>> ParseTerm(const KernelContext& ctx, const std::
 
 }  // namespace
 
-absl::Status Einsum(KernelContext& ctx) {
+absl::StatusOr<EinsumShape> ReadEinsum(const KernelContext& ctx) {
   std::string eq = ctx.node().attr_string("equation", "");
   eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
   const size_t arrow = eq.find("->");
@@ -122,11 +122,19 @@ absl::Status Einsum(KernelContext& ctx) {
     }
     return out;
   };
-  const auto out_strides = label_strides(out_labels);
-  const auto sum_strides = label_strides(summed);
-  Shape out_shape, sum_shape;
-  for (int l : out_labels) out_shape.push_back(size[l]);
-  for (int l : summed) sum_shape.push_back(size[l]);
+  EinsumShape r;
+  r.out_strides = label_strides(out_labels);
+  r.sum_strides = label_strides(summed);
+  for (int l : out_labels) r.out.push_back(size[l]);
+  for (int l : summed) r.sum.push_back(size[l]);
+  return r;
+}
+
+absl::Status Einsum(KernelContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(const EinsumShape plan, ReadEinsum(ctx));
+  const Shape &out_shape = plan.out, &sum_shape = plan.sum;
+  const auto &out_strides = plan.out_strides, &sum_strides = plan.sum_strides;
+  const int n = ctx.num_inputs();
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out_shape, ctx.input(0).dtype()));
   const int64_t outs = NumElements(out_shape), sums = NumElements(sum_shape);
   return VisitNumeric(ctx, ctx.input(0).dtype(), [&]<typename T>() -> absl::Status {

@@ -501,6 +501,15 @@ inline bool ResizeAxisIsIdentity(const math::ResizeAxisGeometry& a) {
 // the axis (the values are checked where they are read).
 absl::Status CheckElementIndices(const KernelContext& ctx, const Tensor& data,
                                  const Tensor& indices, int64_t axis);
+// Einsum's equation read against its operands (ellipses, broadcasting, repeated labels,
+// the implicit output), for every backend's kernel: the output dims and the summed dims,
+// and per operand the element stride of each (0 where the operand lacks the label or
+// broadcasts it; a repeated label's strides added, which walks its diagonal).
+struct EinsumShape {
+  Shape out, sum;
+  std::vector<std::vector<int64_t>> out_strides, sum_strides;  // [operand][dim]
+};
+absl::StatusOr<EinsumShape> ReadEinsum(const KernelContext& ctx);
 // QuantizeLinear's and DequantizeLinear's scale (and zero point) checked against x (per
 // tensor, per `axis`, or blocked by `block_size`), for every backend's kernel: which scale
 // applies to each element.

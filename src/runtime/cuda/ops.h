@@ -99,6 +99,9 @@ absl::Status InstanceNormalization(KernelContext& ctx);
 absl::Status GroupNormalization(KernelContext& ctx);
 absl::Status LRN(KernelContext& ctx);
 
+// einsum_ops.cc
+absl::Status Einsum(KernelContext& ctx);
+
 // quantize_ops.cc: linear quantization over u8 i8 u16 i16 i32.
 absl::Status QuantizeLinear(KernelContext& ctx);
 absl::Status DequantizeLinear(KernelContext& ctx);

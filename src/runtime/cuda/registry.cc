@@ -1,6 +1,7 @@
 // The CUDA backend's kernel table: the one place of the backend that names operators.
 // Operators not in it, and nodes whose element types a device kernel does not take,
 // run the CPU backend's kernel on host copies (Kernel::host).
+#include <cctype>
 #include <string>
 #include <string_view>
 
@@ -126,6 +127,23 @@ bool Inference(const ir::Node& n) { return n.attr_int("training_mode", 0) == 0; 
 // The scatters' kernels write without a reduction.
 bool NoReduction(const ir::Node& n) { return n.attr_string("reduction", "none") == "none"; }
 
+// Einsum's kernel takes at most 4 operands, each of rank 8 at most, with at most 8 letters
+// in the equation (its output and summed dims fit the plan; an ellipsis that still
+// overflows it fails the run naming the node).
+bool EinsumFits(const ir::Node& n) {
+  if (n.inputs().size() > 4) return false;
+  for (const ir::Value* v : n.inputs()) {
+    if (v == nullptr || v->type().rank() > 8) return false;
+  }
+  std::string letters;
+  for (const char c : n.attr_string("equation", "")) {
+    if (std::isalpha(static_cast<unsigned char>(c)) != 0 && letters.find(c) == std::string::npos) {
+      letters += c;
+    }
+  }
+  return letters.size() <= 8;
+}
+
 constexpr uint32_t In(int i) { return 1u << i; }
 // Device kernels all handle f16 and bf16 themselves.
 constexpr Kernel K(KernelFn fn, uint32_t host_inputs = 0) {
@@ -164,6 +182,7 @@ const Entry kKernels[] = {
     {"", "Div", K(Div), Takes::kFloats},
     {"", "Dropout", K(Dropout), Takes::kAnyData},
     {"", "DynamicQuantizeLinear", K(DynamicQuantizeLinear), Takes::kQuantize},
+    {"", "Einsum", K(Einsum), Takes::kFloats, false, EinsumFits},
     {"", "Elu", K(Elu), Takes::kFloats},
     {"", "Equal", K(Equal), Takes::kFloatIns},
     {"", "Erf", K(Erf), Takes::kFloats},

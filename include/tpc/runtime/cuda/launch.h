@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "tpc/runtime/math/conv.h"
+#include "tpc/runtime/math/einsum.h"
 #include "tpc/runtime/math/floats.h"
 #include "tpc/runtime/math/gqa.h"
 #include "tpc/runtime/math/indexing.h"
@@ -233,6 +234,10 @@ cudaError_t LaunchHardmax(FloatKind k, const void* x, void* y, const RowLayout& 
 cudaError_t LaunchArgReduce(FloatKind k, const void* x, int64_t* y, const RowLayout& rows, bool max,
                             bool last, cudaStream_t stream);
 
+// Einsum: n output elements, each the plan's sum of products of the operands (kind k, as
+// many as plan.operands) (math::EinsumElement).
+cudaError_t LaunchEinsum(FloatKind k, const math::EinsumPlan& plan, const void* const* operands,
+                         void* y, int64_t n, cudaStream_t stream);
 // The integer types of linear quantization (the storage of QuantizeLinear's output and
 // DequantizeLinear's input).
 enum class QuantType : int { kU8, kI8, kU16, kI16, kI32 };
