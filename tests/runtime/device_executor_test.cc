@@ -661,7 +661,8 @@ TEST_CASE("The CUDA kernel listing covers every CPU operator once", "[runtime][d
 }
 
 // The quantization kernels take f32 in and u8 i8 u16 i16 i32 out (Quantize), those
-// integers in and the scale's float type out (Dequantize); anything else runs on the host.
+// integers in and the scale's float type out (Dequantize), 8- and 16-bit operands with f32
+// scales (the integer products); anything else runs on the host.
 TEST_CASE("The CUDA kernel table places linear quantization by element type",
           "[runtime][device][cuda]") {
   ir::Graph g;
@@ -691,6 +692,12 @@ TEST_CASE("The CUDA kernel table places linear quantization by element type",
   CHECK_FALSE(node("DequantizeLinear", {D::kU32, D::kF32}, {D::kF32}));
   CHECK(node("DynamicQuantizeLinear", {D::kF32}, {D::kU8, D::kF32, D::kU8}));
   CHECK_FALSE(node("DynamicQuantizeLinear", {D::kF64}, {D::kU8, D::kF64, D::kU8}));
+  CHECK(node("MatMulInteger", {D::kU8, D::kI8, D::kU8, D::kI8}, {D::kI32}));
+  CHECK_FALSE(node("MatMulInteger", {D::kI32, D::kI32}, {D::kI32}));
+  CHECK(node("QLinearMatMul", {D::kU8, D::kF32, D::kU8, D::kU8, D::kF32, D::kU8, D::kF32, D::kU8},
+             {D::kU8}));
+  CHECK_FALSE(node("QLinearMatMul",
+                   {D::kU8, D::kF16, D::kU8, D::kU8, D::kF16, D::kU8, D::kF16, D::kU8}, {D::kU8}));
 }
 #endif
 

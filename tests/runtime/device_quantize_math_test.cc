@@ -12,6 +12,7 @@
 #include "tpc/runtime/math/floats.h"
 #include "tpc/runtime/math/quantize.h"
 #include "tpc/runtime/math/rows.h"
+#include "tpc/runtime/math/strided.h"
 
 namespace tpc::runtime {
 namespace {
@@ -170,6 +171,71 @@ TEST_CASE("DynamicQuantizeLinear math equals the CPU kernel", "[runtime][device-
                 want[0].data<uint8_t>()[i]);
       }
     }
+  }
+}
+
+// The integer products as quantize_ops.cc computes them: each operand centered on its zero
+// point in f64 through the zero point's broadcast view (per row of A, per column of B), the
+// product in f64 (exact, so any order of summation gives it), then wrapped to int32
+// (MatMulInteger) or requantized through the scales' views (QLinearMatMul).
+TEST_CASE("MatMulInteger and QLinearMatMul element math equal the CPU kernels",
+          "[runtime][device-math]") {
+  const int64_t batch = 2, m = 3, k = 5, n = 4;
+  const Tensor a = Ints<uint8_t>(DType::kU8, {batch, m, k}, 2);
+  const Tensor b = Ints<uint8_t>(DType::kU8, {k, n}, 9);
+  const Tensor a_zp = Ints<uint8_t>(DType::kU8, {m}, 4);  // per row of A
+  const Tensor b_zp = Ints<uint8_t>(DType::kU8, {n}, 6);  // per column of B
+  const auto centered = [](const Tensor& x, const Tensor& zp, const math::StridedView& v) {
+    std::vector<double> out(static_cast<size_t>(x.num_elements()));
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      out[static_cast<size_t>(i)] = static_cast<double>(x.data<uint8_t>()[i]) -
+                                    static_cast<double>(zp.data<uint8_t>()[v.At(i)]);
+    }
+    return out;
+  };
+  const std::vector<double> ca = centered(a, a_zp, math::BroadcastView({m, 1}, {batch, m, k}));
+  const std::vector<double> cb = centered(b, b_zp, math::BroadcastView({n}, {k, n}));
+  std::vector<double> c(static_cast<size_t>(batch * m * n));
+  for (int64_t r = 0; r < batch * m; ++r) {
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t q = 0; q < k; ++q) {
+        c[static_cast<size_t>(r * n + j)] +=
+            ca[static_cast<size_t>(r * k + q)] * cb[static_cast<size_t>(q * n + j)];
+      }
+    }
+  }
+  OneOp o;
+  o.Input("a", a);
+  o.Input("b", b);
+  o.Input("a_zp", a_zp);
+  o.Input("b_zp", b_zp);
+  const Tensor want = o.Run("MatMulInteger")[0];
+  REQUIRE(want.num_elements() == static_cast<int64_t>(c.size()));
+  for (size_t i = 0; i < c.size(); ++i) {
+    INFO("element " << i);
+    REQUIRE(math::WrapInt32(c[i]) == want.data<int32_t>()[i]);
+  }
+
+  // QLinearMatMul: a_scale one value, b_scale per column, y_scale and y_zero_point one value.
+  OneOp q;
+  q.Input("a", a);
+  q.Input("a_scale", F32({}, {0.05f}));
+  q.Input("a_zp", a_zp);
+  q.Input("b", b);
+  q.Input("b_scale", F32({n}, {0.02f, 0.03f, 0.01f, 0.04f}));
+  q.Input("b_zp", b_zp);
+  q.Input("y_scale", F32({}, {0.07f}));
+  Tensor y_zp = Tensor::Allocate(DType::kU8, {});
+  y_zp.data<uint8_t>()[0] = 120;
+  q.Input("y_zp", y_zp);
+  const Tensor wq = q.Run("QLinearMatMul")[0];
+  const math::StridedView vb = math::BroadcastView({n}, {batch, m, n});
+  const float b_scale[] = {0.02f, 0.03f, 0.01f, 0.04f};
+  for (size_t i = 0; i < c.size(); ++i) {
+    INFO("element " << i);
+    const auto got = static_cast<uint8_t>(math::RequantizeElement(
+        c[i], 0.05f, b_scale[vb.At(static_cast<int64_t>(i))], 0.07f, 120.0, 0.0, 255.0));
+    REQUIRE(got == wq.data<uint8_t>()[i]);
   }
 }
 

@@ -501,6 +501,15 @@ inline bool ResizeAxisIsIdentity(const math::ResizeAxisGeometry& a) {
 // the axis (the values are checked where they are read).
 absl::Status CheckElementIndices(const KernelContext& ctx, const Tensor& data,
                                  const Tensor& indices, int64_t axis);
+// The zero point of an integer matrix operand x (`shape`: x as a matrix) checked against
+// it, for every backend's MatMulInteger and QLinearMatMul: the shape it broadcasts as over
+// `shape` ({} for none or one value, [rows, 1] for one per row with `per_row`, else its own).
+absl::StatusOr<Shape> ReadMatrixZeroPoint(const KernelContext& ctx, const Tensor& x,
+                                          const Shape& shape, const Tensor* zero_point,
+                                          bool per_row, const std::string& what);
+// QLinearMatMul's a_scale, b_scale, y_scale and y_zero_point checked against the product
+// `full` ([batch..., M, N]): the shapes they broadcast as over it.
+absl::StatusOr<std::array<Shape, 4>> ReadQLinearParams(const KernelContext& ctx, const Shape& full);
 // Einsum's equation read against its operands (ellipses, broadcasting, repeated labels,
 // the implicit output), for every backend's kernel: the output dims and the summed dims,
 // and per operand the element stride of each (0 where the operand lacks the label or

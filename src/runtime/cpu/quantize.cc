@@ -95,13 +95,12 @@ Shape MatrixParamShape(const Tensor& t, bool per_row, int64_t rows) {
   return t.shape();
 }
 
-// An integer matrix operand minus its zero point, as doubles; `shape` is the operand's shape
-// with a 1-D operand made a matrix.
-absl::StatusOr<std::vector<double>> Centered(const KernelContext& ctx, const Tensor& x,
-                                             const Shape& shape, const Tensor* zero_point,
-                                             bool per_row, const std::string& what) {
-  std::vector<double> out = ToDoubles(x);
-  if (zero_point == nullptr) return out;
+}  // namespace
+
+absl::StatusOr<Shape> ReadMatrixZeroPoint(const KernelContext& ctx, const Tensor& x,
+                                          const Shape& shape, const Tensor* zero_point,
+                                          bool per_row, const std::string& what) {
+  if (zero_point == nullptr) return Shape{};
   if (zero_point->dtype() != x.dtype()) {
     return ctx.Error(absl::StrCat(what, "'s zero point ", zero_point->TypeString(),
                                   " differs in type from ", what, " ", x.TypeString()));
@@ -112,6 +111,37 @@ absl::StatusOr<std::vector<double>> Centered(const KernelContext& ctx, const Ten
     return ctx.Error(absl::StrCat(what, "'s zero point ", zero_point->TypeString(),
                                   " does not fit ", what, " ", x.TypeString()));
   }
+  return zs;
+}
+
+absl::StatusOr<std::array<Shape, 4>> ReadQLinearParams(const KernelContext& ctx,
+                                                       const Shape& full) {
+  const int64_t m = full[full.size() - 2];
+  std::array<Shape, 4> shapes;
+  const int params[4] = {1, 4, 6, 7};  // a_scale, b_scale, y_scale, y_zero_point
+  for (size_t q = 0; q < 4; ++q) {
+    const Tensor& t = ctx.input(params[q]);
+    shapes[q] = MatrixParamShape(t, params[q] != 4, m);
+    auto b = BroadcastShapes(ctx, {full, shapes[q]});
+    if (!b.ok() || *b != full) {
+      return ctx.Error(absl::StrCat("input ", params[q], " ", t.TypeString(),
+                                    " does not fit the output ", ShapeString(full)));
+    }
+  }
+  return shapes;
+}
+
+namespace {
+
+// An integer matrix operand minus its zero point, as doubles; `shape` is the operand's shape
+// with a 1-D operand made a matrix.
+absl::StatusOr<std::vector<double>> Centered(const KernelContext& ctx, const Tensor& x,
+                                             const Shape& shape, const Tensor* zero_point,
+                                             bool per_row, const std::string& what) {
+  std::vector<double> out = ToDoubles(x);
+  TPC_ASSIGN_OR_RETURN(const Shape zs,
+                       ReadMatrixZeroPoint(ctx, x, shape, zero_point, per_row, what));
+  if (zero_point == nullptr) return out;
   const std::vector<double> zp = ToDoubles(*zero_point);
   ForEachBroadcast<1>(ctx.pool(), shape, {zs}, [&](int64_t i, const std::array<int64_t, 1>& o) {
     out[static_cast<size_t>(i)] -= zp[static_cast<size_t>(o[0])];
@@ -233,7 +263,7 @@ absl::Status WriteInt32(KernelContext& ctx, const Shape& shape, const std::vecto
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, shape, ir::DType::kI32));
   int32_t* py = y->data<int32_t>();
   for (size_t i = 0; i < values.size(); ++i) {
-    py[i] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<int64_t>(values[i])));
+    py[i] = math::WrapInt32(values[i]);
   }
   return absl::OkStatus();
 }
@@ -352,32 +382,22 @@ absl::Status MatMulInteger(KernelContext& ctx) {
 absl::Status QLinearMatMul(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(IntProduct r, IntegerMatMul(ctx, 3, 2, 5));
   const Tensor& y_zp = ctx.input(7);
-  const int64_t m = r.full[r.full.size() - 2];
-  std::array<Shape, 4> shapes;
+  TPC_ASSIGN_OR_RETURN(const auto shapes, ReadQLinearParams(ctx, r.full));
   std::array<std::vector<double>, 4> values;
   const int params[4] = {1, 4, 6, 7};  // a_scale, b_scale, y_scale, y_zero_point
-  for (size_t q = 0; q < 4; ++q) {
-    const Tensor& t = ctx.input(params[q]);
-    shapes[q] = MatrixParamShape(t, params[q] != 4, m);
-    auto b = BroadcastShapes(ctx, {r.full, shapes[q]});
-    if (!b.ok() || *b != r.full) {
-      return ctx.Error(absl::StrCat("input ", params[q], " ", t.TypeString(),
-                                    " does not fit the output ", ShapeString(r.full)));
-    }
-    values[q] = ToDoubles(t);
-  }
+  for (size_t q = 0; q < 4; ++q) values[q] = ToDoubles(ctx.input(params[q]));
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, r.shape, y_zp.dtype()));
   return VisitQuantized(ctx, y_zp.dtype(), [&]<typename T>() -> absl::Status {
     T* py = y->data<T>();
     ForEachBroadcast<4>(
         ctx.pool(), r.full, shapes, [&](int64_t i, const std::array<int64_t, 4>& o) {
-          // The multiplier in f32 (the scales' type), the product in f64, as the reference.
-          const float mult = static_cast<float>(values[0][static_cast<size_t>(o[0])]) *
-                             static_cast<float>(values[1][static_cast<size_t>(o[1])]) /
-                             static_cast<float>(values[2][static_cast<size_t>(o[2])]);
-          const double v = r.c[static_cast<size_t>(i)] * static_cast<double>(mult) +
-                           values[3][static_cast<size_t>(o[3])];
-          py[i] = Saturate<T>(std::nearbyint(v));
+          py[i] = static_cast<T>(math::RequantizeElement(
+              r.c[static_cast<size_t>(i)], static_cast<float>(values[0][static_cast<size_t>(o[0])]),
+              static_cast<float>(values[1][static_cast<size_t>(o[1])]),
+              static_cast<float>(values[2][static_cast<size_t>(o[2])]),
+              values[3][static_cast<size_t>(o[3])],
+              static_cast<double>(std::numeric_limits<T>::min()),
+              static_cast<double>(std::numeric_limits<T>::max())));
         });
     return absl::OkStatus();
   });

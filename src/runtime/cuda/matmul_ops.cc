@@ -1,7 +1,9 @@
 // GEMMs on the GPU through cuBLAS (f32, f16, bf16 storage; f32 accumulation; no TF32):
-// MatMul with batch dims and broadcasting, Gemm with transposes and a bias C.
+// MatMul with batch dims and broadcasting, Gemm with transposes and a bias C; and the
+// f64 GEMMs of the integer products (exact for 8- and 16-bit operands).
 // Row-major Y = A·B is column-major Yᵀ = Bᵀ·Aᵀ: every call passes B first.
 #include <algorithm>
+#include <functional>
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -57,6 +59,61 @@ absl::Status RunGemm(const KernelContext& ctx, FloatKind kind, const Gemm2D& g, 
   return RunGemm(ctx, kind, kind, g, a, b, c);
 }
 
+absl::Status RunGemmF64(const KernelContext& ctx, const Gemm2D& g, const double* a, const double* b,
+                        double* c) {
+  const int64_t limit = 2147483647LL;
+  if (g.m > limit || g.n > limit || g.k > limit || g.count > limit) {
+    return ctx.Error("a GEMM dim is over cuBLAS's 32-bit limit");
+  }
+  if (g.m == 0 || g.n == 0 || g.count == 0) return absl::OkStatus();
+  const int64_t lda = std::max<int64_t>(g.lda, 1), ldb = std::max<int64_t>(g.ldb, 1);
+  const double alpha = g.alpha, beta = g.beta;
+  return CheckBlas(ctx, cublasGemmStridedBatchedEx(
+                            BackendOf(ctx).cublas(), g.tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                            g.ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(g.n),
+                            static_cast<int>(g.m), static_cast<int>(g.k), &alpha, b, CUDA_R_64F,
+                            static_cast<int>(ldb), g.stride_b, a, CUDA_R_64F, static_cast<int>(lda),
+                            g.stride_a, &beta, c, CUDA_R_64F, static_cast<int>(g.ldc), g.stride_c,
+                            static_cast<int>(g.count), CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT));
+}
+
+absl::Status RunMatMul(
+    const cpu::MatMulShape& g, size_t bytes, const void* a, const void* b, void* y,
+    const std::function<absl::Status(const Gemm2D&, const void*, const void*, void*)>& gemm) {
+  const int64_t na = cpu::NumElements(g.batch_a), nb = cpu::NumElements(g.batch_b),
+                nbatch = cpu::NumElements(g.batch);
+  Gemm2D gm;
+  gm.m = g.m;
+  gm.n = g.n;
+  gm.k = g.k;
+  gm.lda = g.k;
+  gm.ldb = g.n;
+  gm.ldc = g.n;
+  gm.stride_c = g.m * g.n;
+  if (nb == 1 && na == nbatch) {
+    gm.m = nbatch * g.m;  // B shared: one GEMM over every row of A
+    return gemm(gm, a, b, y);
+  }
+  // Each operand a full batch (laid out as the output's) or one matrix for all.
+  if ((na == 1 || na == nbatch) && (nb == 1 || nb == nbatch)) {
+    gm.stride_a = na == 1 ? 0 : g.m * g.k;
+    gm.stride_b = nb == 1 ? 0 : g.k * g.n;
+    gm.count = nbatch;
+    return gemm(gm, a, b, y);
+  }
+  // General broadcasting of the batch dims: one GEMM per output matrix.
+  const auto* pa = static_cast<const char*>(a);
+  const auto* pb = static_cast<const char*>(b);
+  auto* py = static_cast<char*>(y);
+  absl::Status status;
+  g.ForEachMatrix([&](int64_t i, int64_t oa, int64_t ob) {
+    if (!status.ok()) return;
+    status = gemm(gm, pa + static_cast<size_t>(oa) * bytes, pb + static_cast<size_t>(ob) * bytes,
+                  py + static_cast<size_t>(i * g.m * g.n) * bytes);
+  });
+  return status;
+}
+
 absl::Status MatMul(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
@@ -68,37 +125,10 @@ absl::Status MatMul(KernelContext& ctx) {
   if (g.k == 0) {
     return Check(ctx, cudaMemsetAsync(y->raw(), 0, y->nbytes(), StreamOf(ctx)));
   }
-  const int64_t na = cpu::NumElements(g.batch_a), nb = cpu::NumElements(g.batch_b),
-                nbatch = cpu::NumElements(g.batch);
-  Gemm2D gm;
-  gm.m = g.m;
-  gm.n = g.n;
-  gm.k = g.k;
-  gm.lda = g.k;
-  gm.ldb = g.n;
-  gm.ldc = g.n;
-  gm.stride_c = g.m * g.n;
-  const size_t es = static_cast<size_t>(ir::DTypeSize(a.dtype()));
-  if (nb == 1 && na == nbatch) {
-    gm.m = nbatch * g.m;  // B shared: one GEMM over every row of A
-    return RunGemm(ctx, kind, gm, a.raw(), b.raw(), y->raw());
-  }
-  // Each operand a full batch (laid out as the output's) or one matrix for all.
-  if ((na == 1 || na == nbatch) && (nb == 1 || nb == nbatch)) {
-    gm.stride_a = na == 1 ? 0 : g.m * g.k;
-    gm.stride_b = nb == 1 ? 0 : g.k * g.n;
-    gm.count = nbatch;
-    return RunGemm(ctx, kind, gm, a.raw(), b.raw(), y->raw());
-  }
-  // General broadcasting of the batch dims: one GEMM per output matrix.
-  absl::Status status;
-  g.ForEachMatrix([&](int64_t i, int64_t oa, int64_t ob) {
-    if (!status.ok()) return;
-    status = RunGemm(ctx, kind, gm, a.raw() + static_cast<size_t>(oa) * es,
-                     b.raw() + static_cast<size_t>(ob) * es,
-                     y->raw() + static_cast<size_t>(i * g.m * g.n) * es);
-  });
-  return status;
+  return RunMatMul(g, static_cast<size_t>(ir::DTypeSize(a.dtype())), a.raw(), b.raw(), y->raw(),
+                   [&](const Gemm2D& gm, const void* pa, const void* pb, void* py) {
+                     return RunGemm(ctx, kind, gm, pa, pb, py);
+                   });
 }
 
 absl::Status Gemm(KernelContext& ctx) {

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -48,6 +49,16 @@ absl::Status RunGemm(const KernelContext& ctx, FloatKind kind, FloatKind out, co
                      const void* a, const void* b, void* c);
 absl::Status RunGemm(const KernelContext& ctx, FloatKind kind, const Gemm2D& g, const void* a,
                      const void* b, void* c);
+// `g` in f64 through cuBLAS (alpha and beta as doubles): the integer products, whose
+// centered 8- and 16-bit operands multiply and sum exactly in f64.
+absl::Status RunGemmF64(const KernelContext& ctx, const Gemm2D& g, const double* a,
+                        const double* b, double* c);
+// The product of `g` (elements of `bytes` each; K > 0) as one GEMM over A's rows where B is
+// shared, one strided batch where each operand is a full batch or one matrix, else one GEMM
+// per output matrix; `gemm` runs each with its operands' addresses.
+absl::Status RunMatMul(
+    const cpu::MatMulShape& g, size_t bytes, const void* a, const void* b, void* y,
+    const std::function<absl::Status(const Gemm2D&, const void*, const void*, void*)>& gemm);
 
 // pointwise_ops.cc
 absl::Status Add(KernelContext& ctx);
@@ -106,6 +117,8 @@ absl::Status Einsum(KernelContext& ctx);
 absl::Status QuantizeLinear(KernelContext& ctx);
 absl::Status DequantizeLinear(KernelContext& ctx);
 absl::Status DynamicQuantizeLinear(KernelContext& ctx);
+absl::Status MatMulInteger(KernelContext& ctx);
+absl::Status QLinearMatMul(KernelContext& ctx);
 
 // unary_ops.cc: the math functions and activations of ONNX with their attributes (and
 // Clip's bounds), Mod, PRelu, Sum and Mean, through RunUnary and RunBinary.

@@ -1,7 +1,10 @@
 // Launches of linear quantization: QuantizeLinear, DequantizeLinear and
 // DynamicQuantizeLinear, one thread per element in a grid-stride loop; each thread reads
 // x[i] and its scale and zero point at q.At(i) (checked against x by cpu::ReadQuantIndex)
-// and writes y[i]. Math in math/quantize.h.
+// and writes y[i]. The element steps of the integer products (MatMulInteger,
+// QLinearMatMul) around their f64 GEMM: an operand centered on its zero point, the product
+// wrapped to int32 or requantized; each thread writes element i, reading parameters
+// through views built from their checked shapes. Math in math/quantize.h.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -69,7 +72,60 @@ __global__ void DynamicQuantizeKernel(const float* x, const float* extremes, uin
   }
 }
 
+template <typename T>
+__global__ void CenterKernel(const T* x, const T* zero_point, StridedView vz, double* out,
+                             int64_t n) {
+  for (int64_t i = First(); i < n; i += Step()) {
+    out[i] = static_cast<double>(x[i]) -
+             (zero_point != nullptr ? static_cast<double>(zero_point[vz.At(i)]) : 0.0);
+  }
+}
+
+__global__ void WrapInt32Kernel(const double* c, int32_t* y, int64_t n) {
+  for (int64_t i = First(); i < n; i += Step()) y[i] = math::WrapInt32(c[i]);
+}
+
+template <typename T>
+__global__ void RequantizeKernel(const double* c, QLinearParams p, const T* y_zero_point, double lo,
+                                 double hi, T* y, int64_t n) {
+  for (int64_t i = First(); i < n; i += Step()) {
+    y[i] = static_cast<T>(math::RequantizeElement(
+        c[i], p.a_scale[p.va.At(i)], p.b_scale[p.vb.At(i)], p.y_scale[p.vy.At(i)],
+        static_cast<double>(y_zero_point[p.vz.At(i)]), lo, hi));
+  }
+}
+
 }  // namespace
+
+cudaError_t LaunchCenter(QuantType t, const void* x, const void* zero_point, const StridedView& vz,
+                         double* out, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return ByQuantType(t, [&](auto type) {
+    using T = decltype(type);
+    CenterKernel<T><<<Blocks(n), kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<const T*>(zero_point), vz, out, n);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t LaunchWrapInt32(const double* c, int32_t* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  WrapInt32Kernel<<<Blocks(n), kThreads, 0, stream>>>(c, y, n);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchRequantize(QuantType t, const double* c, const QLinearParams& p,
+                             const void* y_zero_point, void* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return ByQuantType(t, [&](auto type) {
+    using T = decltype(type);
+    RequantizeKernel<T><<<Blocks(n), kThreads, 0, stream>>>(
+        c, p, static_cast<const T*>(y_zero_point),
+        static_cast<double>(std::numeric_limits<T>::min()),
+        static_cast<double>(std::numeric_limits<T>::max()), static_cast<T*>(y), n);
+    return cudaGetLastError();
+  });
+}
 
 cudaError_t LaunchQuantize(QuantType t, const float* x, const float* scale, const void* zero_point,
                            const math::QuantIndex& q, void* y, int64_t n, cudaStream_t stream) {

@@ -1,7 +1,10 @@
 // Linear quantization on the GPU: QuantizeLinear (f32 in), DequantizeLinear (f32, f16 or
 // bf16 out) and DynamicQuantizeLinear, over the integer types u8 i8 u16 i16 i32; the
-// scale and zero point checked as the CPU kernels check them (cpu::ReadQuantIndex);
-// kernels in quantize.cu.
+// integer products MatMulInteger and QLinearMatMul (8- and 16-bit operands centered into
+// f64, one exact f64 GEMM). Scales and zero points checked as the CPU kernels check them
+// (cpu::ReadQuantIndex, ReadMatrixZeroPoint, ReadQLinearParams); kernels in quantize.cu.
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "ops.h"
 
@@ -36,7 +39,90 @@ absl::Status CheckZeroPoint(const KernelContext& ctx, const Tensor* zero_point, 
 
 const void* RawOrNull(const Tensor* t) { return t != nullptr ? t->raw() : nullptr; }
 
+// An integer matrix operand (`shape`: as a matrix) minus its zero point, in f64 scratch.
+absl::StatusOr<Tensor> Centered(const KernelContext& ctx, const Tensor& x, const Shape& shape,
+                                const Tensor* zero_point, bool per_row, const std::string& what) {
+  TPC_ASSIGN_OR_RETURN(const Shape zs,
+                       cpu::ReadMatrixZeroPoint(ctx, x, shape, zero_point, per_row, what));
+  TPC_ASSIGN_OR_RETURN(const QuantType t, QuantTypeOf(ctx, x.dtype()));
+  if (shape.size() > static_cast<size_t>(math::kMaxDims)) return ctx.Error("rank over 8");
+  TPC_ASSIGN_OR_RETURN(Tensor out, Scratch(ctx, ir::DType::kF64, shape));
+  TPC_RETURN_IF_ERROR(
+      Check(ctx, LaunchCenter(t, x.raw(), RawOrNull(zero_point), math::BroadcastView(zs, shape),
+                              out.data<double>(), out.num_elements(), StreamOf(ctx))));
+  return out;
+}
+
+// The exact product of the centered A (input 0) and B (input `b_input`), zero points at
+// `a_zp_input` and `b_zp_input`, in f64 [batch..., M, N] (`full`) by cuBLAS: every partial
+// sum of 8- and 16-bit operands is an integer far below 2^53, as in the CPU kernel.
+struct IntProduct {
+  Shape full, shape;  // the product's dims with both operands matrices; ONNX's output dims
+  Tensor c;
+};
+absl::StatusOr<IntProduct> IntegerMatMul(const KernelContext& ctx, int b_input, int a_zp_input,
+                                         int b_zp_input) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(b_input);
+  TPC_ASSIGN_OR_RETURN(const cpu::MatMulShape g, cpu::MatMulShapes(ctx, a, b));
+  TPC_ASSIGN_OR_RETURN(Tensor pa, Centered(ctx, a, g.a, ctx.optional_input(a_zp_input), true, "A"));
+  TPC_ASSIGN_OR_RETURN(Tensor pb,
+                       Centered(ctx, b, g.b, ctx.optional_input(b_zp_input), false, "B"));
+  IntProduct r;
+  r.full = g.batch;
+  r.full.push_back(g.m);
+  r.full.push_back(g.n);
+  r.shape = g.out;
+  TPC_ASSIGN_OR_RETURN(r.c, Scratch(ctx, ir::DType::kF64, r.full));
+  if (r.c.num_elements() == 0) return r;
+  if (g.k == 0) {
+    TPC_RETURN_IF_ERROR(Check(ctx, cudaMemsetAsync(r.c.raw(), 0, r.c.nbytes(), StreamOf(ctx))));
+    return r;
+  }
+  TPC_RETURN_IF_ERROR(RunMatMul(g, sizeof(double), pa.raw(), pb.raw(), r.c.raw(),
+                                [&](const Gemm2D& gm, const void* x, const void* w, void* y) {
+                                  return RunGemmF64(ctx, gm, static_cast<const double*>(x),
+                                                    static_cast<const double*>(w),
+                                                    static_cast<double*>(y));
+                                }));
+  return r;
+}
+
 }  // namespace
+
+// Y = (A − a_zero_point) · (B − b_zero_point) in int32.
+absl::Status MatMulInteger(KernelContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(const IntProduct r, IntegerMatMul(ctx, 1, 2, 3));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, r.shape, ir::DType::kI32));
+  return Check(ctx, LaunchWrapInt32(r.c.data<double>(), y->data<int32_t>(), y->num_elements(),
+                                    StreamOf(ctx)));
+}
+
+// y = saturate(rint(product · a_scale · b_scale / y_scale) + y_zero_point), the scales f32.
+absl::Status QLinearMatMul(KernelContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(const IntProduct r, IntegerMatMul(ctx, 3, 2, 5));
+  TPC_ASSIGN_OR_RETURN(const auto shapes, cpu::ReadQLinearParams(ctx, r.full));
+  for (const int i : {1, 4, 6}) {
+    if (ctx.input(i).dtype() != ir::DType::kF32) {
+      return ctx.Error(
+          absl::StrCat("input ", i, " ", ctx.input(i).TypeString(), " must be f32 on the GPU"));
+    }
+  }
+  if (r.full.size() > static_cast<size_t>(math::kMaxDims)) return ctx.Error("rank over 8");
+  const Tensor& y_zp = ctx.input(7);
+  TPC_ASSIGN_OR_RETURN(const QuantType t, QuantTypeOf(ctx, y_zp.dtype()));
+  QLinearParams p;
+  p.a_scale = ctx.input(1).data<float>();
+  p.b_scale = ctx.input(4).data<float>();
+  p.y_scale = ctx.input(6).data<float>();
+  p.va = math::BroadcastView(shapes[0], r.full);
+  p.vb = math::BroadcastView(shapes[1], r.full);
+  p.vy = math::BroadcastView(shapes[2], r.full);
+  p.vz = math::BroadcastView(shapes[3], r.full);
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, r.shape, y_zp.dtype()));
+  return Check(ctx, LaunchRequantize(t, r.c.data<double>(), p, y_zp.raw(), y->raw(),
+                                     y->num_elements(), StreamOf(ctx)));
+}
 
 absl::Status QuantizeLinear(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);

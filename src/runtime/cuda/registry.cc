@@ -19,14 +19,16 @@ bool IsDeviceFloat(ir::DType t) { return KindOf(t).has_value(); }
 
 // Which nodes a device kernel takes, by element type.
 enum class Takes {
-  kFloats,      // every input and output f32, f16 or bf16
-  kFloatData,   // input 0 and the outputs float (axes inputs may be integers)
-  kAnyData,     // elements moved by size (movement ops): 1, 2, 4 or 8 bytes
-  kFloatIns,    // every input float, the outputs any type (comparisons: bool)
-  kBools,       // every input and output bool
-  kFloatFirst,  // input 0 float, the other inputs and the outputs any type (TopK)
-  kQuantize,    // inputs 0 (and 1) f32, input 2 quantized, output 0 quantized, others f32 too
-  kDequantize,  // input 0 quantized (input 2 too), input 1 float, output 0 of input 1's type
+  kFloats,          // every input and output f32, f16 or bf16
+  kFloatData,       // input 0 and the outputs float (axes inputs may be integers)
+  kAnyData,         // elements moved by size (movement ops): 1, 2, 4 or 8 bytes
+  kFloatIns,        // every input float, the outputs any type (comparisons: bool)
+  kBools,           // every input and output bool
+  kFloatFirst,      // input 0 float, the other inputs and the outputs any type (TopK)
+  kQuantize,        // inputs 0 (and 1) f32, input 2 quantized, output 0 quantized, others f32 too
+  kDequantize,      // input 0 quantized (input 2 too), input 1 float, output 0 of input 1's type
+  kIntegerProduct,  // inputs 8- or 16-bit integers or f32 (input 0 an integer), outputs
+                    // quantized
 };
 
 // The integer types of linear quantization that the kernels take.
@@ -98,6 +100,19 @@ bool Accepts(Takes takes, const ir::Node& node) {
         return false;
       }
       return in.size() < 3 || in[2] == nullptr || in[2]->type().dtype == in[0]->type().dtype;
+    }
+    case Takes::kIntegerProduct: {
+      const auto small = [](const ir::Value* v) {
+        return IsQuantized(v) && v->type().dtype != ir::DType::kI32;
+      };
+      if (node.inputs().empty() || !small(node.inputs()[0])) return false;
+      for (const ir::Value* v : node.inputs()) {
+        if (v != nullptr && !small(v) && v->type().dtype != ir::DType::kF32) return false;
+      }
+      for (const ir::Value* v : node.outputs()) {
+        if (!IsQuantized(v)) return false;
+      }
+      return true;
     }
     case Takes::kAnyData:
       for (const ir::Value* v : node.outputs()) {
@@ -217,6 +232,7 @@ const Entry kKernels[] = {
     {"", "LogSoftmax", K(LogSoftmax), Takes::kFloats},
     {"", "LpPool", K(LpPool), Takes::kFloats},
     {"", "MatMul", K(MatMul), Takes::kFloats},
+    {"", "MatMulInteger", K(MatMulInteger), Takes::kIntegerProduct},
     {"", "Max", K(Max), Takes::kFloats},
     {"", "MaxPool", K(MaxPool), Takes::kFloatIns},
     {"", "Mean", K(Mean), Takes::kFloats},
@@ -232,6 +248,7 @@ const Entry kKernels[] = {
     {"", "PRelu", K(PRelu), Takes::kFloats},
     {"", "Pad", K(Pad, In(1) | In(2) | In(3)), Takes::kAnyData},
     {"", "Pow", K(Pow), Takes::kFloats},
+    {"", "QLinearMatMul", K(QLinearMatMul), Takes::kIntegerProduct},
     {"", "QuantizeLinear", K(QuantizeLinear), Takes::kQuantize},
     {"", "RMSNormalization", K(RMSNormalization), Takes::kFloats},
     {"", "Reciprocal", K(Reciprocal), Takes::kFloats},
@@ -327,6 +344,8 @@ std::string_view TakesText(Takes t) {
       return "f32>u8,i8,u16,i16,i32";
     case Takes::kDequantize:
       return "u8,i8,u16,i16,i32>f32,f16,bf16";
+    case Takes::kIntegerProduct:
+      return "u8,i8,u16,i16>u8,i8,u16,i16,i32";
     case Takes::kAnyData:
       return "any";
   }

@@ -255,4 +255,20 @@ cudaError_t LaunchDequantize(FloatKind k, QuantType t, const void* x, const void
 cudaError_t LaunchDynamicQuantize(const float* x, const float* extremes, uint8_t* y, float* scale,
                                   uint8_t* zero_point, int64_t n, cudaStream_t stream);
 
+// An integer operand of n elements as f64, minus its zero point at vz(i) (none: 0).
+cudaError_t LaunchCenter(QuantType t, const void* x, const void* zero_point, const StridedView& vz,
+                         double* out, int64_t n, cudaStream_t stream);
+// y[i] = the exact product c[i] wrapped to int32 (math::WrapInt32).
+cudaError_t LaunchWrapInt32(const double* c, int32_t* y, int64_t n, cudaStream_t stream);
+// QLinearMatMul's f32 scales and the output's zero point, each through its broadcast view
+// over the product [batch..., M, N].
+struct QLinearParams {
+  const float *a_scale, *b_scale, *y_scale;
+  StridedView va, vb, vy, vz;
+};
+// y[i] = saturate(rint(c[i] · a_scale · b_scale / y_scale + y_zero_point)) of type t
+// (math::RequantizeElement).
+cudaError_t LaunchRequantize(QuantType t, const double* c, const QLinearParams& p,
+                             const void* y_zero_point, void* y, int64_t n, cudaStream_t stream);
+
 }  // namespace tpc::runtime::cuda

@@ -53,6 +53,22 @@ TPC_HOST_DEVICE inline double DequantizeElement(double x, double zero_point, dou
   return (x - zero_point) * scale;
 }
 
+// An exact integer (a product of MatMulInteger, summed in f64) as int32, wrapping as int32
+// arithmetic would.
+TPC_HOST_DEVICE inline int32_t WrapInt32(double v) {
+  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<int64_t>(v)));
+}
+
+// QLinearMatMul's output element from the exact product `acc` of the centered operands:
+// the multiplier a_scale · b_scale / y_scale in f32 (the scales' type), the rest in f64, as
+// ONNX's reference; rounded, plus the zero point, saturated to [lo, hi].
+TPC_HOST_DEVICE inline double RequantizeElement(double acc, float a_scale, float b_scale,
+                                                float y_scale, double y_zero_point, double lo,
+                                                double hi) {
+  const float mult = a_scale * b_scale / y_scale;
+  return Saturate(rint(acc * static_cast<double>(mult) + y_zero_point), lo, hi);
+}
+
 // DynamicQuantizeLinear's uint8 parameters from the extremes of x: the range [min(x, 0),
 // max(x, 0)] over 255 steps (a range of 0 gives the scale 1/255), and the zero point that
 // maps 0 exactly, in f32 as ONNX's reference computes them. A NaN extreme counts as 0.
