@@ -18,6 +18,7 @@
 #include "tpc/runtime/compare.h"
 #include "tpc/runtime/kernel.h"
 #include "tpc/runtime/math/gqa.h"
+#include "tpc/runtime/math/grid_sample.h"
 #include "tpc/runtime/math/nbits.h"
 #include "tpc/runtime/math/pad.h"
 #include "tpc/runtime/math/pointwise.h"
@@ -510,6 +511,16 @@ absl::StatusOr<Shape> ReadMatrixZeroPoint(const KernelContext& ctx, const Tensor
 // QLinearMatMul's a_scale, b_scale, y_scale and y_zero_point checked against the product
 // `full` ([batch..., M, N]): the shapes they broadcast as over it.
 absl::StatusOr<std::array<Shape, 4>> ReadQLinearParams(const KernelContext& ctx, const Shape& full);
+// GridSample's operands and attributes read (X [N, C, D1..Dr], grid [N, H1..Hr, r], r ≤ 3),
+// for every backend's kernel: the geometry, and the output shape in `out_shape`.
+absl::StatusOr<math::GridSampleGeometry> ReadGridSample(const KernelContext& ctx, Shape* out_shape);
+// AffineGrid's theta and size read (2-D or 3-D), for every backend's kernel.
+struct AffineGridShape {
+  Shape spatial, out;  // size's spatial dims; the grid's shape
+  int64_t points = 0;  // the product of the spatial dims
+  bool align_corners = false;
+};
+absl::StatusOr<AffineGridShape> ReadAffineGrid(const KernelContext& ctx);
 // Einsum's equation read against its operands (ellipses, broadcasting, repeated labels,
 // the implicit output), for every backend's kernel: the output dims and the summed dims,
 // and per operand the element stride of each (0 where the operand lacks the label or

@@ -113,6 +113,10 @@ absl::Status LRN(KernelContext& ctx);
 // einsum_ops.cc
 absl::Status Einsum(KernelContext& ctx);
 
+// grid_sample_ops.cc
+absl::Status GridSample(KernelContext& ctx);
+absl::Status AffineGrid(KernelContext& ctx);
+
 // quantize_ops.cc: linear quantization over u8 i8 u16 i16 i32.
 absl::Status QuantizeLinear(KernelContext& ctx);
 absl::Status DequantizeLinear(KernelContext& ctx);

@@ -11,6 +11,7 @@
 #include "tpc/runtime/math/einsum.h"
 #include "tpc/runtime/math/floats.h"
 #include "tpc/runtime/math/gqa.h"
+#include "tpc/runtime/math/grid_sample.h"
 #include "tpc/runtime/math/indexing.h"
 #include "tpc/runtime/math/logic.h"
 #include "tpc/runtime/math/loss.h"
@@ -270,5 +271,18 @@ struct QLinearParams {
 // (math::RequantizeElement).
 cudaError_t LaunchRequantize(QuantType t, const double* c, const QLinearParams& p,
                              const void* y_zero_point, void* y, int64_t n, cudaStream_t stream);
+
+// GridSample: n elements of Y [N, C, out points] (math::GridSampleElement).
+cudaError_t LaunchGridSample(FloatKind k, const math::GridSampleGeometry& g, const void* x,
+                             const void* grid, void* y, int64_t n, cudaStream_t stream);
+// AffineGrid's spatial dims (2 or 3) and their product.
+struct AffineDims {
+  int64_t dims[3] = {};
+  int64_t points = 0;
+};
+// AffineGrid: n elements of grid [N, S1..Sr, r] from theta [N, r, r + 1]
+// (math::AffineGridElement).
+cudaError_t LaunchAffineGrid(FloatKind k, int r, const AffineDims& dims, bool align_corners,
+                             const void* theta, void* grid, int64_t n, cudaStream_t stream);
 
 }  // namespace tpc::runtime::cuda
