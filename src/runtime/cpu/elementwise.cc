@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "kernels.h"
+#include "tpc/runtime/math/logic.h"
 
 namespace tpc::runtime::cpu {
 namespace {
@@ -111,25 +112,26 @@ T FloorMod(T a, T b) {
 
 }  // namespace
 
-absl::Status BitwiseAnd(KernelContext& ctx) {
-  return Bitwise(ctx, [](auto a, auto b) { return a & b; });
+namespace {
+
+// A bitwise op on the unsigned words of the elements (math::ApplyBit).
+absl::Status BitwiseOp(KernelContext& ctx, math::BitOp op) {
+  return Bitwise(ctx, [op](auto a, auto b) {
+    using T = decltype(a);
+    using W = std::make_unsigned_t<T>;
+    return static_cast<T>(math::ApplyBit<W>(op, static_cast<W>(a), static_cast<W>(b)));
+  });
 }
-absl::Status BitwiseOr(KernelContext& ctx) {
-  return Bitwise(ctx, [](auto a, auto b) { return a | b; });
-}
-absl::Status BitwiseXor(KernelContext& ctx) {
-  return Bitwise(ctx, [](auto a, auto b) { return a ^ b; });
-}
+
+}  // namespace
+
+absl::Status BitwiseAnd(KernelContext& ctx) { return BitwiseOp(ctx, math::BitOp::kAnd); }
+absl::Status BitwiseOr(KernelContext& ctx) { return BitwiseOp(ctx, math::BitOp::kOr); }
+absl::Status BitwiseXor(KernelContext& ctx) { return BitwiseOp(ctx, math::BitOp::kXor); }
 // Shifts of unsigned integers; a shift by the width or more gives 0.
 absl::Status BitShift(KernelContext& ctx) {
   const bool left = ctx.node().attr_string("direction", "") == "LEFT";
-  return Bitwise(ctx, [left](auto a, auto b) {
-    using T = decltype(a);
-    using U = WrapUnsigned<T>;
-    const U ua = static_cast<U>(a), ub = static_cast<U>(b);
-    if (ub >= sizeof(T) * 8) return T(0);
-    return static_cast<T>(left ? static_cast<U>(ua << ub) : static_cast<U>(ua >> ub));
-  });
+  return BitwiseOp(ctx, left ? math::BitOp::kShiftLeft : math::BitOp::kShiftRight);
 }
 
 absl::Status Add(KernelContext& ctx) {

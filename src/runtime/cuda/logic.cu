@@ -1,5 +1,6 @@
 // Launches of the element-wise CUDA kernels with bool outputs (comparisons of floats,
-// IsNaN/IsInf, logic on bools): one thread per output element in a grid-stride loop,
+// IsNaN/IsInf, logic on bools) and the bitwise ops on integers (as unsigned words of the
+// element's size): one thread per output element in a grid-stride loop,
 // each writing only out[i]; inputs read through views built from their own shapes. The
 // math is math/logic.h.
 #include <cuda_runtime.h>
@@ -29,6 +30,20 @@ __global__ void PredicateKernel(math::Predicate p, const typename FloatIO<K>::St
 __global__ void LogicKernel(math::LogicOp op, const bool* a, StridedView va, const bool* b,
                             StridedView vb, bool* out, int64_t n) {
   for (int64_t i = First(); i < n; i += Step()) math::LogicElement(op, a, va, b, vb, out, i);
+}
+
+template <typename W>
+__global__ void BitKernel(math::BitOp op, const W* a, StridedView va, const W* b, StridedView vb,
+                          W* out, int64_t n) {
+  for (int64_t i = First(); i < n; i += Step()) math::BitElement<W>(op, a, va, b, vb, out, i);
+}
+
+template <typename W>
+cudaError_t Bits(math::BitOp op, const void* a, const StridedView& va, const void* b,
+                 const StridedView& vb, void* out, int64_t n, cudaStream_t stream) {
+  BitKernel<W><<<Blocks(n), kThreads, 0, stream>>>(
+      op, static_cast<const W*>(a), va, static_cast<const W*>(b), vb, static_cast<W*>(out), n);
+  return cudaGetLastError();
 }
 
 template <FloatKind K>
@@ -70,6 +85,24 @@ cudaError_t LaunchLogic(math::LogicOp op, const bool* a, const StridedView& va, 
   if (n == 0) return cudaSuccess;
   LogicKernel<<<Blocks(n), kThreads, 0, stream>>>(op, a, va, b, vb, out, n);
   return cudaGetLastError();
+}
+
+cudaError_t LaunchBits(int bytes, math::BitOp op, const void* a, const StridedView& va,
+                       const void* b, const StridedView& vb, void* out, int64_t n,
+                       cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (bytes) {
+    case 1:
+      return Bits<uint8_t>(op, a, va, b, vb, out, n, stream);
+    case 2:
+      return Bits<uint16_t>(op, a, va, b, vb, out, n, stream);
+    case 4:
+      return Bits<uint32_t>(op, a, va, b, vb, out, n, stream);
+    case 8:
+      return Bits<uint64_t>(op, a, va, b, vb, out, n, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
 }
 
 }  // namespace tpc::runtime::cuda

@@ -1,5 +1,6 @@
 // The CUDA kernels with bool outputs: comparisons of floats with numpy broadcasting, IsNaN
-// and IsInf, and logic on bools. Shapes as the CPU kernels; math in math/logic.h.
+// and IsInf, and logic on bools; and the bitwise ops on integers. Shapes as the CPU kernels; math
+// in math/logic.h.
 #include "absl/strings/str_cat.h"
 #include "ops.h"
 
@@ -56,6 +57,24 @@ absl::Status LogicKernel(KernelContext& ctx, math::LogicOp op) {
                                 y->num_elements(), StreamOf(ctx)));
 }
 
+// Bitwise ops and BitShift: integer inputs of one type (the registry takes only those).
+absl::Status BitKernel(KernelContext& ctx, math::BitOp op) {
+  const Tensor& a = ctx.input(0);
+  const int bytes = static_cast<int>(ir::DTypeSize(a.dtype()));
+  if (op == math::BitOp::kNot) {
+    TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, a.shape(), a.dtype()));
+    const StridedView v = math::ContiguousView({a.num_elements()});
+    return Check(ctx, LaunchBits(bytes, op, a.raw(), v, nullptr, v, y->raw(), y->num_elements(),
+                                 StreamOf(ctx)));
+  }
+  const Tensor& b = ctx.input(1);
+  if (b.dtype() != a.dtype()) return ctx.Error("inputs differ in element type");
+  TPC_ASSIGN_OR_RETURN(const Broadcast2 g, Broadcast(ctx));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, g.out, a.dtype()));
+  return Check(ctx, LaunchBits(bytes, op, a.raw(), g.va, b.raw(), g.vb, y->raw(), y->num_elements(),
+                               StreamOf(ctx)));
+}
+
 absl::Status PredicateKernel(KernelContext& ctx, const math::Predicate& p) {
   const Tensor& x = ctx.input(0);
   TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
@@ -79,6 +98,14 @@ absl::Status And(KernelContext& ctx) { return LogicKernel(ctx, math::LogicOp::kA
 absl::Status Or(KernelContext& ctx) { return LogicKernel(ctx, math::LogicOp::kOr); }
 absl::Status Xor(KernelContext& ctx) { return LogicKernel(ctx, math::LogicOp::kXor); }
 absl::Status Not(KernelContext& ctx) { return LogicKernel(ctx, math::LogicOp::kNot); }
+absl::Status BitwiseAnd(KernelContext& ctx) { return BitKernel(ctx, math::BitOp::kAnd); }
+absl::Status BitwiseOr(KernelContext& ctx) { return BitKernel(ctx, math::BitOp::kOr); }
+absl::Status BitwiseXor(KernelContext& ctx) { return BitKernel(ctx, math::BitOp::kXor); }
+absl::Status BitwiseNot(KernelContext& ctx) { return BitKernel(ctx, math::BitOp::kNot); }
+absl::Status BitShift(KernelContext& ctx) {
+  const bool left = ctx.node().attr_string("direction", "") == "LEFT";
+  return BitKernel(ctx, left ? math::BitOp::kShiftLeft : math::BitOp::kShiftRight);
+}
 absl::Status IsNaN(KernelContext& ctx) { return PredicateKernel(ctx, {.nan = true}); }
 absl::Status IsInf(KernelContext& ctx) {
   return PredicateKernel(ctx, {.nan = false,

@@ -165,6 +165,11 @@ absl::Status And(KernelContext& ctx);
 absl::Status Or(KernelContext& ctx);
 absl::Status Xor(KernelContext& ctx);
 absl::Status Not(KernelContext& ctx);
+absl::Status BitwiseAnd(KernelContext& ctx);
+absl::Status BitwiseOr(KernelContext& ctx);
+absl::Status BitwiseXor(KernelContext& ctx);
+absl::Status BitwiseNot(KernelContext& ctx);
+absl::Status BitShift(KernelContext& ctx);
 absl::Status IsNaN(KernelContext& ctx);
 absl::Status IsInf(KernelContext& ctx);
 

@@ -29,6 +29,7 @@ enum class Takes {
   kDequantize,      // input 0 quantized (input 2 too), input 1 float, output 0 of input 1's type
   kIntegerProduct,  // inputs 8- or 16-bit integers or f32 (input 0 an integer), outputs
                     // quantized
+  kIntegers,        // every input and output an integer of one type (not bool)
 };
 
 // The integer types of linear quantization that the kernels take.
@@ -114,6 +115,18 @@ bool Accepts(Takes takes, const ir::Node& node) {
       }
       return true;
     }
+    case Takes::kIntegers: {
+      if (node.inputs().empty() || node.inputs()[0] == nullptr) return false;
+      const ir::DType t = node.inputs()[0]->type().dtype;
+      if (!ir::IsInteger(t)) return false;
+      for (const ir::Value* v : node.inputs()) {
+        if (v == nullptr || v->type().dtype != t) return false;
+      }
+      for (const ir::Value* v : node.outputs()) {
+        if (v->type().dtype != t) return false;
+      }
+      return true;
+    }
     case Takes::kAnyData:
       for (const ir::Value* v : node.outputs()) {
         const int64_t size = ir::DTypeSize(v->type().dtype);
@@ -182,6 +195,11 @@ const Entry kKernels[] = {
     {"", "Attention", K(Attention), Takes::kFloatData},
     {"", "AveragePool", K(AveragePool), Takes::kFloats},
     {"", "BatchNormalization", K(BatchNormalization), Takes::kFloats, false, Inference},
+    {"", "BitShift", K(BitShift), Takes::kIntegers},
+    {"", "BitwiseAnd", K(BitwiseAnd), Takes::kIntegers},
+    {"", "BitwiseNot", K(BitwiseNot), Takes::kIntegers},
+    {"", "BitwiseOr", K(BitwiseOr), Takes::kIntegers},
+    {"", "BitwiseXor", K(BitwiseXor), Takes::kIntegers},
     {"", "Cast", K(Cast), Takes::kFloats},
     {"", "CastLike", K(Cast), Takes::kFloats},
     {"", "Ceil", K(Ceil), Takes::kFloats},
@@ -348,6 +366,8 @@ std::string_view TakesText(Takes t) {
       return "u8,i8,u16,i16,i32>f32,f16,bf16";
     case Takes::kIntegerProduct:
       return "u8,i8,u16,i16>u8,i8,u16,i16,i32";
+    case Takes::kIntegers:
+      return "integers";
     case Takes::kAnyData:
       return "any";
   }

@@ -143,6 +143,11 @@ cudaError_t LaunchCompare(FloatKind k, math::CompareOp op, const void* a, const 
 cudaError_t LaunchPredicate(FloatKind k, const math::Predicate& p, const void* x, bool* y,
                             int64_t n, cudaStream_t stream);
 // out[i] = op(a[va(i)], b[vb(i)]) on bools (b unused by Not).
+// out[i] = op(a[va(i)], b[vb(i)]) on the bits of integer elements of `bytes` bytes (1, 2, 4
+// or 8; b unused by Not) (math::BitElement).
+cudaError_t LaunchBits(int bytes, math::BitOp op, const void* a, const StridedView& va,
+                       const void* b, const StridedView& vb, void* out, int64_t n,
+                       cudaStream_t stream);
 cudaError_t LaunchLogic(math::LogicOp op, const bool* a, const StridedView& va, const bool* b,
                         const StridedView& vb, bool* out, int64_t n, cudaStream_t stream);
 // ONNX Attention's softmax over f32 scores [batches, Hq, qs, total] (batch entries

@@ -1,7 +1,7 @@
 // Per-element math of the device kernels with bool outputs: comparisons of floats
 // (Equal, Less, LessOrEqual, Greater, GreaterOrEqual, with broadcasting), float predicates
-// (IsNaN, IsInf) and logic on bools (And, Or, Xor, Not). Floats are compared in f32 (f16
-// and bf16 convert to it exactly), as the CPU kernels compare them.
+// (IsNaN, IsInf), logic on bools (And, Or, Xor, Not) and bitwise ops on integers. Floats are
+// compared in f32 (f16 and bf16 convert to it exactly), as the CPU kernels compare them.
 #pragma once
 
 #include <cstdint>
@@ -55,6 +55,37 @@ TPC_HOST_DEVICE inline bool ApplyLogic(LogicOp op, bool a, bool b) {
       return !a;
   }
   return false;
+}
+
+// Bitwise ops and BitShift on the bits of integer elements, as unsigned words W of the
+// element's size (the same bits whatever the signedness); a shift by the width or more
+// gives 0, as the CPU kernel.
+enum class BitOp : int { kAnd, kOr, kXor, kNot, kShiftLeft, kShiftRight };
+
+template <typename W>
+TPC_HOST_DEVICE inline W ApplyBit(BitOp op, W a, W b) {
+  switch (op) {
+    case BitOp::kAnd:
+      return static_cast<W>(a & b);
+    case BitOp::kOr:
+      return static_cast<W>(a | b);
+    case BitOp::kXor:
+      return static_cast<W>(a ^ b);
+    case BitOp::kNot:
+      return static_cast<W>(~a);
+    case BitOp::kShiftLeft:
+      return b >= sizeof(W) * 8 ? W{0} : static_cast<W>(a << b);
+    case BitOp::kShiftRight:
+      return b >= sizeof(W) * 8 ? W{0} : static_cast<W>(a >> b);
+  }
+  return W{0};
+}
+
+// Element i of a bitwise op (b unused by Not), a and b through their views.
+template <typename W>
+TPC_HOST_DEVICE inline void BitElement(BitOp op, const W* a, const StridedView& va, const W* b,
+                                       const StridedView& vb, W* out, int64_t i) {
+  out[i] = ApplyBit<W>(op, a[va.At(i)], op == BitOp::kNot ? W{0} : b[vb.At(i)]);
 }
 
 // Element i of a comparison, a and b read through their views of the output's dims.
