@@ -392,6 +392,43 @@ TEST_CASE("The transposed convolution by one GEMM and the col2im gather equals t
   }
 }
 
+// Col2Im as the CUDA kernel runs it: the images' columns read as N · C channels of one
+// col2im gather (math::Col2ImElement), against the CPU's scatter-add; strides, dilations
+// and pads.
+TEST_CASE("Col2Im as one gather over every image equals the CPU kernel", "[runtime][device-math]") {
+  const int64_t n = 2, c = 3;
+  const std::vector<int64_t> image = {5, 6}, block = {2, 3}, strides = {1, 2}, dilations = {2, 1},
+                             pads = {1, 0, 0, 1};
+  math::ConvGeometry g;
+  g.spatial = 2;
+  for (int d = 0; d < 2; ++d) {
+    const auto u = static_cast<size_t>(d);
+    g.in[d] = image[u];
+    g.kernel[d] = block[u];
+    g.strides[d] = strides[u];
+    g.dilations[d] = dilations[u];
+    g.pad_begin[d] = pads[u];
+    g.pad_end[d] = pads[u + 2];
+    g.out[d] =
+        (image[u] + pads[u] + pads[u + 2] - dilations[u] * (block[u] - 1) - 1) / strides[u] + 1;
+    g.taps *= g.kernel[d];
+    g.outs *= g.out[d];
+    g.in_size *= g.in[d];
+  }
+  const Tensor x = Random({n, c * g.taps, g.outs}, 171);
+  OneOp o;
+  o.Input("x", x);
+  o.Ints(image);
+  o.Ints(block);
+  const Tensor want =
+      o.Run("Col2Im", {{"strides", strides}, {"dilations", dilations}, {"pads", pads}})[0];
+  std::vector<float> got(static_cast<size_t>(want.num_elements()));
+  for (int64_t e = 0; e < n * c * g.in_size; ++e) {
+    math::Col2ImElement<FloatKind::kF32>(g, x.data<float>(), got.data(), e);
+  }
+  RequireClose(got, Floats(want), 2e-6f);
+}
+
 // MaxPool (its Indices row- and column-major), AveragePool (with and without the padding
 // in the divisor) and LpPool over 1-D, 2-D and 3-D windows with strides, dilations, pads
 // and ceil_mode, one output element at a time as pool.cu's threads compute them.

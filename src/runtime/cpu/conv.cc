@@ -276,15 +276,14 @@ absl::Status ConvTranspose(KernelContext& ctx) {
   });
 }
 
-// [N, C * prod(block_shape), L] columns summed back into [N, C, image_shape...]: column l
-// holds the block at window position l, row c * taps + t its tap t of channel c.
-absl::Status Col2Im(KernelContext& ctx) {
+absl::StatusOr<Col2ImShape> ReadCol2Im(const KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   TPC_ASSIGN_OR_RETURN(Shape image, ReadInts(ctx, ctx.input(1)));
   TPC_ASSIGN_OR_RETURN(Shape block, ReadInts(ctx, ctx.input(2)));
   const size_t s = image.size();
   const auto& node = ctx.node();
-  Window win;
+  Col2ImShape r;
+  Window& win = r.win;
   win.in = image;
   win.kernel = block;
   win.strides = node.has_attr("strides") ? node.attr_ints("strides") : Shape(s, 1);
@@ -308,14 +307,26 @@ absl::Status Col2Im(KernelContext& ctx) {
     return ctx.Error(
         absl::StrCat("input must be [N, C * ", taps, ", ", outs, "], got ", x.TypeString()));
   }
-  const int64_t n = x.dim(0), c = x.dim(1) / taps, size = NumElements(image);
-  Shape out_shape = {n, c};
-  out_shape.insert(out_shape.end(), image.begin(), image.end());
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out_shape, x.dtype()));
+  r.n = x.dim(0);
+  r.c = x.dim(1) / taps;
+  r.out = {r.n, r.c};
+  r.out.insert(r.out.end(), image.begin(), image.end());
+  return r;
+}
+
+// [N, C * prod(block_shape), L] columns summed back into [N, C, image_shape...]: column l
+// holds the block at window position l, row c * taps + t its tap t of channel c.
+absl::Status Col2Im(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(const Col2ImShape r, ReadCol2Im(ctx));
+  const int64_t taps = NumElements(r.win.kernel), outs = NumElements(r.win.out);
+  const int64_t size = NumElements(r.win.in);
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, r.out, x.dtype()));
   return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
     std::fill(y->data<T>(), y->data<T>() + y->num_elements(), T(0));
-    for (int64_t i = 0; i < n; ++i) {
-      Col2Im(ctx.pool(), win, c, x.data<T>() + i * c * taps * outs, y->data<T>() + i * c * size);
+    for (int64_t i = 0; i < r.n; ++i) {
+      Col2Im(ctx.pool(), r.win, r.c, x.data<T>() + i * r.c * taps * outs,
+             y->data<T>() + i * r.c * size);
     }
     return absl::OkStatus();
   });

@@ -75,4 +75,14 @@ struct PoolShape {
 };
 absl::StatusOr<PoolShape> ReadPoolShape(const KernelContext& ctx);
 
+// Col2Im's operands (input [N, C · prod(block_shape), L], image_shape and block_shape as
+// host values, the window attributes): the window of the blocks over the image (win.in the
+// image, win.out the block positions), and Y [N, C, image...]; shared by the backends.
+struct Col2ImShape {
+  Window win;
+  int64_t n = 0, c = 0;
+  Shape out;
+};
+absl::StatusOr<Col2ImShape> ReadCol2Im(const KernelContext& ctx);
+
 }  // namespace tpc::runtime::cpu

@@ -135,4 +135,17 @@ absl::Status ConvTranspose(KernelContext& ctx) {
   return AddChannelBias(ctx, k, *b, *y, shape.n, shape.m, y_size);
 }
 
+// Col2Im: the blocks of every image summed back in one col2im gather (conv.cu): the N
+// images' columns are consecutive [C · taps, L] matrices, so they read as N · C channels.
+// Checks and geometry are the CPU kernel's (cpu::ReadCol2Im).
+absl::Status Col2Im(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
+  TPC_ASSIGN_OR_RETURN(const cpu::Col2ImShape shape, cpu::ReadCol2Im(ctx));
+  TPC_ASSIGN_OR_RETURN(const math::ConvGeometry g, WindowGeometry(ctx, shape.win));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, shape.out, x.dtype()));
+  if (y->num_elements() == 0) return absl::OkStatus();
+  return Check(ctx, LaunchCol2Im(k, g, shape.n * shape.c, x.raw(), y->raw(), StreamOf(ctx)));
+}
+
 }  // namespace tpc::runtime::cuda

@@ -232,6 +232,7 @@ absl::Status MsAttention(KernelContext& ctx);
 // conv_ops.cc
 absl::Status Conv(KernelContext& ctx);
 absl::Status ConvTranspose(KernelContext& ctx);
+absl::Status Col2Im(KernelContext& ctx);
 
 // loss_ops.cc
 absl::Status SoftmaxCrossEntropyLoss(KernelContext& ctx);

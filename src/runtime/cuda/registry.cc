@@ -205,6 +205,7 @@ const Entry kKernels[] = {
     {"", "Ceil", K(Ceil), Takes::kFloats},
     {"", "Celu", K(Celu), Takes::kFloats},
     {"", "Clip", K(Clip, In(1) | In(2)), Takes::kFloats},
+    {"", "Col2Im", K(Col2Im, In(1) | In(2)), Takes::kFloatData},
     {"", "Concat", K(Concat), Takes::kAnyData},
     {"", "Conv", K(Conv), Takes::kFloats},
     {"", "ConvTranspose", K(ConvTranspose), Takes::kFloats},
