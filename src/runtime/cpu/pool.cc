@@ -183,10 +183,7 @@ absl::Status LpPool(KernelContext& ctx) {
   return PoolImpl(ctx, opt);
 }
 
-// y = zeros, y[I[i]] = X[i]: I indexes the flattened output of the pool's inverse geometry
-// ((in - 1) * stride - pads + kernel); a larger output_shape holds that output in its
-// leading corner (as ONNX's reference does).
-absl::Status MaxUnpool(KernelContext& ctx) {
+absl::StatusOr<UnpoolShape> ReadMaxUnpool(const KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& indices = ctx.input(1);
   if (x.rank() < 3 || indices.shape() != x.shape()) {
@@ -201,26 +198,38 @@ absl::Status MaxUnpool(KernelContext& ctx) {
   if (kernel.size() != s || strides.size() != s || pads.size() != 2 * s) {
     return ctx.Error("kernel_shape, strides or pads do not match the spatial dims");
   }
-  Shape inferred = {x.dim(0), x.dim(1)};
+  UnpoolShape u;
+  u.inferred = {x.dim(0), x.dim(1)};
   for (size_t d = 0; d < s; ++d) {
-    inferred.push_back((x.dim(static_cast<int64_t>(d) + 2) - 1) * strides[d] - pads[d] -
-                       pads[d + s] + kernel[d]);
+    u.inferred.push_back((x.dim(static_cast<int64_t>(d) + 2) - 1) * strides[d] - pads[d] -
+                         pads[d + s] + kernel[d]);
   }
-  Shape out = inferred;
+  u.out = u.inferred;
   if (const Tensor* shape = ctx.optional_input(2); shape != nullptr) {
-    TPC_ASSIGN_OR_RETURN(out, ReadInts(ctx, *shape));
-    if (out.size() != inferred.size()) return ctx.Error("output_shape has the wrong rank");
-    for (size_t d = 0; d < out.size(); ++d) {
-      if (out[d] < inferred[d]) {
-        return ctx.Error(absl::StrCat("output_shape ", ShapeString(out), " is smaller than ",
-                                      ShapeString(inferred)));
+    TPC_ASSIGN_OR_RETURN(u.out, ReadInts(ctx, *shape));
+    if (u.out.size() != u.inferred.size()) return ctx.Error("output_shape has the wrong rank");
+    for (size_t d = 0; d < u.out.size(); ++d) {
+      if (u.out[d] < u.inferred[d]) {
+        return ctx.Error(absl::StrCat("output_shape ", ShapeString(u.out), " is smaller than ",
+                                      ShapeString(u.inferred)));
       }
     }
   }
+  return u;
+}
+
+// y = zeros, y[I[i]] = X[i]: I indexes the flattened output of the pool's inverse geometry
+// ((in - 1) * stride - pads + kernel); a larger output_shape holds that output in its
+// leading corner (as ONNX's reference does).
+absl::Status MaxUnpool(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  TPC_ASSIGN_OR_RETURN(const UnpoolShape u, ReadMaxUnpool(ctx));
+  const Shape& inferred = u.inferred;
   TPC_ASSIGN_OR_RETURN(auto idx, ReadInts(ctx, indices));
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, u.out, x.dtype()));
   const int64_t total = NumElements(inferred);
-  const Shape out_strides = Strides(out);
+  const Shape out_strides = Strides(u.out);
   return VisitNumeric(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
     std::fill(y->data<T>(), y->data<T>() + y->num_elements(), T(0));
     Shape pos(inferred.size());

@@ -85,4 +85,13 @@ struct Col2ImShape {
 };
 absl::StatusOr<Col2ImShape> ReadCol2Im(const KernelContext& ctx);
 
+// MaxUnpool's operands (X [N, C, spatial...], I of its shape, kernel_shape, strides, pads,
+// output_shape as a host value): the pool's inverse geometry `inferred`, which I indexes
+// (flattened), and the output `out` (at least as large; `inferred` sits in its leading
+// corner); shared by the backends.
+struct UnpoolShape {
+  Shape inferred, out;
+};
+absl::StatusOr<UnpoolShape> ReadMaxUnpool(const KernelContext& ctx);
+
 }  // namespace tpc::runtime::cpu

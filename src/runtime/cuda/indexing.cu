@@ -1,7 +1,7 @@
 // Launches of the CUDA kernels that index by values (GatherElements, GatherND, ScatterND
-// and ScatterElements without a reduction): one thread per output (or update) element in a
-// grid-stride loop; the math is math/indexing.h. An index out of range sets the backend's
-// check flag to the launch's code (the first failing launch of a run wins).
+// and ScatterElements without a reduction, MaxUnpool): one thread per output (or update) element in
+// a grid-stride loop; the math is math/indexing.h. An index out of range sets the backend's check
+// flag to the launch's code (the first failing launch of a run wins).
 #include <cuda_runtime.h>
 
 #include "grid.cuh"
@@ -39,7 +39,7 @@ cudaError_t GatherElements(const void* data, const StridedView& base, const void
 }
 
 // The three launches below by the index type (int64 or int32) and element size.
-enum class IndexOp { kGatherNd, kScatterNd, kScatterElements };
+enum class IndexOp { kGatherNd, kScatterNd, kScatterElements, kUnpool };
 
 struct IndexArgs {
   const void* data;  // GatherND's data
@@ -48,8 +48,8 @@ struct IndexArgs {
   void* out;            // GatherND's output, or the scatters' y (a copy of data)
   math::NdIndex nd;
   int64_t slice, per_batch, batch_stride;  // GatherND, ScatterND (slice)
-  StridedView base;                        // ScatterElements
-  int64_t axis_len, axis_stride;           // ScatterElements
+  StridedView base;                        // ScatterElements; MaxUnpool's output view
+  int64_t axis_len, axis_stride;           // ScatterElements; axis_len: MaxUnpool's total
 };
 
 template <typename Word, typename Index>
@@ -70,6 +70,10 @@ __global__ void IndexKernel(IndexOp op, IndexArgs a, int64_t n, int* flag, int c
         ok = math::ScatterElementsElement(a.base, indices, a.axis_len, a.axis_stride,
                                           static_cast<const Word*>(a.updates),
                                           static_cast<Word*>(a.out), i);
+        break;
+      case IndexOp::kUnpool:
+        ok = math::UnpoolElement(a.base, indices, a.axis_len, static_cast<const Word*>(a.updates),
+                                 static_cast<Word*>(a.out), i);
         break;
     }
     if (!ok) atomicCAS(flag, 0, code);
@@ -146,6 +150,18 @@ cudaError_t LaunchScatterElements(int elem_bytes, const StridedView& base, const
   a.axis_len = axis_len;
   a.axis_stride = axis_stride;
   return LaunchIndex(IndexOp::kScatterElements, elem_bytes, a, indices_i64, n, flag, code, stream);
+}
+
+cudaError_t LaunchMaxUnpool(int elem_bytes, const StridedView& out, const void* indices,
+                            bool indices_i64, int64_t total, const void* x, void* y, int64_t n,
+                            int* flag, int code, cudaStream_t stream) {
+  IndexArgs a{};
+  a.indices = indices;
+  a.updates = x;
+  a.out = y;
+  a.base = out;
+  a.axis_len = total;
+  return LaunchIndex(IndexOp::kUnpool, elem_bytes, a, indices_i64, n, flag, code, stream);
 }
 
 cudaError_t LaunchGatherElements(int elem_bytes, const void* data, const StridedView& base,

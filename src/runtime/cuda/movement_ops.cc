@@ -406,4 +406,23 @@ absl::Status ScatterElements(KernelContext& ctx) {
                                           code, StreamOf(ctx)));
 }
 
+// MaxUnpool: y zeroed, then each element of X at the position its index names in the
+// pool's inverse geometry, which y holds in its leading corner (cpu::ReadMaxUnpool).
+absl::Status MaxUnpool(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  TPC_RETURN_IF_ERROR(CheckIndices(ctx, indices));
+  TPC_ASSIGN_OR_RETURN(const cpu::UnpoolShape u, cpu::ReadMaxUnpool(ctx));
+  TPC_RETURN_IF_ERROR(CheckRank(ctx, u.out.size()));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, u.out, x.dtype()));
+  if (y->num_elements() == 0) return absl::OkStatus();
+  TPC_RETURN_IF_ERROR(Check(ctx, cudaMemsetAsync(y->raw(), 0, y->nbytes(), StreamOf(ctx))));
+  const StridedView out = math::ViewOf(u.inferred, math::ContiguousStrides(u.out));
+  const int code = BackendOf(ctx).Expect(OutOfRange(ctx, *y));
+  return Check(ctx, LaunchMaxUnpool(ir::DTypeSize(x.dtype()), out, indices.raw(),
+                                    indices.dtype() == ir::DType::kI64,
+                                    cpu::NumElements(u.inferred), x.raw(), y->raw(),
+                                    x.num_elements(), BackendOf(ctx).flag(), code, StreamOf(ctx)));
+}
+
 }  // namespace tpc::runtime::cuda

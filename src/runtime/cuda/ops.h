@@ -183,6 +183,7 @@ absl::Status Trilu(KernelContext& ctx);
 absl::Status GatherND(KernelContext& ctx);
 absl::Status ScatterND(KernelContext& ctx);
 absl::Status ScatterElements(KernelContext& ctx);
+absl::Status MaxUnpool(KernelContext& ctx);
 absl::Status Expand(KernelContext& ctx);
 absl::Status Slice(KernelContext& ctx);
 absl::Status Tile(KernelContext& ctx);

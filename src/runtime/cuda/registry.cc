@@ -256,6 +256,7 @@ const Entry kKernels[] = {
     {"", "MatMulInteger", K(MatMulInteger), Takes::kIntegerProduct},
     {"", "Max", K(Max), Takes::kFloats},
     {"", "MaxPool", K(MaxPool), Takes::kFloatIns},
+    {"", "MaxUnpool", K(MaxUnpool, In(2)), Takes::kAnyData},
     {"", "Mean", K(Mean), Takes::kFloats},
     {"", "MeanVarianceNormalization", K(MeanVarianceNormalization), Takes::kFloats},
     {"", "Min", K(Min), Takes::kFloats},

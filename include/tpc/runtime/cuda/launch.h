@@ -82,6 +82,11 @@ cudaError_t LaunchScatterElements(int elem_bytes, const StridedView& base, const
                                   bool indices_i64, int64_t axis_len, int64_t axis_stride,
                                   const void* updates, void* y, int64_t n, int* flag, int code,
                                   cudaStream_t stream);
+// MaxUnpool: the n elements of x written into y (zeroed before) at the offsets that `out`
+// gives their indices (positions below `total`); an index out of range sets *flag to `code`.
+cudaError_t LaunchMaxUnpool(int elem_bytes, const StridedView& out, const void* indices,
+                            bool indices_i64, int64_t total, const void* x, void* y, int64_t n,
+                            int* flag, int code, cudaStream_t stream);
 // The negative log-likelihood (math/loss.h) of log-probabilities `logp` (kind k) for
 // labels int64 or int32 and an optional class weight (kind k, may be null): `reduction` 0
 // one loss per target into out [n, inner], 1 their sum, 2 their weighted mean, into

@@ -1,5 +1,5 @@
 // Per-element math of the device kernels that index by values: GatherElements, GatherND,
-// and the scatters (ScatterND, ScatterElements) without a reduction.
+// the scatters (ScatterND, ScatterElements) without a reduction, and MaxUnpool.
 #pragma once
 
 #include <cstdint>
@@ -89,6 +89,18 @@ TPC_HOST_DEVICE inline bool ScatterElementsElement(const StridedView& base, cons
   if (idx < 0) idx += axis_len;
   if (idx < 0 || idx >= axis_len) return false;
   y[base.At(i) + idx * axis_stride] = updates[i];
+  return true;
+}
+
+// MaxUnpool's element i of X: written to y at the offset of its index, a position in the
+// flattened pool-inverse dims that `out` views with y's strides; false when the index is
+// outside [0, total).
+template <typename Word, typename Index>
+TPC_HOST_DEVICE inline bool UnpoolElement(const StridedView& out, const Index* indices,
+                                          int64_t total, const Word* x, Word* y, int64_t i) {
+  const auto at = static_cast<int64_t>(indices[i]);
+  if (at < 0 || at >= total) return false;
+  y[out.At(at)] = x[i];
   return true;
 }
 
