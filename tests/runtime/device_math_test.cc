@@ -330,6 +330,61 @@ TEST_CASE("Transpose, slice and gather index math equals the CPU kernels",
   }
 }
 
+// CenterCropPad as movement_ops.cc runs it: y zeroed, then the part inside x as one copy
+// through math::CropPadViews (crops, pads and both at once, odd differences); and
+// ReverseSequence as y = x then one reversed copy per entry (math::ReversedStepsViews,
+// batch on either axis); against the CPU kernels.
+TEST_CASE("CenterCropPad and ReverseSequence copies equal the CPU kernels",
+          "[runtime][device-math]") {
+  const Tensor x = Random({4, 5, 3}, 83);
+  const auto copy = [](const Tensor& src, const StridedView& vs, const StridedView& vd,
+                       std::vector<float>& dst) {
+    int64_t n = 1;
+    for (int d = 0; d < vs.rank; ++d) n *= vs.dims[d];
+    for (int64_t i = 0; i < n; ++i) {
+      dst[static_cast<size_t>(vd.At(i))] = src.data<float>()[vs.At(i)];
+    }
+  };
+  for (const std::vector<int64_t>& sizes :
+       {std::vector<int64_t>{2, 8, 3}, std::vector<int64_t>{7, 2, 1}, std::vector<int64_t>{4, 5, 6},
+        std::vector<int64_t>{1, 1, 1}}) {
+    INFO("sizes " << sizes[0] << "x" << sizes[1] << "x" << sizes[2]);
+    OneOp o;
+    o.Input("x", x);
+    o.Ints(sizes);
+    const Tensor want = o.Run("CenterCropPad")[0];
+    std::vector<int64_t> shift(3);
+    for (size_t d = 0; d < 3; ++d) {
+      const int64_t in = x.shape()[d];
+      shift[d] = in >= sizes[d] ? (in - sizes[d]) / 2 : -((sizes[d] - in) / 2);
+    }
+    std::vector<float> got(static_cast<size_t>(want.num_elements()), 0.0f);
+    StridedView vs, vd;
+    REQUIRE(math::CropPadViews(x.shape(), sizes, shift, &vs, &vd));
+    copy(x, vs, vd, got);
+    RequireClose(got, Floats(want), 0.0f);
+  }
+  for (const int64_t batch_axis : {int64_t{0}, int64_t{1}}) {
+    INFO("batch_axis " << batch_axis);
+    const std::vector<int64_t> lens =
+        batch_axis == 0 ? std::vector<int64_t>{5, 0, 2, 1} : std::vector<int64_t>{4, 1, 3, 2, 0};
+    OneOp o;
+    o.Input("x", x);
+    o.Ints(lens);
+    const Tensor want =
+        o.Run("ReverseSequence", {{"batch_axis", batch_axis}, {"time_axis", 1 - batch_axis}})[0];
+    std::vector<float> got(x.data<float>(), x.data<float>() + x.num_elements());
+    for (size_t b = 0; b < lens.size(); ++b) {
+      if (lens[b] < 2) continue;
+      StridedView vs, vd;
+      math::ReversedStepsViews(x.shape(), static_cast<int>(batch_axis), static_cast<int64_t>(b),
+                               lens[b], &vs, &vd);
+      copy(x, vs, vd, got);
+    }
+    RequireClose(got, Floats(want), 0.0f);
+  }
+}
+
 TEST_CASE("Where element math with broadcasting equals the CPU kernel", "[runtime][device-math]") {
   // cond [3, 1], x [1, 4], y [3, 4]: each broadcast to the output [3, 4].
   Tensor cond = Tensor::Allocate(ir::DType::kBool, {3, 1});

@@ -406,9 +406,7 @@ absl::Status Pad(KernelContext& ctx) {
   });
 }
 
-// Each axis of `axes` (default all) cropped or zero-padded to its size in `shape`, centred:
-// the odd element cropped or padded at the end.
-absl::Status CenterCropPad(KernelContext& ctx) {
+absl::StatusOr<CropPadShape> ReadCenterCropPad(const KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const int64_t rank = x.rank();
   TPC_ASSIGN_OR_RETURN(auto sizes, ReadInts(ctx, ctx.input(1)));
@@ -421,20 +419,30 @@ absl::Status CenterCropPad(KernelContext& ctx) {
   if (sizes.size() != axes.size()) {
     return ctx.Error(absl::StrCat("shape has ", sizes.size(), " sizes for ", axes.size(), " axes"));
   }
-  // y[i] reads x[i + shift] along each dim (a crop shifts forward, a pad backward).
-  Shape out = x.shape(), shift(static_cast<size_t>(rank), 0);
+  CropPadShape r;
+  r.out = x.shape();
+  r.shift.assign(static_cast<size_t>(rank), 0);
   for (size_t i = 0; i < axes.size(); ++i) {
     TPC_ASSIGN_OR_RETURN(const int64_t a, NormalizeAxis(ctx, axes[i], rank));
     const auto d = static_cast<size_t>(a);
     if (sizes[i] < 0) return ctx.Error("sizes must not be negative");
-    shift[d] =
+    r.shift[d] =
         x.shape()[d] >= sizes[i] ? (x.shape()[d] - sizes[i]) / 2 : -((sizes[i] - x.shape()[d]) / 2);
-    out[d] = sizes[i];
+    r.out[d] = sizes[i];
   }
+  return r;
+}
+
+// Each axis of `axes` (default all) cropped or zero-padded to its size in `shape`, centred:
+// the odd element cropped or padded at the end.
+absl::Status CenterCropPad(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(const CropPadShape r, ReadCenterCropPad(ctx));
+  const Shape &out = r.out, &shift = r.shift;
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
   const Shape strides = Strides(x.shape());
   return VisitBySize(ctx, x.dtype(), [&]<typename U>() -> absl::Status {
-    Shape idx(static_cast<size_t>(rank));
+    Shape idx(static_cast<size_t>(x.rank()));
     for (int64_t i = 0; i < y->num_elements(); ++i) {
       Unravel(i, out, idx);
       int64_t off = 0;
@@ -450,25 +458,34 @@ absl::Status CenterCropPad(KernelContext& ctx) {
   });
 }
 
-// The first sequence_lens[b] elements along time_axis reversed, for each b along batch_axis.
-absl::Status ReverseSequence(KernelContext& ctx) {
+absl::StatusOr<ReverseSequenceShape> ReadReverseSequence(const KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  TPC_ASSIGN_OR_RETURN(auto lens, ReadInts(ctx, ctx.input(1)));
-  const int64_t batch_axis = ctx.node().attr_int("batch_axis", 1);
+  ReverseSequenceShape r;
+  TPC_ASSIGN_OR_RETURN(r.lens, ReadInts(ctx, ctx.input(1)));
+  r.batch_axis = ctx.node().attr_int("batch_axis", 1);
   const int64_t time_axis = ctx.node().attr_int("time_axis", 0);
-  if (x.rank() < 2 || (batch_axis != 0 && batch_axis != 1) || time_axis + batch_axis != 1) {
+  if (x.rank() < 2 || (r.batch_axis != 0 && r.batch_axis != 1) || time_axis + r.batch_axis != 1) {
     return ctx.Error("batch_axis and time_axis must be 0 and 1 (either way) of a rank >= 2 input");
   }
-  const int64_t batch = x.dim(batch_axis), time = x.dim(time_axis);
-  if (static_cast<int64_t>(lens.size()) != batch) {
+  const int64_t batch = x.dim(r.batch_axis), time = x.dim(time_axis);
+  if (static_cast<int64_t>(r.lens.size()) != batch) {
     return ctx.Error(
-        absl::StrCat("sequence_lens has ", lens.size(), " lengths for a batch of ", batch));
+        absl::StrCat("sequence_lens has ", r.lens.size(), " lengths for a batch of ", batch));
   }
-  for (int64_t len : lens) {
+  for (int64_t len : r.lens) {
     if (len < 0 || len > time) {
       return ctx.Error(absl::StrCat("a sequence length ", len, " is outside [0, ", time, "]"));
     }
   }
+  return r;
+}
+
+// The first sequence_lens[b] elements along time_axis reversed, for each b along batch_axis.
+absl::Status ReverseSequence(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(const ReverseSequenceShape r, ReadReverseSequence(ctx));
+  const int64_t batch_axis = r.batch_axis, time_axis = 1 - r.batch_axis;
+  const int64_t batch = x.dim(batch_axis), time = x.dim(time_axis);
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
   const int64_t inner = x.num_elements() / std::max<int64_t>(batch * time, 1);
   const Shape strides = Strides(x.shape());
@@ -476,7 +493,7 @@ absl::Status ReverseSequence(KernelContext& ctx) {
   const int64_t st = strides[static_cast<size_t>(time_axis)];
   return VisitBySize(ctx, x.dtype(), [&]<typename U>() -> absl::Status {
     for (int64_t b = 0; b < batch; ++b) {
-      const int64_t len = lens[static_cast<size_t>(b)];
+      const int64_t len = r.lens[static_cast<size_t>(b)];
       for (int64_t t = 0; t < time; ++t) {
         const int64_t from = t < len ? len - 1 - t : t;
         std::memcpy(y->data<U>() + b * sb + t * st, x.data<U>() + b * sb + from * st,

@@ -521,6 +521,19 @@ struct AffineGridShape {
   bool align_corners = false;
 };
 absl::StatusOr<AffineGridShape> ReadAffineGrid(const KernelContext& ctx);
+// CenterCropPad's sizes and axes read, for every backend's kernel: the output shape, and
+// per dim the shift by which y's coordinates read x's (a crop forward, a pad backward).
+struct CropPadShape {
+  Shape out, shift;
+};
+absl::StatusOr<CropPadShape> ReadCenterCropPad(const KernelContext& ctx);
+// ReverseSequence's operands checked (batch and time axes 0 and 1 either way, a length in
+// [0, time] per batch entry; sequence_lens as a host value), for every backend's kernel.
+struct ReverseSequenceShape {
+  int64_t batch_axis = 1;
+  std::vector<int64_t> lens;
+};
+absl::StatusOr<ReverseSequenceShape> ReadReverseSequence(const KernelContext& ctx);
 // Einsum's equation read against its operands (ellipses, broadcasting, repeated labels,
 // the implicit output), for every backend's kernel: the output dims and the summed dims,
 // and per operand the element stride of each (0 where the operand lacks the label or

@@ -32,6 +32,8 @@ absl::StatusOr<FloatKind> FloatKindOf(const KernelContext& ctx, ir::DType t);
 absl::Status Check(const KernelContext& ctx, cudaError_t e);
 // Device memory for a kernel's temporaries, given back when the holder goes.
 absl::StatusOr<Tensor> Scratch(const KernelContext& ctx, ir::DType dtype, const Shape& shape);
+// An error naming the node when `rank` is over the kernels' math::kMaxDims (movement_ops.cc).
+absl::Status CheckRank(const KernelContext& ctx, size_t rank);
 
 // The column-major description of one row-major product Y[m,n] = alpha·op(A)·op(B) +
 // beta·Y, `count` times with the given element strides between matrices (matmul_ops.cc).
@@ -180,17 +182,21 @@ absl::Status DepthToSpace(KernelContext& ctx);
 absl::Status SpaceToDepth(KernelContext& ctx);
 absl::Status Pad(KernelContext& ctx);
 absl::Status Trilu(KernelContext& ctx);
-absl::Status GatherND(KernelContext& ctx);
-absl::Status ScatterND(KernelContext& ctx);
-absl::Status ScatterElements(KernelContext& ctx);
-absl::Status MaxUnpool(KernelContext& ctx);
 absl::Status Expand(KernelContext& ctx);
 absl::Status Slice(KernelContext& ctx);
 absl::Status Tile(KernelContext& ctx);
 absl::Status Concat(KernelContext& ctx);
 absl::Status Split(KernelContext& ctx);
+absl::Status CenterCropPad(KernelContext& ctx);
+absl::Status ReverseSequence(KernelContext& ctx);
+
+// indexing_ops.cc
 absl::Status Gather(KernelContext& ctx);
 absl::Status GatherElements(KernelContext& ctx);
+absl::Status GatherND(KernelContext& ctx);
+absl::Status ScatterND(KernelContext& ctx);
+absl::Status ScatterElements(KernelContext& ctx);
+absl::Status MaxUnpool(KernelContext& ctx);
 
 // rotary_ops.cc: RotaryEmbedding, ONNX's and onnxruntime's.
 absl::Status RotaryEmbedding(KernelContext& ctx);

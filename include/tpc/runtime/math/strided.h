@@ -171,6 +171,49 @@ inline bool TileViews(const std::vector<int64_t>& in, const std::vector<int64_t>
   return true;
 }
 
+// CenterCropPad as one copy: y (dims `out`) reads x (dims `in`) at y's coordinates plus
+// `shift` per dim (a crop shifts forward, a pad backward); the part of y that lands inside
+// x, as views of x and y over its dims (rank ≤ kMaxDims; the rest of y is zero). False
+// when no element lands inside.
+inline bool CropPadViews(const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                         const std::vector<int64_t>& shift, StridedView* src, StridedView* dst) {
+  const std::vector<int64_t> si = ContiguousStrides(in), so = ContiguousStrides(out);
+  *src = StridedView();
+  *dst = StridedView();
+  src->rank = dst->rank = static_cast<int>(in.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    const int64_t lo = shift[d] < 0 ? -shift[d] : 0;
+    const int64_t hi = out[d] < in[d] - shift[d] ? out[d] : in[d] - shift[d];
+    if (hi <= lo) return false;
+    src->dims[d] = dst->dims[d] = hi - lo;
+    src->strides[d] = si[d];
+    dst->strides[d] = so[d];
+    src->offset += (lo + shift[d]) * si[d];
+    dst->offset += lo * so[d];
+  }
+  return true;
+}
+
+// ReverseSequence's reversed steps of one batch entry: the first `len` time steps of entry
+// b of x (dims `shape`; batch and time axes 0 and 1, either way) read last to first into
+// y's first `len` steps, as views over [len, inner] (inner: the dims after the first two).
+inline void ReversedStepsViews(const std::vector<int64_t>& shape, int batch_axis, int64_t b,
+                               int64_t len, StridedView* src, StridedView* dst) {
+  const std::vector<int64_t> st = ContiguousStrides(shape);
+  const int64_t sb = st[static_cast<size_t>(batch_axis)], stime = st[1 - batch_axis];
+  const int64_t inner = st[1];
+  *src = StridedView();
+  *dst = StridedView();
+  src->rank = dst->rank = 2;
+  src->dims[0] = dst->dims[0] = len;
+  src->dims[1] = dst->dims[1] = inner;
+  src->strides[0] = -stime;
+  dst->strides[0] = stime;
+  src->strides[1] = dst->strides[1] = 1;
+  src->offset = b * sb + (len - 1) * stime;
+  dst->offset = b * sb;
+}
+
 // A strided copy whose innermost dim is contiguous in both views, moved in chunks of
 // `chunk` bytes (one 16-, 8- or 4-byte load and store per thread instead of one per
 // element, and the index arithmetic once per chunk): element i of the chunked copy is
