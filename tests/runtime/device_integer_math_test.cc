@@ -1,6 +1,7 @@
-// The integer kernels' math as their CUDA threads compute each element, against the CPU
-// kernels: the bitwise ops and BitShift on the unsigned words of the elements
-// (math::BitElement) with broadcasting, for signed and unsigned types of each size.
+// The integer and generator kernels' math as their CUDA threads compute each element,
+// against the CPU kernels: the bitwise ops and BitShift on the unsigned words of the
+// elements (math::BitElement) with broadcasting, for signed and unsigned types of each
+// size; EyeLike's diagonal and OneHot's hits (math/generators.h).
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -8,6 +9,7 @@
 
 #include "catch2/catch.hpp"
 #include "one_op.h"
+#include "tpc/runtime/math/generators.h"
 #include "tpc/runtime/math/logic.h"
 #include "tpc/runtime/math/strided.h"
 
@@ -68,6 +70,37 @@ TEST_CASE("Bitwise element math equals the CPU kernels", "[runtime][device-math]
   CheckBits<uint32_t>(DType::kU32);
   CheckBits<int64_t>(DType::kI64);
   CheckBits<uint64_t>(DType::kU64);
+}
+
+TEST_CASE("EyeLike and OneHot element math equal the CPU kernels", "[runtime][device-math]") {
+  const Tensor x = testing::F32({3, 5}, std::vector<float>(15, 2.0f));
+  for (const int64_t k : {int64_t{-1}, int64_t{0}, int64_t{2}, int64_t{7}}) {
+    INFO("k " << k);
+    OneOp o;
+    o.Input("x", x);
+    const Tensor want = o.Run("EyeLike", {{"k", k}})[0];
+    for (int64_t i = 0; i < 15; ++i) {
+      INFO("element " << i);
+      REQUIRE((math::EyeLikeOne(i, 5, k) ? 1.0f : 0.0f) == want.data<float>()[i]);
+    }
+  }
+  const std::vector<int64_t> idx = {0, -1, 3, 2, -4, 1};  // [2, 3], depth 4
+  Tensor indices = Tensor::Allocate(DType::kI32, {2, 3});
+  for (size_t i = 0; i < idx.size(); ++i) indices.data<int32_t>()[i] = static_cast<int32_t>(idx[i]);
+  for (const int64_t axis : {int64_t{0}, int64_t{1}, int64_t{-1}}) {
+    INFO("axis " << axis);
+    OneOp o;
+    o.Input("i", indices);
+    o.Input("depth", testing::I64({}, {4}));
+    o.Input("values", testing::F32({2}, {-1.0f, 5.0f}));
+    const Tensor want = o.Run("OneHot", {{"axis", axis}})[0];
+    const int64_t inner = axis == 0 ? 6 : (axis == 1 ? 3 : 1);
+    for (int64_t i = 0; i < want.num_elements(); ++i) {
+      INFO("element " << i);
+      const float got = math::OneHotHit(indices.data<int32_t>(), 4, inner, i) ? 5.0f : -1.0f;
+      REQUIRE(got == want.data<float>()[i]);
+    }
+  }
 }
 
 }  // namespace

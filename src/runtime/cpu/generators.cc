@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels.h"
+#include "tpc/runtime/math/generators.h"
 #include "tpc/util/checked_math.h"
 
 namespace tpc::runtime::cpu {
@@ -98,53 +99,52 @@ absl::Status EyeLike(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape()));
   return VisitType(ctx, y->dtype(), [&]<typename T>() {
     T* py = y->data<T>();
-    const int64_t rows = x.dim(0), cols = x.dim(1);
-    for (int64_t i = 0; i < rows * cols; ++i) py[i] = T(0);
-    for (int64_t i = 0; i < rows; ++i) {
-      if (i + k >= 0 && i + k < cols) py[i * cols + i + k] = T(1);
+    for (int64_t i = 0; i < y->num_elements(); ++i) {
+      py[i] = math::EyeLikeOne(i, x.dim(1), k) ? T(1) : T(0);
     }
     return absl::OkStatus();
   });
 }
 
-// values[1] where an index (negative: from the end of `depth`) hits, values[0] elsewhere;
-// the depth dim goes in at `axis`.
-absl::Status OneHot(KernelContext& ctx) {
+absl::StatusOr<OneHotShape> ReadOneHot(const KernelContext& ctx) {
   const Tensor& indices = ctx.input(0);
   const Tensor& depth_t = ctx.input(1);
   const Tensor& values = ctx.input(2);
   if (depth_t.num_elements() != 1 || values.num_elements() != 2) {
     return ctx.Error("depth must have one element and values two");
   }
-  int64_t depth = 0;
+  OneHotShape r;
   TPC_RETURN_IF_ERROR(VisitNumeric(ctx, depth_t.dtype(), [&]<typename T>() {
-    depth = static_cast<int64_t>(depth_t.data<T>()[0]);
+    r.depth = static_cast<int64_t>(depth_t.data<T>()[0]);
     return absl::OkStatus();
   }));
-  if (depth < 0) return ctx.Error("depth must not be negative");
+  if (r.depth < 0) return ctx.Error("depth must not be negative");
+  const int64_t rank = indices.rank();
+  TPC_ASSIGN_OR_RETURN(const int64_t axis,
+                       NormalizeAxis(ctx, ctx.node().attr_int("axis", -1), rank + 1));
+  r.out = indices.shape();
+  r.out.insert(r.out.begin() + axis, r.depth);
+  for (int64_t d = axis; d < rank; ++d) r.inner *= indices.dim(d);
+  return r;
+}
+
+// values[1] where an index (negative: from the end of `depth`) hits, values[0] elsewhere;
+// the depth dim goes in at `axis`.
+absl::Status OneHot(KernelContext& ctx) {
+  const Tensor& indices = ctx.input(0);
+  const Tensor& values = ctx.input(2);
+  TPC_ASSIGN_OR_RETURN(const OneHotShape r, ReadOneHot(ctx));
   std::vector<int64_t> idx(static_cast<size_t>(indices.num_elements()));
   TPC_RETURN_IF_ERROR(VisitNumeric(ctx, indices.dtype(), [&]<typename T>() {
     for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(indices.data<T>()[i]);
     return absl::OkStatus();
   }));
-  const int64_t rank = indices.rank();
-  TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", -1), rank + 1));
-  Shape shape = indices.shape();
-  shape.insert(shape.begin() + axis, depth);
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= indices.dim(d);
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, shape, values.dtype()));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, r.out, values.dtype()));
   return VisitBySize(ctx, values.dtype(), [&]<typename U>() {
     const U off = values.data<U>()[0], on = values.data<U>()[1];
     U* py = y->data<U>();
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t d = 0; d < depth; ++d) {
-        for (int64_t i = 0; i < inner; ++i) {
-          int64_t v = idx[static_cast<size_t>(o * inner + i)];
-          if (v < 0) v += depth;
-          py[(o * depth + d) * inner + i] = v == d ? on : off;
-        }
-      }
+    for (int64_t i = 0; i < y->num_elements(); ++i) {
+      py[i] = math::OneHotHit(idx.data(), r.depth, r.inner, i) ? on : off;
     }
     return absl::OkStatus();
   });

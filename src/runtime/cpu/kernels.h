@@ -534,6 +534,13 @@ struct ReverseSequenceShape {
   std::vector<int64_t> lens;
 };
 absl::StatusOr<ReverseSequenceShape> ReadReverseSequence(const KernelContext& ctx);
+// OneHot's depth (a host value) and values checked, for every backend's kernel: the output
+// shape (the depth dim in at `axis`), and the product of the index dims after the axis.
+struct OneHotShape {
+  int64_t depth = 0, inner = 1;
+  Shape out;
+};
+absl::StatusOr<OneHotShape> ReadOneHot(const KernelContext& ctx);
 // Einsum's equation read against its operands (ellipses, broadcasting, repeated labels,
 // the implicit output), for every backend's kernel: the output dims and the summed dims,
 // and per operand the element stride of each (0 where the operand lacks the label or

@@ -115,6 +115,10 @@ absl::Status LRN(KernelContext& ctx);
 // einsum_ops.cc
 absl::Status Einsum(KernelContext& ctx);
 
+// generator_ops.cc
+absl::Status EyeLike(KernelContext& ctx);
+absl::Status OneHot(KernelContext& ctx);
+
 // grid_sample_ops.cc
 absl::Status GridSample(KernelContext& ctx);
 absl::Status AffineGrid(KernelContext& ctx);

@@ -155,6 +155,12 @@ bool Inference(const ir::Node& n) { return n.attr_int("training_mode", 0) == 0; 
 // The scatters' kernels write without a reduction.
 bool NoReduction(const ir::Node& n) { return n.attr_string("reduction", "none") == "none"; }
 
+// OneHot's kernel reads int64 or int32 indices.
+bool IntIndices(const ir::Node& n) {
+  const ir::Value* v = n.inputs().empty() ? nullptr : n.inputs()[0];
+  return v != nullptr && (v->type().dtype == ir::DType::kI64 || v->type().dtype == ir::DType::kI32);
+}
+
 // Einsum's kernel takes at most 4 operands, each of rank 8 at most, with at most 8 letters
 // in the equation (its output and summed dims fit the plan; an ellipsis that still
 // overflows it fails the run naming the node).
@@ -204,8 +210,8 @@ const Entry kKernels[] = {
     {"", "CastLike", K(Cast), Takes::kFloats},
     {"", "Ceil", K(Ceil), Takes::kFloats},
     {"", "Celu", K(Celu), Takes::kFloats},
-    {"", "Clip", K(Clip, In(1) | In(2)), Takes::kFloats},
     {"", "CenterCropPad", K(CenterCropPad, In(1)), Takes::kAnyData},
+    {"", "Clip", K(Clip, In(1) | In(2)), Takes::kFloats},
     {"", "Col2Im", K(Col2Im, In(1) | In(2)), Takes::kFloatData},
     {"", "Concat", K(Concat), Takes::kAnyData},
     {"", "Conv", K(Conv), Takes::kFloats},
@@ -224,6 +230,7 @@ const Entry kKernels[] = {
     {"", "Erf", K(Erf), Takes::kFloats},
     {"", "Exp", K(Exp), Takes::kFloats},
     {"", "Expand", K(Expand, In(1)), Takes::kAnyData},
+    {"", "EyeLike", K(EyeLike), Takes::kAnyData},
     {"", "Flatten", K(cpu::Flatten), Takes::kAnyData},
     {"", "Floor", K(Floor), Takes::kFloats},
     {"", "Gather", K(Gather), Takes::kAnyData},
@@ -267,6 +274,7 @@ const Entry kKernels[] = {
     {"", "Neg", K(Neg), Takes::kFloats},
     {"", "NegativeLogLikelihoodLoss", K(NegativeLogLikelihoodLoss), Takes::kFloatData},
     {"", "Not", K(Not), Takes::kBools},
+    {"", "OneHot", K(OneHot, In(1)), Takes::kAnyData, false, IntIndices},
     {"", "Or", K(Or), Takes::kBools},
     {"", "PRelu", K(PRelu), Takes::kFloats},
     {"", "Pad", K(Pad, In(1) | In(2) | In(3)), Takes::kAnyData},

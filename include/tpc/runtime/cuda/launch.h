@@ -295,4 +295,13 @@ struct AffineDims {
 cudaError_t LaunchAffineGrid(FloatKind k, int r, const AffineDims& dims, bool align_corners,
                              const void* theta, void* grid, int64_t n, cudaStream_t stream);
 
+// EyeLike: n elements of [rows, cols] of `bytes` bytes each, `one_bits` on diagonal k and
+// zero elsewhere (math::EyeLikeOne).
+cudaError_t LaunchEyeLike(int bytes, uint64_t one_bits, int64_t cols, int64_t k, void* y, int64_t n,
+                          cudaStream_t stream);
+// OneHot: n elements of y [outer, depth, inner], each values[1] where its index (int64 or
+// int32) hits, else values[0] (math::OneHotHit).
+cudaError_t LaunchOneHot(int bytes, const void* indices, bool indices_i64, const void* values,
+                         int64_t depth, int64_t inner, void* y, int64_t n, cudaStream_t stream);
+
 }  // namespace tpc::runtime::cuda
