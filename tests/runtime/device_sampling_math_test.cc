@@ -2,7 +2,7 @@
 // compute each output element (its point's taps found again per channel, loads and the
 // store in the kernel's float type), against the CPU kernels: GridSample in each mode and
 // padding, with and without align_corners, 2-D and 3-D, points inside and far outside;
-// AffineGrid 2-D and 3-D.
+// AffineGrid 2-D and 3-D; RoiAlign, one thread per cell.
 #include <string>
 #include <vector>
 
@@ -10,6 +10,7 @@
 #include "device_math_util.h"
 #include "one_op.h"
 #include "tpc/runtime/math/grid_sample.h"
+#include "tpc/runtime/math/roi_align.h"
 
 namespace tpc::runtime {
 namespace {
@@ -96,6 +97,56 @@ TEST_CASE("AffineGrid element math equals the CPU kernel", "[runtime][device-mat
             [&](int64_t j) { return static_cast<double>(theta.data<float>()[j]); }));
       }
       RequireClose(got, Floats(want), 1e-6f);
+    }
+  }
+}
+
+// RoiAlign as roi_align.cu's threads compute each cell (its region's bins found again per
+// cell and channel), avg and max, both coordinate modes, adaptive and fixed sampling, a
+// region partly outside the image; against the CPU kernel.
+TEST_CASE("RoiAlign cell math equals the CPU kernel", "[runtime][device-math]") {
+  const Tensor x = Random({2, 3, 6, 7}, 35);
+  const Tensor rois = testing::F32(
+      {3, 4}, {0.5f, 1.0f, 4.0f, 5.5f, -1.0f, 2.0f, 8.5f, 3.0f, 2.0f, 0.0f, 2.5f, 6.0f});
+  const std::vector<int64_t> batch = {1, 0, 1};
+  for (const std::string mode : {"avg", "max"}) {
+    for (const std::string coord : {"half_pixel", "output_half_pixel"}) {
+      for (const int64_t ratio : {int64_t{0}, int64_t{2}}) {
+        INFO(mode << ", " << coord << ", sampling_ratio " << ratio);
+        OneOp o(16);
+        o.Input("x", x);
+        o.Input("rois", rois);
+        o.Input("batch", testing::I64({3}, batch));
+        const Tensor want = o.Run("RoiAlign", {{"mode", mode},
+                                               {"coordinate_transformation_mode", coord},
+                                               {"output_height", int64_t{2}},
+                                               {"output_width", int64_t{3}},
+                                               {"sampling_ratio", ratio},
+                                               {"spatial_scale", 0.75f}})[0];
+        math::RoiAlignParams p;
+        p.channels = 3;
+        p.height = 6;
+        p.width = 7;
+        p.out_h = 2;
+        p.out_w = 3;
+        p.ratio = ratio;
+        p.scale = 0.75f;
+        p.half_pixel = coord == "half_pixel";
+        p.max = mode == "max";
+        std::vector<float> got(static_cast<size_t>(want.num_elements()));
+        for (int64_t i = 0; i < want.num_elements(); ++i) {  // as RoiAlignKernel
+          const int64_t cell = i % 6, c = (i / 6) % 3, r = i / 18;
+          double roi[4];
+          for (int q = 0; q < 4; ++q) roi[q] = rois.data<float>()[r * 4 + q];
+          const math::RoiBins bins = math::RoiAlignBins(p, roi);
+          const float* plane = x.data<float>() + (batch[static_cast<size_t>(r)] * 3 + c) * 42;
+          got[static_cast<size_t>(i)] =
+              static_cast<float>(math::RoiAlignCell(p, bins, cell / 3, cell % 3, [&](int64_t at) {
+                return static_cast<double>(plane[at]);
+              }));
+        }
+        RequireClose(got, Floats(want), 1e-6f);
+      }
     }
   }
 }

@@ -110,18 +110,14 @@ absl::Status NonMaxSuppression(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-// X [N, C, H, W], rois [R, 4] (x1, y1, x2, y2), batch_indices [R] -> [R, C, out_h, out_w]:
-// each output cell the average (or the maximum) of sampling_ratio^2 (adaptive when 0)
-// bilinear samples of its bin of the region.
-absl::Status RoiAlign(KernelContext& ctx) {
+absl::StatusOr<math::RoiAlignParams> ReadRoiAlign(const KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& rois = ctx.input(1);
+  const Tensor& batch_indices = ctx.input(2);
   if (x.rank() != 4 || rois.rank() != 2 || rois.dim(1) != 4) {
     return ctx.Error("expected X [N, C, H, W] and rois [R, 4]");
   }
-  TPC_ASSIGN_OR_RETURN(std::vector<int64_t> batch_of, ReadInts(ctx, ctx.input(2)));
-  const int64_t num_rois = rois.dim(0);
-  if (static_cast<int64_t>(batch_of.size()) != num_rois) {
+  if (batch_indices.num_elements() != rois.dim(0)) {
     return ctx.Error("batch_indices must have one index per region");
   }
   const ir::Node& node = ctx.node();
@@ -132,93 +128,56 @@ absl::Status RoiAlign(KernelContext& ctx) {
   if (coord != "half_pixel" && coord != "output_half_pixel") {
     return ctx.Error(absl::StrCat("unknown coordinate_transformation_mode '", coord, "'"));
   }
-  const bool half_pixel = coord == "half_pixel";
-  const int64_t out_h = node.attr_int("output_height", 1), out_w = node.attr_int("output_width", 1);
-  const int64_t ratio = node.attr_int("sampling_ratio", 0);
-  const double scale = node.attr_float("spatial_scale", 1.0f);
-  if (out_h < 1 || out_w < 1 || ratio < 0) {
+  math::RoiAlignParams p;
+  p.half_pixel = coord == "half_pixel";
+  p.max = mode == "max";
+  p.out_h = node.attr_int("output_height", 1);
+  p.out_w = node.attr_int("output_width", 1);
+  p.ratio = node.attr_int("sampling_ratio", 0);
+  p.scale = node.attr_float("spatial_scale", 1.0f);
+  if (p.out_h < 1 || p.out_w < 1 || p.ratio < 0) {
     return ctx.Error("output_height and output_width must be positive, sampling_ratio >= 0");
   }
-  const int64_t channels = x.dim(1), height = x.dim(2), width = x.dim(3);
+  p.channels = x.dim(1);
+  p.height = x.dim(2);
+  p.width = x.dim(3);
+  return p;
+}
+
+// X [N, C, H, W], rois [R, 4] (x1, y1, x2, y2), batch_indices [R] -> [R, C, out_h, out_w]:
+// each output cell the average (or the maximum) of sampling_ratio^2 (adaptive when 0)
+// bilinear samples of its bin of the region; a cell's samples found once for every channel.
+absl::Status RoiAlign(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& rois = ctx.input(1);
+  TPC_ASSIGN_OR_RETURN(const math::RoiAlignParams p, ReadRoiAlign(ctx));
+  TPC_ASSIGN_OR_RETURN(std::vector<int64_t> batch_of, ReadInts(ctx, ctx.input(2)));
+  const int64_t num_rois = rois.dim(0), channels = p.channels;
   const std::vector<double> rv = AsDoubles(rois);
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {num_rois, channels, out_h, out_w}));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {num_rois, channels, p.out_h, p.out_w}));
   return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
-    // One sample: four corner offsets into a channel plane and their weights.
-    struct Sample {
-      int64_t pos[4];
-      double w[4];
-    };
-    std::vector<Sample> samples;
+    std::vector<math::RoiSample> samples;
     for (int64_t r = 0; r < num_rois; ++r) {
       const int64_t b = batch_of[static_cast<size_t>(r)];
       if (b < 0 || b >= x.dim(0)) return ctx.Error("a batch index is out of range");
-      const double offset = half_pixel ? 0.5 : 0.0;
-      const double* roi = rv.data() + r * 4;
-      const double start_w = roi[0] * scale - offset, start_h = roi[1] * scale - offset;
-      double roi_w = roi[2] * scale - offset - start_w, roi_h = roi[3] * scale - offset - start_h;
-      if (!half_pixel) {
-        roi_w = std::max(roi_w, 1.0);
-        roi_h = std::max(roi_h, 1.0);
-      }
-      const double bin_h = roi_h / static_cast<double>(out_h);
-      const double bin_w = roi_w / static_cast<double>(out_w);
-      const int64_t grid_h = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(bin_h));
-      const int64_t grid_w = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(bin_w));
-      const double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
-      for (int64_t ph = 0; ph < out_h; ++ph) {
-        for (int64_t pw = 0; pw < out_w; ++pw) {
+      const math::RoiBins bins = math::RoiAlignBins(p, rv.data() + r * 4);
+      for (int64_t ph = 0; ph < p.out_h; ++ph) {
+        for (int64_t pw = 0; pw < p.out_w; ++pw) {
           samples.clear();
-          for (int64_t iy = 0; iy < grid_h; ++iy) {
-            for (int64_t ix = 0; ix < grid_w; ++ix) {
-              double yy = start_h + static_cast<double>(ph) * bin_h +
-                          (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
-              double xx = start_w + static_cast<double>(pw) * bin_w +
-                          (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
-              Sample s{{0, 0, 0, 0}, {0, 0, 0, 0}};
-              if (yy < -1.0 || yy > static_cast<double>(height) || xx < -1.0 ||
-                  xx > static_cast<double>(width)) {
-                samples.push_back(s);  // outside: all weights 0
-                continue;
-              }
-              yy = std::max(yy, 0.0);
-              xx = std::max(xx, 0.0);
-              auto y_low = static_cast<int64_t>(yy), x_low = static_cast<int64_t>(xx);
-              int64_t y_high = y_low + 1, x_high = x_low + 1;
-              if (y_low >= height - 1) {
-                y_high = y_low = height - 1;
-                yy = static_cast<double>(y_low);
-              }
-              if (x_low >= width - 1) {
-                x_high = x_low = width - 1;
-                xx = static_cast<double>(x_low);
-              }
-              const double ly = yy - static_cast<double>(y_low),
-                           lx = xx - static_cast<double>(x_low);
-              const double hy = 1 - ly, hx = 1 - lx;
-              s = {{y_low * width + x_low, y_low * width + x_high, y_high * width + x_low,
-                    y_high * width + x_high},
-                   {hy * hx, hy * lx, ly * hx, ly * lx}};
-              samples.push_back(s);
+          for (int64_t iy = 0; iy < bins.grid_h; ++iy) {
+            for (int64_t ix = 0; ix < bins.grid_w; ++ix) {
+              samples.push_back(math::RoiAlignSample(p, bins, ph, pw, iy, ix));
             }
           }
           for (int64_t c = 0; c < channels; ++c) {
-            const T* plane = x.data<T>() + (b * channels + c) * height * width;
+            const T* plane = x.data<T>() + (b * channels + c) * p.height * p.width;
+            const auto load = [&](int64_t at) { return static_cast<double>(plane[at]); };
             double v = 0;
             for (size_t k = 0; k < samples.size(); ++k) {
-              const Sample& s = samples[k];
-              if (mode == "avg") {
-                for (int q = 0; q < 4; ++q) v += s.w[q] * static_cast<double>(plane[s.pos[q]]);
-              } else {
-                // onnxruntime's max: the largest weighted corner of each sample.
-                double m = s.w[0] * static_cast<double>(plane[s.pos[0]]);
-                for (int q = 1; q < 4; ++q) {
-                  m = std::max(m, s.w[q] * static_cast<double>(plane[s.pos[q]]));
-                }
-                v = k == 0 ? m : std::max(v, m);
-              }
+              v = math::RoiAlignFold(p.max, v, static_cast<int64_t>(k), samples[k], load);
             }
-            if (mode == "avg") v /= count;
-            y->data<T>()[((r * channels + c) * out_h + ph) * out_w + pw] = static_cast<T>(v);
+            if (!p.max) v /= bins.count;
+            y->data<T>()[((r * channels + c) * p.out_h + ph) * p.out_w + pw] = static_cast<T>(v);
           }
         }
       }

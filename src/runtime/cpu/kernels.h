@@ -24,6 +24,7 @@
 #include "tpc/runtime/math/pointwise.h"
 #include "tpc/runtime/math/quantize.h"
 #include "tpc/runtime/math/resize.h"
+#include "tpc/runtime/math/roi_align.h"
 #include "tpc/runtime/math/rotary.h"
 #include "tpc/util/status_macros.h"
 
@@ -541,6 +542,9 @@ struct OneHotShape {
   Shape out;
 };
 absl::StatusOr<OneHotShape> ReadOneHot(const KernelContext& ctx);
+// RoiAlign's operands and attributes checked (X [N, C, H, W], rois [R, 4], one batch
+// index per region), for every backend's kernel.
+absl::StatusOr<math::RoiAlignParams> ReadRoiAlign(const KernelContext& ctx);
 // Einsum's equation read against its operands (ellipses, broadcasting, repeated labels,
 // the implicit output), for every backend's kernel: the output dims and the summed dims,
 // and per operand the element stride of each (0 where the operand lacks the label or

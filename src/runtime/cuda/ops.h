@@ -119,9 +119,10 @@ absl::Status Einsum(KernelContext& ctx);
 absl::Status EyeLike(KernelContext& ctx);
 absl::Status OneHot(KernelContext& ctx);
 
-// grid_sample_ops.cc
+// sampling_ops.cc
 absl::Status GridSample(KernelContext& ctx);
 absl::Status AffineGrid(KernelContext& ctx);
+absl::Status RoiAlign(KernelContext& ctx);
 
 // quantize_ops.cc: linear quantization over u8 i8 u16 i16 i32.
 absl::Status QuantizeLinear(KernelContext& ctx);

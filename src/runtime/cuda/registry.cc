@@ -297,6 +297,7 @@ const Entry kKernels[] = {
     {"", "Reshape", K(cpu::Reshape, In(1)), Takes::kAnyData},
     {"", "Resize", K(Resize, In(1) | In(2) | In(3)), Takes::kFloatData},
     {"", "ReverseSequence", K(ReverseSequence, In(1)), Takes::kAnyData},
+    {"", "RoiAlign", K(RoiAlign), Takes::kFloatData},
     {"", "RotaryEmbedding", K(RotaryEmbedding), Takes::kFloatData},
     {"", "Round", K(Round), Takes::kFloats},
     {"", "ScatterElements", K(ScatterElements), Takes::kAnyData, false, NoReduction},

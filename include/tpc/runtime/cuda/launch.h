@@ -21,6 +21,7 @@
 #include "tpc/runtime/math/pool.h"
 #include "tpc/runtime/math/quantize.h"
 #include "tpc/runtime/math/resize.h"
+#include "tpc/runtime/math/roi_align.h"
 #include "tpc/runtime/math/rotary.h"
 #include "tpc/runtime/math/rows.h"
 #include "tpc/runtime/math/sdpa.h"
@@ -303,5 +304,12 @@ cudaError_t LaunchEyeLike(int bytes, uint64_t one_bits, int64_t cols, int64_t k,
 // int32) hits, else values[0] (math::OneHotHit).
 cudaError_t LaunchOneHot(int bytes, const void* indices, bool indices_i64, const void* values,
                          int64_t depth, int64_t inner, void* y, int64_t n, cudaStream_t stream);
+
+// RoiAlign: n cells of y [R, C, out_h, out_w] from x [images, C, H, W], rois [R, 4] (kind
+// k) and batch_indices [R] (int64 or int32, on the device); a batch index out of range sets
+// *flag to `code` (math::RoiAlignCell).
+cudaError_t LaunchRoiAlign(FloatKind k, const math::RoiAlignParams& p, const void* x,
+                           int64_t images, const void* rois, const void* batch, bool batch_i64,
+                           void* y, int64_t n, int* flag, int code, cudaStream_t stream);
 
 }  // namespace tpc::runtime::cuda
