@@ -172,38 +172,46 @@ TEST_CASE("LRN element math equals the CPU kernel", "[runtime][device-math]") {
   }
 }
 
-// MeanVarianceNormalization as row_ops.cc computes it: each group's mean and sum of squares
-// in f32 (here folded in order), then math::MvnElement per element with the statistics
-// broadcast over x; default axes and other axes, against the CPU kernel (double).
+// MeanVarianceNormalization as row_ops.cc computes it: each group's mean in f32, then the
+// sum of squared deviations (both here folded in order), then math::MvnElement per element
+// with the statistics broadcast over x; default axes and other axes, data near zero and
+// data far from it (where E[x²] − mean² in f32 would cancel), against the CPU kernel.
 TEST_CASE("MeanVarianceNormalization element math equals the CPU kernel",
           "[runtime][device-math]") {
-  Tensor x = Random({2, 3, 4, 5}, 95);
-  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] += 1.5f;  // mean ≠ 0
-  for (const std::vector<int64_t>& axes :
-       {std::vector<int64_t>{0, 2, 3}, std::vector<int64_t>{1}, std::vector<int64_t>{-1, 1}}) {
-    INFO("axes of size " << axes.size() << " starting " << axes[0]);
-    OneOp o;
-    o.Input("x", x);
-    const std::vector<float> want = Floats(o.Run("MeanVarianceNormalization", {{"axes", axes}})[0]);
-    std::vector<int64_t> kept = x.shape();
-    for (int64_t a : axes) kept[static_cast<size_t>(a < 0 ? a + 4 : a)] = 1;
-    const math::StridedView v = math::BroadcastView(kept, x.shape());
-    int64_t groups = 1;
-    for (int64_t d : kept) groups *= d;
-    std::vector<float> mean(static_cast<size_t>(groups)), squares(mean.size());
-    const float count = static_cast<float>(x.num_elements() / groups);
-    for (int64_t i = 0; i < x.num_elements(); ++i) {
-      const float e = x.data<float>()[i];
-      mean[static_cast<size_t>(v.At(i))] += e / count;
-      squares[static_cast<size_t>(v.At(i))] += e * e;
+  for (const float offset : {1.5f, 10000.0f}) {
+    Tensor x = Random({2, 3, 4, 5}, 95);
+    for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] += offset;
+    for (const std::vector<int64_t>& axes :
+         {std::vector<int64_t>{0, 2, 3}, std::vector<int64_t>{1}, std::vector<int64_t>{-1, 1}}) {
+      INFO("offset " << offset << ", axes of size " << axes.size() << " starting " << axes[0]);
+      OneOp o;
+      o.Input("x", x);
+      const std::vector<float> want =
+          Floats(o.Run("MeanVarianceNormalization", {{"axes", axes}})[0]);
+      std::vector<int64_t> kept = x.shape();
+      for (int64_t a : axes) kept[static_cast<size_t>(a < 0 ? a + 4 : a)] = 1;
+      const math::StridedView v = math::BroadcastView(kept, x.shape());
+      int64_t groups = 1;
+      for (int64_t d : kept) groups *= d;
+      std::vector<float> sum(static_cast<size_t>(groups)), squares(sum.size()), mean(sum.size());
+      const float count = static_cast<float>(x.num_elements() / groups);
+      for (int64_t i = 0; i < x.num_elements(); ++i) {
+        sum[static_cast<size_t>(v.At(i))] += x.data<float>()[i];
+      }
+      for (size_t g = 0; g < sum.size(); ++g) mean[g] = sum[g] / count;
+      for (int64_t i = 0; i < x.num_elements(); ++i) {
+        const auto g = static_cast<size_t>(v.At(i));
+        const float d = x.data<float>()[i] - mean[g];
+        squares[g] += d * d;
+      }
+      std::vector<float> got(want.size());
+      for (int64_t i = 0; i < x.num_elements(); ++i) {
+        const auto g = static_cast<size_t>(v.At(i));
+        got[static_cast<size_t>(i)] =
+            math::MvnElement(x.data<float>()[i], mean[g], squares[g], count);
+      }
+      RequireClose(got, want, offset > 100.0f ? 2e-3f : 2e-5f);
     }
-    std::vector<float> got(want.size());
-    for (int64_t i = 0; i < x.num_elements(); ++i) {
-      const auto s = static_cast<size_t>(v.At(i));
-      got[static_cast<size_t>(i)] =
-          math::MvnElement(x.data<float>()[i], mean[s], squares[s], count);
-    }
-    RequireClose(got, want, 2e-5f);
   }
 }
 

@@ -254,6 +254,65 @@ TEST_CASE("Einsum broadcasts ellipsis dims and takes diagonals", "[runtime][kern
   CHECK(Floats(y[0]) == std::vector<float>{5, 1, 4, 13, 5, 8});
 }
 
+TEST_CASE("Einsum broadcasts a dim of 1 against a dim of 0", "[runtime][kernels]") {
+  OneOp t;
+  t.Input("a", F32({1, 3}, {1, 2, 3}));
+  t.Input("b", F32({0, 3}, {}));
+  auto y = t.Run("Einsum", {{"equation", std::string("ij,ij->ij")}});
+  CHECK(y[0].shape() == std::vector<int64_t>{0, 3});
+}
+
+// The bitwise ops and BitShift on values worked out by hand: signed operands, shifts by the
+// width and more (0), and a broadcast.
+TEST_CASE("Bitwise operators and BitShift", "[runtime][kernels]") {
+  const auto i8 = [](std::vector<int64_t> shape, std::vector<int8_t> v) {
+    Tensor t = Tensor::Allocate(DType::kI8, shape);
+    for (size_t i = 0; i < v.size(); ++i) t.data<int8_t>()[i] = v[i];
+    return t;
+  };
+  const auto bits = [&](const std::string& op, std::vector<int8_t> b) {
+    OneOp t(18);
+    t.Input("a", i8({3}, {0x0F, -1, -128}));
+    if (!b.empty()) t.Input("b", i8({1}, b));
+    const Tensor y = t.Run(op)[0];
+    return std::vector<int>(y.data<int8_t>(), y.data<int8_t>() + 3);
+  };
+  CHECK(bits("BitwiseAnd", {0x3C}) == std::vector<int>{0x0C, 0x3C, 0});
+  CHECK(bits("BitwiseOr", {0x30}) == std::vector<int>{0x3F, -1, -128 + 0x30});
+  CHECK(bits("BitwiseXor", {-1}) == std::vector<int>{-16, 0, 127});
+  CHECK(bits("BitwiseNot", {}) == std::vector<int>{-16, 0, 127});
+  Tensor a = Tensor::Allocate(DType::kU8, {4}), b = Tensor::Allocate(DType::kU8, {4});
+  const uint8_t av[] = {0x81, 0x81, 0x81, 0x81}, bv[] = {1, 7, 8, 200};
+  for (int i = 0; i < 4; ++i) {
+    a.data<uint8_t>()[i] = av[i];
+    b.data<uint8_t>()[i] = bv[i];
+  }
+  for (const std::string dir : {"LEFT", "RIGHT"}) {
+    OneOp t;
+    t.Input("a", a);
+    t.Input("b", b);
+    const Tensor y = t.Run("BitShift", {{"direction", dir}})[0];
+    const std::vector<int> got(y.data<uint8_t>(), y.data<uint8_t>() + 4);
+    CHECK(got == (dir == "LEFT" ? std::vector<int>{0x02, 0x80, 0, 0}
+                                : std::vector<int>{0x40, 0x01, 0, 0}));
+  }
+}
+
+TEST_CASE("EyeLike's shifted diagonal and OneHot's negative indices", "[runtime][kernels]") {
+  OneOp e;
+  e.Input("x", F32({2, 4}, std::vector<float>(8, 7.0f)));
+  CHECK(Floats(e.Run("EyeLike", {{"k", int64_t{2}}})[0]) ==
+        std::vector<float>{0, 0, 1, 0, 0, 0, 0, 1});
+  OneOp o;
+  o.Input("i", I64({3}, {0, -1, 2}));
+  o.Input("depth", I64({}, {3}));
+  o.Input("values", F32({2}, {0.5f, 9}));
+  const Tensor y = o.Run("OneHot", {{"axis", int64_t{0}}})[0];
+  REQUIRE(y.shape() == std::vector<int64_t>{3, 3});
+  // Column j is index j one-hot along axis 0: 0, 2 (-1 from the end), 2.
+  CHECK(Floats(y) == std::vector<float>{9, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 9, 9});
+}
+
 TEST_CASE("Det pivots past a zero and gives 0 for a singular matrix", "[runtime][kernels]") {
   OneOp t;
   t.Input("x", F32({2, 3, 3}, {0, 2, 1, 1, 1, 1, 2, 0, 3, 1, 2, 3, 2, 4, 6, 1, 0, 1}));

@@ -80,7 +80,7 @@ absl::StatusOr<EinsumShape> ReadEinsum(const KernelContext& ctx) {
           return ctx.Error(
               absl::StrCat("equation '", eq, "': a label has sizes ", it->second, " and ", dim));
         }
-        it->second = std::max(it->second, dim);
+        if (it->second == 1) it->second = dim;  // a 1 broadcasts to the other size, 0 too
       }
       ++count[labels[d]];
     }

@@ -158,8 +158,9 @@ absl::Status DequantizeLinear(KernelContext& ctx) {
                                      y->num_elements(), StreamOf(ctx)));
 }
 
-// The extremes of x by two Reduce rows into f32 scratch ({0, 0} for an empty x), then one
-// element kernel that derives the parameters from them.
+// The extremes of x by two Reduce rows into f32 scratch, NaN skipped as the CPU's std::min
+// and std::max skip it ({0, 0} for an empty x), then one element kernel that derives the
+// parameters from them.
 absl::Status DynamicQuantizeLinear(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (x.dtype() != ir::DType::kF32) return ctx.Error("x must be f32");
@@ -172,9 +173,9 @@ absl::Status DynamicQuantizeLinear(KernelContext& ctx) {
   } else {
     const RowLayout all{1, n, 1};
     TPC_RETURN_IF_ERROR(
-        Check(ctx, LaunchReduce(FloatKind::kF32, ReduceKind::kMin, x.raw(), ext, all, stream)));
+        Check(ctx, LaunchReduce(FloatKind::kF32, ReduceKind::kMinNumber, x.raw(), ext, all, stream)));
     TPC_RETURN_IF_ERROR(
-        Check(ctx, LaunchReduce(FloatKind::kF32, ReduceKind::kMax, x.raw(), ext + 1, all, stream)));
+        Check(ctx, LaunchReduce(FloatKind::kF32, ReduceKind::kMaxNumber, x.raw(), ext + 1, all, stream)));
   }
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), ir::DType::kU8));
   float* scale = nullptr;

@@ -155,6 +155,21 @@ bool Inference(const ir::Node& n) { return n.attr_int("training_mode", 0) == 0; 
 // The scatters' kernels write without a reduction.
 bool NoReduction(const ir::Node& n) { return n.attr_string("reduction", "none") == "none"; }
 
+// GridSample's kernel reads X and the grid in one float type (ONNX lets them differ).
+bool SameInputTypes(const ir::Node& n) {
+  return n.inputs().size() >= 2 && n.inputs()[0] != nullptr && n.inputs()[1] != nullptr &&
+         n.inputs()[0]->type().dtype == n.inputs()[1]->type().dtype;
+}
+
+// GlobalLpPool's kernel: p = 1 or 2 (reduction rows), or 1 to 3 spatial dims (a window).
+bool GlobalLpFits(const ir::Node& n) {
+  const int64_t p = n.attr_int("p", 2);
+  const int64_t rank = n.inputs().empty() || n.inputs()[0] == nullptr
+                           ? -1
+                           : n.inputs()[0]->type().rank();
+  return p == 1 || p == 2 || (rank >= 3 && rank <= 5);
+}
+
 // OneHot's kernel reads int64 or int32 indices.
 bool IntIndices(const ir::Node& n) {
   const ir::Value* v = n.inputs().empty() ? nullptr : n.inputs()[0];
@@ -239,11 +254,11 @@ const Entry kKernels[] = {
     {"", "Gelu", K(Gelu), Takes::kFloats},
     {"", "Gemm", K(Gemm), Takes::kFloats},
     {"", "GlobalAveragePool", K(GlobalAveragePool), Takes::kFloats},
-    {"", "GlobalLpPool", K(GlobalLpPool), Takes::kFloats},
+    {"", "GlobalLpPool", K(GlobalLpPool), Takes::kFloats, false, GlobalLpFits},
     {"", "GlobalMaxPool", K(GlobalMaxPool), Takes::kFloats},
     {"", "Greater", K(Greater), Takes::kFloatIns},
     {"", "GreaterOrEqual", K(GreaterOrEqual), Takes::kFloatIns},
-    {"", "GridSample", K(GridSample), Takes::kFloats},
+    {"", "GridSample", K(GridSample), Takes::kFloats, false, SameInputTypes},
     {"", "GroupNormalization", K(GroupNormalization), Takes::kFloats},
     {"", "HardSigmoid", K(HardSigmoid), Takes::kFloats},
     {"", "HardSwish", K(HardSwish), Takes::kFloats},
@@ -297,7 +312,7 @@ const Entry kKernels[] = {
     {"", "Reshape", K(cpu::Reshape, In(1)), Takes::kAnyData},
     {"", "Resize", K(Resize, In(1) | In(2) | In(3)), Takes::kFloatData},
     {"", "ReverseSequence", K(ReverseSequence, In(1)), Takes::kAnyData},
-    {"", "RoiAlign", K(RoiAlign), Takes::kFloatData},
+    {"", "RoiAlign", K(RoiAlign), Takes::kFloatData, false, SameInputTypes},
     {"", "RotaryEmbedding", K(RotaryEmbedding), Takes::kFloatData},
     {"", "Round", K(Round), Takes::kFloats},
     {"", "ScatterElements", K(ScatterElements), Takes::kAnyData, false, NoReduction},

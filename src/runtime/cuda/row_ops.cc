@@ -394,8 +394,9 @@ absl::Status GlobalPool(KernelContext& ctx, ReduceKind kind) {
   if (planes == 0) return absl::OkStatus();
   const int64_t size = x.num_elements() / planes;
   if (size == 0) {
-    // No spatial element: the CPU gives the average 0 (all zero bits in every float kind).
-    if (kind != ReduceKind::kMean) return ctx.Error("no spatial element to take the maximum of");
+    // No spatial element: the CPU gives the average and the Lp norm 0 (all zero bits in
+    // every float kind).
+    if (kind == ReduceKind::kMax) return ctx.Error("no spatial element to take the maximum of");
     return Check(ctx, cudaMemsetAsync(y->raw(), 0, y->nbytes(), StreamOf(ctx)));
   }
   return Check(ctx,
@@ -432,8 +433,9 @@ absl::Status GlobalLpPool(KernelContext& ctx) {
       ctx, LaunchPool(k, g, pp, x.dim(0) * x.dim(1), x.raw(), y->raw(), nullptr, StreamOf(ctx)));
 }
 
-// MeanVarianceNormalization over `axes` (default 0, 2, 3): each group's mean and sum of
-// squares in f32 (the Reduce passes), then one element kernel (math::MvnElement).
+// MeanVarianceNormalization over `axes` (default 0, 2, 3): each group's mean (the Reduce
+// passes, f32), then x − mean in f32 scratch and the sum of its squares, then one element
+// kernel (math::MvnElement).
 absl::Status MeanVarianceNormalization(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
@@ -454,16 +456,30 @@ absl::Status MeanVarianceNormalization(KernelContext& ctx) {
   for (size_t d = 0; d < kept.size(); ++d) {
     if (reduced[d]) kept[d] = 1;
   }
+  const cudaStream_t stream = StreamOf(ctx);
   const int64_t count = x.num_elements() / cpu::NumElements(kept);
   TPC_ASSIGN_OR_RETURN(Tensor mean, Scratch(ctx, ir::DType::kF32, kept));
   TPC_ASSIGN_OR_RETURN(Tensor squares, Scratch(ctx, ir::DType::kF32, kept));
+  TPC_ASSIGN_OR_RETURN(Tensor centered, Scratch(ctx, ir::DType::kF32, x.shape()));
   TPC_RETURN_IF_ERROR(
       ReduceDims(ctx, ReduceKind::kMean, x, k, reduced, mean.raw(), FloatKind::kF32));
+  const void* xf = x.raw();
+  if (k != FloatKind::kF32) {
+    TPC_RETURN_IF_ERROR(Check(
+        ctx, LaunchCast(k, FloatKind::kF32, x.raw(), centered.raw(), x.num_elements(), stream)));
+    xf = centered.raw();
+  }
+  StridedView vx = math::ContiguousView(x.shape()), vm = math::BroadcastView(kept, x.shape()),
+              vc = vx;
+  math::Simplify({&vx, &vm, &vc});
   TPC_RETURN_IF_ERROR(
-      ReduceDims(ctx, ReduceKind::kSumSquare, x, k, reduced, squares.raw(), FloatKind::kF32));
+      Check(ctx, LaunchBinary(FloatKind::kF32, BinaryOp::kSub, xf, vx, mean.raw(), vm,
+                              centered.raw(), centered.num_elements(), stream)));
+  TPC_RETURN_IF_ERROR(ReduceDims(ctx, ReduceKind::kSumSquare, centered, FloatKind::kF32, reduced,
+                                 squares.raw(), FloatKind::kF32));
   return Check(ctx, LaunchMvn(k, x.raw(), mean.data<float>(), squares.data<float>(),
                               math::BroadcastView(kept, x.shape()), static_cast<float>(count),
-                              y->raw(), y->num_elements(), StreamOf(ctx)));
+                              y->raw(), y->num_elements(), stream));
 }
 
 }  // namespace tpc::runtime::cuda

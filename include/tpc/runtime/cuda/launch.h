@@ -218,7 +218,8 @@ cudaError_t LaunchLrn(FloatKind k, const void* x, void* y, int64_t channels, int
                       int64_t size, float alpha, float beta, float bias, int64_t n,
                       cudaStream_t stream);
 // MeanVarianceNormalization over n elements of x: element i normalized by the f32 mean
-// and sum of squares (over `count` elements) at `stats.At(i)` (math::MvnElement).
+// and sum of squared deviations (over `count` elements) at `stats.At(i)`
+// (math::MvnElement).
 cudaError_t LaunchMvn(FloatKind k, const void* x, const float* mean, const float* sum_squares,
                       const StridedView& stats, float count, void* y, int64_t n,
                       cudaStream_t stream);

@@ -1,8 +1,9 @@
 // Einsum's element on the device: output element o is the sum, over every combination of
 // the summed labels, of the product of the operands at that element (the plan of
 // cpu::ReadEinsum: per operand one element stride per output dim and per summed dim, 0
-// where the operand lacks the label or broadcasts it). The sum runs in f32, the summed
-// indices as an odometer (last dim fastest), the CPU kernel's order.
+// where the operand lacks the label or broadcasts it). The summed indices run as an
+// odometer (last dim fastest), the CPU kernel's order; the sum is in f32 (the CPU's in
+// double: a long sum drifts by about √K float roundings).
 #pragma once
 
 #include <cstdint>

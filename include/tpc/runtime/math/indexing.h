@@ -94,7 +94,9 @@ TPC_HOST_DEVICE inline bool ScatterElementsElement(const StridedView& base, cons
 
 // MaxUnpool's element i of X: written to y at the offset of its index, a position in the
 // flattened pool-inverse dims that `out` views with y's strides; false when the index is
-// outside [0, total).
+// outside [0, total). Two elements with one index race on the device (the CPU keeps the
+// last); MaxPool's indices repeat only where overlapping windows chose one element, whose
+// value both carry.
 template <typename Word, typename Index>
 TPC_HOST_DEVICE inline bool UnpoolElement(const StridedView& out, const Index* indices,
                                           int64_t total, const Word* x, Word* y, int64_t i) {

@@ -35,8 +35,10 @@ struct QuantIndex {
   }
 };
 
-// A rounded value clamped to [lo, hi], the range of the quantized type.
+// A rounded value clamped to [lo, hi], the range of the quantized type (which holds 0);
+// NaN gives 0 (its conversion to an integer would be undefined).
 TPC_HOST_DEVICE inline double Saturate(double v, double lo, double hi) {
+  if (v != v) return 0.0;
   return v < lo ? lo : (v > hi ? hi : v);
 }
 

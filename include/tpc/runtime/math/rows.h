@@ -108,21 +108,35 @@ TPC_HOST_DEVICE inline float LrnElement(int64_t channels, int64_t plane, int64_t
   return load(i) / powf(bias + alpha / static_cast<float>(size) * sum, beta);
 }
 
-// MeanVarianceNormalization's element: (x − mean) / (sqrt(E[x²] − mean²) + 1e-9), from
-// its group's mean and sum of squares over `count` elements, as ONNX's function body (and
-// the CPU kernel, in double) computes it; a negative variance from rounding counts as 0.
-TPC_HOST_DEVICE inline float MvnElement(float x, float mean, float sum_squares, float count) {
-  const float var = sum_squares / count - mean * mean;
-  return (x - mean) / (sqrtf(var > 0.0f ? var : 0.0f) + 1e-9f);
+// MeanVarianceNormalization's element: (x − mean) / (sqrt(var) + 1e-9), from its group's
+// mean and its sum of squared deviations Σ(x − mean)² over `count` elements (two passes:
+// f32 keeps its precision for data far from zero, where E[x²] − mean² would cancel; the
+// CPU kernel takes E[x²] − mean² in double).
+TPC_HOST_DEVICE inline float MvnElement(float x, float mean, float centered_squares, float count) {
+  return (x - mean) / (sqrtf(centered_squares / count) + 1e-9f);
 }
 
-enum class ReduceKind : int { kSum, kMean, kMax, kMin, kSumSquare, kProd, kL1, kL2, kLogSum };
+// kMaxNumber and kMinNumber skip NaN (a NaN only where every element is one), as
+// std::fmax/fmin: DynamicQuantizeLinear's range, which the CPU takes with std::max/min.
+enum class ReduceKind : int {
+  kSum,
+  kMean,
+  kMax,
+  kMin,
+  kSumSquare,
+  kProd,
+  kL1,
+  kL2,
+  kLogSum,
+  kMaxNumber,
+  kMinNumber
+};
 
 TPC_HOST_DEVICE inline float ReduceInit(ReduceKind k) {
-  return k == ReduceKind::kMax    ? -INFINITY
-         : k == ReduceKind::kMin  ? INFINITY
-         : k == ReduceKind::kProd ? 1.0f
-                                  : 0.0f;
+  return k == ReduceKind::kMax || k == ReduceKind::kMaxNumber   ? -INFINITY
+         : k == ReduceKind::kMin || k == ReduceKind::kMinNumber ? INFINITY
+         : k == ReduceKind::kProd                               ? 1.0f
+                                                                : 0.0f;
 }
 TPC_HOST_DEVICE inline float ReduceTerm(ReduceKind k, float x) {
   return k == ReduceKind::kSumSquare || k == ReduceKind::kL2 ? x * x
@@ -135,6 +149,10 @@ TPC_HOST_DEVICE inline float ReduceCombine(ReduceKind k, float a, float b) {
       return (a != a || a > b) ? a : b;
     case ReduceKind::kMin:
       return (a != a || a < b) ? a : b;
+    case ReduceKind::kMaxNumber:
+      return fmaxf(a, b);
+    case ReduceKind::kMinNumber:
+      return fminf(a, b);
     case ReduceKind::kProd:
       return a * b;
     default:
