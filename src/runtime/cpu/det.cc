@@ -1,10 +1,9 @@
 // Det: the determinant of each square matrix in the last two dims, by LU decomposition
-// with partial pivoting (in double).
-#include <cmath>
-#include <utility>
+// with partial pivoting in double (math::LuDeterminant).
 #include <vector>
 
 #include "kernels.h"
+#include "tpc/runtime/math/det.h"
 
 namespace tpc::runtime::cpu {
 
@@ -23,34 +22,7 @@ absl::Status Det(KernelContext& ctx) {
       for (int64_t k = b; k < e; ++k) {
         const T* src = x.data<T>() + k * m * m;
         for (size_t i = 0; i < a.size(); ++i) a[i] = src[i];
-        double det = 1;
-        for (int64_t col = 0; col < m && det != 0; ++col) {
-          int64_t pivot = col;
-          for (int64_t r = col + 1; r < m; ++r) {
-            if (std::abs(a[static_cast<size_t>(r * m + col)]) >
-                std::abs(a[static_cast<size_t>(pivot * m + col)])) {
-              pivot = r;
-            }
-          }
-          const double p = a[static_cast<size_t>(pivot * m + col)];
-          if (p == 0) {
-            det = 0;
-            break;
-          }
-          if (pivot != col) {
-            for (int64_t j = 0; j < m; ++j) {
-              std::swap(a[static_cast<size_t>(pivot * m + j)], a[static_cast<size_t>(col * m + j)]);
-            }
-            det = -det;
-          }
-          det *= p;
-          for (int64_t r = col + 1; r < m; ++r) {
-            const double f = a[static_cast<size_t>(r * m + col)] / p;
-            for (int64_t j = col; j < m; ++j) {
-              a[static_cast<size_t>(r * m + j)] -= f * a[static_cast<size_t>(col * m + j)];
-            }
-          }
-        }
+        const double det = math::LuDeterminant(a.data(), m);
         y->data<T>()[k] = static_cast<T>(det);
       }
     });

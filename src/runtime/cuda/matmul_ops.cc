@@ -1,6 +1,7 @@
 // GEMMs on the GPU through cuBLAS (f32, f16, bf16 storage; f32 accumulation; no TF32):
 // MatMul with batch dims and broadcasting, Gemm with transposes and a bias C; and the
-// f64 GEMMs of the integer products (exact for 8- and 16-bit operands).
+// f64 GEMMs of the integer products (exact for 8- and 16-bit operands). Det, the other
+// matrix operator, by one thread per matrix.
 // Row-major Y = A·B is column-major Yᵀ = Bᵀ·Aᵀ: every call passes B first.
 #include <algorithm>
 #include <functional>
@@ -207,6 +208,22 @@ absl::Status MatMulNBits(KernelContext& ctx) {
                                                 y->raw(), y->num_elements(), StreamOf(ctx))));
   }
   return absl::OkStatus();
+}
+
+// Det: each matrix of [..., M, M] eliminated by its own thread in f64 scratch (det.cu).
+absl::Status Det(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 2 || x.dim(x.rank() - 1) != x.dim(x.rank() - 2)) {
+    return ctx.Error(absl::StrCat("x must be [..., M, M], got ", x.TypeString()));
+  }
+  TPC_ASSIGN_OR_RETURN(FloatKind kind, FloatKindOf(ctx, x.dtype()));
+  const int64_t m = x.dim(x.rank() - 1);
+  const Shape batch(x.shape().begin(), x.shape().end() - 2);
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, batch, x.dtype()));
+  if (y->num_elements() == 0) return absl::OkStatus();
+  TPC_ASSIGN_OR_RETURN(Tensor scratch, Scratch(ctx, ir::DType::kF64, x.shape()));
+  return Check(ctx, LaunchDet(kind, x.raw(), scratch.data<double>(), m, y->raw(), y->num_elements(),
+                              StreamOf(ctx)));
 }
 
 }  // namespace tpc::runtime::cuda

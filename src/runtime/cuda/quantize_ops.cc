@@ -172,10 +172,10 @@ absl::Status DynamicQuantizeLinear(KernelContext& ctx) {
     TPC_RETURN_IF_ERROR(Check(ctx, cudaMemsetAsync(ext, 0, 2 * sizeof(float), stream)));
   } else {
     const RowLayout all{1, n, 1};
-    TPC_RETURN_IF_ERROR(
-        Check(ctx, LaunchReduce(FloatKind::kF32, ReduceKind::kMinNumber, x.raw(), ext, all, stream)));
-    TPC_RETURN_IF_ERROR(
-        Check(ctx, LaunchReduce(FloatKind::kF32, ReduceKind::kMaxNumber, x.raw(), ext + 1, all, stream)));
+    TPC_RETURN_IF_ERROR(Check(
+        ctx, LaunchReduce(FloatKind::kF32, ReduceKind::kMinNumber, x.raw(), ext, all, stream)));
+    TPC_RETURN_IF_ERROR(Check(
+        ctx, LaunchReduce(FloatKind::kF32, ReduceKind::kMaxNumber, x.raw(), ext + 1, all, stream)));
   }
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), ir::DType::kU8));
   float* scale = nullptr;

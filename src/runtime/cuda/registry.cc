@@ -164,9 +164,8 @@ bool SameInputTypes(const ir::Node& n) {
 // GlobalLpPool's kernel: p = 1 or 2 (reduction rows), or 1 to 3 spatial dims (a window).
 bool GlobalLpFits(const ir::Node& n) {
   const int64_t p = n.attr_int("p", 2);
-  const int64_t rank = n.inputs().empty() || n.inputs()[0] == nullptr
-                           ? -1
-                           : n.inputs()[0]->type().rank();
+  const int64_t rank =
+      n.inputs().empty() || n.inputs()[0] == nullptr ? -1 : n.inputs()[0]->type().rank();
   return p == 1 || p == 2 || (rank >= 3 && rank <= 5);
 }
 
@@ -236,6 +235,7 @@ const Entry kKernels[] = {
     {"", "CumSum", K(CumSum, In(1)), Takes::kFloatData},
     {"", "DepthToSpace", K(DepthToSpace), Takes::kAnyData},
     {"", "DequantizeLinear", K(DequantizeLinear), Takes::kDequantize},
+    {"", "Det", K(Det), Takes::kFloats},
     {"", "Div", K(Div), Takes::kFloats},
     {"", "Dropout", K(Dropout), Takes::kAnyData},
     {"", "DynamicQuantizeLinear", K(DynamicQuantizeLinear), Takes::kQuantize},

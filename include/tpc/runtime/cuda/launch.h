@@ -313,4 +313,9 @@ cudaError_t LaunchRoiAlign(FloatKind k, const math::RoiAlignParams& p, const voi
                            int64_t images, const void* rois, const void* batch, bool batch_i64,
                            void* y, int64_t n, int* flag, int code, cudaStream_t stream);
 
+// Det: the determinants of `count` m × m matrices of x into y (kind k), each eliminated in
+// its slice of `scratch` (count · m² doubles) (math::LuDeterminant).
+cudaError_t LaunchDet(FloatKind k, const void* x, double* scratch, int64_t m, void* y,
+                      int64_t count, cudaStream_t stream);
+
 }  // namespace tpc::runtime::cuda

@@ -1,4 +1,6 @@
-// Einsum's element math (tpc/runtime/math/einsum.h) as einsum.cu's threads compute it, with
+// The matrix kernels' math, against the CPU kernels: Det (math/det.h) as det.cu's threads
+// compute it, from half-precision storage; Einsum's element math (math/einsum.h) as
+// einsum.cu's threads compute it, with
 // plans built here from the equation's letters (an independent reading: one stride per
 // label per operand, summed over a repeated label, 0 where a dim of 1 broadcasts), against
 // the CPU kernel: batched products, a transposed output, a diagonal, a trace, three
@@ -10,7 +12,9 @@
 #include "catch2/catch.hpp"
 #include "device_math_util.h"
 #include "one_op.h"
+#include "tpc/runtime/math/det.h"
 #include "tpc/runtime/math/einsum.h"
+#include "tpc/runtime/math/floats.h"
 
 namespace tpc::runtime {
 namespace {
@@ -93,6 +97,39 @@ TEST_CASE("Einsum element math equals the CPU kernel", "[runtime][device-math]")
           p, i, [&](int k, int64_t off) { return xs[static_cast<size_t>(k)].data<float>()[off]; });
     }
     RequireClose(got, want, 1e-5f);
+  }
+}
+
+// Det from f16 storage, each matrix loaded into f64 and eliminated by one thread, stored
+// back as f16: the CPU kernel's result bit for bit (a pivot past a zero, a singular matrix,
+// 1 × 1 and 4 × 4 matrices).
+TEST_CASE("Det per-matrix math from f16 equals the CPU kernel", "[runtime][device-math]") {
+  using IO = math::FloatIO<math::FloatKind::kF16>;
+  for (const int64_t m : {int64_t{1}, int64_t{3}, int64_t{4}}) {
+    INFO(m << " x " << m);
+    Tensor x32 = Random({5, m, m}, 88);
+    if (m == 3) {
+      x32.data<float>()[0] = 0.0f;  // matrix 0 pivots past a zero
+      for (int64_t j = 0; j < 3; ++j) x32.data<float>()[9 + 3 + j] = x32.data<float>()[9 + j];
+    }
+    Tensor x = Tensor::Allocate(ir::DType::kF16, {5, m, m});
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      x.data<uint16_t>()[i] = IO::Store(x32.data<float>()[i]);
+    }
+    OneOp o;
+    o.Input("x", x);
+    const Tensor want = o.Run("Det")[0];
+    REQUIRE(want.dtype() == ir::DType::kF16);
+    for (int64_t k = 0; k < 5; ++k) {
+      std::vector<double> a(static_cast<size_t>(m * m));
+      for (int64_t i = 0; i < m * m; ++i) {
+        a[static_cast<size_t>(i)] =
+            static_cast<double>(IO::Load(x.data<uint16_t>()[k * m * m + i]));
+      }
+      INFO("matrix " << k);
+      CHECK(IO::Store(static_cast<float>(math::LuDeterminant(a.data(), m))) ==
+            want.data<uint16_t>()[k]);
+    }
   }
 }
 
