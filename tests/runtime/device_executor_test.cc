@@ -698,6 +698,14 @@ TEST_CASE("The CUDA kernel table places linear quantization by element type",
              {D::kU8}));
   CHECK_FALSE(node("QLinearMatMul",
                    {D::kU8, D::kF16, D::kU8, D::kU8, D::kF16, D::kU8, D::kF16, D::kU8}, {D::kU8}));
+  CHECK(node("ConvInteger", {D::kU8, D::kI8, D::kU8, D::kI8}, {D::kI32}));
+  CHECK_FALSE(node("ConvInteger", {D::kU8, D::kI8, D::kI8}, {D::kI32}));  // x zp of w's type
+  CHECK(node("QLinearConv",
+             {D::kU8, D::kF32, D::kU8, D::kI8, D::kF32, D::kI8, D::kF32, D::kU8, D::kI32},
+             {D::kU8}));
+  CHECK_FALSE(node("QLinearConv",
+                   {D::kU8, D::kF32, D::kU8, D::kI8, D::kF32, D::kI8, D::kF32, D::kU8, D::kF32},
+                   {D::kU8}));
 }
 #endif
 

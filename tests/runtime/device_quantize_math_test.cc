@@ -9,6 +9,7 @@
 #include "catch2/catch.hpp"
 #include "device_math_util.h"
 #include "one_op.h"
+#include "tpc/runtime/math/conv.h"
 #include "tpc/runtime/math/floats.h"
 #include "tpc/runtime/math/quantize.h"
 #include "tpc/runtime/math/rows.h"
@@ -237,6 +238,101 @@ TEST_CASE("MatMulInteger and QLinearMatMul element math equal the CPU kernels",
     INFO("element " << i);
     const auto got = static_cast<uint8_t>(math::RequantizeElement(
         c[i], 0.05f, b_scale[vb.At(static_cast<int64_t>(i))], 0.07f, 120.0, 0.0, 255.0));
+    REQUIRE(got == wq.data<uint8_t>()[i]);
+  }
+}
+
+// The integer convolutions as quantize_ops.cc runs them: X centered on its zero point and
+// W on its per-channel one in f64, im2col of the centered image (math::Im2ColElement on
+// doubles), the f64 GEMM per group, then wrapped to int32 (ConvInteger) or, with the int32
+// bias and per-channel w_scale, requantized (QLinearConv); against the CPU kernels.
+TEST_CASE("ConvInteger and QLinearConv by f64 im2col and GEMM equal the CPU kernels",
+          "[runtime][device-math]") {
+  const int64_t n = 2, c = 4, m = 6, group = 2, cg = c / group, mg = m / group;
+  const Tensor x = Ints<uint8_t>(DType::kU8, {n, c, 5, 4}, 3);
+  const Tensor w = Ints<int8_t>(DType::kI8, {m, cg, 3, 2}, 8);
+  Tensor x_zp = Tensor::Allocate(DType::kU8, {}), w_zp = Ints<int8_t>(DType::kI8, {m}, 5);
+  x_zp.data<uint8_t>()[0] = 17;
+  math::ConvGeometry g;
+  g.spatial = 2;
+  const int64_t in[2] = {5, 4}, kernel[2] = {3, 2}, strides[2] = {2, 1}, pads[2] = {1, 0};
+  for (int d = 0; d < 2; ++d) {
+    g.in[d] = in[d];
+    g.kernel[d] = kernel[d];
+    g.strides[d] = strides[d];
+    g.dilations[d] = 1;
+    g.pad_begin[d] = g.pad_end[d] = pads[d];
+    g.out[d] = (in[d] + 2 * pads[d] - kernel[d]) / strides[d] + 1;
+    g.taps *= kernel[d];
+    g.outs *= g.out[d];
+    g.in_size *= in[d];
+  }
+  const ir::Attributes attrs = {{"group", group},
+                                {"strides", std::vector<int64_t>{2, 1}},
+                                {"pads", std::vector<int64_t>{1, 0, 1, 0}}};
+  std::vector<double> xc(static_cast<size_t>(x.num_elements())),
+      wc(static_cast<size_t>(w.num_elements()));
+  for (size_t i = 0; i < xc.size(); ++i) xc[i] = x.data<uint8_t>()[i] - 17.0;
+  const int64_t per = cg * g.taps;
+  for (size_t i = 0; i < wc.size(); ++i) {
+    wc[i] = static_cast<double>(w.data<int8_t>()[i]) -
+            w_zp.data<int8_t>()[i / static_cast<size_t>(per)];
+  }
+  const int64_t rows = cg * g.taps;
+  std::vector<double> acc(static_cast<size_t>(n * m * g.outs)),
+      col(static_cast<size_t>(rows * g.outs));
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t grp = 0; grp < group; ++grp) {
+      const double* xg = xc.data() + (i * c + grp * cg) * g.in_size;
+      for (int64_t e = 0; e < rows * g.outs; ++e) math::Im2ColElement(g, xg, col.data(), e);
+      for (int64_t r = 0; r < mg; ++r) {
+        for (int64_t p = 0; p < g.outs; ++p) {
+          double sum = 0;
+          for (int64_t q = 0; q < rows; ++q) {
+            sum += wc[static_cast<size_t>((grp * mg + r) * rows + q)] *
+                   col[static_cast<size_t>(q * g.outs + p)];
+          }
+          acc[static_cast<size_t>((i * m + grp * mg + r) * g.outs + p)] = sum;
+        }
+      }
+    }
+  }
+  OneOp o;
+  o.Input("x", x);
+  o.Input("w", w);
+  o.Input("x_zp", x_zp);
+  o.Input("w_zp", w_zp);
+  const Tensor want = o.Run("ConvInteger", attrs)[0];
+  REQUIRE(want.num_elements() == static_cast<int64_t>(acc.size()));
+  for (size_t i = 0; i < acc.size(); ++i) {
+    INFO("element " << i);
+    REQUIRE(math::WrapInt32(acc[i]) == want.data<int32_t>()[i]);
+  }
+
+  Tensor bias = Tensor::Allocate(DType::kI32, {m});
+  std::vector<float> w_scale(static_cast<size_t>(m));
+  for (int64_t j = 0; j < m; ++j) {
+    bias.data<int32_t>()[j] = static_cast<int32_t>(j * 37 - 90);
+    w_scale[static_cast<size_t>(j)] = 0.002f * static_cast<float>(j + 1);
+  }
+  Tensor y_zp = Tensor::Allocate(DType::kU8, {});
+  y_zp.data<uint8_t>()[0] = 100;
+  OneOp q;
+  q.Input("x", x);
+  q.Input("x_scale", F32({}, {0.05f}));
+  q.Input("x_zp", x_zp);
+  q.Input("w", w);
+  q.Input("w_scale", F32({m}, w_scale));
+  q.Input("w_zp", w_zp);
+  q.Input("y_scale", F32({}, {0.09f}));
+  q.Input("y_zp", y_zp);
+  q.Input("bias", bias);
+  const Tensor wq = q.Run("QLinearConv", attrs)[0];
+  for (size_t i = 0; i < acc.size(); ++i) {
+    INFO("element " << i);
+    const size_t oc = (i / static_cast<size_t>(g.outs)) % static_cast<size_t>(m);
+    const auto got = static_cast<uint8_t>(math::RequantizeElement(
+        acc[i] + bias.data<int32_t>()[oc], 0.05f, w_scale[oc], 0.09f, 100.0, 0.0, 255.0));
     REQUIRE(got == wq.data<uint8_t>()[i]);
   }
 }

@@ -180,42 +180,85 @@ absl::StatusOr<IntProduct> IntegerMatMul(const KernelContext& ctx, int b_input, 
   return r;
 }
 
-// The integer convolution of ConvInteger and QLinearConv (inputs x = 0 and w = `w_input`,
-// zero points at `x_zp_input` and `w_zp_input`; the zero point of w per output channel or
-// for all), in doubles; `shape` receives the output's shape.
-absl::StatusOr<std::vector<double>> IntegerConv(const KernelContext& ctx, int w_input,
-                                                int x_zp_input, int w_zp_input, Shape* shape) {
+}  // namespace
+
+absl::StatusOr<IntegerConvShape> ReadIntegerConv(const KernelContext& ctx, bool qlinear) {
+  const int w_input = qlinear ? 3 : 1, w_zp_input = qlinear ? 5 : 3;
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(w_input);
   if (x.rank() < 3 || w.rank() != x.rank()) {
     return ctx.Error(absl::StrCat("X must be [N, C, spatial...] and W of its rank, got ",
                                   x.TypeString(), " and ", w.TypeString()));
   }
-  const int64_t n = x.dim(0), c = x.dim(1), m = w.dim(0);
-  const int64_t group = ctx.node().attr_int("group", 1);
-  if (group < 1 || c % group != 0 || m % group != 0 || w.dim(1) * group != c) {
-    return ctx.Error(absl::StrCat("X has ", c, " channels, W ", w.TypeString(),
-                                  " does not fit them in ", group, " groups"));
+  IntegerConvShape r;
+  r.n = x.dim(0);
+  r.c = x.dim(1);
+  r.m = w.dim(0);
+  r.group = ctx.node().attr_int("group", 1);
+  if (r.group < 1 || r.c % r.group != 0 || r.m % r.group != 0 || w.dim(1) * r.group != r.c) {
+    return ctx.Error(absl::StrCat("X has ", r.c, " channels, W ", w.TypeString(),
+                                  " does not fit them in ", r.group, " groups"));
   }
   const Shape kernel(w.shape().begin() + 2, w.shape().end());
   if (ctx.node().has_attr("kernel_shape") && ctx.node().attr_ints("kernel_shape") != kernel) {
     return ctx.Error("attribute 'kernel_shape' differs from W's spatial dims");
   }
   const Shape in(x.shape().begin() + 2, x.shape().end());
-  TPC_ASSIGN_OR_RETURN(Window win, MakeWindow(ctx, in, kernel, false));
-  std::vector<double> xs = ToDoubles(x), ws = ToDoubles(w);
-  if (const Tensor* zp = ctx.optional_input(x_zp_input); zp != nullptr) {
+  TPC_ASSIGN_OR_RETURN(r.win, MakeWindow(ctx, in, kernel, false));
+  if (const Tensor* zp = ctx.optional_input(2); zp != nullptr) {
     if (zp->num_elements() != 1) return ctx.Error("x's zero point must be a single value");
+  }
+  if (const Tensor* zp = ctx.optional_input(w_zp_input); zp != nullptr) {
+    const int64_t count = zp->num_elements();
+    if (zp->rank() > 1 || (count != 1 && count != r.m)) {
+      return ctx.Error(absl::StrCat("w's zero point must be a single value or [", r.m, "], got ",
+                                    zp->TypeString()));
+    }
+  }
+  r.out = {r.n, r.m};
+  r.out.insert(r.out.end(), r.win.out.begin(), r.win.out.end());
+  if (!qlinear) return r;
+  const Tensor& w_scale = ctx.input(4);
+  if (w_scale.rank() > 1 || (w_scale.num_elements() != 1 && w_scale.num_elements() != r.m)) {
+    return ctx.Error(
+        absl::StrCat("w_scale must be a single value or [", r.m, "], got ", w_scale.TypeString()));
+  }
+  for (int i : {1, 6, 7}) {
+    if (ctx.input(i).num_elements() != 1) {
+      return ctx.Error(
+          absl::StrCat("input ", i, " must be a single value, got ", ctx.input(i).TypeString()));
+    }
+  }
+  const Tensor* bias = ctx.optional_input(8);
+  if (bias != nullptr && (bias->rank() != 1 || bias->dim(0) != r.m)) {
+    return ctx.Error(absl::StrCat("B must be [", r.m, "], got ", bias->TypeString()));
+  }
+  return r;
+}
+
+namespace {
+
+// The integer convolution of ConvInteger and QLinearConv (x = input 0; w and the zero
+// points where `qlinear` puts them; the zero point of w per output channel or for all), in
+// doubles; `shape` receives the output's shape.
+absl::StatusOr<std::vector<double>> IntegerConv(const KernelContext& ctx, bool qlinear,
+                                                Shape* shape) {
+  TPC_ASSIGN_OR_RETURN(const IntegerConvShape r, ReadIntegerConv(ctx, qlinear));
+  const int w_zp_input = qlinear ? 5 : 3;
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(qlinear ? 3 : 1);
+  const int64_t n = r.n, c = r.c, m = r.m, group = r.group;
+  const Window& win = r.win;
+  const Shape kernel(w.shape().begin() + 2, w.shape().end());
+  const Shape in(x.shape().begin() + 2, x.shape().end());
+  std::vector<double> xs = ToDoubles(x), ws = ToDoubles(w);
+  if (const Tensor* zp = ctx.optional_input(2); zp != nullptr) {
     const double z = ElementAsDouble(*zp, 0);
     for (double& v : xs) v -= z;
   }
   const int64_t per_channel = NumElements(w.shape()) / std::max<int64_t>(m, 1);
   if (const Tensor* zp = ctx.optional_input(w_zp_input); zp != nullptr) {
     const int64_t count = zp->num_elements();
-    if (zp->rank() > 1 || (count != 1 && count != m)) {
-      return ctx.Error(absl::StrCat("w's zero point must be a single value or [", m, "], got ",
-                                    zp->TypeString()));
-    }
     const std::vector<double> z = ToDoubles(*zp);
     for (size_t i = 0; i < ws.size(); ++i) {
       ws[i] -= z[count == 1 ? 0 : i / static_cast<size_t>(per_channel)];
@@ -406,7 +449,7 @@ absl::Status QLinearMatMul(KernelContext& ctx) {
 // Y = conv(x - x_zero_point, w - w_zero_point) in int32.
 absl::Status ConvInteger(KernelContext& ctx) {
   Shape shape;
-  TPC_ASSIGN_OR_RETURN(std::vector<double> y, IntegerConv(ctx, 1, 2, 3, &shape));
+  TPC_ASSIGN_OR_RETURN(std::vector<double> y, IntegerConv(ctx, false, &shape));
   return WriteInt32(ctx, shape, y);
 }
 
@@ -414,24 +457,11 @@ absl::Status ConvInteger(KernelContext& ctx) {
 // w_scale and w_zp per output channel or for all.
 absl::Status QLinearConv(KernelContext& ctx) {
   Shape shape;
-  TPC_ASSIGN_OR_RETURN(std::vector<double> acc, IntegerConv(ctx, 3, 2, 5, &shape));
+  TPC_ASSIGN_OR_RETURN(std::vector<double> acc, IntegerConv(ctx, true, &shape));
   const Tensor& y_zp = ctx.input(7);
   const int64_t m = shape[1], outs = NumElements(shape) / std::max<int64_t>(shape[0] * m, 1);
   const Tensor& w_scale = ctx.input(4);
-  if (w_scale.rank() > 1 || (w_scale.num_elements() != 1 && w_scale.num_elements() != m)) {
-    return ctx.Error(
-        absl::StrCat("w_scale must be a single value or [", m, "], got ", w_scale.TypeString()));
-  }
-  for (int i : {1, 6, 7}) {
-    if (ctx.input(i).num_elements() != 1) {
-      return ctx.Error(
-          absl::StrCat("input ", i, " must be a single value, got ", ctx.input(i).TypeString()));
-    }
-  }
   const Tensor* bias = ctx.optional_input(8);
-  if (bias != nullptr && (bias->rank() != 1 || bias->dim(0) != m)) {
-    return ctx.Error(absl::StrCat("B must be [", m, "], got ", bias->TypeString()));
-  }
   const std::vector<double> ws = ToDoubles(w_scale);
   const std::vector<double> bs = bias ? ToDoubles(*bias) : std::vector<double>();
   const auto x_scale = static_cast<float>(ElementAsDouble(ctx.input(1), 0));
@@ -442,9 +472,11 @@ absl::Status QLinearConv(KernelContext& ctx) {
     T* py = y->data<T>();
     for (size_t i = 0; i < acc.size(); ++i) {
       const auto oc = static_cast<size_t>((static_cast<int64_t>(i) / outs) % m);
-      const float mult = x_scale * static_cast<float>(ws[ws.size() == 1 ? 0 : oc]) / y_scale;
-      const double v = (acc[i] + (bs.empty() ? 0.0 : bs[oc])) * static_cast<double>(mult) + zp;
-      py[i] = Saturate<T>(std::nearbyint(v));
+      py[i] = static_cast<T>(
+          math::RequantizeElement(acc[i] + (bs.empty() ? 0.0 : bs[oc]), x_scale,
+                                  static_cast<float>(ws[ws.size() == 1 ? 0 : oc]), y_scale, zp,
+                                  static_cast<double>(std::numeric_limits<T>::min()),
+                                  static_cast<double>(std::numeric_limits<T>::max())));
     }
     return absl::OkStatus();
   });

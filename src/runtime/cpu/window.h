@@ -94,4 +94,11 @@ struct UnpoolShape {
 };
 absl::StatusOr<UnpoolShape> ReadMaxUnpool(const KernelContext& ctx);
 
+// ConvInteger's (X, W, x_zero_point, w_zero_point) or, with `qlinear`, QLinearConv's
+// operands checked (X [N, C, spatial...], W [M, C / group, kernel...], x's zero point one
+// value, w's one or [M]; QLinearConv's scales, y's zero point and B [M]): the convolution
+// as Conv's, shared by the backends.
+using IntegerConvShape = ConvShape;
+absl::StatusOr<IntegerConvShape> ReadIntegerConv(const KernelContext& ctx, bool qlinear);
+
 }  // namespace tpc::runtime::cpu

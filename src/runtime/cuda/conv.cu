@@ -64,6 +64,8 @@ cudaError_t LaunchIm2Col(int elem_bytes, const math::ConvGeometry& g, int64_t ch
       return Im2Col<uint16_t>(g, channels, x, col, stream);
     case 4:
       return Im2Col<uint32_t>(g, channels, x, col, stream);
+    case 8:  // the integer convolutions' f64 operands
+      return Im2Col<uint64_t>(g, channels, x, col, stream);
   }
   return cudaErrorInvalidValue;
 }

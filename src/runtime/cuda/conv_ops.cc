@@ -1,7 +1,10 @@
 // Conv on the GPU: per image and group, the im2col matrix of the group's channels
 // (conv.cu; skipped for a 1x1 window that reads every input once in order), then one
-// cuBLAS GEMM Y[M/g, outs] = W[M/g, C/g · taps] · col, then the bias. Checks and geometry
-// are the CPU kernel's (cpu::ReadConvShape).
+// cuBLAS GEMM Y[M/g, outs] = W[M/g, C/g · taps] · col (RunConvGemms, which the integer
+// convolutions share in f64), then the bias. Checks and geometry are the CPU kernel's
+// (cpu::ReadConvShape). ConvTranspose and Col2Im by the col2im gather.
+#include <functional>
+
 #include "../cpu/window.h"
 #include "absl/strings/str_cat.h"
 #include "ops.h"
@@ -46,6 +49,45 @@ absl::StatusOr<math::ConvGeometry> WindowGeometry(const KernelContext& ctx,
   return g;
 }
 
+absl::Status RunConvGemms(
+    const KernelContext& ctx, const cpu::ConvShape& shape, const math::ConvGeometry& g,
+    ir::DType dt, const void* x, const void* w, void* y,
+    const std::function<absl::Status(const Gemm2D&, const void*, const void*, void*)>& gemm) {
+  bool direct = true;  // a 1x1 window reading every input once, in order
+  for (int d = 0; d < g.spatial; ++d) {
+    direct = direct && g.kernel[d] == 1 && g.out[d] == g.in[d] && g.strides[d] == 1 &&
+             g.pad_begin[d] == 0;
+  }
+  const int64_t cg = shape.c / shape.group, mg = shape.m / shape.group, rows = cg * g.taps;
+  const auto es = static_cast<size_t>(ir::DTypeSize(dt));
+  Tensor col;
+  if (!direct) {
+    TPC_ASSIGN_OR_RETURN(col, Scratch(ctx, dt, {rows, g.outs}));
+  }
+  Gemm2D gemm2d;
+  gemm2d.m = mg;
+  gemm2d.n = g.outs;
+  gemm2d.k = rows;
+  gemm2d.lda = rows;
+  gemm2d.ldb = g.outs;
+  gemm2d.ldc = g.outs;
+  for (int64_t i = 0; i < shape.n; ++i) {
+    for (int64_t grp = 0; grp < shape.group; ++grp) {
+      const auto* xg = static_cast<const uint8_t*>(x) +
+                       static_cast<size_t>((i * shape.c + grp * cg) * g.in_size) * es;
+      if (!direct) {
+        TPC_RETURN_IF_ERROR(
+            Check(ctx, LaunchIm2Col(static_cast<int>(es), g, cg, xg, col.raw(), StreamOf(ctx))));
+      }
+      TPC_RETURN_IF_ERROR(gemm(
+          gemm2d, static_cast<const uint8_t*>(w) + static_cast<size_t>(grp * mg * rows) * es,
+          direct ? xg : col.raw(),
+          static_cast<uint8_t*>(y) + static_cast<size_t>((i * shape.m + grp * mg) * g.outs) * es));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Conv(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(1);
@@ -53,42 +95,12 @@ absl::Status Conv(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
   TPC_ASSIGN_OR_RETURN(const cpu::ConvShape shape, cpu::ReadConvShape(ctx));
   TPC_ASSIGN_OR_RETURN(const math::ConvGeometry g, WindowGeometry(ctx, shape.win));
-  bool direct = true;  // a 1x1 window reading every input once, in order
-  for (int d = 0; d < g.spatial; ++d) {
-    direct = direct && g.kernel[d] == 1 && g.out[d] == g.in[d] && g.strides[d] == 1 &&
-             g.pad_begin[d] == 0;
-  }
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, shape.out, x.dtype()));
   if (y->num_elements() == 0) return absl::OkStatus();
-  const int64_t cg = shape.c / shape.group, mg = shape.m / shape.group, rows = cg * g.taps;
-  const size_t es = static_cast<size_t>(ir::DTypeSize(x.dtype()));
-  Tensor col;
-  if (!direct) {
-    TPC_ASSIGN_OR_RETURN(col, Scratch(ctx, x.dtype(), {rows, g.outs}));
-  }
-  Gemm2D gemm;
-  gemm.m = mg;
-  gemm.n = g.outs;
-  gemm.k = rows;
-  gemm.lda = rows;
-  gemm.ldb = g.outs;
-  gemm.ldc = g.outs;
-  for (int64_t i = 0; i < shape.n; ++i) {
-    for (int64_t grp = 0; grp < shape.group; ++grp) {
-      const auto* xg = static_cast<const uint8_t*>(x.raw()) +
-                       static_cast<size_t>((i * shape.c + grp * cg) * g.in_size) * es;
-      if (!direct) {
-        TPC_RETURN_IF_ERROR(
-            Check(ctx, LaunchIm2Col(static_cast<int>(es), g, cg, xg, col.raw(), StreamOf(ctx))));
-      }
-      TPC_RETURN_IF_ERROR(
-          RunGemm(ctx, k, gemm,
-                  static_cast<const uint8_t*>(w.raw()) + static_cast<size_t>(grp * mg * rows) * es,
-                  direct ? xg : col.raw(),
-                  static_cast<uint8_t*>(y->raw()) +
-                      static_cast<size_t>((i * shape.m + grp * mg) * g.outs) * es));
-    }
-  }
+  TPC_RETURN_IF_ERROR(RunConvGemms(ctx, shape, g, x.dtype(), x.raw(), w.raw(), y->raw(),
+                                   [&](const Gemm2D& gm, const void* a, const void* bm, void* c) {
+                                     return RunGemm(ctx, k, gm, a, bm, c);
+                                   }));
   if (b == nullptr) return absl::OkStatus();
   return AddChannelBias(ctx, k, *b, *y, shape.n, shape.m, g.outs);
 }

@@ -53,8 +53,8 @@ absl::Status RunGemm(const KernelContext& ctx, FloatKind kind, const Gemm2D& g, 
                      const void* b, void* c);
 // `g` in f64 through cuBLAS (alpha and beta as doubles): the integer products, whose
 // centered 8- and 16-bit operands multiply and sum exactly in f64.
-absl::Status RunGemmF64(const KernelContext& ctx, const Gemm2D& g, const double* a,
-                        const double* b, double* c);
+absl::Status RunGemmF64(const KernelContext& ctx, const Gemm2D& g, const double* a, const double* b,
+                        double* c);
 // The product of `g` (elements of `bytes` each; K > 0) as one GEMM over A's rows where B is
 // shared, one strided batch where each operand is a full batch or one matrix, else one GEMM
 // per output matrix; `gemm` runs each with its operands' addresses.
@@ -98,6 +98,14 @@ absl::Status Cast(KernelContext& ctx);
 // 1 to 3 spatial dims.
 absl::StatusOr<math::ConvGeometry> WindowGeometry(const KernelContext& ctx, const cpu::Window& win);
 
+// A convolution of elements of type `dt` (f32, f16, bf16, or f64 for the integer ones) as
+// per image and group an im2col (skipped for a 1x1 window read once in order) and one GEMM
+// Y[M/g, outs] = W[M/g, C/g · taps] · col, each run by `gemm`.
+absl::Status RunConvGemms(
+    const KernelContext& ctx, const cpu::ConvShape& shape, const math::ConvGeometry& g,
+    ir::DType dt, const void* x, const void* w, void* y,
+    const std::function<absl::Status(const Gemm2D&, const void*, const void*, void*)>& gemm);
+
 // resize_ops.cc: Resize and Upsample (one kernel: cpu::ReadResize tells them apart).
 absl::Status Resize(KernelContext& ctx);
 
@@ -130,6 +138,8 @@ absl::Status DequantizeLinear(KernelContext& ctx);
 absl::Status DynamicQuantizeLinear(KernelContext& ctx);
 absl::Status MatMulInteger(KernelContext& ctx);
 absl::Status QLinearMatMul(KernelContext& ctx);
+absl::Status ConvInteger(KernelContext& ctx);
+absl::Status QLinearConv(KernelContext& ctx);
 
 // unary_ops.cc: the math functions and activations of ONNX with their attributes (and
 // Clip's bounds), Mod, PRelu, Sum and Mean, through RunUnary and RunBinary.

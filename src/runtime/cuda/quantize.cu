@@ -89,8 +89,10 @@ template <typename T>
 __global__ void RequantizeKernel(const double* c, QLinearParams p, const T* y_zero_point, double lo,
                                  double hi, T* y, int64_t n) {
   for (int64_t i = First(); i < n; i += Step()) {
+    const double acc =
+        c[i] + (p.bias != nullptr ? static_cast<double>(p.bias[p.vbias.At(i)]) : 0.0);
     y[i] = static_cast<T>(math::RequantizeElement(
-        c[i], p.a_scale[p.va.At(i)], p.b_scale[p.vb.At(i)], p.y_scale[p.vy.At(i)],
+        acc, p.a_scale[p.va.At(i)], p.b_scale[p.vb.At(i)], p.y_scale[p.vy.At(i)],
         static_cast<double>(y_zero_point[p.vz.At(i)]), lo, hi));
   }
 }

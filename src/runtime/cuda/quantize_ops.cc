@@ -1,10 +1,12 @@
 // Linear quantization on the GPU: QuantizeLinear (f32 in), DequantizeLinear (f32, f16 or
 // bf16 out) and DynamicQuantizeLinear, over the integer types u8 i8 u16 i16 i32; the
-// integer products MatMulInteger and QLinearMatMul (8- and 16-bit operands centered into
-// f64, one exact f64 GEMM). Scales and zero points checked as the CPU kernels check them
-// (cpu::ReadQuantIndex, ReadMatrixZeroPoint, ReadQLinearParams); kernels in quantize.cu.
+// integer products MatMulInteger, QLinearMatMul, ConvInteger and QLinearConv (8- and
+// 16-bit operands centered into f64, exact f64 GEMMs). Scales and zero points checked as the CPU
+// kernels check them (cpu::ReadQuantIndex, ReadMatrixZeroPoint, ReadQLinearParams); kernels in
+// quantize.cu.
 #include <string>
 
+#include "../cpu/window.h"
 #include "absl/strings/str_cat.h"
 #include "ops.h"
 
@@ -111,7 +113,7 @@ absl::Status QLinearMatMul(KernelContext& ctx) {
   if (r.full.size() > static_cast<size_t>(math::kMaxDims)) return ctx.Error("rank over 8");
   const Tensor& y_zp = ctx.input(7);
   TPC_ASSIGN_OR_RETURN(const QuantType t, QuantTypeOf(ctx, y_zp.dtype()));
-  QLinearParams p;
+  QLinearParams p{};
   p.a_scale = ctx.input(1).data<float>();
   p.b_scale = ctx.input(4).data<float>();
   p.y_scale = ctx.input(6).data<float>();
@@ -190,6 +192,89 @@ absl::Status DynamicQuantizeLinear(KernelContext& ctx) {
   }
   return Check(ctx, LaunchDynamicQuantize(x.data<float>(), ext, y->data<uint8_t>(), scale,
                                           zero_point, n, stream));
+}
+
+namespace {
+
+// The exact convolution of the centered X and W (ConvInteger's or, with `qlinear`,
+// QLinearConv's operands) in f64 [N, M, outs] scratch: Conv's im2col and GEMMs in f64.
+absl::StatusOr<Tensor> IntegerConvProduct(const KernelContext& ctx, bool qlinear,
+                                          cpu::IntegerConvShape* shape) {
+  TPC_ASSIGN_OR_RETURN(*shape, cpu::ReadIntegerConv(ctx, qlinear));
+  TPC_ASSIGN_OR_RETURN(const math::ConvGeometry g, WindowGeometry(ctx, shape->win));
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(qlinear ? 3 : 1);
+  const Tensor* x_zp = ctx.optional_input(2);
+  const Tensor* w_zp = ctx.optional_input(qlinear ? 5 : 3);
+  TPC_RETURN_IF_ERROR(CheckZeroPoint(ctx, x_zp, x.dtype()));
+  TPC_RETURN_IF_ERROR(CheckZeroPoint(ctx, w_zp, w.dtype()));
+  TPC_ASSIGN_OR_RETURN(const QuantType tx, QuantTypeOf(ctx, x.dtype()));
+  TPC_ASSIGN_OR_RETURN(const QuantType tw, QuantTypeOf(ctx, w.dtype()));
+  if (w.rank() > math::kMaxDims) return ctx.Error("rank over 8");
+  const cudaStream_t stream = StreamOf(ctx);
+  TPC_ASSIGN_OR_RETURN(Tensor xc, Scratch(ctx, ir::DType::kF64, x.shape()));
+  TPC_ASSIGN_OR_RETURN(Tensor wc, Scratch(ctx, ir::DType::kF64, w.shape()));
+  TPC_RETURN_IF_ERROR(
+      Check(ctx, LaunchCenter(tx, x.raw(), RawOrNull(x_zp), math::BroadcastView({}, x.shape()),
+                              xc.data<double>(), xc.num_elements(), stream)));
+  Shape per_channel(static_cast<size_t>(w.rank()), 1);  // w's zero point: one, or [M]
+  per_channel[0] = w_zp != nullptr && w_zp->num_elements() > 1 ? shape->m : 1;
+  TPC_RETURN_IF_ERROR(Check(
+      ctx, LaunchCenter(tw, w.raw(), RawOrNull(w_zp), math::BroadcastView(per_channel, w.shape()),
+                        wc.data<double>(), wc.num_elements(), stream)));
+  TPC_ASSIGN_OR_RETURN(Tensor y, Scratch(ctx, ir::DType::kF64, shape->out));
+  if (y.num_elements() == 0) return y;
+  TPC_RETURN_IF_ERROR(RunConvGemms(ctx, *shape, g, ir::DType::kF64, xc.raw(), wc.raw(), y.raw(),
+                                   [&](const Gemm2D& gm, const void* a, const void* b, void* c) {
+                                     return RunGemmF64(ctx, gm, static_cast<const double*>(a),
+                                                       static_cast<const double*>(b),
+                                                       static_cast<double*>(c));
+                                   }));
+  return y;
+}
+
+}  // namespace
+
+// Y = conv(x − x_zero_point, w − w_zero_point) in int32.
+absl::Status ConvInteger(KernelContext& ctx) {
+  cpu::IntegerConvShape shape;
+  TPC_ASSIGN_OR_RETURN(const Tensor c, IntegerConvProduct(ctx, false, &shape));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, shape.out, ir::DType::kI32));
+  return Check(
+      ctx, LaunchWrapInt32(c.data<double>(), y->data<int32_t>(), y->num_elements(), StreamOf(ctx)));
+}
+
+// y = saturate(rint((conv + B) · x_scale · w_scale / y_scale) + y_zero_point), w_scale per
+// output channel or for all.
+absl::Status QLinearConv(KernelContext& ctx) {
+  cpu::IntegerConvShape shape;
+  TPC_ASSIGN_OR_RETURN(const Tensor c, IntegerConvProduct(ctx, true, &shape));
+  for (const int i : {1, 4, 6}) {
+    if (ctx.input(i).dtype() != ir::DType::kF32) {
+      return ctx.Error(
+          absl::StrCat("input ", i, " ", ctx.input(i).TypeString(), " must be f32 on the GPU"));
+    }
+  }
+  const Tensor& y_zp = ctx.input(7);
+  const Tensor* bias = ctx.optional_input(8);
+  if (bias != nullptr && bias->dtype() != ir::DType::kI32) return ctx.Error("B must be int32");
+  TPC_ASSIGN_OR_RETURN(const QuantType t, QuantTypeOf(ctx, y_zp.dtype()));
+  const int64_t outs = shape.m == 0 || shape.n == 0 ? 0 : c.num_elements() / (shape.n * shape.m);
+  const Shape full = {shape.n, shape.m, outs};
+  const Shape channel = {shape.m, 1};
+  QLinearParams p{};
+  p.a_scale = ctx.input(1).data<float>();
+  p.b_scale = ctx.input(4).data<float>();
+  p.y_scale = ctx.input(6).data<float>();
+  p.bias = bias != nullptr ? bias->data<int32_t>() : nullptr;
+  p.va = math::BroadcastView({}, full);
+  p.vb = math::BroadcastView(ctx.input(4).num_elements() > 1 ? channel : Shape{}, full);
+  p.vy = math::BroadcastView({}, full);
+  p.vz = math::BroadcastView({}, full);
+  p.vbias = math::BroadcastView(channel, full);
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, shape.out, y_zp.dtype()));
+  return Check(ctx, LaunchRequantize(t, c.data<double>(), p, y_zp.raw(), y->raw(),
+                                     y->num_elements(), StreamOf(ctx)));
 }
 
 }  // namespace tpc::runtime::cuda

@@ -169,6 +169,32 @@ bool GlobalLpFits(const ir::Node& n) {
   return p == 1 || p == 2 || (rank >= 3 && rank <= 5);
 }
 
+// The integer convolutions' kernels: X and W (ConvInteger's input 1, QLinearConv's 3) of
+// 8 or 16 bits, each zero point of its operand's type, QLinearConv's scales f32, its y zero
+// point quantized and its B int32; the output quantized.
+bool IntegerConvFits(const ir::Node& n) {
+  const bool qlinear = n.op_type() == "QLinearConv";
+  const auto& in = n.inputs();
+  const auto type = [&](size_t i) {
+    return i < in.size() && in[i] != nullptr ? in[i]->type().dtype : ir::DType::kUndefined;
+  };
+  const auto small = [](ir::DType t) {
+    return t == ir::DType::kU8 || t == ir::DType::kI8 || t == ir::DType::kU16 ||
+           t == ir::DType::kI16;
+  };
+  const size_t w = qlinear ? 3 : 1, x_zp = 2, w_zp = qlinear ? 5 : 3;
+  if (!small(type(0)) || !small(type(w))) return false;
+  if (type(x_zp) != ir::DType::kUndefined && type(x_zp) != type(0)) return false;
+  if (type(w_zp) != ir::DType::kUndefined && type(w_zp) != type(w)) return false;
+  if (n.outputs().size() != 1 || !IsQuantized(n.outputs()[0])) return false;
+  if (!qlinear) return true;
+  for (const size_t i : {size_t{1}, size_t{4}, size_t{6}}) {
+    if (type(i) != ir::DType::kF32) return false;
+  }
+  return IsQuantized(in.size() > 7 ? in[7] : nullptr) &&
+         (type(8) == ir::DType::kUndefined || type(8) == ir::DType::kI32);
+}
+
 // OneHot's kernel reads int64 or int32 indices.
 bool IntIndices(const ir::Node& n) {
   const ir::Value* v = n.inputs().empty() ? nullptr : n.inputs()[0];
@@ -229,6 +255,7 @@ const Entry kKernels[] = {
     {"", "Col2Im", K(Col2Im, In(1) | In(2)), Takes::kFloatData},
     {"", "Concat", K(Concat), Takes::kAnyData},
     {"", "Conv", K(Conv), Takes::kFloats},
+    {"", "ConvInteger", K(ConvInteger), Takes::kAnyData, false, IntegerConvFits},
     {"", "ConvTranspose", K(ConvTranspose), Takes::kFloats},
     {"", "Cos", K(Cos), Takes::kFloats},
     {"", "Cosh", K(Cosh), Takes::kFloats},
@@ -294,6 +321,7 @@ const Entry kKernels[] = {
     {"", "PRelu", K(PRelu), Takes::kFloats},
     {"", "Pad", K(Pad, In(1) | In(2) | In(3)), Takes::kAnyData},
     {"", "Pow", K(Pow), Takes::kFloats},
+    {"", "QLinearConv", K(QLinearConv), Takes::kAnyData, false, IntegerConvFits},
     {"", "QLinearMatMul", K(QLinearMatMul), Takes::kIntegerProduct},
     {"", "QuantizeLinear", K(QuantizeLinear), Takes::kQuantize},
     {"", "RMSNormalization", K(RMSNormalization), Takes::kFloats},

@@ -96,7 +96,7 @@ cudaError_t LaunchNllLoss(FloatKind k, const void* logp, const void* labels, boo
                           const void* weight, const math::NllLayout& l, int reduction, void* out,
                           int* flag, int code, cudaStream_t stream);
 // The im2col matrix (math/conv.h) of `channels` channels of one image x into col
-// [channels · taps, outs], elements of 2 or 4 bytes.
+// [channels · taps, outs], elements of 2, 4 or 8 bytes.
 cudaError_t LaunchIm2Col(int elem_bytes, const math::ConvGeometry& g, int64_t channels,
                          const void* x, void* col, cudaStream_t stream);
 // Pad (math/pad.h) of n output elements of `elem_bytes` (1, 2, 4 or 8); `fill` holds the
@@ -273,11 +273,13 @@ cudaError_t LaunchCenter(QuantType t, const void* x, const void* zero_point, con
                          double* out, int64_t n, cudaStream_t stream);
 // y[i] = the exact product c[i] wrapped to int32 (math::WrapInt32).
 cudaError_t LaunchWrapInt32(const double* c, int32_t* y, int64_t n, cudaStream_t stream);
-// QLinearMatMul's f32 scales and the output's zero point, each through its broadcast view
-// over the product [batch..., M, N].
+// QLinearMatMul's and QLinearConv's f32 scales, the output's zero point and
+// QLinearConv's bias, each through its broadcast view over the product ([batch..., M, N],
+// or [N, M, outs]).
 struct QLinearParams {
   const float *a_scale, *b_scale, *y_scale;
-  StridedView va, vb, vy, vz;
+  const int32_t* bias;  // QLinearConv's B [M] (added to the product), or null
+  StridedView va, vb, vy, vz, vbias;
 };
 // y[i] = saturate(rint(c[i] · a_scale · b_scale / y_scale + y_zero_point)) of type t
 // (math::RequantizeElement).
