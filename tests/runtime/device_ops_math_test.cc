@@ -12,6 +12,7 @@
 #include "device_math_util.h"
 #include "one_op.h"
 #include "tpc/runtime/math/conv.h"
+#include "tpc/runtime/math/deform_conv.h"
 #include "tpc/runtime/math/floats.h"
 #include "tpc/runtime/math/logic.h"
 #include "tpc/runtime/math/loss.h"
@@ -265,6 +266,73 @@ TEST_CASE("The transposed convolution by one GEMM and the col2im gather equals t
     }
     RequireClose(got, Floats(y), 2e-5f);
   }
+}
+
+// DeformConv as the CUDA kernel runs it: per image its sampled columns stored in the
+// kernel's float type (math::DeformColElement), per group the GEMM with W, then the bias;
+// two groups, two offset groups, a mask, strides, pads and dilations, offsets that move
+// taps outside the image; against the CPU kernel.
+TEST_CASE("DeformConv by sampled columns and a GEMM per group equals the CPU kernel",
+          "[runtime][device-math]") {
+  const int64_t n = 2, c = 4, h = 5, wd = 6, oc = 6, group = 2, og = 2, kh = 2, kw = 3;
+  math::DeformGeometry g;
+  g.c = c;
+  g.h = h;
+  g.w = wd;
+  g.kh = kh;
+  g.kw = kw;
+  g.stride[0] = 2;
+  g.pad[1] = 1;
+  g.dilation[1] = 2;
+  g.offset_group = og;
+  g.oh = (h - kh) / 2 + 1;
+  g.ow = (wd + 2 - (2 * (kw - 1) + 1)) + 1;
+  const int64_t taps = kh * kw, plane = g.oh * g.ow, cg = c / group, ocg = oc / group;
+  const Tensor x = Random({n, c, h, wd}, 201);
+  const Tensor w = Random({oc, cg, kh, kw}, 202);
+  const Tensor b = Random({oc}, 203);
+  Tensor offset = Random({n, og * taps * 2, g.oh, g.ow}, 204);
+  for (int64_t i = 0; i < offset.num_elements(); ++i) offset.data<float>()[i] *= 2.5f;
+  const Tensor mask = Random({n, og * taps, g.oh, g.ow}, 205);
+  OneOp o(19);
+  o.Input("x", x);
+  o.Input("w", w);
+  o.Input("offset", offset);
+  o.Input("b", b);
+  o.Input("mask", mask);
+  const Tensor want = o.Run("DeformConv", {{"group", group},
+                                           {"offset_group", og},
+                                           {"strides", std::vector<int64_t>{2, 1}},
+                                           {"pads", std::vector<int64_t>{0, 1, 0, 1}},
+                                           {"dilations", std::vector<int64_t>{1, 2}}})[0];
+  REQUIRE(want.shape() == std::vector<int64_t>{n, oc, g.oh, g.ow});
+  std::vector<float> got(static_cast<size_t>(want.num_elements())),
+      col(static_cast<size_t>(c * taps * plane));
+  for (int64_t i = 0; i < n; ++i) {
+    const float* xi = x.data<float>() + i * c * h * wd;
+    const float* oi = offset.data<float>() + i * og * taps * 2 * plane;
+    const float* mi = mask.data<float>() + i * og * taps * plane;
+    for (int64_t e = 0; e < static_cast<int64_t>(col.size()); ++e) {
+      col[static_cast<size_t>(e)] = static_cast<float>(math::DeformColElement(
+          g, e, true, [&](int64_t j) { return static_cast<double>(xi[j]); },
+          [&](int64_t j) { return static_cast<double>(oi[j]); },
+          [&](int64_t j) { return static_cast<double>(mi[j]); }));
+    }
+    for (int64_t grp = 0; grp < group; ++grp) {
+      for (int64_t r = 0; r < ocg; ++r) {
+        const int64_t out_c = grp * ocg + r;
+        for (int64_t p = 0; p < plane; ++p) {
+          double acc = b.data<float>()[out_c];
+          for (int64_t q = 0; q < cg * taps; ++q) {
+            acc += static_cast<double>(w.data<float>()[out_c * cg * taps + q]) *
+                   col[static_cast<size_t>((grp * cg * taps + q) * plane + p)];
+          }
+          got[static_cast<size_t>((i * oc + out_c) * plane + p)] = static_cast<float>(acc);
+        }
+      }
+    }
+  }
+  RequireClose(got, Floats(want), 2e-5f);
 }
 
 // Col2Im as the CUDA kernel runs it: the images' columns read as N · C channels of one

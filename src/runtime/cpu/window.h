@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "kernels.h"
+#include "tpc/runtime/math/deform_conv.h"
 
 namespace tpc::runtime::cpu {
 
@@ -100,5 +101,12 @@ absl::StatusOr<UnpoolShape> ReadMaxUnpool(const KernelContext& ctx);
 // as Conv's, shared by the backends.
 using IntegerConvShape = ConvShape;
 absl::StatusOr<IntegerConvShape> ReadIntegerConv(const KernelContext& ctx, bool qlinear);
+
+// DeformConv's operands checked (2-D: X, W, offset, B and mask), for every backend's kernel.
+struct DeformShape {
+  int64_t n = 0, oc = 0, group = 1;
+  math::DeformGeometry g;
+};
+absl::StatusOr<DeformShape> ReadDeformConv(const KernelContext& ctx);
 
 }  // namespace tpc::runtime::cpu

@@ -160,4 +160,55 @@ absl::Status Col2Im(KernelContext& ctx) {
   return Check(ctx, LaunchCol2Im(k, g, shape.n * shape.c, x.raw(), y->raw(), StreamOf(ctx)));
 }
 
+// DeformConv: per image its sampled columns (conv.cu), then per group one cuBLAS GEMM
+// Y[oC/g, oh · ow] = W_g · cols_g, then the bias; checks as the CPU kernel's
+// (cpu::ReadDeformConv).
+absl::Status DeformConv(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  const Tensor& offset = ctx.input(2);
+  const Tensor* b = ctx.optional_input(3);
+  const Tensor* mask = ctx.optional_input(4);
+  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
+  TPC_ASSIGN_OR_RETURN(const cpu::DeformShape shape, cpu::ReadDeformConv(ctx));
+  const math::DeformGeometry& g = shape.g;
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {shape.n, shape.oc, g.oh, g.ow}, x.dtype()));
+  if (y->num_elements() == 0) return absl::OkStatus();
+  const int64_t taps = g.taps(), plane = g.plane(), cg = g.c / shape.group,
+                ocg = shape.oc / shape.group;
+  const size_t es = static_cast<size_t>(ir::DTypeSize(x.dtype()));
+  TPC_ASSIGN_OR_RETURN(Tensor col, Scratch(ctx, x.dtype(), {g.c * taps, plane}));
+  Gemm2D gemm;
+  gemm.m = ocg;
+  gemm.n = plane;
+  gemm.k = cg * taps;
+  gemm.lda = cg * taps;
+  gemm.ldb = plane;
+  gemm.ldc = plane;
+  const auto* px = static_cast<const uint8_t*>(x.raw());
+  const auto* po = static_cast<const uint8_t*>(offset.raw());
+  const auto* pm = mask != nullptr ? static_cast<const uint8_t*>(mask->raw()) : nullptr;
+  const auto* pw = static_cast<const uint8_t*>(w.raw());
+  auto* py = static_cast<uint8_t*>(y->raw());
+  const int64_t x_image = g.c * g.h * g.w, off_image = g.offset_group * taps * 2 * plane,
+                mask_image = g.offset_group * taps * plane;
+  for (int64_t i = 0; i < shape.n; ++i) {
+    TPC_RETURN_IF_ERROR(Check(
+        ctx,
+        LaunchDeformCol(k, g, px + static_cast<size_t>(i * x_image) * es,
+                        po + static_cast<size_t>(i * off_image) * es,
+                        pm != nullptr ? pm + static_cast<size_t>(i * mask_image) * es : nullptr,
+                        col.raw(), StreamOf(ctx))));
+    for (int64_t grp = 0; grp < shape.group; ++grp) {
+      TPC_RETURN_IF_ERROR(
+          RunGemm(ctx, k, gemm, pw + static_cast<size_t>(grp * ocg * cg * taps) * es,
+                  static_cast<const uint8_t*>(col.raw()) +
+                      static_cast<size_t>(grp * cg * taps * plane) * es,
+                  py + static_cast<size_t>((i * shape.oc + grp * ocg) * plane) * es));
+    }
+  }
+  if (b == nullptr) return absl::OkStatus();
+  return AddChannelBias(ctx, k, *b, *y, shape.n, shape.oc, plane);
+}
+
 }  // namespace tpc::runtime::cuda

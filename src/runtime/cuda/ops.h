@@ -255,6 +255,7 @@ absl::Status MsAttention(KernelContext& ctx);
 absl::Status Conv(KernelContext& ctx);
 absl::Status ConvTranspose(KernelContext& ctx);
 absl::Status Col2Im(KernelContext& ctx);
+absl::Status DeformConv(KernelContext& ctx);
 
 // loss_ops.cc
 absl::Status SoftmaxCrossEntropyLoss(KernelContext& ctx);

@@ -260,6 +260,7 @@ const Entry kKernels[] = {
     {"", "Cos", K(Cos), Takes::kFloats},
     {"", "Cosh", K(Cosh), Takes::kFloats},
     {"", "CumSum", K(CumSum, In(1)), Takes::kFloatData},
+    {"", "DeformConv", K(DeformConv), Takes::kFloats},
     {"", "DepthToSpace", K(DepthToSpace), Takes::kAnyData},
     {"", "DequantizeLinear", K(DequantizeLinear), Takes::kDequantize},
     {"", "Det", K(Det), Takes::kFloats},

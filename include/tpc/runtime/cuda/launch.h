@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "tpc/runtime/math/conv.h"
+#include "tpc/runtime/math/deform_conv.h"
 #include "tpc/runtime/math/einsum.h"
 #include "tpc/runtime/math/floats.h"
 #include "tpc/runtime/math/gqa.h"
@@ -319,5 +320,10 @@ cudaError_t LaunchRoiAlign(FloatKind k, const math::RoiAlignParams& p, const voi
 // its slice of `scratch` (count · m² doubles) (math::LuDeterminant).
 cudaError_t LaunchDet(FloatKind k, const void* x, double* scratch, int64_t m, void* y,
                       int64_t count, cudaStream_t stream);
+
+// DeformConv's columns of one image: col [C · taps, oh · ow] (kind k) from its X [C, H, W],
+// offsets and mask (may be null) (math::DeformColElement).
+cudaError_t LaunchDeformCol(FloatKind k, const math::DeformGeometry& g, const void* x,
+                            const void* offset, const void* mask, void* col, cudaStream_t stream);
 
 }  // namespace tpc::runtime::cuda
