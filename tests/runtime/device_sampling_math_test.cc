@@ -2,15 +2,17 @@
 // compute each output element (its point's taps found again per channel, loads and the
 // store in the kernel's float type), against the CPU kernels: GridSample in each mode and
 // padding, with and without align_corners, 2-D and 3-D, points inside and far outside;
-// AffineGrid 2-D and 3-D; RoiAlign, one thread per cell.
+// AffineGrid 2-D and 3-D; RoiAlign, one thread per cell; DFT and STFT from f16 storage.
 #include <string>
 #include <vector>
 
 #include "catch2/catch.hpp"
 #include "device_math_util.h"
 #include "one_op.h"
+#include "tpc/runtime/math/floats.h"
 #include "tpc/runtime/math/grid_sample.h"
 #include "tpc/runtime/math/roi_align.h"
+#include "tpc/runtime/math/spectral.h"
 
 namespace tpc::runtime {
 namespace {
@@ -148,6 +150,60 @@ TEST_CASE("RoiAlign cell math equals the CPU kernel", "[runtime][device-math]") 
         RequireClose(got, Floats(want), 1e-6f);
       }
     }
+  }
+}
+
+// DFT (complex input, a dft_length longer than the axis, inverse) and STFT (a window, a
+// step) as spectral.cu's threads compute each output element from f16 storage, stored
+// back as f16: the CPU kernel's bits (it converts f16 to f32 and back).
+TEST_CASE("DFT and STFT element math from f16 equal the CPU kernels", "[runtime][device-math]") {
+  using IO = math::FloatIO<math::FloatKind::kF16>;
+  const auto half = [](const Tensor& t) {
+    Tensor h = Tensor::Allocate(ir::DType::kF16, t.shape());
+    for (int64_t i = 0; i < t.num_elements(); ++i)
+      h.data<uint16_t>()[i] = IO::Store(t.data<float>()[i]);
+    return h;
+  };
+  const auto load = [](const Tensor& h) {
+    return [&h](int64_t j) { return static_cast<double>(IO::Load(h.data<uint16_t>()[j])); };
+  };
+  const Tensor x = half(Random({2, 5, 3, 2}, 61));
+  OneOp o(20);
+  o.Input("x", x);
+  o.Input("n", testing::I64({}, {7}));
+  o.Input("axis", testing::I64({}, {1}));
+  const Tensor want = o.Run("DFT", {{"inverse", int64_t{1}}})[0];
+  math::DftLayout l;
+  l.outer = 2;
+  l.axis_len = 5;
+  l.inner = 3;
+  l.comps = 2;
+  l.n = 7;
+  l.bins = 7;
+  l.inverse = true;
+  REQUIRE(want.num_elements() == 2 * 7 * 3 * 2);
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    INFO("DFT element " << i);
+    CHECK(IO::Store(static_cast<float>(math::DftElement(l, i, load(x)))) ==
+          want.data<uint16_t>()[i]);
+  }
+  const Tensor signal = half(Random({2, 20, 1}, 62)), window = half(Random({8}, 63));
+  OneOp s(17);
+  s.Input("signal", signal);
+  s.Input("step", testing::I64({}, {3}));
+  s.Input("window", window);
+  const Tensor want_s = s.Run("STFT")[0];
+  math::StftLayout sl;
+  sl.length = 20;
+  sl.step = 3;
+  sl.frame = 8;
+  sl.frames = 1 + (20 - 8) / 3;
+  sl.bins = 8 / 2 + 1;
+  REQUIRE(want_s.num_elements() == 2 * sl.frames * sl.bins * 2);
+  for (int64_t i = 0; i < want_s.num_elements(); ++i) {
+    INFO("STFT element " << i);
+    CHECK(IO::Store(static_cast<float>(math::StftElement(sl, i, load(signal), load(window)))) ==
+          want_s.data<uint16_t>()[i]);
   }
 }
 

@@ -26,6 +26,7 @@
 #include "tpc/runtime/math/resize.h"
 #include "tpc/runtime/math/roi_align.h"
 #include "tpc/runtime/math/rotary.h"
+#include "tpc/runtime/math/spectral.h"
 #include "tpc/util/status_macros.h"
 
 namespace tpc::runtime::cpu {
@@ -545,6 +546,10 @@ absl::StatusOr<OneHotShape> ReadOneHot(const KernelContext& ctx);
 // RoiAlign's operands and attributes checked (X [N, C, H, W], rois [R, 4], one batch
 // index per region), for every backend's kernel.
 absl::StatusOr<math::RoiAlignParams> ReadRoiAlign(const KernelContext& ctx);
+// DFT's and STFT's operands read (the lengths, steps and axis as host values), for every
+// backend's kernel; DFT's output shape in `out_shape`.
+absl::StatusOr<math::DftLayout> ReadDft(const KernelContext& ctx, Shape* out_shape);
+absl::StatusOr<math::StftLayout> ReadStft(const KernelContext& ctx);
 // Einsum's equation read against its operands (ellipses, broadcasting, repeated labels,
 // the implicit output), for every backend's kernel: the output dims and the summed dims,
 // and per operand the element stride of each (0 where the operand lacks the label or

@@ -1,37 +1,15 @@
 // Spectral operators: DFT (along one axis, real or complex input, forward or inverse,
 // one-sided), STFT (windowed frames of a signal, each through the DFT) and
 // MelWeightMatrix (the triangular filter bank of a mel spectrogram). The DFT is the direct
-// sum with twiddles computed in double (the lengths of these ops are short).
+// sum with twiddles computed in double (the lengths of these ops are short), one output
+// element at a time (math/spectral.h, shared with the CUDA kernels).
 #include <cmath>
-#include <complex>
-#include <numbers>
 #include <vector>
 
 #include "kernels.h"
 
 namespace tpc::runtime::cpu {
 namespace {
-
-using Complex = std::complex<double>;
-
-// The DFT of `in` (length `n`, zero-padded or cut to it) at the first `bins` frequencies:
-// out[k] = scale * sum_j in[j] * exp(sign * 2 pi i j k / n).
-void Dft(const std::vector<Complex>& in, int64_t n, int64_t bins, bool inverse,
-         std::vector<Complex>* out) {
-  out->assign(static_cast<size_t>(bins), Complex(0, 0));
-  const double sign = inverse ? 1.0 : -1.0;
-  const int64_t len = std::min<int64_t>(n, static_cast<int64_t>(in.size()));
-  for (int64_t k = 0; k < bins; ++k) {
-    Complex sum(0, 0);
-    for (int64_t j = 0; j < len; ++j) {
-      // j * k reduced mod n keeps the angle small (and exact for the integer part).
-      const double angle =
-          sign * 2 * std::numbers::pi * static_cast<double>((j * k) % n) / static_cast<double>(n);
-      sum += in[static_cast<size_t>(j)] * Complex(std::cos(angle), std::sin(angle));
-    }
-    (*out)[static_cast<size_t>(k)] = inverse ? sum / static_cast<double>(n) : sum;
-  }
-}
 
 // A scalar integer input.
 absl::StatusOr<int64_t> ScalarInt(const KernelContext& ctx, int i) {
@@ -42,11 +20,7 @@ absl::StatusOr<int64_t> ScalarInt(const KernelContext& ctx, int i) {
 
 }  // namespace
 
-// input [batch, n1, ..., nk, 1 or 2] (the last dim: real, or real and imaginary) ->
-// [batch, ..., m, ..., 2] along `axis` (opset 20: an input, default -2; before: an
-// attribute, default 1); m is dft_length (default: the axis' length), or m / 2 + 1 when
-// one-sided.
-absl::Status DFT(KernelContext& ctx) {
+absl::StatusOr<math::DftLayout> ReadDft(const KernelContext& ctx, Shape* out_shape) {
   const Tensor& x = ctx.input(0);
   const int64_t rank = x.rank();
   if (rank < 2 || (x.dim(rank - 1) != 1 && x.dim(rank - 1) != 2)) {
@@ -59,98 +33,97 @@ absl::Status DFT(KernelContext& ctx) {
   if (axis < -rank || axis >= rank) return ctx.Error("axis is out of range");
   if (axis < 0) axis += rank;
   if (axis == 0 || axis == rank - 1) return ctx.Error("axis must be a signal dim");
-  int64_t n = x.dim(axis);
+  math::DftLayout l;
+  l.axis_len = x.dim(axis);
+  l.n = l.axis_len;
   if (ctx.has_input(1)) {
-    TPC_ASSIGN_OR_RETURN(n, ScalarInt(ctx, 1));
-    if (n < 1) return ctx.Error("dft_length must be positive");
+    TPC_ASSIGN_OR_RETURN(l.n, ScalarInt(ctx, 1));
+    if (l.n < 1) return ctx.Error("dft_length must be positive");
   }
-  const bool inverse = ctx.node().attr_int("inverse", 0) != 0;
-  const bool onesided = ctx.node().attr_int("onesided", 0) != 0;
-  const int64_t bins = onesided ? n / 2 + 1 : n;
-  const bool complex_in = x.dim(rank - 1) == 2;
-  Shape out_shape = x.shape();
-  out_shape[static_cast<size_t>(axis)] = bins;
-  out_shape.back() = 2;
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
-  for (int64_t d = axis + 1; d < rank - 1; ++d) inner *= x.dim(d);
-  const int64_t len = x.dim(axis), comps = x.dim(rank - 1);
+  l.inverse = ctx.node().attr_int("inverse", 0) != 0;
+  l.bins = ctx.node().attr_int("onesided", 0) != 0 ? l.n / 2 + 1 : l.n;
+  *out_shape = x.shape();
+  (*out_shape)[static_cast<size_t>(axis)] = l.bins;
+  out_shape->back() = 2;
+  for (int64_t d = 0; d < axis; ++d) l.outer *= x.dim(d);
+  for (int64_t d = axis + 1; d < rank - 1; ++d) l.inner *= x.dim(d);
+  l.comps = x.dim(rank - 1);
+  return l;
+}
+
+// input [batch, n1, ..., nk, 1 or 2] (the last dim: real, or real and imaginary) ->
+// [batch, ..., m, ..., 2] along `axis` (opset 20: an input, default -2; before: an
+// attribute, default 1); m is dft_length (default: the axis' length), or m / 2 + 1 when
+// one-sided (math::DftElement).
+absl::Status DFT(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Shape out_shape;
+  TPC_ASSIGN_OR_RETURN(const math::DftLayout l, ReadDft(ctx, &out_shape));
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out_shape));
   return VisitFloat(ctx, x.dtype(), [&]<typename T>() {
     const T* px = x.data<T>();
     T* py = y->data<T>();
-    std::vector<Complex> line(static_cast<size_t>(len)), spectrum;
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t i = 0; i < inner; ++i) {
-        for (int64_t j = 0; j < len; ++j) {
-          const T* e = px + ((o * len + j) * inner + i) * comps;
-          line[static_cast<size_t>(j)] =
-              Complex(static_cast<double>(e[0]), complex_in ? static_cast<double>(e[1]) : 0.0);
-        }
-        Dft(line, n, bins, inverse, &spectrum);
-        for (int64_t k = 0; k < bins; ++k) {
-          T* e = py + ((o * bins + k) * inner + i) * 2;
-          e[0] = static_cast<T>(spectrum[static_cast<size_t>(k)].real());
-          e[1] = static_cast<T>(spectrum[static_cast<size_t>(k)].imag());
-        }
+    ctx.pool().ParallelFor(y->num_elements(), 64, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        py[i] = static_cast<T>(
+            math::DftElement(l, i, [&](int64_t j) { return static_cast<double>(px[j]); }));
       }
-    }
+    });
     return absl::OkStatus();
   });
+}
+
+absl::StatusOr<math::StftLayout> ReadStft(const KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() != 3 || (x.dim(2) != 1 && x.dim(2) != 2)) {
+    return ctx.Error("the signal must be [batch, length, 1 or 2]");
+  }
+  math::StftLayout l;
+  TPC_ASSIGN_OR_RETURN(l.step, ScalarInt(ctx, 1));
+  const Tensor* window = ctx.optional_input(2);
+  if (window != nullptr && window->rank() != 1) return ctx.Error("the window must be 1-D");
+  l.frame = window != nullptr ? window->dim(0) : -1;
+  if (ctx.has_input(3)) {
+    TPC_ASSIGN_OR_RETURN(l.frame, ScalarInt(ctx, 3));
+    if (window != nullptr && window->dim(0) != l.frame) {
+      return ctx.Error("the window's length is not frame_length");
+    }
+  }
+  if (l.frame < 1) return ctx.Error("frame_length (or a window) must be given and positive");
+  if (l.step < 1) return ctx.Error("frame_step must be positive");
+  l.length = x.dim(1);
+  l.comps = x.dim(2);
+  if (l.frame > l.length) return ctx.Error("frame_length is longer than the signal");
+  const bool onesided = ctx.node().attr_int("onesided", 1) != 0;
+  if (onesided && l.comps == 2) return ctx.Error("a one-sided STFT needs a real signal");
+  l.frames = 1 + (l.length - l.frame) / l.step;
+  l.bins = onesided ? l.frame / 2 + 1 : l.frame;
+  return l;
 }
 
 // signal [batch, length, 1 or 2], frame_step, window [frame_length] (optional),
 // frame_length (optional) -> [batch, frames, bins, 2]: frame f is the signal from
 // f * frame_step on, times the window, through the DFT; bins is frame_length / 2 + 1 when
-// one-sided (the default).
+// one-sided (the default) (math::StftElement).
 absl::Status STFT(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  if (x.rank() != 3 || (x.dim(2) != 1 && x.dim(2) != 2)) {
-    return ctx.Error("the signal must be [batch, length, 1 or 2]");
-  }
-  TPC_ASSIGN_OR_RETURN(const int64_t step, ScalarInt(ctx, 1));
+  TPC_ASSIGN_OR_RETURN(const math::StftLayout l, ReadStft(ctx));
   const Tensor* window = ctx.optional_input(2);
-  if (window != nullptr && window->rank() != 1) return ctx.Error("the window must be 1-D");
-  int64_t frame = window != nullptr ? window->dim(0) : -1;
-  if (ctx.has_input(3)) {
-    TPC_ASSIGN_OR_RETURN(frame, ScalarInt(ctx, 3));
-    if (window != nullptr && window->dim(0) != frame) {
-      return ctx.Error("the window's length is not frame_length");
-    }
-  }
-  if (frame < 1) return ctx.Error("frame_length (or a window) must be given and positive");
-  if (step < 1) return ctx.Error("frame_step must be positive");
-  const int64_t batch = x.dim(0), length = x.dim(1), comps = x.dim(2);
-  if (frame > length) return ctx.Error("frame_length is longer than the signal");
-  const bool onesided = ctx.node().attr_int("onesided", 1) != 0;
-  if (onesided && comps == 2) return ctx.Error("a one-sided STFT needs a real signal");
-  const int64_t frames = 1 + (length - frame) / step;
-  const int64_t bins = onesided ? frame / 2 + 1 : frame;
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {batch, frames, bins, 2}));
-  std::vector<double> w(static_cast<size_t>(frame), 1.0);
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {x.dim(0), l.frames, l.bins, 2}));
+  std::vector<double> w(static_cast<size_t>(l.frame), 1.0);
   if (window != nullptr) {
-    for (int64_t j = 0; j < frame; ++j) w[static_cast<size_t>(j)] = ElementAsDouble(*window, j);
+    for (int64_t j = 0; j < l.frame; ++j) w[static_cast<size_t>(j)] = ElementAsDouble(*window, j);
   }
   return VisitFloat(ctx, x.dtype(), [&]<typename T>() {
     const T* px = x.data<T>();
     T* py = y->data<T>();
-    std::vector<Complex> line(static_cast<size_t>(frame)), spectrum;
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t f = 0; f < frames; ++f) {
-        for (int64_t j = 0; j < frame; ++j) {
-          const T* e = px + (b * length + f * step + j) * comps;
-          const double re = static_cast<double>(e[0]);
-          const double im = comps == 2 ? static_cast<double>(e[1]) : 0.0;
-          line[static_cast<size_t>(j)] = Complex(re, im) * w[static_cast<size_t>(j)];
-        }
-        Dft(line, frame, bins, false, &spectrum);
-        for (int64_t k = 0; k < bins; ++k) {
-          T* e = py + ((b * frames + f) * bins + k) * 2;
-          e[0] = static_cast<T>(spectrum[static_cast<size_t>(k)].real());
-          e[1] = static_cast<T>(spectrum[static_cast<size_t>(k)].imag());
-        }
+    ctx.pool().ParallelFor(y->num_elements(), 64, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        py[i] = static_cast<T>(math::StftElement(
+            l, i, [&](int64_t j) { return static_cast<double>(px[j]); },
+            [&](int64_t j) { return w[static_cast<size_t>(j)]; }));
       }
-    }
+    });
     return absl::OkStatus();
   });
 }

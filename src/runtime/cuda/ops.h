@@ -131,6 +131,8 @@ absl::Status OneHot(KernelContext& ctx);
 absl::Status GridSample(KernelContext& ctx);
 absl::Status AffineGrid(KernelContext& ctx);
 absl::Status RoiAlign(KernelContext& ctx);
+absl::Status DFT(KernelContext& ctx);
+absl::Status STFT(KernelContext& ctx);
 
 // quantize_ops.cc: linear quantization over u8 i8 u16 i16 i32.
 absl::Status QuantizeLinear(KernelContext& ctx);

@@ -195,6 +195,13 @@ bool IntegerConvFits(const ir::Node& n) {
          (type(8) == ir::DType::kUndefined || type(8) == ir::DType::kI32);
 }
 
+// STFT's kernel reads the window in the signal's type.
+bool WindowOfSignalType(const ir::Node& n) {
+  const auto& in = n.inputs();
+  return in.size() < 3 || in[2] == nullptr ||
+         (in[0] != nullptr && in[2]->type().dtype == in[0]->type().dtype);
+}
+
 // OneHot's kernel reads int64 or int32 indices.
 bool IntIndices(const ir::Node& n) {
   const ir::Value* v = n.inputs().empty() ? nullptr : n.inputs()[0];
@@ -260,6 +267,7 @@ const Entry kKernels[] = {
     {"", "Cos", K(Cos), Takes::kFloats},
     {"", "Cosh", K(Cosh), Takes::kFloats},
     {"", "CumSum", K(CumSum, In(1)), Takes::kFloatData},
+    {"", "DFT", K(DFT, In(1) | In(2)), Takes::kFloatData},
     {"", "DeformConv", K(DeformConv), Takes::kFloats},
     {"", "DepthToSpace", K(DepthToSpace), Takes::kAnyData},
     {"", "DequantizeLinear", K(DequantizeLinear), Takes::kDequantize},
@@ -344,6 +352,7 @@ const Entry kKernels[] = {
     {"", "RoiAlign", K(RoiAlign), Takes::kFloatData, false, SameInputTypes},
     {"", "RotaryEmbedding", K(RotaryEmbedding), Takes::kFloatData},
     {"", "Round", K(Round), Takes::kFloats},
+    {"", "STFT", K(STFT, In(1) | In(3)), Takes::kFloatData, false, WindowOfSignalType},
     {"", "ScatterElements", K(ScatterElements), Takes::kAnyData, false, NoReduction},
     {"", "ScatterND", K(ScatterND), Takes::kAnyData, false, NoReduction},
     {"", "Selu", K(Selu), Takes::kFloats},

@@ -1,6 +1,7 @@
-// The sampling operators on the GPU: GridSample, AffineGrid and RoiAlign, their operands
-// read as the CPU kernels read them (cpu::ReadGridSample, ReadAffineGrid: AffineGrid's size
-// is a host input; ReadRoiAlign); kernels in grid_sample.cu and roi_align.cu.
+// The sampling operators on the GPU: GridSample, AffineGrid and RoiAlign, and the signal
+// ones, DFT and STFT; their operands read as the CPU kernels read them (cpu::ReadGridSample,
+// ReadAffineGrid: AffineGrid's size is a host input; ReadRoiAlign, ReadDft, ReadStft);
+// kernels in grid_sample.cu, roi_align.cu and spectral.cu.
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -56,6 +57,32 @@ absl::Status RoiAlign(KernelContext& ctx) {
   return Check(ctx, LaunchRoiAlign(k, p, x.raw(), x.dim(0), rois.raw(), batch.raw(),
                                    batch.dtype() == ir::DType::kI64, y->raw(), y->num_elements(),
                                    BackendOf(ctx).flag(), code, StreamOf(ctx)));
+}
+
+// DFT along one axis: one thread per output element (spectral.cu); dft_length and axis
+// are host inputs.
+absl::Status DFT(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(const FloatKind k, FloatKindOf(ctx, x.dtype()));
+  Shape out;
+  TPC_ASSIGN_OR_RETURN(const math::DftLayout l, cpu::ReadDft(ctx, &out));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, x.dtype()));
+  return Check(ctx, LaunchDft(k, l, x.raw(), y->raw(), y->num_elements(), StreamOf(ctx)));
+}
+
+// STFT: one thread per output element; frame_step and frame_length are host inputs, the
+// window (of the signal's type) stays on the device.
+absl::Status STFT(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(const FloatKind k, FloatKindOf(ctx, x.dtype()));
+  const Tensor* window = ctx.optional_input(2);
+  if (window != nullptr && window->dtype() != x.dtype()) {
+    return ctx.Error("the window differs in type from the signal");
+  }
+  TPC_ASSIGN_OR_RETURN(const math::StftLayout l, cpu::ReadStft(ctx));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {x.dim(0), l.frames, l.bins, 2}, x.dtype()));
+  return Check(ctx, LaunchStft(k, l, x.raw(), window != nullptr ? window->raw() : nullptr, y->raw(),
+                               y->num_elements(), StreamOf(ctx)));
 }
 
 }  // namespace tpc::runtime::cuda

@@ -26,6 +26,7 @@
 #include "tpc/runtime/math/rotary.h"
 #include "tpc/runtime/math/rows.h"
 #include "tpc/runtime/math/sdpa.h"
+#include "tpc/runtime/math/spectral.h"
 #include "tpc/runtime/math/strided.h"
 
 namespace tpc::runtime::cuda {
@@ -325,5 +326,13 @@ cudaError_t LaunchDet(FloatKind k, const void* x, double* scratch, int64_t m, vo
 // offsets and mask (may be null) (math::DeformColElement).
 cudaError_t LaunchDeformCol(FloatKind k, const math::DeformGeometry& g, const void* x,
                             const void* offset, const void* mask, void* col, cudaStream_t stream);
+
+// DFT: n elements of y [outer, bins, inner, 2] (math::DftElement).
+cudaError_t LaunchDft(FloatKind k, const math::DftLayout& l, const void* x, void* y, int64_t n,
+                      cudaStream_t stream);
+// STFT: n elements of y [batch, frames, bins, 2], the window (kind k) may be null
+// (math::StftElement).
+cudaError_t LaunchStft(FloatKind k, const math::StftLayout& l, const void* x, const void* window,
+                       void* y, int64_t n, cudaStream_t stream);
 
 }  // namespace tpc::runtime::cuda

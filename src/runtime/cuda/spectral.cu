@@ -1,0 +1,71 @@
+// Launches of DFT and STFT: one thread per output element (the real or imaginary part of
+// one bin) in a grid-stride loop; it reads only its own line or frame of x (and the
+// window) and writes y[i]. Twiddles and sums in double. Math in math/spectral.h.
+#include <cuda_runtime.h>
+
+#include "grid.cuh"
+#include "tpc/runtime/cuda/launch.h"
+#include "tpc/runtime/math/spectral.h"
+
+namespace tpc::runtime::cuda {
+namespace {
+
+using math::FloatIO;
+
+template <FloatKind K>
+__global__ void DftKernel(math::DftLayout l, const typename FloatIO<K>::Storage* x,
+                          typename FloatIO<K>::Storage* y, int64_t n) {
+  using IO = FloatIO<K>;
+  for (int64_t i = First(); i < n; i += Step()) {
+    y[i] = IO::Store(static_cast<float>(
+        math::DftElement(l, i, [&](int64_t j) { return static_cast<double>(IO::Load(x[j])); })));
+  }
+}
+
+template <FloatKind K>
+__global__ void StftKernel(math::StftLayout l, const typename FloatIO<K>::Storage* x,
+                           const typename FloatIO<K>::Storage* window,
+                           typename FloatIO<K>::Storage* y, int64_t n) {
+  using IO = FloatIO<K>;
+  for (int64_t i = First(); i < n; i += Step()) {
+    y[i] = IO::Store(static_cast<float>(math::StftElement(
+        l, i, [&](int64_t j) { return static_cast<double>(IO::Load(x[j])); },
+        [&](int64_t j) {
+          return window != nullptr ? static_cast<double>(IO::Load(window[j])) : 1.0;
+        })));
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchDft(FloatKind k, const math::DftLayout& l, const void* x, void* y, int64_t n,
+                      cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (l.n < 1 || l.bins < 1 || l.inner < 1 || (l.comps != 1 && l.comps != 2)) {
+    return cudaErrorInvalidValue;
+  }
+  return ByKind(k, [&](auto kind) {
+    constexpr FloatKind K = decltype(kind)::value;
+    using S = typename FloatIO<K>::Storage;
+    DftKernel<K>
+        <<<Blocks(n), kThreads, 0, stream>>>(l, static_cast<const S*>(x), static_cast<S*>(y), n);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t LaunchStft(FloatKind k, const math::StftLayout& l, const void* x, const void* window,
+                       void* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (l.frame < 1 || l.bins < 1 || l.frames < 1 || (l.comps != 1 && l.comps != 2)) {
+    return cudaErrorInvalidValue;
+  }
+  return ByKind(k, [&](auto kind) {
+    constexpr FloatKind K = decltype(kind)::value;
+    using S = typename FloatIO<K>::Storage;
+    StftKernel<K><<<Blocks(n), kThreads, 0, stream>>>(
+        l, static_cast<const S*>(x), static_cast<const S*>(window), static_cast<S*>(y), n);
+    return cudaGetLastError();
+  });
+}
+
+}  // namespace tpc::runtime::cuda
