@@ -23,6 +23,7 @@
 #include "tpc/runtime/math/pad.h"
 #include "tpc/runtime/math/pointwise.h"
 #include "tpc/runtime/math/quantize.h"
+#include "tpc/runtime/math/recurrent.h"
 #include "tpc/runtime/math/resize.h"
 #include "tpc/runtime/math/roi_align.h"
 #include "tpc/runtime/math/rotary.h"
@@ -550,6 +551,16 @@ absl::StatusOr<math::RoiAlignParams> ReadRoiAlign(const KernelContext& ctx);
 // backend's kernel; DFT's output shape in `out_shape`.
 absl::StatusOr<math::DftLayout> ReadDft(const KernelContext& ctx, Shape* out_shape);
 absl::StatusOr<math::StftLayout> ReadStft(const KernelContext& ctx);
+// RNN's, GRU's or LSTM's operands and attributes checked (shapes of W, R, B, the initial
+// states and P; the count of sequence_lens, whose values each backend checks), for every
+// backend's kernel: the dims, the layout, and each direction's cell.
+struct RecurrentShape {
+  int64_t seq = 0, batch = 0, input = 0, hidden = 0, dirs = 1;
+  bool layout1 = false, reverse = false;  // layout 1; direction "reverse"
+  std::vector<math::CellParams> cells;    // per direction
+  Shape state_shape;                      // initial_h/c and Y_h/Y_c in the node's layout
+};
+absl::StatusOr<RecurrentShape> ReadRecurrent(const KernelContext& ctx, math::CellKind cell);
 // Einsum's equation read against its operands (ellipses, broadcasting, repeated labels,
 // the implicit output), for every backend's kernel: the output dims and the summed dims,
 // and per operand the element stride of each (0 where the operand lacks the label or

@@ -15,53 +15,34 @@
 namespace tpc::runtime::cpu {
 namespace {
 
-enum class Cell { kRnn, kGru, kLstm };
-
-// One of the activation functions ONNX's recurrent operators name, with its alpha and beta.
-struct Activation {
-  std::string name;
-  float alpha = 0, beta = 0;
-
-  template <typename T>
-  T operator()(T x) const {
-    const T a = static_cast<T>(alpha), b = static_cast<T>(beta);
-    if (name == "Sigmoid") return T(1) / (T(1) + std::exp(-x));
-    if (name == "Tanh") return std::tanh(x);
-    if (name == "Relu") return std::max(x, T(0));
-    if (name == "Affine") return a * x + b;
-    if (name == "LeakyRelu") return x >= 0 ? x : a * x;
-    if (name == "ThresholdedRelu") return x > a ? x : T(0);
-    if (name == "ScaledTanh") return a * std::tanh(b * x);
-    if (name == "HardSigmoid") return std::clamp(a * x + b, T(0), T(1));
-    if (name == "Elu") return x >= 0 ? x : a * (std::exp(x) - T(1));
-    if (name == "Softsign") return x / (T(1) + std::abs(x));
-    return std::log1p(std::exp(x));  // Softplus
-  }
-};
+using math::CellKind;
 
 // Whether the function takes alpha / beta, and their defaults (onnxruntime's).
-bool MakeActivation(const std::string& name, Activation* out, bool* takes_alpha, bool* takes_beta) {
+bool MakeActivation(const std::string& name, math::Activation* out, bool* takes_alpha,
+                    bool* takes_beta) {
   struct Known {
     const char* name;
+    math::RecurrentAct kind;
     bool alpha, beta;
     float alpha_default, beta_default;
   };
+  using A = math::RecurrentAct;
   static const Known kKnown[] = {
-      {"Affine", true, true, 1, 0},
-      {"Elu", true, false, 1, 0},
-      {"HardSigmoid", true, true, 0.2f, 0.5f},
-      {"LeakyRelu", true, false, 0.01f, 0},
-      {"Relu", false, false, 0, 0},
-      {"ScaledTanh", true, true, 1, 1},
-      {"Sigmoid", false, false, 0, 0},
-      {"Softplus", false, false, 0, 0},
-      {"Softsign", false, false, 0, 0},
-      {"Tanh", false, false, 0, 0},
-      {"ThresholdedRelu", true, false, 1, 0},
+      {"Affine", A::kAffine, true, true, 1, 0},
+      {"Elu", A::kElu, true, false, 1, 0},
+      {"HardSigmoid", A::kHardSigmoid, true, true, 0.2f, 0.5f},
+      {"LeakyRelu", A::kLeakyRelu, true, false, 0.01f, 0},
+      {"Relu", A::kRelu, false, false, 0, 0},
+      {"ScaledTanh", A::kScaledTanh, true, true, 1, 1},
+      {"Sigmoid", A::kSigmoid, false, false, 0, 0},
+      {"Softplus", A::kSoftplus, false, false, 0, 0},
+      {"Softsign", A::kSoftsign, false, false, 0, 0},
+      {"Tanh", A::kTanh, false, false, 0, 0},
+      {"ThresholdedRelu", A::kThresholdedRelu, true, false, 1, 0},
   };
   for (const Known& k : kKnown) {
     if (name == k.name) {
-      *out = {name, k.alpha_default, k.beta_default};
+      *out = {k.kind, k.alpha_default, k.beta_default};
       *takes_alpha = k.alpha;
       *takes_beta = k.beta;
       return true;
@@ -79,17 +60,17 @@ const V* AttrAs(const KernelContext& ctx, const std::string& name) {
 // The cell's activations per direction (`per_dir` each): the attribute `activations` with
 // `activation_alpha` / `activation_beta` consumed in order by the functions that take them,
 // or the defaults.
-absl::StatusOr<std::vector<Activation>> ReadActivations(const KernelContext& ctx, Cell cell,
-                                                        int64_t dirs) {
-  const size_t per_dir = cell == Cell::kRnn ? 1 : cell == Cell::kGru ? 2 : 3;
+absl::StatusOr<std::vector<math::Activation>> ReadActivations(const KernelContext& ctx,
+                                                              CellKind cell, int64_t dirs) {
+  const size_t per_dir = cell == CellKind::kRnn ? 1 : cell == CellKind::kGru ? 2 : 3;
   std::vector<std::string> names;
   if (const auto* given = AttrAs<std::vector<std::string>>(ctx, "activations")) {
     names = *given;
   } else {
     const std::vector<std::string> defaults =
-        cell == Cell::kRnn   ? std::vector<std::string>{"Tanh"}
-        : cell == Cell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                             : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
+        cell == CellKind::kRnn   ? std::vector<std::string>{"Tanh"}
+        : cell == CellKind::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                 : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
     for (int64_t d = 0; d < dirs; ++d) names.insert(names.end(), defaults.begin(), defaults.end());
   }
   // One direction's list serves both directions when only it is given.
@@ -102,7 +83,7 @@ absl::StatusOr<std::vector<Activation>> ReadActivations(const KernelContext& ctx
   if (const auto* a = AttrAs<std::vector<float>>(ctx, "activation_alpha")) alphas = *a;
   if (const auto* b = AttrAs<std::vector<float>>(ctx, "activation_beta")) betas = *b;
   size_t next_alpha = 0, next_beta = 0;
-  std::vector<Activation> out(names.size());
+  std::vector<math::Activation> out(names.size());
   for (size_t i = 0; i < names.size(); ++i) {
     bool takes_alpha = false, takes_beta = false;
     if (!MakeActivation(names[i], &out[i], &takes_alpha, &takes_beta)) {
@@ -125,24 +106,21 @@ void SwapOuter(const T* src, T* dst, int64_t a, int64_t b, int64_t inner) {
   }
 }
 
-struct Dims {
-  int64_t seq, batch, input, hidden, dirs, gates;
-};
+}  // namespace
 
-template <typename T>
-absl::Status RunRecurrent(KernelContext& ctx, Cell cell) {
+absl::StatusOr<RecurrentShape> ReadRecurrent(const KernelContext& ctx, math::CellKind cell) {
   const ir::Node& node = ctx.node();
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(1);
   const Tensor& r = ctx.input(2);
-  const bool layout1 = node.attr_int("layout", 0) != 0;
   if (x.rank() != 3 || w.rank() != 3 || r.rank() != 3) {
     return ctx.Error("X, W and R must have rank 3");
   }
-  Dims n;
-  n.gates = cell == Cell::kRnn ? 1 : cell == Cell::kGru ? 3 : 4;
-  n.seq = x.dim(layout1 ? 1 : 0);
-  n.batch = x.dim(layout1 ? 0 : 1);
+  RecurrentShape n;
+  n.layout1 = node.attr_int("layout", 0) != 0;
+  const int64_t gates = cell == CellKind::kRnn ? 1 : cell == CellKind::kGru ? 3 : 4;
+  n.seq = x.dim(n.layout1 ? 1 : 0);
+  n.batch = x.dim(n.layout1 ? 0 : 1);
   n.input = x.dim(2);
   n.hidden = node.attr_int("hidden_size", r.dim(2));
   n.dirs = w.dim(0);
@@ -150,13 +128,14 @@ absl::Status RunRecurrent(KernelContext& ctx, Cell cell) {
   if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
     return ctx.Error(absl::StrCat("unknown direction '", direction, "'"));
   }
+  n.reverse = direction == "reverse";
   if (n.dirs != (direction == "bidirectional" ? 2 : 1)) {
     return ctx.Error(absl::StrCat("W has ", n.dirs, " directions for direction '", direction, "'"));
   }
-  const int64_t gh = n.gates * n.hidden;
+  const int64_t gh = gates * n.hidden;
   if (w.shape() != Shape{n.dirs, gh, n.input} || r.shape() != Shape{n.dirs, gh, n.hidden}) {
     return ctx.Error(absl::StrCat("W ", w.TypeString(), " or R ", r.TypeString(),
-                                  " does not match ", n.gates, " gates of hidden size ", n.hidden,
+                                  " does not match ", gates, " gates of hidden size ", n.hidden,
                                   " over an input of size ", n.input));
   }
   const Tensor* b = ctx.optional_input(3);
@@ -164,27 +143,65 @@ absl::Status RunRecurrent(KernelContext& ctx, Cell cell) {
     return ctx.Error(absl::StrCat("B has shape ", ShapeString(b->shape()), ", expected ",
                                   ShapeString({n.dirs, 2 * gh})));
   }
+  if (const Tensor* sl = ctx.optional_input(4); sl != nullptr && sl->num_elements() != n.batch) {
+    return ctx.Error("sequence_lens must have one length per batch entry");
+  }
+  n.state_shape = n.layout1 ? Shape{n.batch, n.dirs, n.hidden} : Shape{n.dirs, n.batch, n.hidden};
+  for (int i : {5, cell == CellKind::kLstm ? 6 : 5}) {
+    const Tensor* t = ctx.optional_input(i);
+    if (t != nullptr && t->shape() != n.state_shape) {
+      return ctx.Error(absl::StrCat("input ", i, " has shape ", ShapeString(t->shape()),
+                                    ", expected ", ShapeString(n.state_shape)));
+    }
+  }
+  if (cell == CellKind::kLstm) {
+    const Tensor* p = ctx.optional_input(7);
+    if (p != nullptr && p->shape() != Shape{n.dirs, 3 * n.hidden}) {
+      return ctx.Error("P must have shape [num_directions, 3 * hidden_size]");
+    }
+  }
+  TPC_ASSIGN_OR_RETURN(std::vector<math::Activation> acts, ReadActivations(ctx, cell, n.dirs));
+  for (int64_t d = 0; d < n.dirs; ++d) {
+    math::CellParams c;
+    c.cell = cell;
+    c.hidden = n.hidden;
+    // The direction's functions f, g (GRU, LSTM) and h (LSTM).
+    const size_t a0 = acts.size() / static_cast<size_t>(n.dirs) * static_cast<size_t>(d);
+    c.f = acts[a0];
+    c.g = cell == CellKind::kRnn ? c.f : acts[a0 + 1];
+    c.h = cell == CellKind::kLstm ? acts[a0 + 2] : c.f;
+    c.has_clip = node.has_attr("clip");
+    c.clip = node.attr_float("clip", 0);
+    c.linear_before_reset = node.attr_int("linear_before_reset", 0) != 0;
+    c.input_forget = node.attr_int("input_forget", 0) != 0;
+    n.cells.push_back(c);
+  }
+  return n;
+}
+
+namespace {
+
+template <typename T>
+absl::Status RunRecurrent(KernelContext& ctx, CellKind cell) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  const Tensor& r = ctx.input(2);
+  TPC_ASSIGN_OR_RETURN(const RecurrentShape n, ReadRecurrent(ctx, cell));
+  const bool layout1 = n.layout1;
+  const int64_t gh = n.cells[0].gates() * n.hidden;
+  const Tensor* b = ctx.optional_input(3);
   std::vector<int64_t> lens(static_cast<size_t>(n.batch), n.seq);
   if (const Tensor* sl = ctx.optional_input(4)) {
     TPC_ASSIGN_OR_RETURN(lens, ReadInts(ctx, *sl));
-    if (static_cast<int64_t>(lens.size()) != n.batch) {
-      return ctx.Error("sequence_lens must have one length per batch entry");
-    }
     for (int64_t len : lens) {
       if (len < 0 || len > n.seq) return ctx.Error("a sequence length is out of range");
     }
   }
   // Initial states in layout 0: [dirs, batch, hidden].
-  const Shape state_shape =
-      layout1 ? Shape{n.batch, n.dirs, n.hidden} : Shape{n.dirs, n.batch, n.hidden};
-  auto initial = [&](int i) -> absl::StatusOr<std::vector<T>> {
+  auto initial = [&](int i) -> std::vector<T> {
     std::vector<T> s(static_cast<size_t>(n.dirs * n.batch * n.hidden), T(0));
     const Tensor* t = ctx.optional_input(i);
     if (t == nullptr) return s;
-    if (t->shape() != state_shape) {
-      return ctx.Error(absl::StrCat("input ", i, " has shape ", ShapeString(t->shape()),
-                                    ", expected ", ShapeString(state_shape)));
-    }
     if (layout1) {
       SwapOuter(t->data<T>(), s.data(), n.batch, n.dirs, n.hidden);
     } else {
@@ -192,21 +209,12 @@ absl::Status RunRecurrent(KernelContext& ctx, Cell cell) {
     }
     return s;
   };
-  TPC_ASSIGN_OR_RETURN(std::vector<T> h_all, initial(5));
-  std::vector<T> c_all;
+  std::vector<T> h_all = initial(5), c_all;
   const Tensor* p = nullptr;
-  if (cell == Cell::kLstm) {
-    TPC_ASSIGN_OR_RETURN(c_all, initial(6));
+  if (cell == CellKind::kLstm) {
+    c_all = initial(6);
     p = ctx.optional_input(7);
-    if (p != nullptr && p->shape() != Shape{n.dirs, 3 * n.hidden}) {
-      return ctx.Error("P must have shape [num_directions, 3 * hidden_size]");
-    }
   }
-  TPC_ASSIGN_OR_RETURN(std::vector<Activation> acts, ReadActivations(ctx, cell, n.dirs));
-  const bool has_clip = node.has_attr("clip");
-  const T clip = static_cast<T>(node.attr_float("clip", 0));
-  const bool linear_before_reset = node.attr_int("linear_before_reset", 0) != 0;
-  const bool input_forget = node.attr_int("input_forget", 0) != 0;
 
   // X in layout 0.
   std::vector<T> x0(static_cast<size_t>(x.num_elements()));
@@ -222,42 +230,30 @@ absl::Status RunRecurrent(KernelContext& ctx, Cell cell) {
   const int64_t rows = n.seq * n.batch;
   std::vector<T> xw(static_cast<size_t>(rows * gh));
   std::vector<T> hr(static_cast<size_t>(n.batch * gh));
-  std::vector<T> gate(static_cast<size_t>(n.batch * gh));   // activated gates of a step
+  std::vector<T> rh(static_cast<size_t>(hs));               // GRU: ((r (.) H) * Rh^T), one row
+  std::vector<T> reset(static_cast<size_t>(hs));            // GRU: r (.) H, one row
   std::vector<T> h_new(static_cast<size_t>(n.batch * hs));  // a step's new hidden state
-  auto clipped = [&](T v) { return has_clip ? std::clamp(v, -clip, clip) : v; };
 
   for (int64_t d = 0; d < n.dirs; ++d) {
-    const bool reverse = direction == "reverse" || d == 1;
+    const math::CellParams& cp = n.cells[static_cast<size_t>(d)];
+    const bool reverse = n.reverse || d == 1;
     const T* wd = w.data<T>() + d * gh * n.input;
     const T* rd = r.data<T>() + d * gh * hs;
     const T* wb = b != nullptr ? b->data<T>() + d * 2 * gh : nullptr;
     const T* rb = wb != nullptr ? wb + gh : nullptr;
     const T* pd = p != nullptr ? p->data<T>() + d * 3 * hs : nullptr;
-    // The direction's functions f, g (GRU, LSTM) and h (LSTM).
-    const size_t a0 = acts.size() / static_cast<size_t>(n.dirs) * static_cast<size_t>(d);
-    const Activation& f = acts[a0];
-    const Activation& g = cell == Cell::kRnn ? f : acts[a0 + 1];
-    const Activation& hact = cell == Cell::kLstm ? acts[a0 + 2] : f;
     T* h = h_all.data() + d * n.batch * hs;
-    T* c = cell == Cell::kLstm ? c_all.data() + d * n.batch * hs : nullptr;
+    T* c = cell == CellKind::kLstm ? c_all.data() + d * n.batch * hs : nullptr;
 
-    // XW = X * W^T + Wb + Rb (GRU with linear_before_reset: Rbh is added inside the reset).
+    // XW = X * W^T (the biases are added per gate, math::GatePre).
     std::fill(xw.begin(), xw.end(), T(0));
     if (rows > 0 && n.input > 0) {
       ParallelGemm2D<T>(ctx.pool(), false, true, rows, gh, n.input, T(1), x0.data(), n.input, wd,
                         n.input, T(0), xw.data(), gh);
     }
-    if (wb != nullptr) {
-      for (int64_t i = 0; i < rows; ++i) {
-        for (int64_t j = 0; j < gh; ++j) {
-          const bool rb_inside = cell == Cell::kGru && linear_before_reset && j >= 2 * hs;
-          xw[static_cast<size_t>(i * gh + j)] += wb[j] + (rb_inside ? T(0) : rb[j]);
-        }
-      }
-    }
-
+    const bool gru_reset_first = cell == CellKind::kGru && !cp.linear_before_reset;
     for (int64_t s = 0; s < n.seq; ++s) {
-      // HR = H * R^T (for GRU without linear_before_reset, the z and r gates only).
+      // HR = H * R^T (for GRU without linear_before_reset, only the z and r gates are used).
       std::fill(hr.begin(), hr.end(), T(0));
       if (n.batch > 0 && hs > 0) {
         Gemm2D<T>(false, true, n.batch, gh, hs, T(1), h, hs, rd, hs, T(0), hr.data(), gh);
@@ -268,53 +264,22 @@ absl::Status RunRecurrent(KernelContext& ctx, Cell cell) {
         const int64_t t = reverse ? len - 1 - s : s;
         const T* pre = xw.data() + (t * n.batch + bi) * gh;
         const T* hrow = hr.data() + bi * gh;
-        T* gt = gate.data() + bi * gh;
         const T* hb = h + bi * hs;
-        T* hn = h_new.data() + bi * hs;
-        switch (cell) {
-          case Cell::kRnn:
-            for (int64_t k = 0; k < hs; ++k) hn[k] = f(clipped(pre[k] + hrow[k]));
-            break;
-          case Cell::kGru:
-            // Gates z, r, h.
-            for (int64_t k = 0; k < 2 * hs; ++k) gt[k] = f(clipped(pre[k] + hrow[k]));
-            if (linear_before_reset) {
-              const T* rbh = rb != nullptr ? rb + 2 * hs : nullptr;
-              for (int64_t k = 0; k < hs; ++k) {
-                const T lin = hrow[2 * hs + k] + (rbh != nullptr ? rbh[k] : T(0));
-                gt[2 * hs + k] = g(clipped(pre[2 * hs + k] + gt[hs + k] * lin));
-              }
-            } else {
-              // (r (.) H) * Rh^T, one row.
-              for (int64_t k = 0; k < hs; ++k) {
-                T acc = T(0);
-                for (int64_t m = 0; m < hs; ++m)
-                  acc += gt[hs + m] * hb[m] * rd[(2 * hs + k) * hs + m];
-                gt[2 * hs + k] = g(clipped(pre[2 * hs + k] + acc));
-              }
-            }
-            for (int64_t k = 0; k < hs; ++k) {
-              hn[k] = (T(1) - gt[k]) * gt[2 * hs + k] + gt[k] * hb[k];
-            }
-            break;
-          case Cell::kLstm: {
-            // Gates i, o, f, c; peepholes P = [Pi, Po, Pf].
-            T* cb = c + bi * hs;
-            for (int64_t k = 0; k < hs; ++k) {
-              const T peep_i = pd != nullptr ? pd[k] * cb[k] : T(0);
-              const T peep_f = pd != nullptr ? pd[2 * hs + k] * cb[k] : T(0);
-              const T it = f(clipped(pre[k] + hrow[k] + peep_i));
-              const T ft = input_forget ? T(1) - it
-                                        : f(clipped(pre[2 * hs + k] + hrow[2 * hs + k] + peep_f));
-              const T ct = g(clipped(pre[3 * hs + k] + hrow[3 * hs + k]));
-              const T c_next = ft * cb[k] + it * ct;
-              const T peep_o = pd != nullptr ? pd[hs + k] * c_next : T(0);
-              const T ot = f(clipped(pre[hs + k] + hrow[hs + k] + peep_o));
-              cb[k] = c_next;
-              hn[k] = ot * hact(c_next);
-            }
-            break;
+        if (gru_reset_first) {
+          // (r (.) H) * Rh^T, one row.
+          for (int64_t m = 0; m < hs; ++m)
+            reset[static_cast<size_t>(m)] = math::GruReset(cp, pre, hrow, wb, rb, m) * hb[m];
+          for (int64_t k = 0; k < hs; ++k) {
+            T acc = T(0);
+            for (int64_t m = 0; m < hs; ++m)
+              acc += reset[static_cast<size_t>(m)] * rd[(2 * hs + k) * hs + m];
+            rh[static_cast<size_t>(k)] = acc;
           }
+        }
+        T* hn = h_new.data() + bi * hs;
+        for (int64_t k = 0; k < hs; ++k) {
+          hn[k] = math::CellStep(cp, pre, hrow, wb, rb, hb[k], rh[static_cast<size_t>(k)],
+                                 c != nullptr ? c + bi * hs + k : nullptr, pd, k);
         }
         std::copy(hn, hn + hs, y0.data() + ((t * n.dirs + d) * n.batch + bi) * hs);
       }
@@ -346,7 +311,7 @@ absl::Status RunRecurrent(KernelContext& ctx, Cell cell) {
   }
   auto write_state = [&](int i, const std::vector<T>& state) -> absl::Status {
     if (!ctx.wants_output(i)) return absl::OkStatus();
-    TPC_ASSIGN_OR_RETURN(Tensor * out, ctx.Output(i, state_shape));
+    TPC_ASSIGN_OR_RETURN(Tensor * out, ctx.Output(i, n.state_shape));
     if (layout1) {
       SwapOuter(state.data(), out->data<T>(), n.dirs, n.batch, hs);
     } else {
@@ -355,19 +320,19 @@ absl::Status RunRecurrent(KernelContext& ctx, Cell cell) {
     return absl::OkStatus();
   };
   TPC_RETURN_IF_ERROR(write_state(1, h_all));
-  if (cell == Cell::kLstm) TPC_RETURN_IF_ERROR(write_state(2, c_all));
+  if (cell == CellKind::kLstm) TPC_RETURN_IF_ERROR(write_state(2, c_all));
   return absl::OkStatus();
 }
 
-absl::Status Recurrent(KernelContext& ctx, Cell cell) {
+absl::Status Recurrent(KernelContext& ctx, CellKind cell) {
   return VisitFloat(ctx, ctx.input(0).dtype(),
                     [&]<typename T>() { return RunRecurrent<T>(ctx, cell); });
 }
 
 }  // namespace
 
-absl::Status GRU(KernelContext& ctx) { return Recurrent(ctx, Cell::kGru); }
-absl::Status LSTM(KernelContext& ctx) { return Recurrent(ctx, Cell::kLstm); }
-absl::Status RNN(KernelContext& ctx) { return Recurrent(ctx, Cell::kRnn); }
+absl::Status GRU(KernelContext& ctx) { return Recurrent(ctx, CellKind::kGru); }
+absl::Status LSTM(KernelContext& ctx) { return Recurrent(ctx, CellKind::kLstm); }
+absl::Status RNN(KernelContext& ctx) { return Recurrent(ctx, CellKind::kRnn); }
 
 }  // namespace tpc::runtime::cpu
