@@ -120,6 +120,11 @@ absl::Status InstanceNormalization(KernelContext& ctx);
 absl::Status GroupNormalization(KernelContext& ctx);
 absl::Status LRN(KernelContext& ctx);
 
+// recurrent_ops.cc
+absl::Status RNN(KernelContext& ctx);
+absl::Status GRU(KernelContext& ctx);
+absl::Status LSTM(KernelContext& ctx);
+
 // einsum_ops.cc
 absl::Status Einsum(KernelContext& ctx);
 

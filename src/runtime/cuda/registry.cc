@@ -202,6 +202,18 @@ bool WindowOfSignalType(const ir::Node& n) {
          (in[0] != nullptr && in[2]->type().dtype == in[0]->type().dtype);
 }
 
+// The recurrent kernels: every float input of X's type, sequence_lens int32.
+bool RecurrentFits(const ir::Node& n) {
+  const auto& in = n.inputs();
+  if (in.empty() || in[0] == nullptr) return false;
+  for (size_t i = 1; i < in.size(); ++i) {
+    if (in[i] == nullptr) continue;
+    const ir::DType want = i == 4 ? ir::DType::kI32 : in[0]->type().dtype;
+    if (in[i]->type().dtype != want) return false;
+  }
+  return true;
+}
+
 // OneHot's kernel reads int64 or int32 indices.
 bool IntIndices(const ir::Node& n) {
   const ir::Value* v = n.inputs().empty() ? nullptr : n.inputs()[0];
@@ -284,6 +296,7 @@ const Entry kKernels[] = {
     {"", "EyeLike", K(EyeLike), Takes::kAnyData},
     {"", "Flatten", K(cpu::Flatten), Takes::kAnyData},
     {"", "Floor", K(Floor), Takes::kFloats},
+    {"", "GRU", K(GRU), Takes::kFloatData, false, RecurrentFits},
     {"", "Gather", K(Gather), Takes::kAnyData},
     {"", "GatherElements", K(GatherElements), Takes::kAnyData},
     {"", "GatherND", K(GatherND), Takes::kAnyData},
@@ -304,6 +317,7 @@ const Entry kKernels[] = {
     {"", "IsInf", K(IsInf), Takes::kFloatIns},
     {"", "IsNaN", K(IsNaN), Takes::kFloatIns},
     {"", "LRN", K(LRN), Takes::kFloats},
+    {"", "LSTM", K(LSTM), Takes::kFloatData, false, RecurrentFits},
     {"", "LayerNormalization", K(LayerNormalization), Takes::kFloats},
     {"", "LeakyRelu", K(LeakyRelu), Takes::kFloats},
     {"", "Less", K(Less), Takes::kFloatIns},
@@ -334,6 +348,7 @@ const Entry kKernels[] = {
     {"", "QLinearMatMul", K(QLinearMatMul), Takes::kIntegerProduct},
     {"", "QuantizeLinear", K(QuantizeLinear), Takes::kQuantize},
     {"", "RMSNormalization", K(RMSNormalization), Takes::kFloats},
+    {"", "RNN", K(RNN), Takes::kFloatData, false, RecurrentFits},
     {"", "Reciprocal", K(Reciprocal), Takes::kFloats},
     {"", "ReduceL1", K(ReduceL1, In(1)), Takes::kFloatData},
     {"", "ReduceL2", K(ReduceL2, In(1)), Takes::kFloatData},

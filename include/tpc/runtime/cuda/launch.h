@@ -21,6 +21,7 @@
 #include "tpc/runtime/math/pointwise.h"
 #include "tpc/runtime/math/pool.h"
 #include "tpc/runtime/math/quantize.h"
+#include "tpc/runtime/math/recurrent.h"
 #include "tpc/runtime/math/resize.h"
 #include "tpc/runtime/math/roi_align.h"
 #include "tpc/runtime/math/rotary.h"
@@ -334,5 +335,27 @@ cudaError_t LaunchDft(FloatKind k, const math::DftLayout& l, const void* x, void
 // (math::StftElement).
 cudaError_t LaunchStft(FloatKind k, const math::StftLayout& l, const void* x, const void* window,
                        void* y, int64_t n, cudaStream_t stream);
+
+// One step s of one direction d of a recurrent operator, every buffer f32 on the device:
+// the input projection xw [seq, batch, gates · hidden] (X·Wᵀ, layout 0), the step's hidden
+// projection hr [batch, gates · hidden], the biases wb and rb (gates · hidden each, or
+// null), GRU's rh [batch, hidden] ((r ⊙ H)·Rhᵀ; null otherwise), LSTM's peepholes
+// (3 · hidden, or null), the states h and c [batch, hidden] (updated in place; c null but
+// for LSTM), Y [seq, dirs, batch, hidden], and the int32 sequence lengths (null: all seq).
+struct RecurrentStep {
+  int64_t s = 0, seq = 0, batch = 0, dirs = 1, d = 0;
+  bool reverse = false;
+  const float *xw = nullptr, *hr = nullptr, *wb = nullptr, *rb = nullptr, *rh = nullptr,
+              *peep = nullptr;
+  const int32_t* lens = nullptr;
+  float *h = nullptr, *c = nullptr, *y = nullptr;
+};
+// GRU without linear_before_reset: reset [batch, hidden] = r ⊙ H of the step (0 for an
+// entry that has ended) (math::GruReset). A length out of range sets *flag to `code`.
+cudaError_t LaunchGruReset(const math::CellParams& p, const RecurrentStep& a, float* reset,
+                           int* flag, int code, cudaStream_t stream);
+// The step's new states and Y row (math::CellStep).
+cudaError_t LaunchRecurrentStep(const math::CellParams& p, const RecurrentStep& a, int* flag,
+                                int code, cudaStream_t stream);
 
 }  // namespace tpc::runtime::cuda
