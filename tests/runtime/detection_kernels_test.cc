@@ -1,6 +1,7 @@
 // CPU kernels of NonMaxSuppression and RoiAlign on cases worked out by hand: the greedy
 // order with ties, the strict score threshold, the output limit, an absent limit; RoiAlign's
 // sample positions on a linear image (where bilinear sampling is exact) in both modes.
+#include <string>
 #include <vector>
 
 #include "catch2/catch.hpp"
@@ -83,6 +84,17 @@ TEST_CASE("RoiAlign: sample positions under half_pixel, spatial_scale, max mode"
                   {"coordinate_transformation_mode", std::string("output_half_pixel")}},
                  {-0.5f, -0.5f, 3.5f, 3.5f}),
              Catch::Matchers::Approx(std::vector<float>{5, 7, 13, 15}));
+}
+
+TEST_CASE("RoiAlign refuses an image with no pixel, naming the node", "[runtime][kernels]") {
+  OneOp o(16);
+  o.Input("x", F32({1, 1, 0, 5}, {}));
+  o.Input("rois", F32({1, 4}, {0, 0, 1, 1}));
+  o.Input("batch", I64({1}, {0}));
+  const auto out = o.TryRun("RoiAlign");
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.status().message().find("no pixel to sample") != std::string::npos);
+  CHECK(out.status().message().find("the_op") != std::string::npos);
 }
 
 }  // namespace

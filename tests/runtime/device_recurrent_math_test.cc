@@ -2,8 +2,9 @@
 // X·Wᵀ for every step, then per step H·Rᵀ, GRU's r ⊙ H and its product with Rh, and each
 // hidden unit's step in place (math::CellStep, as recurrent.cu's threads do it), Y at the
 // step's row; the outputs read back through recurrent_ops.cc's layout strides. Against the
-// CPU kernels: LSTM reverse with peepholes, initial states and sequence lengths; GRU
-// bidirectional with linear_before_reset 0 and 1; RNN in layout 1.
+// CPU kernels: LSTM reverse with peepholes, initial states and sequence lengths; LSTM with
+// clip and input_forget; GRU bidirectional with linear_before_reset 0 and 1, and in layout
+// 1 with initial states and sequence lengths; RNN in layout 1.
 #include <string>
 #include <vector>
 
@@ -28,6 +29,8 @@ struct Case {
   int64_t seq, batch, input, hidden, dirs;
   bool layout1 = false, reverse = false, lbr = false, peepholes = false, initial = false;
   std::vector<int32_t> lens;  // empty: all seq
+  float clip = 0;             // 0: none
+  bool input_forget = false;
 };
 
 // C [m, n] = A [m, k] · B[n, k]ᵀ, as cuBLAS with transposed B.
@@ -53,6 +56,9 @@ std::vector<std::vector<float>> DeviceRun(const Case& c, const Tensor& x, const 
   cp.g.kind = math::RecurrentAct::kTanh;
   cp.h.kind = math::RecurrentAct::kTanh;
   cp.linear_before_reset = c.lbr;
+  cp.has_clip = c.clip > 0;
+  cp.clip = c.clip;
+  cp.input_forget = c.input_forget;
   const int64_t hs = c.hidden, gh = cp.gates() * hs, rows = c.seq * c.batch;
   std::vector<float> x0(static_cast<size_t>(rows * c.input));
   for (int64_t t = 0; t < c.seq; ++t) {
@@ -64,9 +70,19 @@ std::vector<std::vector<float>> DeviceRun(const Case& c, const Tensor& x, const 
       }
     }
   }
+  // Initial states in layout 0 [dirs, batch, hidden] (layout 1 gives [batch, dirs, hidden]).
   const auto state = [&](const Tensor& t) {
-    return c.initial ? std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements())
-                     : std::vector<float>(static_cast<size_t>(c.dirs * c.batch * hs), 0.0f);
+    std::vector<float> out(static_cast<size_t>(c.dirs * c.batch * hs), 0.0f);
+    if (!c.initial) return out;
+    for (int64_t d = 0; d < c.dirs; ++d) {
+      for (int64_t bi = 0; bi < c.batch; ++bi) {
+        for (int64_t k = 0; k < hs; ++k) {
+          const int64_t from = c.layout1 ? (bi * c.dirs + d) * hs + k : (d * c.batch + bi) * hs + k;
+          out[static_cast<size_t>((d * c.batch + bi) * hs + k)] = t.data<float>()[from];
+        }
+      }
+    }
+    return out;
   };
   std::vector<float> h_all = state(h0), c_all = state(c0);
   std::vector<float> y0(static_cast<size_t>(c.seq * c.dirs * c.batch * hs), 0.0f);
@@ -123,7 +139,18 @@ std::vector<std::vector<float>> DeviceRun(const Case& c, const Tensor& x, const 
   for (int64_t i = 0; i < static_cast<int64_t>(y.size()); ++i) {
     y[static_cast<size_t>(i)] = y0[static_cast<size_t>(v.At(i))];
   }
-  return {y, h_all, c_all};
+  // Y_h and Y_c through the state strides ([batch, dirs, hidden] in layout 1).
+  const std::vector<int64_t> s_shape = c.layout1 ? std::vector<int64_t>{c.batch, c.dirs, hs}
+                                                 : std::vector<int64_t>{c.dirs, c.batch, hs};
+  const std::vector<int64_t> s_strides =
+      c.layout1 ? std::vector<int64_t>{hs, c.batch * hs, 1} : math::ContiguousStrides(s_shape);
+  const math::StridedView vs = math::ViewOf(s_shape, s_strides);
+  std::vector<float> yh(h_all.size()), yc(c_all.size());
+  for (int64_t i = 0; i < static_cast<int64_t>(yh.size()); ++i) {
+    yh[static_cast<size_t>(i)] = h_all[static_cast<size_t>(vs.At(i))];
+    yc[static_cast<size_t>(i)] = c_all[static_cast<size_t>(vs.At(i))];
+  }
+  return {y, yh, yc};
 }
 
 TEST_CASE("Recurrent steps as the CUDA kernels run them equal the CPU kernels",
@@ -133,6 +160,8 @@ TEST_CASE("Recurrent steps as the CUDA kernels run them equal the CPU kernels",
       {"GRU", CellKind::kGru, 4, 2, 3, 5, 2, false, false, false, false, true, {}},
       {"GRU", CellKind::kGru, 4, 2, 3, 5, 2, false, false, true, false, false, {3, 4}},
       {"RNN", CellKind::kRnn, 6, 3, 2, 4, 1, true, false, false, false, false, {}},
+      {"GRU", CellKind::kGru, 3, 4, 2, 3, 2, true, false, false, false, true, {2, 3, 1, 0}},
+      {"LSTM", CellKind::kLstm, 4, 2, 3, 4, 1, false, false, false, false, true, {}, 0.6f, true},
   };
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const Case& c = cases[ci];
@@ -146,8 +175,11 @@ TEST_CASE("Recurrent steps as the CUDA kernels run them equal the CPU kernels",
     const Tensor w = Random({c.dirs, gh, c.input}, 301 + u);
     const Tensor r = Random({c.dirs, gh, c.hidden}, 302 + u);
     const Tensor b = Random({c.dirs, 2 * gh}, 303 + u);
-    const Tensor h0 = Random({c.dirs, c.batch, c.hidden}, 304 + u);
-    const Tensor c0 = Random({c.dirs, c.batch, c.hidden}, 305 + u);
+    const std::vector<int64_t> state_shape = c.layout1
+                                                 ? std::vector<int64_t>{c.batch, c.dirs, c.hidden}
+                                                 : std::vector<int64_t>{c.dirs, c.batch, c.hidden};
+    const Tensor h0 = Random(state_shape, 304 + u);
+    const Tensor c0 = Random(state_shape, 305 + u);
     const Tensor p = Random({c.dirs, 3 * c.hidden}, 306 + u);
     OneOp o(14);
     o.Input("x", x);
@@ -174,14 +206,14 @@ TEST_CASE("Recurrent steps as the CUDA kernels run them equal the CPU kernels",
     if (c.reverse) attrs["direction"] = std::string("reverse");
     if (c.layout1) attrs["layout"] = int64_t{1};
     if (c.cell == CellKind::kGru) attrs["linear_before_reset"] = int64_t{c.lbr ? 1 : 0};
+    if (c.clip > 0) attrs["clip"] = c.clip;
+    if (c.input_forget) attrs["input_forget"] = int64_t{1};
     const int outputs = c.cell == CellKind::kLstm ? 3 : 2;
     const std::vector<Tensor> want = o.Run(c.op, attrs, outputs);
     const auto got = DeviceRun(c, x, w, r, b, p, h0, c0);
     RequireClose(got[0], Floats(want[0]), 2e-5f);
-    if (!c.layout1) {
-      RequireClose(got[1], Floats(want[1]), 2e-5f);
-      if (c.cell == CellKind::kLstm) RequireClose(got[2], Floats(want[2]), 2e-5f);
-    }
+    RequireClose(got[1], Floats(want[1]), 2e-5f);
+    if (c.cell == CellKind::kLstm) RequireClose(got[2], Floats(want[2]), 2e-5f);
   }
 }
 

@@ -141,6 +141,9 @@ absl::StatusOr<math::RoiAlignParams> ReadRoiAlign(const KernelContext& ctx) {
   p.channels = x.dim(1);
   p.height = x.dim(2);
   p.width = x.dim(3);
+  if (rois.dim(0) * p.channels > 0 && (p.height == 0 || p.width == 0)) {
+    return ctx.Error(absl::StrCat("X ", x.TypeString(), " has no pixel to sample"));
+  }
   return p;
 }
 

@@ -61,7 +61,21 @@ __global__ void RecurrentStepKernel(math::CellParams p, RecurrentStep a, int64_t
   }
 }
 
+__global__ void CheckLengthsKernel(const int32_t* lens, int64_t batch, int64_t seq, int* flag,
+                                   int code) {
+  for (int64_t i = First(); i < batch; i += Step()) {
+    if (lens[i] < 0 || lens[i] > seq) atomicCAS(flag, 0, code);
+  }
+}
+
 }  // namespace
+
+cudaError_t LaunchCheckLengths(const int32_t* lens, int64_t batch, int64_t seq, int* flag, int code,
+                               cudaStream_t stream) {
+  if (batch == 0) return cudaSuccess;
+  CheckLengthsKernel<<<Blocks(batch), kThreads, 0, stream>>>(lens, batch, seq, flag, code);
+  return cudaGetLastError();
+}
 
 cudaError_t LaunchGruReset(const math::CellParams& p, const RecurrentStep& a, float* reset,
                            int* flag, int code, cudaStream_t stream) {

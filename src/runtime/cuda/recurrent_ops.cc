@@ -112,6 +112,10 @@ absl::Status Recurrent(KernelContext& ctx, CellKind cell) {
   const int code =
       BackendOf(ctx).Expect(std::string(ctx.Error("a sequence length is out of range").message()));
   int* flag = BackendOf(ctx).flag();
+  if (lens != nullptr && n.seq * hs == 0) {  // no step kernel would check them
+    TPC_RETURN_IF_ERROR(
+        Check(ctx, LaunchCheckLengths(lens->data<int32_t>(), n.batch, n.seq, flag, code, stream)));
+  }
 
   for (int64_t d = 0; d < n.dirs; ++d) {
     const math::CellParams& cp = n.cells[static_cast<size_t>(d)];

@@ -169,6 +169,24 @@ bool GlobalLpFits(const ir::Node& n) {
   return p == 1 || p == 2 || (rank >= 3 && rank <= 5);
 }
 
+// The window kernels (convolutions and pools) take 1 to 3 spatial dims (math::kMaxSpatial);
+// more run on the host (a rank not known until the run: the kernel checks it).
+bool SpatialFits(const ir::Node& n) {
+  const int64_t rank =
+      n.inputs().empty() || n.inputs()[0] == nullptr ? -1 : n.inputs()[0]->type().rank();
+  return rank < 0 || (rank >= 3 && rank <= 2 + math::kMaxSpatial);  // unknown: the kernel checks
+}
+
+// Every input of input 0's element type (DeformConv: X, W, offset, B, mask).
+bool InputsOfOneType(const ir::Node& n) {
+  const auto& in = n.inputs();
+  if (in.empty() || in[0] == nullptr) return false;
+  for (const ir::Value* v : in) {
+    if (v != nullptr && v->type().dtype != in[0]->type().dtype) return false;
+  }
+  return true;
+}
+
 // The integer convolutions' kernels: X and W (ConvInteger's input 1, QLinearConv's 3) of
 // 8 or 16 bits, each zero point of its operand's type, QLinearConv's scales f32, its y zero
 // point quantized and its B int32; the output quantized.
@@ -183,7 +201,7 @@ bool IntegerConvFits(const ir::Node& n) {
            t == ir::DType::kI16;
   };
   const size_t w = qlinear ? 3 : 1, x_zp = 2, w_zp = qlinear ? 5 : 3;
-  if (!small(type(0)) || !small(type(w))) return false;
+  if (!SpatialFits(n) || !small(type(0)) || !small(type(w))) return false;
   if (type(x_zp) != ir::DType::kUndefined && type(x_zp) != type(0)) return false;
   if (type(w_zp) != ir::DType::kUndefined && type(w_zp) != type(w)) return false;
   if (n.outputs().size() != 1 || !IsQuantized(n.outputs()[0])) return false;
@@ -258,7 +276,7 @@ const Entry kKernels[] = {
     {"", "Atan", K(Atan), Takes::kFloats},
     {"", "Atanh", K(Atanh), Takes::kFloats},
     {"", "Attention", K(Attention), Takes::kFloatData},
-    {"", "AveragePool", K(AveragePool), Takes::kFloats},
+    {"", "AveragePool", K(AveragePool), Takes::kFloats, false, SpatialFits},
     {"", "BatchNormalization", K(BatchNormalization), Takes::kFloats, false, Inference},
     {"", "BitShift", K(BitShift), Takes::kIntegers},
     {"", "BitwiseAnd", K(BitwiseAnd), Takes::kIntegers},
@@ -273,14 +291,14 @@ const Entry kKernels[] = {
     {"", "Clip", K(Clip, In(1) | In(2)), Takes::kFloats},
     {"", "Col2Im", K(Col2Im, In(1) | In(2)), Takes::kFloatData},
     {"", "Concat", K(Concat), Takes::kAnyData},
-    {"", "Conv", K(Conv), Takes::kFloats},
+    {"", "Conv", K(Conv), Takes::kFloats, false, SpatialFits},
     {"", "ConvInteger", K(ConvInteger), Takes::kAnyData, false, IntegerConvFits},
-    {"", "ConvTranspose", K(ConvTranspose), Takes::kFloats},
+    {"", "ConvTranspose", K(ConvTranspose), Takes::kFloats, false, SpatialFits},
     {"", "Cos", K(Cos), Takes::kFloats},
     {"", "Cosh", K(Cosh), Takes::kFloats},
     {"", "CumSum", K(CumSum, In(1)), Takes::kFloatData},
     {"", "DFT", K(DFT, In(1) | In(2)), Takes::kFloatData},
-    {"", "DeformConv", K(DeformConv), Takes::kFloats},
+    {"", "DeformConv", K(DeformConv), Takes::kFloats, false, InputsOfOneType},
     {"", "DepthToSpace", K(DepthToSpace), Takes::kAnyData},
     {"", "DequantizeLinear", K(DequantizeLinear), Takes::kDequantize},
     {"", "Det", K(Det), Takes::kFloats},
@@ -324,11 +342,11 @@ const Entry kKernels[] = {
     {"", "LessOrEqual", K(LessOrEqual), Takes::kFloatIns},
     {"", "Log", K(Log), Takes::kFloats},
     {"", "LogSoftmax", K(LogSoftmax), Takes::kFloats},
-    {"", "LpPool", K(LpPool), Takes::kFloats},
+    {"", "LpPool", K(LpPool), Takes::kFloats, false, SpatialFits},
     {"", "MatMul", K(MatMul), Takes::kFloats},
     {"", "MatMulInteger", K(MatMulInteger), Takes::kIntegerProduct},
     {"", "Max", K(Max), Takes::kFloats},
-    {"", "MaxPool", K(MaxPool), Takes::kFloatIns},
+    {"", "MaxPool", K(MaxPool), Takes::kFloatIns, false, SpatialFits},
     {"", "MaxUnpool", K(MaxUnpool, In(2)), Takes::kAnyData},
     {"", "Mean", K(Mean), Takes::kFloats},
     {"", "MeanVarianceNormalization", K(MeanVarianceNormalization), Takes::kFloats},

@@ -49,9 +49,6 @@ absl::Status RoiAlign(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(Tensor * y,
                        ctx.Output(0, {rois.dim(0), p.channels, p.out_h, p.out_w}, x.dtype()));
   if (y->num_elements() == 0) return absl::OkStatus();
-  if (p.height == 0 || p.width == 0) {
-    return ctx.Error(absl::StrCat("X ", x.TypeString(), " has no pixel to sample"));
-  }
   const int code = BackendOf(ctx).Expect(std::string(
       ctx.Error(absl::StrCat("a batch index is out of range for X ", x.TypeString())).message()));
   return Check(ctx, LaunchRoiAlign(k, p, x.raw(), x.dim(0), rois.raw(), batch.raw(),

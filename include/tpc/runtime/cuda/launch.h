@@ -350,6 +350,10 @@ struct RecurrentStep {
   const int32_t* lens = nullptr;
   float *h = nullptr, *c = nullptr, *y = nullptr;
 };
+// Sets *flag to `code` if a sequence length is outside [0, seq] (where no step kernel runs
+// to check them: no step, or no hidden unit).
+cudaError_t LaunchCheckLengths(const int32_t* lens, int64_t batch, int64_t seq, int* flag, int code,
+                               cudaStream_t stream);
 // GRU without linear_before_reset: reset [batch, hidden] = r ⊙ H of the step (0 for an
 // entry that has ended) (math::GruReset). A length out of range sets *flag to `code`.
 cudaError_t LaunchGruReset(const math::CellParams& p, const RecurrentStep& a, float* reset,
