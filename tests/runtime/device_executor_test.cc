@@ -668,10 +668,13 @@ TEST_CASE("The CUDA kernel table places linear quantization by element type",
   ir::Graph g;
   g.opsets()[""] = 21;
   int values = 0;
-  const auto node = [&](const char* op, std::vector<ir::DType> ins, std::vector<ir::DType> outs) {
+  // Input 0 of rank `rank` (a convolution's X: [N, C, spatial...]), the others [4].
+  const auto node = [&](const char* op, std::vector<ir::DType> ins, std::vector<ir::DType> outs,
+                        size_t rank = 1) {
     std::vector<ir::Value*> in;
     for (const ir::DType t : ins) {
-      in.push_back(g.AddPlaceholder("v" + std::to_string(values++), ir::TensorType(t, {4})));
+      std::vector<ir::Dim> dims(in.empty() ? rank : 1, ir::Dim(4));
+      in.push_back(g.AddPlaceholder("v" + std::to_string(values++), ir::TensorType(t, dims)));
     }
     std::vector<std::string> names;
     for (size_t i = 0; i < outs.size(); ++i) names.push_back("o" + std::to_string(values++));
@@ -698,14 +701,17 @@ TEST_CASE("The CUDA kernel table places linear quantization by element type",
              {D::kU8}));
   CHECK_FALSE(node("QLinearMatMul",
                    {D::kU8, D::kF16, D::kU8, D::kU8, D::kF16, D::kU8, D::kF16, D::kU8}, {D::kU8}));
-  CHECK(node("ConvInteger", {D::kU8, D::kI8, D::kU8, D::kI8}, {D::kI32}));
-  CHECK_FALSE(node("ConvInteger", {D::kU8, D::kI8, D::kI8}, {D::kI32}));  // x zp of w's type
+  CHECK(node("ConvInteger", {D::kU8, D::kI8, D::kU8, D::kI8}, {D::kI32}, 4));
+  CHECK_FALSE(node("ConvInteger", {D::kU8, D::kI8, D::kI8}, {D::kI32}, 4));  // x zp of w's type
+  CHECK_FALSE(node("ConvInteger", {D::kU8, D::kI8}, {D::kI32}, 6));          // 4 spatial dims
   CHECK(node("QLinearConv",
-             {D::kU8, D::kF32, D::kU8, D::kI8, D::kF32, D::kI8, D::kF32, D::kU8, D::kI32},
-             {D::kU8}));
+             {D::kU8, D::kF32, D::kU8, D::kI8, D::kF32, D::kI8, D::kF32, D::kU8, D::kI32}, {D::kU8},
+             4));
   CHECK_FALSE(node("QLinearConv",
                    {D::kU8, D::kF32, D::kU8, D::kI8, D::kF32, D::kI8, D::kF32, D::kU8, D::kF32},
-                   {D::kU8}));
+                   {D::kU8}, 4));
+  CHECK(node("Conv", {D::kF32, D::kF32}, {D::kF32}, 5));
+  CHECK_FALSE(node("Conv", {D::kF32, D::kF32}, {D::kF32}, 6));
 }
 #endif
 
