@@ -8,15 +8,42 @@
 #include "ops.h"
 
 namespace tpc::runtime::cuda {
+namespace {
+
+absl::Status CheckIndices(const KernelContext& ctx, const Tensor& indices) {
+  if (indices.dtype() == ir::DType::kI64 || indices.dtype() == ir::DType::kI32) {
+    return absl::OkStatus();
+  }
+  return ctx.Error("indices must be int64 or int32");
+}
+
+// Gather's and GatherElements' indices checked, and the axis they index: the check code
+// of the node's out-of-range error (an index out of range fails the run at its end, naming
+// this node, as the CPU kernel fails at once).
+struct GatherAxis {
+  int64_t axis = 0;
+  int code = 0;
+};
+absl::StatusOr<GatherAxis> ReadGatherAxis(const KernelContext& ctx) {
+  const Tensor& data = ctx.input(0);
+  TPC_RETURN_IF_ERROR(CheckIndices(ctx, ctx.input(1)));
+  GatherAxis g;
+  TPC_ASSIGN_OR_RETURN(g.axis,
+                       cpu::NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), data.rank()));
+  g.code =
+      BackendOf(ctx).Expect(std::string(ctx.Error(absl::StrCat("an index is out of range for dim ",
+                                                               g.axis, " of ", data.TypeString()))
+                                            .message()));
+  return g;
+}
+
+}  // namespace
 
 absl::Status Gather(KernelContext& ctx) {
   const Tensor& data = ctx.input(0);
   const Tensor& indices = ctx.input(1);
-  if (indices.dtype() != ir::DType::kI64 && indices.dtype() != ir::DType::kI32) {
-    return ctx.Error("indices must be int64 or int32");
-  }
-  TPC_ASSIGN_OR_RETURN(int64_t axis,
-                       cpu::NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), data.rank()));
+  TPC_ASSIGN_OR_RETURN(const GatherAxis g, ReadGatherAxis(ctx));
+  const int64_t axis = g.axis;
   Shape out(data.shape().begin(), data.shape().begin() + axis);
   out.insert(out.end(), indices.shape().begin(), indices.shape().end());
   out.insert(out.end(), data.shape().begin() + axis + 1, data.shape().end());
@@ -26,25 +53,17 @@ absl::Status Gather(KernelContext& ctx) {
     if (d < axis) outer *= data.dim(d);
     if (d > axis) inner *= data.dim(d);
   }
-  // An index out of range fails the run at its end, naming this node (as the CPU kernel
-  // does at once).
-  const int code = BackendOf(ctx).Expect(std::string(
-      ctx.Error(absl::StrCat("an index is out of range for dim ", axis, " of ", data.TypeString()))
-          .message()));
   return Check(ctx, LaunchGather(ir::DTypeSize(data.dtype()), data.raw(), indices.raw(),
                                  indices.dtype() == ir::DType::kI64, outer, data.dim(axis), inner,
-                                 indices.num_elements(), y->raw(), BackendOf(ctx).flag(), code,
+                                 indices.num_elements(), y->raw(), BackendOf(ctx).flag(), g.code,
                                  StreamOf(ctx)));
 }
 
 absl::Status GatherElements(KernelContext& ctx) {
   const Tensor& data = ctx.input(0);
   const Tensor& indices = ctx.input(1);
-  if (indices.dtype() != ir::DType::kI64 && indices.dtype() != ir::DType::kI32) {
-    return ctx.Error("indices must be int64 or int32");
-  }
-  TPC_ASSIGN_OR_RETURN(int64_t axis,
-                       cpu::NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), data.rank()));
+  TPC_ASSIGN_OR_RETURN(const GatherAxis g, ReadGatherAxis(ctx));
+  const int64_t axis = g.axis;
   TPC_RETURN_IF_ERROR(cpu::CheckElementIndices(ctx, data, indices, axis));
   TPC_RETURN_IF_ERROR(CheckRank(ctx, data.shape().size()));
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, indices.shape(), data.dtype()));
@@ -53,24 +72,14 @@ absl::Status GatherElements(KernelContext& ctx) {
               out = math::ContiguousView(indices.shape());
   base.strides[axis] = 0;
   math::Simplify({&base, &out});
-  const int code = BackendOf(ctx).Expect(std::string(
-      ctx.Error(absl::StrCat("an index is out of range for dim ", axis, " of ", data.TypeString()))
-          .message()));
   return Check(ctx,
                LaunchGatherElements(ir::DTypeSize(data.dtype()), data.raw(), base, indices.raw(),
                                     indices.dtype() == ir::DType::kI64, data.dim(axis),
                                     strides[static_cast<size_t>(axis)], y->raw(), y->num_elements(),
-                                    BackendOf(ctx).flag(), code, StreamOf(ctx)));
+                                    BackendOf(ctx).flag(), g.code, StreamOf(ctx)));
 }
 
 namespace {
-
-absl::Status CheckIndices(const KernelContext& ctx, const Tensor& indices) {
-  if (indices.dtype() == ir::DType::kI64 || indices.dtype() == ir::DType::kI32) {
-    return absl::OkStatus();
-  }
-  return ctx.Error("indices must be int64 or int32");
-}
 
 // The ND addressing of data's dims [first, first + last) (row-major element strides).
 absl::StatusOr<math::NdIndex> NdAddressing(const KernelContext& ctx, const Tensor& data,
