@@ -1,10 +1,53 @@
 // Einsum on the GPU: the equation read as the CPU kernel reads it (cpu::ReadEinsum), the
-// plan packed for the kernel (at most 4 operands, 8 output and 8 summed dims), then one
-// thread per output element (einsum.cu, math/einsum.h).
+// plan packed for the kernel (at most 4 operands, 8 output and 8 summed dims); a
+// two-operand product with a batched-GEMM form (math::PlanEinsumGemm) as copies around one
+// cuBLAS GEMM, any other as one thread per output element (einsum.cu, math/einsum.h).
 #include "absl/strings/str_cat.h"
 #include "ops.h"
 
 namespace tpc::runtime::cuda {
+namespace {
+
+// The dims of a view, and its element count.
+Shape DimsOf(const StridedView& v) { return Shape(v.dims, v.dims + v.rank); }
+
+// `v` of `src` copied into contiguous `dst` (elements of `bytes`).
+absl::Status Gather(const KernelContext& ctx, int bytes, const void* src, const StridedView& v,
+                    void* dst) {
+  const Shape dims = DimsOf(v);
+  return Check(ctx, LaunchCopy(bytes, src, v, dst, math::ContiguousView(dims),
+                               cpu::NumElements(dims), StreamOf(ctx)));
+}
+
+// A two-operand Einsum as one batched cuBLAS GEMM (math::PlanEinsumGemm): each operand
+// gathered into [batch, M, K] and [batch, K, N], the product into [batch, M, N], then
+// scattered into y's label order.
+absl::Status EinsumByGemm(const KernelContext& ctx, FloatKind k, const math::EinsumGemm& g,
+                          const void* const* operands, Tensor& y) {
+  const int bytes = static_cast<int>(ir::DTypeSize(y.dtype()));
+  TPC_ASSIGN_OR_RETURN(Tensor a, Scratch(ctx, y.dtype(), {g.batch, g.m, g.k}));
+  TPC_ASSIGN_OR_RETURN(Tensor b, Scratch(ctx, y.dtype(), {g.batch, g.k, g.n}));
+  TPC_ASSIGN_OR_RETURN(Tensor c, Scratch(ctx, y.dtype(), {g.batch, g.m, g.n}));
+  TPC_RETURN_IF_ERROR(Gather(ctx, bytes, operands[0], g.a, a.raw()));
+  TPC_RETURN_IF_ERROR(Gather(ctx, bytes, operands[1], g.b, b.raw()));
+  Gemm2D gm;
+  gm.m = g.m;
+  gm.n = g.n;
+  gm.k = g.k;
+  gm.lda = g.k;
+  gm.ldb = g.n;
+  gm.ldc = g.n;
+  gm.stride_a = g.m * g.k;
+  gm.stride_b = g.k * g.n;
+  gm.stride_c = g.m * g.n;
+  gm.count = g.batch;
+  TPC_RETURN_IF_ERROR(RunGemm(ctx, k, gm, a.raw(), b.raw(), c.raw()));
+  const Shape dims = DimsOf(g.c);
+  return Check(ctx, LaunchCopy(bytes, c.raw(), math::ContiguousView(dims), y.raw(), g.c,
+                               cpu::NumElements(dims), StreamOf(ctx)));
+}
+
+}  // namespace
 
 absl::Status Einsum(KernelContext& ctx) {
   const Tensor& first = ctx.input(0);
@@ -38,6 +81,10 @@ absl::Status Einsum(KernelContext& ctx) {
     }
   }
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, shape.out, first.dtype()));
+  if (const auto gemm = math::PlanEinsumGemm(plan);
+      gemm.has_value() && y->num_elements() > 0 && gemm->k > 0) {
+    return EinsumByGemm(ctx, k, *gemm, operands, *y);
+  }
   return Check(ctx, LaunchEinsum(k, plan, operands, y->raw(), y->num_elements(), StreamOf(ctx)));
 }
 
