@@ -61,6 +61,27 @@ math::EinsumPlan Plan(const std::vector<std::string>& inputs, const std::string&
   return p;
 }
 
+// An equation's random operands (seeded from `seed`) and the CPU kernel's output.
+struct CpuEinsum {
+  std::vector<Tensor> xs;
+  std::vector<float> want;
+};
+CpuEinsum RunCpuEinsum(const std::vector<std::string>& inputs, const std::string& output,
+                       const std::vector<std::vector<int64_t>>& shapes, uint32_t seed) {
+  std::string eq;
+  for (const std::string& in : inputs) eq += (eq.empty() ? "" : ",") + in;
+  eq += "->" + output;
+  INFO(eq);
+  OneOp o(12);
+  CpuEinsum r;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    r.xs.push_back(Random(shapes[k], seed + static_cast<uint32_t>(k)));
+    o.Input("x" + std::to_string(k), r.xs.back());
+  }
+  r.want = Floats(o.Run("Einsum", {{"equation", eq}})[0]);
+  return r;
+}
+
 TEST_CASE("Einsum element math equals the CPU kernel", "[runtime][device-math]") {
   struct Case {
     std::vector<std::string> inputs;
@@ -79,17 +100,9 @@ TEST_CASE("Einsum element math equals the CPU kernel", "[runtime][device-math]")
   };
   for (size_t c = 0; c < cases.size(); ++c) {
     const Case& tc = cases[c];
-    std::string eq;
-    for (const std::string& in : tc.inputs) eq += (eq.empty() ? "" : ",") + in;
-    eq += "->" + tc.output;
-    INFO(eq);
-    OneOp o(12);
-    std::vector<Tensor> xs;
-    for (size_t k = 0; k < tc.inputs.size(); ++k) {
-      xs.push_back(Random(tc.shapes[k], 70 + static_cast<uint32_t>(c * 5 + k)));
-      o.Input("x" + std::to_string(k), xs.back());
-    }
-    const std::vector<float> want = Floats(o.Run("Einsum", {{"equation", eq}})[0]);
+    INFO("case " << c << ": -> " << tc.output);
+    const auto [xs, want] =
+        RunCpuEinsum(tc.inputs, tc.output, tc.shapes, 70 + static_cast<uint32_t>(c * 5));
     const math::EinsumPlan p = Plan(tc.inputs, tc.output, tc.shapes);
     std::vector<float> got(want.size());
     for (int64_t i = 0; i < static_cast<int64_t>(got.size()); ++i) {
@@ -124,17 +137,9 @@ TEST_CASE("Einsum by one batched GEMM equals the CPU kernel", "[runtime][device-
   };
   for (size_t c = 0; c < cases.size(); ++c) {
     const Case& tc = cases[c];
-    std::string eq;
-    for (const std::string& in : tc.inputs) eq += (eq.empty() ? "" : ",") + in;
-    eq += "->" + tc.output;
-    INFO(eq);
-    OneOp o(12);
-    std::vector<Tensor> xs;
-    for (size_t k = 0; k < tc.inputs.size(); ++k) {
-      xs.push_back(Random(tc.shapes[k], 90 + static_cast<uint32_t>(c * 5 + k)));
-      o.Input("x" + std::to_string(k), xs.back());
-    }
-    const std::vector<float> want = Floats(o.Run("Einsum", {{"equation", eq}})[0]);
+    INFO("case " << c << ": -> " << tc.output);
+    const auto [xs, want] =
+        RunCpuEinsum(tc.inputs, tc.output, tc.shapes, 90 + static_cast<uint32_t>(c * 5));
     const auto g = math::PlanEinsumGemm(Plan(tc.inputs, tc.output, tc.shapes));
     CHECK(g.has_value() == tc.gemm);
     if (!g.has_value()) continue;
