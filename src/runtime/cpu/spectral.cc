@@ -2,7 +2,7 @@
 // one-sided), STFT (windowed frames of a signal, each through the DFT) and
 // MelWeightMatrix (the triangular filter bank of a mel spectrogram). The DFT is the direct
 // sum with twiddles computed in double (the lengths of these ops are short), one output
-// element at a time (math/spectral.h, shared with the CUDA kernels).
+// bin at a time (math/spectral.h, shared with the CUDA kernels).
 #include <cmath>
 #include <vector>
 
@@ -54,7 +54,7 @@ absl::StatusOr<math::DftLayout> ReadDft(const KernelContext& ctx, Shape* out_sha
 // input [batch, n1, ..., nk, 1 or 2] (the last dim: real, or real and imaginary) ->
 // [batch, ..., m, ..., 2] along `axis` (opset 20: an input, default -2; before: an
 // attribute, default 1); m is dft_length (default: the axis' length), or m / 2 + 1 when
-// one-sided (math::DftElement).
+// one-sided (math::DftOutputBin).
 absl::Status DFT(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Shape out_shape;
@@ -63,10 +63,12 @@ absl::Status DFT(KernelContext& ctx) {
   return VisitFloat(ctx, x.dtype(), [&]<typename T>() {
     const T* px = x.data<T>();
     T* py = y->data<T>();
-    ctx.pool().ParallelFor(y->num_elements(), 64, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        py[i] = static_cast<T>(
-            math::DftElement(l, i, [&](int64_t j) { return static_cast<double>(px[j]); }));
+    ctx.pool().ParallelFor(y->num_elements() / 2, 32, [&](int64_t b, int64_t e) {
+      for (int64_t j = b; j < e; ++j) {
+        const math::ComplexD v =
+            math::DftOutputBin(l, j, [&](int64_t t) { return static_cast<double>(px[t]); });
+        py[2 * j] = static_cast<T>(v.re);
+        py[2 * j + 1] = static_cast<T>(v.im);
       }
     });
     return absl::OkStatus();
@@ -104,7 +106,7 @@ absl::StatusOr<math::StftLayout> ReadStft(const KernelContext& ctx) {
 // signal [batch, length, 1 or 2], frame_step, window [frame_length] (optional),
 // frame_length (optional) -> [batch, frames, bins, 2]: frame f is the signal from
 // f * frame_step on, times the window, through the DFT; bins is frame_length / 2 + 1 when
-// one-sided (the default) (math::StftElement).
+// one-sided (the default) (math::StftOutputBin).
 absl::Status STFT(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   TPC_ASSIGN_OR_RETURN(const math::StftLayout l, ReadStft(ctx));
@@ -117,11 +119,13 @@ absl::Status STFT(KernelContext& ctx) {
   return VisitFloat(ctx, x.dtype(), [&]<typename T>() {
     const T* px = x.data<T>();
     T* py = y->data<T>();
-    ctx.pool().ParallelFor(y->num_elements(), 64, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        py[i] = static_cast<T>(math::StftElement(
-            l, i, [&](int64_t j) { return static_cast<double>(px[j]); },
-            [&](int64_t j) { return w[static_cast<size_t>(j)]; }));
+    ctx.pool().ParallelFor(y->num_elements() / 2, 32, [&](int64_t b, int64_t e) {
+      for (int64_t j = b; j < e; ++j) {
+        const math::ComplexD v = math::StftOutputBin(
+            l, j, [&](int64_t t) { return static_cast<double>(px[t]); },
+            [&](int64_t t) { return w[static_cast<size_t>(t)]; });
+        py[2 * j] = static_cast<T>(v.re);
+        py[2 * j + 1] = static_cast<T>(v.im);
       }
     });
     return absl::OkStatus();

@@ -1,6 +1,6 @@
-// Launches of DFT and STFT: one thread per output element (the real or imaginary part of
-// one bin) in a grid-stride loop; it reads only its own line or frame of x (and the
-// window) and writes y[i]. Twiddles and sums in double. Math in math/spectral.h.
+// Launches of DFT and STFT: one thread per output bin j in a grid-stride loop; it reads
+// only its own line or frame of x (and the window) and writes y[2j] and y[2j + 1] (the
+// real and imaginary parts). Twiddles and sums in double. Math in math/spectral.h.
 #include <cuda_runtime.h>
 
 #include "grid.cuh"
@@ -14,25 +14,29 @@ using math::FloatIO;
 
 template <FloatKind K>
 __global__ void DftKernel(math::DftLayout l, const typename FloatIO<K>::Storage* x,
-                          typename FloatIO<K>::Storage* y, int64_t n) {
+                          typename FloatIO<K>::Storage* y, int64_t bins) {
   using IO = FloatIO<K>;
-  for (int64_t i = First(); i < n; i += Step()) {
-    y[i] = IO::Store(static_cast<float>(
-        math::DftElement(l, i, [&](int64_t j) { return static_cast<double>(IO::Load(x[j])); })));
+  for (int64_t j = First(); j < bins; j += Step()) {
+    const math::ComplexD v =
+        math::DftOutputBin(l, j, [&](int64_t t) { return static_cast<double>(IO::Load(x[t])); });
+    y[2 * j] = IO::Store(static_cast<float>(v.re));
+    y[2 * j + 1] = IO::Store(static_cast<float>(v.im));
   }
 }
 
 template <FloatKind K>
 __global__ void StftKernel(math::StftLayout l, const typename FloatIO<K>::Storage* x,
                            const typename FloatIO<K>::Storage* window,
-                           typename FloatIO<K>::Storage* y, int64_t n) {
+                           typename FloatIO<K>::Storage* y, int64_t bins) {
   using IO = FloatIO<K>;
-  for (int64_t i = First(); i < n; i += Step()) {
-    y[i] = IO::Store(static_cast<float>(math::StftElement(
-        l, i, [&](int64_t j) { return static_cast<double>(IO::Load(x[j])); },
-        [&](int64_t j) {
-          return window != nullptr ? static_cast<double>(IO::Load(window[j])) : 1.0;
-        })));
+  for (int64_t j = First(); j < bins; j += Step()) {
+    const math::ComplexD v = math::StftOutputBin(
+        l, j, [&](int64_t t) { return static_cast<double>(IO::Load(x[t])); },
+        [&](int64_t t) {
+          return window != nullptr ? static_cast<double>(IO::Load(window[t])) : 1.0;
+        });
+    y[2 * j] = IO::Store(static_cast<float>(v.re));
+    y[2 * j + 1] = IO::Store(static_cast<float>(v.im));
   }
 }
 

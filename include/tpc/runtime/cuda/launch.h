@@ -328,11 +328,11 @@ cudaError_t LaunchDet(FloatKind k, const void* x, double* scratch, int64_t m, vo
 cudaError_t LaunchDeformCol(FloatKind k, const math::DeformGeometry& g, const void* x,
                             const void* offset, const void* mask, void* col, cudaStream_t stream);
 
-// DFT: n elements of y [outer, bins, inner, 2] (math::DftElement).
+// DFT: n elements of y [outer, bins, inner, 2], n / 2 bins (math::DftOutputBin).
 cudaError_t LaunchDft(FloatKind k, const math::DftLayout& l, const void* x, void* y, int64_t n,
                       cudaStream_t stream);
-// STFT: n elements of y [batch, frames, bins, 2], the window (kind k) may be null
-// (math::StftElement).
+// STFT: n elements of y [batch, frames, bins, 2], n / 2 bins; the window (kind k) may be
+// null (math::StftOutputBin).
 cudaError_t LaunchStft(FloatKind k, const math::StftLayout& l, const void* x, const void* window,
                        void* y, int64_t n, cudaStream_t stream);
 

@@ -36,38 +36,34 @@ TPC_HOST_DEVICE inline ComplexD DftBin(int64_t n, int64_t len, int64_t k, bool i
 }
 
 // DFT along one axis of x [outer, axis_len, inner, comps] (comps 1: real, 2: complex) into
-// y [outer, bins, inner, 2]: output element i (real or imaginary part of one bin).
+// y [outer, bins, inner, 2]: output bin j (elements 2j and 2j + 1 of y).
 struct DftLayout {
   int64_t outer = 1, axis_len = 0, inner = 1, comps = 1, n = 0, bins = 0;
   bool inverse = false;
 };
 template <typename Load>
-TPC_HOST_DEVICE inline double DftElement(const DftLayout& l, int64_t i, Load x) {
-  const int64_t part = i % 2, in = (i / 2) % l.inner, k = (i / (2 * l.inner)) % l.bins,
-                o = i / (2 * l.inner * l.bins);
+TPC_HOST_DEVICE inline ComplexD DftOutputBin(const DftLayout& l, int64_t j, Load x) {
+  const int64_t in = j % l.inner, k = (j / l.inner) % l.bins, o = j / (l.inner * l.bins);
   const int64_t len = l.axis_len < l.n ? l.axis_len : l.n;
-  const ComplexD v = DftBin(l.n, len, k, l.inverse, [&](int64_t j) {
-    const int64_t e = ((o * l.axis_len + j) * l.inner + in) * l.comps;
+  return DftBin(l.n, len, k, l.inverse, [&](int64_t t) {
+    const int64_t e = ((o * l.axis_len + t) * l.inner + in) * l.comps;
     return ComplexD{x(e), l.comps == 2 ? x(e + 1) : 0.0};
   });
-  return part == 0 ? v.re : v.im;
 }
 
 // STFT of x [batch, length, comps]: frames of `frame` samples every `step`, times the
-// window (w(j); none: 1), into y [batch, frames, bins, 2]: output element i.
+// window (w(t); none: 1), into y [batch, frames, bins, 2]: output bin j.
 struct StftLayout {
   int64_t length = 0, comps = 1, step = 1, frame = 0, frames = 0, bins = 0;
 };
 template <typename Load, typename Window>
-TPC_HOST_DEVICE inline double StftElement(const StftLayout& l, int64_t i, Load x, Window w) {
-  const int64_t part = i % 2, k = (i / 2) % l.bins, f = (i / (2 * l.bins)) % l.frames,
-                b = i / (2 * l.bins * l.frames);
-  const ComplexD v = DftBin(l.frame, l.frame, k, false, [&](int64_t j) {
-    const int64_t e = (b * l.length + f * l.step + j) * l.comps;
-    const double wj = w(j);
-    return ComplexD{x(e) * wj, (l.comps == 2 ? x(e + 1) : 0.0) * wj};
+TPC_HOST_DEVICE inline ComplexD StftOutputBin(const StftLayout& l, int64_t j, Load x, Window w) {
+  const int64_t k = j % l.bins, f = (j / l.bins) % l.frames, b = j / (l.bins * l.frames);
+  return DftBin(l.frame, l.frame, k, false, [&](int64_t t) {
+    const int64_t e = (b * l.length + f * l.step + t) * l.comps;
+    const double wt = w(t);
+    return ComplexD{x(e) * wt, (l.comps == 2 ? x(e + 1) : 0.0) * wt};
   });
-  return part == 0 ? v.re : v.im;
 }
 
 }  // namespace tpc::runtime::math
