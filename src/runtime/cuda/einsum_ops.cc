@@ -30,18 +30,15 @@ absl::Status EinsumByGemm(const KernelContext& ctx, FloatKind k, const math::Ein
   TPC_ASSIGN_OR_RETURN(Tensor c, Scratch(ctx, y.dtype(), {g.batch, g.m, g.n}));
   TPC_RETURN_IF_ERROR(Gather(ctx, bytes, operands[0], g.a, a.raw()));
   TPC_RETURN_IF_ERROR(Gather(ctx, bytes, operands[1], g.b, b.raw()));
-  Gemm2D gm;
-  gm.m = g.m;
-  gm.n = g.n;
-  gm.k = g.k;
-  gm.lda = g.k;
-  gm.ldb = g.n;
-  gm.ldc = g.n;
-  gm.stride_a = g.m * g.k;
-  gm.stride_b = g.k * g.n;
-  gm.stride_c = g.m * g.n;
-  gm.count = g.batch;
-  TPC_RETURN_IF_ERROR(RunGemm(ctx, k, gm, a.raw(), b.raw(), c.raw()));
+  cpu::MatMulShape product;  // both operands full batches: MatMul's strided batch
+  product.m = g.m;
+  product.n = g.n;
+  product.k = g.k;
+  product.batch = product.batch_a = product.batch_b = {g.batch};
+  TPC_RETURN_IF_ERROR(RunMatMul(product, static_cast<size_t>(bytes), a.raw(), b.raw(), c.raw(),
+                                [&](const Gemm2D& gm, const void* pa, const void* pb, void* pc) {
+                                  return RunGemm(ctx, k, gm, pa, pb, pc);
+                                }));
   const Shape dims = DimsOf(g.c);
   return Check(ctx, LaunchCopy(bytes, c.raw(), math::ContiguousView(dims), y.raw(), g.c,
                                cpu::NumElements(dims), StreamOf(ctx)));

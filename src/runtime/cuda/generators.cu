@@ -24,22 +24,6 @@ __global__ void OneHotKernel(const Index* indices, const W* values, int64_t dept
   }
 }
 
-// Calls f(W{}) with W the unsigned word of `bytes` bytes.
-template <typename F>
-cudaError_t ByWord(int bytes, F&& f) {
-  switch (bytes) {
-    case 1:
-      return f(uint8_t{});
-    case 2:
-      return f(uint16_t{});
-    case 4:
-      return f(uint32_t{});
-    case 8:
-      return f(uint64_t{});
-  }
-  return cudaErrorInvalidValue;
-}
-
 }  // namespace
 
 cudaError_t LaunchEyeLike(int bytes, uint64_t one_bits, int64_t cols, int64_t k, void* y, int64_t n,

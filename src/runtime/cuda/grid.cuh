@@ -1,6 +1,6 @@
 // The grid of the element-wise CUDA launches: kThreads threads a block, enough blocks to
 // cover n elements (at most 65536: the kernels' grid-stride loops cover the rest), 64-bit
-// indices; the dispatch over float kinds. Internal to the .cu files.
+// indices; the dispatch over float kinds and element sizes. Internal to the .cu files.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -36,6 +36,23 @@ cudaError_t ByKind(math::FloatKind k, F&& f) {
       return f(std::integral_constant<math::FloatKind, math::FloatKind::kF16>{});
     case math::FloatKind::kBF16:
       return f(std::integral_constant<math::FloatKind, math::FloatKind::kBF16>{});
+  }
+  return cudaErrorInvalidValue;
+}
+
+// The one switch over element sizes of the launches that move elements as words: calls
+// f(W{}) with W the unsigned word of `bytes` bytes (1, 2, 4 or 8).
+template <typename F>
+cudaError_t ByWord(int bytes, F&& f) {
+  switch (bytes) {
+    case 1:
+      return f(uint8_t{});
+    case 2:
+      return f(uint16_t{});
+    case 4:
+      return f(uint32_t{});
+    case 8:
+      return f(uint64_t{});
   }
   return cudaErrorInvalidValue;
 }

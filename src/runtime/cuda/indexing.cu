@@ -94,17 +94,9 @@ cudaError_t Index(IndexOp op, const IndexArgs& a, bool i64, int64_t n, int* flag
 cudaError_t LaunchIndex(IndexOp op, int elem_bytes, const IndexArgs& a, bool i64, int64_t n,
                         int* flag, int code, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  switch (elem_bytes) {
-    case 1:
-      return Index<uint8_t>(op, a, i64, n, flag, code, stream);
-    case 2:
-      return Index<uint16_t>(op, a, i64, n, flag, code, stream);
-    case 4:
-      return Index<uint32_t>(op, a, i64, n, flag, code, stream);
-    case 8:
-      return Index<uint64_t>(op, a, i64, n, flag, code, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByWord(elem_bytes, [&](auto word) {
+    return Index<decltype(word)>(op, a, i64, n, flag, code, stream);
+  });
 }
 
 }  // namespace
@@ -169,21 +161,10 @@ cudaError_t LaunchGatherElements(int elem_bytes, const void* data, const Strided
                                  int64_t axis_stride, void* out, int64_t n, int* flag, int code,
                                  cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  switch (elem_bytes) {
-    case 1:
-      return GatherElements<uint8_t>(data, base, indices, indices_i64, axis_len, axis_stride, out,
-                                     n, flag, code, stream);
-    case 2:
-      return GatherElements<uint16_t>(data, base, indices, indices_i64, axis_len, axis_stride, out,
-                                      n, flag, code, stream);
-    case 4:
-      return GatherElements<uint32_t>(data, base, indices, indices_i64, axis_len, axis_stride, out,
-                                      n, flag, code, stream);
-    case 8:
-      return GatherElements<uint64_t>(data, base, indices, indices_i64, axis_len, axis_stride, out,
-                                      n, flag, code, stream);
-  }
-  return cudaErrorInvalidValue;
+  return ByWord(elem_bytes, [&](auto word) {
+    return GatherElements<decltype(word)>(data, base, indices, indices_i64, axis_len, axis_stride,
+                                          out, n, flag, code, stream);
+  });
 }
 
 }  // namespace tpc::runtime::cuda

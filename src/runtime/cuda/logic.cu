@@ -91,18 +91,8 @@ cudaError_t LaunchBits(int bytes, math::BitOp op, const void* a, const StridedVi
                        const void* b, const StridedView& vb, void* out, int64_t n,
                        cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  switch (bytes) {
-    case 1:
-      return Bits<uint8_t>(op, a, va, b, vb, out, n, stream);
-    case 2:
-      return Bits<uint16_t>(op, a, va, b, vb, out, n, stream);
-    case 4:
-      return Bits<uint32_t>(op, a, va, b, vb, out, n, stream);
-    case 8:
-      return Bits<uint64_t>(op, a, va, b, vb, out, n, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return ByWord(bytes,
+                [&](auto word) { return Bits<decltype(word)>(op, a, va, b, vb, out, n, stream); });
 }
 
 }  // namespace tpc::runtime::cuda
