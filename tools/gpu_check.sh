@@ -49,13 +49,15 @@ check() {  # check NAME COMMAND...: runs it, logs its output, counts it
   local name=$1
   shift
   say "---- $name"
-  if "$@" >>"$log" 2>&1; then
+  local rc=0
+  "$@" >>"$log" 2>&1 || rc=$?
+  if [ "$rc" -eq 0 ]; then
     pass=$((pass + 1))
     say "PASS $name"
   else
     fail=$((fail + 1))
     failed+=("$name")
-    say "FAIL $name (exit $?)"
+    say "FAIL $name (exit $rc)"
   fi
 }
 
