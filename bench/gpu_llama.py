@@ -22,7 +22,10 @@ downloaded there.) Then the tp=N plans (--tp-sizes, default 2 and 4), N ranks as
 the one GPU: rank 0's compute against T1/N, and the bus bandwidth of their collectives at
 the plan's sizes from tp-run --profile (calls and bytes per op type), through the
 device-memory group of ranks as threads (NCCL refuses two ranks on one GPU). Needs torch
-with CUDA; run by tools/gpu_check.sh on a GPU machine.
+with CUDA; run by tools/gpu_check.sh on a GPU machine. Each stage logs a progress line
+(stderr) and rewrites --out with the figures so far ("complete": false until the end), so
+a run stopped by the lent machine's time limit still leaves its measurements. tp-run runs
+with --no-verify: the bench times runs, not the plan's SHA-256 check.
 """
 import argparse
 import json
@@ -39,7 +42,7 @@ ROOT = os.path.dirname(HERE)
 
 def tpc_median_ms(args, plan, fuse=True, graph=False):
     r = subprocess.run([args.tp_run, plan, "--backend", "cuda", "--ranks", "threads", "--quiet",
-                        "--repeat", str(args.iters), "--dim", f"batch={args.batch}",
+                        "--no-verify", "--repeat", str(args.iters), "--dim", f"batch={args.batch}",
                         "--dim", f"seq={args.seq}"] + ([] if fuse else ["--no-fuse"]) +
                        (["--cuda-graph"] if graph else []),
                        capture_output=True, text=True)
@@ -54,11 +57,20 @@ def tpc_median_ms(args, plan, fuse=True, graph=False):
 def tpc_profile(args, plan):
     """{op type: (ms, calls, MiB)} of rank 0's last run with --profile, slowest first."""
     r = subprocess.run([args.tp_run, plan, "--backend", "cuda", "--ranks", "threads", "--quiet",
-                        "--repeat", "3", "--profile", "--dim", f"batch={args.batch}",
+                        "--no-verify", "--repeat", "3", "--profile", "--dim", f"batch={args.batch}",
                         "--dim", f"seq={args.seq}"], capture_output=True, text=True)
     found = re.findall(r"^  (\S+)\s+([0-9.]+) ms\s+([0-9]+) calls\s+([0-9.]+) MiB$", r.stdout,
                        re.M)
     return {op: (float(ms), int(calls), float(mib)) for op, ms, calls, mib in found}
+
+
+STARTED = time.time()
+
+
+def progress(what):
+    """One line per stage on stderr, with the seconds since the start: a run cut short by
+    a time limit still says how far it got."""
+    print(f"gpu_llama: {time.time() - STARTED:6.1f} s: {what}", file=sys.stderr, flush=True)
 
 
 def torch_model(args, attn):
@@ -114,51 +126,97 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     model_path = os.path.join(args.work, "llama.onnx")
     plan = os.path.join(args.work, "plan_f16")
+    summary = {
+        "gpu": torch.cuda.get_device_name(0),
+        "shape": {k: getattr(args, k) for k in ("layers", "hidden", "heads", "kv_heads",
+                                                 "intermediate", "vocab", "batch", "seq")},
+        "complete": False,
+    }
+    results = {"tpc": [], "tpc_compute": [], "tpc_unfused_compute": [], "tpc_graph_compute": [],
+               "torch_eager": [], "torch_eager_copy": [], "torch_sdpa": [],
+               "torch_sdpa_copy": []}
+
+    def save():
+        """Writes what is measured so far (--out), the ratios of the figures there are:
+        a run stopped by a time limit leaves its stages' results."""
+        med = {k: statistics.median(v) for k, v in results.items() if v}
+        summary["median_ms"] = {k: round(v, 2) for k, v in med.items()}
+        # tpc's time over PyTorch's: the whole run (logits to the host) against PyTorch
+        # with the copy, tpc's compute against PyTorch without it. Above 1: tpc is slower.
+        ratios = {"eager": ("tpc_compute", "torch_eager"), "sdpa": ("tpc_compute", "torch_sdpa"),
+                  "eager_with_copy": ("tpc", "torch_eager_copy"),
+                  "sdpa_with_copy": ("tpc", "torch_sdpa_copy")}
+        summary["tpc_over_torch"] = {k: round(med[a] / med[b], 3)
+                                     for k, (a, b) in ratios.items() if a in med and b in med}
+        # The runtime fusion pass's gain (tpc's compute without it over with it) and CUDA
+        # graphs' (replaying one over queuing kernel by kernel).
+        for key, (a, b) in {"unfused_over_fused": ("tpc_unfused_compute", "tpc_compute"),
+                            "graph_over_queued": ("tpc_graph_compute", "tpc_compute"),
+                            "graph_over_torch_eager": ("tpc_graph_compute", "torch_eager")
+                            }.items():
+            if a in med and b in med:
+                summary[key] = round(med[a] / med[b], 3)
+        summary["rounds"] = results
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(summary, f, indent=1)
+        return med
+
+    progress("generating the model")
     t = time.time()
     subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_llama_synthetic.py"),
                     "-o", model_path, "--layers", str(args.layers), "--hidden", str(args.hidden),
                     "--heads", str(args.heads), "--kv-heads", str(args.kv_heads),
                     "--intermediate", str(args.intermediate), "--vocab", str(args.vocab),
                     "--max-pos", str(args.seq)], check=True)
-    gen_s = time.time() - t
+    summary["generate_s"] = round(time.time() - t, 1)
+    progress("compiling tp=1")
     t = time.time()
     subprocess.run([args.tp_compile, model_path, "--tp", "1", "--dtype", "f16", "-o", plan,
                     "--quiet"], check=True)
-    compile_s = time.time() - t
+    summary["compile_s"] = round(time.time() - t, 1)
     sizes = [int(n) for n in args.tp_sizes.split(",") if n]
     for n in sizes:
+        progress(f"compiling tp={n}")
         subprocess.run([args.tp_compile, model_path, "--tp", str(n), "--dtype", "f16", "-o",
                         f"{plan}_tp{n}", "--quiet"], check=True)
     os.remove(model_path + ".data") if os.path.exists(model_path + ".data") else None
+    save()
     ids = torch.randint(0, args.vocab, (args.batch, args.seq), device="cuda")
-    results = {"tpc": [], "tpc_compute": [], "tpc_unfused_compute": [], "tpc_graph_compute": [],
-               "torch_eager": [],
-               "torch_eager_copy": [], "torch_sdpa": [], "torch_sdpa_copy": []}
-    models = {"eager": torch_model(args, "eager"), "sdpa": None}
-    for attn in ("eager",):
-        torch_median_ms(models[attn], ids, 2, False)  # warm-up
-    for _ in range(args.rounds):
+    progress("PyTorch eager: loading")
+    eager = torch_model(args, "eager")
+    torch_median_ms(eager, ids, 2, False)  # warm-up
+    for r in range(args.rounds):
+        progress(f"round {r + 1} of {args.rounds}: tpc, --no-fuse, --cuda-graph, eager")
         total, compute = tpc_median_ms(args, plan)
         results["tpc"].append(total)
         results["tpc_compute"].append(compute)
         results["tpc_unfused_compute"].append(tpc_median_ms(args, plan, fuse=False)[1])
         # --cuda-graph: the median of runs that replay one recorded graph (all but two).
         results["tpc_graph_compute"].append(tpc_median_ms(args, plan, graph=True)[1])
-        results["torch_eager"].append(torch_median_ms(models["eager"], ids, args.iters, False))
-        results["torch_eager_copy"].append(torch_median_ms(models["eager"], ids, args.iters, True))
-    del models["eager"]
+        results["torch_eager"].append(torch_median_ms(eager, ids, args.iters, False))
+        results["torch_eager_copy"].append(torch_median_ms(eager, ids, args.iters, True))
+        save()
+    del eager
     torch.cuda.empty_cache()
+    progress("PyTorch SDPA: loading")
     sdpa = torch_model(args, "sdpa")
     torch_median_ms(sdpa, ids, 2, False)
-    for _ in range(args.rounds):
+    for r in range(args.rounds):
+        progress(f"round {r + 1} of {args.rounds}: tpc, SDPA")
         total, compute = tpc_median_ms(args, plan)
         results["tpc"].append(total)
         results["tpc_compute"].append(compute)
         results["torch_sdpa"].append(torch_median_ms(sdpa, ids, args.iters, False))
         results["torch_sdpa_copy"].append(torch_median_ms(sdpa, ids, args.iters, True))
+        save()
+    del sdpa
+    torch.cuda.empty_cache()
     # Where tpc's time goes: per operator type, each step synchronised (--profile).
+    progress("tpc --profile")
     profile = tpc_profile(args, plan)
-    med = {k: statistics.median(v) for k, v in results.items() if v}
+    summary["tpc_profile_ms"] = {op: v[0] for op, v in list(profile.items())[:15]}
+    med = save()
     # The tp=N plans, N ranks as threads sharing the one GPU: rank 0's compute against
     # T1/N (the GPU runs every rank's share, so it is about T1 plus the collectives, not
     # T1/N), and the collectives' bus bandwidth at the plan's sizes, NCCL's convention
@@ -166,8 +224,9 @@ def main():
     # time of a call), through the device-memory group of ranks as threads (NCCL refuses
     # two ranks on one GPU). A lower bound: rank 0's time of a call includes waiting for
     # the other ranks to reach it.
-    sharded = {}
+    summary["tp_on_one_gpu"] = {}
     for n in sizes:
+        progress(f"tp={n}: timing and --profile")
         _, compute_n = tpc_median_ms(args, f"{plan}_tp{n}")
         coll = {}
         for op, (ms, calls, mib) in tpc_profile(args, f"{plan}_tp{n}").items():
@@ -180,36 +239,14 @@ def main():
             coll[op] = {"calls": calls, "ms_per_call": round(ms / calls, 4),
                         "mib_per_call": round(mib / calls, 2),
                         "busbw_gb_s": round(factor * size / per_call_s / 1e9, 1)}
-        sharded[n] = {"rank0_compute_ms": round(compute_n, 2),
-                      "t1_over_n_ms": round(med["tpc_compute"] / n, 2),
-                      "over_t1": round(compute_n / med["tpc_compute"], 3), "collectives": coll}
-    summary = {
-        "gpu": torch.cuda.get_device_name(0),
-        "shape": {k: getattr(args, k) for k in ("layers", "hidden", "heads", "kv_heads",
-                                                 "intermediate", "vocab", "batch", "seq")},
-        "generate_s": round(gen_s, 1), "compile_s": round(compile_s, 1),
-        "median_ms": {k: round(v, 2) for k, v in med.items()},
-        # tpc's time over PyTorch's: the whole run (logits to the host) against PyTorch with
-        # the copy, tpc's compute against PyTorch without it. Above 1: tpc is slower.
-        "tpc_over_torch": {
-            "eager": round(med["tpc_compute"] / med["torch_eager"], 3),
-            "sdpa": round(med["tpc_compute"] / med["torch_sdpa"], 3),
-            "eager_with_copy": round(med["tpc"] / med["torch_eager_copy"], 3),
-            "sdpa_with_copy": round(med["tpc"] / med["torch_sdpa_copy"], 3),
-        },
-        # The runtime fusion pass's gain: tpc's compute without it over with it.
-        "unfused_over_fused": round(med["tpc_unfused_compute"] / med["tpc_compute"], 3),
-        # CUDA graphs' gain: tpc's compute replaying one over queuing kernel by kernel.
-        "graph_over_queued": round(med["tpc_graph_compute"] / med["tpc_compute"], 3),
-        "graph_over_torch_eager": round(med["tpc_graph_compute"] / med["torch_eager"], 3),
-        "rounds": results,
-        "tpc_profile_ms": {op: v[0] for op, v in list(profile.items())[:15]},
-        "tp_on_one_gpu": sharded,
-    }
+        summary["tp_on_one_gpu"][n] = {
+            "rank0_compute_ms": round(compute_n, 2), "t1_over_n_ms": round(med["tpc_compute"] / n, 2),
+            "over_t1": round(compute_n / med["tpc_compute"], 3), "collectives": coll}
+        save()
+    summary["complete"] = True
+    save()
+    progress("done")
     print(json.dumps(summary, indent=1))
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(summary, f, indent=1)
     return 0
 
 

@@ -10,7 +10,9 @@
 # tests find .cache/ (the ONNX node tests). GPU_CHECK_SECTIONS (default: all) picks
 # sections for a short rerun, a comma-separated list of: kernels, tests, models, half,
 # real, nccl, processes, throughput, bench (nccl and processes use the plans that models
-# makes). Each section's start is logged with the seconds since the script began. Exit
+# makes). GPU_LLAMA_ARGS adds arguments to bench/gpu_llama.py ("--rounds 2 --iters 5",
+# "--layers 4 --tp-sizes ''"); GPU_LLAMA_TIMEOUT (default 400) bounds it in seconds.
+# Each section's start is logged with the seconds since the script began. Exit
 # status: 0 when every check passed, 1 when one failed, 77 when there is no GPU (nothing
 # checked). ../shared/GPU.md says how to carry a build to the lent GPU machine.
 set -u
@@ -215,8 +217,12 @@ fi
 if want bench; then
   if python3 -c "import torch, transformers; assert torch.cuda.is_available()" 2>/dev/null; then
     say "---- bench gpu_llama (f16, Llama-1B shape, 8 x 512)"
-    timeout 400 python3 "$root/bench/gpu_llama.py" --tp-compile "$compile" --tp-run "$run" \
-      --work "$plans/gpu_llama" --out "$out/gpu_llama.json" ${GPU_LLAMA_ARGS:-} 2>&1 | tail -40 | tee -a "$log"
+    # Streamed, not buffered: a run cut short still logs its stages, and gpu_llama.json
+    # holds the figures measured so far ("complete": false).
+    timeout "${GPU_LLAMA_TIMEOUT:-400}" python3 "$root/bench/gpu_llama.py" --tp-compile "$compile" \
+      --tp-run "$run" --work "$plans/gpu_llama" --out "$out/gpu_llama.json" ${GPU_LLAMA_ARGS:-} \
+      2>&1 | tee -a "$log"
+    say "bench gpu_llama: exit ${PIPESTATUS[0]} (124: stopped after ${GPU_LLAMA_TIMEOUT:-400} s)"
   else
     say "skip bench gpu_llama: python3 has no torch with CUDA"
   fi
