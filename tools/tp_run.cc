@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "tpc/onnx/importer.h"
 #include "tpc/plan/plan_reader.h"
 #include "tpc/runtime/backends.h"
+#include "tpc/runtime/blas_core.h"
 #include "tpc/runtime/compare.h"
 #include "tpc/runtime/cpus.h"
 #include "tpc/runtime/fusion.h"
@@ -835,8 +837,13 @@ absl::StatusOr<int> Run(const tpc::cli::Args& args, int argc, char** argv) {
                        rt::WorldFromEnvironment([](const char* n) { return std::getenv(n); },
                                                 args.get("master", "")));
   // Once per run: here, or on rank 0 of a cluster launcher's ranks.
-  if (!world || (world->launcher != "tp-run" && world->rank == 0) || threads)
+  if (!world || (world->launcher != "tp-run" && world->rank == 0) || threads) {
     CheckSourceModel(args, s.plan);
+    if (s.backend == "cpu" && !s.quiet) {
+      if (const std::optional<std::string> advice = rt::BlasCoreAdvice())
+        std::fprintf(stderr, "tp-run: note: %s\n", advice->c_str());
+    }
+  }
   if (world && !threads) return RunRank(args, s, *world);
   if (threads) return RunThreads(args, s);
   TPC_ASSIGN_OR_RETURN(const tpc::proto::Plan manifest, tpc::plan::ReadManifest(s.plan));
