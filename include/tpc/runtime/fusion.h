@@ -14,6 +14,8 @@
 //
 //   MatMul(x, W) [+ bias] [→ Gelu | Relu | Tanh | x·Sigmoid(x)]
 //       → tpc::FusedMatMul(x, W, bias?)               (the GEMM's epilogue)
+//     and, in a half chain without bias, a Cast to f32 after it (a half-precision plan's
+//     logits): the fused output is f32, never rounded to half
 //   MatMul(Q, Kᵀ) [· or ÷ scale] [+ mask] → Softmax(last axis) → MatMul(·, V)
 //       → tpc::AttentionCore(Q, K or Kᵀ, V, mask?)    (no [.., s, t] scores in memory)
 //     where K and V are GQA's repeat_kv of fewer heads, Reshape(Expand(Unsqueeze(x))),
