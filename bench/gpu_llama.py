@@ -157,10 +157,25 @@ def main():
             if a in med and b in med:
                 summary[key] = round(med[a] / med[b], 3)
         summary["rounds"] = results
-        if args.out:
-            with open(args.out, "w") as f:
+        if args.out:  # whole or not at all: a time limit may stop the run mid-write
+            with open(args.out + ".tmp", "w") as f:
                 json.dump(summary, f, indent=1)
+            os.replace(args.out + ".tmp", args.out)
         return med
+
+    def attempt(what, fn):
+        """fn()'s result, or None with its error kept in the summary: one failing tp-run
+        (a variant, a tp size) does not lose the stages after it."""
+        try:
+            return fn()
+        except RuntimeError as e:
+            summary.setdefault("errors", []).append(f"{what}: {str(e)[-1500:]}")
+            progress(f"{what} failed")
+            return None
+
+    def keep(key, value):
+        if value is not None:
+            results[key].append(value)
 
     progress("generating the model")
     t = time.time()
@@ -175,7 +190,8 @@ def main():
     subprocess.run([args.tp_compile, model_path, "--tp", "1", "--dtype", "f16", "-o", plan,
                     "--quiet"], check=True)
     summary["compile_s"] = round(time.time() - t, 1)
-    sizes = [int(n) for n in args.tp_sizes.split(",") if n]
+    # "--tp-sizes=" for none ('' through a shell variable arrives as two quotes).
+    sizes = [int(n) for n in args.tp_sizes.strip("'\"").split(",") if n.strip()]
     for n in sizes:
         progress(f"compiling tp={n}")
         subprocess.run([args.tp_compile, model_path, "--tp", str(n), "--dtype", "f16", "-o",
@@ -188,12 +204,14 @@ def main():
     torch_median_ms(eager, ids, 2, False)  # warm-up
     for r in range(args.rounds):
         progress(f"round {r + 1} of {args.rounds}: tpc, --no-fuse, --cuda-graph, eager")
-        total, compute = tpc_median_ms(args, plan)
-        results["tpc"].append(total)
-        results["tpc_compute"].append(compute)
-        results["tpc_unfused_compute"].append(tpc_median_ms(args, plan, fuse=False)[1])
+        both = attempt("tpc", lambda: tpc_median_ms(args, plan))
+        keep("tpc", both and both[0])
+        keep("tpc_compute", both and both[1])
+        unfused = attempt("tpc --no-fuse", lambda: tpc_median_ms(args, plan, fuse=False))
+        keep("tpc_unfused_compute", unfused and unfused[1])
         # --cuda-graph: the median of runs that replay one recorded graph (all but two).
-        results["tpc_graph_compute"].append(tpc_median_ms(args, plan, graph=True)[1])
+        graph = attempt("tpc --cuda-graph", lambda: tpc_median_ms(args, plan, graph=True))
+        keep("tpc_graph_compute", graph and graph[1])
         results["torch_eager"].append(torch_median_ms(eager, ids, args.iters, False))
         results["torch_eager_copy"].append(torch_median_ms(eager, ids, args.iters, True))
         save()
@@ -204,9 +222,9 @@ def main():
     torch_median_ms(sdpa, ids, 2, False)
     for r in range(args.rounds):
         progress(f"round {r + 1} of {args.rounds}: tpc, SDPA")
-        total, compute = tpc_median_ms(args, plan)
-        results["tpc"].append(total)
-        results["tpc_compute"].append(compute)
+        both = attempt("tpc", lambda: tpc_median_ms(args, plan))
+        keep("tpc", both and both[0])
+        keep("tpc_compute", both and both[1])
         results["torch_sdpa"].append(torch_median_ms(sdpa, ids, args.iters, False))
         results["torch_sdpa_copy"].append(torch_median_ms(sdpa, ids, args.iters, True))
         save()
@@ -214,7 +232,7 @@ def main():
     torch.cuda.empty_cache()
     # Where tpc's time goes: per operator type, each step synchronised (--profile).
     progress("tpc --profile")
-    profile = tpc_profile(args, plan)
+    profile = attempt("tpc --profile", lambda: tpc_profile(args, plan)) or {}
     summary["tpc_profile_ms"] = {op: v[0] for op, v in list(profile.items())[:15]}
     med = save()
     # The tp=N plans, N ranks as threads sharing the one GPU: rank 0's compute against
@@ -227,9 +245,13 @@ def main():
     summary["tp_on_one_gpu"] = {}
     for n in sizes:
         progress(f"tp={n}: timing and --profile")
-        _, compute_n = tpc_median_ms(args, f"{plan}_tp{n}")
+        timed = attempt(f"tp={n}", lambda: tpc_median_ms(args, f"{plan}_tp{n}"))
+        if timed is None:
+            continue
+        compute_n = timed[1]
         coll = {}
-        for op, (ms, calls, mib) in tpc_profile(args, f"{plan}_tp{n}").items():
+        n_profile = attempt(f"tp={n} --profile", lambda: tpc_profile(args, f"{plan}_tp{n}")) or {}
+        for op, (ms, calls, mib) in n_profile.items():
             factor = {"AllReduce": 2 * (n - 1) / n, "AllGather": (n - 1) / n,
                       "ReduceScatter": (n - 1) / n}.get(op)
             if factor is None or calls == 0 or ms == 0:
@@ -239,9 +261,11 @@ def main():
             coll[op] = {"calls": calls, "ms_per_call": round(ms / calls, 4),
                         "mib_per_call": round(mib / calls, 2),
                         "busbw_gb_s": round(factor * size / per_call_s / 1e9, 1)}
-        summary["tp_on_one_gpu"][n] = {
-            "rank0_compute_ms": round(compute_n, 2), "t1_over_n_ms": round(med["tpc_compute"] / n, 2),
-            "over_t1": round(compute_n / med["tpc_compute"], 3), "collectives": coll}
+        entry = {"rank0_compute_ms": round(compute_n, 2), "collectives": coll}
+        if "tpc_compute" in med:  # --rounds 0: no tp=1 figure to compare with
+            entry["t1_over_n_ms"] = round(med["tpc_compute"] / n, 2)
+            entry["over_t1"] = round(compute_n / med["tpc_compute"], 3)
+        summary["tp_on_one_gpu"][n] = entry
         save()
     summary["complete"] = True
     save()

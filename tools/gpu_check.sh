@@ -11,7 +11,7 @@
 # sections for a short rerun, a comma-separated list of: kernels, tests, models, half,
 # real, nccl, processes, throughput, bench (nccl and processes use the plans that models
 # makes). GPU_LLAMA_ARGS adds arguments to bench/gpu_llama.py ("--rounds 2 --iters 5",
-# "--layers 4 --tp-sizes ''"); GPU_LLAMA_TIMEOUT (default 400) bounds it in seconds.
+# "--layers 4 --tp-sizes="); GPU_LLAMA_TIMEOUT (default 400) bounds it in seconds.
 # Each section's start is logged with the seconds since the script began. Exit
 # status: 0 when every check passed, 1 when one failed, 77 when there is no GPU (nothing
 # checked). ../shared/GPU.md says how to carry a build to the lent GPU machine.
@@ -141,6 +141,17 @@ if want real; then
         --input-dir "$(dirname "$model")/test_data_set_0" --rtol 2e-2 --atol 1e-2
       check "$name N=$n cuda --generate 16 == cpu unsharded" "$run" "$plan" --backend cuda \
         --ranks threads --generate 16 --prompt "5 6 7 8; 9 10 11 12" --check-against "$model"
+      # CUDA graphs on real exports (one rank: collectives are never recorded): the third
+      # of three runs on the same inputs replays the second's record; a decode loop
+      # whose KV buffers keep their shape (onnxruntime-genai's) replays with new data.
+      if [ "$n" = 1 ]; then
+        check "$name N=1 cuda --cuda-graph --repeat 3 == onnxruntime" "$run" "$plan" \
+          --backend cuda --ranks threads --quiet --cuda-graph --repeat 3 \
+          --input-dir "$(dirname "$model")/test_data_set_0" --rtol 2e-2 --atol 1e-2
+        check "$name N=1 cuda --cuda-graph --generate 16 == cpu unsharded" "$run" "$plan" \
+          --backend cuda --ranks threads --cuda-graph --generate 16 \
+          --prompt "5 6 7 8; 9 10 11 12" --check-against "$model"
+      fi
     done
   done
 fi

@@ -406,7 +406,8 @@ void RequireSame(const std::vector<Tensor>& got, const std::vector<Tensor>& want
     const auto* w = static_cast<const uint8_t*>(want[k].raw());
     const size_t n = got[k].nbytes();
     const size_t first = static_cast<size_t>(std::mismatch(g, g + n, w).first - g);
-    const size_t element = first / static_cast<size_t>(ir::DTypeSize(got[k].dtype()));
+    const size_t element =
+        first / static_cast<size_t>(std::max<int64_t>(1, ir::DTypeSize(got[k].dtype())));
     std::ostringstream values;
     values.precision(9);
     if (first < n && got[k].dtype() == ir::DType::kF32) {
