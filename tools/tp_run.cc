@@ -126,9 +126,13 @@ tpc::cli::Parser MakeParser() {
          "greedy generation with a KV-cache decoder: the prefill and K - 1 decode steps, the "
          "cache kept on its ranks; prints the K new token ids per row and tokens/s",
          "", false});
-  p.Add({"prompt", "IDS", "with --generate: the prompt's token ids, '1 2 3' (rows by ';')", "",
-         false});
-  p.Add({"input-ids", "FILE", "with --generate: the prompt, int64 [batch, length] (.pb or .npy)",
+  p.Add({"prompt", "IDS",
+         "with --generate: the prompt's token ids, '1 2 3' (rows by ';', of any lengths: "
+         "shorter rows are padded on the left and masked)",
+         "", false});
+  p.Add({"input-ids", "FILE",
+         "with --generate: the prompt, int64 [batch, length] (.pb or .npy; -1 pads a shorter "
+         "row on its left)",
          "", false});
   p.Add({"master", "ADDR:PORT",
          "the rendezvous store under a cluster launcher (default MASTER_ADDR:MASTER_PORT)", "",

@@ -1,5 +1,6 @@
 #include "tp_run_generate.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -18,8 +19,9 @@
 
 namespace tpc::tp_run {
 
-// The prompt of --generate: --prompt "1 2 3; 4 5 6" (rows of equal length) or
-// --input-ids FILE, as int64 [batch, length].
+// The prompt of --generate: --prompt "1 2 3; 4 5" (rows of any length, the shorter ones
+// padded on the left with -1) or --input-ids FILE (int64 [batch, length], -1 padding on
+// the left where a row is shorter), as int64 [batch, length].
 absl::StatusOr<rt::Tensor> Prompt(const tpc::cli::Args& args) {
   if (args.has("input-ids")) {
     TPC_ASSIGN_OR_RETURN(rt::NamedTensor t, rt::ReadTensorFile(args.get("input-ids")));
@@ -55,18 +57,19 @@ absl::StatusOr<rt::Tensor> Prompt(const tpc::cli::Args& args) {
   if (rows.empty() || rows[0].empty()) {
     return absl::InvalidArgumentError("--prompt holds no token ids");
   }
+  size_t length = 0;
   for (const auto& r : rows) {
-    if (r.size() != rows[0].size()) {
-      return absl::InvalidArgumentError(
-          "--prompt: every row (';'-separated) needs the same length");
-    }
+    if (r.empty()) return absl::InvalidArgumentError("--prompt: a row (';'-separated) is empty");
+    length = std::max(length, r.size());
   }
+  // Shorter rows padded on the left with -1 (rt::Generate masks the padding).
   const int64_t batch = static_cast<int64_t>(rows.size());
-  const int64_t length = static_cast<int64_t>(rows[0].size());
-  rt::Tensor ids = rt::Tensor::Allocate(tpc::ir::DType::kI64, {batch, length});
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t i = 0; i < length; ++i) {
-      ids.data<int64_t>()[b * length + i] = rows[static_cast<size_t>(b)][static_cast<size_t>(i)];
+  rt::Tensor ids =
+      rt::Tensor::Allocate(tpc::ir::DType::kI64, {batch, static_cast<int64_t>(length)});
+  for (size_t b = 0; b < rows.size(); ++b) {
+    const size_t pad = length - rows[b].size();
+    for (size_t i = 0; i < length; ++i) {
+      ids.data<int64_t>()[b * length + i] = i < pad ? -1 : rows[b][i - pad];
     }
   }
   return ids;
@@ -90,7 +93,8 @@ absl::Status CheckGeneratable(const tpc::proto::Plan& manifest) {
 absl::StatusOr<rt::GenerateResult> GenerateOnRank(rt::Executor& ex, rt::Communicator* comm,
                                                   const rt::IoPlacements& io, int rank, int n,
                                                   const rt::Tensor& prompt, int64_t steps) {
-  TPC_ASSIGN_OR_RETURN(const rt::DecoderIo parts, rt::FindDecoderIo(ex.inputs(), ex.outputs()));
+  TPC_ASSIGN_OR_RETURN(rt::DecoderIo parts, rt::FindDecoderIo(ex.inputs(), ex.outputs()));
+  parts.pad_right = ex.AnyKernel(&rt::Kernel::rows_from_start);
   std::set<std::string> cache;
   for (const auto& c : parts.cache) {
     cache.insert(c.past);

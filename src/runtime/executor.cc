@@ -174,6 +174,13 @@ Executor::~Executor() {
   if (arena_ != nullptr) backend_.Free(arena_);
 }
 
+bool Executor::AnyKernel(bool Kernel::*flag) const {
+  for (const Step& step : steps_) {
+    if (step.kernel != nullptr && step.kernel->*flag) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const ir::Graph& graph, Backend& backend,
                                                            Communicator* comm,
                                                            ExecutorOptions options) {

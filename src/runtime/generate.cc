@@ -1,5 +1,6 @@
 #include "tpc/runtime/generate.h"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <utility>
@@ -122,7 +123,34 @@ absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<I
                      prompt.TypeString()));
   }
   if (steps < 1) return absl::InvalidArgumentError("generate at least 1 token");
-  const int64_t batch = prompt.dim(0);
+  const int64_t batch = prompt.dim(0), length = prompt.dim(1);
+  // Rows shorter than the longest are padded on the left with -1: the padding is masked
+  // out (attention_mask 0) and the positions count from each row's first token, so a
+  // row generates what it would alone.
+  std::vector<int64_t> pad(static_cast<size_t>(batch), 0);
+  bool padded = false;
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t* row = prompt.data<int64_t>() + b * length;
+    int64_t& n = pad[static_cast<size_t>(b)];
+    while (n < length && row[n] == -1) ++n;
+    if (n == length) {
+      return absl::InvalidArgumentError(absl::StrCat("prompt row ", b, " holds no token"));
+    }
+    for (int64_t i = n; i < length; ++i) {
+      if (row[i] < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("prompt row ", b, ": token ", i, " is ", row[i],
+                         " (ids are non-negative; -1 pads a shorter row, on its left only)"));
+      }
+    }
+    padded = padded || n > 0;
+    if (n > 0 && io.attention_mask.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("prompt rows of different lengths need the model's attention_mask input "
+                       "to mask the padding, and this model has none (row ",
+                       b, " is ", length - n, " tokens of ", length, "): give rows of one length"));
+    }
+  }
   auto dtype_of = [&](const std::string& name) {
     const IoSpec* s = Find(inputs, name);
     return s != nullptr ? s->type.dtype : ir::DType::kI64;
@@ -140,22 +168,33 @@ absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<I
     TPC_ASSIGN_OR_RETURN(feed[c.past], EmptyCache(*spec, Find(outputs, c.present),
                                                   (*ids_spec->type.shape)[0], batch));
   }
-  Tensor ids = prompt;
-  if (dtype_of(io.input_ids) != ir::DType::kI64) {
-    ids = Ints(dtype_of(io.input_ids), prompt.shape(),
-               [&](int64_t i) { return prompt.data<int64_t>()[i]; });
-  }
+  // A padded row's tokens, at its start (io.pad_right) or its end; the padding's ids are
+  // 0 (any id would do: the mask hides them).
+  Tensor ids = Ints(dtype_of(io.input_ids), prompt.shape(), [&](int64_t i) {
+    const int64_t b = i / length, shift = io.pad_right ? pad[static_cast<size_t>(b)] : 0;
+    const int64_t from = i + shift;
+    return from < (b + 1) * length ? std::max<int64_t>(prompt.data<int64_t>()[from], 0) : 0;
+  });
   int64_t past = 0;
   for (int64_t step = 0; step < steps; ++step) {
     const int64_t seq = ids.dim(1);
     feed[io.input_ids] = ids;
-    if (!io.attention_mask.empty()) {
-      feed[io.attention_mask] =
-          Ints(dtype_of(io.attention_mask), {batch, past + seq}, [](int64_t) { return 1; });
+    // Row b's tokens so far, this step's included: its prompt, then one a step.
+    auto tokens = [&](int64_t b) { return length - pad[static_cast<size_t>(b)] + step; };
+    if (!io.attention_mask.empty()) {  // 0 over a row's padding
+      const int64_t total = past + seq;
+      feed[io.attention_mask] = Ints(dtype_of(io.attention_mask), {batch, total}, [&](int64_t i) {
+        const int64_t b = i / total, col = i % total;
+        return io.pad_right ? (col < tokens(b) ? 1 : 0)
+                            : (col < pad[static_cast<size_t>(b)] ? 0 : 1);
+      });
     }
-    if (!io.position_ids.empty()) {
-      feed[io.position_ids] =
-          Ints(dtype_of(io.position_ids), {batch, seq}, [&](int64_t i) { return past + i % seq; });
+    if (!io.position_ids.empty()) {  // from each row's first token (the padding's: 0)
+      feed[io.position_ids] = Ints(dtype_of(io.position_ids), {batch, seq}, [&](int64_t i) {
+        const int64_t b = i / seq, col = i % seq;
+        if (io.pad_right) return step == 0 ? col : tokens(b) - 1;
+        return std::max<int64_t>(past + col - pad[static_cast<size_t>(b)], 0);
+      });
     }
     const auto t = Clock::now();
     TPC_ASSIGN_OR_RETURN(auto out, run(feed));
@@ -174,8 +213,15 @@ absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<I
     const int64_t rows = logits.rank() == 3 ? logits.dim(1) : 1;
     Tensor last = Tensor::Allocate(ir::DType::kF32, {batch, vocab});
     std::vector<int64_t> next(static_cast<size_t>(batch));
+    if (io.pad_right && step == 0 && rows != seq && padded) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "logits '", io.logits, "' are ", logits.TypeString(),
+          ": prompts of different lengths padded at their ends need every position's logits"));
+    }
     for (int64_t b = 0; b < batch; ++b) {
-      const float* row = logits.data<float>() + (b * rows + rows - 1) * vocab;
+      // The row's last token: its prompt's last in a prefill padded at the end.
+      const int64_t at = io.pad_right && step == 0 && rows == seq ? tokens(b) - 1 : rows - 1;
+      const float* row = logits.data<float>() + (b * rows + at) * vocab;
       int64_t best = 0;
       for (int64_t v = 0; v < vocab; ++v) {
         last.data<float>()[b * vocab + v] = row[v];

@@ -4,8 +4,10 @@
 // rank's present holds its heads only), and usage errors are clear.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "test_util.h"
@@ -138,7 +140,8 @@ TEST_CASE("tp-run --generate refuses what it cannot run, saying why", "[tools][g
            {plan + " --generate 4", "--prompt or --input-ids"},
            {plan + " --generate 0 --prompt '1 2'", "--generate must be a positive"},
            {plan + " --generate 4 --prompt '1 x'", "'x' is not a token id"},
-           {plan + " --generate 4 --prompt '1 2; 3'", "same length"},
+           {plan + " --generate 4 --prompt '1 2; 3'", "need the model's attention_mask"},
+           {plan + " --generate 4 --prompt '1 2;'", "a row (';'-separated) is empty"},
            {plan + " --prompt '1 2'", "go with --generate"},
            {plan + " --generate 4 --prompt '1 2' --repeat 3", "--repeat does not go with"},
            {gpt2 + " --generate 4 --prompt '1 2' --ranks threads", "no KV cache"},
@@ -150,5 +153,78 @@ TEST_CASE("tp-run --generate refuses what it cannot run, saying why", "[tools][g
     INFO(r.output);
     CHECK(r.exit_code != 0);
     CHECK_THAT(r.output, Catch::Contains(c.message));
+  }
+}
+
+namespace {
+
+// The generated ids of each row of `prompt` ("tokens (row K): ..." lines), or a failure.
+std::vector<std::string> Rows(const std::string& plan, const std::string& prompt,
+                              const std::string& more = "") {
+  CommandResult r = RunTpRun(plan + " --generate 6 --prompt '" + prompt + "'" + more);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  std::vector<std::string> rows;
+  for (size_t at = r.output.find("tokens (row "); at != std::string::npos;
+       at = r.output.find("tokens (row ", at + 1)) {
+    const size_t colon = r.output.find(':', at);
+    rows.push_back(r.output.substr(colon, r.output.find('\n', colon) - colon));
+  }
+  return rows;
+}
+
+}  // namespace
+
+// Prompts of different lengths in one batch: each row generates what it generates alone.
+// Optimum's exports mask the padding at the rows' starts (position ids, where the model
+// takes them, from each row's first token); onnxruntime-genai's GroupQueryAttention takes
+// each row from its start, so their rows are padded at the ends.
+TEST_CASE("tp-run --generate: a batch of prompts of different lengths = each alone",
+          "[tools][generate]") {
+  const std::vector<std::string> prompts = {"5 6 7 8 9", "11 12", "3 4 5"};
+  for (const auto& [model, n] : std::vector<std::pair<std::string, int>>{{"optimum/llama", 1},
+                                                                         {"optimum/gemma", 2},
+                                                                         {"genai/llama_fp32", 1},
+                                                                         {"genai/gemma_int4", 2}}) {
+    INFO(model << " N=" << n);
+    const std::string plan = TempDir("generate_padded") + "/plan";
+    const std::string onnx = SourcePath("models/" + model + "/model.onnx");
+    CommandResult c = RunTpCompile(onnx + " --tp " + std::to_string(n) + " --quiet -o " + plan);
+    INFO(c.output);
+    REQUIRE(c.exit_code == 0);
+    const std::vector<std::string> batch =
+        Rows(plan, prompts[0] + "; " + prompts[1] + "; " + prompts[2], " --check-against " + onnx);
+    REQUIRE(batch.size() == prompts.size());
+    for (size_t b = 0; b < prompts.size(); ++b) {
+      INFO("row " << b << ": " << prompts[b]);
+      const std::vector<std::string> alone = Rows(plan, prompts[b]);
+      REQUIRE(alone.size() == 1);
+      CHECK(batch[b] == alone[0]);
+    }
+  }
+}
+
+TEST_CASE("rt::Generate refuses padding inside a row or a row of padding only",
+          "[tools][generate]") {
+  rt::DecoderIo io;
+  io.input_ids = "input_ids";
+  io.attention_mask = "attention_mask";
+  io.cache.push_back({"past_key_0", "present_key_0"});
+  io.logits = "logits";
+  const rt::RankStep never = [](const std::map<std::string, rt::Tensor>&)
+      -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
+    FAIL("ran the model");
+    return std::map<std::string, rt::Tensor>{};
+  };
+  for (const auto& [ids, message] : std::vector<std::pair<std::vector<int64_t>, std::string>>{
+           {{-1, 5, -1, 7, 8, 9}, "row 0: token 2 is -1"},
+           {{-1, -1, -1, 7, 8, 9}, "prompt row 0 holds no token"},
+           {{3, 4, 5, 7, -2, 9}, "row 1: token 1 is -2"}}) {
+    rt::Tensor prompt = rt::Tensor::Allocate(tpc::ir::DType::kI64, {2, 3});
+    std::copy(ids.begin(), ids.end(), prompt.data<int64_t>());
+    auto g = rt::Generate(io, {}, {}, prompt, 2, never);
+    INFO(g.status().ToString());
+    CHECK_FALSE(g.ok());
+    CHECK_THAT(std::string(g.status().message()), Catch::Contains(message));
   }
 }

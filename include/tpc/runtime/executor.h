@@ -15,6 +15,7 @@
 #include "tpc/ir/graph.h"
 #include "tpc/runtime/backend.h"
 #include "tpc/runtime/communicator.h"
+#include "tpc/runtime/kernel.h"
 #include "tpc/runtime/memory_plan.h"
 #include "tpc/runtime/shape_eval.h"
 #include "tpc/runtime/tensor.h"
@@ -88,6 +89,8 @@ class Executor {
   void set_communicator(Communicator* comm) { comm_ = comm; }
 
   const std::vector<IoSpec>& inputs() const { return inputs_; }
+  // Whether some step's kernel has `flag` set (Kernel::rows_from_start).
+  bool AnyKernel(bool Kernel::*flag) const;
   const std::vector<IoSpec>& outputs() const { return outputs_; }
 
   // Checks names, element types, ranks and dims of `inputs` (all of the graph's, no

@@ -26,6 +26,10 @@ struct DecoderIo {
   };
   std::vector<Cache> cache;
   std::string logits;
+  // Pad shorter prompts at their ends, not their starts: the model takes each row's
+  // tokens from its start (Kernel::rows_from_start, onnxruntime-genai's exports); the
+  // caller sets it (Executor::AnyKernel).
+  bool pad_right = false;
 };
 
 // Finds the decoder's parts: `input_ids`, `attention_mask`, `position_ids`; the cache
@@ -48,7 +52,9 @@ struct GenerateResult {
 using RankStep = std::function<absl::StatusOr<std::map<std::string, Tensor>>(
     const std::map<std::string, Tensor>& inputs)>;
 
-// `prompt`: int64 [batch, length] token ids. `inputs` and `outputs` are the model's full
+// `prompt`: int64 [batch, length] token ids; a row shorter than `length` starts with -1s
+// (left padding: masked out through the model's attention_mask, which it must have; its
+// positions count from its first token). `inputs` and `outputs` are the model's full
 // input and output specs: the prefill's empty cache takes the inputs' dims (the prompt's
 // batch for the dim of input_ids' batch; a symbolic dim its present has as a number, that
 // number; 0 for any other symbolic dim, the past) and comes to `run` whole, as its other

@@ -105,6 +105,10 @@ struct Kernel {
   // input's lifetime extended to the view's. The kernel must skip the copy when the
   // output's bytes are the input's.
   bool view = false;
+  // The operator takes each batch row's length from an input and its tokens from the
+  // row's start (onnxruntime's GroupQueryAttention, by seqlens_k): a batch of prompts of
+  // different lengths is padded at the rows' ends for it, not their starts (rt::Generate).
+  bool rows_from_start = false;
 };
 
 }  // namespace tpc::runtime

@@ -199,7 +199,7 @@ const Entry kKernels[] = {
     {kMicrosoft, "Gelu", {Gelu}},
     {kMicrosoft, "FastGelu", {FastGelu}},
     {kMicrosoft, "BiasGelu", {BiasGelu}},
-    {kMicrosoft, "GroupQueryAttention", {GroupQueryAttention}},
+    {kMicrosoft, "GroupQueryAttention", {.fn = GroupQueryAttention, .rows_from_start = true}},
     {kMicrosoft, "MatMulNBits", {MatMulNBits}},
     {kMicrosoft, "MultiHeadAttention", {MultiHeadAttention}},
     {kMicrosoft, "QuickGelu", {QuickGelu}},

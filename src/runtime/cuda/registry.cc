@@ -260,6 +260,11 @@ constexpr uint32_t In(int i) { return 1u << i; }
 constexpr Kernel K(KernelFn fn, uint32_t host_inputs = 0) {
   return Kernel{.fn = fn, .any_float = true, .host = false, .host_inputs = host_inputs};
 }
+// `k` for an operator whose batch rows are padded at their ends (Kernel::rows_from_start).
+constexpr Kernel RowsFromStart(Kernel k) {
+  k.rows_from_start = true;
+  return k;
+}
 
 // Sorted by domain, then op type; one line per operator.
 const Entry kKernels[] = {
@@ -421,7 +426,8 @@ const Entry kKernels[] = {
     {kMicrosoft, "BiasGelu", K(BiasGelu), Takes::kFloats},
     {kMicrosoft, "FastGelu", K(FastGelu), Takes::kFloats},
     {kMicrosoft, "Gelu", K(Gelu), Takes::kFloats},
-    {kMicrosoft, "GroupQueryAttention", K(GroupQueryAttention, In(6)), Takes::kFloatData},
+    {kMicrosoft, "GroupQueryAttention", RowsFromStart(K(GroupQueryAttention, In(6))),
+     Takes::kFloatData},
     {kMicrosoft, "MatMulNBits", K(MatMulNBits), Takes::kFloatData},
     {kMicrosoft, "MultiHeadAttention", K(MultiHeadAttention), Takes::kFloatData},
     {kMicrosoft, "QuickGelu", K(QuickGelu), Takes::kFloats},
