@@ -6,6 +6,8 @@
 //   - otherwise, by default, it launches one worker process per rank, which run as in
 //     the first case (runtime/launcher.h);
 //   - --ranks threads: every rank as a thread of this process (runtime/plan_runner.h).
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -636,6 +638,28 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
   std::vector<rt::IoSpec> out_specs;
   rt::Tensor prompt;
   absl::Status ready = [&]() -> absl::Status {
+    // LOCAL_RANK picks the GPU. NCCL connects the ranks when each has a GPU of its own,
+    // which every rank checks from every rank's (machine, PCI bus id), so that all choose
+    // alike: a launcher that shows each process one GPU (CUDA_VISIBLE_DEVICES) still
+    // gives each its own. Ranks that share GPUs (fewer GPUs than local ranks) go through
+    // the host (the CPU communicator): NCCL refuses two ranks on one GPU. Posted first,
+    // before anything here can fail, so that no rank waits for another's post.
+    const int gpus = s.backend == "cuda" ? std::max(1, rt::GpuCount()) : 1;
+    if (s.backend == "cuda") {
+      char host[256] = {};
+      gethostname(host, sizeof(host) - 1);
+      const auto bus = rt::GpuBusId(world.local_rank % gpus);
+      TPC_RETURN_IF_ERROR(session.Post(
+          "gpu", absl::StrCat(host, " ", bus.ok() ? *bus : std::string(bus.status().message()))));
+      TPC_ASSIGN_OR_RETURN(const std::vector<std::string> all, session.Gather("gpu"));
+      const std::optional<std::pair<int, int>> shared = rt::SharedGpu(all);
+      use_nccl = !shared.has_value();
+      if (shared && lead) {
+        std::fprintf(
+            stderr, "tp-run: ranks %d and %d share a GPU (%s): collectives through the host\n",
+            shared->first, shared->second, all[static_cast<size_t>(shared->first)].c_str());
+      }
+    }
     TPC_ASSIGN_OR_RETURN(io, rt::IoPlacementsFromPlan(*manifest));
     TPC_ASSIGN_OR_RETURN(graph, rt::LoadPlanRank(s.plan, *manifest, rank, s.load));
     const int cores = s.threads > 0 ? static_cast<int>(s.threads) : rt::DefaultThreadCount();
@@ -646,15 +670,6 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
                            rt::CpuShare(s.cpus, world.local_rank, world.local_size));
       TPC_RETURN_IF_ERROR(rt::PinToCpus(share));
       if (s.threads == 0) threads_here = static_cast<int>(share.size());
-    }
-    // LOCAL_RANK picks the GPU, and NCCL connects the ranks; with fewer GPUs than local
-    // ranks they share them and the collectives go through the host (Gloo): NCCL refuses
-    // two ranks on one GPU.
-    const int gpus = s.backend == "cuda" ? std::max(1, rt::GpuCount()) : 1;
-    use_nccl = s.backend == "cuda" && world.local_size <= gpus;
-    if (s.backend == "cuda" && world.local_rank == 0 && world.local_size > gpus) {
-      std::fprintf(stderr, "tp-run: %d local ranks share %d GPU(s): collectives through the host\n",
-                   world.local_size, gpus);
     }
     TPC_ASSIGN_OR_RETURN(backend, rt::MakeBackend({.name = s.backend,
                                                    .threads = threads_here,

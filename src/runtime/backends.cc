@@ -1,5 +1,7 @@
 #include "tpc/runtime/backends.h"
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #if defined(TPC_HAVE_CUDA)
 #include "tpc/runtime/cuda/cuda.h"
@@ -53,6 +55,23 @@ int GpuCount() {
 #else
   return 0;
 #endif
+}
+
+absl::StatusOr<std::string> GpuBusId(int device) {
+#if defined(TPC_HAVE_CUDA)
+  return cuda::CudaBusId(device);
+#else
+  return absl::UnimplementedError(absl::StrCat("GPU ", device, ": built without CUDA"));
+#endif
+}
+
+std::optional<std::pair<int, int>> SharedGpu(const std::vector<std::string>& gpus) {
+  std::map<std::string, int> first;
+  for (int r = 0; r < static_cast<int>(gpus.size()); ++r) {
+    auto [it, fresh] = first.emplace(gpus[static_cast<size_t>(r)], r);
+    if (!fresh) return std::pair{it->second, r};
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> KernelListing() {

@@ -3,7 +3,9 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -39,6 +41,13 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectDeviceCommunicator(
 bool CudaBuiltIn();
 // Visible GPUs (0 without CUDA, a driver or a GPU).
 int GpuCount();
+// Visible GPU `device`'s PCI bus id, the same in every process of a machine; an error
+// without CUDA or that GPU.
+absl::StatusOr<std::string> GpuBusId(int device);
+// Of every rank's GPU, by rank (its machine and bus id as one string): the first two
+// ranks on one GPU, or nothing when each has its own (NCCL then connects them; it
+// refuses two ranks on one GPU).
+std::optional<std::pair<int, int>> SharedGpu(const std::vector<std::string>& gpus);
 
 // tp-run --list-kernels: `backend domain::op dtypes`, per backend built in.
 std::vector<std::string> KernelListing();

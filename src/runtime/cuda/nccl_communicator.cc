@@ -21,6 +21,7 @@
 #include <cstring>
 #include <thread>
 
+#include "../comm/reduce.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "cuda_backend.h"
@@ -30,6 +31,9 @@
 namespace tpc::runtime::cuda {
 namespace {
 
+// The NCCL type of a reduction's elements: those the CPU communicators reduce
+// (IsReducible; a sum of bools or bytes would overflow its type there too). Collectives
+// that only move elements move bytes (ncclUint8), whatever their type.
 absl::StatusOr<ncclDataType_t> NcclType(ir::DType t) {
   switch (t) {
     case ir::DType::kF32:
@@ -44,11 +48,6 @@ absl::StatusOr<ncclDataType_t> NcclType(ir::DType t) {
       return ncclInt32;
     case ir::DType::kI64:
       return ncclInt64;
-    case ir::DType::kU8:
-    case ir::DType::kBool:
-      return ncclUint8;
-    case ir::DType::kI8:
-      return ncclInt8;
     default:
       return absl::UnimplementedError(
           absl::StrCat("NCCL has no element type for ", ir::DTypeName(t)));
@@ -119,40 +118,45 @@ class NcclCommunicator final : public Communicator {
 
   absl::Status AllReduce(const void* in, void* out, int64_t count, ir::DType dtype,
                          ReduceOp op) override {
+    TPC_RETURN_IF_ERROR(Usable("AllReduce", in, out, count, dtype, true));
     TPC_ASSIGN_OR_RETURN(ncclDataType_t t, NcclType(dtype));
     return Check("AllReduce", ncclAllReduce(in, out, static_cast<size_t>(count), t, NcclOp(op),
                                             comm_, backend_.stream()));
   }
   absl::Status AllGather(const void* in, void* out, int64_t count, ir::DType dtype) override {
-    TPC_ASSIGN_OR_RETURN(ncclDataType_t t, NcclType(dtype));
+    TPC_RETURN_IF_ERROR(Usable("AllGather", in, out, count, dtype, false));
     return Check("AllGather",
-                 ncclAllGather(in, out, static_cast<size_t>(count), t, comm_, backend_.stream()));
+                 ncclAllGather(in, out, Bytes(count, dtype), ncclUint8, comm_, backend_.stream()));
   }
   absl::Status ReduceScatter(const void* in, void* out, int64_t count, ir::DType dtype,
                              ReduceOp op) override {
+    TPC_RETURN_IF_ERROR(Usable("ReduceScatter", in, out, count, dtype, true));
     TPC_ASSIGN_OR_RETURN(ncclDataType_t t, NcclType(dtype));
     return Check("ReduceScatter", ncclReduceScatter(in, out, static_cast<size_t>(count), t,
                                                     NcclOp(op), comm_, backend_.stream()));
   }
   absl::Status AllToAll(const void* in, void* out, int64_t count, ir::DType dtype) override {
-    TPC_ASSIGN_OR_RETURN(ncclDataType_t t, NcclType(dtype));
-    const size_t block = static_cast<size_t>(count * ir::DTypeSize(dtype));
+    TPC_RETURN_IF_ERROR(Usable("AllToAll", in, out, count, dtype, false));
+    const size_t block = Bytes(count, dtype);
     TPC_RETURN_IF_ERROR(Check("AllToAll", ncclGroupStart()));
     for (int k = 0; k < size_; ++k) {
       ncclResult_t r = ncclSend(static_cast<const uint8_t*>(in) + block * static_cast<size_t>(k),
-                                static_cast<size_t>(count), t, k, comm_, backend_.stream());
+                                block, ncclUint8, k, comm_, backend_.stream());
       if (r == ncclSuccess) {
-        r = ncclRecv(static_cast<uint8_t*>(out) + block * static_cast<size_t>(k),
-                     static_cast<size_t>(count), t, k, comm_, backend_.stream());
+        r = ncclRecv(static_cast<uint8_t*>(out) + block * static_cast<size_t>(k), block, ncclUint8,
+                     k, comm_, backend_.stream());
       }
       if (r != ncclSuccess) {
-        ncclGroupEnd();
+        // The group is closed before the failure aborts the communicator (Check).
+        const ncclResult_t ended = ncclGroupEnd();
+        static_cast<void>(ended);
         return Check("AllToAll", r);
       }
     }
     return Check("AllToAll", ncclGroupEnd());
   }
   absl::Status Barrier() override {
+    TPC_RETURN_IF_ERROR(Usable("Barrier", nullptr, nullptr, 0, ir::DType::kF32, false));
     // A one-element all-reduce on the stream, then the wait (which the watch bounds).
     void* scratch = backend_.Allocate(4);
     if (scratch == nullptr) return absl::ResourceExhaustedError("Barrier: no device memory");
@@ -181,8 +185,26 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
+  // A call's outcome, settled; a failed call leaves the communicator in no known state:
+  // it is aborted, and every later call fails (Usable).
   absl::Status Check(const char* what, ncclResult_t r) {
-    return Settle(comm_, rank_, what, r, timeout_);
+    absl::Status s = Settle(comm_, rank_, what, r, timeout_);
+    if (!s.ok()) Abort(s);
+    return s;
+  }
+  // Whether collective `what` may run: the arguments any rank refuses alone (as the CPU
+  // communicators do), and a communicator not aborted (NCCL forbids using it then).
+  absl::Status Usable(const char* what, const void* in, const void* out, int64_t count,
+                      ir::DType dtype, bool reduce) const {
+    if (aborted_.load()) {
+      return absl::AbortedError(absl::StrCat("rank ", rank_, ": ", what,
+                                             ": the NCCL communicator was aborted after an "
+                                             "earlier failure"));
+    }
+    return CheckCollectiveArgs(rank_, what, in, out, count, dtype, reduce);
+  }
+  static size_t Bytes(int64_t count, ir::DType dtype) {
+    return static_cast<size_t>(count) * static_cast<size_t>(ir::DTypeSize(dtype));
   }
 
   ncclComm_t comm_;

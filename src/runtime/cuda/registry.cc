@@ -540,4 +540,15 @@ int CudaDeviceCount() {
   return count;
 }
 
+absl::StatusOr<std::string> CudaBusId(int device) {
+  char id[32] = {};
+  const cudaError_t e = cudaDeviceGetPCIBusId(id, sizeof(id), device);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return absl::UnavailableError(
+        absl::StrCat("GPU ", device, ": no PCI bus id (", cudaGetErrorString(e), ")"));
+  }
+  return std::string(id);
+}
+
 }  // namespace tpc::runtime::cuda

@@ -32,6 +32,9 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(KeyValueStore& store, 
                                                           std::chrono::milliseconds timeout);
 // Visible CUDA devices; 0 without a driver or a GPU.
 int CudaDeviceCount();
+// Visible device `device`'s PCI bus id ("0000:07:00.0"): the same physical GPU has the
+// same one in every process of a machine, whatever CUDA_VISIBLE_DEVICES numbers it.
+absl::StatusOr<std::string> CudaBusId(int device);
 // `domain::op dtypes` for every operator of the CPU backend: the dtypes of its device
 // kernel, or `host` when the CPU kernel runs on host copies.
 std::vector<std::string> CudaKernelListing();
