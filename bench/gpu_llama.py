@@ -40,12 +40,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def tpc_median_ms(args, plan, fuse=True, graph=False):
+def tpc_median_ms(args, plan, fuse=True, graph=False, flash=False):
+    env = dict(os.environ, TPC_FLASH_ATTENTION="1") if flash else None
     r = subprocess.run([args.tp_run, plan, "--backend", "cuda", "--ranks", "threads", "--quiet",
                         "--no-verify", "--repeat", str(args.iters), "--dim", f"batch={args.batch}",
                         "--dim", f"seq={args.seq}"] + ([] if fuse else ["--no-fuse"]) +
                        (["--cuda-graph"] if graph else []),
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env=env)
     text = r.stdout + r.stderr
     m = re.search(r"median ([0-9.]+) ms", text)
     c = re.search(r"compute on rank 0 .*: median ([0-9.]+) ms", text)
@@ -133,6 +134,7 @@ def main():
         "complete": False,
     }
     results = {"tpc": [], "tpc_compute": [], "tpc_unfused_compute": [], "tpc_graph_compute": [],
+               "tpc_flash_compute": [],
                "torch_eager": [], "torch_eager_copy": [], "torch_sdpa": [],
                "torch_sdpa_copy": []}
 
@@ -152,7 +154,10 @@ def main():
         # graphs' (replaying one over queuing kernel by kernel).
         for key, (a, b) in {"unfused_over_fused": ("tpc_unfused_compute", "tpc_compute"),
                             "graph_over_queued": ("tpc_graph_compute", "tpc_compute"),
-                            "graph_over_torch_eager": ("tpc_graph_compute", "torch_eager")
+                            "graph_over_torch_eager": ("tpc_graph_compute", "torch_eager"),
+                            "flash_over_queued": ("tpc_flash_compute", "tpc_compute"),
+                            "flash_over_torch_eager": ("tpc_flash_compute", "torch_eager"),
+                            "flash_over_torch_sdpa": ("tpc_flash_compute", "torch_sdpa"),
                             }.items():
             if a in med and b in med:
                 summary[key] = round(med[a] / med[b], 3)
@@ -203,7 +208,7 @@ def main():
     eager = torch_model(args, "eager")
     torch_median_ms(eager, ids, 2, False)  # warm-up
     for r in range(args.rounds):
-        progress(f"round {r + 1} of {args.rounds}: tpc, --no-fuse, --cuda-graph, eager")
+        progress(f"round {r + 1} of {args.rounds}: tpc, --no-fuse, --cuda-graph, flash, eager")
         both = attempt("tpc", lambda: tpc_median_ms(args, plan))
         keep("tpc", both and both[0])
         keep("tpc_compute", both and both[1])
@@ -212,6 +217,9 @@ def main():
         # --cuda-graph: the median of runs that replay one recorded graph (all but two).
         graph = attempt("tpc --cuda-graph", lambda: tpc_median_ms(args, plan, graph=True))
         keep("tpc_graph_compute", graph and graph[1])
+        # TPC_FLASH_ATTENTION=1: the attention cores by tiles of keys (opt-in, docs/cuda.md).
+        flash = attempt("tpc flash", lambda: tpc_median_ms(args, plan, flash=True))
+        keep("tpc_flash_compute", flash and flash[1])
         results["torch_eager"].append(torch_median_ms(eager, ids, args.iters, False))
         results["torch_eager_copy"].append(torch_median_ms(eager, ids, args.iters, True))
         save()

@@ -85,6 +85,10 @@ fi
 # 2. The GPU unit tests: the ONNX node tests through the CUDA backend, kernel tests.
 if want tests; then
   check "tpc_tests [cuda]" "$tests" "[cuda]" --durations yes
+  # The tiled attention kernel (opt-in until it has run here): every fusion pattern again,
+  # the attention cores in f16 and bf16 through it.
+  check "tpc_tests fusion on the GPU, TPC_FLASH_ATTENTION=1" \
+    env TPC_FLASH_ATTENTION=1 "$tests" "fusion on the GPU*"
 fi
 
 # 3. Every committed model x N in {1, 2, 4}, ranks as threads on this GPU, against the
@@ -122,6 +126,10 @@ if want half; then
         check "$name N=$n $dtype cuda threads ~ cpu f32" \
           "$run" "$plan" --backend cuda --ranks threads --check-against "$model" --quiet \
           --rtol "$tol" --atol "$tol" "${inputs[@]}"
+        # The same through the tiled attention kernel (opt-in until it has run here).
+        check "$name N=$n $dtype cuda threads, TPC_FLASH_ATTENTION=1 ~ cpu f32" \
+          env TPC_FLASH_ATTENTION=1 "$run" "$plan" --backend cuda --ranks threads \
+          --check-against "$model" --quiet --rtol "$tol" --atol "$tol" "${inputs[@]}"
       done
     done
   done

@@ -9,7 +9,9 @@
 //   written once in f32 (the chain wrote them, scaled, masked and normalized, four times
 //   in its own type); chunks keep them under kScoreBytes.
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "ops.h"
@@ -20,6 +22,16 @@ namespace {
 
 // The scores of at most this many bytes exist at once (f32, a chunk of batch entries).
 constexpr int64_t kScoreBytes = int64_t{256} << 20;
+
+// TPC_FLASH_ATTENTION=1: f16 and bf16 attention cores take the tiled kernel
+// (LaunchFlashAttention), read once.
+bool FlashAttentionWanted() {
+  static const bool wanted = [] {
+    const char* v = std::getenv("TPC_FLASH_ATTENTION");
+    return v != nullptr && std::string_view(v) == "1";
+  }();
+  return wanted;
+}
 
 }  // namespace
 
@@ -120,6 +132,33 @@ absl::Status AttentionCore(KernelContext& ctx) {
   // GEMM entries of `fold` batch entries each (GQA's query heads of one K and V head).
   const math::AttentionBatches plan =
       math::PlanAttentionBatches(batch, g.bq, g.bk, g.bv, g.s, g.t, g.d, g.dv);
+  // The tiled kernel (no scores in global memory), while it is opt-in: it has not run on a
+  // GPU yet (docs/cuda.md).
+  // Not for a decode step's few query rows: a block of the tiled kernel takes 32 or 64.
+  if (kind != FloatKind::kF32 && g.s >= 16 && FlashAttentionWanted() && plan.q && plan.k &&
+      plan.v) {
+    FlashAttention f;
+    f.q = q.raw();
+    f.k = k.raw();
+    f.v = v.raw();
+    f.mask = mask != nullptr ? mask->raw() : nullptr;
+    f.y = y->raw();
+    f.count = count;
+    f.fold = plan.fold;
+    f.s = g.s;
+    f.t = g.t;
+    f.d = g.d;
+    f.dv = g.dv;
+    f.q_stride = *plan.q;
+    f.k_stride = *plan.k;
+    f.v_stride = *plan.v;
+    f.k_transposed = g.k_transposed;
+    f.alpha = g.divide ? 1.0f : g.scale;
+    f.divisor = g.divide ? g.scale : 1.0f;
+    f.mask_rows = mask_rows;
+    f.mask_col = mask_col;
+    if (FlashAttentionFits(f)) return Check(ctx, LaunchFlashAttention(kind, f, StreamOf(ctx)));
+  }
   const int64_t per_entry = g.s * g.t;
   // A group whose scores would pass kScoreBytes is not stacked: one GEMM per entry.
   const bool stack = plan.fold == 1 || plan.fold * per_entry * 4 <= kScoreBytes;

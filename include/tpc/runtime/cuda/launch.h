@@ -201,6 +201,29 @@ cudaError_t LaunchAttentionSoftmax(FloatKind k, const float* scores, void* probs
                                    int64_t len, float divisor, const void* mask,
                                    const StridedView& mask_rows, int64_t first_row,
                                    int64_t mask_col, cudaStream_t stream);
+// The attention core by tiles of keys on the tensor cores (flash_attention.cu), f16 and
+// bf16: Y [count, s, dv] = softmax(Q·Kᵀ · alpha / divisor + mask)·V without the scores
+// in global memory. Batch entry b reads Q at (b / fold)·q_stride + (b % fold)·s·d (GQA:
+// `fold` query heads against one K and V), K and V at (b / fold) times their strides
+// (0: one for all); K is [t, d], or [d, t] when k_transposed; the mask (may be null,
+// of the inputs' type) of row i at mask_rows.At(b·s + i), its keys mask_col apart.
+struct FlashAttention {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const void* mask = nullptr;
+  void* y = nullptr;
+  int64_t count = 0, fold = 1, s = 0, t = 0, d = 0, dv = 0;
+  int64_t q_stride = 0, k_stride = 0, v_stride = 0;
+  bool k_transposed = false;
+  float alpha = 1.0f, divisor = 1.0f;
+  StridedView mask_rows;
+  int64_t mask_col = 0;
+};
+// Whether the tiled kernel takes `p`: d and dv at most 128, at most 65535 batch entries,
+// nothing empty.
+bool FlashAttentionFits(const FlashAttention& p);
+cudaError_t LaunchFlashAttention(FloatKind k, const FlashAttention& p, cudaStream_t stream);
 // Softmax (or LogSoftmax) of each row.
 cudaError_t LaunchSoftmax(FloatKind k, const void* x, void* y, const RowLayout& rows, bool log,
                           cudaStream_t stream);
