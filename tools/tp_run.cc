@@ -130,11 +130,11 @@ tpc::cli::Parser MakeParser() {
          "", false});
   p.Add({"prompt", "IDS",
          "with --generate: the prompt's token ids, '1 2 3' (rows by ';', of any lengths: "
-         "shorter rows are padded on the left and masked)",
+         "shorter rows are padded and masked)",
          "", false});
   p.Add({"input-ids", "FILE",
-         "with --generate: the prompt, int64 [batch, length] (.pb or .npy; -1 pads a shorter "
-         "row on its left)",
+         "with --generate: the prompt, int64 [batch, length] (.pb or .npy; -1s before a "
+         "shorter row's tokens pad it)",
          "", false});
   p.Add({"master", "ADDR:PORT",
          "the rendezvous store under a cluster launcher (default MASTER_ADDR:MASTER_PORT)", "",
@@ -791,7 +791,12 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
     // As with threads: the last run's outputs are compared (not a generation's ids).
     if (!again.ok() || s.generate == 0) outputs = std::move(again);
   }
-  if (!outputs.ok()) return failed(outputs.status());
+  if (!outputs.ok()) {
+    // A failed run may leave collectives queued that the peers never join: the NCCL
+    // communicator is aborted now, not drained for --timeout when it goes.
+    if (device_comm) device_comm->Abort(outputs.status());
+    return failed(outputs.status());
+  }
   // Rank 0 reports every rank's memory, then waits for every rank to be done, so that its
   // store outlives their use of it. The outputs are complete here: a rank that fails now
   // (it can only be lost) does not cost them, but the exit status says so.

@@ -58,6 +58,22 @@ struct Wmma<FloatKind::kBF16> {
   using T = __nv_bfloat16;
 };
 
+using Accumulator = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+
+// acc += A · B over `steps` WMMA tiles of the inner dim: A row-major (lda), advancing 16
+// columns a step; B in layout L (ldb), advancing `b_step` elements a step.
+template <typename T, typename L>
+__device__ void MmaSteps(Accumulator& acc, const T* a, int lda, const T* b, int ldb, int b_step,
+                         int steps) {
+  for (int i = 0; i < steps; ++i) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, T, L> fb;
+    wmma::load_matrix_sync(fa, a + i * kFrag, lda);
+    wmma::load_matrix_sync(fb, b + i * b_step, ldb);
+    wmma::mma_sync(acc, fa, fb, acc);
+  }
+}
+
 template <FloatKind K, int D, int W>
 __global__ void __launch_bounds__(W * 32) FlashAttentionKernel(FlashAttention p) {
   using IO = math::FloatIO<K>;
@@ -114,15 +130,9 @@ __global__ void __launch_bounds__(W * 32) FlashAttentionKernel(FlashAttention p)
 
     // 1. S = Q·Kᵀ: A = Q rows [16, dp] row-major; B(c, j) = K[j][c], column-major.
     for (int n = 0; n < kKeys; n += kFrag) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+      Accumulator acc;
       wmma::fill_fragment(acc, 0.0f);
-      for (int c = 0; c < dp; c += kFrag) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> bk;
-        wmma::load_matrix_sync(a, &q_s[warp][0][c], D);
-        wmma::load_matrix_sync(bk, &k_s[n][c], D);
-        wmma::mma_sync(acc, a, bk, acc);
-      }
+      MmaSteps<T, wmma::col_major>(acc, &q_s[warp][0][0], D, &k_s[n][0], D, kFrag, dp / kFrag);
       wmma::store_matrix_sync(&s_s[warp][0][n], acc, kSStride, wmma::mem_row_major);
     }
     __syncwarp();
@@ -150,15 +160,10 @@ __global__ void __launch_bounds__(W * 32) FlashAttentionKernel(FlashAttention p)
 
     // 4. acc += P·V: A = P [16, 32] row-major, B = V rows [32, dvp] row-major.
     for (int c = 0; c < dvp; c += kFrag) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+      Accumulator acc;
       wmma::load_matrix_sync(acc, &o_s[warp][0][c], D, wmma::mem_row_major);
-      for (int j = 0; j < kKeys; j += kFrag) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> bv;
-        wmma::load_matrix_sync(a, &p_s[warp][0][j], kPStride);
-        wmma::load_matrix_sync(bv, &v_s[j][c], D);
-        wmma::mma_sync(acc, a, bv, acc);
-      }
+      MmaSteps<T, wmma::row_major>(acc, &p_s[warp][0][0], kPStride, &v_s[0][c], D, kFrag * D,
+                                   kKeys / kFrag);
       wmma::store_matrix_sync(&o_s[warp][0][c], acc, D, wmma::mem_row_major);
     }
     __syncwarp();
@@ -184,8 +189,8 @@ cudaError_t Flash(const FlashAttention& p, cudaStream_t stream) {
 }  // namespace
 
 bool FlashAttentionFits(const FlashAttention& p) {
-  return p.s > 0 && p.t > 0 && p.d > 0 && p.dv > 0 && p.d <= 128 && p.dv <= 128 &&
-         p.count > 0 && p.count <= 65535 && (p.s + 15) / 16 <= 2147483647 && p.fold > 0;
+  return p.s > 0 && p.t > 0 && p.d > 0 && p.dv > 0 && p.d <= 128 && p.dv <= 128 && p.count > 0 &&
+         p.count <= 65535 && (p.s + 15) / 16 <= 2147483647 && p.fold > 0;
 }
 
 cudaError_t LaunchFlashAttention(FloatKind k, const FlashAttention& p, cudaStream_t stream) {
