@@ -42,14 +42,26 @@ std::vector<float> Whole(const Problem& p, int64_t i) {
 }
 
 // Row i by tiles of `tile` keys, as the kernel: each tile's terms, the accumulator scaled
-// by the tile's factor, then the tile's P·V added; divided by the sum at the end.
-std::vector<float> Tiled(const Problem& p, int64_t i, int64_t tile) {
+// by the tile's factor, then the tile's P·V added; divided by the sum at the end. With
+// `halves`, two lanes share each tile as the kernel's do: each the max and the terms of
+// its half of the keys, the maxima and the sums combined between the steps.
+std::vector<float> Tiled(const Problem& p, int64_t i, int64_t tile, bool halves = false) {
   math::OnlineRow row{-INFINITY, 0.0f};
   std::vector<float> acc(p.dv, 0.0f), s(tile);
   for (int64_t j0 = 0; j0 < p.t; j0 += tile) {
     const int64_t n = std::min(tile, p.t - j0);
     for (int64_t j = 0; j < n; ++j) s[j] = Score(p, i, j0 + j);
-    const float a = math::OnlineSoftmaxTile(row, s.data(), n);
+    float a = 0.0f;
+    if (halves) {
+      const int64_t h = std::min((tile + 1) / 2, n);  // the first lane's keys
+      const float max = std::max(math::OnlineTileMax(row.max, s.data(), h),
+                                 math::OnlineTileMax(row.max, s.data() + h, n - h));
+      const float sum = math::OnlineTileTerms(max, s.data(), h) +
+                        math::OnlineTileTerms(max, s.data() + h, n - h);
+      a = math::OnlineRowUpdate(row, max, sum);
+    } else {
+      a = math::OnlineSoftmaxTile(row, s.data(), n);
+    }
     for (int64_t c = 0; c < p.dv; ++c) {
       float add = 0.0f;
       for (int64_t j = 0; j < n; ++j) add += s[j] * p.v[(j0 + j) * p.dv + c];
@@ -72,11 +84,11 @@ Problem Random(int64_t s, int64_t t, int64_t d, int64_t dv, uint32_t seed) {
   return p;
 }
 
-void RequireRowsAgree(const Problem& p, int64_t tile) {
+void RequireRowsAgree(const Problem& p, int64_t tile, bool halves = false) {
   for (int64_t i = 0; i < p.s; ++i) {
-    const std::vector<float> want = Whole(p, i), got = Tiled(p, i, tile);
+    const std::vector<float> want = Whole(p, i), got = Tiled(p, i, tile, halves);
     for (int64_t c = 0; c < p.dv; ++c) {
-      INFO("tile " << tile << " row " << i << " column " << c);
+      INFO("tile " << tile << (halves ? " in halves" : "") << " row " << i << " column " << c);
       if (std::isnan(want[c])) {
         CHECK(std::isnan(got[c]));
         continue;
@@ -88,14 +100,15 @@ void RequireRowsAgree(const Problem& p, int64_t tile) {
 
 TEST_CASE("Attention by tiles of keys equals each row's whole softmax", "[runtime][device-math]") {
   const float inf = std::numeric_limits<float>::infinity();
-  for (const int64_t tile : {1, 5, 32, 64}) {
+  for (const auto& [tile, halves] : std::vector<std::pair<int64_t, bool>>{
+           {1, false}, {5, false}, {32, false}, {64, false}, {2, true}, {5, true}, {32, true}}) {
     // Unmasked, scaled as a multiplying chain and as a dividing one.
     Problem p = Random(7, 45, 8, 5, 1);
     p.alpha = 0.35f;
-    RequireRowsAgree(p, tile);
+    RequireRowsAgree(p, tile, halves);
     p.alpha = 1.0f;
     p.divisor = 2.8f;
-    RequireRowsAgree(p, tile);
+    RequireRowsAgree(p, tile, halves);
     // Causal, with left padding: the first keys closed for every row (a closed first
     // tile), one row closed entirely (NaN, as the softmax's), the lowest finite value.
     Problem m = Random(9, 40, 6, 4, 2);
@@ -105,7 +118,7 @@ TEST_CASE("Attention by tiles of keys equals each row's whole softmax", "[runtim
         m.mask[i * m.t + j] = closed ? (i == 6 ? -3.40282347e38f : -inf) : 0.1f * (j % 3);
       }
     }
-    RequireRowsAgree(m, tile);
+    RequireRowsAgree(m, tile, halves);
   }
 }
 

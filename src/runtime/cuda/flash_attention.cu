@@ -12,9 +12,11 @@
 // the previous tile before it is overwritten, and sees all of the new one). Then each
 // warp alone (__syncwarp between the steps, which only its own lanes touch):
 //   1. S [16, 32] = Q · Kᵀ by WMMA (f32 accumulation), stored to its S tile;
-//   2. lanes 0..15 take one row each: the scores (scale, mask: math::AttentionScore, keys
-//      past t excluded), OnlineSoftmaxTile's factor and terms, the terms rounded to the
-//      input type into its P tile (0 past t), the factor into alpha;
+//   2. two lanes a row (r and r + 16, 16 keys each): the scores (scale, mask:
+//      math::AttentionScore, keys past t excluded), the online softmax's steps
+//      (OnlineTileMax, OnlineTileTerms, the pair's results combined by __shfl_xor_sync,
+//      then OnlineRowUpdate by lane r), the terms rounded to the input type into its P
+//      tile (0 past t), the factor into alpha;
 //   3. all 32 lanes scale the accumulator's rows by their factor;
 //   4. acc += P [16, 32] · V [32, D] by WMMA, loaded from and stored back to shared memory.
 // Finally each row's accumulator divided by its sum (OnlineSoftmaxFinish) is stored, rows
@@ -137,20 +139,31 @@ __global__ void __launch_bounds__(W * 32) FlashAttentionKernel(FlashAttention p)
     }
     __syncwarp();
 
-    // 2. One lane a row: scores, the online softmax, P.
+    // 2. Two lanes a row, r and r + 16, each 16 of the tile's keys: scores, the online
+    //    softmax (the pair's maxima and sums combined by shuffles between its steps), P;
+    //    lane r updates the row once both have read its running max.
     const int64_t n = p.t - j0 < kKeys ? p.t - j0 : kKeys;
-    if (lane < kRows) {
-      const int64_t row = row0 + lane;
-      float* sr = &s_s[warp][lane][0];
+    {
+      const int r = lane % kRows;
+      const int64_t lo = static_cast<int64_t>(lane / kRows) * (kKeys / 2);
+      const int64_t hi = lo + kKeys / 2 < n ? lo + kKeys / 2 : n;
+      const int64_t mine = hi > lo ? hi - lo : 0;
+      const int64_t row = row0 + r;
+      float* sr = &s_s[warp][r][0];
       const uint16_t* m =
           mask != nullptr && row < p.s ? mask + p.mask_rows.At(b * p.s + row) : nullptr;
-      for (int64_t j = 0; j < n; ++j) {
+      for (int64_t j = lo; j < hi; ++j) {
         const float add = m != nullptr ? IO::Load(m[(j0 + j) * p.mask_col]) : 0.0f;
         sr[j] = math::AttentionScore(sr[j] * p.alpha, p.divisor, add);
       }
-      alpha_s[warp][lane] = math::OnlineSoftmaxTile(rows_s[warp][lane], sr, n);
-      uint16_t* pr = reinterpret_cast<uint16_t*>(&p_s[warp][lane][0]);
-      for (int j = 0; j < kKeys; ++j) pr[j] = j < n ? IO::Store(sr[j]) : uint16_t{0};
+      float max = math::OnlineTileMax(rows_s[warp][r].max, sr + lo, mine);
+      max = math::CombineMax(max, __shfl_xor_sync(0xffffffffu, max, kRows));
+      float sum = math::OnlineTileTerms(max, sr + lo, mine);
+      sum += __shfl_xor_sync(0xffffffffu, sum, kRows);
+      uint16_t* pr = reinterpret_cast<uint16_t*>(&p_s[warp][r][0]);
+      for (int64_t j = lo; j < lo + kKeys / 2; ++j) pr[j] = j < n ? IO::Store(sr[j]) : uint16_t{0};
+      __syncwarp();
+      if (lane < kRows) alpha_s[warp][r] = math::OnlineRowUpdate(rows_s[warp][r], max, sum);
     }
     __syncwarp();
 

@@ -18,23 +18,39 @@ struct OnlineRow {
   float max, sum;
 };
 
-// Folds a tile's scores s[0..n) (math::AttentionScore's, -inf for a closed key) into `row`
-// and replaces each by its term exp(s - new max): 0 while every key seen is closed (the
-// max is -inf), so that a closed first tile does not poison the row. Returns the factor
-// exp(old max - new max) of the row's accumulated output (1 while the max is -inf).
-TPC_HOST_DEVICE inline float OnlineSoftmaxTile(OnlineRow& row, float* s, int64_t n) {
-  float mx = row.max;
-  for (int64_t j = 0; j < n; ++j) mx = s[j] > mx ? s[j] : mx;
-  const bool open = mx != -INFINITY;
-  const float alpha = open && row.max != -INFINITY ? expf(row.max - mx) : (open ? 0.0f : 1.0f);
+// A tile in three steps, so that several lanes can share a row's tile (each its part of
+// the keys, the maxima and sums combined between the steps):
+// 1. the row's new max: the running one and the tile's scores;
+TPC_HOST_DEVICE inline float OnlineTileMax(float running, const float* s, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) running = s[j] > running ? s[j] : running;
+  return running;
+}
+// 2. each score replaced by its term exp(s - max), 0 while every key seen is closed (the
+//    max is -inf, so that a closed first tile does not poison the row); returns their sum;
+TPC_HOST_DEVICE inline float OnlineTileTerms(float max, float* s, int64_t n) {
+  const bool open = max != -INFINITY;
   float sum = 0.0f;
   for (int64_t j = 0; j < n; ++j) {
-    s[j] = open ? expf(s[j] - mx) : 0.0f;
+    s[j] = open ? expf(s[j] - max) : 0.0f;
     sum += s[j];
   }
-  row.max = mx;
+  return sum;
+}
+// 3. the row updated with the tile's max and sum of terms; returns the factor
+//    exp(old max - new max) of the row's accumulated output (1 while the max is -inf).
+TPC_HOST_DEVICE inline float OnlineRowUpdate(OnlineRow& row, float max, float sum) {
+  const bool open = max != -INFINITY;
+  const float alpha = open && row.max != -INFINITY ? expf(row.max - max) : (open ? 0.0f : 1.0f);
+  row.max = max;
   row.sum = row.sum * alpha + sum;
   return alpha;
+}
+
+// The three steps over a whole tile s[0..n) (math::AttentionScore's scores, -inf for a
+// closed key), in one lane: the scores become their terms; returns the factor.
+TPC_HOST_DEVICE inline float OnlineSoftmaxTile(OnlineRow& row, float* s, int64_t n) {
+  const float max = OnlineTileMax(row.max, s, n);
+  return OnlineRowUpdate(row, max, OnlineTileTerms(max, s, n));
 }
 
 // The row's output element from its accumulated Σ p·v: divided by the sum. A row whose
