@@ -790,10 +790,14 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
   ++plan.runs;
   plan.waited = plan.waited || stats_.host_waits > 0;
   if (device_ && options_.capture) {
+    const bool one_rank = comm_ == nullptr || comm_->size() == 1;
     stats_.capture_error = !plan.capture_error.empty() ? plan.capture_error
                            : !backend_.can_capture() ? backend_.name() + " cannot record runs here"
-                           : plan.waited ? "host kernels wait for the device in these runs"
-                                         : "";
+                           : !one_rank
+                               ? "the ranks' collectives are never recorded (one rank per run only)"
+                           : options_.profile ? "--profile times each step on its own"
+                           : plan.waited      ? "host kernels wait for the device in these runs"
+                                              : "";
   }
   stats_.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return outputs;

@@ -618,6 +618,8 @@ TEST_CASE("Recorded runs are per input shape", "[runtime][executor][device][capt
       REQUIRE(got.ok());
       RequireSame(*got, *want);
       CHECK((*ex2)->last_stats().device_work == D::kQueued);
+      // --cuda-graph's report says why.
+      CHECK_THAT((*ex2)->last_stats().capture_error, Catch::Contains("collectives"));
     }
     CHECK(rank_device.captures == 0);
   }
