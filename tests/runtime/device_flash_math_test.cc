@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
+#include "tpc/runtime/math/attention_batches.h"
 #include "tpc/runtime/math/flash.h"
 #include "tpc/runtime/math/rows.h"
 
@@ -56,8 +57,8 @@ std::vector<float> Tiled(const Problem& p, int64_t i, int64_t tile, bool halves 
       const int64_t h = std::min((tile + 1) / 2, n);  // the first lane's keys
       const float max = std::max(math::OnlineTileMax(row.max, s.data(), h),
                                  math::OnlineTileMax(row.max, s.data() + h, n - h));
-      const float sum = math::OnlineTileTerms(max, s.data(), h) +
-                        math::OnlineTileTerms(max, s.data() + h, n - h);
+      const float sum =
+          math::OnlineTileTerms(max, s.data(), h) + math::OnlineTileTerms(max, s.data() + h, n - h);
       a = math::OnlineRowUpdate(row, max, sum);
     } else {
       a = math::OnlineSoftmaxTile(row, s.data(), n);
@@ -140,6 +141,64 @@ TEST_CASE("The online softmax's factor and terms", "[runtime][device-math]") {
   std::vector<float> more = {5.0f};
   CHECK(math::OnlineSoftmaxTile(row, more.data(), 1) == Approx(std::exp(-2.0f)));
   CHECK(row.sum == Approx((1.0f + std::exp(-2.0f)) * std::exp(-2.0f) + 1.0f));
+}
+
+// The element offset of an operand's matrix for batch entry i, broadcast right-aligned
+// over `batch` (its dims 1 where it repeats): what the CPU kernel reads.
+int64_t Broadcast(const std::vector<int64_t>& batch, const std::vector<int64_t>& own, int64_t i,
+                  int64_t matrix) {
+  int64_t off = 0, stride = matrix;
+  const size_t lead = batch.size() - own.size();
+  for (size_t a = batch.size(); a > 0; --a) {
+    const int64_t idx = i % batch[a - 1];
+    i /= batch[a - 1];
+    if (a - 1 < lead) continue;
+    if (own[a - 1 - lead] != 1) off += idx * stride;
+    stride *= own[a - 1 - lead];
+  }
+  return off;
+}
+
+TEST_CASE("The tiled kernel's batch entries read the matrices the broadcast names",
+          "[runtime][device-math]") {
+  struct BatchCase {
+    std::vector<int64_t> batch, bq, bk, bv;
+  };
+  const int64_t s = 3, t = 5, d = 4, dv = 2;
+  for (const BatchCase& c : std::vector<BatchCase>{
+           {{2, 3}, {2, 3}, {2, 3}, {2, 3}},              // every operand full
+           {{2, 2, 3}, {2, 2, 3}, {2, 2, 1}, {2, 2, 1}},  // GQA: 2 K heads, groups of 3
+           {{2, 4}, {2, 4}, {2, 1}, {2, 1}},              // MQA
+           {{2, 4}, {2, 4}, {}, {1}},                     // one K and V for all
+       }) {
+    const math::AttentionBatches plan =
+        math::PlanAttentionBatches(c.batch, c.bq, c.bk, c.bv, s, t, d, dv);
+    REQUIRE((plan.q && plan.k && plan.v));
+    int64_t count = 1;
+    for (int64_t x : c.batch) count *= x;
+    for (int64_t b = 0; b < count; ++b) {
+      INFO("fold " << plan.fold << ", entry " << b);
+      const math::FlashEntry at =
+          math::FlashEntryOffsets(b, plan.fold, s, d, dv, *plan.q, *plan.k, *plan.v);
+      CHECK(at.q == Broadcast(c.batch, c.bq, b, s * d));
+      CHECK(at.k == Broadcast(c.batch, c.bk, b, t * d));
+      CHECK(at.v == Broadcast(c.batch, c.bv, b, t * dv));
+      CHECK(at.y == b * s * dv);
+    }
+  }
+  // K's element (key, c) in either layout: K [t, d] as given, and its transpose.
+  std::vector<float> keys(static_cast<size_t>(t * d)), transposed(keys.size());
+  for (int64_t i = 0; i < t * d; ++i) keys[static_cast<size_t>(i)] = static_cast<float>(i);
+  for (int64_t key = 0; key < t; ++key) {
+    for (int64_t c = 0; c < d; ++c) transposed[c * t + key] = keys[key * d + c];
+  }
+  for (int64_t key = 0; key < t; ++key) {
+    for (int64_t c = 0; c < d; ++c) {
+      const float want = keys[key * d + c];
+      CHECK(keys[math::KeyElement(false, key, c, t, d)] == want);
+      CHECK(transposed[math::KeyElement(true, key, c, t, d)] == want);
+    }
+  }
 }
 
 }  // namespace

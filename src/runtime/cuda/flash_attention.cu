@@ -93,12 +93,13 @@ __global__ void __launch_bounds__(W * 32) FlashAttentionKernel(FlashAttention p)
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t b = blockIdx.y;  // the batch entry
   const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * W + warp) * kRows;
-  const int64_t e = b / p.fold, sub = b % p.fold;
-  const uint16_t* q = static_cast<const uint16_t*>(p.q) + e * p.q_stride + sub * p.s * p.d;
-  const uint16_t* k = static_cast<const uint16_t*>(p.k) + e * p.k_stride;
-  const uint16_t* v = static_cast<const uint16_t*>(p.v) + e * p.v_stride;
+  const math::FlashEntry at =
+      math::FlashEntryOffsets(b, p.fold, p.s, p.d, p.dv, p.q_stride, p.k_stride, p.v_stride);
+  const uint16_t* q = static_cast<const uint16_t*>(p.q) + at.q;
+  const uint16_t* k = static_cast<const uint16_t*>(p.k) + at.k;
+  const uint16_t* v = static_cast<const uint16_t*>(p.v) + at.v;
   const uint16_t* mask = static_cast<const uint16_t*>(p.mask);
-  uint16_t* y = static_cast<uint16_t*>(p.y) + b * p.s * p.dv;
+  uint16_t* y = static_cast<uint16_t*>(p.y) + at.y;
   // The dims the products run over: d and dv rounded up to whole WMMA tiles.
   const int dp = static_cast<int>((p.d + kFrag - 1) / kFrag * kFrag);
   const int dvp = static_cast<int>((p.dv + kFrag - 1) / kFrag * kFrag);
@@ -123,7 +124,7 @@ __global__ void __launch_bounds__(W * 32) FlashAttentionKernel(FlashAttention p)
       const int j = p.k_transposed ? i % kKeys : i / D, c = p.k_transposed ? i / kKeys : i % D;
       const int64_t key = j0 + j;
       k_bits[j * D + c] = key < p.t && c < p.d
-                              ? (p.k_transposed ? k[c * p.t + key] : k[key * p.d + c])
+                              ? k[math::KeyElement(p.k_transposed, key, c, p.t, p.d)]
                               : uint16_t{0};
       const int jv = i / D, cv = i % D;
       v_bits[i] = j0 + jv < p.t && cv < p.dv ? v[(j0 + jv) * p.dv + cv] : uint16_t{0};

@@ -53,6 +53,25 @@ TPC_HOST_DEVICE inline float OnlineSoftmaxTile(OnlineRow& row, float* s, int64_t
   return OnlineRowUpdate(row, max, OnlineTileTerms(max, s, n));
 }
 
+// Where batch entry b's matrices start (elements), for the strided batch plan of
+// math::PlanAttentionBatches: `fold` consecutive entries (GQA's query heads of one K and V
+// head) share K and V and have their Q matrices one after another; Y is contiguous.
+struct FlashEntry {
+  int64_t q, k, v, y;
+};
+TPC_HOST_DEVICE inline FlashEntry FlashEntryOffsets(int64_t b, int64_t fold, int64_t s, int64_t d,
+                                                    int64_t dv, int64_t q_stride, int64_t k_stride,
+                                                    int64_t v_stride) {
+  const int64_t e = b / fold;
+  return {e * q_stride + (b - e * fold) * s * d, e * k_stride, e * v_stride, b * s * dv};
+}
+
+// Element (key, c) of K within its matrix: K [t, d], or Kᵀ [d, t].
+TPC_HOST_DEVICE inline int64_t KeyElement(bool k_transposed, int64_t key, int64_t c, int64_t t,
+                                          int64_t d) {
+  return k_transposed ? c * t + key : key * d + c;
+}
+
 // The row's output element from its accumulated Σ p·v: divided by the sum. A row whose
 // keys are all closed gets 0 / 0, NaN, as the softmax of such a row does.
 TPC_HOST_DEVICE inline float OnlineSoftmaxFinish(float acc, const OnlineRow& row) {
