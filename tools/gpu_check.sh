@@ -89,6 +89,10 @@ if want tests; then
   # the attention cores in f16 and bf16 through it.
   check "tpc_tests fusion on the GPU, TPC_FLASH_ATTENTION=1" \
     env TPC_FLASH_ATTENTION=1 "$tests" "fusion on the GPU*"
+  # cuBLASLt's bias/ReLU/GELU epilogues for FusedMatMul (opt-in until it has run here):
+  # the GEMM-epilogue cases in f32, f16 and bf16 against the CPU chain.
+  check "tpc_tests fusion on the GPU, TPC_CUBLASLT=1" \
+    env TPC_CUBLASLT=1 "$tests" "fusion on the GPU*"
 fi
 
 # 3. Every committed model x N in {1, 2, 4}, ranks as threads on this GPU, against the

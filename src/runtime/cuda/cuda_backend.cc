@@ -83,8 +83,14 @@ absl::StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(int device, int hos
     return absl::InternalError(
         absl::StrCat("--backend cuda: cublasSetWorkspace failed on device ", device));
   }
+  if (cublasLtCreate(&b->cublaslt_) != CUBLAS_STATUS_SUCCESS) {
+    return absl::InternalError(
+        absl::StrCat("--backend cuda: cublasLtCreate failed on device ", device));
+  }
   return std::unique_ptr<Backend>(std::move(b));
 }
+
+size_t CudaBackend::gemm_workspace_bytes() const { return kCublasWorkspaceBytes; }
 
 CudaBackend::CudaBackend(int device, std::unique_ptr<Backend> host, bool device_collectives)
     : device_(device), device_collectives_(device_collectives), host_(std::move(host)) {}
@@ -93,6 +99,7 @@ CudaBackend::~CudaBackend() {
   cudaSetDevice(device_);
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
   if (cublas_ != nullptr) cublasDestroy(cublas_);
+  if (cublaslt_ != nullptr) cublasLtDestroy(cublaslt_);
   if (cublas_workspace_ != nullptr) cudaFree(cublas_workspace_);
   for (auto& [size, blocks] : free_) {
     for (void* p : blocks) cudaFree(p);

@@ -2,6 +2,7 @@
 // KernelContext::backend() (device, stream, cuBLAS handle, memory).
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -59,6 +60,10 @@ class CudaBackend final : public Backend {
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t cublas() const { return cublas_; }
+  cublasLtHandle_t cublaslt() const { return cublaslt_; }
+  // The GEMMs' one workspace (cuBLAS's, also given to cuBLASLt's calls on the same stream).
+  void* gemm_workspace() const { return cublas_workspace_; }
+  size_t gemm_workspace_bytes() const;
   // A check a kernel makes on the device (an index in range): the kernel sets *flag() to
   // the returned code when it fails, and the next Synchronize fails with `error` (the
   // first failing launch's). Codes live until that Synchronize.
@@ -96,6 +101,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Backend> host_;  // the CPU backend: host kernels and their threads
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  cublasLtHandle_t cublaslt_ = nullptr;
   void* cublas_workspace_ = nullptr;
   // Waits for `event` (bounded by the watch, when there is one); false, with the error
   // recorded, when the wait timed out.

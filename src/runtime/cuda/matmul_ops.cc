@@ -13,7 +13,6 @@
 #include "ops.h"
 
 namespace tpc::runtime::cuda {
-namespace {
 
 cudaDataType_t CudaType(FloatKind k) {
   switch (k) {
@@ -25,6 +24,8 @@ cudaDataType_t CudaType(FloatKind k) {
       return CUDA_R_32F;
   }
 }
+
+namespace {
 
 absl::Status CheckBlas(const KernelContext& ctx, cublasStatus_t s) {
   if (s == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();

@@ -51,6 +51,18 @@ absl::Status RunGemm(const KernelContext& ctx, FloatKind kind, FloatKind out, co
                      const void* a, const void* b, void* c);
 absl::Status RunGemm(const KernelContext& ctx, FloatKind kind, const Gemm2D& g, const void* a,
                      const void* b, void* c);
+// cuBLAS's element type of a float kind.
+cudaDataType_t CudaType(FloatKind k);
+// Y [m, n] = A [m, k] · B [k, n] (row-major, `g` without transposes or batches) with the
+// bias (n values of the kind, may be null) and the activation applied by cuBLASLt's
+// epilogue, where it has that one: bias, ReLU, GELU (its tanh approximation). False when
+// it has none or finds no algorithm for these operands; the caller then runs RunGemm and
+// its own epilogue kernel. Opt-in (CublasLtWanted) until a GPU has run it.
+absl::StatusOr<bool> RunGemmEpilogue(const KernelContext& ctx, FloatKind kind, const Gemm2D& g,
+                                     const void* a, const void* b, void* c, const void* bias,
+                                     UnaryOp act);
+// TPC_CUBLASLT=1, read once.
+bool CublasLtWanted();
 // `g` in f64 through cuBLAS (alpha and beta as doubles): the integer products, whose
 // centered 8- and 16-bit operands multiply and sum exactly in f64.
 absl::Status RunGemmF64(const KernelContext& ctx, const Gemm2D& g, const double* a, const double* b,
