@@ -1,4 +1,4 @@
-// FusedMatMul's GEMM with its bias and activation in cuBLASLt's epilogue (one pass over
+// FusedMatMul's GEMM with its bias and (tanh) GELU in cuBLASLt's epilogue (one pass over
 // Y instead of the GEMM's and the epilogue kernel's). Row-major Y = A·B is column-major
 // Yᵀ [n, m] = Bᵀ [n, k] · Aᵀ [k, m], as in matmul_ops.cc: B goes first, and the bias,
 // one value per row of the column-major D, is one per column of Y.
@@ -37,22 +37,18 @@ bool CublasLtWanted() {
 absl::StatusOr<bool> RunGemmEpilogue(const KernelContext& ctx, FloatKind kind, const Gemm2D& g,
                                      const void* a, const void* b, void* c, const void* bias,
                                      UnaryOp act) {
-  const bool relu = act == UnaryOp::kRelu, gelu = act == UnaryOp::kGeluTanh;
-  // (A bias vector not 16-byte aligned is left to the epilogue kernel.)
-  if ((act != UnaryOp::kIdentity && !relu && !gelu) || g.ta || g.tb || g.count != 1 ||
+  // Not ReLU: cuBLASLt's may be max(x, 0), which drops a NaN the project's ReLU keeps.
+  // (A bias vector not 16-byte aligned is left to the epilogue kernel too.)
+  const bool gelu = act == UnaryOp::kGeluTanh;
+  if ((act != UnaryOp::kIdentity && !gelu) || g.ta || g.tb || g.count != 1 ||
       (bias != nullptr && Alignment(bias) < 16) || g.m <= 0 || g.n <= 0 || g.k <= 0 ||
       g.m > INT32_MAX || g.n > INT32_MAX || g.k > INT32_MAX) {
     return false;
   }
-  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  if (bias != nullptr) {
-    epilogue = relu ? CUBLASLT_EPILOGUE_RELU_BIAS
-                    : (gelu ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_BIAS);
-  } else if (relu || gelu) {
-    epilogue = relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_GELU;
-  } else {
-    return false;  // nothing to fuse: RunGemm
-  }
+  if (bias == nullptr && !gelu) return false;  // nothing to fuse: RunGemm
+  const cublasLtEpilogue_t epilogue =
+      bias == nullptr ? CUBLASLT_EPILOGUE_GELU
+                      : (gelu ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_BIAS);
   CudaBackend& backend = BackendOf(ctx);
   const cudaDataType_t t = CudaType(kind);
   cublasLtMatmulDesc_t op = nullptr;
@@ -67,8 +63,9 @@ absl::StatusOr<bool> RunGemmEpilogue(const KernelContext& ctx, FloatKind kind, c
   };
   // Any failure to describe the call: not for cuBLASLt, RunGemm instead.
   const auto ok = [](cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; };
-  const size_t workspace = backend.gemm_workspace_bytes();
-  const uint32_t align_b = Alignment(b), align_a = Alignment(a), align_c = Alignment(c);
+  const uint64_t workspace = backend.gemm_workspace_bytes();
+  // cuBLASLt's A is W (our b), its B is X (our a), C and D are Y.
+  const uint32_t align_w = Alignment(b), align_x = Alignment(a), align_y = Alignment(c);
   const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
   if (!ok(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F)) ||
       !ok(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
@@ -82,13 +79,13 @@ absl::StatusOr<bool> RunGemmEpilogue(const KernelContext& ctx, FloatKind kind, c
       !ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                &workspace, sizeof(workspace))) ||
       !ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                                               &align_b, sizeof(align_b))) ||
+                                               &align_w, sizeof(align_w))) ||
       !ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                                               &align_a, sizeof(align_a))) ||
+                                               &align_x, sizeof(align_x))) ||
       !ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                                               &align_c, sizeof(align_c))) ||
+                                               &align_y, sizeof(align_y))) ||
       !ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-                                               &align_c, sizeof(align_c)))) {
+                                               &align_y, sizeof(align_y)))) {
     return false;
   }
   cublasLtMatmulHeuristicResult_t found = {};
@@ -102,6 +99,8 @@ absl::StatusOr<bool> RunGemmEpilogue(const KernelContext& ctx, FloatKind kind, c
   const cublasStatus_t s =
       cublasLtMatmul(backend.cublaslt(), op, &alpha, b, lw, a, lx, &beta, c, ly, c, ly, &found.algo,
                      backend.gemm_workspace(), workspace, backend.stream());
+  // Refused before anything ran: the cuBLAS GEMM and the epilogue kernel instead.
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE) return false;
   if (!ok(s)) {
     return absl::InternalError(
         absl::StrCat(ctx.node().Describe(), ": cuBLASLt failed: ", cublasGetStatusString(s)));

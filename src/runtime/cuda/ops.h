@@ -55,7 +55,7 @@ absl::Status RunGemm(const KernelContext& ctx, FloatKind kind, const Gemm2D& g, 
 cudaDataType_t CudaType(FloatKind k);
 // Y [m, n] = A [m, k] · B [k, n] (row-major, `g` without transposes or batches) with the
 // bias (n values of the kind, may be null) and the activation applied by cuBLASLt's
-// epilogue, where it has that one: bias, ReLU, GELU (its tanh approximation). False when
+// epilogue, where it has that one: bias, GELU (its tanh approximation). False when
 // it has none or finds no algorithm for these operands; the caller then runs RunGemm and
 // its own epilogue kernel. Opt-in (CublasLtWanted) until a GPU has run it.
 absl::StatusOr<bool> RunGemmEpilogue(const KernelContext& ctx, FloatKind kind, const Gemm2D& g,
