@@ -28,6 +28,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "tp_run_generate.h"
+#include "tp_run_inputs.h"
 #include "tp_run_report.h"
 #include "tpc/onnx/importer.h"
 #include "tpc/plan/plan_reader.h"
@@ -53,7 +54,9 @@
 namespace {
 
 using tpc::tp_run::CheckGeneratable;
+using tpc::tp_run::DigestDifference;
 using tpc::tp_run::GenerateOnRank;
+using tpc::tp_run::InputsDigest;
 using tpc::tp_run::MiB;
 using tpc::tp_run::PrintTimes;
 using tpc::tp_run::Prompt;
@@ -552,37 +555,6 @@ absl::StatusOr<int> RunThreads(const tpc::cli::Args& args, const Settings& s) {
   }
   std::vector<std::vector<rt::Tensor>> others(outputs.begin() + 1, outputs.end());
   return Conclude(args, s, n, out_specs, outputs[0], others);
-}
-
-// One line per input: name, type and the SHA-256 of its bytes.
-std::string InputsDigest(const std::map<std::string, rt::Tensor>& inputs) {
-  std::string out;
-  for (const auto& [name, t] : inputs) {
-    tpc::Sha256 h;
-    h.Update(reinterpret_cast<const char*>(t.raw()), t.nbytes());
-    absl::StrAppend(&out, name, "\t", t.TypeString(), "\t", h.HexDigest(), "\n");
-  }
-  return out;
-}
-
-// The first difference between two ranks' digests ("" when none), for a message.
-std::string DigestDifference(const std::string& a, const std::string& b, int rank) {
-  if (a == b) return "";
-  const std::vector<std::string> la = absl::StrSplit(a, '\n'), lb = absl::StrSplit(b, '\n');
-  for (size_t i = 0; i < std::max(la.size(), lb.size()); ++i) {
-    const std::string x = i < la.size() ? la[i] : "", y = i < lb.size() ? lb[i] : "";
-    if (x == y) continue;
-    const std::vector<std::string> fx = absl::StrSplit(x, '\t'), fy = absl::StrSplit(y, '\t');
-    if (fx.size() != 3 || fy.size() != 3 || fx[0] != fy[0]) {
-      return absl::StrCat("input '", fx[0], "' on rank 0, '", fy[0], "' on rank ", rank);
-    }
-    if (fx[1] != fy[1]) {
-      return absl::StrCat("input '", fx[0], "' is ", fy[1], " on rank ", rank, ", ", fx[1],
-                          " on rank 0");
-    }
-    return absl::StrCat("input '", fx[0], "' (", fx[1], ") has other values");
-  }
-  return "they differ";
 }
 
 // What a rank posts for rank 0's report.
