@@ -14,14 +14,15 @@
 namespace tpc::runtime::cuda {
 namespace {
 
-// The time step that step s reads for entry bi, or -1 when the entry has ended (or its
-// length is out of range: *bad set).
-__device__ inline int64_t StepOf(const RecurrentStep& a, int64_t bi, bool* bad) {
+// The time step that step s reads for entry bi, or -1 when the entry has ended or its
+// length is out of range (which sets the check flag to `code`: the first failing launch's
+// wins).
+__device__ inline int64_t StepOf(const RecurrentStep& a, int64_t bi, int* flag, int code) {
   int64_t len = a.seq;
   if (a.lens != nullptr) {
     len = a.lens[bi];
     if (len < 0 || len > a.seq) {
-      *bad = true;
+      atomicCAS(flag, 0, code);
       return -1;
     }
   }
@@ -34,9 +35,7 @@ __global__ void GruResetKernel(math::CellParams p, RecurrentStep a, float* reset
   const int64_t hs = p.hidden, gh = p.gates() * hs;
   for (int64_t i = First(); i < n; i += Step()) {
     const int64_t bi = i / hs, k = i - bi * hs;
-    bool bad = false;
-    const int64_t t = StepOf(a, bi, &bad);
-    if (bad) atomicCAS(flag, 0, code);
+    const int64_t t = StepOf(a, bi, flag, code);
     reset[i] =
         t < 0 ? 0.0f
               : math::GruReset(p, a.xw + (t * a.batch + bi) * gh, a.hr + bi * gh, a.wb, a.rb, k) *
@@ -49,9 +48,7 @@ __global__ void RecurrentStepKernel(math::CellParams p, RecurrentStep a, int64_t
   const int64_t hs = p.hidden, gh = p.gates() * hs;
   for (int64_t i = First(); i < n; i += Step()) {
     const int64_t bi = i / hs, k = i - bi * hs;
-    bool bad = false;
-    const int64_t t = StepOf(a, bi, &bad);
-    if (bad) atomicCAS(flag, 0, code);
+    const int64_t t = StepOf(a, bi, flag, code);
     if (t < 0) continue;
     const float hn = math::CellStep(p, a.xw + (t * a.batch + bi) * gh, a.hr + bi * gh, a.wb, a.rb,
                                     a.h[i], a.rh != nullptr ? a.rh[i] : 0.0f,
