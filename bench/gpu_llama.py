@@ -40,8 +40,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def tpc_median_ms(args, plan, fuse=True, graph=False, flash=False):
-    env = dict(os.environ, TPC_FLASH_ATTENTION="1") if flash else None
+# The runtime's opt-in paths (docs/cuda.md), on until a GPU has run them: the tiled
+# attention kernel and the GEMMs through cuBLASLt.
+OPT_IN = {"flash": "TPC_FLASH_ATTENTION", "lt": "TPC_CUBLASLT"}
+
+
+def tpc_median_ms(args, plan, fuse=True, graph=False, opt_in=()):
+    env = dict(os.environ, **{OPT_IN[o]: "1" for o in opt_in}) if opt_in else None
     r = subprocess.run([args.tp_run, plan, "--backend", "cuda", "--ranks", "threads", "--quiet",
                         "--no-verify", "--repeat", str(args.iters), "--dim", f"batch={args.batch}",
                         "--dim", f"seq={args.seq}"] + ([] if fuse else ["--no-fuse"]) +
@@ -134,7 +139,7 @@ def main():
         "complete": False,
     }
     results = {"tpc": [], "tpc_compute": [], "tpc_unfused_compute": [], "tpc_graph_compute": [],
-               "tpc_flash_compute": [],
+               "tpc_flash_compute": [], "tpc_lt_compute": [],
                "torch_eager": [], "torch_eager_copy": [], "torch_sdpa": [],
                "torch_sdpa_copy": []}
 
@@ -158,6 +163,7 @@ def main():
                             "flash_over_queued": ("tpc_flash_compute", "tpc_compute"),
                             "flash_over_torch_eager": ("tpc_flash_compute", "torch_eager"),
                             "flash_over_torch_sdpa": ("tpc_flash_compute", "torch_sdpa"),
+                            "lt_over_queued": ("tpc_lt_compute", "tpc_compute"),
                             }.items():
             if a in med and b in med:
                 summary[key] = round(med[a] / med[b], 3)
@@ -208,7 +214,8 @@ def main():
     eager = torch_model(args, "eager")
     torch_median_ms(eager, ids, 2, False)  # warm-up
     for r in range(args.rounds):
-        progress(f"round {r + 1} of {args.rounds}: tpc, --no-fuse, --cuda-graph, flash, eager")
+        progress(f"round {r + 1} of {args.rounds}: tpc, --no-fuse, --cuda-graph, flash, "
+                 "cuBLASLt, eager")
         both = attempt("tpc", lambda: tpc_median_ms(args, plan))
         keep("tpc", both and both[0])
         keep("tpc_compute", both and both[1])
@@ -218,8 +225,11 @@ def main():
         graph = attempt("tpc --cuda-graph", lambda: tpc_median_ms(args, plan, graph=True))
         keep("tpc_graph_compute", graph and graph[1])
         # TPC_FLASH_ATTENTION=1: the attention cores by tiles of keys (opt-in, docs/cuda.md).
-        flash = attempt("tpc flash", lambda: tpc_median_ms(args, plan, flash=True))
+        flash = attempt("tpc flash", lambda: tpc_median_ms(args, plan, opt_in=["flash"]))
         keep("tpc_flash_compute", flash and flash[1])
+        # TPC_CUBLASLT=1: every GEMM through cuBLASLt, FusedMatMul's epilogues in it.
+        lt = attempt("tpc cuBLASLt", lambda: tpc_median_ms(args, plan, opt_in=["lt"]))
+        keep("tpc_lt_compute", lt and lt[1])
         results["torch_eager"].append(torch_median_ms(eager, ids, args.iters, False))
         results["torch_eager_copy"].append(torch_median_ms(eager, ids, args.iters, True))
         save()

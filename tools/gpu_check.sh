@@ -89,10 +89,10 @@ if want tests; then
   # the attention cores in f16 and bf16 through it.
   check "tpc_tests fusion on the GPU, TPC_FLASH_ATTENTION=1" \
     env TPC_FLASH_ATTENTION=1 "$tests" "fusion on the GPU*"
-  # cuBLASLt's bias/ReLU/GELU epilogues for FusedMatMul (opt-in until it has run here):
-  # the GEMM-epilogue cases in f32, f16 and bf16 against the CPU chain.
-  check "tpc_tests fusion on the GPU, TPC_CUBLASLT=1" \
-    env TPC_CUBLASLT=1 "$tests" "fusion on the GPU*"
+  # Every float GEMM through cuBLASLt, FusedMatMul's bias and GELU in its epilogue
+  # (opt-in until it has run here): the node tests (MatMul, Gemm, the convolutions,
+  # attention, recurrent ops...) and the GEMM-epilogue fusion cases in f32, f16 and bf16.
+  check "tpc_tests [cuda], TPC_CUBLASLT=1" env TPC_CUBLASLT=1 "$tests" "[cuda]"
 fi
 
 # 3. Every committed model x N in {1, 2, 4}, ranks as threads on this GPU, against the
@@ -110,6 +110,10 @@ if want models; then
       [ -d "$root/models/$name/test_data_set_0" ] && inputs=(--input-dir "$root/models/$name/test_data_set_0")
       check "$name N=$n cuda threads == cpu unsharded" \
         "$run" "$plan" --backend cuda --ranks threads --check-against "$model" --quiet "${inputs[@]}"
+      # The f32 GEMMs through cuBLASLt (opt-in until it has run here).
+      [ "$n" = 1 ] && check "$name N=1 cuda, TPC_CUBLASLT=1 == cpu unsharded" \
+        env TPC_CUBLASLT=1 "$run" "$plan" --backend cuda --ranks threads \
+        --check-against "$model" --quiet "${inputs[@]}"
     done
   done
 fi
@@ -133,6 +137,10 @@ if want half; then
         # The same through the tiled attention kernel (opt-in until it has run here).
         check "$name N=$n $dtype cuda threads, TPC_FLASH_ATTENTION=1 ~ cpu f32" \
           env TPC_FLASH_ATTENTION=1 "$run" "$plan" --backend cuda --ranks threads \
+          --check-against "$model" --quiet --rtol "$tol" --atol "$tol" "${inputs[@]}"
+        # And the GEMMs through cuBLASLt (opt-in until it has run here).
+        [ "$n" = 1 ] && check "$name N=1 $dtype cuda, TPC_CUBLASLT=1 ~ cpu f32" \
+          env TPC_CUBLASLT=1 "$run" "$plan" --backend cuda --ranks threads \
           --check-against "$model" --quiet --rtol "$tol" --atol "$tol" "${inputs[@]}"
       done
     done

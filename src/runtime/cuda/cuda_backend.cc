@@ -99,6 +99,7 @@ CudaBackend::~CudaBackend() {
   cudaSetDevice(device_);
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
   if (cublas_ != nullptr) cublasDestroy(cublas_);
+  lt_plans_.reset();  // its descriptors before the handle
   if (cublaslt_ != nullptr) cublasLtDestroy(cublaslt_);
   if (cublas_workspace_ != nullptr) cudaFree(cublas_workspace_);
   for (auto& [size, blocks] : free_) {

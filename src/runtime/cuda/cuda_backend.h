@@ -22,6 +22,8 @@
 
 namespace tpc::runtime::cuda {
 
+class LtPlans;  // lt_gemm.cc
+
 class CudaBackend final : public Backend {
  public:
   // A backend on `device` with one stream; host kernels (operators with no device
@@ -64,6 +66,8 @@ class CudaBackend final : public Backend {
   // The GEMMs' one workspace (cuBLAS's, also given to cuBLASLt's calls on the same stream).
   void* gemm_workspace() const { return cublas_workspace_; }
   size_t gemm_workspace_bytes() const;
+  // cuBLASLt's descriptors and chosen algorithm by problem (lt_gemm.cc), made on first use.
+  std::shared_ptr<LtPlans>& lt_plans() { return lt_plans_; }
   // A check a kernel makes on the device (an index in range): the kernel sets *flag() to
   // the returned code when it fails, and the next Synchronize fails with `error` (the
   // first failing launch's). Codes live until that Synchronize.
@@ -103,6 +107,7 @@ class CudaBackend final : public Backend {
   cublasHandle_t cublas_ = nullptr;
   cublasLtHandle_t cublaslt_ = nullptr;
   void* cublas_workspace_ = nullptr;
+  std::shared_ptr<LtPlans> lt_plans_;
   // Waits for `event` (bounded by the watch, when there is one); false, with the error
   // recorded, when the wait timed out.
   bool WaitEvent(cudaEvent_t event, const char* what);

@@ -70,10 +70,10 @@ absl::Status FusedMatMul(KernelContext& ctx) {
     gm.lda = g.k;
     gm.ldb = g.n;
     gm.ldc = g.n;
-    if (out_kind == kind && CublasLtWanted()) {  // bias and activation in cuBLASLt's epilogue
+    if (CublasLtWanted()) {  // bias and activation in cuBLASLt's epilogue where it can
       TPC_ASSIGN_OR_RETURN(const bool fused,
-                           RunGemmEpilogue(ctx, kind, gm, a.raw(), b.raw(), y->raw(),
-                                           bias != nullptr ? bias->raw() : nullptr, act));
+                           RunLtGemm(ctx, kind, out_kind, gm, a.raw(), b.raw(), y->raw(),
+                                     bias != nullptr ? bias->raw() : nullptr, act));
       if (fused) return absl::OkStatus();
     }
     TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, out_kind, gm, a.raw(), b.raw(), y->raw()));

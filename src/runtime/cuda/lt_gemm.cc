@@ -1,14 +1,23 @@
-// FusedMatMul's GEMM with its bias and (tanh) GELU in cuBLASLt's epilogue (one pass over
-// Y instead of the GEMM's and the epilogue kernel's). Row-major Y = A·B is column-major
-// Yᵀ [n, m] = Bᵀ [n, k] · Aᵀ [k, m], as in matmul_ops.cc: B goes first, and the bias,
-// one value per row of the column-major D, is one per column of Y.
+// The float GEMMs through cuBLASLt (RunLtGemm), with FusedMatMul's bias and (tanh) GELU in
+// its epilogue: one pass over Y instead of the GEMM's and the epilogue kernel's. The
+// column-major description is math::ColumnMajor's, the one the cuBLAS calls use (our B
+// goes first; the bias, one value per row of the column-major D, is one per column of Y).
+//
+// Describing a call (a descriptor, three layouts, a preference) and asking the heuristic
+// for an algorithm costs tens of µs of host time, more than a small GEMM's kernel: they
+// are made once per problem (shapes, strides, types, epilogue, the operands' alignments)
+// and kept in the backend's LtPlans, as is a problem cuBLASLt has no algorithm for.
 #include <cublasLt.h>
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
+#include <mutex>
 #include <string_view>
 
-#include "absl/cleanup/cleanup.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "ops.h"
 
@@ -24,6 +33,121 @@ uint32_t Alignment(const void* p) {
   return a;
 }
 
+bool Ok(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; }
+
+// Everything a plan depends on: the column-major problem, the element types, the
+// epilogue and the alignments of A, B, C/D and the bias.
+using LtKey = std::array<int64_t, 25>;
+
+LtKey KeyOf(const math::ColumnMajorGemm& p, FloatKind kind, FloatKind out,
+            cublasLtEpilogue_t epilogue, const std::array<uint32_t, 4>& align) {
+  LtKey key = {p.m,
+               p.n,
+               p.k,
+               p.count,
+               static_cast<int64_t>(kind),
+               static_cast<int64_t>(out),
+               static_cast<int64_t>(epilogue)};
+  size_t i = 7;
+  for (const math::ColumnMajorMatrix* x : {&p.a, &p.b, &p.c}) {
+    key[i++] = x->rows;
+    key[i++] = x->cols;
+    key[i++] = x->ld;
+    key[i++] = x->stride;
+    key[i++] = x->transposed ? 1 : 0;
+  }
+  for (uint32_t a : align) key[i++] = a;
+  return key;
+}
+
+}  // namespace
+
+// One problem's descriptors and algorithm; `usable` false when cuBLASLt has none (or
+// refused it), and the cuBLAS GEMM runs instead.
+struct LtPlan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  cublasLtMatmulAlgo_t algo = {};
+  bool usable = false;
+
+  LtPlan() = default;
+  LtPlan(const LtPlan&) = delete;
+  LtPlan& operator=(const LtPlan&) = delete;
+  ~LtPlan() {
+    if (lc != nullptr) cublasLtMatrixLayoutDestroy(lc);
+    if (lb != nullptr) cublasLtMatrixLayoutDestroy(lb);
+    if (la != nullptr) cublasLtMatrixLayoutDestroy(la);
+    if (op != nullptr) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+class LtPlans {
+ public:
+  // At most this many problems are kept (a generation's growing attention shapes make a
+  // new one each step); past it the plans start over.
+  static constexpr size_t kMaxPlans = 1024;
+
+  std::mutex mu;  // a plan's bias pointer is set just before its call
+  absl::flat_hash_map<LtKey, std::unique_ptr<LtPlan>, absl::Hash<LtKey>> plans;
+};
+
+namespace {
+
+// The plan of `p` (usable or not); the layouts' batch attributes where count > 1.
+std::unique_ptr<LtPlan> MakePlan(CudaBackend& backend, const math::ColumnMajorGemm& p,
+                                 FloatKind kind, FloatKind out, cublasLtEpilogue_t epilogue,
+                                 const std::array<uint32_t, 4>& align) {
+  auto plan = std::make_unique<LtPlan>();
+  const cudaDataType_t t = CudaType(kind), to = CudaType(out);
+  const cublasOperation_t ta = p.a.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t tb = p.b.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const auto layout = [&](cublasLtMatrixLayout_t* l, cudaDataType_t type,
+                          const math::ColumnMajorMatrix& x) {
+    if (!Ok(cublasLtMatrixLayoutCreate(l, type, static_cast<uint64_t>(x.rows),
+                                       static_cast<uint64_t>(x.cols), x.ld))) {
+      return false;
+    }
+    if (p.count == 1) return true;
+    const auto count = static_cast<int32_t>(p.count);
+    return Ok(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                               sizeof(count))) &&
+           Ok(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                               &x.stride, sizeof(x.stride)));
+  };
+  if (!Ok(cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F)) ||
+      !Ok(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta))) ||
+      !Ok(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb))) ||
+      !Ok(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                         sizeof(epilogue))) ||
+      !layout(&plan->la, t, p.a) || !layout(&plan->lb, t, p.b) || !layout(&plan->lc, to, p.c)) {
+    return plan;
+  }
+  cublasLtMatmulPreference_t pref = nullptr;
+  if (!Ok(cublasLtMatmulPreferenceCreate(&pref))) return plan;
+  const uint64_t workspace = backend.gemm_workspace_bytes();
+  // cuBLASLt's A, B, C and D; D is C.
+  const cublasLtMatmulPreferenceAttributes_t aligned[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  bool described = Ok(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
+  for (int i = 0; i < 4 && described; ++i) {
+    const uint32_t bytes = align[i < 3 ? i : 2];
+    described = Ok(cublasLtMatmulPreferenceSetAttribute(pref, aligned[i], &bytes, sizeof(bytes)));
+  }
+  cublasLtMatmulHeuristicResult_t found = {};
+  int count = 0;
+  if (described &&
+      Ok(cublasLtMatmulAlgoGetHeuristic(backend.cublaslt(), plan->op, plan->la, plan->lb, plan->lc,
+                                        plan->lc, pref, 1, &found, &count)) &&
+      count > 0) {
+    plan->algo = found.algo;
+    plan->usable = true;
+  }
+  cublasLtMatmulPreferenceDestroy(pref);
+  return plan;
+}
+
 }  // namespace
 
 bool CublasLtWanted() {
@@ -34,74 +158,62 @@ bool CublasLtWanted() {
   return wanted;
 }
 
-absl::StatusOr<bool> RunGemmEpilogue(const KernelContext& ctx, FloatKind kind, const Gemm2D& g,
-                                     const void* a, const void* b, void* c, const void* bias,
-                                     UnaryOp act) {
+absl::StatusOr<bool> RunLtGemm(const KernelContext& ctx, FloatKind kind, FloatKind out,
+                               const Gemm2D& g, const void* a, const void* b, void* c,
+                               const void* bias, UnaryOp act) {
   // Not ReLU: cuBLASLt's may be max(x, 0), which drops a NaN the project's ReLU keeps.
-  // (A bias vector not 16-byte aligned is left to the epilogue kernel too.)
   const bool gelu = act == UnaryOp::kGeluTanh;
-  if ((act != UnaryOp::kIdentity && !gelu) || g.ta || g.tb || g.count != 1 ||
-      (bias != nullptr && Alignment(bias) < 16) || g.m <= 0 || g.n <= 0 || g.k <= 0 ||
-      g.m > INT32_MAX || g.n > INT32_MAX || g.k > INT32_MAX) {
+  if (act != UnaryOp::kIdentity && !gelu) return false;
+  const bool epilogue_wanted = bias != nullptr || gelu;
+  const int64_t limit = INT32_MAX;
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.count <= 0 || g.m > limit || g.n > limit ||
+      g.k > limit || g.count > limit) {
+    return false;  // nothing to multiply (k = 0: C = beta·C) or over 32 bits: cuBLAS's
+  }
+  // A matrix shared by a batch (stride 0) is cuBLAS's, which documents it. An epilogue
+  // takes one product (its bias has no batch stride here), of the operands' type, with
+  // a 16-byte aligned bias.
+  if (g.count > 1 && (g.stride_a == 0 || g.stride_b == 0 || g.stride_c == 0)) return false;
+  if (epilogue_wanted &&
+      (g.count != 1 || out != kind || (bias != nullptr && Alignment(bias) < 16))) {
     return false;
   }
-  if (bias == nullptr && !gelu) return false;  // nothing to fuse: RunGemm
   const cublasLtEpilogue_t epilogue =
-      bias == nullptr ? CUBLASLT_EPILOGUE_GELU
-                      : (gelu ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_BIAS);
+      !epilogue_wanted
+          ? CUBLASLT_EPILOGUE_DEFAULT
+          : (bias == nullptr ? CUBLASLT_EPILOGUE_GELU
+                             : (gelu ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_BIAS));
   CudaBackend& backend = BackendOf(ctx);
-  const cudaDataType_t t = CudaType(kind);
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t lw = nullptr, lx = nullptr, ly = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  absl::Cleanup release = [&] {
-    if (pref != nullptr) cublasLtMatmulPreferenceDestroy(pref);
-    if (ly != nullptr) cublasLtMatrixLayoutDestroy(ly);
-    if (lx != nullptr) cublasLtMatrixLayoutDestroy(lx);
-    if (lw != nullptr) cublasLtMatrixLayoutDestroy(lw);
-    if (op != nullptr) cublasLtMatmulDescDestroy(op);
-  };
-  // Any failure to describe the call: not for cuBLASLt, RunGemm instead.
-  const auto ok = [](cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; };
-  const uint64_t workspace = backend.gemm_workspace_bytes();
-  // cuBLASLt's A is W (our b), its B is X (our a), C and D are Y.
-  const uint32_t align_w = Alignment(b), align_x = Alignment(a), align_y = Alignment(c);
-  const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
-  if (!ok(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F)) ||
-      !ok(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                         sizeof(epilogue))) ||
-      (bias != nullptr && !ok(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                             &bias, sizeof(bias)))) ||
-      !ok(cublasLtMatrixLayoutCreate(&lw, t, n, k, g.ldb)) ||  // B [k, n] row-major
-      !ok(cublasLtMatrixLayoutCreate(&lx, t, k, m, g.lda)) ||  // A [m, k] row-major
-      !ok(cublasLtMatrixLayoutCreate(&ly, t, n, m, g.ldc)) ||  // Y [m, n] row-major
-      !ok(cublasLtMatmulPreferenceCreate(&pref)) ||
-      !ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                               &workspace, sizeof(workspace))) ||
-      !ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                                               &align_w, sizeof(align_w))) ||
-      !ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                                               &align_x, sizeof(align_x))) ||
-      !ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                                               &align_y, sizeof(align_y))) ||
-      !ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-                                               &align_y, sizeof(align_y)))) {
+  const math::ColumnMajorGemm p = math::ColumnMajor(g);
+  // cuBLASLt's A is our B, its B our A, C and D are Y.
+  const std::array<uint32_t, 4> align = {Alignment(b), Alignment(a), Alignment(c),
+                                         bias != nullptr ? Alignment(bias) : 256u};
+  const LtKey key = KeyOf(p, kind, out, epilogue, align);
+  std::shared_ptr<LtPlans>& plans = backend.lt_plans();
+  if (plans == nullptr) plans = std::make_shared<LtPlans>();
+  std::lock_guard<std::mutex> lock(plans->mu);
+  auto it = plans->plans.find(key);
+  if (it == plans->plans.end()) {
+    if (plans->plans.size() >= LtPlans::kMaxPlans) plans->plans.clear();
+    it = plans->plans.emplace(key, MakePlan(backend, p, kind, out, epilogue, align)).first;
+  }
+  LtPlan& plan = *it->second;
+  if (!plan.usable) return false;
+  if (bias != nullptr && !Ok(cublasLtMatmulDescSetAttribute(
+                             plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)))) {
     return false;
   }
-  cublasLtMatmulHeuristicResult_t found = {};
-  int count = 0;
-  if (!ok(cublasLtMatmulAlgoGetHeuristic(backend.cublaslt(), op, lw, lx, ly, ly, pref, 1, &found,
-                                         &count)) ||
-      count == 0) {
-    return false;
-  }
-  const float alpha = 1.0f, beta = 0.0f;
   const cublasStatus_t s =
-      cublasLtMatmul(backend.cublaslt(), op, &alpha, b, lw, a, lx, &beta, c, ly, c, ly, &found.algo,
-                     backend.gemm_workspace(), workspace, backend.stream());
-  // Refused before anything ran: the cuBLAS GEMM and the epilogue kernel instead.
-  if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE) return false;
-  if (!ok(s)) {
+      cublasLtMatmul(backend.cublaslt(), plan.op, &g.alpha, b, plan.la, a, plan.lb, &g.beta, c,
+                     plan.lc, c, plan.lc, &plan.algo, backend.gemm_workspace(),
+                     backend.gemm_workspace_bytes(), backend.stream());
+  // Refused before anything ran: not asked again, the cuBLAS GEMM (and the epilogue
+  // kernel) instead.
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE) {
+    plan.usable = false;
+    return false;
+  }
+  if (!Ok(s)) {
     return absl::InternalError(
         absl::StrCat(ctx.node().Describe(), ": cuBLASLt failed: ", cublasGetStatusString(s)));
   }

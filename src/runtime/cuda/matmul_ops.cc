@@ -27,6 +27,10 @@ cudaDataType_t CudaType(FloatKind k) {
 
 namespace {
 
+cublasOperation_t Op(const math::ColumnMajorMatrix& x) {
+  return x.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+}
+
 absl::Status CheckBlas(const KernelContext& ctx, cublasStatus_t s) {
   if (s == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
   return absl::InternalError(
@@ -42,18 +46,22 @@ absl::Status RunGemm(const KernelContext& ctx, FloatKind kind, FloatKind out, co
     return ctx.Error("a GEMM dim is over cuBLAS's 32-bit limit");
   }
   if (g.m == 0 || g.n == 0 || g.count == 0) return absl::OkStatus();  // nothing to write
-  // With k = 0 (C = beta·C) A and B are not read, but cuBLAS still wants leading dims of
-  // at least 1.
-  const int64_t lda = std::max<int64_t>(g.lda, 1), ldb = std::max<int64_t>(g.ldb, 1);
+  if (CublasLtWanted()) {
+    TPC_ASSIGN_OR_RETURN(const bool done,
+                         RunLtGemm(ctx, kind, out, g, a, b, c, nullptr, UnaryOp::kIdentity));
+    if (done) return absl::OkStatus();
+  }
+  // With k = 0 (C = beta·C) A and B are not read (ColumnMajor's leading dims are still
+  // at least 1, as cuBLAS wants).
+  const math::ColumnMajorGemm p = math::ColumnMajor(g);
   const cudaDataType_t t = CudaType(kind);
   return CheckBlas(
       ctx,
       cublasGemmStridedBatchedEx(
-          BackendOf(ctx).cublas(), g.tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-          g.ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(g.n), static_cast<int>(g.m),
-          static_cast<int>(g.k), &g.alpha, b, t, static_cast<int>(ldb), g.stride_b, a, t,
-          static_cast<int>(lda), g.stride_a, &g.beta, c, CudaType(out), static_cast<int>(g.ldc),
-          g.stride_c, static_cast<int>(g.count), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+          BackendOf(ctx).cublas(), Op(p.a), Op(p.b), static_cast<int>(p.m), static_cast<int>(p.n),
+          static_cast<int>(p.k), &g.alpha, b, t, static_cast<int>(p.a.ld), p.a.stride, a, t,
+          static_cast<int>(p.b.ld), p.b.stride, &g.beta, c, CudaType(out), static_cast<int>(p.c.ld),
+          p.c.stride, static_cast<int>(p.count), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 absl::Status RunGemm(const KernelContext& ctx, FloatKind kind, const Gemm2D& g, const void* a,
@@ -68,41 +76,25 @@ absl::Status RunGemmF64(const KernelContext& ctx, const Gemm2D& g, const double*
     return ctx.Error("a GEMM dim is over cuBLAS's 32-bit limit");
   }
   if (g.m == 0 || g.n == 0 || g.count == 0) return absl::OkStatus();
-  const int64_t lda = std::max<int64_t>(g.lda, 1), ldb = std::max<int64_t>(g.ldb, 1);
+  const math::ColumnMajorGemm p = math::ColumnMajor(g);
   const double alpha = g.alpha, beta = g.beta;
-  return CheckBlas(ctx, cublasGemmStridedBatchedEx(
-                            BackendOf(ctx).cublas(), g.tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                            g.ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(g.n),
-                            static_cast<int>(g.m), static_cast<int>(g.k), &alpha, b, CUDA_R_64F,
-                            static_cast<int>(ldb), g.stride_b, a, CUDA_R_64F, static_cast<int>(lda),
-                            g.stride_a, &beta, c, CUDA_R_64F, static_cast<int>(g.ldc), g.stride_c,
-                            static_cast<int>(g.count), CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT));
+  return CheckBlas(
+      ctx, cublasGemmStridedBatchedEx(
+               BackendOf(ctx).cublas(), Op(p.a), Op(p.b), static_cast<int>(p.m),
+               static_cast<int>(p.n), static_cast<int>(p.k), &alpha, b, CUDA_R_64F,
+               static_cast<int>(p.a.ld), p.a.stride, a, CUDA_R_64F, static_cast<int>(p.b.ld),
+               p.b.stride, &beta, c, CUDA_R_64F, static_cast<int>(p.c.ld), p.c.stride,
+               static_cast<int>(p.count), CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT));
 }
 
 absl::Status RunMatMul(
     const cpu::MatMulShape& g, size_t bytes, const void* a, const void* b, void* y,
     const std::function<absl::Status(const Gemm2D&, const void*, const void*, void*)>& gemm) {
-  const int64_t na = cpu::NumElements(g.batch_a), nb = cpu::NumElements(g.batch_b),
-                nbatch = cpu::NumElements(g.batch);
-  Gemm2D gm;
-  gm.m = g.m;
-  gm.n = g.n;
-  gm.k = g.k;
-  gm.lda = g.k;
-  gm.ldb = g.n;
-  gm.ldc = g.n;
-  gm.stride_c = g.m * g.n;
-  if (nb == 1 && na == nbatch) {
-    gm.m = nbatch * g.m;  // B shared: one GEMM over every row of A
-    return gemm(gm, a, b, y);
-  }
-  // Each operand a full batch (laid out as the output's) or one matrix for all.
-  if ((na == 1 || na == nbatch) && (nb == 1 || nb == nbatch)) {
-    gm.stride_a = na == 1 ? 0 : g.m * g.k;
-    gm.stride_b = nb == 1 ? 0 : g.k * g.n;
-    gm.count = nbatch;
-    return gemm(gm, a, b, y);
-  }
+  const math::MatMulGemm plan =
+      math::PlanMatMulGemm(g.m, g.k, g.n, cpu::NumElements(g.batch_a), cpu::NumElements(g.batch_b),
+                           cpu::NumElements(g.batch));
+  const Gemm2D& gm = plan.g;
+  if (!plan.per_matrix) return gemm(gm, a, b, y);
   // General broadcasting of the batch dims: one GEMM per output matrix.
   const auto* pa = static_cast<const char*>(a);
   const auto* pb = static_cast<const char*>(b);

@@ -14,6 +14,7 @@
 #include "cuda_backend.h"
 #include "tpc/runtime/cuda/launch.h"
 #include "tpc/runtime/kernel.h"
+#include "tpc/runtime/math/gemm.h"
 
 namespace tpc::runtime::cuda {
 
@@ -35,33 +36,26 @@ absl::StatusOr<Tensor> Scratch(const KernelContext& ctx, ir::DType dtype, const 
 // An error naming the node when `rank` is over the kernels' math::kMaxDims (movement_ops.cc).
 absl::Status CheckRank(const KernelContext& ctx, size_t rank);
 
-// The column-major description of one row-major product Y[m,n] = alpha·op(A)·op(B) +
-// beta·Y, `count` times with the given element strides between matrices (matmul_ops.cc).
-struct Gemm2D {
-  bool ta = false, tb = false;
-  int64_t m = 0, n = 0, k = 0;
-  int64_t lda = 0, ldb = 0, ldc = 0;
-  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
-  int64_t count = 1;
-  float alpha = 1.0f, beta = 0.0f;
-};
-// `g` through cuBLAS, f32 accumulation (no TF32): A and B of kind `kind`, Y of kind `out`
-// (the same, or f32 where A and B are f16 or bf16).
+// One row-major product, batched by strides (math/gemm.h).
+using math::Gemm2D;
+// `g` through cuBLAS (or cuBLASLt, opt-in: RunLtGemm), f32 accumulation (no TF32): A and
+// B of kind `kind`, Y of kind `out` (the same, or f32 where A and B are f16 or bf16).
 absl::Status RunGemm(const KernelContext& ctx, FloatKind kind, FloatKind out, const Gemm2D& g,
                      const void* a, const void* b, void* c);
 absl::Status RunGemm(const KernelContext& ctx, FloatKind kind, const Gemm2D& g, const void* a,
                      const void* b, void* c);
 // cuBLAS's element type of a float kind.
 cudaDataType_t CudaType(FloatKind k);
-// Y [m, n] = A [m, k] · B [k, n] (row-major, `g` without transposes or batches) with the
-// bias (n values of the kind, may be null) and the activation applied by cuBLASLt's
-// epilogue, where it has that one: bias, GELU (its tanh approximation). False when
-// it has none or finds no algorithm for these operands; the caller then runs RunGemm and
-// its own epilogue kernel. Opt-in (CublasLtWanted) until a GPU has run it.
-absl::StatusOr<bool> RunGemmEpilogue(const KernelContext& ctx, FloatKind kind, const Gemm2D& g,
-                                     const void* a, const void* b, void* c, const void* bias,
-                                     UnaryOp act);
-// TPC_CUBLASLT=1, read once.
+// `g` through cuBLASLt (lt_gemm.cc), with the bias (n values of the kind, may be null)
+// and the activation applied by its epilogue where it has that one (bias, GELU: its
+// tanh approximation) and `g` is one product of Y of the operands' kind. False when
+// cuBLASLt is not for this call: another activation, a matrix shared by a batch, k = 0,
+// no algorithm, a refused call; the caller then runs the cuBLAS GEMM (and its own
+// epilogue kernel). RunGemm takes it when CublasLtWanted().
+absl::StatusOr<bool> RunLtGemm(const KernelContext& ctx, FloatKind kind, FloatKind out,
+                               const Gemm2D& g, const void* a, const void* b, void* c,
+                               const void* bias, UnaryOp act);
+// TPC_CUBLASLT=1, read once: the float GEMMs through cuBLASLt until a GPU has run it.
 bool CublasLtWanted();
 // `g` in f64 through cuBLAS (alpha and beta as doubles): the integer products, whose
 // centered 8- and 16-bit operands multiply and sum exactly in f64.
