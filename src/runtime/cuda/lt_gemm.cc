@@ -20,6 +20,7 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "ops.h"
+#include "tpc/util/status_macros.h"
 
 namespace tpc::runtime::cuda {
 namespace {
@@ -35,28 +36,25 @@ uint32_t Alignment(const void* p) {
 
 bool Ok(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; }
 
-// Everything a plan depends on: the column-major problem, the element types, the
-// epilogue and the alignments of A, B, C/D and the bias.
-using LtKey = std::array<int64_t, 25>;
+// Everything a plan depends on: the column-major problem (4 values), the element types
+// and the epilogue (3), each matrix's layout (3 × 5) and the alignments of A, B, C/D and
+// the bias (4).
+constexpr size_t kKeySize = 4 + 3 + 3 * 5 + 4;
+using LtKey = std::array<int64_t, kKeySize>;
 
 LtKey KeyOf(const math::ColumnMajorGemm& p, FloatKind kind, FloatKind out,
             cublasLtEpilogue_t epilogue, const std::array<uint32_t, 4>& align) {
-  LtKey key = {p.m,
-               p.n,
-               p.k,
-               p.count,
-               static_cast<int64_t>(kind),
-               static_cast<int64_t>(out),
-               static_cast<int64_t>(epilogue)};
-  size_t i = 7;
+  LtKey key{};
+  size_t i = 0;
+  for (int64_t v : {p.m, p.n, p.k, p.count, static_cast<int64_t>(kind), static_cast<int64_t>(out),
+                    static_cast<int64_t>(epilogue)}) {
+    key[i++] = v;
+  }
   for (const math::ColumnMajorMatrix* x : {&p.a, &p.b, &p.c}) {
-    key[i++] = x->rows;
-    key[i++] = x->cols;
-    key[i++] = x->ld;
-    key[i++] = x->stride;
-    key[i++] = x->transposed ? 1 : 0;
+    for (int64_t v : {x->rows, x->cols, x->ld, x->stride, int64_t{x->transposed}}) key[i++] = v;
   }
   for (uint32_t a : align) key[i++] = a;
+  TPC_CHECK(i == key.size());
   return key;
 }
 
@@ -87,16 +85,19 @@ class LtPlans {
   // new one each step); past it the plans start over.
   static constexpr size_t kMaxPlans = 1024;
 
-  std::mutex mu;  // a plan's bias pointer is set just before its call
+  // A backend is driven by one thread (its rank's); the lock keeps a plan's bias pointer,
+  // set just before its call, to that call should that ever change.
+  std::mutex mu;
   absl::flat_hash_map<LtKey, std::unique_ptr<LtPlan>, absl::Hash<LtKey>> plans;
 };
 
 namespace {
 
 // The plan of `p` (usable or not); the layouts' batch attributes where count > 1.
+// The heuristic reads the bias pointer (its alignment): `bias` is set before it.
 std::unique_ptr<LtPlan> MakePlan(CudaBackend& backend, const math::ColumnMajorGemm& p,
                                  FloatKind kind, FloatKind out, cublasLtEpilogue_t epilogue,
-                                 const std::array<uint32_t, 4>& align) {
+                                 const void* bias, const std::array<uint32_t, 4>& align) {
   auto plan = std::make_unique<LtPlan>();
   const cudaDataType_t t = CudaType(kind), to = CudaType(out);
   const cublasOperation_t ta = p.a.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -119,6 +120,8 @@ std::unique_ptr<LtPlan> MakePlan(CudaBackend& backend, const math::ColumnMajorGe
       !Ok(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb))) ||
       !Ok(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                          sizeof(epilogue))) ||
+      (bias != nullptr && !Ok(cublasLtMatmulDescSetAttribute(
+                              plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)))) ||
       !layout(&plan->la, t, p.a) || !layout(&plan->lb, t, p.b) || !layout(&plan->lc, to, p.c)) {
     return plan;
   }
@@ -195,7 +198,7 @@ absl::StatusOr<bool> RunLtGemm(const KernelContext& ctx, FloatKind kind, FloatKi
   auto it = plans->plans.find(key);
   if (it == plans->plans.end()) {
     if (plans->plans.size() >= LtPlans::kMaxPlans) plans->plans.clear();
-    it = plans->plans.emplace(key, MakePlan(backend, p, kind, out, epilogue, align)).first;
+    it = plans->plans.emplace(key, MakePlan(backend, p, kind, out, epilogue, bias, align)).first;
   }
   LtPlan& plan = *it->second;
   if (!plan.usable) return false;
@@ -209,7 +212,8 @@ absl::StatusOr<bool> RunLtGemm(const KernelContext& ctx, FloatKind kind, FloatKi
                      backend.gemm_workspace_bytes(), backend.stream());
   // Refused before anything ran: not asked again, the cuBLAS GEMM (and the epilogue
   // kernel) instead.
-  if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE) {
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE ||
+      s == CUBLAS_STATUS_ARCH_MISMATCH) {
     plan.usable = false;
     return false;
   }
