@@ -104,19 +104,32 @@ absl::StatusOr<rt::GenerateResult> GenerateOnRank(rt::Executor& ex, rt::Communic
   // with other placements for them) is assembled and cut again as the past.
   std::map<std::string, std::string> past_of;
   for (const auto& c : parts.cache) past_of[c.present] = c.past;
+  // Such a present stays in the backend's memory (a GPU's) from one step to the next.
+  rt::Executor::Resident resident;
+  std::set<std::string> resident_pasts;
+  for (const auto& c : parts.cache) {
+    if (comm == nullptr ||
+        rt::PlacementOf(io.outputs, c.present) == rt::PlacementOf(io.inputs, c.past)) {
+      resident.keep.insert(c.present);
+      resident_pasts.insert(c.past);
+    }
+  }
   rt::RankStep step = [&](const std::map<std::string, rt::Tensor>& feed)
       -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
     std::map<std::string, rt::Tensor> mine;
+    resident.inputs.clear();
     for (const auto& [name, t] : feed) {
-      // Whole: the inputs other than the cache, and the prefill's (empty) cache.
       if (cache.count(name) == 0 || t.num_elements() == 0) {
+        // Whole: the inputs other than the cache, and the prefill's (empty) cache.
         TPC_ASSIGN_OR_RETURN(mine[name],
                              rt::SliceForRank(name, t, rt::PlacementOf(io.inputs, name), rank, n));
+      } else if (resident_pasts.count(name) > 0) {
+        resident.inputs[name] = t;  // the last step's kept present
       } else {
-        mine[name] = t;
+        mine[name] = t;  // this rank's part of an assembled present, on the host
       }
     }
-    TPC_ASSIGN_OR_RETURN(auto out, ex.Run(mine));
+    TPC_ASSIGN_OR_RETURN(auto out, ex.Run(mine, resident));
     std::map<std::string, rt::Tensor> named;
     for (size_t k = 0; k < out.size(); ++k) {
       const std::string& name = ex.outputs()[k].name;

@@ -6,6 +6,7 @@
 #include <limits>
 #include <set>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tpc/util/checked_math.h"
@@ -146,6 +147,15 @@ class Executor::StepAllocator final : public OutputAllocator {
     Tensor out(dtype, shape, p);
     ex_.unplanned_live_ += static_cast<int64_t>(bytes);
     ex_.unplanned_peak_ = std::max(ex_.unplanned_peak_, ex_.unplanned_live_);
+    if (static_cast<size_t>(slot) < ex_.kept_slots_.size() &&
+        ex_.kept_slots_[static_cast<size_t>(slot)]) {
+      // An output the caller keeps in backend memory: it outlives the run (and may
+      // outlive the executor), so its release reaches the backend only.
+      Backend* backend = &ex_.backend_;
+      out.set_owner(std::shared_ptr<void>(p, [backend](void* q) { backend->Free(q); }));
+      ex_.kept_blocks_.insert(p);
+      return out;
+    }
     // Values of a run never outlive it (outputs are copied out), so `ex_` is alive here.
     Executor* ex = &ex_;
     out.set_owner(std::shared_ptr<void>(p, [ex, bytes](void* q) {
@@ -374,6 +384,20 @@ absl::StatusOr<Tensor> Executor::ToBackend(const Tensor& t, const std::string& w
   return out;
 }
 
+absl::StatusOr<Tensor> Executor::BackendCopy(const Tensor& t, const std::string& what) {
+  const size_t bytes = std::max<size_t>(t.nbytes(), 1);
+  void* p = backend_.Allocate(bytes);
+  if (p == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, ": cannot allocate ", bytes, " bytes of ", backend_.name(), " memory"));
+  }
+  Tensor out(t.dtype(), t.shape(), p);
+  Backend* backend = &backend_;
+  out.set_owner(std::shared_ptr<void>(p, [backend](void* q) { backend->Free(q); }));
+  if (t.nbytes() > 0) backend_.Copy(p, t.raw(), t.nbytes());
+  return out;
+}
+
 absl::Status Executor::UploadConstants() {
   // Constants a device kernel reads get one device copy, made here and kept; the others
   // (shape arithmetic, host kernels' inputs) stay in host memory only.
@@ -587,12 +611,19 @@ absl::Status Executor::RunStep(const Step& step, const Plan& plan, Values& value
   return absl::OkStatus();
 }
 
-Executor::Values Executor::StartValues(const std::map<std::string, Tensor>& inputs) const {
-  // Inputs are host tensors: the backend's memory, or a host copy moved on first need.
+Executor::Values Executor::StartValues(const std::map<std::string, Tensor>& inputs,
+                                       const std::map<std::string, Tensor>& resident) const {
+  // Inputs are host tensors: the backend's memory, or a host copy moved on first need;
+  // resident ones are in the backend's memory.
   Values values(slot_values_.size());
   for (size_t i = 0; i < inputs_.size(); ++i) {
-    (device_ ? values.host : values.mem)[static_cast<size_t>(input_slots_[i])] =
-        inputs.at(inputs_[i].name);
+    const auto s = static_cast<size_t>(input_slots_[i]);
+    auto it = resident.find(inputs_[i].name);
+    if (it != resident.end()) {
+      values.mem[s] = it->second;
+    } else {
+      (device_ ? values.host : values.mem)[s] = inputs.at(inputs_[i].name);
+    }
   }
   for (const Constant& c : constants_) {
     values.mem[static_cast<size_t>(c.slot)] = c.mem;
@@ -673,9 +704,41 @@ absl::StatusOr<bool> Executor::ReplaySteps(const Plan& plan, Capture& capture, V
 }
 
 absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Tensor>& inputs) {
+  return Run(inputs, Resident());
+}
+
+absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Tensor>& inputs,
+                                                  const Resident& resident) {
   const auto t0 = Clock::now();
   const int64_t allocations_before = backend_.device_allocations();
-  TPC_ASSIGN_OR_RETURN(SymbolBindings bindings, CheckInputs(inputs));
+  std::map<std::string, Tensor> all = inputs;
+  for (const auto& [name, t] : resident.inputs) {
+    if (!all.emplace(name, t).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", name, "' is given both on the host and resident"));
+    }
+  }
+  // Kept outputs: blocks of their own (a device backend's; host outputs are the caller's
+  // anyway).
+  std::vector<bool> keep(output_slots_.size(), false);
+  kept_slots_.clear();
+  if (device_ && !resident.keep.empty()) kept_slots_.assign(slot_values_.size(), false);
+  for (const std::string& name : resident.keep) {
+    const auto it = std::find_if(outputs_.begin(), outputs_.end(),
+                                 [&](const IoSpec& o) { return o.name == name; });
+    if (it == outputs_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("no output '", name, "' to keep"));
+    }
+    const auto k = static_cast<size_t>(it - outputs_.begin());
+    keep[k] = device_;
+    if (device_) kept_slots_[static_cast<size_t>(output_slots_[k])] = true;
+  }
+  const bool resident_io = device_ && (!resident.inputs.empty() || !resident.keep.empty());
+  absl::Cleanup forget_kept = [this] {
+    kept_slots_.clear();
+    kept_blocks_.clear();
+  };
+  TPC_ASSIGN_OR_RETURN(SymbolBindings bindings, CheckInputs(all));
   TPC_ASSIGN_OR_RETURN(Plan * planned, PlanFor(bindings));
   Plan& plan = *planned;
   stats_ = RunStats();
@@ -684,7 +747,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
   for (int64_t o : plan.offsets) (o >= 0 ? stats_.planned_values : stats_.unplanned_values)++;
   stats_.unplanned_values -= static_cast<int>(input_slots_.size() + constants_.size());
 
-  Values values = StartValues(inputs);
+  Values values = StartValues(inputs, resident.inputs);
   unplanned_live_ = 0;
   unplanned_peak_ = 0;
   // One rank only: NCCL wants every rank of a communicator to agree, launch by launch,
@@ -692,7 +755,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
   // record holds them); the in-process group waits on the host inside its collectives.
   const bool one_rank = comm_ == nullptr || comm_->size() == 1;
   const bool may_capture = device_ && options_.capture && !options_.profile && one_rank &&
-                           backend_.can_capture() && !plan.capture_failed;
+                           !resident_io && backend_.can_capture() && !plan.capture_failed;
   bool queued = false;  // the run's device work is queued
   if (may_capture && plan.capture != nullptr) {
     backend_.BeginReplay(*plan.capture->record);
@@ -710,7 +773,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
                                : std::string(refilled.message());
       plan.capture.reset();
       plan.capture_failed = true;
-      values = StartValues(inputs);
+      values = StartValues(inputs, resident.inputs);
     }
   } else if (may_capture && plan.runs >= 1 && !plan.waited && records_ >= kMaxRecords) {
     plan.capture_failed = true;
@@ -737,7 +800,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
       // A real error comes back from that run.
       plan.capture_error = std::string(s.message());
       plan.capture_failed = true;
-      values = StartValues(inputs);
+      values = StartValues(inputs, resident.inputs);
       stats_.host_waits = 0;
       stats_.host_waits_by_op.clear();
       unplanned_live_ = 0;
@@ -764,16 +827,35 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
   // memory) is copied.
   std::vector<Tensor> results;
   std::vector<bool> in_host;
-  for (int s : output_slots_) {
-    const Tensor& h = values.host[static_cast<size_t>(s)];
-    in_host.push_back(device_ && h.dtype() != ir::DType::kUndefined);
-    results.push_back(in_host.back() ? h : values.mem[static_cast<size_t>(s)]);
+  for (size_t i = 0; i < output_slots_.size(); ++i) {
+    const auto s = static_cast<size_t>(output_slots_[i]);
+    const Tensor& h = values.host[s];
+    const bool have_mem = values.mem[s].dtype() != ir::DType::kUndefined;
+    in_host.push_back(device_ && h.dtype() != ir::DType::kUndefined && !(keep[i] && have_mem));
+    results.push_back(in_host.back() ? h : values.mem[s]);
   }
   values = Values(0);
   std::vector<Tensor> outputs;
   for (size_t i = 0; i < results.size(); ++i) {
     Tensor& t = results[i];
     stats_.output_bytes += static_cast<int64_t>(t.nbytes());
+    if (keep[i]) {
+      // Kept where it is when the block is its own and nothing else holds it (allocated
+      // for the kept slot); otherwise copied there (a view of another value, an input,
+      // a constant) or uploaded (a host kernel's output).
+      const std::string what = absl::StrCat("output '", outputs_[i].name, "'");
+      if (in_host[i]) {
+        TPC_ASSIGN_OR_RETURN(Tensor up, ToBackend(t, what));
+        outputs.push_back(std::move(up));
+      } else if (t.owner() != nullptr && t.owner().use_count() == 1 && t.owner().get() == t.raw() &&
+                 kept_blocks_.count(t.raw()) > 0) {
+        outputs.push_back(std::move(t));
+      } else {
+        TPC_ASSIGN_OR_RETURN(Tensor copy, BackendCopy(t, what));
+        outputs.push_back(std::move(copy));
+      }
+      continue;
+    }
     if (!device_ && t.owner() != nullptr && t.owner().use_count() == 1) {
       outputs.push_back(std::move(t));
       continue;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,26 @@ class Executor {
   // The graph's outputs, in order, owned by the caller.
   absl::StatusOr<std::vector<Tensor>> Run(const std::map<std::string, Tensor>& inputs);
 
+  // Values that stay in the backend's memory between runs (a device backend's; on the
+  // host this is Run): a KV cache that a decode step hands to the next never goes to
+  // the host and back.
+  struct Resident {
+    // Inputs that are outputs an earlier run of this executor's backend kept: read where
+    // they are, not uploaded. (Any other tensor here would be host memory a device kernel
+    // cannot read.)
+    std::map<std::string, Tensor> inputs;
+    // Outputs to keep in the backend's memory: they come back as blocks of their own
+    // there, freed through the backend with their last holder (the backend must outlive
+    // them), for a later run's `inputs`; the caller never reads them on the host.
+    std::set<std::string> keep;
+  };
+  // Run with `resident` inputs besides `inputs` (a name in one of them only) and the
+  // outputs named in `resident.keep` left in the backend's memory. Such a run is queued
+  // kernel by kernel, never recorded (ExecutorOptions::capture): a record writes its
+  // outputs to its own blocks, and reads its inputs from there.
+  absl::StatusOr<std::vector<Tensor>> Run(const std::map<std::string, Tensor>& inputs,
+                                          const Resident& resident);
+
   const RunStats& last_stats() const { return stats_; }
 
  private:
@@ -116,8 +137,10 @@ class Executor {
   // One run's steps, queued (or recorded: `capture`); the device values' tensors go to
   // `capture` as they appear.
   absl::Status RunSteps(const Plan& plan, Values& values, Capture* capture);
-  // The values of a run before its first step: inputs (host) and constants.
-  Values StartValues(const std::map<std::string, Tensor>& inputs) const;
+  // The values of a run before its first step: inputs (host; `resident` ones in backend
+  // memory) and constants.
+  Values StartValues(const std::map<std::string, Tensor>& inputs,
+                     const std::map<std::string, Tensor>& resident) const;
   // The host steps and uploads of a run whose device work `capture` recorded; false when
   // the run differs from the recorded one (a host-read value changed), with nothing queued.
   absl::StatusOr<bool> ReplaySteps(const Plan& plan, Capture& capture, Values& values);
@@ -131,6 +154,8 @@ class Executor {
                                       Capture* capture = nullptr, bool replaying = false);
   // A copy of host tensor `t` in backend memory (freed with its last holder).
   absl::StatusOr<Tensor> ToBackend(const Tensor& t, const std::string& what);
+  // A copy of backend tensor `t` in a block of its own there (freed with its last holder).
+  absl::StatusOr<Tensor> BackendCopy(const Tensor& t, const std::string& what);
   absl::Status UploadConstants();
 
   const ir::Graph& graph_;
@@ -158,6 +183,10 @@ class Executor {
   uint8_t* arena_ = nullptr;
   int64_t arena_capacity_ = 0;
   int64_t unplanned_live_ = 0;
+  // Per slot, during a Run with Resident::keep: an output the caller keeps in backend
+  // memory, allocated in a block whose release does not reach the executor.
+  std::vector<bool> kept_slots_;
+  std::set<const void*> kept_blocks_;  // the blocks allocated for them
   int64_t unplanned_peak_ = 0;
   RunStats stats_;
 };

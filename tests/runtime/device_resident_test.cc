@@ -1,0 +1,206 @@
+// Values kept in a device backend's memory between runs (Executor::Resident), on the fake
+// device (fake_device.h: its memory faults when the host touches it outside a copy):
+// kept outputs come back in device memory in blocks of their own whatever produced them
+// (a device kernel, a view of an intermediate, a host kernel), feed a later run without
+// an upload, survive the executor, and are never recorded; a KV cache kept so generates
+// the host's tokens while only the logits come to the host.
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "fake_device.h"
+#include "model_data.h"
+#include "test_util.h"
+#include "tpc/ir/graph.h"
+#include "tpc/onnx/importer.h"
+#include "tpc/onnx/shape_inference.h"
+#include "tpc/runtime/executor.h"
+#include "tpc/runtime/generate.h"
+#include "tpc/util/status_macros.h"
+
+namespace tpc::runtime {
+namespace {
+
+using ir::Dim;
+using ir::DType;
+using testing::BlasCpu;
+using testing::FakeDevice;
+
+Tensor Values(std::vector<int64_t> shape, std::vector<float> v) {
+  Tensor t = Tensor::Allocate(DType::kF32, std::move(shape));
+  REQUIRE(static_cast<size_t>(t.num_elements()) == v.size());
+  if (!v.empty()) std::memcpy(t.raw(), v.data(), t.nbytes());
+  return t;
+}
+
+// A device tensor's values, through the device's copy.
+std::vector<float> Download(FakeDevice& device, const Tensor& t) {
+  REQUIRE(t.dtype() == DType::kF32);
+  std::vector<float> v(static_cast<size_t>(t.num_elements()));
+  if (!v.empty()) device.CopyToHost(v.data(), t.raw(), t.nbytes());
+  return v;
+}
+
+// present = Concat(past, x + x) (device kernels), flat = Reshape(x + x) (a view of an
+// intermediate), negated = Neg(x) (a host kernel: Neg is not on the fake device).
+std::unique_ptr<ir::Graph> CacheGraph() {
+  auto g = std::make_unique<ir::Graph>();
+  g->opsets()[""] = 18;
+  ir::Value* x = g->AddPlaceholder("x", ir::TensorType(DType::kF32, {Dim(4)}));
+  ir::Value* past = g->AddPlaceholder("past", ir::TensorType(DType::kF32, {Dim::Symbol("p")}));
+  ir::Value* y = g->AddCall("", "Add", {x, x}, {"y"})->output();
+  ir::Value* present =
+      g->AddCall("", "Concat", {past, y}, {"present"}, {{"axis", int64_t{0}}})->output();
+  ir::Value* shape = g->AddConstant("shape", ir::Tensor::FromInt64({2}, {2, 2}));
+  ir::Value* flat = g->AddCall("", "Reshape", {y, shape}, {"flat"})->output();
+  ir::Value* negated = g->AddCall("", "Neg", {x}, {"negated"})->output();
+  g->SetOutputs({present, flat, negated});
+  REQUIRE(onnx::InferShapes(*g).ok());
+  return g;
+}
+
+TEST_CASE("Kept outputs stay in device memory and feed the next run without a copy",
+          "[runtime][executor][device][resident]") {
+  auto g = CacheGraph();
+  FakeDevice device;
+  device.capture = true;  // never used for runs with resident values
+  {
+    ExecutorOptions options;
+    options.capture = true;
+    auto ex = Executor::Create(*g, device, nullptr, options);
+    REQUIRE(ex.ok());
+    Executor::Resident resident;
+    resident.keep = {"present", "flat", "negated"};
+    std::vector<Tensor> kept;
+    {
+      auto out =
+          (*ex)->Run({{"x", Values({4}, {1, 2, 3, 4})}, {"past", Values({0}, {})}}, resident);
+      INFO(out.status().ToString());
+      REQUIRE(out.ok());
+      // Each in device memory: a device kernel's output, a view of an intermediate
+      // (copied), a host kernel's (uploaded).
+      for (const Tensor& t : *out) CHECK(device.Holds(t.raw()));
+      CHECK(Download(device, (*out)[0]) == std::vector<float>{2, 4, 6, 8});
+      CHECK(Download(device, (*out)[1]) == std::vector<float>{2, 4, 6, 8});
+      CHECK((*out)[1].shape() == std::vector<int64_t>{2, 2});
+      CHECK(Download(device, (*out)[2]) == std::vector<float>{-1, -2, -3, -4});
+      kept = std::move(*out);
+    }
+    // Three more steps, each fed the last present where it is: uploads are x only.
+    for (int step = 1; step <= 3; ++step) {
+      INFO("step " << step);
+      resident.keep = {"present"};
+      resident.inputs = {{"past", kept[0]}};
+      const int64_t up = device.uploaded_bytes, down = device.downloaded_bytes;
+      auto out = (*ex)->Run({{"x", Values({4}, {1, 1, 1, static_cast<float>(step)})}}, resident);
+      INFO(out.status().ToString());
+      REQUIRE(out.ok());
+      CHECK(device.uploaded_bytes - up == 4 * 4);
+      // The outputs not kept are the host's: `flat` downloaded, `negated` computed there.
+      // The present is not downloaded.
+      CHECK(device.downloaded_bytes - down == 4 * 4);
+      CHECK(!device.Holds((*out)[1].raw()));
+      CHECK(!device.Holds((*out)[2].raw()));
+      REQUIRE(device.Holds((*out)[0].raw()));
+      const std::vector<float> present = Download(device, (*out)[0]);
+      REQUIRE(present.size() == static_cast<size_t>(4 * (step + 1)));
+      CHECK(std::vector<float>(present.end() - 4, present.end()) ==
+            std::vector<float>{2, 2, 2, 2.0f * static_cast<float>(step)});
+      CHECK(std::vector<float>(present.begin(), present.begin() + 4) ==
+            std::vector<float>{2, 4, 6, 8});
+      CHECK((*ex)->last_stats().device_work == RunStats::Device::kQueued);
+      kept[0] = (*out)[0];
+    }
+    // The same shapes again and again: still queued, never recorded.
+    for (int run = 0; run < 3; ++run) {
+      resident.inputs = {{"past", kept[0]}};
+      auto out = (*ex)->Run({{"x", Values({4}, {0, 0, 0, 0})}}, resident);
+      REQUIRE(out.ok());
+      CHECK((*ex)->last_stats().device_work == RunStats::Device::kQueued);
+    }
+    CHECK(device.captures == 0);
+    // Refused: a name given twice, a kept output the graph does not have.
+    resident.inputs = {{"past", kept[0]}};
+    auto twice =
+        (*ex)->Run({{"x", Values({4}, {0, 0, 0, 0})}, {"past", Values({0}, {})}}, resident);
+    REQUIRE(!twice.ok());
+    CHECK(twice.status().message().find("'past' is given both") != std::string::npos);
+    resident.keep = {"logits"};
+    auto unknown = (*ex)->Run({{"x", Values({4}, {0, 0, 0, 0})}}, resident);
+    REQUIRE(!unknown.ok());
+    CHECK(unknown.status().message().find("no output 'logits'") != std::string::npos);
+    ex->reset();  // the kept tensors outlive the executor
+    CHECK(Download(device, kept[1]) == std::vector<float>{2, 4, 6, 8});
+  }
+  // Every block, the kept ones included, went back to the device exactly once (Free
+  // requires a live block).
+  CHECK(device.live_blocks() == 0);
+}
+
+// Generation of `steps` tokens from `prompt` on `backend`, the presents kept in its
+// memory (`resident`) or brought to the host and back each step.
+GenerateResult GenerateOn(const ir::Graph& g, Backend& backend, const Tensor& prompt, int64_t steps,
+                          bool resident) {
+  auto ex = Executor::Create(g, backend, nullptr);
+  REQUIRE(ex.ok());
+  auto io = FindDecoderIo((*ex)->inputs(), (*ex)->outputs());
+  REQUIRE(io.ok());
+  Executor::Resident kept;
+  std::set<std::string> pasts;
+  for (const DecoderIo::Cache& c : io->cache) {
+    if (resident) kept.keep.insert(c.present);
+    pasts.insert(c.past);
+  }
+  RankStep step = [&](const std::map<std::string, Tensor>& feed)
+      -> absl::StatusOr<std::map<std::string, Tensor>> {
+    std::map<std::string, Tensor> host;
+    kept.inputs.clear();
+    for (const auto& [name, t] : feed) {
+      (resident && pasts.count(name) > 0 && t.num_elements() > 0 ? kept.inputs : host)[name] = t;
+    }
+    TPC_ASSIGN_OR_RETURN(auto out, (*ex)->Run(host, kept));
+    std::map<std::string, Tensor> named;
+    for (size_t k = 0; k < out.size(); ++k) named[(*ex)->outputs()[k].name] = std::move(out[k]);
+    return named;
+  };
+  auto r = Generate(*io, (*ex)->inputs(), (*ex)->outputs(), prompt, steps, step);
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  return *std::move(r);
+}
+
+TEST_CASE("A KV cache kept on the device generates the host's tokens, never downloaded",
+          "[runtime][executor][device][resident][generate]") {
+  auto g = onnx::ImportModel(tpc::testing::SourcePath("models/gpt2_kv.onnx"));
+  REQUIRE(g.ok());
+  Tensor prompt = Tensor::Allocate(DType::kI64, {2, 5});
+  for (int64_t i = 0; i < prompt.num_elements(); ++i) prompt.data<int64_t>()[i] = (7 * i + 3) % 50;
+  const int64_t steps = 6;
+  BlasCpu cpu;
+  const GenerateResult want = GenerateOn(**g, cpu, prompt, steps, false);
+  // The cache's bytes over the run: each step's presents, of past + new positions.
+  int64_t down[2] = {0, 0};
+  for (const bool resident : {false, true}) {
+    INFO((resident ? "kept on the device" : "through the host"));
+    FakeDevice device;
+    const int64_t before = device.downloaded_bytes;
+    const GenerateResult got = GenerateOn(**g, device, prompt, steps, resident);
+    down[resident ? 1 : 0] = device.downloaded_bytes - before;
+    CHECK(got.tokens == want.tokens);
+    REQUIRE(got.last_logits.nbytes() == want.last_logits.nbytes());
+    CHECK(std::memcmp(got.last_logits.raw(), want.last_logits.raw(), want.last_logits.nbytes()) ==
+          0);
+    CHECK(device.live_blocks() == 0);
+  }
+  // Kept: the logits (and the host's shape values) only. Through the host: the caches
+  // too, every step.
+  INFO("downloaded " << down[0] << " bytes through the host, " << down[1] << " kept");
+  CHECK(down[1] > 0);
+  CHECK(down[1] * 2 < down[0]);
+}
+
+}  // namespace
+}  // namespace tpc::runtime
