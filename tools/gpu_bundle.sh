@@ -8,11 +8,11 @@
 #
 # Writes .gpu/tpc.tar.xz and .gpu/nodetests.tar.xz (.gpu/ is git-ignored through
 # .git/info/exclude) and prints the command to give the device tool, with carry [".gpu"]:
-# it unpacks both and runs tools/gpu_check.sh (GPU_CHECK_SECTIONS and GPU_LLAMA_ARGS pass
-# through). A full gpu_check takes about 4 minutes before its benchmark, which takes 5-7
-# more for the 16-layer model: with 15 minutes of device time, run the sections before
-# `bench` in one call and `GPU_CHECK_SECTIONS=bench` in a second one while the machine
-# is warm.
+# it unpacks both and runs tools/gpu_check.sh (GPU_CHECK_SECTIONS, GPU_LLAMA_ARGS and
+# GPU_DECODE_ARGS pass through). A full gpu_check takes about 5 minutes before its
+# benchmarks; `bench` takes 5-7 more for the 16-layer model and `decode` about 2: with 15
+# minutes of device time, run the sections before `bench` and `decode` in one call and
+# `GPU_CHECK_SECTIONS=bench` (or `decode`) in a second one while the machine is warm.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
