@@ -80,7 +80,10 @@ class Executor::StepAllocator final : public OutputAllocator {
       out.set_owner(std::shared_ptr<void>(p, [](void* q) { std::free(q); }));
       return out;
     }
-    void* p = ex_.backend_.Allocate(bytes);
+    // On a device, a block of the value's size class (SizeClass), found again in the
+    // backend's cache when the value has grown a little since the last run.
+    void* p = ex_.backend_.Allocate(
+        ex_.device_ ? static_cast<size_t>(SizeClass(static_cast<int64_t>(bytes))) : bytes);
     if (p == nullptr) {
       return absl::ResourceExhaustedError(
           absl::StrCat(step_.node->Describe(), ": cannot allocate ", bytes, " bytes"));
@@ -182,8 +185,12 @@ absl::StatusOr<SymbolBindings> Executor::CheckInputs(
 absl::StatusOr<Executor::Plan*> Executor::PlanFor(const SymbolBindings& bindings) {
   const std::string key = BindingsKey(bindings);
   auto it = plans_.find(key);
-  if (it != plans_.end()) return it->second.get();
+  if (it != plans_.end()) {
+    it->second->last_used = ++plan_clock_;
+    return it->second.get();
+  }
   auto plan = std::make_unique<Plan>();
+  plan->last_used = ++plan_clock_;
   const size_t n = slot_values_.size();
   plan->shapes.resize(n);
   plan->offsets.assign(n, -1);
@@ -220,14 +227,25 @@ absl::StatusOr<Executor::Plan*> Executor::PlanFor(const SymbolBindings& bindings
     for (auto& [k, p] : plans_) p->capture.reset();
     records_ = 0;
     if (arena_ != nullptr) backend_.Free(arena_);
-    arena_ =
-        static_cast<uint8_t*>(backend_.Allocate(static_cast<size_t>(plan->memory.arena_bytes)));
-    arena_capacity_ = arena_ != nullptr ? plan->memory.arena_bytes : 0;
+    // On a device, a size class (SizeClass): an arena that grows a little each run (a
+    // decode step's) is reallocated every few runs, not every run.
+    const int64_t capacity =
+        device_ ? SizeClass(plan->memory.arena_bytes) : plan->memory.arena_bytes;
+    arena_ = static_cast<uint8_t*>(backend_.Allocate(static_cast<size_t>(capacity)));
+    arena_capacity_ = arena_ != nullptr ? capacity : 0;
     if (arena_ == nullptr) {
       return absl::ResourceExhaustedError(
           absl::StrCat("cannot allocate the ", plan->memory.arena_bytes, "-byte arena of ",
                        backend_.name(), " memory for these input shapes"));
     }
+  }
+  // At most kMaxPlans: the least recently used goes (a generation makes one a step).
+  if (plans_.size() >= kMaxPlans) {
+    auto oldest = std::min_element(plans_.begin(), plans_.end(), [](const auto& a, const auto& b) {
+      return a.second->last_used < b.second->last_used;
+    });
+    if (oldest->second->capture != nullptr) --records_;
+    plans_.erase(oldest);
   }
   return plans_.emplace(key, std::move(plan)).first->second.get();
 }
@@ -405,7 +423,10 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
   }
   // Kept outputs: blocks of their own (a device backend's; host outputs are the caller's
   // anyway).
-  std::vector<bool> keep(output_slots_.size(), false);
+  absl::Cleanup forget_kept = [this] {
+    kept_slots_.clear();
+    kept_blocks_.clear();
+  };
   kept_slots_.clear();
   if (device_ && !resident.keep.empty()) kept_slots_.assign(slot_values_.size(), false);
   for (const std::string& name : resident.keep) {
@@ -414,15 +435,14 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
     if (it == outputs_.end()) {
       return absl::InvalidArgumentError(absl::StrCat("no output '", name, "' to keep"));
     }
-    const auto k = static_cast<size_t>(it - outputs_.begin());
-    keep[k] = device_;
-    if (device_) kept_slots_[static_cast<size_t>(output_slots_[k])] = true;
+    if (device_) kept_slots_[static_cast<size_t>(output_slots_[it - outputs_.begin()])] = true;
+  }
+  // Every position of a kept value (a value may be several outputs).
+  std::vector<bool> keep(output_slots_.size(), false);
+  for (size_t k = 0; k < keep.size() && !kept_slots_.empty(); ++k) {
+    keep[k] = kept_slots_[static_cast<size_t>(output_slots_[k])];
   }
   const bool resident_io = device_ && (!resident.inputs.empty() || !resident.keep.empty());
-  absl::Cleanup forget_kept = [this] {
-    kept_slots_.clear();
-    kept_blocks_.clear();
-  };
   TPC_ASSIGN_OR_RETURN(SymbolBindings bindings, CheckInputs(all));
   TPC_ASSIGN_OR_RETURN(Plan * planned, PlanFor(bindings));
   Plan& plan = *planned;
@@ -554,17 +574,24 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
   TPC_RETURN_IF_ERROR(backend_.Synchronize());
   stats_.unplanned_peak_bytes = unplanned_peak_;
   stats_.device_allocations = backend_.device_allocations() - allocations_before;
-  ++plan.runs;
-  plan.waited = plan.waited || stats_.host_waits > 0;
-  if (device_ && options_.capture) {
-    const bool one_rank = comm_ == nullptr || comm_->size() == 1;
-    stats_.capture_error = !plan.capture_error.empty() ? plan.capture_error
-                           : !backend_.can_capture() ? backend_.name() + " cannot record runs here"
-                           : !one_rank
-                               ? "the ranks' collectives are never recorded (one rank per run only)"
-                           : options_.profile ? "--profile times each step on its own"
-                           : plan.waited      ? "host kernels wait for the device in these runs"
-                                              : "";
+  stats_.plans = static_cast<int>(plans_.size());
+  if (resident_io) {
+    // Not a run of these shapes as a record would see it (its waits may be a host
+    // kernel reading a resident input): ordinary runs decide on recording alone.
+    if (options_.capture) stats_.capture_error = "runs with resident values are never recorded";
+  } else {
+    ++plan.runs;
+    plan.waited = plan.waited || stats_.host_waits > 0;
+    if (device_ && options_.capture) {
+      const bool one_rank = comm_ == nullptr || comm_->size() == 1;
+      stats_.capture_error =
+          !plan.capture_error.empty() ? plan.capture_error
+          : !backend_.can_capture()   ? backend_.name() + " cannot record runs here"
+          : !one_rank        ? "the ranks' collectives are never recorded (one rank per run only)"
+          : options_.profile ? "--profile times each step on its own"
+          : plan.waited      ? "host kernels wait for the device in these runs"
+                             : "";
+    }
   }
   stats_.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return outputs;

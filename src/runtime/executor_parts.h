@@ -71,6 +71,7 @@ struct Executor::Plan {
   bool capture_failed = false;  // the backend could not record or replay them
   std::string capture_error;    // why
   std::unique_ptr<Capture> capture;
+  uint64_t last_used = 0;  // the executor's plan clock when a run last took it
 };
 
 }  // namespace tpc::runtime

@@ -49,4 +49,14 @@ MemoryPlan PlanMemory(const std::vector<BufferRequest>& requests, int64_t alignm
   return plan;
 }
 
+int64_t SizeClass(int64_t bytes) {
+  constexpr int64_t kSmall = 4096;
+  if (bytes <= kSmall) return (std::max<int64_t>(bytes, 1) + 511) / 512 * 512;
+  int64_t power = kSmall;  // the largest power of two below `bytes`
+  while (power < (bytes + 1) / 2) power *= 2;
+  const int64_t step = power / 8;
+  if (bytes > std::numeric_limits<int64_t>::max() - step) return bytes;
+  return (bytes + step - 1) / step * step;
+}
+
 }  // namespace tpc::runtime

@@ -19,6 +19,7 @@
 #include "tpc/onnx/shape_inference.h"
 #include "tpc/runtime/executor.h"
 #include "tpc/runtime/generate.h"
+#include "tpc/runtime/memory_plan.h"
 #include "tpc/util/status_macros.h"
 
 namespace tpc::runtime {
@@ -44,8 +45,8 @@ std::vector<float> Download(FakeDevice& device, const Tensor& t) {
   return v;
 }
 
-// present = Concat(past, x + x) (device kernels), flat = Reshape(x + x) (a view of an
-// intermediate), negated = Neg(x) (a host kernel: Neg is not on the fake device).
+// present = Concat(past, x + x) and flat = Reshape(x + x) (device kernels), negated =
+// Neg(x) (a host kernel: Neg is not on the fake device).
 std::unique_ptr<ir::Graph> CacheGraph() {
   auto g = std::make_unique<ir::Graph>();
   g->opsets()[""] = 18;
@@ -80,8 +81,8 @@ TEST_CASE("Kept outputs stay in device memory and feed the next run without a co
           (*ex)->Run({{"x", Values({4}, {1, 2, 3, 4})}, {"past", Values({0}, {})}}, resident);
       INFO(out.status().ToString());
       REQUIRE(out.ok());
-      // Each in device memory: a device kernel's output, a view of an intermediate
-      // (copied), a host kernel's (uploaded).
+      // Each in device memory: device kernels' outputs (their own blocks), a host
+      // kernel's (uploaded).
       for (const Tensor& t : *out) CHECK(device.Holds(t.raw()));
       CHECK(Download(device, (*out)[0]) == std::vector<float>{2, 4, 6, 8});
       CHECK(Download(device, (*out)[1]) == std::vector<float>{2, 4, 6, 8});
@@ -137,6 +138,113 @@ TEST_CASE("Kept outputs stay in device memory and feed the next run without a co
   }
   // Every block, the kept ones included, went back to the device exactly once (Free
   // requires a live block).
+  CHECK(device.live_blocks() == 0);
+}
+
+TEST_CASE("Kept outputs that are inputs, constants or one value twice are copies of their own",
+          "[runtime][executor][device][resident]") {
+  auto g = std::make_unique<ir::Graph>();
+  g->opsets()[""] = 18;
+  ir::Value* x = g->AddPlaceholder("x", ir::TensorType(DType::kF32, {Dim(4)}));
+  ir::Value* past = g->AddPlaceholder("past", ir::TensorType(DType::kF32, {Dim(2)}));
+  ir::Value* y = g->AddCall("", "Add", {x, x}, {"y"})->output();
+  ir::Value* c = g->AddConstant("c", ir::Tensor::FromFloat({3}, {7, 8, 9}));
+  g->SetOutputs({y, y, x, past, c});
+  REQUIRE(onnx::InferShapes(*g).ok());
+  FakeDevice device;
+  {
+    auto ex = Executor::Create(*g, device, nullptr);
+    REQUIRE(ex.ok());
+    Executor::Resident resident;
+    resident.keep = {"y", "x", "past", "c"};
+    // `past` resident: a device copy of host values first.
+    Tensor past_on_device = Values({2}, {5, 6});
+    {
+      void* p = device.Allocate(past_on_device.nbytes());
+      device.CopyFromHost(p, past_on_device.raw(), past_on_device.nbytes());
+      Tensor t(DType::kF32, {2}, p);
+      FakeDevice* d = &device;
+      t.set_owner(std::shared_ptr<void>(p, [d](void* q) { d->Free(q); }));
+      resident.inputs = {{"past", t}};
+    }
+    auto out = (*ex)->Run({{"x", Values({4}, {1, 2, 3, 4})}}, resident);
+    INFO(out.status().ToString());
+    REQUIRE(out.ok());
+    std::set<const void*> blocks;
+    for (const Tensor& t : *out) {
+      CHECK(device.Holds(t.raw()));
+      blocks.insert(t.raw());
+    }
+    CHECK(blocks.size() == out->size());  // no two outputs share a block
+    CHECK(!blocks.count(resident.inputs["past"].raw()));
+    CHECK(Download(device, (*out)[0]) == std::vector<float>{2, 4, 6, 8});
+    CHECK(Download(device, (*out)[1]) == std::vector<float>{2, 4, 6, 8});
+    CHECK(Download(device, (*out)[2]) == std::vector<float>{1, 2, 3, 4});
+    CHECK(Download(device, (*out)[3]) == std::vector<float>{5, 6});
+    CHECK(Download(device, (*out)[4]) == std::vector<float>{7, 8, 9});
+    CHECK(device.device_copies >= 4);  // y twice, x's upload, past
+    resident.inputs.clear();
+  }
+  CHECK(device.live_blocks() == 0);
+}
+
+TEST_CASE("SizeClass rounds to 512 bytes, then to eighths of a power of two",
+          "[runtime][memory]") {
+  CHECK(SizeClass(0) == 512);
+  CHECK(SizeClass(1) == 512);
+  CHECK(SizeClass(513) == 1024);
+  CHECK(SizeClass(4096) == 4096);
+  CHECK(SizeClass(4097) == 4096 + 512);
+  CHECK(SizeClass(int64_t{1} << 21) == int64_t{1} << 21);
+  CHECK(SizeClass((int64_t{1} << 21) + 1) == (int64_t{1} << 21) + (int64_t{1} << 18));
+  for (int64_t b = 1; b < (int64_t{1} << 40); b = b * 5 / 4 + 7) {
+    const int64_t c = SizeClass(b);
+    INFO(b << " -> " << c);
+    CHECK(c >= b);
+    CHECK(c % 512 == 0);
+    CHECK((c <= 4096 ? c - b < 512 : c * 8 <= b * 9));
+    CHECK(SizeClass(c) == c);  // a class is its own class
+  }
+}
+
+TEST_CASE("A value growing each run takes a few size classes, and the plans stay bounded",
+          "[runtime][executor][device][resident]") {
+  // The cache graph's present grows by 16 KiB a run (x of 4096 floats).
+  auto g = std::make_unique<ir::Graph>();
+  g->opsets()[""] = 18;
+  ir::Value* x = g->AddPlaceholder("x", ir::TensorType(DType::kF32, {Dim(4096)}));
+  ir::Value* past = g->AddPlaceholder("past", ir::TensorType(DType::kF32, {Dim::Symbol("p")}));
+  ir::Value* y = g->AddCall("", "Add", {x, x}, {"y"})->output();
+  ir::Value* present =
+      g->AddCall("", "Concat", {past, y}, {"present"}, {{"axis", int64_t{0}}})->output();
+  g->SetOutputs({present});
+  REQUIRE(onnx::InferShapes(*g).ok());
+  FakeDevice device;
+  {
+    auto ex = Executor::Create(*g, device, nullptr);
+    REQUIRE(ex.ok());
+    Executor::Resident resident;
+    resident.keep = {"present"};
+    std::vector<float> ones(4096, 1.0f);
+    const int runs = 200;
+    Tensor kept = Values({0}, {});
+    for (int run = 0; run < runs; ++run) {
+      if (run == 0) device.sizes_requested.clear();
+      std::map<std::string, Tensor> host = {{"x", Values({4096}, ones)}};
+      resident.inputs.clear();
+      (run == 0 ? host : resident.inputs)["past"] = kept;
+      auto out = (*ex)->Run(host, resident);
+      REQUIRE(out.ok());
+      kept = (*out)[0];
+      CHECK((*ex)->last_stats().plans <= 32);
+    }
+    CHECK((*ex)->last_stats().plans == 32);  // one per past length, the oldest dropped
+    REQUIRE(kept.num_elements() == int64_t{4096} * runs);
+    // From 16 KiB to 3.2 MiB: at most 8·log2(200) ≈ 61 classes for the present (and the
+    // arena's y, one size), where exact sizes would be 200.
+    INFO(device.sizes_requested.size() << " sizes requested");
+    CHECK(device.sizes_requested.size() <= 64);
+  }
   CHECK(device.live_blocks() == 0);
 }
 

@@ -135,6 +135,7 @@ class FakeDevice final : public Backend {
   }
 
   void* Allocate(size_t bytes) override {
+    sizes_requested.insert(bytes);
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     const size_t n = (std::max<size_t>(bytes, 1) + page - 1) / page * page;
     void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -264,13 +265,19 @@ class FakeDevice final : public Backend {
   void Copy(void* dst, const void* src, size_t bytes) override {
     REQUIRE(InDevice(dst));
     REQUIRE(InDevice(src));
+    const bool was_open = open_;  // inside a device kernel, or a copy of the executor's
+    if (!was_open) Open();
     std::memcpy(dst, src, bytes);
+    if (!was_open) Close();
+    ++device_copies;
   }
   Backend& host_backend() override { return *cpu_; }
 
   bool capture = false;  // can_capture()
   int uploads = 0, downloads = 0, device_steps = 0, host_steps = 0, captures = 0, launches = 0;
   int64_t uploaded_bytes = 0, downloaded_bytes = 0;
+  int device_copies = 0;             // Copy calls
+  std::set<size_t> sizes_requested;  // every Allocate's size
   // Whether `p` is in the device's memory; the blocks allocated and not freed.
   bool Holds(const void* p) const { return InDevice(p); }
   size_t live_blocks() const { return blocks_.size() - freed_.size(); }

@@ -42,6 +42,7 @@ struct RunStats {
   int64_t unplanned_peak_bytes = 0;  // peak of values with no planned slot (dynamic shapes)
   int64_t output_bytes = 0;          // graph outputs (owned by the caller)
   int planned_values = 0;
+  int plans = 0;  // the executor's plans (one per set of input shapes) after the run
   int unplanned_values = 0;
   double seconds = 0;
   // Of `seconds`: until every kernel finished (a device backend's work included), before
@@ -175,7 +176,10 @@ class Executor {
   // The distinct per-rank dims (`seq/2`) of the values, each with a value that has it:
   // checked to be whole against every run's bindings (CheckInputs).
   std::vector<std::pair<const ir::Value*, ir::Dim>> split_dims_;
+  // Plans by input shapes, at most kMaxPlans (the least recently used goes).
+  static constexpr size_t kMaxPlans = 32;
   std::map<std::string, std::unique_ptr<Plan>> plans_;
+  uint64_t plan_clock_ = 0;
   // Records of runs (ExecutorOptions::capture) held, at most kMaxRecords: each keeps its
   // device blocks from the device and pinned host buffers.
   static constexpr int kMaxRecords = 8;

@@ -309,6 +309,7 @@ absl::Status CudaBackend::Poll(const std::function<cudaError_t()>& query) {
 }
 
 void CudaBackend::Copy(void* dst, const void* src, size_t bytes) {
+  Bind();
   Record(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_), "device copy");
 }
 
