@@ -71,8 +71,7 @@ class Executor::StepAllocator final : public OutputAllocator {
       // hand it to the caller as it is instead of copying it.
       void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
       if (p == nullptr) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat(step_.node->Describe(), ": cannot allocate ", bytes, " bytes"));
+        return OutOfMemory(ex_.backend_, step_.node->Describe(), static_cast<int64_t>(bytes));
       }
       ex_.unplanned_live_ += static_cast<int64_t>(bytes);
       ex_.unplanned_peak_ = std::max(ex_.unplanned_peak_, ex_.unplanned_live_);
@@ -85,8 +84,7 @@ class Executor::StepAllocator final : public OutputAllocator {
     void* p = ex_.backend_.Allocate(
         ex_.device_ ? static_cast<size_t>(SizeClass(static_cast<int64_t>(bytes))) : bytes);
     if (p == nullptr) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(step_.node->Describe(), ": cannot allocate ", bytes, " bytes"));
+      return OutOfMemory(ex_.backend_, step_.node->Describe(), static_cast<int64_t>(bytes));
     }
     Tensor out(dtype, shape, p);
     ex_.unplanned_live_ += static_cast<int64_t>(bytes);
@@ -234,9 +232,10 @@ absl::StatusOr<Executor::Plan*> Executor::PlanFor(const SymbolBindings& bindings
     arena_ = static_cast<uint8_t*>(backend_.Allocate(static_cast<size_t>(capacity)));
     arena_capacity_ = arena_ != nullptr ? capacity : 0;
     if (arena_ == nullptr) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("cannot allocate the ", plan->memory.arena_bytes, "-byte arena of ",
-                       backend_.name(), " memory for these input shapes"));
+      return OutOfMemory(
+          backend_,
+          absl::StrCat("the arena of the values for input shapes ", key.empty() ? "(fixed)" : key),
+          capacity);
     }
   }
   // At most kMaxPlans: the least recently used goes (a generation makes one a step).

@@ -216,8 +216,7 @@ absl::StatusOr<Tensor> Executor::ToBackend(const Tensor& t, const std::string& w
   const size_t bytes = std::max<size_t>(t.nbytes(), 1);
   void* p = backend_.Allocate(bytes);
   if (p == nullptr) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(what, ": cannot allocate ", bytes, " bytes of ", backend_.name(), " memory"));
+    return OutOfMemory(backend_, what, static_cast<int64_t>(bytes));
   }
   Tensor out(t.dtype(), t.shape(), p);
   Backend* backend = &backend_;
@@ -230,8 +229,7 @@ absl::StatusOr<Tensor> Executor::BackendCopy(const Tensor& t, const std::string&
   const size_t bytes = std::max<size_t>(t.nbytes(), 1);
   void* p = backend_.Allocate(bytes);
   if (p == nullptr) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(what, ": cannot allocate ", bytes, " bytes of ", backend_.name(), " memory"));
+    return OutOfMemory(backend_, what, static_cast<int64_t>(bytes));
   }
   Tensor out(t.dtype(), t.shape(), p);
   Backend* backend = &backend_;

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "tpc/runtime/executor.h"
 
 namespace tpc::runtime {
@@ -17,6 +19,15 @@ namespace tpc::runtime {
 // A slot alive to the end of a run (a graph output).
 inline constexpr int64_t kPinned = std::numeric_limits<int64_t>::max();
 using Clock = std::chrono::steady_clock;
+
+// `what` could not get `bytes` of `backend`'s memory: the error, with the backend's
+// memory report (a GPU's free and total memory) when it has one.
+inline absl::Status OutOfMemory(const Backend& backend, const std::string& what, int64_t bytes) {
+  const std::string report = backend.MemoryReport();
+  return absl::ResourceExhaustedError(absl::StrCat(what, ": cannot allocate ", bytes, " bytes of ",
+                                                   backend.name(), " memory",
+                                                   report.empty() ? "" : ": ", report));
+}
 
 struct Executor::Step {
   const ir::Node* node;

@@ -188,8 +188,32 @@ TEST_CASE("Kept outputs that are inputs, constants or one value twice are copies
   CHECK(device.live_blocks() == 0);
 }
 
-TEST_CASE("SizeClass rounds to 512 bytes, then to eighths of a power of two",
-          "[runtime][memory]") {
+TEST_CASE("Device memory running out fails the run naming the shapes and the device's memory",
+          "[runtime][executor][device]") {
+  auto g = CacheGraph();
+  FakeDevice device;
+  {
+    auto ex = Executor::Create(*g, device, nullptr);
+    REQUIRE(ex.ok());
+    device.limit_bytes = device.held_bytes() + 1;  // not one more page
+    auto out = (*ex)->Run({{"x", Values({4}, {1, 2, 3, 4})}, {"past", Values({0}, {})}});
+    REQUIRE(!out.ok());
+    INFO(out.status().ToString());
+    CHECK(out.status().code() == absl::StatusCode::kResourceExhausted);
+    CHECK(out.status().message().find("the arena of the values for input shapes p=0: cannot "
+                                      "allocate") != std::string::npos);
+    CHECK(out.status().message().find("of fakedevice memory: the fake device holds") !=
+          std::string::npos);
+    // With room again, the same executor runs.
+    device.limit_bytes = 0;
+    auto again = (*ex)->Run({{"x", Values({4}, {1, 2, 3, 4})}, {"past", Values({0}, {})}});
+    REQUIRE(again.ok());
+    CHECK(again->at(0).num_elements() == 4);
+  }
+  CHECK(device.live_blocks() == 0);
+}
+
+TEST_CASE("SizeClass rounds to 512 bytes, then to eighths of a power of two", "[runtime][memory]") {
   CHECK(SizeClass(0) == 512);
   CHECK(SizeClass(1) == 512);
   CHECK(SizeClass(513) == 1024);

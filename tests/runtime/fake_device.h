@@ -138,6 +138,7 @@ class FakeDevice final : public Backend {
     sizes_requested.insert(bytes);
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     const size_t n = (std::max<size_t>(bytes, 1) + page - 1) / page * page;
+    if (limit_bytes > 0 && held_bytes() + n > limit_bytes) return nullptr;  // "out of memory"
     void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     REQUIRE(p != MAP_FAILED);
     blocks_[p] = n;
@@ -281,6 +282,16 @@ class FakeDevice final : public Backend {
   // Whether `p` is in the device's memory; the blocks allocated and not freed.
   bool Holds(const void* p) const { return InDevice(p); }
   size_t live_blocks() const { return blocks_.size() - freed_.size(); }
+  size_t held_bytes() const {
+    size_t n = 0;
+    for (const auto& [p, size] : blocks_) n += size;
+    return n;
+  }
+  size_t limit_bytes = 0;  // > 0: Allocate fails past this many bytes held
+  std::string MemoryReport() const override {
+    return "the fake device holds " + std::to_string(held_bytes()) + " bytes of " +
+           std::to_string(limit_bytes);
+  }
 
  private:
   bool InDevice(const void* p) const {

@@ -61,6 +61,9 @@ class Backend {
   // Blocks a device backend obtained from its device's allocator so far (cudaMalloc
   // calls, each a synchronisation of the device); its cache serves the rest. 0 on the host.
   virtual int64_t device_allocations() const { return 0; }
+  // What an error for a failed allocation adds (a device's free and total memory and
+  // what this backend holds); empty on the host.
+  virtual std::string MemoryReport() const { return ""; }
 
   // Capture and replay of a run's device work (CUDA graphs). Between BeginCapture and
   // EndCapture the backend records its kernels, copies and uploads in order without

@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "tpc/runtime/cuda/cuda.h"
 #include "tpc/util/status_macros.h"
 
 namespace tpc::runtime::cuda {
@@ -138,6 +140,7 @@ void* CudaBackend::Allocate(size_t bytes) {
     it->second.pop_back();
   } else if (cudaMalloc(&p, size) == cudaSuccess) {
     ++device_allocations_;
+    held_bytes_ += static_cast<int64_t>(size);
   } else {
     cudaGetLastError();
     // Out of memory: give the cached blocks back (not while capturing, which cannot wait,
@@ -151,6 +154,7 @@ void* CudaBackend::Allocate(size_t bytes) {
           kept.push_back(q);
         } else {
           cudaFree(q);
+          held_bytes_ -= static_cast<int64_t>(s);
         }
       }
       blocks = std::move(kept);
@@ -161,10 +165,29 @@ void* CudaBackend::Allocate(size_t bytes) {
       return nullptr;
     }
     ++device_allocations_;
+    held_bytes_ += static_cast<int64_t>(size);
   }
   sizes_[p] = size;
   if (recording_ != nullptr) PinForRecord(p);
   return p;
+}
+
+std::string CudaBackend::MemoryReport() const {
+  Bind();
+  size_t free = 0, total = 0;
+  const auto gib = [](double b) { return absl::StrFormat("%.2f GiB", b / (1 << 30)); };
+  std::string device = absl::StrCat("GPU ", device_);
+  if (auto bus = CudaBusId(device_); bus.ok()) absl::StrAppend(&device, " (", *bus, ")");
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    cudaGetLastError();
+    return absl::StrCat(device, ": its free memory unknown; this rank holds ",
+                        gib(static_cast<double>(held_bytes_)));
+  }
+  return absl::StrCat(device, " has ", gib(static_cast<double>(free)), " free of ",
+                      gib(static_cast<double>(total)), "; this rank holds ",
+                      gib(static_cast<double>(held_bytes_)),
+                      " (values and the weights; a plan for more ranks, tp-compile --tp, or in "
+                      "half precision, --dtype f16, needs less a GPU)");
 }
 
 void CudaBackend::Free(void* p) {

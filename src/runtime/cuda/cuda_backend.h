@@ -42,6 +42,8 @@ class CudaBackend final : public Backend {
   bool IsDeviceCollective(std::string_view domain, std::string_view op_type) const;
   void* Allocate(size_t bytes) override;
   int64_t device_allocations() const override { return device_allocations_; }
+  // "GPU 0 (bus 0000:07:00.0): 1.2 GiB free of 79.1 GiB; this rank holds 77.5 GiB ...".
+  std::string MemoryReport() const override;
   void Free(void* p) override;
   void CopyFromHost(void* dst, const void* src, size_t bytes) override;
   void CopyToHost(void* dst, const void* src, size_t bytes) override;
@@ -112,6 +114,7 @@ class CudaBackend final : public Backend {
   // recorded, when the wait timed out.
   bool WaitEvent(cudaEvent_t event, const char* what);
   int64_t device_allocations_ = 0;  // successful cudaMalloc calls of Allocate
+  int64_t held_bytes_ = 0;          // Allocate's cudaMalloc'd blocks not given back
   // Pinned staging buffers for uploads and downloads (double-buffered) and their events.
   void* staging_[2] = {nullptr, nullptr};
   cudaEvent_t staged_[2] = {nullptr, nullptr};
