@@ -234,7 +234,7 @@ if want throughput; then
     done
     # Steady runs take their device memory from the backend's cache (no cudaMalloc).
     check "$name N=1 cuda: no device allocation in a steady run" \
-      grep -q "obtained during rank 0's last run: 0 blocks" "$plans/bench.txt"
+      grep -q "obtained during its last run: 0 blocks" "$plans/bench.txt"
     say "---- bench $name N=1 cuda --cuda-graph"
     "$run" "$plan" --backend cuda --ranks threads --repeat 20 --dim batch=4 --dim seq=128 \
       --cuda-graph >"$plans/bench_graph.txt" 2>&1

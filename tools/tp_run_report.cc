@@ -32,8 +32,11 @@ void PrintTimes(const tpc::cli::Args& args, std::vector<double> times, std::vect
                 compute[compute.size() / 2] * 1e3);
   }
   if (args.get("backend", "cpu") != "cpu") {
-    std::printf("tp-run: device memory obtained during rank 0's last run: %lld blocks\n",
-                static_cast<long long>(stats.device_allocations));
+    std::printf(
+        "tp-run: device memory: rank 0 holds %.1f MiB (weights, values, freed blocks kept "
+        "for reuse); obtained during its last run: %lld blocks\n",
+        static_cast<double>(stats.device_bytes) / (1 << 20),
+        static_cast<long long>(stats.device_allocations));
     std::string by_op;
     for (const auto& [op, n] : stats.host_waits_by_op) {
       absl::StrAppend(&by_op, by_op.empty() ? " (" : ", ", op, " ", n);

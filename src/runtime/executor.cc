@@ -573,6 +573,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
   TPC_RETURN_IF_ERROR(backend_.Synchronize());
   stats_.unplanned_peak_bytes = unplanned_peak_;
   stats_.device_allocations = backend_.device_allocations() - allocations_before;
+  stats_.device_bytes = backend_.device_bytes();
   stats_.plans = static_cast<int>(plans_.size());
   if (resident_io) {
     // Not a run of these shapes as a record would see it (its waits may be a host

@@ -113,6 +113,8 @@ TEST_CASE("Kept outputs stay in device memory and feed the next run without a co
       CHECK(std::vector<float>(present.begin(), present.begin() + 4) ==
             std::vector<float>{2, 4, 6, 8});
       CHECK((*ex)->last_stats().device_work == RunStats::Device::kQueued);
+      CHECK((*ex)->last_stats().device_bytes == static_cast<int64_t>(device.held_bytes()));
+      CHECK((*ex)->last_stats().device_bytes > 0);
       kept[0] = (*out)[0];
     }
     // The same shapes again and again: still queued, never recorded.

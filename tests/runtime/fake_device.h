@@ -287,6 +287,7 @@ class FakeDevice final : public Backend {
     for (const auto& [p, size] : blocks_) n += size;
     return n;
   }
+  int64_t device_bytes() const override { return static_cast<int64_t>(held_bytes()); }
   size_t limit_bytes = 0;  // > 0: Allocate fails past this many bytes held
   std::string MemoryReport() const override {
     return "the fake device holds " + std::to_string(held_bytes()) + " bytes of " +

@@ -64,6 +64,8 @@ class Backend {
   // What an error for a failed allocation adds (a device's free and total memory and
   // what this backend holds); empty on the host.
   virtual std::string MemoryReport() const { return ""; }
+  // Bytes of device memory the backend holds (its blocks in use and cached); 0 on the host.
+  virtual int64_t device_bytes() const { return 0; }
 
   // Capture and replay of a run's device work (CUDA graphs). Between BeginCapture and
   // EndCapture the backend records its kernels, copies and uploads in order without

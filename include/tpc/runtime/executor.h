@@ -51,6 +51,9 @@ struct RunStats {
   // Blocks a device backend obtained from its device during the run (cudaMalloc): 0
   // once its caches hold what the run needs; always 0 on the host.
   int64_t device_allocations = 0;
+  // Device memory the backend holds after the run (weights, the arena, values kept, its
+  // cache of freed blocks); 0 on the host.
+  int64_t device_bytes = 0;
   // Times a device backend's run waited for the device to hand a value to a host kernel
   // (a host-fallback operator, or a device kernel's host-read input such as a Reshape's
   // shape, computed on the device): each is a download and a stream synchronisation

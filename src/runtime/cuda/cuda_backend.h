@@ -44,6 +44,7 @@ class CudaBackend final : public Backend {
   int64_t device_allocations() const override { return device_allocations_; }
   // "GPU 0 (bus 0000:07:00.0): 1.2 GiB free of 79.1 GiB; this rank holds 77.5 GiB ...".
   std::string MemoryReport() const override;
+  int64_t device_bytes() const override { return held_bytes_; }
   void Free(void* p) override;
   void CopyFromHost(void* dst, const void* src, size_t bytes) override;
   void CopyToHost(void* dst, const void* src, size_t bytes) override;
