@@ -33,8 +33,9 @@ void PrintTimes(const tpc::cli::Args& args, std::vector<double> times, std::vect
   }
   if (args.get("backend", "cpu") != "cpu") {
     std::printf(
-        "tp-run: device memory: rank 0 holds %.1f MiB (weights, values, freed blocks kept "
-        "for reuse); obtained during its last run: %lld blocks\n",
+        "tp-run: device memory: rank 0's blocks take %.1f MiB (weights, values, freed "
+        "blocks kept for reuse; besides the CUDA context); obtained during its last run: "
+        "%lld blocks\n",
         static_cast<double>(stats.device_bytes) / (1 << 20),
         static_cast<long long>(stats.device_allocations));
     std::string by_op;

@@ -145,7 +145,8 @@ absl::StatusOr<const Tensor*> Executor::Fetch(int s, bool want_host, bool shape_
       mem = recorded;
       if (mem.nbytes() > 0) backend_.CopyFromHost(mem.raw(), host.raw(), mem.nbytes());
     } else {
-      TPC_ASSIGN_OR_RETURN(mem, ToBackend(host, absl::StrCat("value '", name, "'")));
+      TPC_ASSIGN_OR_RETURN(mem, ToBackend(host, absl::StrCat("value '", name, "'"),
+                                          /*size_class=*/true));
       if (capture != nullptr) capture->mem[static_cast<size_t>(s)] = Unowned(mem);
     }
   }
@@ -232,6 +233,8 @@ absl::StatusOr<Executor::Plan*> Executor::PlanFor(const SymbolBindings& bindings
     arena_ = static_cast<uint8_t*>(backend_.Allocate(static_cast<size_t>(capacity)));
     arena_capacity_ = arena_ != nullptr ? capacity : 0;
     if (arena_ == nullptr) {
+      // The plans made for the old arena would run without one: planned again next time.
+      plans_.clear();
       return OutOfMemory(
           backend_,
           absl::StrCat("the arena of the values for input shapes ", key.empty() ? "(fixed)" : key),
@@ -476,6 +479,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
                                ? "a value a device kernel reads on the host changed between runs"
                                : std::string(refilled.message());
       plan.capture.reset();
+      --records_;
       plan.capture_failed = true;
       values = StartValues(inputs, resident.inputs);
     }
@@ -549,7 +553,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
       // a constant) or uploaded (a host kernel's output).
       const std::string what = absl::StrCat("output '", outputs_[i].name, "'");
       if (in_host[i]) {
-        TPC_ASSIGN_OR_RETURN(Tensor up, ToBackend(t, what));
+        TPC_ASSIGN_OR_RETURN(Tensor up, ToBackend(t, what, /*size_class=*/true));
         outputs.push_back(std::move(up));
       } else if (t.owner() != nullptr && t.owner().use_count() == 1 && t.owner().get() == t.raw() &&
                  kept_blocks_.count(t.raw()) > 0) {

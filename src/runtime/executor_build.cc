@@ -212,8 +212,10 @@ absl::Status Executor::FoldConstantSteps() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Tensor> Executor::ToBackend(const Tensor& t, const std::string& what) {
-  const size_t bytes = std::max<size_t>(t.nbytes(), 1);
+absl::StatusOr<Tensor> Executor::ToBackend(const Tensor& t, const std::string& what,
+                                           bool size_class) {
+  size_t bytes = std::max<size_t>(t.nbytes(), 1);
+  if (size_class) bytes = static_cast<size_t>(SizeClass(static_cast<int64_t>(bytes)));
   void* p = backend_.Allocate(bytes);
   if (p == nullptr) {
     return OutOfMemory(backend_, what, static_cast<int64_t>(bytes));
@@ -226,7 +228,7 @@ absl::StatusOr<Tensor> Executor::ToBackend(const Tensor& t, const std::string& w
 }
 
 absl::StatusOr<Tensor> Executor::BackendCopy(const Tensor& t, const std::string& what) {
-  const size_t bytes = std::max<size_t>(t.nbytes(), 1);
+  const auto bytes = static_cast<size_t>(SizeClass(static_cast<int64_t>(t.nbytes())));
   void* p = backend_.Allocate(bytes);
   if (p == nullptr) {
     return OutOfMemory(backend_, what, static_cast<int64_t>(bytes));

@@ -13,6 +13,7 @@
 #include "catch2/catch.hpp"
 #include "fake_device.h"
 #include "model_data.h"
+#include "one_op.h"
 #include "test_util.h"
 #include "tpc/ir/graph.h"
 #include "tpc/onnx/importer.h"
@@ -211,6 +212,35 @@ TEST_CASE("Device memory running out fails the run naming the shapes and the dev
     auto again = (*ex)->Run({{"x", Values({4}, {1, 2, 3, 4})}, {"past", Values({0}, {})}});
     REQUIRE(again.ok());
     CHECK(again->at(0).num_elements() == 4);
+  }
+  CHECK(device.live_blocks() == 0);
+}
+
+TEST_CASE("Shapes that found no room leave the executor able to run the shapes before",
+          "[runtime][executor][device]") {
+  auto g = std::make_unique<ir::Graph>();
+  g->opsets()[""] = 18;
+  ir::Value* x = g->AddPlaceholder("x", ir::TensorType(DType::kF32, {Dim::Symbol("n")}));
+  ir::Value* y = g->AddCall("", "Add", {x, x}, {"y"})->output();  // in the arena
+  g->SetOutputs({g->AddCall("", "Mul", {y, y}, {"z"})->output()});
+  REQUIRE(onnx::InferShapes(*g).ok());
+  FakeDevice device;
+  {
+    auto ex = Executor::Create(*g, device, nullptr);
+    REQUIRE(ex.ok());
+    auto small = (*ex)->Run({{"x", Values({2}, {1, 2})}});
+    REQUIRE(small.ok());
+    CHECK(testing::Floats(small->at(0)) == std::vector<float>{4, 16});
+    // A larger arena does not fit: the old one is gone too.
+    device.limit_bytes = device.held_bytes() + 1;
+    auto large = (*ex)->Run({{"x", Values({100000}, std::vector<float>(100000, 1.0f))}});
+    REQUIRE(!large.ok());
+    CHECK(large.status().code() == absl::StatusCode::kResourceExhausted);
+    device.limit_bytes = 0;
+    auto again = (*ex)->Run({{"x", Values({2}, {3, 4})}});
+    INFO(again.status().ToString());
+    REQUIRE(again.ok());
+    CHECK(testing::Floats(again->at(0)) == std::vector<float>{36, 64});
   }
   CHECK(device.live_blocks() == 0);
 }

@@ -156,9 +156,12 @@ class Executor {
   // to the recorded copy's memory.
   absl::StatusOr<const Tensor*> Fetch(int s, bool want_host, bool shape_only, Values& values,
                                       Capture* capture = nullptr, bool replaying = false);
-  // A copy of host tensor `t` in backend memory (freed with its last holder).
-  absl::StatusOr<Tensor> ToBackend(const Tensor& t, const std::string& what);
-  // A copy of backend tensor `t` in a block of its own there (freed with its last holder).
+  // A copy of host tensor `t` in backend memory (freed with its last holder); in a block
+  // of its size class (SizeClass) for a value of a run, of its size for a constant.
+  absl::StatusOr<Tensor> ToBackend(const Tensor& t, const std::string& what,
+                                   bool size_class = false);
+  // A copy of backend tensor `t` in a block of its own there, of its size class (freed
+  // with its last holder).
   absl::StatusOr<Tensor> BackendCopy(const Tensor& t, const std::string& what);
   absl::Status UploadConstants();
 

@@ -180,14 +180,15 @@ std::string CudaBackend::MemoryReport() const {
   if (auto bus = CudaBusId(device_); bus.ok()) absl::StrAppend(&device, " (", *bus, ")");
   if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
     cudaGetLastError();
-    return absl::StrCat(device, ": its free memory unknown; this rank holds ",
+    return absl::StrCat(device, ": its free memory unknown; this rank's blocks take ",
                         gib(static_cast<double>(held_bytes_)));
   }
   return absl::StrCat(device, " has ", gib(static_cast<double>(free)), " free of ",
-                      gib(static_cast<double>(total)), "; this rank holds ",
+                      gib(static_cast<double>(total)), "; this rank's blocks take ",
                       gib(static_cast<double>(held_bytes_)),
-                      " (values and the weights; a plan for more ranks, tp-compile --tp, or in "
-                      "half precision, --dtype f16, needs less a GPU)");
+                      " (weights, values, freed blocks kept for reuse; besides the CUDA context "
+                      "and cuBLAS's workspace). A plan for more ranks (tp-compile --tp) or in half "
+                      "precision (--dtype f16) needs less of each GPU");
 }
 
 void CudaBackend::Free(void* p) {
