@@ -114,6 +114,17 @@ absl::StatusOr<rt::GenerateResult> GenerateOnRank(rt::Executor& ex, rt::Communic
       resident_pasts.insert(c.past);
     }
   }
+  // Of the logits [batch, seq, vocab] only the last position's come to the host (a
+  // prefill's whole logits are batch × prompt × vocab floats, hundreds of MB for a large
+  // vocabulary); all of them in a prefill padded at the row ends, which reads each row's
+  // last prompt token.
+  bool padded = false;
+  for (int64_t i = 0; i < prompt.num_elements(); ++i) padded |= prompt.data<int64_t>()[i] == -1;
+  bool last_only = !(parts.pad_right && padded);
+  for (const rt::IoSpec& o : ex.outputs()) {
+    if (o.name == parts.logits) last_only &= o.type.shape && o.type.shape->size() == 3;
+  }
+  if (last_only) resident.keep.insert(parts.logits);
   rt::RankStep step = [&](const std::map<std::string, rt::Tensor>& feed)
       -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
     std::map<std::string, rt::Tensor> mine;
@@ -133,6 +144,9 @@ absl::StatusOr<rt::GenerateResult> GenerateOnRank(rt::Executor& ex, rt::Communic
     std::map<std::string, rt::Tensor> named;
     for (size_t k = 0; k < out.size(); ++k) {
       const std::string& name = ex.outputs()[k].name;
+      if (last_only && name == parts.logits) {
+        TPC_ASSIGN_OR_RETURN(out[k], ex.LastAlong(out[k], 1));
+      }
       const tpc::ir::Placement placed = rt::PlacementOf(io.outputs, name);
       auto past = past_of.find(name);
       if (comm == nullptr ||

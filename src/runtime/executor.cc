@@ -601,4 +601,30 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
   return outputs;
 }
 
+absl::StatusOr<Tensor> Executor::LastAlong(const Tensor& t, int64_t axis) {
+  if (axis < 0 || axis >= t.rank() || t.dim(axis) == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no last entry along axis ", axis, " of ", t.TypeString()));
+  }
+  std::vector<int64_t> shape = t.shape();
+  const int64_t n = shape[static_cast<size_t>(axis)];
+  shape[static_cast<size_t>(axis)] = 1;
+  Tensor out = Tensor::Allocate(t.dtype(), shape);
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= t.dim(d);
+  const size_t inner = out.nbytes() / static_cast<size_t>(std::max<int64_t>(outer, 1));
+  const auto* src = static_cast<const uint8_t*>(t.raw());
+  auto* dst = static_cast<uint8_t*>(out.raw());
+  for (int64_t o = 0; o < outer && inner > 0; ++o) {
+    const uint8_t* from = src + static_cast<size_t>(o * n + n - 1) * inner;
+    if (device_) {
+      backend_.CopyToHost(dst + static_cast<size_t>(o) * inner, from, inner);
+    } else {
+      std::memcpy(dst + static_cast<size_t>(o) * inner, from, inner);
+    }
+  }
+  if (device_) TPC_RETURN_IF_ERROR(backend_.Synchronize());
+  return out;
+}
+
 }  // namespace tpc::runtime

@@ -124,6 +124,10 @@ class Executor {
   // outputs to its own blocks, and reads its inputs from there.
   absl::StatusOr<std::vector<Tensor>> Run(const std::map<std::string, Tensor>& inputs,
                                           const Resident& resident);
+  // A host copy of `t`'s last entry along `axis` (that dim 1), `t` an output a Run kept in
+  // the backend's memory (or any host tensor on a host backend): a decoder's last-position
+  // logits without the whole [batch, seq, vocab] coming to the host.
+  absl::StatusOr<Tensor> LastAlong(const Tensor& t, int64_t axis);
 
   const RunStats& last_stats() const { return stats_; }
 
