@@ -117,6 +117,19 @@ if want models; then
         --check-against "$model" --quiet "${inputs[@]}"
     done
   done
+  # 3a. Device memory: a plan that does not fit (--gpu-memory below its weights) fails with
+  #     exit 1, naming the GPU's free memory (the allocator's out-of-memory path: its cached
+  #     blocks given back, then the error); within a limit it fits, it runs equal to the CPU.
+  if [ -d "$plans/llama_1" ]; then
+    llama_inputs=()
+    [ -d "$root/models/llama/test_data_set_0" ] && llama_inputs=(--input-dir "$root/models/llama/test_data_set_0")
+    check "llama N=1 cuda --gpu-memory 1MiB fails naming the GPU's memory" bash -c \
+      "'$run' '$plans/llama_1' --backend cuda --ranks threads --gpu-memory 1MiB ${llama_inputs[*]} \
+         >'$plans/oom.txt' 2>&1; rc=\$?; cat '$plans/oom.txt'; [ \$rc -ne 0 ] && grep -q 'free of' '$plans/oom.txt'"
+    check "llama N=1 cuda --gpu-memory 2GiB == cpu unsharded" \
+      "$run" "$plans/llama_1" --backend cuda --ranks threads --gpu-memory 2GiB \
+      --check-against "$root/models/llama.onnx" --quiet "${llama_inputs[@]}"
+  fi
 fi
 
 # 3b. Half-precision plans (tp-compile --dtype) on the GPU against the unsharded f32 CPU

@@ -115,6 +115,10 @@ tpc::cli::Parser MakeParser() {
          "with --backend cuda: record each input shape's second run as a CUDA graph and replay "
          "it in later runs (runs where a host kernel waits for the GPU are not recorded)",
          "", false});
+  p.Add({"gpu-memory", "BYTES",
+         "with --backend cuda: the most device memory each rank's blocks may take (20GiB, "
+         "1.5G); past it a run fails naming what did not fit, as on a full GPU",
+         "", false});
   p.Add({"cpus", "LIST",
          "pin to these CPUs (0-3,8), shared out among a machine's ranks; threads default to "
          "the share",
@@ -281,8 +285,9 @@ struct Settings {
   bool quiet = false;
   double rtol = 0, atol = 0;
   int64_t repeat = 0, threads = 0;
-  int64_t generate = 0;   // --generate K (0: one run)
-  std::vector<int> cpus;  // --cpus: shared out among the local ranks
+  int64_t generate = 0;    // --generate K (0: one run)
+  int64_t gpu_memory = 0;  // --gpu-memory (0: the GPU's)
+  std::vector<int> cpus;   // --cpus: shared out among the local ranks
   std::chrono::milliseconds timeout{30000};
   rt::CpuTransport transport = rt::CpuTransport::kAuto;
   rt::LoadPlanOptions load;
@@ -303,6 +308,12 @@ absl::StatusOr<Settings> ReadSettings(const tpc::cli::Args& args) {
         absl::StrCat("--backend ", s.backend, ": expected cpu or cuda"));
   if (args.has("cuda-graph") && s.backend != "cuda")
     return absl::InvalidArgumentError("--cuda-graph needs --backend cuda");
+  if (args.has("gpu-memory")) {
+    if (s.backend != "cuda") return absl::InvalidArgumentError("--gpu-memory needs --backend cuda");
+    TPC_ASSIGN_OR_RETURN(s.gpu_memory,
+                         tpc::cli::ParseByteSize("gpu-memory", args.get("gpu-memory")));
+    if (s.gpu_memory <= 0) return absl::InvalidArgumentError("--gpu-memory must be positive");
+  }
   if (s.backend == "cuda" && !rt::CudaBuiltIn())
     return absl::UnimplementedError(
         "--backend cuda: this tp-run was built without CUDA (no nvcc at build time)");
@@ -494,6 +505,7 @@ absl::StatusOr<int> RunThreads(const tpc::cli::Args& args, const Settings& s) {
     if (s.threads == 0) options.threads = static_cast<int>(s.cpus.size());
   }
   options.backend = s.backend;
+  options.gpu_memory = s.gpu_memory;
   options.executor.profile = args.has("profile");
   options.executor.capture = args.has("cuda-graph");
   options.fuse = !args.has("no-fuse");
@@ -646,7 +658,8 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
     TPC_ASSIGN_OR_RETURN(backend, rt::MakeBackend({.name = s.backend,
                                                    .threads = threads_here,
                                                    .device = world.local_rank % gpus,
-                                                   .device_collectives = use_nccl}));
+                                                   .device_collectives = use_nccl,
+                                                   .memory_limit = s.gpu_memory}));
     if (!args.has("no-fuse")) rt::FuseGraph(*graph, *backend);
     rt::ExecutorOptions ex_options;
     ex_options.profile = args.has("profile");

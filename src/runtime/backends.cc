@@ -13,7 +13,8 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendSpec& spec) {
   if (spec.name == "cpu") return MakeCpuBackend(spec.threads);
   if (spec.name == "cuda") {
 #if defined(TPC_HAVE_CUDA)
-    return cuda::MakeCudaBackend(spec.device, spec.threads, spec.device_collectives);
+    return cuda::MakeCudaBackend(spec.device, spec.threads, spec.device_collectives,
+                                 spec.memory_limit);
 #else
     return absl::UnimplementedError(
         "--backend cuda: this build has no CUDA backend (nvcc was not found when it was built)");

@@ -100,7 +100,8 @@ absl::StatusOr<std::unique_ptr<PlanRunner>> PlanRunner::Create(
     auto backend = MakeBackend({.name = options.backend,
                                 .threads = per_rank,
                                 .device = options.device,
-                                .device_collectives = options.backend == "cuda"});
+                                .device_collectives = options.backend == "cuda",
+                                .memory_limit = options.gpu_memory});
     if (!backend.ok()) return backend.status();
     runner->backends_.push_back(std::move(*backend));
     if (auto m = MakeGroupMemory(*runner->backends_.back())) memory.push_back(std::move(m));

@@ -86,6 +86,23 @@ TEST_CASE("the memory budget takes byte units", "[tools][typo]") {
   }
 }
 
+TEST_CASE("tp-run's --gpu-memory takes byte units and needs the CUDA backend", "[tools][typo]") {
+  const std::string dir = TempDir("gpu_memory");
+  REQUIRE(RunTpCompile(SourcePath("models/mlp.onnx") + " --tp 1 --quiet -o " + dir).exit_code == 0);
+  CommandResult cpu = RunTpRun(dir + " --gpu-memory 1GiB");
+  INFO(cpu.output);
+  CHECK(cpu.exit_code == 2);
+  CHECK_THAT(cpu.output, Catch::Contains("--gpu-memory needs --backend cuda"));
+  // Checked before anything looks for a GPU.
+  for (const char* bad : {"1ZB", "0", "GiB"}) {
+    CommandResult r = RunTpRun(dir + " --backend cuda --gpu-memory " + bad);
+    INFO(bad << ": " << r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("--gpu-memory") &&
+                             Catch::Contains("expected a positive byte count like 123456"));
+  }
+}
+
 TEST_CASE("the tools' help fits 80 columns", "[tools][help]") {
   for (const char* tool : {"tp-compile", "tp-run"}) {
     CommandResult r = std::string(tool) == "tp-run" ? RunTpRun("--help") : RunTpCompile("--help");

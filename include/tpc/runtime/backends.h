@@ -22,6 +22,9 @@ struct BackendSpec {
   // cuda: the communicator's buffers are device memory (NCCL, ranks as threads on one
   // GPU with MakeDeviceGroupMemory), so the tpc collectives run as device kernels.
   bool device_collectives = false;
+  // cuda: the most device memory the backend's blocks may take (0: the GPU's); past it an
+  // allocation fails as on a full GPU.
+  int64_t memory_limit = 0;
 };
 
 // The backend, or: InvalidArgument for an unknown name, Unimplemented when this build

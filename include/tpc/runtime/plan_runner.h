@@ -45,6 +45,7 @@ struct PlanRunnerOptions {
   // The ranks' backend (runtime/backends.h): cpu, or cuda with every rank on GPU `device`.
   std::string backend = "cpu";
   int device = 0;
+  int64_t gpu_memory = 0;  // cuda: each rank's most device memory (BackendSpec::memory_limit)
   ExecutorOptions executor;
   // How long a rank waits in a collective before the run fails.
   std::chrono::milliseconds timeout = std::chrono::seconds(120);

@@ -26,7 +26,8 @@ size_t RoundUp(size_t bytes) { return (std::max<size_t>(bytes, 1) + 511) / 512 *
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(int device, int host_threads,
-                                                             bool device_collectives) {
+                                                             bool device_collectives,
+                                                             int64_t memory_limit) {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
@@ -41,6 +42,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CudaBackend::Create(int device, int hos
   }
   std::unique_ptr<CudaBackend> b(
       new CudaBackend(device, MakeCpuBackend(host_threads), device_collectives));
+  b->memory_limit_ = memory_limit;
   auto check = [&](cudaError_t err, const char* what) -> absl::Status {
     if (err == cudaSuccess) return absl::OkStatus();
     return absl::InternalError(absl::StrCat("--backend cuda: ", what, " on device ", device, ": ",
@@ -138,7 +140,7 @@ void* CudaBackend::Allocate(size_t bytes) {
   if (it != free_.end() && !it->second.empty()) {
     p = it->second.back();
     it->second.pop_back();
-  } else if (cudaMalloc(&p, size) == cudaSuccess) {
+  } else if (Fits(size) && cudaMalloc(&p, size) == cudaSuccess) {
     ++device_allocations_;
     held_bytes_ += static_cast<int64_t>(size);
   } else {
@@ -160,6 +162,7 @@ void* CudaBackend::Allocate(size_t bytes) {
       blocks = std::move(kept);
     }
     p = nullptr;
+    if (!Fits(size)) return nullptr;
     if (cudaMalloc(&p, size) != cudaSuccess) {
       cudaGetLastError();
       return nullptr;
@@ -183,12 +186,15 @@ std::string CudaBackend::MemoryReport() const {
     return absl::StrCat(device, ": its free memory unknown; this rank's blocks take ",
                         gib(static_cast<double>(held_bytes_)));
   }
-  return absl::StrCat(device, " has ", gib(static_cast<double>(free)), " free of ",
-                      gib(static_cast<double>(total)), "; this rank's blocks take ",
-                      gib(static_cast<double>(held_bytes_)),
-                      " (weights, values, freed blocks kept for reuse; besides the CUDA context "
-                      "and cuBLAS's workspace). A plan for more ranks (tp-compile --tp) or in half "
-                      "precision (--dtype f16) needs less of each GPU");
+  return absl::StrCat(
+      device, " has ", gib(static_cast<double>(free)), " free of ", gib(static_cast<double>(total)),
+      "; this rank's blocks take ", gib(static_cast<double>(held_bytes_)),
+      memory_limit_ > 0 ? absl::StrCat(" of the ", gib(static_cast<double>(memory_limit_)),
+                                       " --gpu-memory allows")
+                        : "",
+      " (weights, values, freed blocks kept for reuse; besides the CUDA context "
+      "and cuBLAS's workspace). A plan for more ranks (tp-compile --tp) or in half "
+      "precision (--dtype f16) needs less of each GPU");
 }
 
 void CudaBackend::Free(void* p) {

@@ -30,8 +30,10 @@ class CudaBackend final : public Backend {
   // kernel) get `host_threads` threads.
   // `device_collectives`: the tpc collectives as device kernels (a communicator on device
   // memory), else host kernels.
+  // `memory_limit` > 0: Allocate fails past that many bytes held (tp-run --gpu-memory).
   static absl::StatusOr<std::unique_ptr<Backend>> Create(int device, int host_threads,
-                                                         bool device_collectives);
+                                                         bool device_collectives,
+                                                         int64_t memory_limit = 0);
   ~CudaBackend() override;
 
   std::string name() const override { return "cuda"; }
@@ -97,6 +99,10 @@ class CudaBackend final : public Backend {
   void CaptureUpload(void* dst, const void* src, size_t bytes);
   void RefillUpload(void* dst, const void* src, size_t bytes);
   void Record(cudaError_t e, const char* what);
+  // Whether `size` more bytes stay within memory_limit_.
+  bool Fits(size_t size) const {
+    return memory_limit_ <= 0 || held_bytes_ + static_cast<int64_t>(size) <= memory_limit_;
+  }
   // Waits until the stream's work is done (see SetWatch).
   absl::Status WaitStream();
   // Polls `query` (cudaStreamQuery, cudaEventQuery) until it is not cudaErrorNotReady,
@@ -116,6 +122,7 @@ class CudaBackend final : public Backend {
   bool WaitEvent(cudaEvent_t event, const char* what);
   int64_t device_allocations_ = 0;  // successful cudaMalloc calls of Allocate
   int64_t held_bytes_ = 0;          // Allocate's cudaMalloc'd blocks not given back
+  int64_t memory_limit_ = 0;        // > 0: the most held_bytes_ may reach
   // Pinned staging buffers for uploads and downloads (double-buffered) and their events.
   void* staging_[2] = {nullptr, nullptr};
   cudaEvent_t staged_[2] = {nullptr, nullptr};

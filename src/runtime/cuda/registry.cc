@@ -527,8 +527,9 @@ std::vector<std::string> CudaKernelListing() {
 }
 
 absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(int device, int host_threads,
-                                                         bool device_collectives) {
-  return CudaBackend::Create(device, host_threads, device_collectives);
+                                                         bool device_collectives,
+                                                         int64_t memory_limit) {
+  return CudaBackend::Create(device, host_threads, device_collectives, memory_limit);
 }
 
 int CudaDeviceCount() {

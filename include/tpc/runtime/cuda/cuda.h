@@ -19,8 +19,10 @@ namespace tpc::runtime::cuda {
 // usable GPU); operators without a device kernel run on `host_threads` host threads.
 // `device_collectives`: the tpc collectives run as device kernels on a communicator whose
 // buffers are device memory (NCCL, MakeDeviceGroupMemory); else as host kernels.
+// `memory_limit` > 0: the most device memory its blocks may take.
 absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(int device, int host_threads,
-                                                         bool device_collectives = false);
+                                                         bool device_collectives = false,
+                                                         int64_t memory_limit = 0);
 // The in-process communicator's buffers on the GPU of `backend` (a CUDA backend): for
 // ranks as threads on one GPU.
 std::unique_ptr<GroupMemory> MakeDeviceGroupMemory(Backend& backend);
