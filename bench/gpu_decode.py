@@ -20,7 +20,6 @@ both sides), so the ids do; the shapes and the work per step are the same.
 `--device cpu` runs the tpc side on the CPU backend without PyTorch (`--no-torch`): a
 check of this script on a machine without a GPU.
 """
-import argparse
 import json
 import os
 import re
@@ -30,6 +29,8 @@ import sys
 import time
 
 import numpy as np
+
+from gpu_llama import llama_args
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -85,18 +86,7 @@ def torch_decode(model, ids, new):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tp-compile", required=True)
-    ap.add_argument("--tp-run", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--out")
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--hidden", type=int, default=2048)
-    ap.add_argument("--heads", type=int, default=32)
-    ap.add_argument("--kv-heads", type=int, default=8)
-    ap.add_argument("--intermediate", type=int, default=8192)
-    ap.add_argument("--vocab", type=int, default=128256)
-    ap.add_argument("--batch", type=int, default=8)
+    ap = llama_args(4)
     ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--new", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=2)

@@ -106,19 +106,26 @@ def torch_median_ms(model, ids, iters, copy):
     return statistics.median(times)
 
 
-def main():
+def llama_args(layers):
+    """The arguments both GPU benchmarks take: the tools, the work folder, the JSON out,
+    the Llama-1B shape (with `layers` layers) and the batch."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--tp-compile", required=True)
     ap.add_argument("--tp-run", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--out")
-    ap.add_argument("--layers", type=int, default=16)
+    ap.add_argument("--layers", type=int, default=layers)
     ap.add_argument("--hidden", type=int, default=2048)
     ap.add_argument("--heads", type=int, default=32)
     ap.add_argument("--kv-heads", type=int, default=8)
     ap.add_argument("--intermediate", type=int, default=8192)
     ap.add_argument("--vocab", type=int, default=128256)
     ap.add_argument("--batch", type=int, default=8)
+    return ap
+
+
+def main():
+    ap = llama_args(16)
     ap.add_argument("--seq", type=int, default=512)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--iters", type=int, default=10)

@@ -212,31 +212,39 @@ absl::Status Executor::FoldConstantSteps() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// A block of `bytes` of `backend`'s memory for a tensor of `t`'s type and shape, given
+// back with its last holder.
+absl::StatusOr<Tensor> BlockFor(Backend& backend, const Tensor& t, size_t bytes,
+                                const std::string& what) {
+  void* p = backend.Allocate(bytes);
+  if (p == nullptr) return OutOfMemory(backend, what, static_cast<int64_t>(bytes));
+  Tensor out(t.dtype(), t.shape(), p);
+  Backend* owner = &backend;
+  out.set_owner(std::shared_ptr<void>(p, [owner](void* q) { owner->Free(q); }));
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<Tensor> Executor::ToBackend(const Tensor& t, const std::string& what,
                                            bool size_class) {
-  size_t bytes = std::max<size_t>(t.nbytes(), 1);
-  if (size_class) bytes = static_cast<size_t>(SizeClass(static_cast<int64_t>(bytes)));
-  void* p = backend_.Allocate(bytes);
-  if (p == nullptr) {
-    return OutOfMemory(backend_, what, static_cast<int64_t>(bytes));
-  }
-  Tensor out(t.dtype(), t.shape(), p);
-  Backend* backend = &backend_;
-  out.set_owner(std::shared_ptr<void>(p, [backend](void* q) { backend->Free(q); }));
-  if (t.nbytes() > 0) backend_.CopyFromHost(p, t.raw(), t.nbytes());
+  const size_t bytes = std::max<size_t>(t.nbytes(), 1);
+  TPC_ASSIGN_OR_RETURN(
+      Tensor out,
+      BlockFor(backend_, t,
+               size_class ? static_cast<size_t>(SizeClass(static_cast<int64_t>(bytes))) : bytes,
+               what));
+  if (t.nbytes() > 0) backend_.CopyFromHost(out.raw(), t.raw(), t.nbytes());
   return out;
 }
 
 absl::StatusOr<Tensor> Executor::BackendCopy(const Tensor& t, const std::string& what) {
-  const auto bytes = static_cast<size_t>(SizeClass(static_cast<int64_t>(t.nbytes())));
-  void* p = backend_.Allocate(bytes);
-  if (p == nullptr) {
-    return OutOfMemory(backend_, what, static_cast<int64_t>(bytes));
-  }
-  Tensor out(t.dtype(), t.shape(), p);
-  Backend* backend = &backend_;
-  out.set_owner(std::shared_ptr<void>(p, [backend](void* q) { backend->Free(q); }));
-  if (t.nbytes() > 0) backend_.Copy(p, t.raw(), t.nbytes());
+  TPC_ASSIGN_OR_RETURN(
+      Tensor out, BlockFor(backend_, t,
+                           static_cast<size_t>(SizeClass(static_cast<int64_t>(t.nbytes()))), what));
+  if (t.nbytes() > 0) backend_.Copy(out.raw(), t.raw(), t.nbytes());
   return out;
 }
 
