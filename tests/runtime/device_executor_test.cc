@@ -39,6 +39,7 @@ using testing::OtherData;
 using testing::Placement;
 using testing::ReadInputs;
 using testing::RequireSame;
+using testing::TestPlacement;
 
 // Runs every committed model with test data on a fake device placing nodes by `place`,
 // twice (the second run reuses the plan and the arena), and checks the outputs equal the
@@ -80,18 +81,6 @@ TEST_CASE(
     "outputs",
     "[runtime][executor][device]") {
   CHECK(RunCommittedModels(FakeTable).size() >= 10);
-}
-
-Placement TestPlacement() {
-#ifdef TPC_HAVE_CUDA
-  return [](const ir::Node& node) -> std::optional<uint32_t> {
-    const cuda::DevicePlacement p = cuda::PlaceOnDevice(node, false);
-    if (!p.device) return std::nullopt;
-    return p.host_inputs;
-  };
-#else
-  return FakeTable;
-#endif
 }
 
 TEST_CASE("A recorded run replays with new data and equals the queued runs",

@@ -22,6 +22,9 @@
 #include "catch2/catch.hpp"
 #include "tpc/runtime/backend.h"
 #include "tpc/runtime/backends.h"
+#ifdef TPC_HAVE_CUDA
+#include "tpc/runtime/cuda/cuda.h"
+#endif
 #include "tpc/runtime/kernel.h"
 #include "tpc/runtime/tensor.h"
 
@@ -433,6 +436,20 @@ inline void RequireSame(const std::vector<Tensor>& got, const std::vector<Tensor
                                  << values.str());
     REQUIRE(first == n);
   }
+}
+
+// The CUDA backend's placement of nodes (cuda::PlaceOnDevice: which run on the device, and
+// which inputs their kernels read on the host), or FakeTable in a build without CUDA.
+inline Placement TestPlacement() {
+#ifdef TPC_HAVE_CUDA
+  return [](const ir::Node& node) -> std::optional<uint32_t> {
+    const cuda::DevicePlacement p = cuda::PlaceOnDevice(node, false);
+    if (!p.device) return std::nullopt;
+    return p.host_inputs;
+  };
+#else
+  return FakeTable;
+#endif
 }
 
 }  // namespace tpc::runtime::testing
