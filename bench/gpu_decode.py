@@ -71,8 +71,9 @@ def torch_generate_s(model, ids, new):
     with torch.inference_mode():
         torch.cuda.synchronize()
         t = time.perf_counter()
-        out = model.generate(ids, max_new_tokens=new, min_new_tokens=new, do_sample=False,
-                             use_cache=True, pad_token_id=0)
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new,
+                             min_new_tokens=new, do_sample=False, use_cache=True,
+                             pad_token_id=0)
         torch.cuda.synchronize()
         assert out.shape[1] == ids.shape[1] + new
         return time.perf_counter() - t

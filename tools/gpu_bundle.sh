@@ -8,11 +8,11 @@
 #
 # Writes .gpu/tpc.tar.xz and .gpu/nodetests.tar.xz (.gpu/ is git-ignored through
 # .git/info/exclude) and prints the command to give the device tool, with carry [".gpu"]:
-# it unpacks both and runs tools/gpu_check.sh (GPU_CHECK_SECTIONS, GPU_LLAMA_ARGS and
-# GPU_DECODE_ARGS pass through). A full gpu_check takes about 5 minutes before its
-# benchmarks; `bench` takes 5-7 more for the 16-layer model and `decode` about 2: with 15
-# minutes of device time, run the sections before `bench` and `decode` in one call and
-# `GPU_CHECK_SECTIONS=bench` (or `decode`) in a second one while the machine is warm.
+# it unpacks both and runs tools/gpu_check.sh, by default every section but the two
+# benchmarks (about 5 minutes). For a second call while the machine is warm, put
+# `export GPU_CHECK_SECTIONS=bench,decode;` (or one of them) before the command: `bench`
+# takes 5-7 minutes for the 16-layer model (GPU_LLAMA_ARGS="--layers 8 ..." halves it),
+# `decode` about 2 (GPU_DECODE_ARGS). Those variables pass through the same way.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -40,5 +40,5 @@ tar -cJf .gpu/nodetests.tar.xz.tmp "${node_tests[@]}"
 mv .gpu/nodetests.tar.xz.tmp .gpu/nodetests.tar.xz
 du -ch .gpu/tpc.tar.xz .gpu/nodetests.tar.xz | tail -1 >&2
 cat <<'EOF'
-set -o pipefail; mkdir -p /tmp/tpc && tar -xJf .gpu/tpc.tar.xz -C /tmp/tpc && tar -xJf .gpu/nodetests.tar.xz -C . && export LD_LIBRARY_PATH=/tmp/tpc/lib:/usr/local/cuda/lib64:$(python3 -c "import nvidia.nccl;print(nvidia.nccl.__path__[0])")/lib && export GPU_LLAMA_ARGS="${GPU_LLAMA_ARGS:---rounds 2 --iters 5}" && timeout 560 tools/gpu_check.sh /tmp/tpc/bin $OUT 2>&1 | grep -v "^PASS" | tail -60
+set -o pipefail; export GPU_CHECK_SECTIONS="${GPU_CHECK_SECTIONS:-kernels,tests,models,half,real,nccl,processes,throughput}"; mkdir -p /tmp/tpc && tar -xJf .gpu/tpc.tar.xz -C /tmp/tpc && tar -xJf .gpu/nodetests.tar.xz -C . && export LD_LIBRARY_PATH=/tmp/tpc/lib:/usr/local/cuda/lib64:$(python3 -c "import nvidia.nccl;print(nvidia.nccl.__path__[0])")/lib && export GPU_LLAMA_ARGS="${GPU_LLAMA_ARGS:---rounds 2 --iters 5}" && timeout 560 tools/gpu_check.sh /tmp/tpc/bin $OUT 2>&1 | grep -v "^PASS" | tail -60
 EOF

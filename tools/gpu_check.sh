@@ -117,14 +117,14 @@ if want models; then
         --check-against "$model" --quiet "${inputs[@]}"
     done
   done
-  # 3a. Device memory: a plan that does not fit (--gpu-memory below its weights) fails with
-  #     exit 1, naming the GPU's free memory (the allocator's out-of-memory path: its cached
+  # 3a. Device memory: a plan that does not fit (--gpu-memory 64 KiB, below its largest
+  #     weights of 128 KiB) fails with exit 1, naming the GPU's free memory (the allocator's out-of-memory path: its cached
   #     blocks given back, then the error); within a limit it fits, it runs equal to the CPU.
   if [ -d "$plans/llama_1" ]; then
     llama_inputs=()
     [ -d "$root/models/llama/test_data_set_0" ] && llama_inputs=(--input-dir "$root/models/llama/test_data_set_0")
-    check "llama N=1 cuda --gpu-memory 1MiB fails naming the GPU's memory" bash -c \
-      "'$run' '$plans/llama_1' --backend cuda --ranks threads --gpu-memory 1MiB ${llama_inputs[*]} \
+    check "llama N=1 cuda --gpu-memory 64KiB fails naming the GPU's memory" bash -c \
+      "'$run' '$plans/llama_1' --backend cuda --ranks threads --gpu-memory 64KiB ${llama_inputs[*]} \
          >'$plans/oom.txt' 2>&1; rc=\$?; cat '$plans/oom.txt'; [ \$rc -ne 0 ] && grep -q 'free of' '$plans/oom.txt'"
     check "llama N=1 cuda --gpu-memory 2GiB == cpu unsharded" \
       "$run" "$plans/llama_1" --backend cuda --ranks threads --gpu-memory 2GiB \
@@ -177,8 +177,9 @@ if want real; then
       check "$name N=$n cuda --generate 16 == cpu unsharded" "$run" "$plan" --backend cuda \
         --ranks threads --generate 16 --prompt "5 6 7 8; 9 10" --check-against "$model"
       # CUDA graphs on real exports (one rank: collectives are never recorded): the third
-      # of three runs on the same inputs replays the second's record; a decode loop
-      # whose KV buffers keep their shape (onnxruntime-genai's) replays with new data.
+      # of three runs on the same inputs replays the second's record; with --cuda-graph a
+      # decode loop feeds its cache through the host (a record reads its own buffers),
+      # and one whose KV buffers keep their shape (onnxruntime-genai's) replays.
       if [ "$n" = 1 ]; then
         check "$name N=1 cuda --cuda-graph --repeat 3 == onnxruntime" "$run" "$plan" \
           --backend cuda --ranks threads --quiet --cuda-graph --repeat 3 \

@@ -117,7 +117,7 @@ tpc::cli::Parser MakeParser() {
          "", false});
   p.Add({"gpu-memory", "BYTES",
          "with --backend cuda: the most device memory each rank's blocks may take (20GiB, "
-         "1.5G); past it a run fails naming what did not fit, as on a full GPU",
+         "1.5GB); past it a run fails naming what did not fit, as on a full GPU",
          "", false});
   p.Add({"cpus", "LIST",
          "pin to these CPUs (0-3,8), shared out among a machine's ranks; threads default to "

@@ -104,12 +104,16 @@ absl::StatusOr<rt::GenerateResult> GenerateOnRank(rt::Executor& ex, rt::Communic
   // with other placements for them) is assembled and cut again as the past.
   std::map<std::string, std::string> past_of;
   for (const auto& c : parts.cache) past_of[c.present] = c.past;
-  // Such a present stays in the backend's memory (a GPU's) from one step to the next.
+  // Such a present stays in the backend's memory (a GPU's) from one step to the next;
+  // not with --cuda-graph, which records runs reading and writing buffers of their own
+  // (runs with resident values are never recorded), so that a cache whose shapes stay
+  // the same from step to step (onnxruntime-genai's) replays a record.
+  const bool keep = !ex.options().capture;
   rt::Executor::Resident resident;
   std::set<std::string> resident_pasts;
   for (const auto& c : parts.cache) {
-    if (comm == nullptr ||
-        rt::PlacementOf(io.outputs, c.present) == rt::PlacementOf(io.inputs, c.past)) {
+    if (keep && (comm == nullptr ||
+                 rt::PlacementOf(io.outputs, c.present) == rt::PlacementOf(io.inputs, c.past))) {
       resident.keep.insert(c.present);
       resident_pasts.insert(c.past);
     }
@@ -120,7 +124,7 @@ absl::StatusOr<rt::GenerateResult> GenerateOnRank(rt::Executor& ex, rt::Communic
   // last prompt token.
   bool padded = false;
   for (int64_t i = 0; i < prompt.num_elements(); ++i) padded |= prompt.data<int64_t>()[i] == -1;
-  bool last_only = !(parts.pad_right && padded);
+  bool last_only = keep && !(parts.pad_right && padded);
   for (const rt::IoSpec& o : ex.outputs()) {
     if (o.name == parts.logits) last_only &= o.type.shape && o.type.shape->size() == 3;
   }

@@ -610,8 +610,10 @@ absl::StatusOr<Tensor> Executor::LastAlong(const Tensor& t, int64_t axis) {
   const int64_t n = shape[static_cast<size_t>(axis)];
   shape[static_cast<size_t>(axis)] = 1;
   Tensor out = Tensor::Allocate(t.dtype(), shape);
+  // One copy where the entries are contiguous (a decode step's logits, n = 1), else one
+  // per outer index.
   int64_t outer = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= t.dim(d);
+  for (int64_t d = 0; d < axis && n > 1; ++d) outer *= t.dim(d);
   const size_t inner = out.nbytes() / static_cast<size_t>(std::max<int64_t>(outer, 1));
   const auto* src = static_cast<const uint8_t*>(t.raw());
   auto* dst = static_cast<uint8_t*>(out.raw());

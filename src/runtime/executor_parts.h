@@ -59,7 +59,6 @@ struct Executor::Constant {
   Tensor host;
 };
 
-// Concrete shapes of one binding and the arena offsets they get.
 // A run's device work as the backend recorded it (ExecutorOptions::capture), and what
 // the record depends on.
 struct Executor::Capture {
@@ -72,6 +71,7 @@ struct Executor::Capture {
   explicit Capture(size_t slots) : mem(slots), host_read(slots) {}
 };
 
+// Concrete shapes of one binding and the arena offsets they get.
 struct Executor::Plan {
   std::vector<std::optional<std::vector<int64_t>>> shapes;  // per slot
   std::vector<int64_t> offsets;                             // per slot; -1: not in the arena

@@ -276,6 +276,13 @@ TEST_CASE("LastAlong brings the last entry along an axis to the host",
     REQUIRE(last.ok());
     CHECK(testing::Floats(*last) == std::vector<float>{3, 7, 11, 15, 19, 23});
     CHECK(!(*ex)->LastAlong(t, 3).ok());
+    // A dim of 1 already (a decode step's logits): the whole tensor.
+    Tensor one(t.dtype(), {2, 1, 12}, t.raw());
+    one.set_owner(t.owner());
+    auto whole = (*ex)->LastAlong(one, 1);
+    REQUIRE(whole.ok());
+    CHECK(whole->shape() == std::vector<int64_t>{2, 1, 12});
+    CHECK(testing::Floats(*whole) == v);
   }
 }
 

@@ -94,6 +94,7 @@ class Executor {
   void set_communicator(Communicator* comm) { comm_ = comm; }
 
   const std::vector<IoSpec>& inputs() const { return inputs_; }
+  const ExecutorOptions& options() const { return options_; }
   // Whether some step's kernel has `flag` set (Kernel::rows_from_start).
   bool AnyKernel(bool Kernel::*flag) const;
   const std::vector<IoSpec>& outputs() const { return outputs_; }

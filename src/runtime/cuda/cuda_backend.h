@@ -44,7 +44,7 @@ class CudaBackend final : public Backend {
   bool IsDeviceCollective(std::string_view domain, std::string_view op_type) const;
   void* Allocate(size_t bytes) override;
   int64_t device_allocations() const override { return device_allocations_; }
-  // "GPU 0 (bus 0000:07:00.0): 1.2 GiB free of 79.1 GiB; this rank holds 77.5 GiB ...".
+  // "GPU 0 (0000:07:00.0) has 1.20 GiB free of 79.11 GiB; this rank's blocks take ...".
   std::string MemoryReport() const override;
   int64_t device_bytes() const override { return held_bytes_; }
   void Free(void* p) override;
