@@ -113,7 +113,8 @@ tpc::cli::Parser MakeParser() {
   p.Add({"no-fuse", "", "run every operator as the plan has it (no fused chains)", "", false});
   p.Add({"cuda-graph", "",
          "with --backend cuda: record each input shape's second run as a CUDA graph and replay "
-         "it in later runs (runs where a host kernel waits for the GPU are not recorded)",
+         "it in later runs (runs where a host kernel waits for the GPU are not recorded; with "
+         "--generate the KV cache then goes through the host, so steps of one shape replay)",
          "", false});
   p.Add({"gpu-memory", "BYTES",
          "with --backend cuda: the most device memory each rank's blocks may take (20GiB, "
