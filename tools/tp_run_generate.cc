@@ -118,19 +118,22 @@ absl::StatusOr<rt::GenerateResult> GenerateOnRank(rt::Executor& ex, rt::Communic
       resident_pasts.insert(c.past);
     }
   }
-  // Of the logits [batch, seq, vocab] only the last position's come to the host (a
-  // prefill's whole logits are batch × prompt × vocab floats, hundreds of MB for a large
-  // vocabulary); all of them in a prefill padded at the row ends, which reads each row's
-  // last prompt token.
-  bool padded = false;
-  for (int64_t i = 0; i < prompt.num_elements(); ++i) padded |= prompt.data<int64_t>()[i] == -1;
-  bool last_only = keep && !(parts.pad_right && padded);
+  // Of the logits [batch, seq, vocab] only the last position's come to the host where
+  // that is all Generate reads (a prefill's whole logits are batch × prompt × vocab
+  // floats, hundreds of MB for a large vocabulary).
+  bool logits_by_position = false;  // [batch, seq, vocab]
   for (const rt::IoSpec& o : ex.outputs()) {
-    if (o.name == parts.logits) last_only &= o.type.shape && o.type.shape->size() == 3;
+    if (o.name == parts.logits) logits_by_position = o.type.shape && o.type.shape->size() == 3;
   }
-  if (last_only) resident.keep.insert(parts.logits);
-  rt::RankStep step = [&](const std::map<std::string, rt::Tensor>& feed)
-      -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
+  rt::RankStep step =
+      [&](const std::map<std::string, rt::Tensor>& feed,
+          bool every_position) -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
+    const bool last_only = keep && logits_by_position && !every_position;
+    if (last_only) {
+      resident.keep.insert(parts.logits);
+    } else {
+      resident.keep.erase(parts.logits);
+    }
     std::map<std::string, rt::Tensor> mine;
     resident.inputs.clear();
     for (const auto& [name, t] : feed) {

@@ -416,11 +416,15 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
                                                   const Resident& resident) {
   const auto t0 = Clock::now();
   const int64_t allocations_before = backend_.device_allocations();
-  std::map<std::string, Tensor> all = inputs;
-  for (const auto& [name, t] : resident.inputs) {
-    if (!all.emplace(name, t).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("input '", name, "' is given both on the host and resident"));
+  // The inputs checked: both maps, merged only when there are resident ones.
+  std::map<std::string, Tensor> all;
+  if (!resident.inputs.empty()) {
+    all = inputs;
+    for (const auto& [name, t] : resident.inputs) {
+      if (!all.emplace(name, t).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input '", name, "' is given both on the host and resident"));
+      }
     }
   }
   // Kept outputs: blocks of their own (a device backend's; host outputs are the caller's
@@ -445,7 +449,8 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
     keep[k] = kept_slots_[static_cast<size_t>(output_slots_[k])];
   }
   const bool resident_io = device_ && (!resident.inputs.empty() || !resident.keep.empty());
-  TPC_ASSIGN_OR_RETURN(SymbolBindings bindings, CheckInputs(all));
+  TPC_ASSIGN_OR_RETURN(SymbolBindings bindings,
+                       CheckInputs(resident.inputs.empty() ? inputs : all));
   TPC_ASSIGN_OR_RETURN(Plan * planned, PlanFor(bindings));
   Plan& plan = *planned;
   stats_ = RunStats();

@@ -197,7 +197,7 @@ absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<I
       });
     }
     const auto t = Clock::now();
-    TPC_ASSIGN_OR_RETURN(auto out, run(feed));
+    TPC_ASSIGN_OR_RETURN(auto out, run(feed, io.pad_right && step == 0 && padded));
     const double seconds = std::chrono::duration<double>(Clock::now() - t).count();
     (step == 0 ? result.prefill_seconds : result.step_seconds.emplace_back()) = seconds;
     auto logits_it = out.find(io.logits);

@@ -76,8 +76,10 @@ TEST_CASE("generation keeps each rank's cache on the rank", "[tools][generate]")
       (*runner)->RunOnRanks([&](int r, rt::Executor& ex, rt::Communicator&) -> absl::Status {
         auto io = rt::FindDecoderIo(ex.inputs(), ex.outputs());
         if (!io.ok()) return io.status();
-        rt::RankStep step = [&](const std::map<std::string, rt::Tensor>& feed)
-            -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
+        rt::RankStep step =
+            [&](const std::map<std::string, rt::Tensor>& feed,
+                bool every_position) -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
+          if (every_position) return absl::InternalError("unpadded: the last position suffices");
           auto out = ex.Run(feed);
           if (!out.ok()) return out.status();
           std::map<std::string, rt::Tensor> named;
@@ -211,8 +213,8 @@ TEST_CASE("rt::Generate refuses padding inside a row or a row of padding only",
   io.attention_mask = "attention_mask";
   io.cache.push_back({"past_key_0", "present_key_0"});
   io.logits = "logits";
-  const rt::RankStep never = [](const std::map<std::string, rt::Tensor>&)
-      -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
+  const rt::RankStep never = [](const std::map<std::string, rt::Tensor>&,
+                                bool) -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
     FAIL("ran the model");
     return std::map<std::string, rt::Tensor>{};
   };

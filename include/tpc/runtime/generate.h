@@ -48,9 +48,12 @@ struct GenerateResult {
 };
 
 // Runs one rank's graph on this rank's inputs and returns its outputs by name (the logits
-// whole; the presents this rank's part, as the graph computes them).
+// whole; the presents this rank's part, as the graph computes them). `every_position`:
+// the logits of every position are read (a prefill padded at the row ends reads each
+// row's last prompt token); otherwise only the last position's, and the step may return
+// logits [batch, 1, vocab] of that position alone.
 using RankStep = std::function<absl::StatusOr<std::map<std::string, Tensor>>(
-    const std::map<std::string, Tensor>& inputs)>;
+    const std::map<std::string, Tensor>& inputs, bool every_position)>;
 
 // `prompt`: int64 [batch, length] token ids; a row shorter than `length` starts with -1s
 // (left padding: masked out through the model's attention_mask, which it must have; its

@@ -148,8 +148,7 @@ class NcclCommunicator final : public Communicator {
       }
       if (r != ncclSuccess) {
         // The group is closed before the failure aborts the communicator (Check).
-        const ncclResult_t ended = ncclGroupEnd();
-        static_cast<void>(ended);
+        static_cast<void>(ncclGroupEnd());
         return Check("AllToAll", r);
       }
     }
