@@ -427,27 +427,11 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
       }
     }
   }
-  // Kept outputs: blocks of their own (a device backend's; host outputs are the caller's
-  // anyway).
   absl::Cleanup forget_kept = [this] {
     kept_slots_.clear();
     kept_blocks_.clear();
   };
-  kept_slots_.clear();
-  if (device_ && !resident.keep.empty()) kept_slots_.assign(slot_values_.size(), false);
-  for (const std::string& name : resident.keep) {
-    const auto it = std::find_if(outputs_.begin(), outputs_.end(),
-                                 [&](const IoSpec& o) { return o.name == name; });
-    if (it == outputs_.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("no output '", name, "' to keep"));
-    }
-    if (device_) kept_slots_[static_cast<size_t>(output_slots_[it - outputs_.begin()])] = true;
-  }
-  // Every position of a kept value (a value may be several outputs).
-  std::vector<bool> keep(output_slots_.size(), false);
-  for (size_t k = 0; k < keep.size() && !kept_slots_.empty(); ++k) {
-    keep[k] = kept_slots_[static_cast<size_t>(output_slots_[k])];
-  }
+  TPC_ASSIGN_OR_RETURN(const std::vector<bool> keep, KeptOutputs(resident.keep));
   const bool resident_io = device_ && (!resident.inputs.empty() || !resident.keep.empty());
   TPC_ASSIGN_OR_RETURN(SymbolBindings bindings,
                        CheckInputs(resident.inputs.empty() ? inputs : all));
@@ -462,11 +446,55 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
   Values values = StartValues(inputs, resident.inputs);
   unplanned_live_ = 0;
   unplanned_peak_ = 0;
+  TPC_RETURN_IF_ERROR(RunDeviceWork(
+      plan, values, [&] { return StartValues(inputs, resident.inputs); }, resident_io));
+  stats_.compute_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  TPC_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, CollectOutputs(values, keep));
+  stats_.unplanned_peak_bytes = unplanned_peak_;
+  stats_.device_allocations = backend_.device_allocations() - allocations_before;
+  stats_.device_bytes = backend_.device_bytes();
+  stats_.plans = static_cast<int>(plans_.size());
+  if (resident_io) {
+    // Not a run of these shapes as a record would see it (its waits may be a host
+    // kernel reading a resident input): ordinary runs decide on recording alone.
+    if (options_.capture) stats_.capture_error = "runs with resident values are never recorded";
+  } else {
+    ++plan.runs;
+    plan.waited = plan.waited || stats_.host_waits > 0;
+    if (device_ && options_.capture) stats_.capture_error = WhyNotRecorded(plan);
+  }
+  stats_.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return outputs;
+}
+
+absl::StatusOr<std::vector<bool>> Executor::KeptOutputs(const std::set<std::string>& names) {
+  kept_slots_.clear();
+  if (device_ && !names.empty()) kept_slots_.assign(slot_values_.size(), false);
+  for (const std::string& name : names) {
+    const auto it = std::find_if(outputs_.begin(), outputs_.end(),
+                                 [&](const IoSpec& o) { return o.name == name; });
+    if (it == outputs_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("no output '", name, "' to keep"));
+    }
+    if (device_) kept_slots_[static_cast<size_t>(output_slots_[it - outputs_.begin()])] = true;
+  }
+  // Every position of a kept value (a value may be several outputs).
+  std::vector<bool> keep(output_slots_.size(), false);
+  for (size_t k = 0; k < keep.size() && !kept_slots_.empty(); ++k) {
+    keep[k] = kept_slots_[static_cast<size_t>(output_slots_[k])];
+  }
+  return keep;
+}
+
+bool Executor::OneRank() const { return comm_ == nullptr || comm_->size() == 1; }
+
+absl::Status Executor::RunDeviceWork(Plan& plan, Values& values,
+                                     const std::function<Values()>& start_values,
+                                     bool resident_io) {
   // One rank only: NCCL wants every rank of a communicator to agree, launch by launch,
   // on whether its collectives are recorded (and cannot finalize a communicator while a
   // record holds them); the in-process group waits on the host inside its collectives.
-  const bool one_rank = comm_ == nullptr || comm_->size() == 1;
-  const bool may_capture = device_ && options_.capture && !options_.profile && one_rank &&
+  const bool may_capture = device_ && options_.capture && !options_.profile && OneRank() &&
                            !resident_io && backend_.can_capture() && !plan.capture_failed;
   bool queued = false;  // the run's device work is queued
   if (may_capture && plan.capture != nullptr) {
@@ -480,13 +508,10 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
       queued = true;
     } else {
       // Not the recorded run after all (data-dependent values): queued from now on.
-      plan.capture_error = refilled.ok()
-                               ? "a value a device kernel reads on the host changed between runs"
-                               : std::string(refilled.message());
-      plan.capture.reset();
-      --records_;
-      plan.capture_failed = true;
-      values = StartValues(inputs, resident.inputs);
+      DropRecord(plan, refilled.ok()
+                           ? "a value a device kernel reads on the host changed between runs"
+                           : std::string(refilled.message()));
+      values = start_values();
     }
   } else if (may_capture && plan.runs >= 1 && !plan.waited && records_ >= kMaxRecords) {
     plan.capture_failed = true;
@@ -513,7 +538,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
       // A real error comes back from that run.
       plan.capture_error = std::string(s.message());
       plan.capture_failed = true;
-      values = StartValues(inputs, resident.inputs);
+      values = start_values();
       stats_.host_waits = 0;
       stats_.host_waits_by_op.clear();
       unplanned_live_ = 0;
@@ -521,23 +546,38 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
     }
   }
   if (!queued) TPC_RETURN_IF_ERROR(RunSteps(plan, values, nullptr));
-  if (device_) {
-    if (absl::Status s = backend_.Synchronize(); !s.ok()) {
-      if (stats_.device_work != RunStats::Device::kQueued && plan.capture != nullptr) {
-        // A record whose run failed is not kept (the next run of these shapes queues).
-        plan.capture.reset();
-        --records_;
-        plan.capture_failed = true;
-        plan.capture_error = std::string(s.message());
-      }
-      return s;
-    }
+  if (!device_) return absl::OkStatus();
+  absl::Status s = backend_.Synchronize();
+  if (!s.ok() && stats_.device_work != RunStats::Device::kQueued && plan.capture != nullptr) {
+    // A record whose run failed is not kept (the next run of these shapes queues).
+    DropRecord(plan, std::string(s.message()));
   }
-  stats_.compute_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return s;
+}
+
+void Executor::DropRecord(Plan& plan, std::string why) {
+  plan.capture.reset();
+  --records_;
+  plan.capture_failed = true;
+  plan.capture_error = std::move(why);
+}
+
+std::string Executor::WhyNotRecorded(const Plan& plan) const {
+  return !plan.capture_error.empty() ? plan.capture_error
+         : !backend_.can_capture()   ? backend_.name() + " cannot record runs here"
+         : !OneRank()       ? "the ranks' collectives are never recorded (one rank per run only)"
+         : options_.profile ? "--profile times each step on its own"
+         : plan.waited      ? "host kernels wait for the device in these runs"
+                            : "";
+}
+
+absl::StatusOr<std::vector<Tensor>> Executor::CollectOutputs(Values& values,
+                                                             const std::vector<bool>& keep) {
   // Outputs are host tensors the caller owns, independent of the executor: a host
   // block that nothing else holds once the run's values are gone (see StepAllocator) is
   // handed over as it is; anything else (the arena, a constant, an input, device
-  // memory) is copied.
+  // memory) is copied. Kept outputs (Resident::keep) stay in blocks of their own in a
+  // device backend's memory.
   std::vector<Tensor> results;
   std::vector<bool> in_host;
   for (size_t i = 0; i < output_slots_.size(); ++i) {
@@ -580,29 +620,6 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const std::map<std::string, Te
   }
   results.clear();
   TPC_RETURN_IF_ERROR(backend_.Synchronize());
-  stats_.unplanned_peak_bytes = unplanned_peak_;
-  stats_.device_allocations = backend_.device_allocations() - allocations_before;
-  stats_.device_bytes = backend_.device_bytes();
-  stats_.plans = static_cast<int>(plans_.size());
-  if (resident_io) {
-    // Not a run of these shapes as a record would see it (its waits may be a host
-    // kernel reading a resident input): ordinary runs decide on recording alone.
-    if (options_.capture) stats_.capture_error = "runs with resident values are never recorded";
-  } else {
-    ++plan.runs;
-    plan.waited = plan.waited || stats_.host_waits > 0;
-    if (device_ && options_.capture) {
-      const bool one_rank = comm_ == nullptr || comm_->size() == 1;
-      stats_.capture_error =
-          !plan.capture_error.empty() ? plan.capture_error
-          : !backend_.can_capture()   ? backend_.name() + " cannot record runs here"
-          : !one_rank        ? "the ranks' collectives are never recorded (one rank per run only)"
-          : options_.profile ? "--profile times each step on its own"
-          : plan.waited      ? "host kernels wait for the device in these runs"
-                             : "";
-    }
-  }
-  stats_.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return outputs;
 }
 

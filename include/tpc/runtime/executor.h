@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -155,6 +156,22 @@ class Executor {
   absl::StatusOr<bool> ReplaySteps(const Plan& plan, Capture& capture, Values& values);
   absl::Status RunStep(const Step& step, const Plan& plan, Values& values,
                        Capture* capture = nullptr);
+  // Per output, whether `names` keeps it in backend memory (Resident::keep); sets
+  // kept_slots_.
+  absl::StatusOr<std::vector<bool>> KeptOutputs(const std::set<std::string>& names);
+  // A run's device work: replayed from `plan`'s record, recorded, or queued step by step
+  // (ExecutorOptions::capture), then waited for. `start_values` gives the run's values
+  // again when a replay or a recording turns out not to be possible.
+  absl::Status RunDeviceWork(Plan& plan, Values& values,
+                             const std::function<Values()>& start_values, bool resident_io);
+  // `plan`'s record is gone for good (`why`): its shapes are queued from now on.
+  void DropRecord(Plan& plan, std::string why);
+  // Why runs of `plan` are not replayed (RunStats::capture_error); empty when they are.
+  std::string WhyNotRecorded(const Plan& plan) const;
+  bool OneRank() const;
+  // The run's outputs from `values` (emptied): host tensors the caller owns, or blocks of
+  // their own in backend memory where `keep` says so.
+  absl::StatusOr<std::vector<Tensor>> CollectOutputs(Values& values, const std::vector<bool>& keep);
   // Slot `s` where a kernel reads it: backend memory, or host memory (`want_host`),
   // copied there on first need in a device backend.
   // With `capture` (recording), the device copy made goes to it; replaying, the upload goes
