@@ -28,6 +28,10 @@ std::string EncodeRankStatus(int rank, const absl::Status& status);
 absl::Status DecodeRankStatus(const std::string& text, int* rank);
 // "rank R failed: message" (or the bare message for rank -1), for reports.
 std::string DescribeRankStatus(const std::string& text);
+// `status` of rank `rank` as its peers report it: "rank R failed: message", its code
+// kept. One wording whichever way a peer learns of it (the store's abort key, a step
+// the ranks agree on).
+absl::Status RankFailed(int rank, const absl::Status& status);
 
 class KeyValueStore;
 

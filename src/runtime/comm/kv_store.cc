@@ -27,7 +27,12 @@ std::string DescribeRankStatus(const std::string& text) {
   int rank = -1;
   const absl::Status s = DecodeRankStatus(text, &rank);
   if (rank < 0) return std::string(s.message());
-  return absl::StrCat("rank ", rank, " failed: ", std::string(s.message()));
+  return std::string(RankFailed(rank, s).message());
+}
+
+absl::Status RankFailed(int rank, const absl::Status& status) {
+  return absl::Status(status.code(),
+                      absl::StrCat("rank ", rank, " failed: ", std::string(status.message())));
 }
 
 void SetAbortOnce(KeyValueStore& store, int rank, const absl::Status& reason) {

@@ -162,7 +162,7 @@ absl::Status RankSession::Agree(const std::string& step, const absl::Status& min
     absl::Status s = DecodeRankStatus(v, &origin);
     if (!s.ok()) {
       if (failed_rank != nullptr) *failed_rank = r;
-      return WithRank(r, s);
+      return RankFailed(r, s);
     }
   }
   return absl::OkStatus();
