@@ -307,7 +307,13 @@ def matmul_nbits_cases(rng):
             ("4bit_decode_row_block_64", (1, 1), 256, 24, 4, 64, None, False, False),
             # 6 rows (the dequantizing path) over several column tiles (16 columns at K 4096,
             # the last one partial)
-            ("4bit_column_tiles", (2, 3), 4096, 300, 4, 32, "packed", False, True)]:
+            ("4bit_column_tiles", (2, 3), 4096, 300, 4, 32, "packed", False, True),
+            # f32 prefills (RowColumnDots): 70 rows, two passes of up to 64 (4-row tiles and
+            # 2 rows left), columns in tiles of 4 and 3 left (at K 2048 tiles of 32: 39 is
+            # one full and one partial), with each kind of zero point and blocks of 32 to 128
+            ("4bit_prefill_packed_zero_points", (2, 35), 2048, 39, 4, 32, "packed", False, True),
+            ("4bit_prefill_float_zero_points", (7, 10), 256, 21, 4, 64, "float", True, False),
+            ("4bit_prefill_block_128", (9,), 512, 6, 4, 128, None, False, True)]:
         b, scales, zp = quantize_blocks(rng, n, k, bits, block, zp_kind == "packed")
         if zp_kind == "float":
             zp = (rng.random(scales.shape) * (1 << bits)).astype(np.float32)

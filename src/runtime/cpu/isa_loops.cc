@@ -201,4 +201,170 @@ TPC_ISA_CLONES void Int4ColumnDot(const uint8_t* codes, const float* scales, con
   }
 }
 
+TPC_ISA_CLONES void Int4DequantizeColumns(const uint8_t* codes, int64_t code_stride,
+                                          const float* scales, const float* zeros,
+                                          const uint8_t* packed_zeros, int64_t packed_stride,
+                                          int64_t blocks, int64_t half, int64_t cols, float* w,
+                                          int64_t ld) {
+  for (int64_t col = 0; col < cols; ++col) {
+    const uint8_t* cc = codes + col * code_stride;
+    const float* cs = scales + col * blocks;
+    const float* cz = zeros != nullptr ? zeros + col * blocks : nullptr;
+    const uint8_t* cp = packed_zeros != nullptr ? packed_zeros + col * packed_stride : nullptr;
+    float* out = w + col * ld;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float zero = cz != nullptr   ? cz[b]
+                         : cp != nullptr ? static_cast<float>((cp[b / 2] >> (4 * (b % 2))) & 15)
+                                         : 8.0f;
+      const F32x16 scale = F32x16{} + cs[b];
+      const F32x16 z = F32x16{} + zero;
+      const uint8_t* c = cc + b * half;
+      float* dst = out + b * 2 * half;
+      for (int64_t j = 0; j < half; j += 16) {
+        U8x16 bytes;
+        std::memcpy(&bytes, c + j, sizeof bytes);
+        const F32x16 lo =
+            (__builtin_convertvector(
+                 __builtin_convertvector(static_cast<U8x16>(bytes & 15), I32x16), F32x16) -
+             z) *
+            scale;
+        const F32x16 hi =
+            (__builtin_convertvector(
+                 __builtin_convertvector(static_cast<U8x16>(bytes >> 4), I32x16), F32x16) -
+             z) *
+            scale;
+        std::memcpy(dst + j, &lo, sizeof lo);
+        std::memcpy(dst + half + j, &hi, sizeof hi);
+      }
+    }
+  }
+}
+
+namespace {
+
+typedef float F32x8 __attribute__((vector_size(32)));
+typedef float F32x4 __attribute__((vector_size(16)));
+
+// The sum of v's lanes by halves (a sum lane after lane is a chain of 15 dependent adds:
+// at K = 2048 it took as long as the tile's products).
+template <typename V>
+__attribute__((always_inline)) inline float LaneSum(const V& v) {
+  if constexpr (sizeof(V) == 64) {
+    return LaneSum(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                   __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));
+  } else if constexpr (sizeof(V) == 32) {
+    return LaneSum(__builtin_shufflevector(v, v, 0, 1, 2, 3) +
+                   __builtin_shufflevector(v, v, 4, 5, 6, 7));
+  } else {
+    return (v[0] + v[2]) + (v[1] + v[3]);
+  }
+}
+
+// MR rows of A against NR rows of W: MR × NR vector accumulators along k, one horizontal
+// sum each at the end (MR and NR known at compile time: registers).
+template <typename V, int MR, int NR>
+__attribute__((always_inline)) inline void DotsTile(const float* a, int64_t lda, const float* w,
+                                                    int64_t ldw, int64_t k, float* c, int64_t ldc) {
+  constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(float));
+  V acc[MR][NR] = {};
+  for (int64_t p = 0; p < k; p += kLanes) {
+    V wv[NR];
+#pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) std::memcpy(&wv[j], w + j * ldw + p, sizeof(V));
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      V av;
+      std::memcpy(&av, a + i * lda + p, sizeof(V));
+#pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) acc[i][j] += av * wv[j];
+    }
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) {
+      c[i * ldc + j] = LaneSum(acc[i][j]);
+    }
+  }
+}
+
+// Every MR × NR tile of C, then the rows and columns left over one at a time. Columns
+// outside, rows inside: NR rows of W (NR · k floats) stay in the first-level cache while
+// every row of A passes them.
+template <typename V, int MR, int NR>
+__attribute__((always_inline)) inline void Dots(const float* a, int64_t lda, int64_t m,
+                                                const float* w, int64_t ldw, int64_t n, int64_t k,
+                                                float* c, int64_t ldc) {
+  int64_t j = 0;
+  for (; j + NR <= n; j += NR) {
+    int64_t i = 0;
+    for (; i + MR <= m; i += MR) {
+      DotsTile<V, MR, NR>(a + i * lda, lda, w + j * ldw, ldw, k, c + i * ldc + j, ldc);
+    }
+    for (; i < m; ++i)
+      DotsTile<V, 1, NR>(a + i * lda, lda, w + j * ldw, ldw, k, c + i * ldc + j, ldc);
+  }
+  for (; j < n; ++j) {
+    int64_t i = 0;
+    for (; i + MR <= m; i += MR) {
+      DotsTile<V, MR, 1>(a + i * lda, lda, w + j * ldw, ldw, k, c + i * ldc + j, ldc);
+    }
+    for (; i < m; ++i)
+      DotsTile<V, 1, 1>(a + i * lda, lda, w + j * ldw, ldw, k, c + i * ldc + j, ldc);
+  }
+}
+
+using DotsFn = void (*)(const float*, int64_t, int64_t, const float*, int64_t, int64_t, int64_t,
+                        float*, int64_t);
+
+void DotsBaseline(const float* a, int64_t lda, int64_t m, const float* w, int64_t ldw, int64_t n,
+                  int64_t k, float* c, int64_t ldc) {
+  Dots<F32x4, 2, 4>(a, lda, m, w, ldw, n, k, c, ldc);
+}
+
+#if defined(__x86_64__) && !defined(TPC_NO_TARGET_CLONES)
+// The tile per ISA (target_clones would give each clone the same tile: 4 × 4 of AVX-512's
+// 32 registers is 16 accumulators, of AVX2's 16 it would spill).
+__attribute__((target("avx512f"))) void Dots512(const float* a, int64_t lda, int64_t m,
+                                                const float* w, int64_t ldw, int64_t n, int64_t k,
+                                                float* c, int64_t ldc) {
+  Dots<F32x16, 4, 4>(a, lda, m, w, ldw, n, k, c, ldc);
+}
+__attribute__((target("avx2,fma"))) void Dots256(const float* a, int64_t lda, int64_t m,
+                                                 const float* w, int64_t ldw, int64_t n, int64_t k,
+                                                 float* c, int64_t ldc) {
+  Dots<F32x8, 2, 4>(a, lda, m, w, ldw, n, k, c, ldc);
+}
+DotsFn PickDots() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return Dots512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Dots256;
+  return DotsBaseline;
+}
+#else
+DotsFn PickDots() { return DotsBaseline; }
+#endif
+
+}  // namespace
+
+void RowColumnDots(const float* a, int64_t lda, int64_t m, const float* w, int64_t ldw, int64_t n,
+                   int64_t k, float* c, int64_t ldc) {
+  static const DotsFn dots = PickDots();
+  dots(a, lda, m, w, ldw, n, k, c, ldc);
+}
+
+bool RowColumnDotsOfWidth(int lanes, const float* a, int64_t lda, int64_t m, const float* w,
+                          int64_t ldw, int64_t n, int64_t k, float* c, int64_t ldc) {
+  DotsFn dots = lanes == 4 ? DotsBaseline : nullptr;
+#if defined(__x86_64__) && !defined(TPC_NO_TARGET_CLONES)
+  if (lanes == 16 && __builtin_cpu_supports("avx512f")) dots = Dots512;
+  if (lanes == 8 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    dots = Dots256;
+  }
+#endif
+  if (dots == nullptr) return false;
+  dots(a, lda, m, w, ldw, n, k, c, ldc);
+  return true;
+}
+
 }  // namespace tpc::runtime::cpu

@@ -32,4 +32,24 @@ void Int4ColumnDot(const uint8_t* codes, const float* scales, const float* zeros
                    const uint8_t* packed_zeros, int64_t blocks, int64_t half, const float* a_pairs,
                    int64_t a_stride, int64_t rows, float* out);
 
+// Int4ColumnDot's column `cols` times, dequantized: w[c·ld + ...] = (code - zero) · scale
+// for column c at codes + c·code_stride (its scales at scales + c·blocks, zero points
+// likewise, packed ones at packed_zeros + c·packed_stride), in the same per-block order
+// of even then odd codes that a_pairs has, so that a row of A rearranged so dots with it.
+void Int4DequantizeColumns(const uint8_t* codes, int64_t code_stride, const float* scales,
+                           const float* zeros, const uint8_t* packed_zeros, int64_t packed_stride,
+                           int64_t blocks, int64_t half, int64_t cols, float* w, int64_t ld);
+
+// c[i·ldc + j] = Σ_p a[i·lda + p] · w[j·ldw + p] over p < k, for i < m and j < n: rows of A
+// against rows of W, both contiguous along k (a multiple of 16), each product a register
+// tile of rows × columns with vectors along k (AVX-512: 4 × 4 of 16 lanes; AVX2: 2 × 4 of
+// 8). For a few rows against a tile of dequantized weights that stays in the core's
+// cache: the BLAS would repack both for every tile.
+void RowColumnDots(const float* a, int64_t lda, int64_t m, const float* w, int64_t ldw, int64_t n,
+                   int64_t k, float* c, int64_t ldc);
+// RowColumnDots in vectors of `lanes` floats (16: AVX-512, 8: AVX2, 4: the baseline) for
+// tests of every variant on one machine; false when this CPU has no such variant.
+bool RowColumnDotsOfWidth(int lanes, const float* a, int64_t lda, int64_t m, const float* w,
+                          int64_t ldw, int64_t n, int64_t k, float* c, int64_t ldc);
+
 }  // namespace tpc::runtime::cpu

@@ -1,0 +1,103 @@
+// The int4 prefill loops of the CPU backend (runtime/cpu/isa_loops.h): the dequantized
+// tile in the order of A's even/odd pairs, and RowColumnDots in every vector width this
+// CPU has, against plain loops written here.
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "runtime/cpu/isa_loops.h"
+
+namespace tpc::runtime::cpu {
+namespace {
+
+TEST_CASE("RowColumnDots gives every row against every column in each vector width",
+          "[runtime][cpu][int4]") {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  int widths_run = 0;
+  for (int lanes : {16, 8, 4}) {
+    // Register tiles whole and partial in rows and columns, one vector along k to many,
+    // rows padded (ld > k) and not.
+    for (auto [m, n, k, pad] : std::vector<std::array<int64_t, 4>>{
+             {1, 1, 16, 0}, {5, 7, 32, 16}, {4, 4, 2048, 0}, {9, 6, 48, 32}, {2, 9, 64, 0}}) {
+      const int64_t lda = k + pad, ldw = k + pad, ldc = n + 3;
+      std::vector<float> a(static_cast<size_t>(m * lda)), w(static_cast<size_t>(n * ldw));
+      for (float& x : a) x = uniform(rng);
+      for (float& x : w) x = uniform(rng);
+      std::vector<float> c(static_cast<size_t>(m * ldc), 12345.0f);
+      INFO("lanes " << lanes << ", m " << m << ", n " << n << ", k " << k);
+      if (!RowColumnDotsOfWidth(lanes, a.data(), lda, m, w.data(), ldw, n, k, c.data(), ldc)) {
+        continue;  // not on this CPU
+      }
+      ++widths_run;
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < ldc; ++j) {
+          const float got = c[static_cast<size_t>(i * ldc + j)];
+          if (j >= n) {
+            REQUIRE(got == 12345.0f);  // past the row's n values: untouched
+            continue;
+          }
+          double want = 0, size = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            const double x = static_cast<double>(a[static_cast<size_t>(i * lda + p)]) *
+                             w[static_cast<size_t>(j * ldw + p)];
+            want += x;
+            size += std::abs(x);
+          }
+          REQUIRE(std::abs(got - want) <= 1e-6 * size + 1e-7);
+        }
+      }
+    }
+  }
+  CHECK(widths_run >= 5);  // the baseline's, at least
+}
+
+TEST_CASE("Int4DequantizeColumns writes each block's even codes, then its odd ones, scaled",
+          "[runtime][cpu][int4]") {
+  std::mt19937 rng(3);
+  for (int64_t half : {16, 32}) {
+    for (int zero_kind = 0; zero_kind < 3; ++zero_kind) {  // packed, float, none (8)
+      const int64_t blocks = 3, cols = 5, k = blocks * 2 * half, ld = k + 16;
+      const int64_t code_stride = blocks * half, packed_stride = (blocks + 1) / 2;
+      std::vector<uint8_t> codes(static_cast<size_t>(cols * code_stride));
+      for (uint8_t& b : codes) b = static_cast<uint8_t>(rng() & 255);
+      std::vector<float> scales(static_cast<size_t>(cols * blocks));
+      for (size_t i = 0; i < scales.size(); ++i) scales[i] = 0.01f * static_cast<float>(i + 1);
+      std::vector<float> zeros(scales.size());
+      for (size_t i = 0; i < zeros.size(); ++i) zeros[i] = static_cast<float>(rng() % 16) + 0.5f;
+      std::vector<uint8_t> packed(static_cast<size_t>(cols * packed_stride));
+      for (uint8_t& b : packed) b = static_cast<uint8_t>(rng() & 255);
+      std::vector<float> w(static_cast<size_t>(cols * ld), -1.0f);
+      Int4DequantizeColumns(codes.data(), code_stride, scales.data(),
+                            zero_kind == 1 ? zeros.data() : nullptr,
+                            zero_kind == 0 ? packed.data() : nullptr, packed_stride, blocks, half,
+                            cols, w.data(), ld);
+      INFO("half " << half << ", zero points " << zero_kind);
+      for (int64_t col = 0; col < cols; ++col) {
+        for (int64_t b = 0; b < blocks; ++b) {
+          const float zero =
+              zero_kind == 0
+                  ? static_cast<float>((packed[static_cast<size_t>(col * packed_stride + b / 2)] >>
+                                        (4 * (b % 2))) &
+                                       15)
+              : zero_kind == 1 ? zeros[static_cast<size_t>(col * blocks + b)]
+                               : 8.0f;
+          const float scale = scales[static_cast<size_t>(col * blocks + b)];
+          for (int64_t j = 0; j < 2 * half; ++j) {  // code j of the block
+            const uint8_t byte = codes[static_cast<size_t>(col * code_stride + b * half + j / 2)];
+            const int code = j % 2 == 0 ? byte & 15 : byte >> 4;
+            const int64_t at = col * ld + b * 2 * half + (j % 2 == 0 ? j / 2 : half + j / 2);
+            REQUIRE(w[static_cast<size_t>(at)] == (static_cast<float>(code) - zero) * scale);
+          }
+        }
+        REQUIRE(w[static_cast<size_t>(col * ld + k)] == -1.0f);  // the padding: untouched
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tpc::runtime::cpu
