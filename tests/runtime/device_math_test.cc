@@ -445,6 +445,74 @@ TEST_CASE("MatMulNBits' weight dequantization equals the CPU kernel's", "[runtim
   }
 }
 
+TEST_CASE("MatMulNBits' decoding GEMV, word by word, equals the CPU kernel",
+          "[runtime][device-math]") {
+  // The CUDA GEMV's arithmetic for 4-bit codes (nbits.cu, GemvKernel with kWords): column
+  // n's codes as 32-bit words from byte n · blocks · blob, word w holding k = 8w .. 8w + 7
+  // of block 8w / block_size, each word's Int4WordDot scaled by its block's scale; summed
+  // here in the lanes' order (lane l takes words l, l + 32, ...) and the lanes added up.
+  std::mt19937 g(5);
+  // Blocks of 32 (K 352: 11 blocks, 44 words over 32 lanes); blocks of 16 with the last
+  // one partial (K 40: 3 blocks of 8 bytes, the last with 4 codes of padding).
+  for (auto [k, block] : std::vector<std::pair<int64_t, int64_t>>{{352, 32}, {40, 16}}) {
+    const int64_t n = 5, rows = 3, blocks = (k + block - 1) / block, blob = block / 2;
+    Tensor b = Tensor::Allocate(ir::DType::kU8, {n, blocks, blob});
+    for (int64_t i = 0; i < b.num_elements(); ++i) b.data<uint8_t>()[i] = static_cast<uint8_t>(g());
+    const Tensor scales = Random({n * blocks}, 11);
+    const Tensor a = Random({rows, k}, 12);
+    Tensor packed = Tensor::Allocate(ir::DType::kU8, {n, (blocks + 1) / 2});
+    for (int64_t i = 0; i < packed.num_elements(); ++i) {
+      packed.data<uint8_t>()[i] = static_cast<uint8_t>(g());
+    }
+    Tensor floats = Tensor::Allocate(ir::DType::kF32, {n * blocks});
+    for (int64_t i = 0; i < floats.num_elements(); ++i) {
+      floats.data<float>()[i] = static_cast<float>(g() % 16) + 0.25f;
+    }
+    math::NBitsLayout l;
+    l.n = n;
+    l.k = k;
+    l.bits = 4;
+    l.block_size = block;
+    for (int zero_kind = 0; zero_kind < 3; ++zero_kind) {  // none (8), packed, float
+      OneOp o;
+      o.Input("a", a);
+      o.Input("b", b);
+      o.Input("scales", scales);
+      if (zero_kind == 1) o.Input("zp", packed);
+      if (zero_kind == 2) o.Input("zp", floats);
+      auto y = o.TryRun("MatMulNBits", {{"K", k}, {"N", n}, {"bits", 4}, {"block_size", block}}, 1,
+                        "com.microsoft");
+      INFO("K " << k << ", block " << block << ", zero points " << zero_kind << ": "
+                << y.status().ToString());
+      REQUIRE(y.ok());
+      const uint8_t* zp_packed = zero_kind == 1 ? packed.data<uint8_t>() : nullptr;
+      for (int64_t col = 0; col < n; ++col) {
+        const uint8_t* codes = b.data<uint8_t>() + col * blocks * blob;
+        for (int64_t r = 0; r < rows; ++r) {
+          const float* row = a.data<float>() + r * k;
+          double total = 0;
+          for (int lane = 0; lane < 32; ++lane) {
+            float acc = 0;
+            for (int64_t w = lane; w < k / 8; w += 32) {
+              const int64_t k0 = 8 * w, blk = k0 / block;
+              uint32_t word;
+              std::memcpy(&word, codes + 4 * w, sizeof word);  // little-endian, as a GPU
+              const float zero = math::NBitsZero(
+                  l, zp_packed, zero_kind == 2,
+                  zero_kind == 2 ? floats.data<float>()[col * blocks + blk] : 0.0f, col, blk);
+              acc += scales.data<float>()[col * blocks + blk] *
+                     math::Int4WordDot(word, zero, [&](int i) { return row[k0 + i]; });
+            }
+            total += acc;
+          }
+          const float want = (*y)[0].data<float>()[r * n + col];
+          REQUIRE(std::abs(static_cast<float>(total) - want) <= 1e-4f * (1 + std::abs(want)));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("The fused GEMM's bias and activation epilogue equals the CPU's FusedMatMul",
           "[runtime][device-math]") {
   const int64_t m = 6, k = 5, n = 7;

@@ -313,7 +313,12 @@ def matmul_nbits_cases(rng):
             # one full and one partial), with each kind of zero point and blocks of 32 to 128
             ("4bit_prefill_packed_zero_points", (2, 35), 2048, 39, 4, 32, "packed", False, True),
             ("4bit_prefill_float_zero_points", (7, 10), 256, 21, 4, 64, "float", True, False),
-            ("4bit_prefill_block_128", (9,), 512, 6, 4, 128, None, False, True)]:
+            ("4bit_prefill_block_128", (9,), 512, 6, 4, 128, None, False, True),
+            # The CUDA GEMV's row counts (up to 8) and paths: 32-bit words of codes (K a
+            # multiple of 8) and single codes (K = 36), then 9 rows past it.
+            ("4bit_rows_8_float_zero_points", (8,), 128, 20, 4, 32, "float", True, True),
+            ("4bit_rows_8_k_36", (2, 4), 36, 10, 4, 16, "packed", True, True),
+            ("8bit_rows_9", (9,), 64, 12, 8, 32, None, False, True)]:
         b, scales, zp = quantize_blocks(rng, n, k, bits, block, zp_kind == "packed")
         if zp_kind == "float":
             zp = (rng.random(scales.shape) * (1 << bits)).astype(np.float32)

@@ -167,7 +167,8 @@ absl::Status Gemm(KernelContext& ctx) {
   return RunGemm(ctx, kind, g, a.raw(), b.raw(), y->raw());
 }
 
-// onnxruntime's MatMulNBits: the weight dequantized into device scratch [N, K], then
+// onnxruntime's MatMulNBits: for up to kGemvRows rows (a decode step) one GEMV reading the
+// codes once; otherwise the weight dequantized into device scratch [N, K], then
 // Y = A · Wᵀ (+ bias) by cuBLAS.
 absl::Status MatMulNBits(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(const math::NBitsLayout l, cpu::NBitsInputs(ctx));
@@ -175,6 +176,18 @@ absl::Status MatMulNBits(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(FloatKind kind, FloatKindOf(ctx, a.dtype()));
   const Tensor* zp = ctx.optional_input(3);
   const bool packed = zp != nullptr && zp->dtype() == ir::DType::kU8;
+  const int64_t rows = a.num_elements() / l.k;
+  if (rows <= kGemvRows) {
+    Shape out = a.shape();
+    out.back() = l.n;
+    TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, a.dtype()));
+    const Tensor* bias = ctx.optional_input(5);
+    return Check(ctx,
+                 LaunchNBitsGemv(kind, rows, l, a.raw(), ctx.input(1).data<uint8_t>(),
+                                 ctx.input(2).raw(), packed ? zp->data<uint8_t>() : nullptr,
+                                 zp != nullptr && !packed ? zp->raw() : nullptr,
+                                 bias != nullptr ? bias->raw() : nullptr, y->raw(), StreamOf(ctx)));
+  }
   TPC_ASSIGN_OR_RETURN(Tensor w, Scratch(ctx, a.dtype(), {l.n, l.k}));
   TPC_RETURN_IF_ERROR(Check(
       ctx,

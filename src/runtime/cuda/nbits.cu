@@ -1,6 +1,7 @@
-// Launch of MatMulNBits' dequantization: one thread per weight element (n, k) in a
-// grid-stride loop, writing w[n · K + k]; the arithmetic is math/nbits.h's. The GEMM that
-// follows is cuBLAS's (matmul_ops.cc).
+// Launches of MatMulNBits: for a few rows (a decode step) a GEMV that reads the codes
+// once (GemvKernel, its mapping below); otherwise the weight dequantized, one thread per
+// element (n, k) in a grid-stride loop writing w[n · K + k], for cuBLAS's GEMM
+// (matmul_ops.cc). The arithmetic is math/nbits.h's.
 #include <cuda_runtime.h>
 
 #include "grid.cuh"
@@ -43,7 +44,127 @@ cudaError_t Dequant(const math::NBitsLayout& l, const uint8_t* b, const void* sc
   return cudaGetLastError();
 }
 
+// The GEMV of a decode step: Y[r, n] = Σ_k A[r, k] · W[n, k] (+ bias[n]) for R rows (1 to
+// kGemvRows), the codes read once, never dequantized to memory. Mapping: warp w of block
+// b owns column n = b · kWarps + w (a warp past N returns whole, before any shuffle); its
+// lanes stride along K: with kWords, 32-bit words of 8 codes (lane l reads words l, l + 32,
+// ..., so a warp reads 128 contiguous bytes at a time; a word never straddles a block, the
+// blocks being 16 codes and more), else single codes of any width. Each lane keeps R
+// partial sums, a butterfly of __shfl_xor_sync over the full warp sums them, and lane 0
+// writes the R outputs of its column. Reads: A's R rows (cached: every warp reads them),
+// the column's codes, scales and zero points; writes: Y[r, n] only, one lane each.
+constexpr int kWarps = 8;
+
+template <FloatKind K, int R, bool kWords>
+__global__ void GemvKernel(math::NBitsLayout l, const typename FloatIO<K>::Storage* a,
+                           const uint8_t* b, const typename FloatIO<K>::Storage* scales,
+                           const uint8_t* zp_packed, const typename FloatIO<K>::Storage* zp_float,
+                           const typename FloatIO<K>::Storage* bias,
+                           typename FloatIO<K>::Storage* y) {
+  using IO = FloatIO<K>;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
+  if (n >= l.n) return;
+  const int64_t blocks = l.blocks();
+  float acc[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+  // The scale and zero point of block `blk` of this column.
+  auto scale_of = [&](int64_t blk) { return IO::Load(scales[n * blocks + blk]); };
+  auto zero_of = [&](int64_t blk) {
+    return math::NBitsZero(l, zp_packed, zp_float != nullptr,
+                           zp_float != nullptr ? IO::Load(zp_float[n * blocks + blk]) : 0.0f, n,
+                           blk);
+  };
+  if constexpr (kWords) {
+    const auto* words = reinterpret_cast<const uint32_t*>(b + n * blocks * l.blob_bytes());
+    for (int64_t w = lane; w < l.k / 8; w += 32) {
+      const int64_t k0 = 8 * w, blk = k0 / l.block_size;
+      const uint32_t word = words[w];
+      const float scale = scale_of(blk), zero = zero_of(blk);
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const typename IO::Storage* row = a + r * l.k + k0;
+        acc[r] += scale * math::Int4WordDot(word, zero, [&](int i) { return IO::Load(row[i]); });
+      }
+    }
+  } else {
+    for (int64_t k = lane; k < l.k; k += 32) {
+      const int64_t blk = k / l.block_size;
+      const float zp = zp_float != nullptr ? IO::Load(zp_float[n * blocks + blk]) : 0.0f;
+      const float w =
+          math::NBitsWeight(l, b, n, k, scale_of(blk), zp_packed, zp_float != nullptr, zp);
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[r] += w * IO::Load(a[r * l.k + k]);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    for (int off = 16; off > 0; off /= 2) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], off);
+  }
+  if (lane == 0) {
+    const float add = bias != nullptr ? IO::Load(bias[n]) : 0.0f;
+#pragma unroll
+    for (int r = 0; r < R; ++r) y[r * l.n + n] = IO::Store(acc[r] + add);
+  }
+}
+
+template <FloatKind K, int R>
+cudaError_t Gemv(const math::NBitsLayout& l, const void* a, const uint8_t* b, const void* scales,
+                 const uint8_t* zp_packed, const void* zp_float, const void* bias, void* y,
+                 cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  const unsigned grid = static_cast<unsigned>((l.n + kWarps - 1) / kWarps);
+  // Words: 4-bit codes, K a whole number of words, the codes' base on 4 bytes (each
+  // column's codes then are too: blocks · blob is a multiple of 8 bytes).
+  const bool words = l.bits == 4 && l.k % 8 == 0 && reinterpret_cast<uintptr_t>(b) % 4 == 0;
+  auto launch = [&](auto kernel) {
+    kernel<<<grid, kWarps * 32, 0, stream>>>(
+        l, static_cast<const S*>(a), b, static_cast<const S*>(scales), zp_packed,
+        static_cast<const S*>(zp_float), static_cast<const S*>(bias), static_cast<S*>(y));
+    return cudaGetLastError();
+  };
+  return words ? launch(GemvKernel<K, R, true>) : launch(GemvKernel<K, R, false>);
+}
+
+template <FloatKind K>
+cudaError_t GemvRows(int64_t rows, const math::NBitsLayout& l, const void* a, const uint8_t* b,
+                     const void* scales, const uint8_t* zp_packed, const void* zp_float,
+                     const void* bias, void* y, cudaStream_t stream) {
+  switch (rows) {
+    case 1:
+      return Gemv<K, 1>(l, a, b, scales, zp_packed, zp_float, bias, y, stream);
+    case 2:
+      return Gemv<K, 2>(l, a, b, scales, zp_packed, zp_float, bias, y, stream);
+    case 3:
+      return Gemv<K, 3>(l, a, b, scales, zp_packed, zp_float, bias, y, stream);
+    case 4:
+      return Gemv<K, 4>(l, a, b, scales, zp_packed, zp_float, bias, y, stream);
+    case 5:
+      return Gemv<K, 5>(l, a, b, scales, zp_packed, zp_float, bias, y, stream);
+    case 6:
+      return Gemv<K, 6>(l, a, b, scales, zp_packed, zp_float, bias, y, stream);
+    case 7:
+      return Gemv<K, 7>(l, a, b, scales, zp_packed, zp_float, bias, y, stream);
+    case 8:
+      return Gemv<K, 8>(l, a, b, scales, zp_packed, zp_float, bias, y, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
 }  // namespace
+
+cudaError_t LaunchNBitsGemv(FloatKind k, int64_t rows, const math::NBitsLayout& l, const void* a,
+                            const uint8_t* b, const void* scales, const uint8_t* zp_packed,
+                            const void* zp_float, const void* bias, void* y, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  if (rows < 0 || rows > kGemvRows) return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return GemvRows<decltype(kind)::value>(rows, l, a, b, scales, zp_packed, zp_float, bias, y,
+                                           stream);
+  });
+}
 
 cudaError_t LaunchDequantNBits(FloatKind k, const math::NBitsLayout& l, const uint8_t* b,
                                const void* scales, const uint8_t* zp_packed, const void* zp_float,

@@ -177,6 +177,13 @@ cudaError_t LaunchRotaryEmbedding(FloatKind k, const math::RotaryLayout& l, cons
 // 2 min; `average` divides the sum by n).
 cudaError_t LaunchReduceRanks(FloatKind k, int op, bool average, const math::RankPointers& p,
                               int64_t begin, int64_t end, cudaStream_t stream);
+// MatMulNBits for `rows` rows of A (1 to kGemvRows; a decode step): y [rows, N] = A [rows,
+// K] · Wᵀ (+ bias [N], may be null), all of kind k but the codes, the codes read once (no
+// dequantized copy). Scales and zero points as LaunchDequantNBits takes them.
+constexpr int64_t kGemvRows = 8;
+cudaError_t LaunchNBitsGemv(FloatKind k, int64_t rows, const math::NBitsLayout& l, const void* a,
+                            const uint8_t* b, const void* scales, const uint8_t* zp_packed,
+                            const void* zp_float, const void* bias, void* y, cudaStream_t stream);
 // MatMulNBits' weight dequantized: w [N, K] (kind k) = (code - zero point) · scale; the
 // scales (and float zero points, when `zp_float`) of kind k, one per (n, block); packed
 // uint8 zero points in `zp_packed` (either may be null).

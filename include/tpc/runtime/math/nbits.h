@@ -64,15 +64,34 @@ TPC_HOST_DEVICE inline int NBitsPackedZeroPoint(const NBitsLayout& l, const uint
   return UnpackCode(zero_points + n * l.packed_zero_point_bytes(), block, l.bits);
 }
 
+// The zero point of (n, block) as a float: one per block in the scales' type (`zp_float`,
+// already loaded), packed codes, or 2^(bits - 1).
+TPC_HOST_DEVICE inline float NBitsZero(const NBitsLayout& l, const uint8_t* zp_packed,
+                                       bool has_float_zp, float zp_float, int64_t n,
+                                       int64_t block) {
+  return has_float_zp ? zp_float : static_cast<float>(NBitsPackedZeroPoint(l, zp_packed, n, block));
+}
+
 // W[n, k] in f32: the code less the zero point, times the scale, from the block's scale and
 // zero point (packed uint8 `zp_packed`, or one float per block `zp_float`, or neither).
 TPC_HOST_DEVICE inline float NBitsWeight(const NBitsLayout& l, const uint8_t* b, int64_t n,
                                          int64_t k, float scale, const uint8_t* zp_packed,
                                          bool has_float_zp, float zp_float) {
-  const int64_t block = k / l.block_size;
-  const float zp =
-      has_float_zp ? zp_float : static_cast<float>(NBitsPackedZeroPoint(l, zp_packed, n, block));
+  const float zp = NBitsZero(l, zp_packed, has_float_zp, zp_float, n, k / l.block_size);
   return (static_cast<float>(NBitsCode(l, b, n, k)) - zp) * scale;
+}
+
+// Σ_i (code_i - zero) · a(i) over the 8 codes of a 32-bit word of 4-bit codes, read
+// little-endian (as x86 and GPUs load it) so that its nibbles from the lowest are the
+// codes in memory order: W[n, k .. k + 7] for the word at byte k / 2 of column n's codes,
+// a(i) the activation at k + i. A decoding GEMV's inner step.
+template <typename A>
+TPC_HOST_DEVICE inline float Int4WordDot(uint32_t word, float zero, A a) {
+  float sum = 0.0f;
+  for (int i = 0; i < 8; ++i) {
+    sum += (static_cast<float>((word >> (4 * i)) & 15u) - zero) * a(i);
+  }
+  return sum;
 }
 
 }  // namespace tpc::runtime::math
