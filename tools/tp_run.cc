@@ -99,8 +99,10 @@ tpc::cli::Parser MakeParser() {
   p.Add({"output-dir", "OUT", "write OUT/output_K.pb and OUT/output_K.npy", "", false});
   p.Add({"check-against", "MODEL.onnx", "also run MODEL unsharded and compare the outputs", "",
          false});
-  p.Add({"rtol", "R", "relative tolerance of --check-against", "1e-4", false});
-  p.Add({"atol", "A", "absolute tolerance of --check-against", "1e-5", false});
+  p.Add({"rtol", "R", "relative tolerance of --check-against (f16 plans 1e-2, bf16 5e-2)", "1e-4",
+         false});
+  p.Add({"atol", "A", "absolute tolerance of --check-against (f16 plans 1e-2, bf16 5e-2)", "1e-5",
+         false});
   p.Add({"repeat", "K",
          "time K more runs; print throughput and per-stage times (the last run's outputs "
          "are the ones compared and written)",
@@ -284,7 +286,7 @@ struct Settings {
   std::string plan;
   std::string backend = "cpu";
   bool quiet = false;
-  double rtol = 0, atol = 0;
+  tpc::tp_run::Tolerance tolerance;  // of --check-against and --input-dir's outputs
   int64_t repeat = 0, threads = 0;
   int64_t generate = 0;    // --generate K (0: one run)
   int64_t gpu_memory = 0;  // --gpu-memory (0: the GPU's)
@@ -295,7 +297,7 @@ struct Settings {
 };
 
 tpc::tp_run::GenerationCheck Check(const Settings& s) {
-  return {s.generate, s.rtol, s.atol, s.threads};
+  return {s.generate, s.tolerance, s.threads};
 }
 
 absl::StatusOr<Settings> ReadSettings(const tpc::cli::Args& args) {
@@ -322,10 +324,7 @@ absl::StatusOr<Settings> ReadSettings(const tpc::cli::Args& args) {
     return absl::FailedPreconditionError(
         "--backend cuda: no GPU here (no CUDA driver or no visible device); use --backend cpu");
   s.quiet = args.has("quiet");
-  if (!absl::SimpleAtod(args.get("rtol", "1e-4"), &s.rtol) ||
-      !absl::SimpleAtod(args.get("atol", "1e-5"), &s.atol)) {
-    return absl::InvalidArgumentError("--rtol and --atol must be numbers");
-  }
+  TPC_ASSIGN_OR_RETURN(s.tolerance, tpc::tp_run::ReadTolerance(args, s.plan));
   if (!absl::SimpleAtoi(args.get("repeat", "0"), &s.repeat) || s.repeat < 0) {
     return absl::InvalidArgumentError("--repeat must be a non-negative integer");
   }
@@ -402,29 +401,8 @@ absl::StatusOr<int> Conclude(const tpc::cli::Args& args, const Settings& s, int 
       std::fprintf(stderr, "tp-run: wrote %zu output(s) to %s\n", outputs.size(),
                    args.get("output-dir").c_str());
   }
-  // Prints one comparison table; true when every output is within tolerance.
   auto compare = [&](const std::string& title, const std::vector<rt::Tensor>& expected) {
-    std::printf("%s rtol %g, atol %g\n", title.c_str(), s.rtol, s.atol);
-    std::printf("  %-24s %-18s %12s %12s  %s\n", "output", "type", "max abs err", "max rel err",
-                "result");
-    bool all = true;
-    for (size_t k = 0; k < outputs.size(); ++k) {
-      rt::Comparison c = rt::CompareTensors(outputs[k], expected[k], s.rtol, s.atol);
-      for (size_t r = 0; r < others.size(); ++r) {
-        rt::Comparison cr = rt::CompareTensors(others[r][k], expected[k], s.rtol, s.atol);
-        if (!cr.pass) {
-          c.pass = false;
-          c.note = absl::StrCat("rank ", r + 1, " differs");
-        }
-      }
-      all = all && c.pass;
-      std::printf("  %-24s %-18s %12.3e %12.3e  %s%s\n", out_specs[k].name.c_str(),
-                  outputs[k].TypeString().c_str(), c.max_abs, c.max_rel, c.pass ? "PASS" : "FAIL",
-                  c.note.empty() ? "" : (" (" + c.note + ")").c_str());
-    }
-    std::printf("%s\n", all ? "PASS: every output within tolerance"
-                            : "FAIL: some output is above tolerance");
-    return all;
+    return tpc::tp_run::PrintComparison(title, out_specs, outputs, others, expected, s.tolerance);
   };
 
   // The expected outputs of an ONNX test-data folder (output_K.pb beside input_K.pb).

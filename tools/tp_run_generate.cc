@@ -206,12 +206,13 @@ absl::StatusOr<int> ReportGeneration(const tpc::cli::Args& args, const Generatio
   TPC_ASSIGN_OR_RETURN(rt::GenerateResult want,
                        GenerateOnRank(runner->executor(0), nullptr, {}, 0, 1, prompt, s.generate));
   const bool same_ids = want.tokens == r.tokens;
-  const rt::Comparison c = rt::CompareTensors(r.last_logits, want.last_logits, s.rtol, s.atol);
+  const Tolerance& t = s.tolerance;
+  const rt::Comparison c = rt::CompareTensors(r.last_logits, want.last_logits, t.rtol, t.atol);
   std::printf(
       "check against %s, %d rank(s) vs unsharded: token ids %s; last logits max abs err "
-      "%.3e, max rel err %.3e (rtol %g, atol %g): %s\n",
-      model.c_str(), ranks, same_ids ? "equal" : "DIFFER", c.max_abs, c.max_rel, s.rtol, s.atol,
-      c.pass ? "PASS" : "FAIL");
+      "%.3e, max rel err %.3e (rtol %g, atol %g%s): %s\n",
+      model.c_str(), ranks, same_ids ? "equal" : "DIFFER", c.max_abs, c.max_rel, t.rtol, t.atol,
+      ToleranceNote(t).c_str(), c.pass ? "PASS" : "FAIL");
   if (!same_ids) {
     for (int64_t b = 0; b < batch; ++b) {
       std::printf("  unsharded (row %lld): %s\n", static_cast<long long>(b),

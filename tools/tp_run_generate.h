@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "tp_run_report.h"
 #include "tpc/proto/plan.pb.h"
 #include "tpc/runtime/communicator.h"
 #include "tpc/runtime/executor.h"
@@ -32,7 +33,7 @@ absl::StatusOr<rt::GenerateResult> GenerateOnRank(rt::Executor& ex, rt::Communic
 // What the report compares with --check-against.
 struct GenerationCheck {
   int64_t generate = 0;  // tokens per row
-  double rtol = 0, atol = 0;
+  Tolerance tolerance;
   int64_t threads = 0;  // of the unsharded run
 };
 

@@ -1,12 +1,17 @@
-// tp-run's timing report (tp_run_report.h).
+// tp-run's reports (tp_run_report.h).
 #include "tp_run_report.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <utility>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tpc/plan/plan_reader.h"
+#include "tpc/plan/precision.h"
+#include "tpc/runtime/compare.h"
 
 namespace tpc::tp_run {
 
@@ -69,6 +74,57 @@ void PrintTimes(const tpc::cli::Args& args, std::vector<double> times, std::vect
                   MiB(stats.op_bytes.at(op)).c_str());
     }
   }
+}
+
+absl::StatusOr<Tolerance> ReadTolerance(const tpc::cli::Args& args, const std::string& plan_dir) {
+  std::string dtype;
+  if (auto manifest = tpc::plan::ReadManifest(plan_dir); manifest.ok()) {
+    auto it = manifest->options().find("dtype");
+    if (it != manifest->options().end()) dtype = it->second;
+  }
+  const tpc::plan::Tolerance documented = tpc::plan::DocumentedTolerance(dtype);
+  Tolerance t{documented.rtol, documented.atol, ""};
+  if ((args.has("rtol") && !absl::SimpleAtod(args.get("rtol"), &t.rtol)) ||
+      (args.has("atol") && !absl::SimpleAtod(args.get("atol"), &t.atol))) {
+    return absl::InvalidArgumentError("--rtol and --atol must be numbers");
+  }
+  if (dtype == "f16" || dtype == "bf16") {
+    const bool r = args.has("rtol"), a = args.has("atol");
+    t.of = !r && !a ? absl::StrCat("the defaults of an ", dtype, " plan")
+           : !a     ? absl::StrCat("atol the default of an ", dtype, " plan")
+           : !r     ? absl::StrCat("rtol the default of an ", dtype, " plan")
+                    : "";
+  }
+  return t;
+}
+
+std::string ToleranceNote(const Tolerance& t) { return t.of.empty() ? "" : ", " + t.of; }
+
+bool PrintComparison(const std::string& title, const std::vector<rt::IoSpec>& specs,
+                     const std::vector<rt::Tensor>& outputs,
+                     const std::vector<std::vector<rt::Tensor>>& others,
+                     const std::vector<rt::Tensor>& expected, const Tolerance& t) {
+  std::printf("%s rtol %g, atol %g%s\n", title.c_str(), t.rtol, t.atol, ToleranceNote(t).c_str());
+  std::printf("  %-24s %-18s %12s %12s  %s\n", "output", "type", "max abs err", "max rel err",
+              "result");
+  bool all = true;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    rt::Comparison c = rt::CompareTensors(outputs[k], expected[k], t.rtol, t.atol);
+    for (size_t r = 0; r < others.size(); ++r) {
+      rt::Comparison cr = rt::CompareTensors(others[r][k], expected[k], t.rtol, t.atol);
+      if (!cr.pass) {
+        c.pass = false;
+        c.note = absl::StrCat("rank ", r + 1, " differs");
+      }
+    }
+    all = all && c.pass;
+    std::printf("  %-24s %-18s %12.3e %12.3e  %s%s\n", specs[k].name.c_str(),
+                outputs[k].TypeString().c_str(), c.max_abs, c.max_rel, c.pass ? "PASS" : "FAIL",
+                c.note.empty() ? "" : (" (" + c.note + ")").c_str());
+  }
+  std::printf("%s\n",
+              all ? "PASS: every output within tolerance" : "FAIL: some output is above tolerance");
+  return all;
 }
 
 }  // namespace tpc::tp_run

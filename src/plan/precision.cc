@@ -169,4 +169,11 @@ absl::Status ConvertFloatPrecision(ir::Graph& graph, DType to) {
   return absl::OkStatus();
 }
 
+Tolerance DocumentedTolerance(const std::string& dtype) {
+  // Measured largest errors (docs/cuda.md): f16 4e-3 on hidden states, bf16 3.5e-2.
+  if (dtype == "f16") return {1e-2, 1e-2};
+  if (dtype == "bf16") return {5e-2, 5e-2};
+  return {};
+}
+
 }  // namespace tpc::plan

@@ -594,3 +594,33 @@ TEST_CASE("tp-run shows its results and checks them against the test data", "[to
   CHECK_THAT(other.output, Catch::Contains("warning: " + SourcePath("models/llama.onnx") +
                                            " is not the model the plan was compiled from"));
 }
+
+TEST_CASE("tp-run compares a half-precision plan within its precision's documented tolerance",
+          "[tools][results]") {
+  const std::string data = SourcePath("models/gpt2/test_data_set_0");
+  const std::string model = SourcePath("models/gpt2.onnx");
+  for (const auto& [dtype, tol] : {std::pair<std::string, std::string>{"f16", "0.01"},
+                                   std::pair<std::string, std::string>{"bf16", "0.05"}}) {
+    const std::string plan = Compile("gpt2", 2, "--dtype " + dtype, "half_" + dtype);
+    // Without --rtol and --atol: the precision's (docs/cuda.md), said so.
+    CommandResult ok = RunTpRun(plan + " --quiet --ranks threads --input-dir " + data +
+                                " --check-against " + model);
+    INFO(ok.output);
+    CHECK(ok.exit_code == 0);
+    CHECK_THAT(ok.output, Catch::Contains("rtol " + tol + ", atol " + tol +
+                                          ", the defaults of an " + dtype + " plan"));
+    // Given ones win (f32's tolerance: a half plan is not that close).
+    CommandResult tight = RunTpRun(plan + " --quiet --ranks threads --input-dir " + data +
+                                   " --check-against " + model + " --rtol 1e-6 --atol 1e-7");
+    INFO(tight.output);
+    CHECK(tight.exit_code == 1);
+    CHECK_THAT(tight.output, Catch::Contains("rtol 1e-06, atol 1e-07\n") &&
+                                 Catch::Contains("FAIL") && !Catch::Contains("defaults"));
+    // One given: the other is the precision's.
+    CommandResult one =
+        RunTpRun(plan + " --quiet --ranks threads --input-dir " + data + " --rtol 0.5");
+    INFO(one.output);
+    CHECK_THAT(one.output, Catch::Contains("rtol 0.5, atol " + tol + ", atol the default of an " +
+                                           dtype + " plan"));
+  }
+}

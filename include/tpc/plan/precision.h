@@ -4,6 +4,8 @@
 // takes and gives what the original model does.
 #pragma once
 
+#include <string>
+
 #include "absl/status/status.h"
 #include "tpc/ir/graph.h"
 
@@ -13,5 +15,13 @@ namespace tpc::plan {
 // does not take `to` (bf16 `Cos` at opset 7) computes in f32 between Casts. Refuses
 // quantized operators (their scales are f32 by definition), naming the node.
 absl::Status ConvertFloatPrecision(ir::Graph& graph, ir::DType to);
+
+// The tolerance documented (docs/cuda.md) for a plan of `dtype` (the manifest's "dtype"
+// option: "f16", "bf16"; anything else is f32) against the unsharded f32 run:
+// |got − want| ≤ atol + rtol · |want|.
+struct Tolerance {
+  double rtol = 1e-4, atol = 1e-5;
+};
+Tolerance DocumentedTolerance(const std::string& dtype);
 
 }  // namespace tpc::plan
