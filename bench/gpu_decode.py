@@ -17,6 +17,11 @@ decode time is that run's minus a run of one new token (the prefill). Interleave
 rounds, medians; decode tokens/s counts every row's tokens. Weights differ (random on
 both sides), so the ids do; the shapes and the work per step are the same.
 
+`--int4 BLOCK` also times the same model with its MatMuls quantized to 4 bits in blocks
+of BLOCK (com.microsoft MatMulNBits, as onnxruntime-genai's int4 exports; f16
+activations): tpc's int4 decode, which reads each weight's codes once a step
+(`tpc_int4_*`).
+
 `--device cpu` runs the tpc side on the CPU backend without PyTorch (`--no-torch`): a
 check of this script on a machine without a GPU.
 """
@@ -93,6 +98,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--no-torch", action="store_true", help="time tpc only")
+    ap.add_argument("--int4", type=int, metavar="BLOCK", default=0,
+                    help="also time the model quantized to int4 in blocks of BLOCK")
     args = ap.parse_args()
     if args.new < 2:
         ap.error("--new must be at least 2 (a prefill and a decode step)")
@@ -111,31 +118,37 @@ def main():
     def save():
         med = {k: round(statistics.median(v), 4) for k, v in results.items() if v}
         summary["median"] = med
-        for other in ("torch_eager", "torch_sdpa"):
-            if "tpc_tokens_s" in med and f"{other}_tokens_s" in med:
-                summary[f"tpc_over_{other}_tokens_s"] = round(
-                    med["tpc_tokens_s"] / med[f"{other}_tokens_s"], 3)
+        for mine in ("tpc", "tpc_int4"):
+            for other in ("torch_eager", "torch_sdpa"):
+                if f"{mine}_tokens_s" in med and f"{other}_tokens_s" in med:
+                    summary[f"{mine}_over_{other}_tokens_s"] = round(
+                        med[f"{mine}_tokens_s"] / med[f"{other}_tokens_s"], 3)
         summary["rounds"] = results
         if args.out:  # whole or not at all
             with open(args.out + ".tmp", "w") as f:
                 json.dump(summary, f, indent=1)
             os.replace(args.out + ".tmp", args.out)
 
-    progress("generating the model")
-    t = time.time()
-    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_llama_synthetic.py"),
-                    "-o", model_path, "--past", "--layers", str(args.layers),
-                    "--hidden", str(args.hidden), "--heads", str(args.heads),
-                    "--kv-heads", str(args.kv_heads), "--intermediate", str(args.intermediate),
-                    "--vocab", str(args.vocab), "--max-pos", str(args.prompt + args.new)],
-                   check=True)
-    summary["generate_s"] = round(time.time() - t, 1)
-    progress("compiling tp=1 f16")
-    subprocess.run([args.tp_compile, model_path, "--tp", "1", "--dtype", "f16", "-o", plan,
-                    "--quiet"], check=True)
-    for leftover in (model_path, model_path + ".data"):
-        if os.path.exists(leftover):
-            os.remove(leftover)
+    plans = {"tpc": plan}
+    if args.int4:
+        plans["tpc_int4"] = os.path.join(args.work, "plan_past_int4_f16")
+    for name, out in plans.items():
+        progress(f"generating the model ({name})")
+        t = time.time()
+        quantize = ["--int4", str(args.int4)] if name == "tpc_int4" else []
+        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_llama_synthetic.py"),
+                        "-o", model_path, "--past", "--layers", str(args.layers),
+                        "--hidden", str(args.hidden), "--heads", str(args.heads),
+                        "--kv-heads", str(args.kv_heads), "--intermediate", str(args.intermediate),
+                        "--vocab", str(args.vocab), "--max-pos", str(args.prompt + args.new)]
+                       + quantize, check=True)
+        summary[f"{name}_generate_s"] = round(time.time() - t, 1)
+        progress(f"compiling tp=1 f16 ({name})")
+        subprocess.run([args.tp_compile, model_path, "--tp", "1", "--dtype", "f16", "-o", out,
+                        "--quiet"], check=True)
+        for leftover in (model_path, model_path + ".data"):
+            if os.path.exists(leftover):
+                os.remove(leftover)
     rng = np.random.default_rng(0)
     np.save(ids_path, rng.integers(0, args.vocab, (args.batch, args.prompt), dtype=np.int64))
     models = {}
@@ -146,12 +159,14 @@ def main():
             progress(f"PyTorch {attn}: loading")
             models[attn] = torch_model(args, attn)
             torch_generate_s(models[attn], ids, 2)  # warm-up
-    tpc_decode(args, plan, ids_path)  # warm-up (the first run plans its memory)
+    for out in plans.values():
+        tpc_decode(args, out, ids_path)  # warm-up (the first run plans its memory)
     for r in range(args.rounds):
         progress(f"round {r + 1} of {args.rounds}")
-        prefill, rate = tpc_decode(args, plan, ids_path)
-        results.setdefault("tpc_prefill_s", []).append(prefill)
-        results.setdefault("tpc_tokens_s", []).append(rate)
+        for name, out in plans.items():
+            prefill, rate = tpc_decode(args, out, ids_path)
+            results.setdefault(f"{name}_prefill_s", []).append(prefill)
+            results.setdefault(f"{name}_tokens_s", []).append(rate)
         for attn, model in models.items():
             prefill, rate = torch_decode(model, ids, args.new)
             results.setdefault(f"torch_{attn}_prefill_s", []).append(prefill)

@@ -12,7 +12,7 @@
 # real, nccl, processes, throughput, bench, decode (nccl and processes use the plans that
 # models makes). GPU_LLAMA_ARGS adds arguments to bench/gpu_llama.py ("--rounds 2 --iters
 # 5", "--layers 4 --tp-sizes="); GPU_LLAMA_TIMEOUT (default 400) bounds it in seconds;
-# GPU_DECODE_ARGS and GPU_DECODE_TIMEOUT (default 300) do the same for bench/gpu_decode.py.
+# GPU_DECODE_ARGS and GPU_DECODE_TIMEOUT (default 360) do the same for bench/gpu_decode.py.
 # Each section's start is logged with the seconds since the script began. Exit
 # status: 0 when every check passed, 1 when one failed, 77 when there is no GPU (nothing
 # checked). ../shared/GPU.md says how to carry a build to the lent GPU machine.
@@ -276,14 +276,15 @@ if want bench; then
 fi
 
 # 8. Greedy decoding with the KV cache kept on the GPU, tpc against PyTorch's generate
-#    (bench/gpu_decode.py; 4 layers of the Llama-1B shape, 8 rows, 128 + 64 tokens).
+#    (bench/gpu_decode.py; 4 layers of the Llama-1B shape, 8 rows, 128 + 64 tokens), and
+#    tpc on the same model in int4 (MatMulNBits: the decoding GEMV).
 if want decode; then
   if python3 -c "import torch, transformers; assert torch.cuda.is_available()" 2>/dev/null; then
-    say "---- bench gpu_decode (f16, 4 layers of the Llama-1B shape, 8 x (128 + 64))"
-    timeout "${GPU_DECODE_TIMEOUT:-300}" python3 "$root/bench/gpu_decode.py" --tp-compile \
+    say "---- bench gpu_decode (f16 and int4, 4 layers of the Llama-1B shape, 8 x (128 + 64))"
+    timeout "${GPU_DECODE_TIMEOUT:-360}" python3 "$root/bench/gpu_decode.py" --tp-compile \
       "$compile" --tp-run "$run" --work "$plans/gpu_decode" --out "$out/gpu_decode.json" \
-      ${GPU_DECODE_ARGS:-} 2>&1 | tee -a "$log"
-    say "bench gpu_decode: exit ${PIPESTATUS[0]} (124: stopped after ${GPU_DECODE_TIMEOUT:-300} s)"
+      --int4 32 ${GPU_DECODE_ARGS:-} 2>&1 | tee -a "$log"
+    say "bench gpu_decode: exit ${PIPESTATUS[0]} (124: stopped after ${GPU_DECODE_TIMEOUT:-360} s)"
   else
     say "skip bench gpu_decode: python3 has no torch with CUDA"
   fi

@@ -314,6 +314,10 @@ def matmul_nbits_cases(rng):
             ("4bit_prefill_packed_zero_points", (2, 35), 2048, 39, 4, 32, "packed", False, True),
             ("4bit_prefill_float_zero_points", (7, 10), 256, 21, 4, 64, "float", True, False),
             ("4bit_prefill_block_128", (9,), 512, 6, 4, 128, None, False, True),
+            # 5 blocks (packed zero points of an odd count: 3 bytes a column), and K = 80
+            # with blocks of 32 (the last partial: the BLAS path)
+            ("4bit_prefill_odd_blocks", (6,), 160, 20, 4, 32, "packed", False, False),
+            ("4bit_prefill_partial_block_32", (6,), 80, 8, 4, 32, "packed", False, True),
             # The CUDA GEMV's row counts (up to 8) and paths: 32-bit words of codes (K a
             # multiple of 8) and single codes (K = 36), then 9 rows past it.
             ("4bit_rows_8_float_zero_points", (8,), 128, 20, 4, 32, "float", True, True),

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "tpc/util/status_macros.h"
 #include "vector_math.h"
 
 #if defined(__x86_64__) && !defined(TPC_NO_TARGET_CLONES)
@@ -349,12 +350,14 @@ DotsFn PickDots() { return DotsBaseline; }
 
 void RowColumnDots(const float* a, int64_t lda, int64_t m, const float* w, int64_t ldw, int64_t n,
                    int64_t k, float* c, int64_t ldc) {
+  TPC_CHECK(k % 16 == 0);  // whole vectors along k (the tiles read no tail)
   static const DotsFn dots = PickDots();
   dots(a, lda, m, w, ldw, n, k, c, ldc);
 }
 
 bool RowColumnDotsOfWidth(int lanes, const float* a, int64_t lda, int64_t m, const float* w,
                           int64_t ldw, int64_t n, int64_t k, float* c, int64_t ldc) {
+  TPC_CHECK(k % 16 == 0);
   DotsFn dots = lanes == 4 ? DotsBaseline : nullptr;
 #if defined(__x86_64__) && !defined(TPC_NO_TARGET_CLONES)
   if (lanes == 16 && __builtin_cpu_supports("avx512f")) dots = Dots512;
