@@ -445,68 +445,79 @@ TEST_CASE("MatMulNBits' weight dequantization equals the CPU kernel's", "[runtim
   }
 }
 
-TEST_CASE("MatMulNBits' decoding GEMV, word by word, equals the CPU kernel",
+TEST_CASE("MatMulNBits' decoding GEMV, lane by lane, equals the CPU kernel",
           "[runtime][device-math]") {
-  // The CUDA GEMV's arithmetic for 4-bit codes (nbits.cu, GemvKernel with kWords): column
-  // n's codes as 32-bit words from byte n · blocks · blob, word w holding k = 8w .. 8w + 7
-  // of block 8w / block_size, each word's Int4WordDot scaled by its block's scale; summed
-  // here in the lanes' order (lane l takes words l, l + 32, ...) and the lanes added up.
+  // The CUDA GEMV's lanes (nbits.cu's GemvKernel runs math::NBitsGemvLane on 32 lanes,
+  // then adds them up): every lane here, summed, against the CPU kernel, through the word
+  // path (4-bit codes, K % 8 == 0) and the single-code path (any layout).
   std::mt19937 g(5);
-  // Blocks of 32 (K 352: 11 blocks, 44 words over 32 lanes); blocks of 16 with the last
-  // one partial (K 40: 3 blocks of 8 bytes, the last with 4 codes of padding).
-  for (auto [k, block] : std::vector<std::pair<int64_t, int64_t>>{{352, 32}, {40, 16}}) {
-    const int64_t n = 5, rows = 3, blocks = (k + block - 1) / block, blob = block / 2;
+  struct Case {
+    int64_t k, block, bits;
+  };
+  // 4 bits: blocks of 32 (K 352: 11 blocks, 44 words over 32 lanes), of 16 with the last
+  // partial (K 40: the last block's 16-code blob holds 8 codes of padding), K 36 (single codes
+  // only); 8 bits with a partial block; 2 bits.
+  for (const Case c :
+       {Case{352, 32, 4}, Case{40, 16, 4}, Case{36, 16, 4}, Case{80, 32, 8}, Case{96, 64, 2}}) {
+    const int64_t n = 5, rows = 3, blocks = (c.k + c.block - 1) / c.block;
+    const int64_t blob = c.block * c.bits / 8;
     Tensor b = Tensor::Allocate(ir::DType::kU8, {n, blocks, blob});
     for (int64_t i = 0; i < b.num_elements(); ++i) b.data<uint8_t>()[i] = static_cast<uint8_t>(g());
     const Tensor scales = Random({n * blocks}, 11);
-    const Tensor a = Random({rows, k}, 12);
-    Tensor packed = Tensor::Allocate(ir::DType::kU8, {n, (blocks + 1) / 2});
+    const Tensor a = Random({rows, c.k}, 12);
+    Tensor packed = Tensor::Allocate(ir::DType::kU8, {n, (blocks * c.bits + 7) / 8});
     for (int64_t i = 0; i < packed.num_elements(); ++i) {
       packed.data<uint8_t>()[i] = static_cast<uint8_t>(g());
     }
     Tensor floats = Tensor::Allocate(ir::DType::kF32, {n * blocks});
     for (int64_t i = 0; i < floats.num_elements(); ++i) {
-      floats.data<float>()[i] = static_cast<float>(g() % 16) + 0.25f;
+      floats.data<float>()[i] = static_cast<float>(g() % (1u << c.bits)) + 0.25f;
     }
     math::NBitsLayout l;
     l.n = n;
-    l.k = k;
-    l.bits = 4;
-    l.block_size = block;
-    for (int zero_kind = 0; zero_kind < 3; ++zero_kind) {  // none (8), packed, float
+    l.k = c.k;
+    l.bits = c.bits;
+    l.block_size = c.block;
+    for (int zero_kind = 0; zero_kind < 3; ++zero_kind) {  // none, packed, float
       OneOp o;
       o.Input("a", a);
       o.Input("b", b);
       o.Input("scales", scales);
       if (zero_kind == 1) o.Input("zp", packed);
       if (zero_kind == 2) o.Input("zp", floats);
-      auto y = o.TryRun("MatMulNBits", {{"K", k}, {"N", n}, {"bits", 4}, {"block_size", block}}, 1,
-                        "com.microsoft");
-      INFO("K " << k << ", block " << block << ", zero points " << zero_kind << ": "
-                << y.status().ToString());
+      auto y =
+          o.TryRun("MatMulNBits", {{"K", c.k}, {"N", n}, {"bits", c.bits}, {"block_size", c.block}},
+                   1, "com.microsoft");
+      INFO("K " << c.k << ", block " << c.block << ", bits " << c.bits << ", zero points "
+                << zero_kind << ": " << y.status().ToString());
       REQUIRE(y.ok());
-      const uint8_t* zp_packed = zero_kind == 1 ? packed.data<uint8_t>() : nullptr;
-      for (int64_t col = 0; col < n; ++col) {
-        const uint8_t* codes = b.data<uint8_t>() + col * blocks * blob;
-        for (int64_t r = 0; r < rows; ++r) {
-          const float* row = a.data<float>() + r * k;
-          double total = 0;
+      auto param = [](const Tensor& t) {
+        return [p = t.data<float>()](int64_t i) { return p[i]; };
+      };
+      auto load_a = [p = a.data<float>(), k = c.k](int r, int64_t i) { return p[r * k + i]; };
+      for (bool words : {false, true}) {
+        if (words && (c.bits != 4 || c.k % 8 != 0)) continue;
+        for (int64_t col = 0; col < n; ++col) {
+          float total[rows] = {};
           for (int lane = 0; lane < 32; ++lane) {
-            float acc = 0;
-            for (int64_t w = lane; w < k / 8; w += 32) {
-              const int64_t k0 = 8 * w, blk = k0 / block;
-              uint32_t word;
-              std::memcpy(&word, codes + 4 * w, sizeof word);  // little-endian, as a GPU
-              const float zero = math::NBitsZero(
-                  l, zp_packed, zero_kind == 2,
-                  zero_kind == 2 ? floats.data<float>()[col * blocks + blk] : 0.0f, col, blk);
-              acc += scales.data<float>()[col * blocks + blk] *
-                     math::Int4WordDot(word, zero, [&](int i) { return row[k0 + i]; });
+            float acc[rows] = {};
+            auto run = [&](auto kwords) {
+              math::NBitsGemvLane<rows, decltype(kwords)::value>(
+                  l, b.data<uint8_t>(), zero_kind == 1 ? packed.data<uint8_t>() : nullptr,
+                  zero_kind == 2, param(scales), param(floats), load_a, col, lane, 32, acc);
+            };
+            if (words) {
+              run(std::true_type{});
+            } else {
+              run(std::false_type{});
             }
-            total += acc;
+            for (int64_t r = 0; r < rows; ++r) total[r] += acc[r];
           }
-          const float want = (*y)[0].data<float>()[r * n + col];
-          REQUIRE(std::abs(static_cast<float>(total) - want) <= 1e-4f * (1 + std::abs(want)));
+          for (int64_t r = 0; r < rows; ++r) {
+            const float want = (*y)[0].data<float>()[r * n + col];
+            INFO("words " << words << ", column " << col << ", row " << r);
+            REQUIRE(std::abs(total[r] - want) <= 1e-4f * (1 + std::abs(want)));
+          }
         }
       }
     }

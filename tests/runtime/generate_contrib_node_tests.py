@@ -321,6 +321,7 @@ def matmul_nbits_cases(rng):
             # The CUDA GEMV's row counts (up to 8) and paths: 32-bit words of codes (K a
             # multiple of 8) and single codes (K = 36), then 9 rows past it.
             ("4bit_rows_8_float_zero_points", (8,), 128, 20, 4, 32, "float", True, True),
+            ("4bit_rows_7_packed_zero_points", (7,), 96, 9, 4, 32, "packed", False, False),
             ("4bit_rows_8_k_36", (2, 4), 36, 10, 4, 16, "packed", True, True),
             ("8bit_rows_9", (9,), 64, 12, 8, 32, None, False, True)]:
         b, scales, zp = quantize_blocks(rng, n, k, bits, block, zp_kind == "packed")

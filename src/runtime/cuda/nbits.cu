@@ -49,7 +49,8 @@ cudaError_t Dequant(const math::NBitsLayout& l, const uint8_t* b, const void* sc
 // b owns column n = b · kWarps + w (a warp past N returns whole, before any shuffle); its
 // lanes stride along K: with kWords, 32-bit words of 8 codes (lane l reads words l, l + 32,
 // ..., so a warp reads 128 contiguous bytes at a time; a word never straddles a block, the
-// blocks being 16 codes and more), else single codes of any width. Each lane keeps R
+// blocks being 16 codes and more), else single codes of any width: math::NBitsGemvLane,
+// shared with the host test. Each lane keeps R
 // partial sums, a butterfly of __shfl_xor_sync over the full warp sums them, and lane 0
 // writes the R outputs of its column. Reads: A's R rows (cached: every warp reads them),
 // the column's codes, scales and zero points; writes: Y[r, n] only, one lane each.
@@ -65,39 +66,16 @@ __global__ void GemvKernel(math::NBitsLayout l, const typename FloatIO<K>::Stora
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
   if (n >= l.n) return;
-  const int64_t blocks = l.blocks();
   float acc[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) acc[r] = 0.0f;
-  // The scale and zero point of block `blk` of this column.
-  auto scale_of = [&](int64_t blk) { return IO::Load(scales[n * blocks + blk]); };
-  auto zero_of = [&](int64_t blk) {
-    return math::NBitsZero(l, zp_packed, zp_float != nullptr,
-                           zp_float != nullptr ? IO::Load(zp_float[n * blocks + blk]) : 0.0f, n,
-                           blk);
+  // The lane's part of K (math::NBitsGemvLane, host-tested lane by lane).
+  auto param = [](const typename IO::Storage* p) {
+    return [p](int64_t i) { return IO::Load(p[i]); };
   };
-  if constexpr (kWords) {
-    const auto* words = reinterpret_cast<const uint32_t*>(b + n * blocks * l.blob_bytes());
-    for (int64_t w = lane; w < l.k / 8; w += 32) {
-      const int64_t k0 = 8 * w, blk = k0 / l.block_size;
-      const uint32_t word = words[w];
-      const float scale = scale_of(blk), zero = zero_of(blk);
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        const typename IO::Storage* row = a + r * l.k + k0;
-        acc[r] += scale * math::Int4WordDot(word, zero, [&](int i) { return IO::Load(row[i]); });
-      }
-    }
-  } else {
-    for (int64_t k = lane; k < l.k; k += 32) {
-      const int64_t blk = k / l.block_size;
-      const float zp = zp_float != nullptr ? IO::Load(zp_float[n * blocks + blk]) : 0.0f;
-      const float w =
-          math::NBitsWeight(l, b, n, k, scale_of(blk), zp_packed, zp_float != nullptr, zp);
-#pragma unroll
-      for (int r = 0; r < R; ++r) acc[r] += w * IO::Load(a[r * l.k + k]);
-    }
-  }
+  math::NBitsGemvLane<R, kWords>(
+      l, b, zp_packed, zp_float != nullptr, param(scales), param(zp_float),
+      [a, k = l.k](int r, int64_t i) { return IO::Load(a[r * k + i]); }, n, lane, 32, acc);
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     for (int off = 16; off > 0; off /= 2) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], off);

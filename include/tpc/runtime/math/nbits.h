@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "tpc/util/host_device.h"
 
@@ -27,6 +28,12 @@ struct NBitsLayout {
   TPC_HOST_DEVICE bool valid() const {
     return (bits == 2 || bits == 4 || bits == 8) && block_size >= 16 &&
            (block_size & (block_size - 1)) == 0 && n > 0 && k > 0;
+  }
+  // log2(block_size) of a valid layout: k >> block_shift() is k's block.
+  TPC_HOST_DEVICE int block_shift() const {
+    int s = 0;
+    while ((int64_t{1} << s) < block_size) ++s;
+    return s;
   }
 };
 
@@ -92,6 +99,58 @@ TPC_HOST_DEVICE inline float Int4WordDot(uint32_t word, float zero, A a) {
     sum += (static_cast<float>((word >> (4 * i)) & 15u) - zero) * a(i);
   }
   return sum;
+}
+
+// One lane of the decoding GEMV's warp on column n (nbits.cu's GemvKernel, which sums the
+// `lanes` lanes' acc afterwards): acc[r] += Σ A[r, k] · W[n, k] over the lane's part of K.
+// kWords (4-bit codes, K % 8 == 0, the codes' base on 4 bytes): 32-bit words w = lane,
+// lane + lanes, ... of the column's codes (word w: k = 8w .. 8w + 7, one block);
+// otherwise single codes k = lane, lane + lanes, .... a(r, k), scale(i) and zero(i) load
+// A[r, k] and the i-th scale and float zero point (i = n · blocks + block) as floats;
+// has_float_zp says whether there are float zero points, zp_packed the packed ones.
+template <int R, bool kWords, typename LoadA, typename LoadParam>
+TPC_HOST_DEVICE void NBitsGemvLane(const NBitsLayout& l, const uint8_t* b, const uint8_t* zp_packed,
+                                   bool has_float_zp, LoadParam scale, LoadParam zero, LoadA a,
+                                   int64_t n, int lane, int lanes, float* acc) {
+  // Per column once: no 64-bit division per word (a GPU emulates them).
+  const int64_t blocks = l.blocks();
+  const int shift = l.block_shift();
+  const uint8_t* zp_row =
+      zp_packed != nullptr ? zp_packed + n * l.packed_zero_point_bytes() : nullptr;
+  auto zero_of = [&](int64_t blk) {
+    return has_float_zp        ? zero(n * blocks + blk)
+           : zp_row != nullptr ? static_cast<float>(UnpackCode(zp_row, blk, l.bits))
+                               : static_cast<float>(1 << (l.bits - 1));
+  };
+  if constexpr (kWords) {
+    const uint8_t* codes = b + n * blocks * l.blob_bytes();
+    for (int64_t w = lane; w < l.k / 8; w += lanes) {
+      const int64_t k0 = 8 * w, blk = k0 >> shift;
+      uint32_t word;
+#if defined(__CUDA_ARCH__)
+      word = reinterpret_cast<const uint32_t*>(codes)[w];  // on 4 bytes (the caller checked)
+#else
+      std::memcpy(&word, codes + 4 * w, sizeof word);
+#endif
+      const float s = scale(n * blocks + blk), z = zero_of(blk);
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (int r = 0; r < R; ++r) {
+        acc[r] += s * Int4WordDot(word, z, [&](int i) { return a(r, k0 + i); });
+      }
+    }
+  } else {
+    for (int64_t k = lane; k < l.k; k += lanes) {
+      const int64_t blk = k >> shift;
+      const float zp = has_float_zp ? zero(n * blocks + blk) : 0.0f;
+      const float w = NBitsWeight(l, b, n, k, scale(n * blocks + blk), zp_packed, has_float_zp, zp);
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (int r = 0; r < R; ++r) acc[r] += w * a(r, k);
+    }
+  }
 }
 
 }  // namespace tpc::runtime::math
