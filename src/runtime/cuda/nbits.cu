@@ -105,29 +105,16 @@ cudaError_t Gemv(const math::NBitsLayout& l, const void* a, const uint8_t* b, co
   return words ? launch(GemvKernel<K, R, true>) : launch(GemvKernel<K, R, false>);
 }
 
-template <FloatKind K>
+// Gemv<K, rows> for rows in [R, kGemvRows]: one instantiation per row count.
+template <FloatKind K, int R = 1>
 cudaError_t GemvRows(int64_t rows, const math::NBitsLayout& l, const void* a, const uint8_t* b,
                      const void* scales, const uint8_t* zp_packed, const void* zp_float,
                      const void* bias, void* y, cudaStream_t stream) {
-  switch (rows) {
-    case 1:
-      return Gemv<K, 1>(l, a, b, scales, zp_packed, zp_float, bias, y, stream);
-    case 2:
-      return Gemv<K, 2>(l, a, b, scales, zp_packed, zp_float, bias, y, stream);
-    case 3:
-      return Gemv<K, 3>(l, a, b, scales, zp_packed, zp_float, bias, y, stream);
-    case 4:
-      return Gemv<K, 4>(l, a, b, scales, zp_packed, zp_float, bias, y, stream);
-    case 5:
-      return Gemv<K, 5>(l, a, b, scales, zp_packed, zp_float, bias, y, stream);
-    case 6:
-      return Gemv<K, 6>(l, a, b, scales, zp_packed, zp_float, bias, y, stream);
-    case 7:
-      return Gemv<K, 7>(l, a, b, scales, zp_packed, zp_float, bias, y, stream);
-    case 8:
-      return Gemv<K, 8>(l, a, b, scales, zp_packed, zp_float, bias, y, stream);
-    default:
-      return cudaErrorInvalidValue;
+  if (rows == R) return Gemv<K, R>(l, a, b, scales, zp_packed, zp_float, bias, y, stream);
+  if constexpr (R < kGemvRows) {
+    return GemvRows<K, R + 1>(rows, l, a, b, scales, zp_packed, zp_float, bias, y, stream);
+  } else {
+    return cudaErrorInvalidValue;
   }
 }
 
