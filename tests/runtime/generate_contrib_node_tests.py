@@ -296,11 +296,13 @@ def matmul_nbits_cases(rng):
             ("4bit_partial_block", (2, 2), 40, 8, 4, 16, "packed", True, False),
             ("8bit", (2, 3), 64, 16, 8, 32, "packed", True, False),
             ("2bit", (3,), 64, 8, 2, 16, "packed", False, False),
-            # Up to 4 rows of f32 with blocks of 32 and more: the vectorized int4 decode
+            # Up to 3 rows of f32 with blocks of 32 and more: the vectorized int4 decode
+            # (4 rows: the dequantized tiles)
             # (packed zero points of odd and even blocks, float ones, none: 8).
             ("4bit_decode_packed_zero_points", (1, 1), 160, 40, 4, 32, "packed", True, True),
             ("4bit_decode_rows_block_64", (3,), 256, 24, 4, 64, None, False, False),
             ("4bit_decode_float_zero_points", (2, 2), 96, 16, 4, 32, "float", True, True),
+            ("4bit_decode_two_rows", (2,), 96, 16, 4, 32, "packed", True, True),
             # One row (decoding one sequence: its own loop, blocks alternating between two
             # accumulators; 3 and 4 blocks) with float zero points and with none.
             ("4bit_decode_row_float_zero_points", (1,), 96, 16, 4, 32, "float", True, True),
