@@ -99,9 +99,9 @@ tpc::cli::Parser MakeParser() {
   p.Add({"output-dir", "OUT", "write OUT/output_K.pb and OUT/output_K.npy", "", false});
   p.Add({"check-against", "MODEL.onnx", "also run MODEL unsharded and compare the outputs", "",
          false});
-  p.Add({"rtol", "R", "relative tolerance of --check-against (f16 plans 1e-2, bf16 5e-2)", "1e-4",
+  p.Add({"rtol", "R", "relative tolerance of the comparisons; f16 plans 1e-2, bf16 5e-2", "1e-4",
          false});
-  p.Add({"atol", "A", "absolute tolerance of --check-against (f16 plans 1e-2, bf16 5e-2)", "1e-5",
+  p.Add({"atol", "A", "absolute tolerance of the comparisons; f16 plans 1e-2, bf16 5e-2", "1e-5",
          false});
   p.Add({"repeat", "K",
          "time K more runs; print throughput and per-stage times (the last run's outputs "

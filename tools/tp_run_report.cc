@@ -90,9 +90,10 @@ absl::StatusOr<Tolerance> ReadTolerance(const tpc::cli::Args& args, const std::s
   }
   if (dtype == "f16" || dtype == "bf16") {
     const bool r = args.has("rtol"), a = args.has("atol");
-    t.of = !r && !a ? absl::StrCat("the defaults of an ", dtype, " plan")
-           : !a     ? absl::StrCat("atol the default of an ", dtype, " plan")
-           : !r     ? absl::StrCat("rtol the default of an ", dtype, " plan")
+    const std::string plan = absl::StrCat(dtype == "f16" ? "an " : "a ", dtype, " plan");
+    t.of = !r && !a ? "the defaults of " + plan
+           : !a     ? "atol the default of " + plan
+           : !r     ? "rtol the default of " + plan
                     : "";
   }
   return t;

@@ -75,7 +75,8 @@ def main():
                 runs += 1
                 if r.returncode != 0:
                     failures.append(f"{what}: tp-run: {(r.stdout + r.stderr).strip()[-800:]}")
-                elif f"rtol {tol}, atol {tol}, the defaults of an {dtype} plan" not in r.stdout:
+                elif (f"rtol {tol}, atol {tol}, the defaults of "
+                      f"{'an' if dtype == 'f16' else 'a'} {dtype} plan") not in r.stdout:
                     failures.append(f"{what}: tp-run did not compare with rtol = atol = {tol}: "
                                     f"{r.stdout.strip()[-400:]}")
                 got, want = weight_bytes(plan), weight_bytes(f32_plan)

@@ -392,3 +392,16 @@ TEST_CASE("TcpStore: many clients wait on one barrier", "[runtime][tcp_store]") 
 
 }  // namespace
 }  // namespace tpc::runtime
+
+TEST_CASE("A rank's failure reads the same from the abort key and from RankFailed",
+          "[runtime][tcp_store]") {
+  const absl::Status bad = absl::InvalidArgumentError("input_ids: bad.pb is not a tensor");
+  const absl::Status peer = tpc::runtime::RankFailed(1, bad);
+  CHECK(peer.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(peer.message() == "rank 1 failed: input_ids: bad.pb is not a tensor");
+  CHECK(tpc::runtime::DescribeRankStatus(tpc::runtime::EncodeRankStatus(1, bad)) == peer.message());
+  // An OK status (never a failure) keeps its words and is not OK.
+  const absl::Status odd = tpc::runtime::RankFailed(2, absl::OkStatus());
+  CHECK(!odd.ok());
+  CHECK(odd.message() == "rank 2 failed: ");
+}

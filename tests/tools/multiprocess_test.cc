@@ -607,8 +607,9 @@ TEST_CASE("tp-run compares a half-precision plan within its precision's document
                                 " --check-against " + model);
     INFO(ok.output);
     CHECK(ok.exit_code == 0);
-    CHECK_THAT(ok.output, Catch::Contains("rtol " + tol + ", atol " + tol +
-                                          ", the defaults of an " + dtype + " plan"));
+    const std::string plan_of = (dtype == "f16" ? "an " : "a ") + dtype + " plan";
+    CHECK_THAT(ok.output,
+               Catch::Contains("rtol " + tol + ", atol " + tol + ", the defaults of " + plan_of));
     // Given ones win (f32's tolerance: a half plan is not that close).
     CommandResult tight = RunTpRun(plan + " --quiet --ranks threads --input-dir " + data +
                                    " --check-against " + model + " --rtol 1e-6 --atol 1e-7");
@@ -620,7 +621,19 @@ TEST_CASE("tp-run compares a half-precision plan within its precision's document
     CommandResult one =
         RunTpRun(plan + " --quiet --ranks threads --input-dir " + data + " --rtol 0.5");
     INFO(one.output);
-    CHECK_THAT(one.output, Catch::Contains("rtol 0.5, atol " + tol + ", atol the default of an " +
-                                           dtype + " plan"));
+    CHECK_THAT(one.output,
+               Catch::Contains("rtol 0.5, atol " + tol + ", atol the default of " + plan_of));
+    CommandResult other =
+        RunTpRun(plan + " --quiet --ranks threads --input-dir " + data + " --atol 0.5");
+    INFO(other.output);
+    CHECK_THAT(other.output,
+               Catch::Contains("rtol " + tol + ", atol 0.5, rtol the default of " + plan_of));
   }
+  // An f32 plan: f32's tolerance, nothing said about it.
+  const std::string f32 = Compile("gpt2", 2, "", "half_f32");
+  CommandResult plain = RunTpRun(f32 + " --quiet --ranks threads --input-dir " + data);
+  INFO(plain.output);
+  CHECK(plain.exit_code == 0);
+  CHECK_THAT(plain.output,
+             Catch::Contains("rtol 0.0001, atol 1e-05\n") && !Catch::Contains("default"));
 }

@@ -72,9 +72,10 @@ class RankSession {
   KeyValueStore& store();
 
   // Every rank posts the outcome of step `step` (`mine`); returns OK when every rank
-  // succeeded, else the first failure in rank order, naming its rank (also put in
-  // `failed_rank`, -1 when none or when ranks did not post within the timeout, which are
-  // named).
+  // succeeded, else the first failure in rank order as its peers report it ("rank R
+  // failed: …", RankFailed, also when R is this rank: a rank reports its own failure from
+  // `mine`), its rank also put in `failed_rank` (-1 when none or when ranks did not post
+  // within the timeout, which are named).
   absl::Status Agree(const std::string& step, const absl::Status& mine, int* failed_rank = nullptr);
 
   // The CPU communicator between the ranks, by options.transport: shared memory, or

@@ -31,7 +31,8 @@ std::string DescribeRankStatus(const std::string& text) {
 }
 
 absl::Status RankFailed(int rank, const absl::Status& status) {
-  return absl::Status(status.code(),
+  // (An OK status would drop the message: such a failure is unknown.)
+  return absl::Status(status.ok() ? absl::StatusCode::kUnknown : status.code(),
                       absl::StrCat("rank ", rank, " failed: ", std::string(status.message())));
 }
 
