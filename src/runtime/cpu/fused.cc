@@ -193,10 +193,14 @@ absl::Status FusedMatMul(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
   const Tensor* bias = ctx.optional_input(2);
+  if (IsHalfType(a.dtype()) && b.rank() == 2 && a.rank() >= 2) {
+    TPC_ASSIGN_OR_RETURN(const Activation act, ReadActivation(ctx));
+    return HalfMatMul(ctx, bias, act);
+  }
   if (a.dtype() != ir::DType::kF32 || b.dtype() != ir::DType::kF32 || b.rank() != 2 ||
       a.rank() < 2) {
-    return ctx.Error(
-        absl::StrCat("takes f32 [.., k] x [k, n], not ", a.TypeString(), " x ", b.TypeString()));
+    return ctx.Error(absl::StrCat("takes f32, f16 or bf16 [.., k] x [k, n], not ", a.TypeString(),
+                                  " x ", b.TypeString()));
   }
   TPC_ASSIGN_OR_RETURN(const Activation act, ReadActivation(ctx));
   TPC_ASSIGN_OR_RETURN(const MatMulShape g, MatMulShapes(ctx, a, b));

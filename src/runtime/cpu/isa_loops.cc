@@ -5,6 +5,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "tpc/util/half.h"
 #include "tpc/util/status_macros.h"
 #include "vector_math.h"
 
@@ -199,6 +200,36 @@ TPC_ISA_CLONES void Int4ColumnDot(const uint8_t* codes, const float* scales, con
         Int4Rows<4>(codes, scales, zeros, packed_zeros, blocks, half, a, a_stride, out + r0);
         break;
     }
+  }
+}
+
+TPC_ISA_CLONES void HalfBlockToFloat(const uint16_t* src, int64_t src_ld, int64_t rows,
+                                     int64_t cols, float* dst, int64_t dst_ld, bool bf16) {
+  typedef uint16_t U16x16 __attribute__((vector_size(32)));
+  typedef uint32_t U32x16 __attribute__((vector_size(64)));
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t* s = src + r * src_ld;
+    float* d = dst + r * dst_ld;
+    int64_t j = 0;
+    for (; j + 16 <= cols; j += 16) {
+      U16x16 h;
+      std::memcpy(&h, s + j, sizeof h);
+      const U32x16 x = __builtin_convertvector(h, U32x16);
+      U32x16 bits;
+      if (bf16) {
+        bits = x << 16;
+      } else {
+        // The exponent and mantissa moved to f32's places: times 2^112 that is the value
+        // for normal and subnormal halves alike (exact: a power of two); an all-ones
+        // exponent (infinity, NaN) gets f32's, payload kept.
+        const U32x16 em = (x & 0x7fffu) << 13;
+        const U32x16 scaled = (U32x16)((F32x16)em * 0x1p112f);
+        const U32x16 special = (U32x16)((x & 0x7c00u) == 0x7c00u);
+        bits = (scaled & ~special) | ((em | 0x7f800000u) & special) | ((x & 0x8000u) << 16);
+      }
+      std::memcpy(d + j, &bits, sizeof bits);
+    }
+    for (; j < cols; ++j) d[j] = bf16 ? BFloat16ToFloat(s[j]) : HalfToFloat(s[j]);
   }
 }
 

@@ -32,6 +32,12 @@ void Int4ColumnDot(const uint8_t* codes, const float* scales, const float* zeros
                    const uint8_t* packed_zeros, int64_t blocks, int64_t half, const float* a_pairs,
                    int64_t a_stride, int64_t rows, float* out);
 
+// dst[r·dst_ld + j] = src[r·src_ld + j] as f32 for r < rows, j < cols, src bf16 (`bf16`)
+// or f16: exactly HalfToFloat's and BFloat16ToFloat's values (NaN payloads kept), 16
+// lanes at a time.
+void HalfBlockToFloat(const uint16_t* src, int64_t src_ld, int64_t rows, int64_t cols, float* dst,
+                      int64_t dst_ld, bool bf16);
+
 // Int4ColumnDot's column `cols` times, dequantized: w[c·ld + ...] = (code - zero) · scale
 // for column c at codes + c·code_stride (its scales at scales + c·blocks, zero points
 // likewise, packed ones at packed_zeros + c·packed_stride), in the same per-block order

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "isa_loops.h"
 #include "tpc/runtime/compare.h"
 #include "tpc/runtime/kernel.h"
 #include "tpc/runtime/math/gqa.h"
@@ -447,6 +448,16 @@ void Gemm2D(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T*
 template <typename T>
 void ParallelGemm2D(ThreadPool& pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha,
                     const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+
+// C[m, n] (f32, row-major, ld n) = A[m, k] (f32) · B[k, n] with B f16 or bf16 (`bf16`),
+// row-major: B converted a tile of columns at a time into a buffer of the thread's own
+// (in its core's cache), never whole: a half-precision weight is read as it is stored.
+void HalfWeightGemm(ThreadPool& pool, int64_t m, int64_t n, int64_t k, const float* a,
+                    const uint16_t* b, bool bf16, float* c);
+// MatMul and FusedMatMul of f16/bf16 operands (matmul.cc): f32 products rounded to the
+// type; a matrix B (a weight) through HalfWeightGemm, with FusedMatMul's bias and
+// activation (`act`, bias in the operands' type) applied in f32 before the rounding.
+absl::Status HalfMatMul(KernelContext& ctx, const Tensor* bias, Activation act);
 
 absl::Status Einsum(KernelContext& ctx);  // einsum.cc
 absl::Status Det(KernelContext& ctx);     // det.cc

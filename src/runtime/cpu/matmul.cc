@@ -2,6 +2,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "kernels.h"
 
@@ -104,43 +105,114 @@ absl::StatusOr<MatMulShape> MatMulShapes(const KernelContext& ctx, const Tensor&
   return g;
 }
 
+namespace {
+
+// Y = A · B by numpy's batching, A, B and Y contiguous of g's shapes.
+template <typename T>
+void MatMulBody(ThreadPool& pool, const MatMulShape& g, const T* pa, const T* pb, T* py) {
+  const int64_t m = g.m, k = g.k, n = g.n;
+  if (NumElements(g.batch_b) == 1 && NumElements(g.batch_a) == NumElements(g.batch)) {
+    // B shared by every batch: one GEMM over all rows of A (A is contiguous).
+    const int64_t rows = NumElements(g.batch) * m;
+    ParallelGemm2D<T>(pool, false, false, rows, n, k, T(1), pa, k, pb, n, T(0), py, n);
+    return;
+  }
+  const int64_t count = NumElements(g.batch);
+  if (count < pool.size()) {
+    g.ForEachMatrix([&](int64_t i, int64_t oa, int64_t ob) {
+      ParallelGemm2D<T>(pool, false, false, m, n, k, T(1), pa + oa, k, pb + ob, n, T(0),
+                        py + i * m * n, n);
+    });
+    return;
+  }
+  // Many matrices (attention's heads): whole matrices per thread.
+  const BroadcastOffsets<2> offsets = g.MatrixOffsets();
+  pool.ParallelFor(count, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const auto [oa, ob] = offsets.At(i);
+      Gemm2D<T>(false, false, m, n, k, T(1), pa + oa, k, pb + ob, n, T(0), py + i * m * n, n);
+    }
+  });
+}
+
+}  // namespace
+
+void HalfWeightGemm(ThreadPool& pool, int64_t m, int64_t n, int64_t k, const float* a,
+                    const uint16_t* b, bool bf16, float* c) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    std::fill(c, c + m * n, 0.0f);
+    return;
+  }
+  // Tiles of whole 16-column vectors whose f32 copy is about 256 KiB. A decode step of a
+  // bf16 plan read each weight through a whole f32 copy before: 15x slower than the f32
+  // plan (docs/cuda.md, half-precision plans).
+  const int64_t tile = std::min<int64_t>(std::max<int64_t>((65536 / k) / 16 * 16, 16), n);
+  pool.ParallelFor((n + tile - 1) / tile, 1, [&](int64_t lo, int64_t hi) {
+    std::vector<float> w(static_cast<size_t>(k * tile));
+    for (int64_t t = lo; t < hi; ++t) {
+      const int64_t col = t * tile, cols = std::min(tile, n - col);
+      HalfBlockToFloat(b + col, n, k, cols, w.data(), cols, bf16);
+      Gemm2D<float>(false, false, m, cols, k, 1.0f, a, k, w.data(), cols, 0.0f, c + col, n);
+    }
+  });
+}
+
+absl::Status HalfMatMul(KernelContext& ctx, const Tensor* bias, Activation act) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (a.dtype() != b.dtype() || !IsHalfType(a.dtype())) return ctx.Error("operand types differ");
+  TPC_ASSIGN_OR_RETURN(const MatMulShape g, MatMulShapes(ctx, a, b));
+  if (bias != nullptr && (bias->dtype() != a.dtype() || bias->num_elements() != g.n)) {
+    return ctx.Error(absl::StrCat("bias ", bias->TypeString(), " is not ", g.n, " values of ",
+                                  ir::DTypeName(a.dtype())));
+  }
+  // Y's declared type: the operands' or, where the fusion pass took a Cast of the product
+  // into FusedMatMul (a half plan's logits), f32.
+  const ir::DType out_type = ctx.output_dtype(0);
+  if (out_type != a.dtype() && out_type != ir::DType::kF32) {
+    return ctx.Error(absl::StrCat("gives ", ir::DTypeName(out_type), " from ",
+                                  ir::DTypeName(a.dtype()), " operands"));
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, g.out, out_type));
+  if (y->num_elements() == 0) return absl::OkStatus();
+  const Tensor a32 = ConvertFloats(a, ir::DType::kF32);
+  Tensor y32 = out_type == ir::DType::kF32 ? *y : Tensor::Allocate(ir::DType::kF32, g.out);
+  const int64_t rows = y->num_elements() / g.n;
+  if (b.rank() == 2 && a.rank() >= 2) {
+    // A weight: read as stored, a tile at a time.
+    HalfWeightGemm(ctx.pool(), rows, g.n, g.k, a32.data<float>(), b.data<uint16_t>(),
+                   a.dtype() == ir::DType::kBF16, y32.data<float>());
+  } else {
+    const Tensor b32 = ConvertFloats(b, ir::DType::kF32);
+    MatMulBody<float>(ctx.pool(), g, a32.data<float>(), b32.data<float>(), y32.data<float>());
+  }
+  if (bias != nullptr || act != Activation::kNone) {
+    const Tensor bias32 = bias != nullptr ? ConvertFloats(*bias, ir::DType::kF32) : Tensor();
+    const float* pbias = bias != nullptr ? bias32.data<float>() : nullptr;
+    float* py = y32.data<float>();
+    const int64_t n = g.n;
+    ctx.pool().ParallelFor(rows, std::max<int64_t>(1, 4096 / n), [&](int64_t lo, int64_t hi) {
+      ActivationRows(act, py + lo * n, hi - lo, n, n, pbias);
+    });
+  }
+  if (out_type != ir::DType::kF32) ConvertFloats(y32, *y);
+  return absl::OkStatus();
+}
+
 absl::Status MatMul(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
   if (a.dtype() != b.dtype()) return ctx.Error("operand types differ");
+  if (IsHalfType(a.dtype())) return HalfMatMul(ctx, nullptr, Activation::kNone);
   TPC_ASSIGN_OR_RETURN(const MatMulShape g, MatMulShapes(ctx, a, b));
-  const int64_t m = g.m, k = g.k, n = g.n;
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, g.out, a.dtype()));
   if (b.rank() == 2 && a.rank() >= 2) {
     TPC_ASSIGN_OR_RETURN(const bool packed, PackedMatMul(ctx, a, b, y));
     if (packed) return absl::OkStatus();
   }
   return VisitNumeric(ctx, a.dtype(), [&]<typename T>() -> absl::Status {
-    const T* pa = a.data<T>();
-    const T* pb = b.data<T>();
-    T* py = y->data<T>();
-    if (NumElements(g.batch_b) == 1 && NumElements(g.batch_a) == NumElements(g.batch)) {
-      // B shared by every batch: one GEMM over all rows of A (A is contiguous).
-      const int64_t rows = NumElements(g.batch) * m;
-      ParallelGemm2D<T>(ctx.pool(), false, false, rows, n, k, T(1), pa, k, pb, n, T(0), py, n);
-      return absl::OkStatus();
-    }
-    const int64_t count = NumElements(g.batch);
-    if (count < ctx.pool().size()) {
-      g.ForEachMatrix([&](int64_t i, int64_t oa, int64_t ob) {
-        ParallelGemm2D<T>(ctx.pool(), false, false, m, n, k, T(1), pa + oa, k, pb + ob, n, T(0),
-                          py + i * m * n, n);
-      });
-      return absl::OkStatus();
-    }
-    // Many matrices (attention's heads): whole matrices per thread.
-    const BroadcastOffsets<2> offsets = g.MatrixOffsets();
-    ctx.pool().ParallelFor(count, 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) {
-        const auto [oa, ob] = offsets.At(i);
-        Gemm2D<T>(false, false, m, n, k, T(1), pa + oa, k, pb + ob, n, T(0), py + i * m * n, n);
-      }
-    });
+    MatMulBody<T>(ctx.pool(), g, a.data<T>(), b.data<T>(), y->data<T>());
     return absl::OkStatus();
   });
 }
