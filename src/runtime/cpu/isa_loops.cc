@@ -219,13 +219,19 @@ TPC_ISA_CLONES void HalfBlockToFloat(const uint16_t* src, int64_t src_ld, int64_
       if (bf16) {
         bits = x << 16;
       } else {
-        // The exponent and mantissa moved to f32's places: times 2^112 that is the value
-        // for normal and subnormal halves alike (exact: a power of two); an all-ones
-        // exponent (infinity, NaN) gets f32's, payload kept.
+        // Normal: the exponent and mantissa moved to f32's places, the exponent rebiased;
+        // subnormal: the mantissa times 2^-24 (a normal f32: no f32 subnormal arithmetic,
+        // which a denormals-are-zero mode would flush); all-ones exponent (infinity, NaN):
+        // f32's, payload kept.
+        typedef int32_t I32x16v __attribute__((vector_size(64)));
+        const U32x16 exp = x & 0x7c00u;
         const U32x16 em = (x & 0x7fffu) << 13;
-        const U32x16 scaled = (U32x16)((F32x16)em * 0x1p112f);
-        const U32x16 special = (U32x16)((x & 0x7c00u) == 0x7c00u);
-        bits = (scaled & ~special) | ((em | 0x7f800000u) & special) | ((x & 0x8000u) << 16);
+        const U32x16 sub =
+            (U32x16)(__builtin_convertvector((I32x16v)(x & 0x3ffu), F32x16) * (1.0f / 16777216.0f));
+        const U32x16 is_sub = (U32x16)(exp == 0u);
+        const U32x16 is_special = (U32x16)(exp == 0x7c00u);
+        bits = ((em + 0x38000000u) & ~(is_sub | is_special)) | (sub & is_sub) |
+               ((em | 0x7f800000u) & is_special) | ((x & 0x8000u) << 16);
       }
       std::memcpy(d + j, &bits, sizeof bits);
     }

@@ -450,8 +450,9 @@ void ParallelGemm2D(ThreadPool& pool, bool ta, bool tb, int64_t m, int64_t n, in
                     const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
 
 // C[m, n] (f32, row-major, ld n) = A[m, k] (f32) · B[k, n] with B f16 or bf16 (`bf16`),
-// row-major: B converted a tile of columns at a time into a buffer of the thread's own
-// (in its core's cache), never whole: a half-precision weight is read as it is stored.
+// row-major. A few rows: B converted a tile of columns at a time into a buffer of the
+// thread's own (in its core's cache), never whole: a half-precision weight is read as it
+// is stored. Many rows: B converted once, then one parallel GEMM.
 void HalfWeightGemm(ThreadPool& pool, int64_t m, int64_t n, int64_t k, const float* a,
                     const uint16_t* b, bool bf16, float* c);
 // MatMul and FusedMatMul of f16/bf16 operands (matmul.cc): f32 products rounded to the

@@ -2,6 +2,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "kernels.h"
@@ -107,6 +108,9 @@ absl::StatusOr<MatMulShape> MatMulShapes(const KernelContext& ctx, const Tensor&
 
 namespace {
 
+// HalfWeightGemm's rows through column tiles; more rows convert B once.
+constexpr int64_t kHalfTileRows = 64;
+
 // Y = A · B by numpy's batching, A, B and Y contiguous of g's shapes.
 template <typename T>
 void MatMulBody(ThreadPool& pool, const MatMulShape& g, const T* pa, const T* pb, T* py) {
@@ -144,16 +148,28 @@ void HalfWeightGemm(ThreadPool& pool, int64_t m, int64_t n, int64_t k, const flo
     std::fill(c, c + m * n, 0.0f);
     return;
   }
-  // Tiles of whole 16-column vectors whose f32 copy is about 256 KiB. A decode step of a
-  // bf16 plan read each weight through a whole f32 copy before: 15x slower than the f32
-  // plan (docs/cuda.md, half-precision plans).
+  if (m > kHalfTileRows) {
+    // Many rows (a prefill, an encoder): B converted once, in parallel, and the rows
+    // shared out among the threads by ParallelGemm2D. Through the tiles, A would be read
+    // once per tile (a 4096-row product took 4 s against 0.85 through a whole copy).
+    std::unique_ptr<float[]> w(new float[static_cast<size_t>(k * n)]);
+    pool.ParallelFor(k, std::max<int64_t>(1, 16384 / n), [&](int64_t lo, int64_t hi) {
+      HalfBlockToFloat(b + lo * n, n, hi - lo, n, w.get() + lo * n, n, bf16);
+    });
+    ParallelGemm2D<float>(pool, false, false, m, n, k, 1.0f, a, k, w.get(), n, 0.0f, c, n);
+    return;
+  }
+  // A few rows (a decode step): tiles of whole 16-column vectors whose f32 copy is about
+  // 256 KiB (at least 16 columns), converted into a buffer of the thread's own; B is read
+  // as stored, never copied whole. A decode step of a bf16 plan read each weight through
+  // a whole f32 copy before: 15x slower than the f32 plan (docs/cuda.md).
   const int64_t tile = std::min<int64_t>(std::max<int64_t>((65536 / k) / 16 * 16, 16), n);
   pool.ParallelFor((n + tile - 1) / tile, 1, [&](int64_t lo, int64_t hi) {
-    std::vector<float> w(static_cast<size_t>(k * tile));
+    std::unique_ptr<float[]> w(new float[static_cast<size_t>(k * tile)]);  // not zeroed
     for (int64_t t = lo; t < hi; ++t) {
       const int64_t col = t * tile, cols = std::min(tile, n - col);
-      HalfBlockToFloat(b + col, n, k, cols, w.data(), cols, bf16);
-      Gemm2D<float>(false, false, m, cols, k, 1.0f, a, k, w.data(), cols, 0.0f, c + col, n);
+      HalfBlockToFloat(b + col, n, k, cols, w.get(), cols, bf16);
+      Gemm2D<float>(false, false, m, cols, k, 1.0f, a, k, w.get(), cols, 0.0f, c + col, n);
     }
   });
 }
