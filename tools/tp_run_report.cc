@@ -83,7 +83,7 @@ absl::StatusOr<Tolerance> ReadTolerance(const tpc::cli::Args& args, const std::s
     if (it != manifest->options().end()) dtype = it->second;
   }
   const tpc::plan::Tolerance documented = tpc::plan::DocumentedTolerance(dtype);
-  Tolerance t{documented.rtol, documented.atol, ""};
+  Tolerance t{documented, ""};
   if ((args.has("rtol") && !absl::SimpleAtod(args.get("rtol"), &t.rtol)) ||
       (args.has("atol") && !absl::SimpleAtod(args.get("atol"), &t.atol))) {
     return absl::InvalidArgumentError("--rtol and --atol must be numbers");

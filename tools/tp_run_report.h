@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "tpc/plan/precision.h"
 #include "tpc/runtime/executor.h"
 #include "tpc/util/cli.h"
 
@@ -25,8 +26,7 @@ void PrintTimes(const tpc::cli::Args& args, std::vector<double> times, std::vect
 // for the precision of the plan in `plan_dir` (its manifest's "dtype" option;
 // tpc::plan::DocumentedTolerance; an unreadable manifest: f32's, the plan's error comes
 // when it loads).
-struct Tolerance {
-  double rtol = 0, atol = 0;
+struct Tolerance : tpc::plan::Tolerance {
   std::string of;  // "the defaults of an f16 plan" when a default came from the precision
 };
 absl::StatusOr<Tolerance> ReadTolerance(const tpc::cli::Args& args, const std::string& plan_dir);

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cpu/isa_loops.h"
 #include "tpc/util/checked_math.h"
 #include "tpc/util/half.h"
 #include "tpc/util/status_macros.h"
@@ -72,10 +73,10 @@ void ConvertFloats(const Tensor& src, const Tensor& dst) {
     for (int64_t i = 0; i < n; ++i) d[i] = half ? FloatToHalf(s[i]) : FloatToBFloat16(s[i]);
   } else {
     TPC_CHECK(IsHalfType(src.dtype()) && dst.dtype() == DType::kF32);
-    const uint16_t* s = src.data<uint16_t>();
-    float* d = dst.data<float>();
-    const bool half = src.dtype() == DType::kF16;
-    for (int64_t i = 0; i < n; ++i) d[i] = half ? HalfToFloat(s[i]) : BFloat16ToFloat(s[i]);
+    // 16 lanes at a time, exactly HalfToFloat's and BFloat16ToFloat's values (the CPU
+    // backend's loop; every half input of a kernel that computes in f32 comes here).
+    cpu::HalfBlockToFloat(src.data<uint16_t>(), n, 1, n, dst.data<float>(), n,
+                          src.dtype() == DType::kBF16);
   }
 }
 

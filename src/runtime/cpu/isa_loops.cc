@@ -106,6 +106,29 @@ typedef uint8_t U8x16 __attribute__((vector_size(16)));
 typedef int32_t I32x16 __attribute__((vector_size(64)));
 typedef float F32x16 __attribute__((vector_size(64)));
 
+// The zero point of block b of a column of 4-bit codes: one float a block, a nibble a
+// block packed low first, or 8.
+__attribute__((always_inline)) inline float Int4Zero(const float* zeros,
+                                                     const uint8_t* packed_zeros, int64_t b) {
+  return zeros != nullptr          ? zeros[b]
+         : packed_zeros != nullptr ? static_cast<float>((packed_zeros[b / 2] >> (4 * (b % 2))) & 15)
+                                   : 8.0f;
+}
+
+// 16 bytes of codes at p, less `zero`: their low nibbles (the even codes) and their high
+// ones (the odd codes), 16 lanes each.
+__attribute__((always_inline)) inline void Int4Nibbles(const uint8_t* p, const F32x16& zero,
+                                                       F32x16& lo, F32x16& hi) {
+  U8x16 bytes;
+  std::memcpy(&bytes, p, sizeof bytes);
+  lo = __builtin_convertvector(__builtin_convertvector(static_cast<U8x16>(bytes & 15), I32x16),
+                               F32x16) -
+       zero;
+  hi = __builtin_convertvector(__builtin_convertvector(static_cast<U8x16>(bytes >> 4), I32x16),
+                               F32x16) -
+       zero;
+}
+
 // Int4ColumnDot for NR rows (1 to 4), NR known at compile time so that the rows'
 // accumulators stay in registers (with NR a run-time count gcc kept them in an array in
 // memory), each row's blocks alternating between two accumulators so that consecutive
@@ -118,10 +141,7 @@ __attribute__((always_inline)) inline void Int4Rows(const uint8_t* codes, const 
                                                     float* out) {
   // Block b's products, scaled, into acc.
   auto block = [&](int64_t b, F32x16(&acc)[NR]) __attribute__((always_inline)) {
-    const float zero = zeros != nullptr ? zeros[b]
-                       : packed_zeros != nullptr
-                           ? static_cast<float>((packed_zeros[b / 2] >> (4 * (b % 2))) & 15)
-                           : 8.0f;
+    const float zero = Int4Zero(zeros, packed_zeros, b);
     const F32x16 scale = F32x16{} + scales[b];
     const F32x16 z = F32x16{} + zero;
     const uint8_t* c = codes + b * half;
@@ -131,16 +151,8 @@ __attribute__((always_inline)) inline void Int4Rows(const uint8_t* codes, const 
     if ((b & 3) == 0) __builtin_prefetch(c + 2048);
     F32x16 sum[NR] = {};
     for (int64_t j = 0; j < half; j += 16) {
-      U8x16 bytes;
-      std::memcpy(&bytes, c + j, sizeof bytes);
-      const F32x16 lo =
-          __builtin_convertvector(__builtin_convertvector(static_cast<U8x16>(bytes & 15), I32x16),
-                                  F32x16) -
-          z;
-      const F32x16 hi =
-          __builtin_convertvector(__builtin_convertvector(static_cast<U8x16>(bytes >> 4), I32x16),
-                                  F32x16) -
-          z;
+      F32x16 lo, hi;
+      Int4Nibbles(c + j, z, lo, hi);
 #pragma GCC unroll 4
       for (int r = 0; r < NR; ++r) {
         const float* even = a_pairs + r * a_stride + b * 2 * half + j;
@@ -223,11 +235,10 @@ TPC_ISA_CLONES void HalfBlockToFloat(const uint16_t* src, int64_t src_ld, int64_
         // subnormal: the mantissa times 2^-24 (a normal f32: no f32 subnormal arithmetic,
         // which a denormals-are-zero mode would flush); all-ones exponent (infinity, NaN):
         // f32's, payload kept.
-        typedef int32_t I32x16v __attribute__((vector_size(64)));
         const U32x16 exp = x & 0x7c00u;
         const U32x16 em = (x & 0x7fffu) << 13;
         const U32x16 sub =
-            (U32x16)(__builtin_convertvector((I32x16v)(x & 0x3ffu), F32x16) * (1.0f / 16777216.0f));
+            (U32x16)(__builtin_convertvector((I32x16)(x & 0x3ffu), F32x16) * (1.0f / 16777216.0f));
         const U32x16 is_sub = (U32x16)(exp == 0u);
         const U32x16 is_special = (U32x16)(exp == 0x7c00u);
         bits = ((em + 0x38000000u) & ~(is_sub | is_special)) | (sub & is_sub) |
@@ -251,26 +262,16 @@ TPC_ISA_CLONES void Int4DequantizeColumns(const uint8_t* codes, int64_t code_str
     const uint8_t* cp = packed_zeros != nullptr ? packed_zeros + col * packed_stride : nullptr;
     float* out = w + col * ld;
     for (int64_t b = 0; b < blocks; ++b) {
-      const float zero = cz != nullptr   ? cz[b]
-                         : cp != nullptr ? static_cast<float>((cp[b / 2] >> (4 * (b % 2))) & 15)
-                                         : 8.0f;
+      const float zero = Int4Zero(cz, cp, b);
       const F32x16 scale = F32x16{} + cs[b];
       const F32x16 z = F32x16{} + zero;
       const uint8_t* c = cc + b * half;
       float* dst = out + b * 2 * half;
       for (int64_t j = 0; j < half; j += 16) {
-        U8x16 bytes;
-        std::memcpy(&bytes, c + j, sizeof bytes);
-        const F32x16 lo =
-            (__builtin_convertvector(
-                 __builtin_convertvector(static_cast<U8x16>(bytes & 15), I32x16), F32x16) -
-             z) *
-            scale;
-        const F32x16 hi =
-            (__builtin_convertvector(
-                 __builtin_convertvector(static_cast<U8x16>(bytes >> 4), I32x16), F32x16) -
-             z) *
-            scale;
+        F32x16 lo, hi;
+        Int4Nibbles(c + j, z, lo, hi);
+        lo *= scale;
+        hi *= scale;
         std::memcpy(dst + j, &lo, sizeof lo);
         std::memcpy(dst + half + j, &hi, sizeof hi);
       }
@@ -373,15 +374,27 @@ __attribute__((target("avx2,fma"))) void Dots256(const float* a, int64_t lda, in
                                                  float* c, int64_t ldc) {
   Dots<F32x8, 2, 4>(a, lda, m, w, ldw, n, k, c, ldc);
 }
-DotsFn PickDots() {
+#endif
+
+// The variant of `lanes` lanes if this CPU has it, else null.
+DotsFn DotsOfWidth(int lanes) {
+#if defined(__x86_64__) && !defined(TPC_NO_TARGET_CLONES)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return Dots512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Dots256;
+  if (lanes == 16) return __builtin_cpu_supports("avx512f") ? Dots512 : nullptr;
+  if (lanes == 8) {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? Dots256 : nullptr;
+  }
+#endif
+  return lanes == 4 ? DotsBaseline : nullptr;
+}
+
+// The widest variant this CPU has.
+DotsFn PickDots() {
+  for (int lanes : {16, 8}) {
+    if (DotsFn f = DotsOfWidth(lanes)) return f;
+  }
   return DotsBaseline;
 }
-#else
-DotsFn PickDots() { return DotsBaseline; }
-#endif
 
 }  // namespace
 
@@ -395,13 +408,7 @@ void RowColumnDots(const float* a, int64_t lda, int64_t m, const float* w, int64
 bool RowColumnDotsOfWidth(int lanes, const float* a, int64_t lda, int64_t m, const float* w,
                           int64_t ldw, int64_t n, int64_t k, float* c, int64_t ldc) {
   TPC_CHECK(k % 16 == 0);
-  DotsFn dots = lanes == 4 ? DotsBaseline : nullptr;
-#if defined(__x86_64__) && !defined(TPC_NO_TARGET_CLONES)
-  if (lanes == 16 && __builtin_cpu_supports("avx512f")) dots = Dots512;
-  if (lanes == 8 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    dots = Dots256;
-  }
-#endif
+  const DotsFn dots = DotsOfWidth(lanes);
   if (dots == nullptr) return false;
   dots(a, lda, m, w, ldw, n, k, c, ldc);
   return true;
