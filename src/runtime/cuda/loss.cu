@@ -45,7 +45,7 @@ __global__ void NllReducedKernel(const typename math::FloatIO<K>::Storage* logp,
   wsum[threadIdx.x] = w;
   __syncthreads();
   for (int half = kThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
+    if (static_cast<int>(threadIdx.x) < half) {
       loss[threadIdx.x] += loss[threadIdx.x + half];
       wsum[threadIdx.x] += wsum[threadIdx.x + half];
     }
