@@ -240,6 +240,13 @@ void Unsupported(const char* what) {
   std::abort();  // never resumed
 }
 
+void Invalid(const char* what) {
+  Run& r = Running();
+  Fail(r, std::string("thread ") + std::to_string(r.current) + ": " + what);
+  Yield(/*last=*/true);
+  std::abort();  // never resumed
+}
+
 void WarpExchange(const void* mine, std::size_t bytes, int src, void* out) {
   Run& r = Running();
   if (bytes > kSlotBytes) Unsupported("a shuffle of more than 16 bytes");

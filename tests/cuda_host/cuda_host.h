@@ -82,8 +82,10 @@ void WarpBarrier(const char* what);
 // and after), into `out`.
 void WarpExchange(const void* mine, std::size_t bytes, int src, void* out);
 int Lane();
-// Fails the launch: something the emulation does not model (a partial warp mask, ...).
+// Fails the launch: something the emulation does not model (a partial warp mask, ...), or
+// something the hardware does not allow (`Invalid`: a misaligned WMMA pointer, ...).
 void Unsupported(const char* what);
+void Invalid(const char* what);
 
 struct Config {
   dim3 grid, block;

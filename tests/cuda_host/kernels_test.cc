@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "cuda_host.h"
+#include "check.h"
 #include "tpc/runtime/cuda/launch.h"
 #include "tpc/util/half.h"
 
@@ -36,20 +36,7 @@ Bits RandomHalves(FloatKind k, int64_t n, std::mt19937& rng, float lo = -1.0f, f
   return v;
 }
 
-// Runs `launch` (which fills and returns its output) in both orders; requires a clean
-// launch and the same result from both.
-template <typename F>
-auto InBothOrders(F launch) {
-  cuda_host::SetOrder(cuda_host::Order::kForward);
-  const auto forward = launch();
-  INFO(cuda_host::LastError());
-  cuda_host::SetOrder(cuda_host::Order::kReverse);
-  const auto reverse = launch();
-  INFO(cuda_host::LastError());
-  cuda_host::SetOrder(cuda_host::Order::kForward);
-  REQUIRE(forward == reverse);
-  return forward;
-}
+using cuda_host::InBothOrders;
 
 // ---- The tiled attention core (flash_attention.cu) ----
 
@@ -104,7 +91,7 @@ TEST_CASE("The tiled attention core equals softmax(Q·Kᵀ)·V, in either thread
         FlashAttention run = p;
         run.q = q.data(), run.k = kt.data(), run.v = v.data(), run.y = out.data();
         run.mask = c.mask ? mask.data() : nullptr;
-        REQUIRE(LaunchFlashAttention(kind, run, nullptr) == cudaSuccess);
+        REQUIRE_LAUNCH(LaunchFlashAttention(kind, run, nullptr));
         return out;
       });
 
@@ -190,9 +177,9 @@ TEST_CASE("MatMulNBits' GEMV equals A·Wᵀ of the dequantized weight, in either
         std::vector<float> out32(static_cast<size_t>(c.rows * l.n), NAN);
         Bits out16(out32.size(), 0xffff);
         void* out = kind == FloatKind::kF32 ? static_cast<void*>(out32.data()) : out16.data();
-        REQUIRE(LaunchNBitsGemv(kind, c.rows, l, ptr(a32, a16), b.data(), ptr(s32, s16),
-                                c.packed_zp ? zp.data() : nullptr, nullptr, ptr(bias32, bias16),
-                                out, nullptr) == cudaSuccess);
+        REQUIRE_LAUNCH(LaunchNBitsGemv(kind, c.rows, l, ptr(a32, a16), b.data(), ptr(s32, s16),
+                                       c.packed_zp ? zp.data() : nullptr, nullptr,
+                                       ptr(bias32, bias16), out, nullptr));
         std::vector<float> got(out32.size());
         for (size_t i = 0; i < got.size(); ++i)
           got[i] = kind == FloatKind::kF32 ? out32[i] : FromKind(kind, out16[i]);

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "cuda_host.h"
+#include "check.h"
 #include "tpc/runtime/cuda/launch.h"
 
 namespace tpc::runtime::cuda {
@@ -23,19 +23,7 @@ std::vector<float> Random(int64_t n, uint32_t seed, float lo = -3.0f, float hi =
   return v;
 }
 
-// Runs `launch` in both orders; a clean launch each time, the same result from both.
-template <typename F>
-auto InBothOrders(F launch) {
-  cuda_host::SetOrder(cuda_host::Order::kForward);
-  const auto forward = launch();
-  INFO(cuda_host::LastError());
-  cuda_host::SetOrder(cuda_host::Order::kReverse);
-  const auto reverse = launch();
-  INFO(cuda_host::LastError());
-  cuda_host::SetOrder(cuda_host::Order::kForward);
-  REQUIRE(forward == reverse);
-  return forward;
-}
+using cuda_host::InBothOrders;
 
 // Element j of row r of [outer, len, inner].
 int64_t At(const RowLayout& rl, int64_t r, int64_t j) { return rl.Start(r) + j * rl.stride(); }
@@ -47,8 +35,7 @@ TEST_CASE("Softmax and LogSoftmax of strided rows, a block a row", "[cuda_host][
       const std::vector<float> x = Random(rl.outer * rl.len * rl.inner, 1);
       const auto y = InBothOrders([&] {
         std::vector<float> out(x.size(), NAN);
-        REQUIRE(LaunchSoftmax(FloatKind::kF32, x.data(), out.data(), rl, log, nullptr) ==
-                cudaSuccess);
+        REQUIRE_LAUNCH(LaunchSoftmax(FloatKind::kF32, x.data(), out.data(), rl, log, nullptr));
         return out;
       });
       for (int64_t r = 0; r < rl.rows(); ++r) {
@@ -78,8 +65,8 @@ TEST_CASE("The attention softmax: a warp a row up to 1024 keys, a block a row pa
     const float divisor = 1.7f;
     const auto p = InBothOrders([&] {
       std::vector<float> out(scores.size(), NAN);
-      REQUIRE(LaunchAttentionSoftmax(FloatKind::kF32, scores.data(), out.data(), rows, len, divisor,
-                                     mask.data(), mask_rows, 0, 1, nullptr) == cudaSuccess);
+      REQUIRE_LAUNCH(LaunchAttentionSoftmax(FloatKind::kF32, scores.data(), out.data(), rows, len,
+                                            divisor, mask.data(), mask_rows, 0, 1, nullptr));
       return out;
     });
     for (int64_t r = 0; r < rows; ++r) {
@@ -103,9 +90,9 @@ TEST_CASE("LayerNormalization and RMS norm rows, with their statistics", "[cuda_
     CAPTURE(rms);
     const auto got = InBothOrders([&] {
       std::vector<float> y(x.size(), NAN), mean(rows, NAN), inv(rows, NAN);
-      REQUIRE(LaunchNorm(FloatKind::kF32, x.data(), scale.data(), rms ? nullptr : bias.data(),
-                         y.data(), mean.data(), inv.data(), rows, len, 1e-5f, rms,
-                         nullptr) == cudaSuccess);
+      REQUIRE_LAUNCH(LaunchNorm(FloatKind::kF32, x.data(), scale.data(),
+                                rms ? nullptr : bias.data(), y.data(), mean.data(), inv.data(),
+                                rows, len, 1e-5f, rms, nullptr));
       y.insert(y.end(), mean.begin(), mean.end());
       y.insert(y.end(), inv.begin(), inv.end());
       return y;
@@ -132,35 +119,34 @@ TEST_CASE("Reductions, ArgMax/ArgMin, Hardmax and TopK of strided rows", "[cuda_
   x[At(rl, 1, 5)] = x[At(rl, 1, 250)] = 9.0f;  // a tie for the maximum of row 1
   const auto sums = InBothOrders([&] {
     std::vector<float> y(rl.rows() * 3, NAN);
-    REQUIRE(LaunchReduce(FloatKind::kF32, math::ReduceKind::kSum, x.data(), y.data(), rl,
-                         nullptr) == cudaSuccess);
-    REQUIRE(LaunchReduce(FloatKind::kF32, math::ReduceKind::kMax, x.data(), y.data() + rl.rows(),
-                         rl, nullptr) == cudaSuccess);
-    REQUIRE(LaunchReduce(FloatKind::kF32, math::ReduceKind::kL2, x.data(), y.data() + 2 * rl.rows(),
-                         rl, nullptr) == cudaSuccess);
+    REQUIRE_LAUNCH(
+        LaunchReduce(FloatKind::kF32, math::ReduceKind::kSum, x.data(), y.data(), rl, nullptr));
+    REQUIRE_LAUNCH(LaunchReduce(FloatKind::kF32, math::ReduceKind::kMax, x.data(),
+                                y.data() + rl.rows(), rl, nullptr));
+    REQUIRE_LAUNCH(LaunchReduce(FloatKind::kF32, math::ReduceKind::kL2, x.data(),
+                                y.data() + 2 * rl.rows(), rl, nullptr));
     return y;
   });
   const auto args = InBothOrders([&] {
     std::vector<int64_t> y(rl.rows() * 3, -1);
-    REQUIRE(LaunchArgReduce(FloatKind::kF32, x.data(), y.data(), rl, true, false, nullptr) ==
-            cudaSuccess);
-    REQUIRE(LaunchArgReduce(FloatKind::kF32, x.data(), y.data() + rl.rows(), rl, true, true,
-                            nullptr) == cudaSuccess);
-    REQUIRE(LaunchArgReduce(FloatKind::kF32, x.data(), y.data() + 2 * rl.rows(), rl, false, false,
-                            nullptr) == cudaSuccess);
+    REQUIRE_LAUNCH(LaunchArgReduce(FloatKind::kF32, x.data(), y.data(), rl, true, false, nullptr));
+    REQUIRE_LAUNCH(
+        LaunchArgReduce(FloatKind::kF32, x.data(), y.data() + rl.rows(), rl, true, true, nullptr));
+    REQUIRE_LAUNCH(LaunchArgReduce(FloatKind::kF32, x.data(), y.data() + 2 * rl.rows(), rl, false,
+                                   false, nullptr));
     return y;
   });
   const auto hard = InBothOrders([&] {
     std::vector<float> y(x.size(), NAN);
-    REQUIRE(LaunchHardmax(FloatKind::kF32, x.data(), y.data(), rl, nullptr) == cudaSuccess);
+    REQUIRE_LAUNCH(LaunchHardmax(FloatKind::kF32, x.data(), y.data(), rl, nullptr));
     return y;
   });
   const int64_t top = 4;
   const auto topk = InBothOrders([&] {
     std::vector<float> values(rl.outer * top * rl.inner, NAN);
     std::vector<int64_t> indices(values.size(), -1);
-    REQUIRE(LaunchTopK(FloatKind::kF32, x.data(), values.data(), indices.data(), rl, top, true,
-                       nullptr) == cudaSuccess);
+    REQUIRE_LAUNCH(LaunchTopK(FloatKind::kF32, x.data(), values.data(), indices.data(), rl, top,
+                              true, nullptr));
     return std::make_pair(values, indices);
   });
   for (int64_t r = 0; r < rl.rows(); ++r) {

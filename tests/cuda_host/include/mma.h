@@ -7,6 +7,7 @@
 // lanes' elements still unwritten, as on the hardware.
 #pragma once
 
+#include <cstdint>
 #include <type_traits>
 
 #include "../cuda_host.h"
@@ -42,6 +43,13 @@ template <int M, int N, int K>
 struct Shape<accumulator, M, N, K> {
   static constexpr int kRows = M, kCols = N;
 };
+// What load_matrix_sync and store_matrix_sync require: a 256-bit aligned pointer and a
+// leading dimension of a multiple of 16 bytes.
+template <typename T>
+void CheckOperand(const T* p, unsigned ldm, const char* what) {
+  if (reinterpret_cast<uintptr_t>(p) % 32 != 0) ::cuda_host::Invalid(what);
+  if (ldm * sizeof(T) % 16 != 0) ::cuda_host::Invalid(what);
+}
 }  // namespace detail
 
 template <typename Use, int M, int N, int K, typename T, typename Layout = void>
@@ -62,6 +70,7 @@ template <typename Use, int M, int N, int K, typename T, typename L>
 void load_matrix_sync(fragment<Use, M, N, K, T, L>& f, const T* p, unsigned ldm) {
   static_assert(!std::is_same_v<Use, accumulator>, "an accumulator load names its layout");
   ::cuda_host::WarpBarrier("wmma::load_matrix_sync");
+  detail::CheckOperand(p, ldm, "wmma::load_matrix_sync of a misaligned tile or leading dimension");
   using F = fragment<Use, M, N, K, T, L>;
   for (int r = 0; r < F::kRows; ++r)
     for (int c = 0; c < F::kCols; ++c)
@@ -72,6 +81,7 @@ template <int M, int N, int K>
 void load_matrix_sync(fragment<accumulator, M, N, K, float>& f, const float* p, unsigned ldm,
                       layout_t layout) {
   ::cuda_host::WarpBarrier("wmma::load_matrix_sync");
+  detail::CheckOperand(p, ldm, "wmma::load_matrix_sync of a misaligned tile or leading dimension");
   for (int r = 0; r < M; ++r)
     for (int c = 0; c < N; ++c)
       f.v[r][c] = layout == mem_row_major ? p[r * ldm + c] : p[c * ldm + r];
@@ -81,6 +91,7 @@ template <int M, int N, int K>
 void store_matrix_sync(float* p, const fragment<accumulator, M, N, K, float>& f, unsigned ldm,
                        layout_t layout) {
   ::cuda_host::WarpBarrier("wmma::store_matrix_sync");
+  detail::CheckOperand(p, ldm, "wmma::store_matrix_sync of a misaligned tile or leading dimension");
   for (int i = ::cuda_host::Lane(); i < M * N; i += 32) {
     const int r = i / N, c = i % N;
     (layout == mem_row_major ? p[r * ldm + c] : p[c * ldm + r]) = f.v[r][c];
