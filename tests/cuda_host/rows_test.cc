@@ -178,5 +178,50 @@ TEST_CASE("Reductions, ArgMax/ArgMin, Hardmax and TopK of strided rows", "[cuda_
   }
 }
 
+TEST_CASE("The negative log-likelihood: per target, summed and weighted mean, bad labels flagged",
+          "[cuda_host][rows]") {
+  math::NllLayout l;
+  l.n = 3, l.c = 5, l.inner = 130;  // 390 targets: more than the block's 256 threads
+  l.has_ignore = true, l.ignore = 2;
+  const std::vector<float> logp = Random(l.n * l.c * l.inner, 8, -4.0f, 0.0f);
+  const std::vector<float> weight = Random(l.c, 9, 0.5f, 2.0f);
+  std::vector<int64_t> labels(static_cast<size_t>(l.targets()));
+  for (size_t t = 0; t < labels.size(); ++t) labels[t] = static_cast<int64_t>((t * 7) % 5);
+  double loss = 0, wsum = 0;
+  std::vector<double> each(labels.size(), 0.0);
+  for (int64_t t = 0; t < l.targets(); ++t) {
+    if (labels[t] == l.ignore) continue;
+    const int64_t b = t / l.inner, i = t % l.inner;
+    each[t] = -double{weight[labels[t]]} * logp[(b * l.c + labels[t]) * l.inner + i];
+    loss += each[t];
+    wsum += weight[labels[t]];
+  }
+  for (const int reduction : {0, 1, 2}) {
+    CAPTURE(reduction);
+    const auto out = InBothOrders([&] {
+      std::vector<float> y(reduction == 0 ? labels.size() : 1, NAN);
+      int flag = 0;
+      REQUIRE_LAUNCH(LaunchNllLoss(FloatKind::kF32, logp.data(), labels.data(), true, weight.data(),
+                                   l, reduction, y.data(), &flag, 7, nullptr));
+      CHECK(flag == 0);
+      return y;
+    });
+    if (reduction == 0) {
+      for (size_t t = 0; t < each.size(); ++t) CHECK(std::abs(out[t] - each[t]) <= 1e-6);
+    } else {
+      const double want = reduction == 1 ? loss : loss / wsum;
+      CHECK(std::abs(out[0] - want) <= 1e-6 * std::abs(want));
+    }
+  }
+  labels[200] = 5;  // out of range: flagged with the launch's code, by either kernel
+  for (const int reduction : {0, 1}) {
+    std::vector<float> y(labels.size(), NAN);
+    int flag = 0;
+    REQUIRE_LAUNCH(LaunchNllLoss(FloatKind::kF32, logp.data(), labels.data(), true, weight.data(),
+                                 l, reduction, y.data(), &flag, 7, nullptr));
+    CHECK(flag == 7);
+  }
+}
+
 }  // namespace
 }  // namespace tpc::runtime::cuda
