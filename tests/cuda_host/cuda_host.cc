@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -46,10 +47,11 @@ struct Run {
 };
 
 thread_local Run* g_run = nullptr;
-Order g_order = Order::kForward;
-cudaError_t g_last = cudaSuccess;
-std::string g_message;
-int64_t g_launches = 0;
+std::atomic<Order> g_order{Order::kForward};
+thread_local cudaError_t g_last = cudaSuccess;  // per host thread, as the runtime's
+thread_local std::string g_message;
+std::atomic<int64_t> g_launches{0};
+std::atomic<Submitter> g_submit{nullptr};
 
 // ---- Context switches, told to AddressSanitizer when it is on ----
 void StartSwitch([[maybe_unused]] void** fake_stack, [[maybe_unused]] const void* bottom,
@@ -196,6 +198,45 @@ void SetLast(cudaError_t e, std::string message) {
   g_message = std::move(message);
 }
 
+// A launch whose configuration was checked: every block, in the chosen order.
+void RunLaunch(const Config& c, const std::function<void()>& body) {
+  const uint64_t threads = static_cast<uint64_t>(c.block.x) * c.block.y * c.block.z;
+  if (g_run != nullptr) {
+    std::fprintf(stderr, "cuda_host: a launch from inside a launch\n");
+    std::abort();
+  }
+  Run r;
+  r.body = &body;
+  r.fibers.resize(threads);
+  r.slots.resize(threads);
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t each = kStackBytes + page;
+  char* stacks = static_cast<char*>(mmap(nullptr, each * threads, PROT_READ | PROT_WRITE,
+                                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+  if (stacks == MAP_FAILED) {
+    std::fprintf(stderr, "cuda_host: no memory for %llu fiber stacks\n",
+                 static_cast<unsigned long long>(threads));
+    std::abort();
+  }
+  for (uint64_t i = 0; i < threads; ++i) {
+    mprotect(stacks + i * each, page, PROT_NONE);  // an overflow faults instead of corrupting
+    r.fibers[i].stack = stacks + i * each + page;
+  }
+  g_run = &r;
+  const uint64_t blocks = static_cast<uint64_t>(c.grid.x) * c.grid.y * c.grid.z;
+  bool ok = true;
+  for (uint64_t k = 0; k < blocks && ok; ++k) {
+    const uint64_t b = g_order == Order::kForward ? k : blocks - 1 - k;
+    const uint3 block{static_cast<unsigned>(b % c.grid.x),
+                      static_cast<unsigned>(b / c.grid.x % c.grid.y),
+                      static_cast<unsigned>(b / (static_cast<uint64_t>(c.grid.x) * c.grid.y))};
+    ok = RunBlock(r, c, block);
+  }
+  g_run = nullptr;
+  munmap(stacks, each * threads);
+  if (!ok) SetLast(cudaErrorLaunchFailure, r.error);
+}
+
 }  // namespace
 
 void SetOrder(Order order) { g_order = order; }
@@ -263,7 +304,9 @@ void WarpExchange(const void* mine, std::size_t bytes, int src, void* out) {
   WarpBarrier("a warp shuffle");  // every lane has read before the slots are written again
 }
 
-void Launch(const Config& c, const std::function<void()>& body) {
+void SetSubmitter(Submitter submit) { g_submit = submit; }
+
+void Launch(const Config& c, std::function<void()> body) {
   ++g_launches;
   const uint64_t threads = static_cast<uint64_t>(c.block.x) * c.block.y * c.block.z;
   if (threads == 0 || threads > 1024 || c.block.z > 64 || c.grid.x == 0 || c.grid.y == 0 ||
@@ -277,40 +320,12 @@ void Launch(const Config& c, const std::function<void()>& body) {
     SetLast(cudaErrorInvalidValue, "dynamic shared memory is not modelled by cuda_host");
     return;
   }
-  if (g_run != nullptr) {
-    std::fprintf(stderr, "cuda_host: a launch from inside a launch\n");
-    std::abort();
+  const Submitter submit = g_submit;
+  if (submit == nullptr) {
+    RunLaunch(c, body);
+  } else {
+    submit(c.stream, [c, body = std::move(body)] { RunLaunch(c, body); });
   }
-  Run r;
-  r.body = &body;
-  r.fibers.resize(threads);
-  r.slots.resize(threads);
-  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  const std::size_t each = kStackBytes + page;
-  char* stacks = static_cast<char*>(mmap(nullptr, each * threads, PROT_READ | PROT_WRITE,
-                                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
-  if (stacks == MAP_FAILED) {
-    std::fprintf(stderr, "cuda_host: no memory for %llu fiber stacks\n",
-                 static_cast<unsigned long long>(threads));
-    std::abort();
-  }
-  for (uint64_t i = 0; i < threads; ++i) {
-    mprotect(stacks + i * each, page, PROT_NONE);  // an overflow faults instead of corrupting
-    r.fibers[i].stack = stacks + i * each + page;
-  }
-  g_run = &r;
-  const uint64_t blocks = static_cast<uint64_t>(c.grid.x) * c.grid.y * c.grid.z;
-  bool ok = true;
-  for (uint64_t k = 0; k < blocks && ok; ++k) {
-    const uint64_t b = g_order == Order::kForward ? k : blocks - 1 - k;
-    const uint3 block{static_cast<unsigned>(b % c.grid.x),
-                      static_cast<unsigned>(b / c.grid.x % c.grid.y),
-                      static_cast<unsigned>(b / (static_cast<uint64_t>(c.grid.x) * c.grid.y))};
-    ok = RunBlock(r, c, block);
-  }
-  g_run = nullptr;
-  munmap(stacks, each * threads);
-  if (!ok) SetLast(cudaErrorLaunchFailure, r.error);
 }
 
 }  // namespace cuda_host

@@ -13,8 +13,9 @@
 // Stricter than the hardware, on purpose: a barrier that some thread of its block (or,
 // for the warp ones, of its warp) has exited before, or that threads reach at different
 // barriers, fails the launch (cudaErrorLaunchFailure; `LastError()` says where), and warp
-// operations take only the full mask. `__shared__` variables are function statics: one
-// copy, reused by every block in turn (blocks never run at once here). Not modelled: the
+// operations take only the full mask. `__shared__` variables are function statics, one
+// per host thread: each copy reused by every block in turn (blocks never run at once here). Not
+// modelled: the
 // `__CUDA_ARCH__` branches of the shared math (the host branch runs), dynamic shared memory,
 // several streams. Out-of-bounds accesses are the host's: the sanitizer build finds them.
 #pragma once
@@ -52,7 +53,7 @@ using cudaStream_t = CUstream_st*;
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
-#define __shared__ static
+#define __shared__ static thread_local
 #define __align__(n) __attribute__((aligned(n)))
 
 namespace cuda_host {
@@ -95,8 +96,13 @@ struct Config {
       : grid(g), block(b), shared(s), stream(st) {}
 };
 
-// Runs `body` for every thread of the launch.
-void Launch(const Config& config, const std::function<void()>& body);
+// Runs `body` for every thread of the launch: at once, or when the stream's work runs (a
+// stream being captured into a graph: the submitter of SetSubmitter decides).
+void Launch(const Config& config, std::function<void()> body);
+// Where launches go: `submit(stream, work)` runs `work` now or later, in stream order. By
+// default, now. (tests/cuda_host/runtime.cc installs the CUDA runtime's streams.)
+using Submitter = void (*)(cudaStream_t stream, std::function<void()> work);
+void SetSubmitter(Submitter submit);
 
 template <typename... P>
 struct Bound {
@@ -122,9 +128,9 @@ void operator|(const Bound<P...>& k, const ArgPack<A...>& a) {
   static_assert(sizeof...(P) == sizeof...(A), "a kernel launch with the wrong argument count");
   const std::tuple<P...> params =
       std::apply([](const A&... v) { return std::tuple<P...>(static_cast<P>(v)...); }, a.args);
-  Launch(k.config, [&] {
+  Launch(k.config, [kernel = k.kernel, params] {
     std::tuple<P...> mine = params;
-    std::apply(k.kernel, mine);
+    std::apply(kernel, mine);
   });
 }
 
