@@ -16,6 +16,12 @@
 # Each section's start is logged with the seconds since the script began. Exit
 # status: 0 when every check passed, 1 when one failed, 77 when there is no GPU (nothing
 # checked). ../shared/GPU.md says how to carry a build to the lent GPU machine.
+#
+# GPU_CHECK_EMULATED=1 runs the checks without a GPU: tp-run is BIN_DIR's
+# tp_run_cuda_host, the CUDA backend with its kernels' own text on the host and the CUDA
+# runtime, cuBLAS and NCCL emulated (tests/cuda_host); sections default to kernels, models,
+# half, real, nccl and processes (tests needs a GPU; the timings mean nothing there).
+# make test runs it (ctest tools.gpu_check_emulated).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$root/build}
@@ -33,11 +39,14 @@ find_bin() {
   done
   echo ""
 }
+emulated=${GPU_CHECK_EMULATED:-0}
 compile=$(find_bin tp-compile)
 run=$(find_bin tp-run)
+[ "$emulated" = 1 ] && run=$(find_bin tp_run_cuda_host)
 tests=$(find_bin tpc_tests)
 say() { echo "$*" | tee -a "$log"; }
 sections=${GPU_CHECK_SECTIONS:-all}
+[ "$emulated" = 1 ] && sections=${GPU_CHECK_SECTIONS:-kernels,models,half,real,nccl,processes}
 started=$(date +%s)
 want() {  # want SECTION: whether it runs; logs its start
   case ",$sections," in
@@ -65,7 +74,9 @@ check() {  # check NAME COMMAND...: runs it, logs its output, counts it
 }
 
 say "gpu_check: $(date -u +%FT%TZ) on $(hostname)"
-if ! command -v nvidia-smi >/dev/null || ! nvidia-smi >>"$log" 2>&1; then
+if [ "$emulated" = 1 ]; then
+  say "gpu_check: emulated (no GPU): $run, sections $sections"
+elif ! command -v nvidia-smi >/dev/null || ! nvidia-smi >>"$log" 2>&1; then
   say "gpu_check: no GPU here (nvidia-smi failed): nothing checked"
   exit 77
 fi

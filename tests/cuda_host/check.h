@@ -4,6 +4,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <exception>
+#include <thread>
+
 #include "cuda_host.h"
 
 // Requires `launch` (an expression giving a cudaError_t) to be cudaSuccess, saying why not.
@@ -17,14 +20,29 @@
 namespace cuda_host {
 
 // Runs `launch` (which fills and returns its output) with the threads resumed in
-// increasing, then in decreasing order; requires the same result from both.
+// increasing, then in decreasing order; requires the same result from both. Each run is on
+// a new host thread, so that its `__shared__` memory (per host thread) starts as zeros,
+// not as what the other run left there (which would be right, and hide a race).
 template <typename F>
 auto InBothOrders(F launch) {
-  SetOrder(Order::kForward);
-  const auto forward = launch();
-  SetOrder(Order::kReverse);
-  const auto reverse = launch();
-  SetOrder(Order::kForward);
+  auto in_thread = [&](Order order) {
+    decltype(launch()) out;
+    std::exception_ptr failed;
+    std::thread t([&] {
+      SetOrder(order);
+      try {
+        out = launch();
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      SetOrder(Order::kForward);
+    });
+    t.join();
+    if (failed) std::rethrow_exception(failed);
+    return out;
+  };
+  const auto forward = in_thread(Order::kForward);
+  const auto reverse = in_thread(Order::kReverse);
   REQUIRE(forward == reverse);
   return forward;
 }

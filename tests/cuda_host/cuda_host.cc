@@ -1,19 +1,20 @@
-// The launches of cuda_host.h: a block's threads as ucontext fibers of the launching
+// The launches of cuda_host.h: a block's threads as fibers of the launching
 // thread, resumed in the chosen order until each reaches its next synchronization point;
 // then the barriers that everyone they wait for has reached are released.
 #include "cuda_host.h"
 
 #include <sys/mman.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -26,8 +27,68 @@ constexpr std::size_t kStackBytes = 256 * 1024;
 constexpr int kWarp = 32;
 constexpr std::size_t kSlotBytes = 16;
 
+// ---- The context switch (x86-64 System V): the callee-saved registers, the SSE and x87
+// control words and the stack pointer; no system call (swapcontext saves the signal mask
+// with one each time, which was most of a model run's time). ----
+extern "C" void cuda_host_switch(void** save_sp, void* load_sp);
+asm(R"(
+  .text
+  .globl cuda_host_switch
+  .type cuda_host_switch, @function
+cuda_host_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size cuda_host_switch, .-cuda_host_switch
+)");
+
+void Switch(void** save, void* load) { cuda_host_switch(save, load); }
+
+void FiberMain();
+
+// A fresh stack [base, base + bytes) whose first switch enters FiberMain as if called: the
+// saved words cuda_host_switch pops (control words, six registers), then FiberMain's
+// address where `ret` finds it, 16-byte aligned so that FiberMain starts with the stack
+// a call would give it.
+void* StartStack(char* base, size_t bytes) {
+#if defined(__SANITIZE_ADDRESS__)
+  // The frames a previous fiber left here are dead: their redzones would be false reports.
+  __asan_unpoison_memory_region(base, bytes);
+#endif
+  uintptr_t top = (reinterpret_cast<uintptr_t>(base) + bytes) & ~uintptr_t{15};
+  uint64_t* sp = reinterpret_cast<uint64_t*>(top) - 2;  // FiberMain's return slot above
+  sp[1] = 0;
+  sp[0] = reinterpret_cast<uint64_t>(&FiberMain);  // at a multiple of 16
+  sp -= 7;
+  for (int i = 1; i < 7; ++i) sp[i] = 0;  // r15, r14, r13, r12, rbx, rbp
+  uint32_t csr;
+  uint16_t cw;
+  asm volatile("stmxcsr %0" : "=m"(csr));
+  asm volatile("fnstcw %0" : "=m"(cw));
+  sp[0] = csr | (uint64_t{cw} << 32);
+  return sp;
+}
+
 struct Fiber {
-  ucontext_t context;
+  void* sp = nullptr;  // its stack pointer while it is switched out
   ThreadState state;
   Wait wait = Wait::kNone;
   const char* at = "";
@@ -39,7 +100,7 @@ struct Run {
   const std::function<void()>* body = nullptr;
   std::vector<Fiber> fibers;
   int current = -1;
-  ucontext_t scheduler;
+  void* scheduler = nullptr;  // the launching thread's stack pointer while a fiber runs
   std::vector<std::array<unsigned char, kSlotBytes>> slots;  // a warp's exchange, per thread
   std::string error;
   const void* main_bottom = nullptr;  // the launching thread's stack (for the sanitizer)
@@ -82,7 +143,7 @@ void Yield(bool last = false) {
   Fiber& f = r.fibers[r.current];
   void* fake = nullptr;
   StartSwitch(last ? nullptr : &fake, r.main_bottom, r.main_size);
-  swapcontext(&f.context, &r.scheduler);
+  Switch(&f.sp, r.scheduler);
   FinishSwitch(fake, nullptr, nullptr);
 }
 
@@ -109,6 +170,8 @@ const char* WaitName(const Fiber& f) {
       return "had exited";
     case Wait::kNone:
       return "was running";
+    case Wait::kWarp:
+      return f.at;
     default:
       return f.at;
   }
@@ -126,7 +189,7 @@ bool RunWarp(Run& r, int w0, int w1, const uint3& block) {
       r.current = i;
       void* fake = nullptr;
       StartSwitch(&fake, r.fibers[i].stack, kStackBytes);
-      swapcontext(&r.scheduler, &r.fibers[i].context);
+      Switch(&r.scheduler, r.fibers[i].sp);
       FinishSwitch(fake, nullptr, nullptr);
       r.current = -1;
       if (!r.error.empty()) return false;
@@ -136,12 +199,13 @@ bool RunWarp(Run& r, int w0, int w1, const uint3& block) {
     int at = w0;
     while (at < w1 && r.fibers[at].wait != Wait::kWarp) ++at;
     if (at == w1) return true;  // at __syncthreads or done
+    // Every lane at the same warp barrier (a shuffle does not pair with a __syncwarp).
     for (int i = w0; i < w1; ++i) {
-      if (r.fibers[i].wait != Wait::kWarp) {
+      if (r.fibers[i].wait != Wait::kWarp || std::strcmp(r.fibers[i].at, r.fibers[at].at) != 0) {
         Fail(r, std::string("block ") + Coordinates(block) + ", warp " +
                     std::to_string(w0 / kWarp) + ": lane " + std::to_string(at - w0) +
-                    " waits at " + r.fibers[at].at + " while lane " + std::to_string(i - w0) + " " +
-                    WaitName(r.fibers[i]));
+                    " waits at " + r.fibers[at].at + " while lane " + std::to_string(i - w0) +
+                    (r.fibers[i].wait == Wait::kWarp ? " waits at " : " ") + WaitName(r.fibers[i]));
         return false;
       }
     }
@@ -162,11 +226,7 @@ bool RunBlock(Run& r, const Config& c, const uint3& block) {
     f.state.grid_dim = c.grid;
     f.wait = Wait::kNone;
     f.at = "";
-    getcontext(&f.context);
-    f.context.uc_stack.ss_sp = f.stack;
-    f.context.uc_stack.ss_size = kStackBytes;
-    f.context.uc_link = nullptr;
-    makecontext(&f.context, FiberMain, 0);
+    f.sp = StartStack(f.stack, kStackBytes);
   }
   // Each warp in turn as far as it goes (the first one runs ahead of the others up to
   // the next __syncthreads: the widest skew between warps that the barriers allow).
@@ -193,9 +253,56 @@ bool RunBlock(Run& r, const Config& c, const uint3& block) {
   }
 }
 
+// "block (x,y,z), thread t: " of the running fiber.
+std::string Where(const Run& r) {
+  return "block " + Coordinates(r.fibers[r.current].state.block_idx) + ", thread " +
+         std::to_string(r.current) + ": ";
+}
+
 void SetLast(cudaError_t e, std::string message) {
   g_last = e;
   g_message = std::move(message);
+}
+
+size_t StackSpacing() {
+  static const size_t spacing = kStackBytes + static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return spacing;
+}
+
+// The fiber stacks of this host thread's launches, kept for the next launch: `threads`
+// stacks of kStackBytes, each above a guard page (an overflow faults instead of
+// corrupting its neighbour).
+class StackPool {
+ public:
+  ~StackPool() {
+    if (base_ != nullptr) munmap(base_, threads_ * StackSpacing());
+  }
+  char* For(uint64_t threads) {
+    if (threads > threads_) {
+      if (base_ != nullptr) munmap(base_, threads_ * StackSpacing());
+      const size_t each = StackSpacing(), page = each - kStackBytes;
+      void* m = mmap(nullptr, each * threads, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (m == MAP_FAILED) {
+        std::fprintf(stderr, "cuda_host: no memory for %llu fiber stacks\n",
+                     static_cast<unsigned long long>(threads));
+        std::abort();
+      }
+      base_ = static_cast<char*>(m);
+      threads_ = threads;
+      for (uint64_t i = 0; i < threads; ++i) mprotect(base_ + i * each, page, PROT_NONE);
+    }
+    return base_ + (StackSpacing() - kStackBytes);
+  }
+
+ private:
+  char* base_ = nullptr;
+  uint64_t threads_ = 0;
+};
+
+char* StacksFor(uint64_t threads) {
+  thread_local StackPool pool;
+  return pool.For(threads);
 }
 
 // A launch whose configuration was checked: every block, in the chosen order.
@@ -209,19 +316,8 @@ void RunLaunch(const Config& c, const std::function<void()>& body) {
   r.body = &body;
   r.fibers.resize(threads);
   r.slots.resize(threads);
-  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  const std::size_t each = kStackBytes + page;
-  char* stacks = static_cast<char*>(mmap(nullptr, each * threads, PROT_READ | PROT_WRITE,
-                                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
-  if (stacks == MAP_FAILED) {
-    std::fprintf(stderr, "cuda_host: no memory for %llu fiber stacks\n",
-                 static_cast<unsigned long long>(threads));
-    std::abort();
-  }
-  for (uint64_t i = 0; i < threads; ++i) {
-    mprotect(stacks + i * each, page, PROT_NONE);  // an overflow faults instead of corrupting
-    r.fibers[i].stack = stacks + i * each + page;
-  }
+  char* const stacks = StacksFor(threads);
+  for (uint64_t i = 0; i < threads; ++i) r.fibers[i].stack = stacks + i * StackSpacing();
   g_run = &r;
   const uint64_t blocks = static_cast<uint64_t>(c.grid.x) * c.grid.y * c.grid.z;
   bool ok = true;
@@ -233,7 +329,6 @@ void RunLaunch(const Config& c, const std::function<void()>& body) {
     ok = RunBlock(r, c, block);
   }
   g_run = nullptr;
-  munmap(stacks, each * threads);
   if (!ok) SetLast(cudaErrorLaunchFailure, r.error);
 }
 
@@ -252,6 +347,7 @@ cudaError_t TakeLastError() {
   return e;
 }
 const std::string& LastError() { return g_message; }
+int TakeLastErrorCode() { return static_cast<int>(TakeLastError()); }
 int64_t Launches() { return g_launches; }
 
 int Lane() {
@@ -275,15 +371,14 @@ void WarpBarrier(const char* what) {
 
 void Unsupported(const char* what) {
   Run& r = Running();
-  Fail(r, std::string("thread ") + std::to_string(r.current) + ": " + what +
-              " (not modelled by cuda_host)");
+  Fail(r, Where(r) + what + " (not modelled by cuda_host)");
   Yield(/*last=*/true);
   std::abort();  // never resumed
 }
 
 void Invalid(const char* what) {
   Run& r = Running();
-  Fail(r, std::string("thread ") + std::to_string(r.current) + ": " + what);
+  Fail(r, Where(r) + what);
   Yield(/*last=*/true);
   std::abort();  // never resumed
 }
@@ -296,7 +391,7 @@ void WarpExchange(const void* mine, std::size_t bytes, int src, void* out) {
   WarpBarrier("a warp shuffle");
   const int from = base + src;
   if (src < 0 || src >= kWarp || from >= static_cast<int>(r.fibers.size())) {
-    Fail(r, "thread " + std::to_string(me) + ": a shuffle from lane " + std::to_string(src) +
+    Fail(r, Where(r) + "a shuffle from lane " + std::to_string(src) +
                 ", which its warp does not have");
     Yield(/*last=*/true);
   }
@@ -308,6 +403,7 @@ void SetSubmitter(Submitter submit) { g_submit = submit; }
 
 void Launch(const Config& c, std::function<void()> body) {
   ++g_launches;
+  g_message.clear();  // a message names the last failure, never an earlier one
   const uint64_t threads = static_cast<uint64_t>(c.block.x) * c.block.y * c.block.z;
   if (threads == 0 || threads > 1024 || c.block.z > 64 || c.grid.x == 0 || c.grid.y == 0 ||
       c.grid.z == 0 || c.grid.y > 65535 || c.grid.z > 65535 || c.grid.x > 2147483647u) {

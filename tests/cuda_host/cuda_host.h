@@ -29,6 +29,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "hooks.h"
+
 // ---- The runtime API's types ----
 struct uint3 {
   unsigned x = 0, y = 0, z = 0;
@@ -72,7 +74,6 @@ const ThreadState& Current();
 
 // The launch error of the last launch, and what went wrong in words ("" when none).
 cudaError_t TakeLastError();
-const std::string& LastError();
 // Launches so far, and threads run in them (for tests that a launch happened).
 int64_t Launches();
 
@@ -96,13 +97,9 @@ struct Config {
       : grid(g), block(b), shared(s), stream(st) {}
 };
 
-// Runs `body` for every thread of the launch: at once, or when the stream's work runs (a
-// stream being captured into a graph: the submitter of SetSubmitter decides).
+// Runs `body` for every thread of the launch: at once, or when the stream's work runs
+// (hooks.h's submitter decides).
 void Launch(const Config& config, std::function<void()> body);
-// Where launches go: `submit(stream, work)` runs `work` now or later, in stream order. By
-// default, now. (tests/cuda_host/runtime.cc installs the CUDA runtime's streams.)
-using Submitter = void (*)(cudaStream_t stream, std::function<void()> work);
-void SetSubmitter(Submitter submit);
 
 template <typename... P>
 struct Bound {

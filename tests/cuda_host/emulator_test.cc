@@ -50,6 +50,16 @@ __global__ void ShuffleAfterExit(int* out) {
   out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1, 1);
 }
 
+// Lane 0 at two __syncwarp, the others at a shuffle from it: barriers that do not pair.
+__global__ void MismatchedWarpBarriers(int* out) {
+  if (threadIdx.x == 0) {
+    __syncwarp();
+    __syncwarp();
+  } else {
+    out[threadIdx.x] = __shfl_sync(0xffffffffu, 5, 0);
+  }
+}
+
 std::vector<int> RunNeighbour(bool barrier, cuda_host::Order order) {
   cuda_host::SetOrder(order);
   std::vector<int> out(64, -1);
@@ -104,6 +114,11 @@ TEST_CASE("Barriers that some threads never reach fail the launch, saying where"
   ShuffleAfterExit | cuda_host::Config(1, 32) | cuda_host::Args(out.data());
   CHECK(cudaGetLastError() == cudaErrorLaunchFailure);
   CHECK_THAT(cuda_host::LastError(), Catch::Contains("a warp shuffle while lane 7 had exited"));
+
+  MismatchedWarpBarriers | cuda_host::Config(1, 32) | cuda_host::Args(out.data());
+  CHECK(cudaGetLastError() == cudaErrorLaunchFailure);
+  CHECK_THAT(cuda_host::LastError(),
+             Catch::Contains("lane 0 waits at __syncwarp while lane 1 waits at a warp shuffle"));
 }
 
 TEST_CASE("Launch configurations the hardware refuses are refused", "[cuda_host][emulator]") {

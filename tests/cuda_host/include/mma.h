@@ -1,10 +1,11 @@
 // cuda_host's stand-in for the CUDA toolkit's WMMA header (tests/cuda_host): a fragment
 // holds its whole tile in every lane, in f32 (the products of f16/bf16 are exact in f32;
 // the sums are f32, as the tensor cores' accumulation). Each *_sync call is a warp
-// collective: a warp barrier first, so every lane has arrived (the hardware needs the warp
-// converged there). A store writes only the calling lane's share of the tile (elements
-// lane, lane + 32, ...), so a lane that reads the tile before a __syncwarp can see other
-// lanes' elements still unwritten, as on the hardware.
+// collective: every lane must reach it (a warp barrier). It orders no memory: a load
+// reads the tile before the barrier (before the other lanes may have arrived), and a store
+// writes only the calling lane's share of the tile (elements lane, lane + 32, ...) after it
+// (the other lanes may have gone on), so that a missing __syncwarp between a WMMA load or
+// store and other lanes' plain accesses shows, as CUDA requires one there.
 #pragma once
 
 #include <cstdint>
@@ -69,29 +70,31 @@ void fill_fragment(fragment<Use, M, N, K, T, L>& f, float value) {
 template <typename Use, int M, int N, int K, typename T, typename L>
 void load_matrix_sync(fragment<Use, M, N, K, T, L>& f, const T* p, unsigned ldm) {
   static_assert(!std::is_same_v<Use, accumulator>, "an accumulator load names its layout");
-  ::cuda_host::WarpBarrier("wmma::load_matrix_sync");
+  static_assert(std::is_same_v<L, row_major> || std::is_same_v<L, col_major>,
+                "a matrix_a or matrix_b fragment names its layout");
   detail::CheckOperand(p, ldm, "wmma::load_matrix_sync of a misaligned tile or leading dimension");
   using F = fragment<Use, M, N, K, T, L>;
   for (int r = 0; r < F::kRows; ++r)
     for (int c = 0; c < F::kCols; ++c)
       f.v[r][c] = detail::ToFloat(std::is_same_v<L, row_major> ? p[r * ldm + c] : p[c * ldm + r]);
+  ::cuda_host::WarpBarrier("wmma::load_matrix_sync");
 }
 
 template <int M, int N, int K>
 void load_matrix_sync(fragment<accumulator, M, N, K, float>& f, const float* p, unsigned ldm,
                       layout_t layout) {
-  ::cuda_host::WarpBarrier("wmma::load_matrix_sync");
   detail::CheckOperand(p, ldm, "wmma::load_matrix_sync of a misaligned tile or leading dimension");
   for (int r = 0; r < M; ++r)
     for (int c = 0; c < N; ++c)
       f.v[r][c] = layout == mem_row_major ? p[r * ldm + c] : p[c * ldm + r];
+  ::cuda_host::WarpBarrier("wmma::load_matrix_sync");
 }
 
 template <int M, int N, int K>
 void store_matrix_sync(float* p, const fragment<accumulator, M, N, K, float>& f, unsigned ldm,
                        layout_t layout) {
-  ::cuda_host::WarpBarrier("wmma::store_matrix_sync");
   detail::CheckOperand(p, ldm, "wmma::store_matrix_sync of a misaligned tile or leading dimension");
+  ::cuda_host::WarpBarrier("wmma::store_matrix_sync");
   for (int i = ::cuda_host::Lane(); i < M * N; i += 32) {
     const int r = i / N, c = i % N;
     (layout == mem_row_major ? p[r * ldm + c] : p[c * ldm + r]) = f.v[r][c];

@@ -1,0 +1,522 @@
+// The CUDA runtime, cuBLAS, cuBLASLt and NCCL calls of tpc's CUDA backend, on the host:
+// linked into a program instead of the toolkit's libraries (their definitions win over the
+// shared libraries'), with cuda_host's launches, so that the whole backend (memory, copies,
+// kernels, GEMMs, CUDA graphs, collectives) runs without a GPU. Compiled against the
+// toolkit's own headers, so every signature is the real one.
+//
+// One device of 80 GiB ("0000:01:00.0"); device memory is host memory aligned to 256
+// bytes. Work runs when it is queued, in the calling thread, except on a stream being
+// captured: there it is recorded into the graph, and a graph launch runs the record.
+// What CUDA refuses during a capture is refused here too (the capture is invalidated):
+// synchronizing or querying the stream, and copies to or from host memory that is not
+// pinned. cuBLAS: the strided batched GEMM of f32, f16, bf16 and f64 matrices (accumulated
+// in double), with cuBLAS's argument checks. cuBLASLt finds no algorithm (the backend then
+// takes cuBLAS). NCCL: a world of one rank (collectives are copies).
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "hooks.h"
+#include "tpc/util/half.h"
+
+struct CUstream_st {
+  bool capturing = false;
+  bool invalidated = false;
+  std::vector<std::function<void()>> record;
+};
+struct CUevent_st {};
+struct CUgraph_st {
+  std::vector<std::function<void()>> work;
+};
+struct CUgraphExec_st {
+  std::vector<std::function<void()>> work;
+};
+struct cublasContext {
+  cudaStream_t stream = nullptr;
+};
+struct cublasLtContext {};
+struct ncclComm {
+  int nranks = 1, rank = 0;
+  std::deque<std::pair<const void*, size_t>> sends;  // to itself, until received
+};
+
+namespace {
+
+constexpr size_t kDeviceBytes = size_t{80} << 30;
+constexpr size_t kAlign = 256;
+
+std::mutex g_mutex;                // the maps below (ranks may be threads)
+std::map<char*, size_t> g_device;  // allocations: start → bytes
+std::map<char*, size_t> g_pinned;  // pinned host allocations
+size_t g_device_used = 0;
+thread_local cudaError_t g_runtime_error = cudaSuccess;
+
+cudaError_t Fail(cudaError_t e) {
+  g_runtime_error = e;
+  return e;
+}
+
+// Runs `work` on `stream` now, or records it into the stream's capture.
+void Submit(cudaStream_t stream, std::function<void()> work) {
+  if (stream != nullptr && stream->capturing) {
+    stream->record.push_back(std::move(work));
+  } else {
+    work();
+  }
+}
+
+bool IsPinned(const void* p, size_t bytes) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = g_pinned.upper_bound(static_cast<char*>(const_cast<void*>(p)));
+  if (it == g_pinned.begin()) return false;
+  --it;
+  const char* c = static_cast<const char*>(p);
+  return c >= it->first && c + bytes <= it->first + it->second;
+}
+
+// An operation a capture does not allow: the capture is invalidated.
+cudaError_t RefusedInCapture(cudaStream_t stream) {
+  stream->invalidated = true;
+  return Fail(cudaErrorStreamCaptureUnsupported);
+}
+
+struct Installed {
+  Installed() { cuda_host::SetSubmitter(Submit); }
+} g_installed;
+
+}  // namespace
+
+extern "C" {
+
+// ---- Devices and errors ----
+cudaError_t cudaGetDeviceCount(int* count) {
+  *count = 1;
+  return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int device) {
+  return device == 0 ? cudaSuccess : Fail(cudaErrorInvalidDevice);
+}
+cudaError_t cudaDeviceGetPCIBusId(char* id, int len, int device) {
+  if (device != 0) return Fail(cudaErrorInvalidDevice);
+  std::snprintf(id, static_cast<size_t>(len), "0000:01:00.0");
+  return cudaSuccess;
+}
+cudaError_t cudaGetLastError() {
+  const int launch = cuda_host::TakeLastErrorCode();
+  const cudaError_t e = launch != 0 ? static_cast<cudaError_t>(launch) : g_runtime_error;
+  g_runtime_error = cudaSuccess;
+  return e;
+}
+const char* cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorLaunchFailure:
+      return cuda_host::LastError().c_str();
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    case cudaErrorStreamCaptureUnsupported:
+      return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated:
+      return "operation failed due to a previous error during capture";
+    default:
+      return "cuda_host: an error of the emulated runtime";
+  }
+}
+
+// ---- Memory ----
+cudaError_t cudaMalloc(void** p, size_t bytes) {
+  const size_t size = std::max(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_device_used + size > kDeviceBytes) return Fail(cudaErrorMemoryAllocation);
+  char* c = static_cast<char*>(std::aligned_alloc(kAlign, size));
+  if (c == nullptr) return Fail(cudaErrorMemoryAllocation);
+  g_device[c] = size;
+  g_device_used += size;
+  *p = c;
+  return cudaSuccess;
+}
+cudaError_t cudaFree(void* p) {
+  if (p == nullptr) return cudaSuccess;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = g_device.find(static_cast<char*>(p));
+  if (it == g_device.end()) return Fail(cudaErrorInvalidValue);  // not a block's start
+  g_device_used -= it->second;
+  g_device.erase(it);
+  std::free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  *total = kDeviceBytes;
+  *free = kDeviceBytes - g_device_used;
+  return cudaSuccess;
+}
+cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned int) {
+  char* c = static_cast<char*>(
+      std::aligned_alloc(kAlign, std::max(kAlign, (bytes + kAlign - 1) / kAlign * kAlign)));
+  if (c == nullptr) return Fail(cudaErrorMemoryAllocation);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_pinned[c] = bytes;
+  *p = c;
+  return cudaSuccess;
+}
+cudaError_t cudaMallocHost(void** p, size_t bytes) { return cudaHostAlloc(p, bytes, 0); }
+cudaError_t cudaFreeHost(void* p) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_pinned.erase(static_cast<char*>(p)) == 0) return Fail(cudaErrorInvalidValue);
+  std::free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaHostGetDevicePointer(void** device, void* host, unsigned int) {
+  if (!IsPinned(host, 1)) return Fail(cudaErrorInvalidValue);
+  *device = host;
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream) {
+  if (stream != nullptr && stream->capturing &&
+      ((kind == cudaMemcpyHostToDevice && !IsPinned(src, bytes)) ||
+       (kind == cudaMemcpyDeviceToHost && !IsPinned(dst, bytes)))) {
+    return RefusedInCapture(stream);
+  }
+  Submit(stream, [dst, src, bytes] { std::memmove(dst, src, bytes); });
+  return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream) {
+  Submit(stream, [p, value, bytes] { std::memset(p, value, bytes); });
+  return cudaSuccess;
+}
+
+// ---- Streams, events, graphs ----
+cudaError_t cudaStreamCreate(cudaStream_t* s) {
+  *s = new CUstream_st;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) { return cudaStreamCreate(s); }
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  delete s;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  return s != nullptr && s->capturing ? RefusedInCapture(s) : cudaSuccess;
+}
+cudaError_t cudaStreamQuery(cudaStream_t s) {
+  return s != nullptr && s->capturing ? RefusedInCapture(s) : cudaSuccess;
+}
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
+  if (s == nullptr || s->capturing) return Fail(cudaErrorIllegalState);
+  s->capturing = true;
+  s->invalidated = false;
+  s->record.clear();
+  return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph) {
+  if (s == nullptr || !s->capturing) return Fail(cudaErrorIllegalState);
+  s->capturing = false;
+  if (s->invalidated) {
+    *graph = nullptr;
+    s->record.clear();
+    return Fail(cudaErrorStreamCaptureInvalidated);
+  }
+  *graph = new CUgraph_st{std::move(s->record)};
+  s->record.clear();
+  return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+  if (graph == nullptr) return Fail(cudaErrorInvalidValue);
+  *exec = new CUgraphExec_st{graph->work};
+  return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  if (exec == nullptr) return Fail(cudaErrorInvalidValue);
+  Submit(stream, [exec] {
+    for (const auto& work : exec->work) work();
+  });
+  return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreate(cudaEvent_t* e) {
+  *e = new CUevent_st;
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) { return cudaEventCreate(e); }
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  delete e;
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+
+// ---- cuBLAS ----
+cublasStatus_t cublasCreate_v2(cublasHandle_t* h) {
+  *h = new cublasContext;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasDestroy_v2(cublasHandle_t h) {
+  delete h;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s) {
+  h->stream = s;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t, void*, size_t) {
+  return CUBLAS_STATUS_SUCCESS;
+}
+const char* cublasGetStatusString(cublasStatus_t s) {
+  return s == CUBLAS_STATUS_SUCCESS         ? "CUBLAS_STATUS_SUCCESS"
+         : s == CUBLAS_STATUS_INVALID_VALUE ? "CUBLAS_STATUS_INVALID_VALUE"
+                                            : "CUBLAS_STATUS_NOT_SUPPORTED";
+}
+
+}  // extern "C"
+
+namespace {
+
+double Load(cudaDataType t, const void* p, int64_t i) {
+  switch (t) {
+    case CUDA_R_32F:
+      return static_cast<const float*>(p)[i];
+    case CUDA_R_64F:
+      return static_cast<const double*>(p)[i];
+    case CUDA_R_16F:
+      return tpc::HalfToFloat(static_cast<const uint16_t*>(p)[i]);
+    default:
+      return tpc::BFloat16ToFloat(static_cast<const uint16_t*>(p)[i]);
+  }
+}
+void Store(cudaDataType t, void* p, int64_t i, double v) {
+  switch (t) {
+    case CUDA_R_32F:
+      static_cast<float*>(p)[i] = static_cast<float>(v);
+      return;
+    case CUDA_R_64F:
+      static_cast<double*>(p)[i] = v;
+      return;
+    case CUDA_R_16F:
+      static_cast<uint16_t*>(p)[i] = tpc::FloatToHalf(static_cast<float>(v));
+      return;
+    default:
+      static_cast<uint16_t*>(p)[i] = tpc::FloatToBFloat16(static_cast<float>(v));
+  }
+}
+bool Known(cudaDataType t) {
+  return t == CUDA_R_32F || t == CUDA_R_64F || t == CUDA_R_16F || t == CUDA_R_16BF;
+}
+
+}  // namespace
+
+extern "C" cublasStatus_t cublasGemmStridedBatchedEx(
+    cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+    const void* alpha, const void* a, cudaDataType at, int lda, long long sa, const void* b,
+    cudaDataType bt, int ldb, long long sb, const void* beta, void* c, cudaDataType ct, int ldc,
+    long long sc, int count, cublasComputeType_t compute, cublasGemmAlgo_t) {
+  const bool na = ta == CUBLAS_OP_N, nb = tb == CUBLAS_OP_N;
+  // cuBLAS's own checks of the arguments.
+  if (m < 0 || n < 0 || k < 0 || count < 0 || lda < std::max(1, na ? m : k) ||
+      ldb < std::max(1, nb ? k : n) || ldc < std::max(1, m) || !Known(at) || !Known(bt) ||
+      !Known(ct) || (ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) ||
+      (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T)) {
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  const bool f64 = compute == CUBLAS_COMPUTE_64F;
+  if (f64 != (at == CUDA_R_64F) || at != bt) return CUBLAS_STATUS_NOT_SUPPORTED;
+  const double al = f64 ? *static_cast<const double*>(alpha) : *static_cast<const float*>(alpha);
+  const double be = f64 ? *static_cast<const double*>(beta) : *static_cast<const float*>(beta);
+  Submit(h->stream, [=] {
+    for (int64_t e = 0; e < count; ++e) {
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t i = 0; i < m; ++i) {
+          double s = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            s += Load(at, a, e * sa + (na ? i + p * lda : p + i * lda)) *
+                 Load(bt, b, e * sb + (nb ? p + j * ldb : j + p * ldb));
+          }
+          const int64_t at_c = e * sc + i + j * ldc;
+          // beta == 0: C is not read (it may hold NaN), as in cuBLAS.
+          Store(ct, c, at_c, al * s + (be != 0 ? be * Load(ct, c, at_c) : 0.0));
+        }
+      }
+    }
+  });
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+// ---- cuBLASLt: descriptors, and no algorithm for any of them ----
+extern "C" {
+cublasStatus_t cublasLtCreate(cublasLtHandle_t* h) {
+  *h = new cublasLtContext;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t h) {
+  delete h;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* d, cublasComputeType_t,
+                                        cudaDataType_t) {
+  *d = new cublasLtMatmulDescOpaque_t{};
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescDestroy(const cublasLtMatmulDesc_t d) {
+  delete d;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t,
+                                              const void*, size_t) {
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* l, cudaDataType, uint64_t,
+                                          uint64_t, int64_t) {
+  *l = new cublasLtMatrixLayoutOpaque_t{};
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutDestroy(const cublasLtMatrixLayout_t l) {
+  delete l;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t,
+                                                cublasLtMatrixLayoutAttribute_t, const void*,
+                                                size_t) {
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* p) {
+  *p = new cublasLtMatmulPreferenceOpaque_t{};
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceDestroy(const cublasLtMatmulPreference_t p) {
+  delete p;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t,
+                                                    cublasLtMatmulPreferenceAttributes_t,
+                                                    const void*, size_t) {
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t,
+                                              cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+                                              cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+                                              cublasLtMatmulPreference_t, int,
+                                              cublasLtMatmulHeuristicResult_t[], int* returned) {
+  *returned = 0;
+  return CUBLAS_STATUS_NOT_SUPPORTED;
+}
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t, const void*, const void*,
+                              cublasLtMatrixLayout_t, const void*, cublasLtMatrixLayout_t,
+                              const void*, const void*, cublasLtMatrixLayout_t, void*,
+                              cublasLtMatrixLayout_t, const cublasLtMatmulAlgo_t*, void*, size_t,
+                              cudaStream_t) {
+  return CUBLAS_STATUS_NOT_SUPPORTED;
+}
+
+// ---- NCCL: a world of one ----
+ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
+  std::memset(id, 0, sizeof *id);
+  std::snprintf(id->internal, sizeof id->internal, "cuda_host");
+  return ncclSuccess;
+}
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId, int rank,
+                                    ncclConfig_t*) {
+  if (nranks != 1 || rank != 0) return ncclInvalidUsage;  // one device: one rank
+  *comm = new ncclComm;
+  return ncclSuccess;
+}
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
+  return ncclCommInitRankConfig(comm, nranks, id, rank, nullptr);
+}
+ncclResult_t ncclCommSplit(ncclComm_t, int, int, ncclComm_t* out, ncclConfig_t*) {
+  *out = new ncclComm;
+  return ncclSuccess;
+}
+ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t* r) {
+  *r = ncclSuccess;
+  return ncclSuccess;
+}
+ncclResult_t ncclCommFinalize(ncclComm_t) { return ncclSuccess; }
+ncclResult_t ncclCommDestroy(ncclComm_t c) {
+  delete c;
+  return ncclSuccess;
+}
+ncclResult_t ncclCommAbort(ncclComm_t c) { return ncclCommDestroy(c); }
+const char* ncclGetErrorString(ncclResult_t r) {
+  return r == ncclSuccess ? "no error" : "cuda_host: an NCCL error (one rank only)";
+}
+const char* ncclGetLastError(ncclComm_t) { return ""; }
+ncclResult_t ncclGroupStart() { return ncclSuccess; }
+ncclResult_t ncclGroupEnd() { return ncclSuccess; }
+}  // extern "C"
+
+namespace {
+size_t Bytes(size_t count, ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8:
+    case ncclUint8:
+      return count;
+    case ncclFloat16:
+    case ncclBfloat16:
+      return 2 * count;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32:
+      return 4 * count;
+    default:
+      return 8 * count;
+  }
+}
+ncclResult_t Copy(const void* in, void* out, size_t bytes, cudaStream_t stream) {
+  if (in != out) Submit(stream, [in, out, bytes] { std::memmove(out, in, bytes); });
+  return ncclSuccess;
+}
+}  // namespace
+
+extern "C" {
+ncclResult_t ncclAllReduce(const void* in, void* out, size_t count, ncclDataType_t t, ncclRedOp_t,
+                           ncclComm_t, cudaStream_t s) {
+  return Copy(in, out, Bytes(count, t), s);
+}
+ncclResult_t ncclAllGather(const void* in, void* out, size_t count, ncclDataType_t t, ncclComm_t,
+                           cudaStream_t s) {
+  return Copy(in, out, Bytes(count, t), s);
+}
+ncclResult_t ncclReduceScatter(const void* in, void* out, size_t count, ncclDataType_t t,
+                               ncclRedOp_t, ncclComm_t, cudaStream_t s) {
+  return Copy(in, out, Bytes(count, t), s);
+}
+ncclResult_t ncclSend(const void* in, size_t count, ncclDataType_t t, int peer, ncclComm_t c,
+                      cudaStream_t) {
+  if (peer != 0) return ncclInvalidArgument;
+  c->sends.emplace_back(in, Bytes(count, t));
+  return ncclSuccess;
+}
+ncclResult_t ncclRecv(void* out, size_t count, ncclDataType_t t, int peer, ncclComm_t c,
+                      cudaStream_t s) {
+  if (peer != 0 || c->sends.empty() || c->sends.front().second != Bytes(count, t)) {
+    return ncclInvalidArgument;
+  }
+  const auto [in, bytes] = c->sends.front();
+  c->sends.pop_front();
+  return Copy(in, out, bytes, s);
+}
+}  // extern "C"
