@@ -13,6 +13,10 @@
 #include <cstring>
 #include <vector>
 
+#if !defined(__x86_64__)
+#error "cuda_host switches its fibers with x86-64 code (tests/CMakeLists.txt builds it there only)"
+#endif
+
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
