@@ -5,13 +5,13 @@
 // toolkit's own headers, so every signature is the real one.
 //
 // One device of 80 GiB ("0000:01:00.0"); device memory is host memory aligned to 256
-// bytes. Work runs when it is queued, in the calling thread, except on a stream being
-// captured: there it is recorded into the graph, and a graph launch runs the record.
-// What CUDA refuses during a capture is refused here too (the capture is invalidated):
-// synchronizing or querying the stream, and copies to or from host memory that is not
-// pinned. cuBLAS: the strided batched GEMM of f32, f16, bf16 and f64 matrices (accumulated
-// in double), with cuBLAS's argument checks. cuBLASLt finds no algorithm (the backend then
-// takes cuBLAS). NCCL: a world of one rank (collectives are copies).
+// bytes, each block between redzones that are checked after every piece of work. Work runs when it
+// is queued, in the calling thread, except on a stream being captured: there it is recorded into
+// the graph, and a graph launch runs the record. What CUDA refuses during a capture is refused here
+// too (the capture is invalidated): synchronizing or querying the stream, and copies to or from
+// host memory that is not pinned. cuBLAS: the strided batched GEMM of f32, f16, bf16 and f64
+// matrices (accumulated in double), with cuBLAS's argument checks. cuBLASLt finds no algorithm (the
+// backend then takes cuBLAS). NCCL: a world of one rank (collectives are copies).
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -56,6 +56,11 @@ namespace {
 
 constexpr size_t kDeviceBytes = size_t{80} << 30;
 constexpr size_t kAlign = 256;
+// Each device block sits between two redzones of kRedzone bytes of kCanary, checked after
+// every piece of work: a kernel, copy, memset or GEMM that writes outside its blocks
+// stops the program saying so (a bounds check of device memory, as compute-sanitizer's).
+constexpr size_t kRedzone = 256;
+constexpr unsigned char kCanary = 0xcb;
 
 std::mutex g_mutex;                // the maps below (ranks may be threads)
 std::map<char*, size_t> g_device;  // allocations: start → bytes
@@ -68,13 +73,44 @@ cudaError_t Fail(cudaError_t e) {
   return e;
 }
 
+bool Intact(const char* p, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (static_cast<unsigned char>(p[i]) != kCanary) return false;
+  return true;
+}
+
+// Stops the program when `what` has written into a redzone.
+void CheckRedzones(const char* what) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (const auto& [p, size] : g_device) {
+    const bool before = Intact(p - kRedzone, kRedzone), after = Intact(p + size, kRedzone);
+    if (!before || !after) {
+      std::fprintf(stderr,
+                   "cuda_host: %s wrote %s the device block of %zu bytes at %p (its redzone's "
+                   "bytes changed)\n",
+                   what, before ? "past the end of" : "before the start of", size,
+                   static_cast<void*>(p));
+      std::fflush(stderr);
+      std::abort();
+    }
+  }
+}
+
 // Runs `work` on `stream` now, or records it into the stream's capture.
-void Submit(cudaStream_t stream, std::function<void()> work) {
+void Submit(cudaStream_t stream, std::function<void()> work, const char* what) {
   if (stream != nullptr && stream->capturing) {
-    stream->record.push_back(std::move(work));
+    stream->record.push_back([work = std::move(work), what] {
+      work();
+      CheckRedzones(what);
+    });
   } else {
     work();
+    CheckRedzones(what);
   }
+}
+
+void SubmitLaunch(cudaStream_t stream, std::function<void()> work) {
+  Submit(stream, std::move(work), "a kernel");
 }
 
 bool IsPinned(const void* p, size_t bytes) {
@@ -93,7 +129,7 @@ cudaError_t RefusedInCapture(cudaStream_t stream) {
 }
 
 struct Installed {
-  Installed() { cuda_host::SetSubmitter(Submit); }
+  Installed() { cuda_host::SetSubmitter(SubmitLaunch); }
 } g_installed;
 
 }  // namespace
@@ -143,8 +179,10 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
   const size_t size = std::max(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_device_used + size > kDeviceBytes) return Fail(cudaErrorMemoryAllocation);
-  char* c = static_cast<char*>(std::aligned_alloc(kAlign, size));
-  if (c == nullptr) return Fail(cudaErrorMemoryAllocation);
+  char* raw = static_cast<char*>(std::aligned_alloc(kAlign, size + 2 * kRedzone));
+  if (raw == nullptr) return Fail(cudaErrorMemoryAllocation);
+  std::memset(raw, kCanary, size + 2 * kRedzone);
+  char* c = raw + kRedzone;
   g_device[c] = size;
   g_device_used += size;
   *p = c;
@@ -157,7 +195,7 @@ cudaError_t cudaFree(void* p) {
   if (it == g_device.end()) return Fail(cudaErrorInvalidValue);  // not a block's start
   g_device_used -= it->second;
   g_device.erase(it);
-  std::free(p);
+  std::free(static_cast<char*>(p) - kRedzone);
   return cudaSuccess;
 }
 cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
@@ -194,11 +232,13 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
        (kind == cudaMemcpyDeviceToHost && !IsPinned(dst, bytes)))) {
     return RefusedInCapture(stream);
   }
-  Submit(stream, [dst, src, bytes] { std::memmove(dst, src, bytes); });
+  Submit(
+      stream, [dst, src, bytes] { std::memmove(dst, src, bytes); }, "cudaMemcpyAsync");
   return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream) {
-  Submit(stream, [p, value, bytes] { std::memset(p, value, bytes); });
+  Submit(
+      stream, [p, value, bytes] { std::memset(p, value, bytes); }, "cudaMemsetAsync");
   return cudaSuccess;
 }
 
@@ -244,9 +284,12 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsig
 }
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   if (exec == nullptr) return Fail(cudaErrorInvalidValue);
-  Submit(stream, [exec] {
-    for (const auto& work : exec->work) work();
-  });
+  Submit(
+      stream,
+      [exec] {
+        for (const auto& work : exec->work) work();
+      },
+      "cudaGraphLaunch");
   return cudaSuccess;
 }
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
@@ -346,22 +389,25 @@ extern "C" cublasStatus_t cublasGemmStridedBatchedEx(
   if (f64 != (at == CUDA_R_64F) || at != bt) return CUBLAS_STATUS_NOT_SUPPORTED;
   const double al = f64 ? *static_cast<const double*>(alpha) : *static_cast<const float*>(alpha);
   const double be = f64 ? *static_cast<const double*>(beta) : *static_cast<const float*>(beta);
-  Submit(h->stream, [=] {
-    for (int64_t e = 0; e < count; ++e) {
-      for (int64_t j = 0; j < n; ++j) {
-        for (int64_t i = 0; i < m; ++i) {
-          double s = 0;
-          for (int64_t p = 0; p < k; ++p) {
-            s += Load(at, a, e * sa + (na ? i + p * lda : p + i * lda)) *
-                 Load(bt, b, e * sb + (nb ? p + j * ldb : j + p * ldb));
+  Submit(
+      h->stream,
+      [=] {
+        for (int64_t e = 0; e < count; ++e) {
+          for (int64_t j = 0; j < n; ++j) {
+            for (int64_t i = 0; i < m; ++i) {
+              double s = 0;
+              for (int64_t p = 0; p < k; ++p) {
+                s += Load(at, a, e * sa + (na ? i + p * lda : p + i * lda)) *
+                     Load(bt, b, e * sb + (nb ? p + j * ldb : j + p * ldb));
+              }
+              const int64_t at_c = e * sc + i + j * ldc;
+              // beta == 0: C is not read (it may hold NaN), as in cuBLAS.
+              Store(ct, c, at_c, al * s + (be != 0 ? be * Load(ct, c, at_c) : 0.0));
+            }
           }
-          const int64_t at_c = e * sc + i + j * ldc;
-          // beta == 0: C is not read (it may hold NaN), as in cuBLAS.
-          Store(ct, c, at_c, al * s + (be != 0 ? be * Load(ct, c, at_c) : 0.0));
         }
-      }
-    }
-  });
+      },
+      "cublasGemmStridedBatchedEx");
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -486,7 +532,9 @@ size_t Bytes(size_t count, ncclDataType_t t) {
   }
 }
 ncclResult_t Copy(const void* in, void* out, size_t bytes, cudaStream_t stream) {
-  if (in != out) Submit(stream, [in, out, bytes] { std::memmove(out, in, bytes); });
+  if (in != out)
+    Submit(
+        stream, [in, out, bytes] { std::memmove(out, in, bytes); }, "an NCCL copy");
   return ncclSuccess;
 }
 }  // namespace

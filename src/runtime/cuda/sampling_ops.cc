@@ -67,7 +67,7 @@ absl::Status DFT(KernelContext& ctx) {
   return Check(ctx, LaunchDft(k, l, x.raw(), y->raw(), y->num_elements(), StreamOf(ctx)));
 }
 
-// STFT: one thread per output element; frame_step and frame_length are host inputs, the
+// STFT: one thread per output bin; frame_step and frame_length are host inputs, the
 // window (of the signal's type) stays on the device.
 absl::Status STFT(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);

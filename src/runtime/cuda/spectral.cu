@@ -51,8 +51,9 @@ cudaError_t LaunchDft(FloatKind k, const math::DftLayout& l, const void* x, void
   return ByKind(k, [&](auto kind) {
     constexpr FloatKind K = decltype(kind)::value;
     using S = typename FloatIO<K>::Storage;
-    DftKernel<K>
-        <<<Blocks(n), kThreads, 0, stream>>>(l, static_cast<const S*>(x), static_cast<S*>(y), n);
+    // n elements are n / 2 complex bins, a thread each.
+    DftKernel<K><<<Blocks(n / 2), kThreads, 0, stream>>>(l, static_cast<const S*>(x),
+                                                         static_cast<S*>(y), n / 2);
     return cudaGetLastError();
   });
 }
@@ -66,8 +67,8 @@ cudaError_t LaunchStft(FloatKind k, const math::StftLayout& l, const void* x, co
   return ByKind(k, [&](auto kind) {
     constexpr FloatKind K = decltype(kind)::value;
     using S = typename FloatIO<K>::Storage;
-    StftKernel<K><<<Blocks(n), kThreads, 0, stream>>>(
-        l, static_cast<const S*>(x), static_cast<const S*>(window), static_cast<S*>(y), n);
+    StftKernel<K><<<Blocks(n / 2), kThreads, 0, stream>>>(
+        l, static_cast<const S*>(x), static_cast<const S*>(window), static_cast<S*>(y), n / 2);
     return cudaGetLastError();
   });
 }
