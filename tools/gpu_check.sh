@@ -17,11 +17,11 @@
 # status: 0 when every check passed, 1 when one failed, 77 when there is no GPU (nothing
 # checked). ../shared/GPU.md says how to carry a build to the lent GPU machine.
 #
-# GPU_CHECK_EMULATED=1 runs the checks without a GPU: tp-run is BIN_DIR's
-# tp_run_cuda_host, the CUDA backend with its kernels' own text on the host and the CUDA
-# runtime, cuBLAS and NCCL emulated (tests/cuda_host); sections default to kernels, models,
-# half, real, nccl and processes (tests needs a GPU; the timings mean nothing there).
-# make test runs it (ctest tools.gpu_check_emulated).
+# GPU_CHECK_EMULATED=1 runs the checks without a GPU: tp-run and tpc_tests are BIN_DIR's
+# tp_run_cuda_host and tpc_tests_cuda_host, the CUDA backend with its kernels' own text on
+# the host and the CUDA runtime, cuBLAS and NCCL emulated (tests/cuda_host); sections
+# default to kernels, tests, models, half, real, nccl and processes (the timings of the
+# others mean nothing there). make test runs it (ctest tools.gpu_check_emulated).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$root/build}
@@ -44,9 +44,10 @@ compile=$(find_bin tp-compile)
 run=$(find_bin tp-run)
 [ "$emulated" = 1 ] && run=$(find_bin tp_run_cuda_host)
 tests=$(find_bin tpc_tests)
+[ "$emulated" = 1 ] && tests=$(find_bin tpc_tests_cuda_host)
 say() { echo "$*" | tee -a "$log"; }
 sections=${GPU_CHECK_SECTIONS:-all}
-[ "$emulated" = 1 ] && sections=${GPU_CHECK_SECTIONS:-kernels,models,half,real,nccl,processes}
+[ "$emulated" = 1 ] && sections=${GPU_CHECK_SECTIONS:-kernels,tests,models,half,real,nccl,processes}
 started=$(date +%s)
 want() {  # want SECTION: whether it runs; logs its start
   case ",$sections," in
