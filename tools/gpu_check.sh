@@ -63,13 +63,15 @@ check() {  # check NAME COMMAND...: runs it, logs its output, counts it
   shift
   say "---- $name"
   local rc=0
-  "$@" >>"$log" 2>&1 || rc=$?
+  "$@" >"$plans/check.out" 2>&1 || rc=$?
+  cat "$plans/check.out" >>"$log"
   if [ "$rc" -eq 0 ]; then
     pass=$((pass + 1))
     say "PASS $name"
   else
     fail=$((fail + 1))
     failed+=("$name")
+    tail -n 15 "$plans/check.out"  # the reason, where the log is not at hand (ctest)
     say "FAIL $name (exit $rc)"
   fi
 }
@@ -106,6 +108,10 @@ if want tests; then
   # (opt-in until it has run here): the node tests (MatMul, Gemm, the convolutions,
   # attention, recurrent ops...) and the GEMM-epilogue fusion cases in f32, f16 and bf16.
   check "tpc_tests [cuda], TPC_CUBLASLT=1" env TPC_CUBLASLT=1 "$tests" "[cuda]"
+  # Without a GPU the [cuda] tests skip, passing: emulated, none may (a backend bound to
+  # the real CUDA runtime instead of cuda_host's would find no GPU and skip them all).
+  [ "$emulated" = 1 ] && check "emulated: no [cuda] test skipped" \
+    bash -c "! grep -E 'skipped: (no GPU here|this build has no CUDA backend)' '$log'"
 fi
 
 # 3. Every committed model x N in {1, 2, 4}, ranks as threads on this GPU, against the
@@ -235,7 +241,13 @@ if want processes; then
     done
     sleep 3
     [ -n "$victim" ] && kill -9 "$victim"
+    [ -z "$victim" ] && kill "$launcher" 2>/dev/null  # no worker found: stop the launcher
     start=$(date +%s)
+    for _ in $(seq 1 600); do  # at most 60 s, then it is killed
+      kill -0 "$launcher" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -9 "$launcher" 2>/dev/null
     wait "$launcher"
     code=$?
     took=$(($(date +%s) - start))

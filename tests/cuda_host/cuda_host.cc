@@ -117,6 +117,7 @@ thread_local cudaError_t g_last = cudaSuccess;  // per host thread, as the runti
 thread_local std::string g_message;
 std::atomic<int64_t> g_launches{0};
 std::atomic<Submitter> g_submit{nullptr};
+std::atomic<ErrorSource> g_error_source{nullptr};
 
 // ---- Context switches, told to AddressSanitizer when it is on ----
 void StartSwitch([[maybe_unused]] void** fake_stack, [[maybe_unused]] const void* bottom,
@@ -352,6 +353,11 @@ cudaError_t TakeLastError() {
 }
 const std::string& LastError() { return g_message; }
 int TakeLastErrorCode() { return static_cast<int>(TakeLastError()); }
+void SetErrorSource(ErrorSource source) { g_error_source = source; }
+int LastErrorForKernels() {
+  const ErrorSource source = g_error_source;
+  return source != nullptr ? source() : TakeLastErrorCode();
+}
 int64_t Launches() { return g_launches; }
 
 int Lane() {

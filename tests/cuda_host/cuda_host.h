@@ -138,7 +138,9 @@ void operator|(const Bound<P...>& k, const ArgPack<A...>& a) {
 #define blockDim (::cuda_host::Current().block_dim)
 #define gridDim (::cuda_host::Current().grid_dim)
 
-inline cudaError_t cudaGetLastError() { return ::cuda_host::TakeLastError(); }
+inline cudaError_t cudaGetLastError() {
+  return static_cast<cudaError_t>(::cuda_host::LastErrorForKernels());
+}
 
 inline void __syncthreads() { ::cuda_host::BlockBarrier("__syncthreads"); }
 inline void __syncwarp(unsigned mask = 0xffffffffu) {

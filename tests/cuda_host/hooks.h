@@ -17,5 +17,10 @@ void SetSubmitter(Submitter submit);
 // The last launch's error as the runtime's number (0: none), cleared; and in words.
 int TakeLastErrorCode();
 const std::string& LastError();
+// What the kernels' cudaGetLastError() returns: by default TakeLastErrorCode(); runtime.cc
+// installs its own, which also returns the runtime calls' errors, as the real one does.
+using ErrorSource = int (*)();
+void SetErrorSource(ErrorSource source);
+int LastErrorForKernels();
 
 }  // namespace cuda_host

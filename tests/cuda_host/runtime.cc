@@ -56,17 +56,27 @@ namespace {
 
 constexpr size_t kDeviceBytes = size_t{80} << 30;
 constexpr size_t kAlign = 256;
-// Each device block sits between two redzones of kRedzone bytes of kCanary, checked after
-// every piece of work: a kernel, copy, memset or GEMM that writes outside its blocks
-// stops the program saying so (a bounds check of device memory, as compute-sanitizer's).
+// Each device block sits between redzones of kCanary bytes (kRedzone before it; from its
+// requested end to kRedzone past its rounded end), checked after every piece of work: a
+// kernel, copy, memset or GEMM that writes just outside its block stops the program saying
+// so. Copies, memsets, GEMMs and collectives also have their operands' ranges checked
+// against the blocks before they run (reads included). Not seen: an overrun from one value
+// into the next inside one block (the executor's arena), or a stray write far from a block.
 constexpr size_t kRedzone = 256;
 constexpr unsigned char kCanary = 0xcb;
 
+struct Block {
+  size_t bytes, rounded;  // as asked for; rounded up to kAlign
+};
 std::mutex g_mutex;                // the maps below (ranks may be threads)
-std::map<char*, size_t> g_device;  // allocations: start → bytes
-std::map<char*, size_t> g_pinned;  // pinned host allocations
+std::map<char*, Block> g_device;   // device allocations by start
+std::map<char*, size_t> g_pinned;  // pinned host allocations: start → bytes
 size_t g_device_used = 0;
 thread_local cudaError_t g_runtime_error = cudaSuccess;
+// A kernel that failed in work run later than its launch (a graph replay): returned by the
+// stream's next synchronization, as an asynchronous error is (and kept: it is sticky).
+thread_local cudaError_t g_async_error = cudaSuccess;
+thread_local std::string g_async_message;
 
 cudaError_t Fail(cudaError_t e) {
   g_runtime_error = e;
@@ -79,29 +89,75 @@ bool Intact(const char* p, size_t n) {
   return true;
 }
 
+[[noreturn]] void Stop(const std::string& message) {
+  std::fprintf(stderr, "cuda_host: %s\n", message.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
 // Stops the program when `what` has written into a redzone.
 void CheckRedzones(const char* what) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  for (const auto& [p, size] : g_device) {
-    const bool before = Intact(p - kRedzone, kRedzone), after = Intact(p + size, kRedzone);
+  for (const auto& [p, b] : g_device) {
+    const bool before = Intact(p - kRedzone, kRedzone);
+    const bool after = Intact(p + b.bytes, b.rounded - b.bytes + kRedzone);
     if (!before || !after) {
-      std::fprintf(stderr,
-                   "cuda_host: %s wrote %s the device block of %zu bytes at %p (its redzone's "
-                   "bytes changed)\n",
-                   what, before ? "past the end of" : "before the start of", size,
-                   static_cast<void*>(p));
-      std::fflush(stderr);
-      std::abort();
+      char where[32];
+      std::snprintf(where, sizeof where, "%p", static_cast<void*>(p));
+      Stop(std::string(what) + " wrote " + (before ? "past the end of" : "before the start of") +
+           " the device block of " + std::to_string(b.bytes) + " bytes at " + where +
+           " (its redzone's bytes changed)");
     }
   }
 }
 
-// Runs `work` on `stream` now, or records it into the stream's capture.
+// Whether [p, p + bytes) lies in one device block (or in pinned host memory, which the
+// device reaches too), and whether it overlaps any device block.
+bool InDeviceMemory(const void* p, size_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = g_device.upper_bound(const_cast<char*>(c));
+  if (it != g_device.begin()) {
+    --it;
+    if (c >= it->first && c + bytes <= it->first + it->second.bytes) return true;
+  }
+  auto pin = g_pinned.upper_bound(const_cast<char*>(c));
+  if (pin == g_pinned.begin()) return false;
+  --pin;
+  return c >= pin->first && c + bytes <= pin->first + pin->second;
+}
+bool TouchesDeviceMemory(const void* p, size_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = g_device.lower_bound(const_cast<char*>(c) + bytes);
+  if (it == g_device.begin()) return false;
+  --it;
+  return it->first + it->second.rounded + kRedzone > c;
+}
+
+// Stops the program unless `operand` of `what`, [p, p + bytes), is device memory (`device`)
+// or host memory (not).
+void CheckOperand(const char* what, const char* operand, const void* p, size_t bytes, bool device) {
+  if (bytes == 0) return;
+  if (device ? InDeviceMemory(p, bytes) : !TouchesDeviceMemory(p, bytes)) return;
+  char range[64];
+  std::snprintf(range, sizeof range, "[%p, +%zu)", p, bytes);
+  Stop(std::string(what) + ": its " + operand + " " + range +
+       (device ? " is not inside one device block"
+               : " is device memory, where host memory belongs"));
+}
+
+// Runs `work` on `stream` now, or records it into the stream's capture. A recorded kernel
+// that fails when a graph replays it leaves the asynchronous error.
 void Submit(cudaStream_t stream, std::function<void()> work, const char* what) {
   if (stream != nullptr && stream->capturing) {
     stream->record.push_back([work = std::move(work), what] {
       work();
       CheckRedzones(what);
+      if (const int e = cuda_host::TakeLastErrorCode(); e != 0 && g_async_error == cudaSuccess) {
+        g_async_error = static_cast<cudaError_t>(e);
+        g_async_message = cuda_host::LastError();
+      }
     });
   } else {
     work();
@@ -128,8 +184,18 @@ cudaError_t RefusedInCapture(cudaStream_t stream) {
   return Fail(cudaErrorStreamCaptureUnsupported);
 }
 
+// A stream synchronization: the asynchronous error, if one is left.
+cudaError_t Synchronized() {
+  return g_async_error != cudaSuccess ? Fail(g_async_error) : cudaSuccess;
+}
+
+int LastErrorForLaunch() { return static_cast<int>(cudaGetLastError()); }
+
 struct Installed {
-  Installed() { cuda_host::SetSubmitter(SubmitLaunch); }
+  Installed() {
+    cuda_host::SetSubmitter(SubmitLaunch);
+    cuda_host::SetErrorSource(LastErrorForLaunch);
+  }
 } g_installed;
 
 }  // namespace
@@ -151,7 +217,9 @@ cudaError_t cudaDeviceGetPCIBusId(char* id, int len, int device) {
 }
 cudaError_t cudaGetLastError() {
   const int launch = cuda_host::TakeLastErrorCode();
-  const cudaError_t e = launch != 0 ? static_cast<cudaError_t>(launch) : g_runtime_error;
+  const cudaError_t e = launch != 0                    ? static_cast<cudaError_t>(launch)
+                        : g_async_error != cudaSuccess ? g_async_error
+                                                       : g_runtime_error;
   g_runtime_error = cudaSuccess;
   return e;
 }
@@ -162,7 +230,7 @@ const char* cudaGetErrorString(cudaError_t e) {
     case cudaErrorMemoryAllocation:
       return "out of memory";
     case cudaErrorLaunchFailure:
-      return cuda_host::LastError().c_str();
+      return (g_async_error != cudaSuccess ? g_async_message : cuda_host::LastError()).c_str();
     case cudaErrorInvalidConfiguration:
       return "invalid configuration argument";
     case cudaErrorStreamCaptureUnsupported:
@@ -176,6 +244,7 @@ const char* cudaGetErrorString(cudaError_t e) {
 
 // ---- Memory ----
 cudaError_t cudaMalloc(void** p, size_t bytes) {
+  if (bytes > kDeviceBytes) return Fail(cudaErrorMemoryAllocation);
   const size_t size = std::max(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_device_used + size > kDeviceBytes) return Fail(cudaErrorMemoryAllocation);
@@ -183,7 +252,7 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
   if (raw == nullptr) return Fail(cudaErrorMemoryAllocation);
   std::memset(raw, kCanary, size + 2 * kRedzone);
   char* c = raw + kRedzone;
-  g_device[c] = size;
+  g_device[c] = Block{bytes, size};
   g_device_used += size;
   *p = c;
   return cudaSuccess;
@@ -193,7 +262,7 @@ cudaError_t cudaFree(void* p) {
   std::lock_guard<std::mutex> lock(g_mutex);
   auto it = g_device.find(static_cast<char*>(p));
   if (it == g_device.end()) return Fail(cudaErrorInvalidValue);  // not a block's start
-  g_device_used -= it->second;
+  g_device_used -= it->second.rounded;
   g_device.erase(it);
   std::free(static_cast<char*>(p) - kRedzone);
   return cudaSuccess;
@@ -205,6 +274,7 @@ cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
   return cudaSuccess;
 }
 cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned int) {
+  if (bytes > kDeviceBytes) return Fail(cudaErrorMemoryAllocation);
   char* c = static_cast<char*>(
       std::aligned_alloc(kAlign, std::max(kAlign, (bytes + kAlign - 1) / kAlign * kAlign)));
   if (c == nullptr) return Fail(cudaErrorMemoryAllocation);
@@ -232,11 +302,18 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
        (kind == cudaMemcpyDeviceToHost && !IsPinned(dst, bytes)))) {
     return RefusedInCapture(stream);
   }
+  if (kind != cudaMemcpyDefault) {
+    const bool from_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+    const bool to_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+    CheckOperand("cudaMemcpyAsync", "source", src, bytes, from_device);
+    CheckOperand("cudaMemcpyAsync", "destination", dst, bytes, to_device);
+  }
   Submit(
       stream, [dst, src, bytes] { std::memmove(dst, src, bytes); }, "cudaMemcpyAsync");
   return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream) {
+  CheckOperand("cudaMemsetAsync", "destination", p, bytes, true);
   Submit(
       stream, [p, value, bytes] { std::memset(p, value, bytes); }, "cudaMemsetAsync");
   return cudaSuccess;
@@ -253,10 +330,10 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
   return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-  return s != nullptr && s->capturing ? RefusedInCapture(s) : cudaSuccess;
+  return s != nullptr && s->capturing ? RefusedInCapture(s) : Synchronized();
 }
 cudaError_t cudaStreamQuery(cudaStream_t s) {
-  return s != nullptr && s->capturing ? RefusedInCapture(s) : cudaSuccess;
+  return s != nullptr && s->capturing ? RefusedInCapture(s) : Synchronized();
 }
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
   if (s == nullptr || s->capturing) return Fail(cudaErrorIllegalState);
@@ -310,8 +387,8 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
   return cudaSuccess;
 }
 cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventQuery(cudaEvent_t) { return Synchronized(); }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return Synchronized(); }
 
 // ---- cuBLAS ----
 cublasStatus_t cublasCreate_v2(cublasHandle_t* h) {
@@ -366,8 +443,21 @@ void Store(cudaDataType t, void* p, int64_t i, double v) {
       static_cast<uint16_t*>(p)[i] = tpc::FloatToBFloat16(static_cast<float>(v));
   }
 }
-bool Known(cudaDataType t) {
-  return t == CUDA_R_32F || t == CUDA_R_64F || t == CUDA_R_16F || t == CUDA_R_16BF;
+size_t ElementBytes(cudaDataType t) { return t == CUDA_R_64F ? 8 : t == CUDA_R_32F ? 4 : 2; }
+// The type combinations of cublasGemmEx the backend may ask for (cuBLAS's table): A and B
+// alike; f32 compute with f32, f16 or bf16 operands and C of theirs or f32; f64 alone.
+bool Supported(cudaDataType a, cudaDataType b, cudaDataType c, cublasComputeType_t compute) {
+  if (a != b) return false;
+  if (compute == CUBLAS_COMPUTE_64F) return a == CUDA_R_64F && c == CUDA_R_64F;
+  if (compute != CUBLAS_COMPUTE_32F) return false;
+  if (a == CUDA_R_32F) return c == CUDA_R_32F;
+  return (a == CUDA_R_16F || a == CUDA_R_16BF) && (c == a || c == CUDA_R_32F);
+}
+// Elements a strided batch of matrices spans: `count` matrices `stride` apart, each `cols`
+// columns of `rows` elements `ld` apart (column-major).
+size_t Span(int64_t count, long long stride, int64_t rows, int64_t cols, int64_t ld) {
+  if (count == 0 || rows == 0 || cols == 0) return 0;
+  return static_cast<size_t>((count - 1) * stride + (cols - 1) * ld + rows);
 }
 
 }  // namespace
@@ -380,15 +470,24 @@ extern "C" cublasStatus_t cublasGemmStridedBatchedEx(
   const bool na = ta == CUBLAS_OP_N, nb = tb == CUBLAS_OP_N;
   // cuBLAS's own checks of the arguments.
   if (m < 0 || n < 0 || k < 0 || count < 0 || lda < std::max(1, na ? m : k) ||
-      ldb < std::max(1, nb ? k : n) || ldc < std::max(1, m) || !Known(at) || !Known(bt) ||
-      !Known(ct) || (ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) ||
-      (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T)) {
+      ldb < std::max(1, nb ? k : n) || ldc < std::max(1, m) ||
+      (ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T)) {
     return CUBLAS_STATUS_INVALID_VALUE;
   }
+  if (!Supported(at, bt, ct, compute)) return CUBLAS_STATUS_NOT_SUPPORTED;
   const bool f64 = compute == CUBLAS_COMPUTE_64F;
-  if (f64 != (at == CUDA_R_64F) || at != bt) return CUBLAS_STATUS_NOT_SUPPORTED;
   const double al = f64 ? *static_cast<const double*>(alpha) : *static_cast<const float*>(alpha);
   const double be = f64 ? *static_cast<const double*>(beta) : *static_cast<const float*>(beta);
+  // alpha == 0 or k == 0: A and B are not read; beta == 0: C is not read (cuBLAS's rules).
+  const bool reads_ab = al != 0 && k > 0;
+  const char* what = "cublasGemmStridedBatchedEx";
+  if (reads_ab) {
+    CheckOperand(what, "A", a, Span(count, sa, na ? m : k, na ? k : m, lda) * ElementBytes(at),
+                 true);
+    CheckOperand(what, "B", b, Span(count, sb, nb ? k : n, nb ? n : k, ldb) * ElementBytes(bt),
+                 true);
+  }
+  CheckOperand(what, "C", c, Span(count, sc, m, n, ldc) * ElementBytes(ct), true);
   Submit(
       h->stream,
       [=] {
@@ -396,7 +495,7 @@ extern "C" cublasStatus_t cublasGemmStridedBatchedEx(
           for (int64_t j = 0; j < n; ++j) {
             for (int64_t i = 0; i < m; ++i) {
               double s = 0;
-              for (int64_t p = 0; p < k; ++p) {
+              for (int64_t p = 0; reads_ab && p < k; ++p) {
                 s += Load(at, a, e * sa + (na ? i + p * lda : p + i * lda)) *
                      Load(bt, b, e * sb + (nb ? p + j * ldb : j + p * ldb));
               }
@@ -519,6 +618,8 @@ size_t Bytes(size_t count, ncclDataType_t t) {
   switch (t) {
     case ncclInt8:
     case ncclUint8:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2:
       return count;
     case ncclFloat16:
     case ncclBfloat16:
@@ -532,6 +633,8 @@ size_t Bytes(size_t count, ncclDataType_t t) {
   }
 }
 ncclResult_t Copy(const void* in, void* out, size_t bytes, cudaStream_t stream) {
+  CheckOperand("an NCCL collective", "input", in, bytes, true);
+  CheckOperand("an NCCL collective", "output", out, bytes, true);
   if (in != out)
     Submit(
         stream, [in, out, bytes] { std::memmove(out, in, bytes); }, "an NCCL copy");
