@@ -18,6 +18,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -25,7 +26,10 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "hooks.h"
@@ -35,8 +39,15 @@ struct CUstream_st {
   bool capturing = false;
   bool invalidated = false;
   std::vector<std::function<void()>> record;
+  // Work queued and not yet run (deferred streams): it runs when the host waits for it.
+  std::mutex mutex;
+  std::deque<std::function<void()>> pending;
+  uint64_t queued = 0, done = 0;  // pieces of work queued and run so far
 };
-struct CUevent_st {};
+struct CUevent_st {
+  cudaStream_t stream = nullptr;  // where it was last recorded, and after how many pieces
+  uint64_t at = 0;
+};
 struct CUgraph_st {
   std::vector<std::function<void()>> work;
 };
@@ -73,10 +84,18 @@ std::map<char*, Block> g_device;   // device allocations by start
 std::map<char*, size_t> g_pinned;  // pinned host allocations: start → bytes
 size_t g_device_used = 0;
 thread_local cudaError_t g_runtime_error = cudaSuccess;
-// A kernel that failed in work run later than its launch (a graph replay): returned by the
-// stream's next synchronization, as an asynchronous error is (and kept: it is sticky).
-thread_local cudaError_t g_async_error = cudaSuccess;
-thread_local std::string g_async_message;
+// A kernel that failed in work run later than its launch (a queued or replayed kernel):
+// returned by the next synchronization, as an asynchronous error is, and kept (sticky).
+std::atomic<cudaError_t> g_async_error{cudaSuccess};
+std::string g_async_message;       // under g_mutex
+std::set<cudaStream_t> g_streams;  // under g_mutex: every stream (cudaFree waits for all)
+// Streams defer their work until the host waits for it (the default), as a GPU runs it
+// behind the host: a missing wait shows as stale or overwritten data. CUDA_HOST_SYNC=1
+// runs all work when it is queued.
+const bool g_deferred = [] {
+  const char* v = std::getenv("CUDA_HOST_SYNC");
+  return v == nullptr || std::string(v) != "1";
+}();
 
 cudaError_t Fail(cudaError_t e) {
   g_runtime_error = e;
@@ -147,21 +166,54 @@ void CheckOperand(const char* what, const char* operand, const void* p, size_t b
                : " is device memory, where host memory belongs"));
 }
 
-// Runs `work` on `stream` now, or records it into the stream's capture. A recorded kernel
-// that fails when a graph replays it leaves the asynchronous error.
-void Submit(cudaStream_t stream, std::function<void()> work, const char* what) {
-  if (stream != nullptr && stream->capturing) {
-    stream->record.push_back([work = std::move(work), what] {
-      work();
-      CheckRedzones(what);
-      if (const int e = cuda_host::TakeLastErrorCode(); e != 0 && g_async_error == cudaSuccess) {
+// `work` as it runs on the device: then the redzones checked, and a kernel's failure left
+// as the asynchronous error.
+std::function<void()> AsDeviceWork(std::function<void()> work, const char* what) {
+  return [work = std::move(work), what] {
+    work();
+    CheckRedzones(what);
+    if (const int e = cuda_host::TakeLastErrorCode(); e != 0) {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      if (g_async_error == cudaSuccess) {
         g_async_error = static_cast<cudaError_t>(e);
         g_async_message = cuda_host::LastError();
       }
-    });
+    }
+  };
+}
+
+// Runs `stream`'s queued work until `upto` pieces have run (on the calling thread).
+void RunUpTo(cudaStream_t stream, uint64_t upto) {
+  std::lock_guard<std::mutex> lock(stream->mutex);
+  while (stream->done < upto && !stream->pending.empty()) {
+    std::function<void()> next = std::move(stream->pending.front());
+    stream->pending.pop_front();
+    next();
+    ++stream->done;
+  }
+}
+void RunAll(cudaStream_t stream) { RunUpTo(stream, UINT64_MAX); }
+void RunEveryStream() {
+  std::vector<cudaStream_t> all;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    all.assign(g_streams.begin(), g_streams.end());
+  }
+  for (cudaStream_t s : all) RunAll(s);
+}
+
+// Queues `work` on `stream` (deferred), records it into the stream's capture, or runs it now
+// (the legacy default stream, or CUDA_HOST_SYNC=1).
+void Submit(cudaStream_t stream, std::function<void()> work, const char* what) {
+  std::function<void()> device = AsDeviceWork(std::move(work), what);
+  if (stream != nullptr && stream->capturing) {
+    stream->record.push_back(std::move(device));
+  } else if (stream != nullptr && g_deferred) {
+    std::lock_guard<std::mutex> lock(stream->mutex);
+    stream->pending.push_back(std::move(device));
+    ++stream->queued;
   } else {
-    work();
-    CheckRedzones(what);
+    device();
   }
 }
 
@@ -184,9 +236,10 @@ cudaError_t RefusedInCapture(cudaStream_t stream) {
   return Fail(cudaErrorStreamCaptureUnsupported);
 }
 
-// A stream synchronization: the asynchronous error, if one is left.
+// After a synchronization: the asynchronous error, if one is left.
 cudaError_t Synchronized() {
-  return g_async_error != cudaSuccess ? Fail(g_async_error) : cudaSuccess;
+  const cudaError_t e = g_async_error;
+  return e != cudaSuccess ? Fail(e) : cudaSuccess;
 }
 
 int LastErrorForLaunch() { return static_cast<int>(cudaGetLastError()); }
@@ -217,9 +270,10 @@ cudaError_t cudaDeviceGetPCIBusId(char* id, int len, int device) {
 }
 cudaError_t cudaGetLastError() {
   const int launch = cuda_host::TakeLastErrorCode();
-  const cudaError_t e = launch != 0                    ? static_cast<cudaError_t>(launch)
-                        : g_async_error != cudaSuccess ? g_async_error
-                                                       : g_runtime_error;
+  const cudaError_t async = g_async_error;
+  const cudaError_t e = launch != 0            ? static_cast<cudaError_t>(launch)
+                        : async != cudaSuccess ? async
+                                               : g_runtime_error;
   g_runtime_error = cudaSuccess;
   return e;
 }
@@ -231,6 +285,8 @@ const char* cudaGetErrorString(cudaError_t e) {
       return "out of memory";
     case cudaErrorLaunchFailure:
       return (g_async_error != cudaSuccess ? g_async_message : cuda_host::LastError()).c_str();
+    case cudaErrorNotReady:
+      return "device not ready";
     case cudaErrorInvalidConfiguration:
       return "invalid configuration argument";
     case cudaErrorStreamCaptureUnsupported:
@@ -259,6 +315,7 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
 }
 cudaError_t cudaFree(void* p) {
   if (p == nullptr) return cudaSuccess;
+  RunEveryStream();  // cudaFree waits for the device
   std::lock_guard<std::mutex> lock(g_mutex);
   auto it = g_device.find(static_cast<char*>(p));
   if (it == g_device.end()) return Fail(cudaErrorInvalidValue);  // not a block's start
@@ -285,6 +342,7 @@ cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned int) {
 }
 cudaError_t cudaMallocHost(void** p, size_t bytes) { return cudaHostAlloc(p, bytes, 0); }
 cudaError_t cudaFreeHost(void* p) {
+  RunEveryStream();
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_pinned.erase(static_cast<char*>(p)) == 0) return Fail(cudaErrorInvalidValue);
   std::free(p);
@@ -308,6 +366,25 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
     CheckOperand("cudaMemcpyAsync", "source", src, bytes, from_device);
     CheckOperand("cudaMemcpyAsync", "destination", dst, bytes, to_device);
   }
+  if (kind == cudaMemcpyHostToDevice && !IsPinned(src, bytes) &&
+      (stream == nullptr || !stream->capturing)) {
+    // From pageable memory: the source is staged before the call returns (the caller may
+    // reuse it at once); the device writes it later.
+    auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
+                                                      static_cast<const char*>(src) + bytes);
+    Submit(
+        stream, [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); },
+        "cudaMemcpyAsync");
+    return cudaSuccess;
+  }
+  if (kind == cudaMemcpyDeviceToHost && !IsPinned(dst, bytes) && stream != nullptr &&
+      !stream->capturing) {
+    // Into pageable memory: the call returns once the copy is done, after the stream's
+    // earlier work.
+    RunAll(stream);
+    std::memmove(dst, src, bytes);
+    return cudaSuccess;
+  }
   Submit(
       stream, [dst, src, bytes] { std::memmove(dst, src, bytes); }, "cudaMemcpyAsync");
   return cudaSuccess;
@@ -322,18 +399,41 @@ cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t strea
 // ---- Streams, events, graphs ----
 cudaError_t cudaStreamCreate(cudaStream_t* s) {
   *s = new CUstream_st;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_streams.insert(*s);
   return cudaSuccess;
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) { return cudaStreamCreate(s); }
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  RunAll(s);  // its queued work still runs
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_streams.erase(s);
+  }
   delete s;
   return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-  return s != nullptr && s->capturing ? RefusedInCapture(s) : Synchronized();
+  if (s != nullptr && s->capturing) return RefusedInCapture(s);
+  if (s != nullptr) RunAll(s);
+  return Synchronized();
 }
+// Work still queued: not ready (and the work runs, so that a later query finds it done: a
+// poll sees both answers).
 cudaError_t cudaStreamQuery(cudaStream_t s) {
-  return s != nullptr && s->capturing ? RefusedInCapture(s) : Synchronized();
+  if (s != nullptr && s->capturing) return RefusedInCapture(s);
+  if (s != nullptr) {
+    bool busy;
+    {
+      std::lock_guard<std::mutex> lock(s->mutex);
+      busy = !s->pending.empty();
+    }
+    if (busy) {
+      RunAll(s);
+      return cudaErrorNotReady;
+    }
+  }
+  return Synchronized();
 }
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
   if (s == nullptr || s->capturing) return Fail(cudaErrorIllegalState);
@@ -386,9 +486,34 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
   delete e;
   return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaEventQuery(cudaEvent_t) { return Synchronized(); }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return Synchronized(); }
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  if (s != nullptr && s->capturing) return cudaSuccess;  // a node of the graph
+  e->stream = s;
+  if (s != nullptr) {
+    std::lock_guard<std::mutex> lock(s->mutex);
+    e->at = s->queued;
+  }
+  return cudaSuccess;
+}
+// As cudaStreamQuery: not ready while the work before it is queued (which then runs).
+cudaError_t cudaEventQuery(cudaEvent_t e) {
+  if (e->stream != nullptr) {
+    bool busy;
+    {
+      std::lock_guard<std::mutex> lock(e->stream->mutex);
+      busy = e->stream->done < e->at;
+    }
+    if (busy) {
+      RunUpTo(e->stream, e->at);
+      return cudaErrorNotReady;
+    }
+  }
+  return Synchronized();
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  if (e->stream != nullptr) RunUpTo(e->stream, e->at);
+  return Synchronized();
+}
 
 // ---- cuBLAS ----
 cublasStatus_t cublasCreate_v2(cublasHandle_t* h) {
