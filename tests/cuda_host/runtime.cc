@@ -1,21 +1,16 @@
-// The CUDA runtime, cuBLAS, cuBLASLt and NCCL calls of tpc's CUDA backend, on the host:
+// The CUDA runtime calls of tpc's CUDA backend, on the host (with blas.cc and nccl.cc):
 // linked into a program instead of the toolkit's libraries (their definitions win over the
 // shared libraries'), with cuda_host's launches, so that the whole backend (memory, copies,
 // kernels, GEMMs, CUDA graphs, collectives) runs without a GPU. Compiled against the
 // toolkit's own headers, so every signature is the real one.
 //
-// One device of 80 GiB ("0000:01:00.0"); device memory is host memory aligned to 256
-// bytes, each block between redzones that are checked after every piece of work. Work runs when it
-// is queued, in the calling thread, except on a stream being captured: there it is recorded into
-// the graph, and a graph launch runs the record. What CUDA refuses during a capture is refused here
-// too (the capture is invalidated): synchronizing or querying the stream, and copies to or from
-// host memory that is not pinned. cuBLAS: the strided batched GEMM of f32, f16, bf16 and f64
-// matrices (accumulated in double), with cuBLAS's argument checks. cuBLASLt finds no algorithm (the
-// backend then takes cuBLAS). NCCL: a world of one rank (collectives are copies).
-#include <cublasLt.h>
-#include <cublas_v2.h>
+// One device of 80 GiB ("0000:01:00.0"); device memory is host memory aligned to 256 bytes,
+// each block between redzones checked after every piece of work. Streams defer their work
+// until the host waits for it (device_work.h's Submit). A stream being captured records its
+// work into the graph, and a graph launch runs the record; what CUDA refuses during a
+// capture is refused here too (the capture is invalidated): synchronizing or querying the
+// stream, and copies to or from host memory that is not pinned.
 #include <cuda_runtime_api.h>
-#include <nccl.h>
 
 #include <algorithm>
 #include <atomic>
@@ -32,8 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "device_work.h"
 #include "hooks.h"
-#include "tpc/util/half.h"
 
 struct CUstream_st {
   bool capturing = false;
@@ -53,14 +48,6 @@ struct CUgraph_st {
 };
 struct CUgraphExec_st {
   std::vector<std::function<void()>> work;
-};
-struct cublasContext {
-  cudaStream_t stream = nullptr;
-};
-struct cublasLtContext {};
-struct ncclComm {
-  int nranks = 1, rank = 0;
-  std::deque<std::pair<const void*, size_t>> sends;  // to itself, until received
 };
 
 namespace {
@@ -156,6 +143,10 @@ bool TouchesDeviceMemory(const void* p, size_t bytes) {
 
 // Stops the program unless `operand` of `what`, [p, p + bytes), is device memory (`device`)
 // or host memory (not).
+}  // namespace
+
+namespace cuda_host::emulated {
+
 void CheckOperand(const char* what, const char* operand, const void* p, size_t bytes, bool device) {
   if (bytes == 0) return;
   if (device ? InDeviceMemory(p, bytes) : !TouchesDeviceMemory(p, bytes)) return;
@@ -165,6 +156,12 @@ void CheckOperand(const char* what, const char* operand, const void* p, size_t b
        (device ? " is not inside one device block"
                : " is device memory, where host memory belongs"));
 }
+
+}  // namespace cuda_host::emulated
+
+namespace {
+
+using cuda_host::emulated::CheckOperand;
 
 // `work` as it runs on the device: then the redzones checked, and a kernel's failure left
 // as the asynchronous error.
@@ -202,9 +199,10 @@ void RunEveryStream() {
   for (cudaStream_t s : all) RunAll(s);
 }
 
-// Queues `work` on `stream` (deferred), records it into the stream's capture, or runs it now
-// (the legacy default stream, or CUDA_HOST_SYNC=1).
-void Submit(cudaStream_t stream, std::function<void()> work, const char* what) {
+}  // namespace
+
+void cuda_host::emulated::Submit(cudaStream_t stream, std::function<void()> work,
+                                 const char* what) {
   std::function<void()> device = AsDeviceWork(std::move(work), what);
   if (stream != nullptr && stream->capturing) {
     stream->record.push_back(std::move(device));
@@ -216,6 +214,10 @@ void Submit(cudaStream_t stream, std::function<void()> work, const char* what) {
     device();
   }
 }
+
+namespace {
+
+using cuda_host::emulated::Submit;
 
 void SubmitLaunch(cudaStream_t stream, std::function<void()> work) {
   Submit(stream, std::move(work), "a kernel");
@@ -515,284 +517,4 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   return Synchronized();
 }
 
-// ---- cuBLAS ----
-cublasStatus_t cublasCreate_v2(cublasHandle_t* h) {
-  *h = new cublasContext;
-  return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasDestroy_v2(cublasHandle_t h) {
-  delete h;
-  return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s) {
-  h->stream = s;
-  return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t, void*, size_t) {
-  return CUBLAS_STATUS_SUCCESS;
-}
-const char* cublasGetStatusString(cublasStatus_t s) {
-  return s == CUBLAS_STATUS_SUCCESS         ? "CUBLAS_STATUS_SUCCESS"
-         : s == CUBLAS_STATUS_INVALID_VALUE ? "CUBLAS_STATUS_INVALID_VALUE"
-                                            : "CUBLAS_STATUS_NOT_SUPPORTED";
-}
-
-}  // extern "C"
-
-namespace {
-
-double Load(cudaDataType t, const void* p, int64_t i) {
-  switch (t) {
-    case CUDA_R_32F:
-      return static_cast<const float*>(p)[i];
-    case CUDA_R_64F:
-      return static_cast<const double*>(p)[i];
-    case CUDA_R_16F:
-      return tpc::HalfToFloat(static_cast<const uint16_t*>(p)[i]);
-    default:
-      return tpc::BFloat16ToFloat(static_cast<const uint16_t*>(p)[i]);
-  }
-}
-void Store(cudaDataType t, void* p, int64_t i, double v) {
-  switch (t) {
-    case CUDA_R_32F:
-      static_cast<float*>(p)[i] = static_cast<float>(v);
-      return;
-    case CUDA_R_64F:
-      static_cast<double*>(p)[i] = v;
-      return;
-    case CUDA_R_16F:
-      static_cast<uint16_t*>(p)[i] = tpc::FloatToHalf(static_cast<float>(v));
-      return;
-    default:
-      static_cast<uint16_t*>(p)[i] = tpc::FloatToBFloat16(static_cast<float>(v));
-  }
-}
-size_t ElementBytes(cudaDataType t) { return t == CUDA_R_64F ? 8 : t == CUDA_R_32F ? 4 : 2; }
-// The type combinations of cublasGemmEx the backend may ask for (cuBLAS's table): A and B
-// alike; f32 compute with f32, f16 or bf16 operands and C of theirs or f32; f64 alone.
-bool Supported(cudaDataType a, cudaDataType b, cudaDataType c, cublasComputeType_t compute) {
-  if (a != b) return false;
-  if (compute == CUBLAS_COMPUTE_64F) return a == CUDA_R_64F && c == CUDA_R_64F;
-  if (compute != CUBLAS_COMPUTE_32F) return false;
-  if (a == CUDA_R_32F) return c == CUDA_R_32F;
-  return (a == CUDA_R_16F || a == CUDA_R_16BF) && (c == a || c == CUDA_R_32F);
-}
-// Elements a strided batch of matrices spans: `count` matrices `stride` apart, each `cols`
-// columns of `rows` elements `ld` apart (column-major).
-size_t Span(int64_t count, long long stride, int64_t rows, int64_t cols, int64_t ld) {
-  if (count == 0 || rows == 0 || cols == 0) return 0;
-  return static_cast<size_t>((count - 1) * stride + (cols - 1) * ld + rows);
-}
-
-}  // namespace
-
-extern "C" cublasStatus_t cublasGemmStridedBatchedEx(
-    cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-    const void* alpha, const void* a, cudaDataType at, int lda, long long sa, const void* b,
-    cudaDataType bt, int ldb, long long sb, const void* beta, void* c, cudaDataType ct, int ldc,
-    long long sc, int count, cublasComputeType_t compute, cublasGemmAlgo_t) {
-  const bool na = ta == CUBLAS_OP_N, nb = tb == CUBLAS_OP_N;
-  // cuBLAS's own checks of the arguments.
-  if (m < 0 || n < 0 || k < 0 || count < 0 || lda < std::max(1, na ? m : k) ||
-      ldb < std::max(1, nb ? k : n) || ldc < std::max(1, m) ||
-      (ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T)) {
-    return CUBLAS_STATUS_INVALID_VALUE;
-  }
-  if (!Supported(at, bt, ct, compute)) return CUBLAS_STATUS_NOT_SUPPORTED;
-  const bool f64 = compute == CUBLAS_COMPUTE_64F;
-  const double al = f64 ? *static_cast<const double*>(alpha) : *static_cast<const float*>(alpha);
-  const double be = f64 ? *static_cast<const double*>(beta) : *static_cast<const float*>(beta);
-  // alpha == 0 or k == 0: A and B are not read; beta == 0: C is not read (cuBLAS's rules).
-  const bool reads_ab = al != 0 && k > 0;
-  const char* what = "cublasGemmStridedBatchedEx";
-  if (reads_ab) {
-    CheckOperand(what, "A", a, Span(count, sa, na ? m : k, na ? k : m, lda) * ElementBytes(at),
-                 true);
-    CheckOperand(what, "B", b, Span(count, sb, nb ? k : n, nb ? n : k, ldb) * ElementBytes(bt),
-                 true);
-  }
-  CheckOperand(what, "C", c, Span(count, sc, m, n, ldc) * ElementBytes(ct), true);
-  Submit(
-      h->stream,
-      [=] {
-        for (int64_t e = 0; e < count; ++e) {
-          for (int64_t j = 0; j < n; ++j) {
-            for (int64_t i = 0; i < m; ++i) {
-              double s = 0;
-              for (int64_t p = 0; reads_ab && p < k; ++p) {
-                s += Load(at, a, e * sa + (na ? i + p * lda : p + i * lda)) *
-                     Load(bt, b, e * sb + (nb ? p + j * ldb : j + p * ldb));
-              }
-              const int64_t at_c = e * sc + i + j * ldc;
-              // beta == 0: C is not read (it may hold NaN), as in cuBLAS.
-              Store(ct, c, at_c, al * s + (be != 0 ? be * Load(ct, c, at_c) : 0.0));
-            }
-          }
-        }
-      },
-      "cublasGemmStridedBatchedEx");
-  return CUBLAS_STATUS_SUCCESS;
-}
-
-// ---- cuBLASLt: descriptors, and no algorithm for any of them ----
-extern "C" {
-cublasStatus_t cublasLtCreate(cublasLtHandle_t* h) {
-  *h = new cublasLtContext;
-  return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasLtDestroy(cublasLtHandle_t h) {
-  delete h;
-  return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* d, cublasComputeType_t,
-                                        cudaDataType_t) {
-  *d = new cublasLtMatmulDescOpaque_t{};
-  return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasLtMatmulDescDestroy(const cublasLtMatmulDesc_t d) {
-  delete d;
-  return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t,
-                                              const void*, size_t) {
-  return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* l, cudaDataType, uint64_t,
-                                          uint64_t, int64_t) {
-  *l = new cublasLtMatrixLayoutOpaque_t{};
-  return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasLtMatrixLayoutDestroy(const cublasLtMatrixLayout_t l) {
-  delete l;
-  return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t,
-                                                cublasLtMatrixLayoutAttribute_t, const void*,
-                                                size_t) {
-  return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* p) {
-  *p = new cublasLtMatmulPreferenceOpaque_t{};
-  return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasLtMatmulPreferenceDestroy(const cublasLtMatmulPreference_t p) {
-  delete p;
-  return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t,
-                                                    cublasLtMatmulPreferenceAttributes_t,
-                                                    const void*, size_t) {
-  return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t,
-                                              cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
-                                              cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
-                                              cublasLtMatmulPreference_t, int,
-                                              cublasLtMatmulHeuristicResult_t[], int* returned) {
-  *returned = 0;
-  return CUBLAS_STATUS_NOT_SUPPORTED;
-}
-cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t, const void*, const void*,
-                              cublasLtMatrixLayout_t, const void*, cublasLtMatrixLayout_t,
-                              const void*, const void*, cublasLtMatrixLayout_t, void*,
-                              cublasLtMatrixLayout_t, const cublasLtMatmulAlgo_t*, void*, size_t,
-                              cudaStream_t) {
-  return CUBLAS_STATUS_NOT_SUPPORTED;
-}
-
-// ---- NCCL: a world of one ----
-ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
-  std::memset(id, 0, sizeof *id);
-  std::snprintf(id->internal, sizeof id->internal, "cuda_host");
-  return ncclSuccess;
-}
-ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId, int rank,
-                                    ncclConfig_t*) {
-  if (nranks != 1 || rank != 0) return ncclInvalidUsage;  // one device: one rank
-  *comm = new ncclComm;
-  return ncclSuccess;
-}
-ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
-  return ncclCommInitRankConfig(comm, nranks, id, rank, nullptr);
-}
-ncclResult_t ncclCommSplit(ncclComm_t, int, int, ncclComm_t* out, ncclConfig_t*) {
-  *out = new ncclComm;
-  return ncclSuccess;
-}
-ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t* r) {
-  *r = ncclSuccess;
-  return ncclSuccess;
-}
-ncclResult_t ncclCommFinalize(ncclComm_t) { return ncclSuccess; }
-ncclResult_t ncclCommDestroy(ncclComm_t c) {
-  delete c;
-  return ncclSuccess;
-}
-ncclResult_t ncclCommAbort(ncclComm_t c) { return ncclCommDestroy(c); }
-const char* ncclGetErrorString(ncclResult_t r) {
-  return r == ncclSuccess ? "no error" : "cuda_host: an NCCL error (one rank only)";
-}
-const char* ncclGetLastError(ncclComm_t) { return ""; }
-ncclResult_t ncclGroupStart() { return ncclSuccess; }
-ncclResult_t ncclGroupEnd() { return ncclSuccess; }
-}  // extern "C"
-
-namespace {
-size_t Bytes(size_t count, ncclDataType_t t) {
-  switch (t) {
-    case ncclInt8:
-    case ncclUint8:
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2:
-      return count;
-    case ncclFloat16:
-    case ncclBfloat16:
-      return 2 * count;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32:
-      return 4 * count;
-    default:
-      return 8 * count;
-  }
-}
-ncclResult_t Copy(const void* in, void* out, size_t bytes, cudaStream_t stream) {
-  CheckOperand("an NCCL collective", "input", in, bytes, true);
-  CheckOperand("an NCCL collective", "output", out, bytes, true);
-  if (in != out)
-    Submit(
-        stream, [in, out, bytes] { std::memmove(out, in, bytes); }, "an NCCL copy");
-  return ncclSuccess;
-}
-}  // namespace
-
-extern "C" {
-ncclResult_t ncclAllReduce(const void* in, void* out, size_t count, ncclDataType_t t, ncclRedOp_t,
-                           ncclComm_t, cudaStream_t s) {
-  return Copy(in, out, Bytes(count, t), s);
-}
-ncclResult_t ncclAllGather(const void* in, void* out, size_t count, ncclDataType_t t, ncclComm_t,
-                           cudaStream_t s) {
-  return Copy(in, out, Bytes(count, t), s);
-}
-ncclResult_t ncclReduceScatter(const void* in, void* out, size_t count, ncclDataType_t t,
-                               ncclRedOp_t, ncclComm_t, cudaStream_t s) {
-  return Copy(in, out, Bytes(count, t), s);
-}
-ncclResult_t ncclSend(const void* in, size_t count, ncclDataType_t t, int peer, ncclComm_t c,
-                      cudaStream_t) {
-  if (peer != 0) return ncclInvalidArgument;
-  c->sends.emplace_back(in, Bytes(count, t));
-  return ncclSuccess;
-}
-ncclResult_t ncclRecv(void* out, size_t count, ncclDataType_t t, int peer, ncclComm_t c,
-                      cudaStream_t s) {
-  if (peer != 0 || c->sends.empty() || c->sends.front().second != Bytes(count, t)) {
-    return ncclInvalidArgument;
-  }
-  const auto [in, bytes] = c->sends.front();
-  c->sends.pop_front();
-  return Copy(in, out, bytes, s);
-}
 }  // extern "C"

@@ -1,0 +1,23 @@
+// What the emulated CUDA libraries (runtime.cc, blas.cc, nccl.cc) share: queueing work on
+// a stream, and checking an operand against the device's memory. Compiled against the
+// toolkit's headers.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <functional>
+
+namespace cuda_host::emulated {
+
+// Queues `work` (named `what` in messages) on `stream`: deferred until the host waits for
+// it, recorded into the stream's capture, or run now (the legacy default stream, or
+// CUDA_HOST_SYNC=1). After it runs the device blocks' redzones are checked, and a kernel's
+// failure is left as the asynchronous error.
+void Submit(cudaStream_t stream, std::function<void()> work, const char* what);
+
+// Stops the program unless `operand` of `what`, [p, p + bytes), lies inside one device block
+// or pinned memory (`device`), or touches no device block (not).
+void CheckOperand(const char* what, const char* operand, const void* p, size_t bytes, bool device);
+
+}  // namespace cuda_host::emulated
