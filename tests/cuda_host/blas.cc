@@ -20,17 +20,25 @@ struct cublasLtContext {};
 using cuda_host::emulated::CheckOperand;
 using cuda_host::emulated::Submit;
 
+namespace {
+// A handle or descriptor made, and ended.
+template <typename T>
+cublasStatus_t Make(T** out) {
+  *out = new T{};
+  return CUBLAS_STATUS_SUCCESS;
+}
+template <typename T>
+cublasStatus_t Drop(T* p) {
+  delete p;
+  return CUBLAS_STATUS_SUCCESS;
+}
+}  // namespace
+
 extern "C" {
 
 // ---- cuBLAS ----
-cublasStatus_t cublasCreate_v2(cublasHandle_t* h) {
-  *h = new cublasContext;
-  return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasDestroy_v2(cublasHandle_t h) {
-  delete h;
-  return CUBLAS_STATUS_SUCCESS;
-}
+cublasStatus_t cublasCreate_v2(cublasHandle_t* h) { return Make(h); }
+cublasStatus_t cublasDestroy_v2(cublasHandle_t h) { return Drop(h); }
 cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s) {
   h->stream = s;
   return CUBLAS_STATUS_SUCCESS;
@@ -144,48 +152,30 @@ extern "C" cublasStatus_t cublasGemmStridedBatchedEx(
 
 // ---- cuBLASLt: descriptors, and no algorithm for any of them ----
 extern "C" {
-cublasStatus_t cublasLtCreate(cublasLtHandle_t* h) {
-  *h = new cublasLtContext;
-  return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasLtDestroy(cublasLtHandle_t h) {
-  delete h;
-  return CUBLAS_STATUS_SUCCESS;
-}
+cublasStatus_t cublasLtCreate(cublasLtHandle_t* h) { return Make(h); }
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t h) { return Drop(h); }
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* d, cublasComputeType_t,
                                         cudaDataType_t) {
-  *d = new cublasLtMatmulDescOpaque_t{};
-  return CUBLAS_STATUS_SUCCESS;
+  return Make(d);
 }
-cublasStatus_t cublasLtMatmulDescDestroy(const cublasLtMatmulDesc_t d) {
-  delete d;
-  return CUBLAS_STATUS_SUCCESS;
-}
+cublasStatus_t cublasLtMatmulDescDestroy(const cublasLtMatmulDesc_t d) { return Drop(d); }
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t,
                                               const void*, size_t) {
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* l, cudaDataType, uint64_t,
                                           uint64_t, int64_t) {
-  *l = new cublasLtMatrixLayoutOpaque_t{};
-  return CUBLAS_STATUS_SUCCESS;
+  return Make(l);
 }
-cublasStatus_t cublasLtMatrixLayoutDestroy(const cublasLtMatrixLayout_t l) {
-  delete l;
-  return CUBLAS_STATUS_SUCCESS;
-}
+cublasStatus_t cublasLtMatrixLayoutDestroy(const cublasLtMatrixLayout_t l) { return Drop(l); }
 cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t,
                                                 cublasLtMatrixLayoutAttribute_t, const void*,
                                                 size_t) {
   return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* p) {
-  *p = new cublasLtMatmulPreferenceOpaque_t{};
-  return CUBLAS_STATUS_SUCCESS;
-}
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* p) { return Make(p); }
 cublasStatus_t cublasLtMatmulPreferenceDestroy(const cublasLtMatmulPreference_t p) {
-  delete p;
-  return CUBLAS_STATUS_SUCCESS;
+  return Drop(p);
 }
 cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t,
                                                     cublasLtMatmulPreferenceAttributes_t,
