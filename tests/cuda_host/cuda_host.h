@@ -74,7 +74,7 @@ const ThreadState& Current();
 
 // The launch error of the last launch, and what went wrong in words ("" when none).
 cudaError_t TakeLastError();
-// Launches so far, and threads run in them (for tests that a launch happened).
+// Launches so far (for tests that a launch happened).
 int64_t Launches();
 
 // Synchronization points (the fiber yields): the whole block, or the calling thread's warp.

@@ -119,18 +119,26 @@ void CheckRedzones(const char* what) {
 
 // Whether [p, p + bytes) lies in one device block (or in pinned host memory, which the
 // device reaches too), and whether it overlaps any device block.
-bool InDeviceMemory(const void* p, size_t bytes) {
+// Whether [p, p + bytes) lies inside one block of `blocks` (start → entry, `size` gives an
+// entry's bytes). Under g_mutex.
+template <typename Blocks, typename Size>
+bool InsideOne(const Blocks& blocks, const void* p, size_t bytes, Size size) {
   const char* c = static_cast<const char*>(p);
+  auto it = blocks.upper_bound(const_cast<char*>(c));
+  if (it == blocks.begin()) return false;
+  --it;
+  return c >= it->first && c + bytes <= it->first + size(it->second);
+}
+size_t PinnedBytes(size_t bytes) { return bytes; }
+size_t DeviceBytes(const Block& b) { return b.bytes; }
+
+bool IsPinned(const void* p, size_t bytes) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  auto it = g_device.upper_bound(const_cast<char*>(c));
-  if (it != g_device.begin()) {
-    --it;
-    if (c >= it->first && c + bytes <= it->first + it->second.bytes) return true;
-  }
-  auto pin = g_pinned.upper_bound(const_cast<char*>(c));
-  if (pin == g_pinned.begin()) return false;
-  --pin;
-  return c >= pin->first && c + bytes <= pin->first + pin->second;
+  return InsideOne(g_pinned, p, bytes, PinnedBytes);
+}
+bool InDeviceMemory(const void* p, size_t bytes) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return InsideOne(g_device, p, bytes, DeviceBytes) || InsideOne(g_pinned, p, bytes, PinnedBytes);
 }
 bool TouchesDeviceMemory(const void* p, size_t bytes) {
   const char* c = static_cast<const char*>(p);
@@ -221,15 +229,6 @@ using cuda_host::emulated::Submit;
 
 void SubmitLaunch(cudaStream_t stream, std::function<void()> work) {
   Submit(stream, std::move(work), "a kernel");
-}
-
-bool IsPinned(const void* p, size_t bytes) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  auto it = g_pinned.upper_bound(static_cast<char*>(const_cast<void*>(p)));
-  if (it == g_pinned.begin()) return false;
-  --it;
-  const char* c = static_cast<const char*>(p);
-  return c >= it->first && c + bytes <= it->first + it->second;
 }
 
 // An operation a capture does not allow: the capture is invalidated.
