@@ -52,6 +52,16 @@ sections=${GPU_CHECK_SECTIONS:-all}
 # offers no algorithm, so they take cuBLAS.
 lt=1
 [ "$emulated" = 1 ] && lt=0
+# The GPUs here, for the checks of NCCL across ranks. Emulated: 4 (each process of a run
+# takes its own, as on a machine with 4 GPUs); one = (env CUDA_HOST_DEVICES=1) runs a
+# command as on a machine with one.
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+one=(env)
+if [ "$emulated" = 1 ]; then
+  export CUDA_HOST_DEVICES=4
+  gpus=4
+  one=(env CUDA_HOST_DEVICES=1)
+fi
 started=$(date +%s)
 want() {  # want SECTION: whether it runs; logs its start
   case ",$sections," in
@@ -214,8 +224,95 @@ if want real; then
   done
 fi
 
-# 4. One rank as a process of a cluster launcher (LOCAL_RANK picks the GPU; NCCL between
-#    the ranks: here a world of 1, all this one GPU allows).
+# killed_rank NAME COMMAND...: COMMAND is tp-run's launcher of $plan (4 ranks, repeating
+# runs); the worker of rank 2 is killed after 3 s: the others must stop within 15 s, with
+# a non-zero exit and no process left.
+killed_rank() {
+  local name=$1
+  shift
+  say "---- $name"
+  "$@" >"$plans/kill.log" 2>&1 &
+  local launcher=$! victim="" p
+  for _ in $(seq 1 200); do  # the worker of rank 2: TPC_RANK=2 in its environment
+    for p in $(pgrep -f "$plan"); do
+      if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'TPC_RANK=2'; then victim=$p; fi
+    done
+    [ -n "$victim" ] && break
+    sleep 0.05
+  done
+  sleep 3
+  [ -n "$victim" ] && kill -9 "$victim"
+  [ -z "$victim" ] && kill "$launcher" 2>/dev/null  # no worker found: stop the launcher
+  local start code took left
+  start=$(date +%s)
+  for _ in $(seq 1 600); do  # at most 60 s, then it is killed
+    kill -0 "$launcher" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -9 "$launcher" 2>/dev/null
+  wait "$launcher"
+  code=$?
+  took=$(($(date +%s) - start))
+  cat "$plans/kill.log" >>"$log"
+  left=$(pgrep -fc "$plan" || true)
+  check "$name: the others stop (exit $code in ${took}s, $left left)" \
+    test -n "$victim" -a "$code" -ne 0 -a "$took" -lt 15 -a "$left" -eq 0
+}
+
+# killed_cluster_rank NAME WANT [VAR=VALUE...]: the 4 ranks of $plan started as a cluster
+# launcher starts them (RANK, WORLD_SIZE, ... in their environment, VAR=VALUE added;
+# repeating runs), rank 2 killed after 3 s: with no launcher of tpc's to tell them, the
+# others must stop by themselves within 15 s, with non-zero exits, and one of them must
+# say WANT (how it learnt of the failure).
+killed_cluster_rank() {
+  local name=$1 want=$2
+  shift 2
+  say "---- $name"
+  local pids=() r port=$((29600 + RANDOM % 1000))
+  for r in 0 1 2 3; do
+    env "$@" RANK=$r WORLD_SIZE=4 LOCAL_RANK=$r LOCAL_WORLD_SIZE=4 MASTER_ADDR=127.0.0.1 \
+      MASTER_PORT=$port "$run" "$plan" --backend cuda --quiet --repeat 1000000 --timeout 5 \
+      >"$plans/kill_$r.log" 2>&1 &
+    pids+=($!)
+  done
+  sleep 3
+  kill -9 "${pids[2]}"
+  local start took codes=() ok=1 p
+  start=$(date +%s)
+  for _ in $(seq 1 600); do  # at most 60 s, then they are killed
+    local alive=0
+    for r in 0 1 3; do kill -0 "${pids[$r]}" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.1
+  done
+  took=$(($(date +%s) - start))
+  for r in 0 1 2 3; do
+    kill -9 "${pids[$r]}" 2>/dev/null
+    wait "${pids[$r]}"
+    codes+=($?)
+    [ "$r" != 2 ] && [ "${codes[$r]}" -eq 0 ] && ok=0
+    cat "$plans/kill_$r.log" >>"$log"
+  done
+  [ "$took" -lt 15 ] || ok=0
+  cat "$plans"/kill_[013].log | grep -q "$want" || ok=0
+  check "$name: the others stop (exits ${codes[*]} in ${took}s, saying '$want')" test "$ok" = 1
+}
+
+# through_nccl COMMAND...: COMMAND (a tp-run of ranks as processes) passes, and its
+# collectives went through NCCL (its summary says so), not through the host.
+through_nccl() {
+  local out rc=0
+  out=$("$@" 2>&1) || rc=$?
+  echo "$out"
+  [ "$rc" -eq 0 ] && grep -q "collectives through NCCL" <<<"$out"
+}
+
+# 4. NCCL: one rank as a process of a cluster launcher (LOCAL_RANK picks the GPU; a world
+#    of 1), then, on a machine with a GPU per rank, 2 and 4 ranks as processes of tp-run's
+#    launcher with the plan's collectives through NCCL, and a killed rank. Emulated, the
+#    machine has 4 GPUs (CUDA_HOST_DEVICES=4) and NCCL's transport is shared memory; a
+#    second killed rank there goes unreported by NCCL (CUDA_HOST_NCCL_SILENT=1), so that only
+#    --timeout stops the others, as when NCCL does not notice.
 if want nccl; then
   plan=$plans/gpt2_1
   if [ -d "$plan" ]; then
@@ -223,42 +320,46 @@ if want nccl; then
       env RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 \
       MASTER_PORT=29577 "$run" "$plan" --backend cuda --check-against "$root/models/gpt2.onnx" --quiet
   fi
+  for n in 2 4; do
+    if [ "$gpus" -lt "$n" ]; then
+      say "skip N=$n through NCCL: it needs $n GPUs, this machine has $gpus"
+      continue
+    fi
+    for name in llama gpt2; do
+      plan=$plans/${name}_$n
+      [ -d "$plan" ] || continue
+      inputs=()
+      [ -d "$root/models/$name/test_data_set_0" ] && inputs=(--input-dir "$root/models/$name/test_data_set_0")
+      check "$name N=$n cuda processes, NCCL == cpu unsharded" through_nccl \
+        "$run" "$plan" --backend cuda --check-against "$root/models/$name.onnx" "${inputs[@]}"
+    done
+    plan=$plans/llama_${n}_f16
+    [ -d "$plan" ] && check "llama N=$n f16 cuda processes, NCCL ~ cpu f32" through_nccl \
+      "$run" "$plan" --backend cuda --check-against "$root/models/llama.onnx" \
+      --rtol 1e-2 --atol 1e-2
+    if [ "$n" = 4 ] && [ -d "$plans/llama_4" ]; then
+      plan=$plans/llama_4
+      killed_rank "llama N=4 cuda processes, NCCL, rank 2 killed" "$run" "$plan" \
+        --backend cuda --quiet --repeat 1000000 --timeout 5
+      # NCCL's asynchronous error, or (where NCCL does not notice) the wait's timeout.
+      killed_cluster_rank "llama N=4 cuda, a cluster launcher's processes, NCCL, rank 2 killed" \
+        "NCCL"
+      [ "$emulated" = 1 ] && killed_cluster_rank \
+        "llama N=4 cuda, a cluster launcher's processes, NCCL not noticing, rank 2 killed" \
+        "did not finish within" CUDA_HOST_NCCL_SILENT=1
+    fi
+  done
 fi
 
-# 5. Ranks as processes sharing this GPU (tp-run's launcher; the collectives go through
-#    the host with Gloo), and a rank killed mid-run: the others stop within --timeout.
+# 5. Ranks as processes sharing one GPU (tp-run's launcher; the collectives go through
+#    the host), and a rank killed mid-run: the others stop within --timeout.
 if want processes; then
   plan=$plans/llama_4
   if [ -d "$plan" ]; then
-    check "llama N=4 cuda processes == cpu unsharded" \
+    check "llama N=4 cuda processes == cpu unsharded" "${one[@]}" \
       "$run" "$plan" --backend cuda --check-against "$root/models/llama.onnx" --quiet
-    say "---- llama N=4 cuda processes, rank 2 killed"
-    "$run" "$plan" --backend cuda --quiet --repeat 1000000 --timeout 5 >"$plans/kill.log" 2>&1 &
-    launcher=$!
-    victim=""
-    for _ in $(seq 1 200); do  # the worker of rank 2: TPC_RANK=2 in its environment
-      for p in $(pgrep -f "$plan"); do
-        if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'TPC_RANK=2'; then victim=$p; fi
-      done
-      [ -n "$victim" ] && break
-      sleep 0.05
-    done
-    sleep 3
-    [ -n "$victim" ] && kill -9 "$victim"
-    [ -z "$victim" ] && kill "$launcher" 2>/dev/null  # no worker found: stop the launcher
-    start=$(date +%s)
-    for _ in $(seq 1 600); do  # at most 60 s, then it is killed
-      kill -0 "$launcher" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -9 "$launcher" 2>/dev/null
-    wait "$launcher"
-    code=$?
-    took=$(($(date +%s) - start))
-    cat "$plans/kill.log" >>"$log"
-    left=$(pgrep -fc "$plan" || true)
-    check "killed rank stops the others (exit $code in ${took}s, $left left)" \
-      test -n "$victim" -a "$code" -ne 0 -a "$took" -lt 15 -a "$left" -eq 0
+    killed_rank "llama N=4 cuda processes, rank 2 killed" "${one[@]}" \
+      "$run" "$plan" --backend cuda --quiet --repeat 1000000 --timeout 5
   fi
 fi
 

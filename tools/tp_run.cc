@@ -786,11 +786,13 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
   }
   if (!lead) return 0;
   if (!s.quiet) {
+    const std::string host = session.cpu_transport() == "shm" ? "shared memory" : "Gloo";
     std::fprintf(stderr,
                  "tp-run: %s: %d rank(s) as processes (%s, collectives through %s); load %.3f s, "
                  "first run %.3f s (with memory planning)\n",
                  s.plan.c_str(), world.size, world.launcher.c_str(),
-                 session.cpu_transport() == "shm" ? "shared memory" : "Gloo", load_s, first_s);
+                 (use_nccl ? "NCCL, the host's steps through " + host : host).c_str(), load_s,
+                 first_s);
     for (int r = 0; r < static_cast<int>(stats.size()); ++r) {
       long long arena = 0, total = 0, values = 0, unplanned = 0, rss = 0;
       std::sscanf(stats[static_cast<size_t>(r)].c_str(), "%lld %lld %lld %lld %lld", &arena, &total,

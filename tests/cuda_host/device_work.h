@@ -16,6 +16,16 @@ namespace cuda_host::emulated {
 // failure is left as the asynchronous error.
 void Submit(cudaStream_t stream, std::function<void()> work, const char* what);
 
+// Device work that may wait, as an NCCL collective waits for its peers: each call runs what
+// can run now and answers whether the work is finished; the stream calls it again until it
+// is, and the work after it waits. A query of the stream answers cudaErrorNotReady
+// meanwhile, and a synchronization waits (for ever, as CUDA's does for a hung kernel).
+using Steps = std::function<bool()>;
+// Queues such work: `start` makes its Steps when the work reaches the front of the stream
+// (the work before it done), once per run: a CUDA graph that recorded it starts it anew at
+// every launch.
+void SubmitSteps(cudaStream_t stream, std::function<Steps()> start, const char* what);
+
 // Stops the program unless `operand` of `what`, [p, p + bytes), lies inside one device block
 // or pinned memory (`device`), or touches no device block (not).
 void CheckOperand(const char* what, const char* operand, const void* p, size_t bytes, bool device);

@@ -4,9 +4,12 @@
 // kernels, GEMMs, CUDA graphs, collectives) runs without a GPU. Compiled against the
 // toolkit's own headers, so every signature is the real one.
 //
-// One device of 80 GiB ("0000:01:00.0"); device memory is host memory aligned to 256 bytes,
-// each block between redzones checked after every piece of work. Streams defer their work
-// until the host waits for it (device_work.h's Submit). A stream being captured records its
+// One device of 80 GiB ("0000:01:00.0"), or CUDA_HOST_DEVICES of them (a process of a
+// multi-process run then takes one, LOCAL_RANK's, as on a machine with that many GPUs; the
+// memory is this process's and its 80 GiB are counted once for all). Device memory is host
+// memory aligned to 256 bytes, each block between redzones checked after every piece of
+// work. Streams defer their work until the host waits for it (device_work.h's Submit); work
+// that waits (an NCCL collective, nccl.cc) holds up its stream. A stream being captured records its
 // work into the graph, and a graph launch runs the record; what CUDA refuses during a
 // capture is refused here too (the capture is invalidated): synchronizing or querying the
 // stream, and copies to or from host memory that is not pinned.
@@ -27,27 +30,37 @@
 #include <string>
 #include <vector>
 
+#include <thread>
+
 #include "device_work.h"
 #include "hooks.h"
+
+using cuda_host::emulated::Steps;
+using Start = std::function<Steps()>;  // a piece of work, started (device_work.h)
 
 struct CUstream_st {
   bool capturing = false;
   bool invalidated = false;
-  std::vector<std::function<void()>> record;
-  // Work queued and not yet run (deferred streams): it runs when the host waits for it.
+  std::vector<Start> record;
+  // Work queued and not finished (deferred streams): it runs when the host waits for it.
+  // The front piece may be started and waiting (`running`).
+  struct Pending {
+    Start start;
+    Steps running;
+  };
   std::mutex mutex;
-  std::deque<std::function<void()>> pending;
-  uint64_t queued = 0, done = 0;  // pieces of work queued and run so far
+  std::deque<Pending> pending;
+  uint64_t queued = 0, done = 0;  // pieces of work queued and finished so far
 };
 struct CUevent_st {
   cudaStream_t stream = nullptr;  // where it was last recorded, and after how many pieces
   uint64_t at = 0;
 };
 struct CUgraph_st {
-  std::vector<std::function<void()>> work;
+  std::vector<Start> work;
 };
 struct CUgraphExec_st {
-  std::vector<std::function<void()>> work;
+  std::vector<Start> work;
 };
 
 namespace {
@@ -71,6 +84,16 @@ std::map<char*, Block> g_device;   // device allocations by start
 std::map<char*, size_t> g_pinned;  // pinned host allocations: start → bytes
 size_t g_device_used = 0;
 thread_local cudaError_t g_runtime_error = cudaSuccess;
+thread_local int g_current_device = 0;
+// CUDA_HOST_DEVICES (1 to 64; default 1).
+int DeviceCount() {
+  static const int count = [] {
+    const char* v = std::getenv("CUDA_HOST_DEVICES");
+    const int n = v == nullptr ? 1 : std::atoi(v);
+    return std::clamp(n, 1, 64);
+  }();
+  return count;
+}
 // A kernel that failed in work run later than its launch (a queued or replayed kernel):
 // returned by the next synchronization, as an asynchronous error is, and kept (sticky).
 std::atomic<cudaError_t> g_async_error{cudaSuccess};
@@ -171,56 +194,84 @@ namespace {
 
 using cuda_host::emulated::CheckOperand;
 
-// `work` as it runs on the device: then the redzones checked, and a kernel's failure left
-// as the asynchronous error.
-std::function<void()> AsDeviceWork(std::function<void()> work, const char* what) {
-  return [work = std::move(work), what] {
-    work();
-    CheckRedzones(what);
-    if (const int e = cuda_host::TakeLastErrorCode(); e != 0) {
-      std::lock_guard<std::mutex> lock(g_mutex);
-      if (g_async_error == cudaSuccess) {
-        g_async_error = static_cast<cudaError_t>(e);
-        g_async_message = cuda_host::LastError();
+// `start`'s work as it runs on the device: once finished, the redzones checked, and a
+// kernel's failure left as the asynchronous error.
+Start AsDeviceWork(Start start, const char* what) {
+  return [start = std::move(start), what] {
+    return Steps([steps = start(), what] {
+      if (!steps()) return false;
+      CheckRedzones(what);
+      if (const int e = cuda_host::TakeLastErrorCode(); e != 0) {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        if (g_async_error == cudaSuccess) {
+          g_async_error = static_cast<cudaError_t>(e);
+          g_async_message = cuda_host::LastError();
+        }
       }
-    }
+      return true;
+    });
   };
 }
 
-// Runs `stream`'s queued work until `upto` pieces have run (on the calling thread).
-void RunUpTo(cudaStream_t stream, uint64_t upto) {
+// Runs `stream`'s queued work, on the calling thread, until `upto` pieces have finished or
+// one waits; whether they have finished.
+bool RunUpTo(cudaStream_t stream, uint64_t upto) {
   std::lock_guard<std::mutex> lock(stream->mutex);
   while (stream->done < upto && !stream->pending.empty()) {
-    std::function<void()> next = std::move(stream->pending.front());
+    CUstream_st::Pending& next = stream->pending.front();
+    if (!next.running) next.running = next.start();
+    if (!next.running()) return false;
     stream->pending.pop_front();
-    next();
     ++stream->done;
   }
+  return true;
 }
-void RunAll(cudaStream_t stream) { RunUpTo(stream, UINT64_MAX); }
-void RunEveryStream() {
+bool RunAll(cudaStream_t stream) { return RunUpTo(stream, UINT64_MAX); }
+// Until `steps` has finished (a host wait, which work that waits on other ranks holds up).
+void Finish(const Steps& steps) {
+  while (!steps()) std::this_thread::sleep_for(std::chrono::microseconds(20));
+}
+// As RunUpTo, waiting for the work that waits.
+void WaitUpTo(cudaStream_t stream, uint64_t upto) {
+  Finish([stream, upto] { return RunUpTo(stream, upto); });
+}
+void WaitAll(cudaStream_t stream) { WaitUpTo(stream, UINT64_MAX); }
+void WaitEveryStream() {
   std::vector<cudaStream_t> all;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     all.assign(g_streams.begin(), g_streams.end());
   }
-  for (cudaStream_t s : all) RunAll(s);
+  for (cudaStream_t s : all) WaitAll(s);
 }
 
 }  // namespace
 
-void cuda_host::emulated::Submit(cudaStream_t stream, std::function<void()> work,
-                                 const char* what) {
-  std::function<void()> device = AsDeviceWork(std::move(work), what);
+void cuda_host::emulated::SubmitSteps(cudaStream_t stream, Start start, const char* what) {
+  Start device = AsDeviceWork(std::move(start), what);
   if (stream != nullptr && stream->capturing) {
     stream->record.push_back(std::move(device));
   } else if (stream != nullptr && g_deferred) {
     std::lock_guard<std::mutex> lock(stream->mutex);
-    stream->pending.push_back(std::move(device));
+    stream->pending.push_back({std::move(device), nullptr});
     ++stream->queued;
   } else {
-    device();
+    Finish(device());
   }
+}
+
+void cuda_host::emulated::Submit(cudaStream_t stream, std::function<void()> work,
+                                 const char* what) {
+  auto shared = std::make_shared<std::function<void()>>(std::move(work));
+  SubmitSteps(
+      stream,
+      [shared] {
+        return Steps([shared] {
+          (*shared)();
+          return true;
+        });
+      },
+      what);
 }
 
 namespace {
@@ -258,15 +309,21 @@ extern "C" {
 
 // ---- Devices and errors ----
 cudaError_t cudaGetDeviceCount(int* count) {
-  *count = 1;
+  *count = DeviceCount();
   return cudaSuccess;
 }
 cudaError_t cudaSetDevice(int device) {
-  return device == 0 ? cudaSuccess : Fail(cudaErrorInvalidDevice);
+  if (device < 0 || device >= DeviceCount()) return Fail(cudaErrorInvalidDevice);
+  g_current_device = device;
+  return cudaSuccess;
+}
+cudaError_t cudaGetDevice(int* device) {
+  *device = g_current_device;
+  return cudaSuccess;
 }
 cudaError_t cudaDeviceGetPCIBusId(char* id, int len, int device) {
-  if (device != 0) return Fail(cudaErrorInvalidDevice);
-  std::snprintf(id, static_cast<size_t>(len), "0000:01:00.0");
+  if (device < 0 || device >= DeviceCount()) return Fail(cudaErrorInvalidDevice);
+  std::snprintf(id, static_cast<size_t>(len), "0000:%02x:00.0", device + 1);
   return cudaSuccess;
 }
 cudaError_t cudaGetLastError() {
@@ -316,7 +373,7 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
 }
 cudaError_t cudaFree(void* p) {
   if (p == nullptr) return cudaSuccess;
-  RunEveryStream();  // cudaFree waits for the device
+  WaitEveryStream();  // cudaFree waits for the device
   std::lock_guard<std::mutex> lock(g_mutex);
   auto it = g_device.find(static_cast<char*>(p));
   if (it == g_device.end()) return Fail(cudaErrorInvalidValue);  // not a block's start
@@ -343,7 +400,7 @@ cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned int) {
 }
 cudaError_t cudaMallocHost(void** p, size_t bytes) { return cudaHostAlloc(p, bytes, 0); }
 cudaError_t cudaFreeHost(void* p) {
-  RunEveryStream();
+  WaitEveryStream();
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_pinned.erase(static_cast<char*>(p)) == 0) return Fail(cudaErrorInvalidValue);
   std::free(p);
@@ -382,7 +439,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
       !stream->capturing) {
     // Into pageable memory: the call returns once the copy is done, after the stream's
     // earlier work.
-    RunAll(stream);
+    WaitAll(stream);
     std::memmove(dst, src, bytes);
     return cudaSuccess;
   }
@@ -406,7 +463,7 @@ cudaError_t cudaStreamCreate(cudaStream_t* s) {
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) { return cudaStreamCreate(s); }
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
-  RunAll(s);  // its queued work still runs
+  WaitAll(s);  // its queued work still runs
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_streams.erase(s);
@@ -416,11 +473,11 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   if (s != nullptr && s->capturing) return RefusedInCapture(s);
-  if (s != nullptr) RunAll(s);
+  if (s != nullptr) WaitAll(s);
   return Synchronized();
 }
-// Work still queued: not ready (and the work runs, so that a later query finds it done: a
-// poll sees both answers).
+// Work still queued: not ready (and the work runs, up to work that waits, so that a later
+// query finds it done: a poll sees both answers).
 cudaError_t cudaStreamQuery(cudaStream_t s) {
   if (s != nullptr && s->capturing) return RefusedInCapture(s);
   if (s != nullptr) {
@@ -460,12 +517,20 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsig
   *exec = new CUgraphExec_st{graph->work};
   return cudaSuccess;
 }
+// The record's pieces in order, each started when the one before has finished.
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   if (exec == nullptr) return Fail(cudaErrorInvalidValue);
-  Submit(
+  cuda_host::emulated::SubmitSteps(
       stream,
       [exec] {
-        for (const auto& work : exec->work) work();
+        return Steps([exec, next = size_t{0}, running = Steps()]() mutable {
+          for (; next < exec->work.size(); ++next) {
+            if (!running) running = exec->work[next]();
+            if (!running()) return false;
+            running = nullptr;
+          }
+          return true;
+        });
       },
       "cudaGraphLaunch");
   return cudaSuccess;
@@ -512,7 +577,7 @@ cudaError_t cudaEventQuery(cudaEvent_t e) {
   return Synchronized();
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
-  if (e->stream != nullptr) RunUpTo(e->stream, e->at);
+  if (e->stream != nullptr) WaitUpTo(e->stream, e->at);
   return Synchronized();
 }
 
