@@ -21,8 +21,8 @@ namespace cuda_host {
 
 // Runs `launch` (which fills and returns its output) with the threads resumed in
 // increasing, then in decreasing order; requires the same result from both. Each run is on
-// a new host thread, so that its `__shared__` memory (per host thread) starts as zeros,
-// not as what the other run left there (which would be right, and hide a race).
+// a new host thread, so that nothing per host thread (`__shared__` memory among it, which
+// also starts as NaN bytes in each block) carries over from the other run.
 template <typename F>
 auto InBothOrders(F launch) {
   auto in_thread = [&](Order order) {

@@ -218,8 +218,13 @@ bool RunWarp(Run& r, int w0, int w1, const uint3& block) {
   }
 }
 
+// The block running on this host thread: a number no earlier block here had (0: none).
+thread_local uint64_t g_block_serial = 0;
+thread_local uint64_t g_blocks_run = 0;
+
 // Runs one block to its end; false when the launch failed.
 bool RunBlock(Run& r, const Config& c, const uint3& block) {
+  g_block_serial = ++g_blocks_run;
   const int n = static_cast<int>(r.fibers.size());
   for (int i = 0; i < n; ++i) {
     Fiber& f = r.fibers[i];
@@ -340,6 +345,12 @@ void RunLaunch(const Config& c, const std::function<void()>& body) {
 }  // namespace
 
 void SetOrder(Order order) { g_order = order; }
+
+void PoisonShared(void* p, std::size_t bytes, std::uint64_t* seen) {
+  if (*seen == g_block_serial) return;
+  std::memset(p, 0xff, bytes);
+  *seen = g_block_serial;
+}
 
 const ThreadState& Current() {
   Run& r = Running();

@@ -14,8 +14,10 @@
 // for the warp ones, of its warp) has exited before, or that threads reach at different
 // barriers, fails the launch (cudaErrorLaunchFailure; `LastError()` says where), and warp
 // operations take only the full mask. `__shared__` variables are function statics, one
-// per host thread: each copy reused by every block in turn (blocks never run at once here). Not
-// modelled: the
+// per host thread: each copy reused by every block in turn (blocks never run at once here),
+// and filled with 0xff bytes (NaN in every float type) when a block first reaches its
+// declaration (to_host.cmake adds CUDA_HOST_POISON after each): a read of what the block
+// never wrote finds NaN, not zeros or the previous block's values. Not modelled: the
 // `__CUDA_ARCH__` branches of the shared math (the host branch runs), dynamic shared memory,
 // several streams. Out-of-bounds accesses are the host's: the sanitizer build finds them.
 #pragma once
@@ -88,6 +90,13 @@ int Lane();
 // something the hardware does not allow (`Invalid`: a misaligned WMMA pointer, ...).
 void Unsupported(const char* what);
 void Invalid(const char* what);
+
+// Fills `bytes` at `p`, a `__shared__` variable, with 0xff bytes unless the running block
+// has already reached its declaration (`seen` holds the last block that did).
+void PoisonShared(void* p, std::size_t bytes, std::uint64_t* seen);
+#define CUDA_HOST_POISON(name)                                   \
+  static thread_local ::std::uint64_t cuda_host_seen_##name = 0; \
+  ::cuda_host::PoisonShared(&(name), sizeof(name), &cuda_host_seen_##name)
 
 struct Config {
   dim3 grid, block;

@@ -3,6 +3,8 @@
 // fails the launch, naming it).
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -58,6 +60,27 @@ __global__ void MismatchedWarpBarriers(int* out) {
   } else {
     out[threadIdx.x] = __shfl_sync(0xffffffffu, 5, 0);
   }
+}
+
+// Slot `write` of the block's shared row set to `v` (none when negative), then slot `read`.
+__device__ float Slot(int write, int read, float v) {
+  __shared__ float slot[64];
+  CUDA_HOST_POISON(slot);  // as to_host.cmake writes after every declaration
+  if (write >= 0) slot[write] = v;
+  __syncthreads();
+  const float r = slot[read];
+  __syncthreads();
+  return r;
+}
+
+// Per block: the even threads write their slots, every thread reads an odd one (which this
+// block never wrote: the previous block did, in the second call); then the odd threads
+// write, every thread reads an even one (the first call's, kept within the block).
+__global__ void Unwritten(float* out) {
+  const int t = static_cast<int>(threadIdx.x);
+  const float b = static_cast<float>(blockIdx.x);
+  out[blockIdx.x * 128 + t] = Slot(t % 2 == 0 ? t : -1, t | 1, 1.0f + b);
+  out[blockIdx.x * 128 + 64 + t] = Slot(t % 2 == 1 ? t : -1, t & ~1, 10.0f + b);
 }
 
 std::vector<int> RunNeighbour(bool barrier, cuda_host::Order order) {
@@ -119,6 +142,21 @@ TEST_CASE("Barriers that some threads never reach fail the launch, saying where"
   CHECK(cudaGetLastError() == cudaErrorLaunchFailure);
   CHECK_THAT(cuda_host::LastError(),
              Catch::Contains("lane 0 waits at __syncwarp while lane 1 waits at a warp shuffle"));
+}
+
+TEST_CASE("Shared memory a block never wrote reads as NaN, not the last block's values",
+          "[cuda_host][emulator]") {
+  std::vector<float> out(2 * 128, 0.0f);
+  Unwritten | cuda_host::Config(2, 64) | cuda_host::Args(out.data());
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  for (int b = 0; b < 2; ++b) {
+    for (int t = 0; t < 64; ++t) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, &out[static_cast<size_t>(b * 128 + t)], sizeof bits);
+      CHECK(bits == 0xffffffffu);
+      CHECK(out[static_cast<size_t>(b * 128 + 64 + t)] == 1.0f + static_cast<float>(b));
+    }
+  }
 }
 
 TEST_CASE("Launch configurations the hardware refuses are refused", "[cuda_host][emulator]") {
