@@ -4,23 +4,29 @@
 // of one machine (tp-run's, each on its own emulated device: CUDA_HOST_DEVICES), or threads
 // of one process — exchanges through tpc's shared-memory communicator, which is tested
 // against the in-process one on its own (tests/runtime/shm_communicator_test.cc): what is
-// checked here is the NCCL communicator and the CUDA backend around it, not the bytes'
-// transport. As NCCL does:
+// checked here is the NCCL communicator and the CUDA backend around it, not NCCL. Modelled
+// on NCCL:
 //  - ncclGetUniqueId makes the id that bootstraps the ranks: the address of a TCP store
 //    this process serves on 127.0.0.1 (rank 0's, NCCL's bootstrap root) and a fresh prefix;
-//  - each communicator has a thread of its own (NCCL's proxy): it joins the peers, then runs
-//    the collectives in the order the stream reaches them. A collective is work on the
-//    stream that waits (device_work.h's SubmitSteps) until that thread has run it: a query
-//    of the stream answers cudaErrorNotReady meanwhile, and the work after it waits;
+//  - each communicator has a thread of its own (NCCL's proxy): it joins the peers (two on
+//    one device fail, as NCCL's "Duplicate GPU detected"), then runs the collectives in
+//    the order the stream reaches them. A collective is work on the stream that waits
+//    (device_work.h's SubmitSteps) until that thread has run it: a query of the stream
+//    answers cudaErrorNotReady meanwhile, and the work after it waits;
 //  - a nonblocking communicator (ncclConfig_t::blocking = 0) answers ncclInProgress from its
-//    creation until the peers have joined, and once from each collective;
-//  - a collective that fails (a peer gone, or the peers' calls differ) never finishes: its
-//    stream stays busy, as a GPU's does behind a hung NCCL kernel, and
-//    ncclCommGetAsyncError reports ncclRemoteError, until ncclCommAbort ends the
-//    communicator and the work it held. CUDA_HOST_NCCL_SILENT=1 leaves the error unreported,
-//    as when NCCL does not notice a peer stopping: only the caller's timeout ends the wait.
-// Point-to-point calls go only as a group that sends one block to every rank and receives
-// one from every rank (an all-to-all, all tpc uses); ncclCommSplit only for a world of one.
+//    creation until the peers have joined, and once from each collective; a call before the
+//    last one settled stops the program, as do buffers that overlap outside NCCL's in-place
+//    layouts;
+//  - a collective that fails (a peer gone) never finishes: its stream stays busy, as a
+//    GPU's does behind a hung NCCL kernel, and ncclCommGetAsyncError reports
+//    ncclRemoteError, until ncclCommAbort ends the communicator and the work it held.
+//    CUDA_HOST_NCCL_SILENT=1 leaves the error unreported, as when NCCL does not notice a
+//    peer stopping: only the caller's timeout ends the wait.
+// Not as NCCL: an abort fails the peers' collectives at once (the transport's abort is the
+// group's); peers that call different collectives fail, named; the reductions add in rank
+// order. Point-to-point calls go only as a group that sends one block to every rank and
+// receives one from every rank (an all-to-all, all tpc uses); ncclCommSplit only for a
+// world of one.
 #include <nccl.h>
 #include <unistd.h>
 
@@ -63,6 +69,7 @@ struct Task {
 // One rank of a world of several: shared by its handle, its thread and its queued work.
 struct Member {
   int nranks = 0, rank = 0;
+  int device = 0;  // the current device at its creation
   std::string host, prefix;
   int port = 0;
   std::mutex mu;
@@ -76,12 +83,21 @@ struct Member {
   // ncclInProgress while joining, then ncclSuccess or the failure (sticky).
   std::atomic<ncclResult_t> state{ncclInProgress};
   std::atomic<bool> aborted{false};
+  // Aborted, and its thread no longer touches the collectives' buffers: their work ends.
+  std::atomic<bool> ended{false};
 };
 
-const bool g_silent = [] {
+// CUDA_HOST_NCCL_SILENT=1, read at each failure (a test may run both ways).
+bool Silent() {
   const char* v = std::getenv("CUDA_HOST_NCCL_SILENT");
   return v != nullptr && std::string(v) == "1";
-}();
+}
+
+[[noreturn]] void Stop(const std::string& message) {
+  std::fprintf(stderr, "cuda_host: %s\n", message.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
 
 // How long joining the peers may take before the communicator fails.
 std::chrono::milliseconds JoinTimeout() { return std::chrono::minutes(2); }
@@ -89,7 +105,7 @@ std::chrono::milliseconds JoinTimeout() { return std::chrono::minutes(2); }
 void Failed(Member& m, ncclResult_t why, const absl::Status& status) {
   std::lock_guard<std::mutex> lock(m.mu);
   if (m.error.empty()) m.error = std::string(status.message());
-  if (!g_silent || m.state.load() == ncclInProgress) m.state = why;
+  if (!Silent() || m.state.load() == ncclInProgress) m.state = why;
 }
 
 // The communicator's thread: joins the peers, then runs the collectives in order. After a
@@ -105,6 +121,19 @@ void Serve(const std::shared_ptr<Member>& m) {
     options.key_prefix = m->prefix;
     auto comm = tpc::runtime::ConnectShm(*m->store, m->rank, m->nranks, options);
     if (!comm.ok()) return comm.status();
+    // NCCL refuses two ranks on one GPU ("Duplicate GPU detected").
+    std::vector<int32_t> devices(static_cast<size_t>(m->nranks));
+    const int32_t mine = m->device;
+    if (absl::Status s = (*comm)->AllGather(&mine, devices.data(), 1, tpc::ir::DType::kI32);
+        !s.ok()) {
+      return s;
+    }
+    for (int r = 0; r < m->nranks; ++r) {
+      if (r != m->rank && devices[static_cast<size_t>(r)] == mine) {
+        return absl::InvalidArgumentError(absl::StrCat("Duplicate GPU detected: rank ", m->rank,
+                                                       " and rank ", r, " both on device ", mine));
+      }
+    }
     std::lock_guard<std::mutex> lock(m->mu);
     m->comm = std::move(*comm);
     return absl::OkStatus();
@@ -114,7 +143,7 @@ void Serve(const std::shared_ptr<Member>& m) {
     m->joining = false;
   }
   if (!joined.ok()) {
-    Failed(*m, ncclSystemError, joined);
+    Failed(*m, absl::IsInvalidArgument(joined) ? ncclInvalidUsage : ncclSystemError, joined);
     return;
   }
   if (m->aborted.load()) return;  // the abort came while joining: the comm is not ended
@@ -124,7 +153,9 @@ void Serve(const std::shared_ptr<Member>& m) {
     {
       std::unique_lock<std::mutex> lock(m->mu);
       m->wake.wait(lock, [&] { return m->stop || !m->tasks.empty(); });
-      if (m->stop) return;
+      // Destroyed: the queued collectives still run (as a destroy after finalize);
+      // aborted: they end unrun.
+      if (m->aborted.load() || m->tasks.empty()) return;
       task = std::move(m->tasks.front());
       m->tasks.pop_front();
       if (!m->error.empty()) continue;  // failed: it never finishes
@@ -161,10 +192,11 @@ void End(const std::shared_ptr<Member>& m, std::thread& thread, bool abort) {
   // Ends the collective the thread may be in (it returns failing).
   if (abort && comm != nullptr) comm->Abort(absl::AbortedError("ncclCommAbort"));
   if (joining) {
-    thread.detach();
+    thread.detach();  // it runs no collective
   } else {
     thread.join();
   }
+  m->ended = true;
 }
 
 // "cuda_host <host> <port> <prefix>" in an ncclUniqueId.
@@ -237,6 +269,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId i
     m->rank = rank;
     m->host = parts[1];
     m->prefix = parts[3];
+    if (cudaGetDevice(&m->device) != cudaSuccess) return ncclUnhandledCudaError;
     c->member = m;
     c->thread = std::thread([m] { Serve(m); });
     if (c->blocking) {
@@ -376,6 +409,21 @@ bool TpcOp(ncclRedOp_t op, tpc::ir::ReduceOp* out) {
   }
 }
 
+// Stops the program when `a` (`what`'s) and `b` overlap: NCCL leaves that undefined.
+void CheckApart(const char* what, const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  const auto* x = static_cast<const char*>(a);
+  const auto* y = static_cast<const char*>(b);
+  if (a_bytes == 0 || b_bytes == 0 || x + a_bytes <= y || y + b_bytes <= x) return;
+  char where[96];
+  std::snprintf(where, sizeof where, " [%p, +%zu) overlaps [%p, +%zu)", a, a_bytes, b, b_bytes);
+  Stop(std::string(what) + where + ", which NCCL leaves undefined");
+}
+// The input and output of a collective: disjoint, or `in_place` (NCCL's in-place layout).
+void CheckBuffers(const char* what, const void* in, size_t in_bytes, const void* out,
+                  size_t out_bytes, bool in_place) {
+  if (!in_place) CheckApart(what, in, in_bytes, out, out_bytes);
+}
+
 ncclResult_t Copy(const void* in, void* out, size_t bytes, cudaStream_t stream) {
   if (in != out)
     Submit(
@@ -388,6 +436,12 @@ ncclResult_t Copy(const void* in, void* out, size_t bytes, cudaStream_t stream) 
 ncclResult_t Collective(ncclComm_t c, cudaStream_t stream, const char* what,
                         std::function<absl::Status(Communicator&)> run) {
   if (c->member->aborted.load()) return ncclInvalidUsage;
+  // A nonblocking communicator's call that answered ncclInProgress must be polled until it
+  // settles before the next call (NCCL's rule).
+  if (c->settling.load()) {
+    Stop(std::string(what) + " on a nonblocking communicator whose last call has not settled " +
+         "(ncclCommGetAsyncError still to say it is no longer ncclInProgress)");
+  }
   std::shared_ptr<Member> m = c->member;
   SubmitSteps(
       stream,
@@ -395,7 +449,7 @@ ncclResult_t Collective(ncclComm_t c, cudaStream_t stream, const char* what,
         auto task = std::make_shared<Task>();
         task->run = run;
         Enqueue(m, task);
-        return Steps([m, task] { return task->done.load() || m->aborted.load(); });
+        return Steps([m, task] { return task->done.load() || m->ended.load(); });
       },
       what);
   return Queued(c);
@@ -410,6 +464,7 @@ ncclResult_t ncclAllReduce(const void* in, void* out, size_t count, ncclDataType
   const size_t bytes = Bytes(count, t);
   CheckOperand("ncclAllReduce", "input", in, bytes, true);
   CheckOperand("ncclAllReduce", "output", out, bytes, true);
+  CheckBuffers("ncclAllReduce's input", in, bytes, out, bytes, in == out);
   if (c->nranks == 1) return Copy(in, out, bytes, s);
   tpc::ir::DType dtype;
   tpc::ir::ReduceOp reduce;
@@ -423,6 +478,8 @@ ncclResult_t ncclAllGather(const void* in, void* out, size_t count, ncclDataType
   const size_t bytes = Bytes(count, t);
   CheckOperand("ncclAllGather", "input", in, bytes, true);
   CheckOperand("ncclAllGather", "output", out, bytes * static_cast<size_t>(c->nranks), true);
+  CheckBuffers("ncclAllGather's input", in, bytes, out, bytes * static_cast<size_t>(c->nranks),
+               in == static_cast<const char*>(out) + bytes * static_cast<size_t>(c->rank));
   if (c->nranks == 1) return Copy(in, out, bytes, s);
   tpc::ir::DType dtype;
   if (!TpcType(t, &dtype)) return ncclInvalidArgument;
@@ -435,6 +492,8 @@ ncclResult_t ncclReduceScatter(const void* in, void* out, size_t count, ncclData
   const size_t bytes = Bytes(count, t);
   CheckOperand("ncclReduceScatter", "input", in, bytes * static_cast<size_t>(c->nranks), true);
   CheckOperand("ncclReduceScatter", "output", out, bytes, true);
+  CheckBuffers("ncclReduceScatter's input", in, bytes * static_cast<size_t>(c->nranks), out, bytes,
+               out == static_cast<const char*>(in) + bytes * static_cast<size_t>(c->rank));
   if (c->nranks == 1) return Copy(in, out, bytes, s);
   tpc::ir::DType dtype;
   tpc::ir::ReduceOp reduce;
@@ -469,17 +528,23 @@ ncclResult_t AllToAll(std::vector<P2p> calls) {
   const size_t bytes = calls.front().bytes;
   const auto n = static_cast<size_t>(c->nranks);
   std::vector<void*> sends(n, nullptr), recvs(n, nullptr);
+  std::vector<bool> sent(n, false), received(n, false);
   for (const P2p& p : calls) {
-    std::vector<void*>& slot = p.send ? sends : recvs;
+    std::vector<bool>& seen = p.send ? sent : received;
     if (p.comm != c || p.stream != stream || p.bytes != bytes ||
-        slot[static_cast<size_t>(p.peer)] != nullptr) {
+        seen[static_cast<size_t>(p.peer)]) {
       return ncclInvalidUsage;
     }
-    slot[static_cast<size_t>(p.peer)] = p.buffer;
+    seen[static_cast<size_t>(p.peer)] = true;
+    (p.send ? sends : recvs)[static_cast<size_t>(p.peer)] = p.buffer;
   }
   for (size_t k = 0; k < n; ++k) {
-    if (sends[k] == nullptr || recvs[k] == nullptr) return ncclInvalidUsage;
+    if (!sent[k] || !received[k]) return ncclInvalidUsage;
   }
+  // A receive may not overlap any send of the group (on a GPU they run at once).
+  for (size_t k = 0; k < n; ++k)
+    for (size_t j = 0; j < n; ++j)
+      CheckApart("an NCCL group's receive", recvs[k], bytes, sends[j], bytes);
   return Collective(
       c, stream, "an NCCL all-to-all (grouped sends and receives)", [=](Communicator& comm) {
         // One spare byte each: distinct buffers even for empty blocks.
@@ -498,7 +563,8 @@ ncclResult_t PointToPoint(bool send, void* buffer, size_t count, ncclDataType_t 
   const size_t bytes = Bytes(count, t);
   if (peer < 0 || peer >= c->nranks) return ncclInvalidArgument;
   CheckOperand(send ? "ncclSend" : "ncclRecv", send ? "input" : "output", buffer, bytes, true);
-  if (c->nranks == 1) {  // to itself: a receive takes the oldest send
+  if (g_group_depth == 0) return ncclInvalidUsage;  // only inside a group (above)
+  if (c->nranks == 1) {                             // to itself: a receive takes the oldest send
     if (send) {
       c->sends.emplace_back(buffer, bytes);
       return ncclSuccess;
@@ -508,7 +574,6 @@ ncclResult_t PointToPoint(bool send, void* buffer, size_t count, ncclDataType_t 
     c->sends.pop_front();
     return Copy(in, buffer, sent, s);
   }
-  if (g_group_depth == 0) return ncclInvalidUsage;  // only inside a group (above)
   g_group.push_back({send, buffer, bytes, peer, c, s});
   return ncclSuccess;
 }

@@ -26,7 +26,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -39,6 +38,7 @@ using cuda_host::emulated::Steps;
 using Start = std::function<Steps()>;  // a piece of work, started (device_work.h)
 
 struct CUstream_st {
+  int device = 0;  // the current device when it was made
   bool capturing = false;
   bool invalidated = false;
   std::vector<Start> record;
@@ -60,7 +60,8 @@ struct CUgraph_st {
   std::vector<Start> work;
 };
 struct CUgraphExec_st {
-  std::vector<Start> work;
+  // Shared with its launches still queued: CUDA lets an exec go while they run.
+  std::shared_ptr<const std::vector<Start>> work;
 };
 
 namespace {
@@ -85,20 +86,23 @@ std::map<char*, size_t> g_pinned;  // pinned host allocations: start → bytes
 size_t g_device_used = 0;
 thread_local cudaError_t g_runtime_error = cudaSuccess;
 thread_local int g_current_device = 0;
+constexpr int kMaxDevices = 64;
 // CUDA_HOST_DEVICES (1 to 64; default 1).
 int DeviceCount() {
   static const int count = [] {
     const char* v = std::getenv("CUDA_HOST_DEVICES");
     const int n = v == nullptr ? 1 : std::atoi(v);
-    return std::clamp(n, 1, 64);
+    return std::clamp(n, 1, kMaxDevices);
   }();
   return count;
 }
 // A kernel that failed in work run later than its launch (a queued or replayed kernel):
 // returned by the next synchronization, as an asynchronous error is, and kept (sticky).
-std::atomic<cudaError_t> g_async_error{cudaSuccess};
-std::string g_async_message;       // under g_mutex
-std::set<cudaStream_t> g_streams;  // under g_mutex: every stream (cudaFree waits for all)
+// One per device (a device's failure is not another's).
+std::atomic<cudaError_t> g_async_error[kMaxDevices] = {};
+std::string g_async_message[kMaxDevices];  // under g_mutex
+// Under g_mutex: every stream, owned here (a wait holds one while a thread destroys it).
+std::map<cudaStream_t, std::shared_ptr<CUstream_st>> g_streams;
 // Streams defer their work until the host waits for it (the default), as a GPU runs it
 // behind the host: a missing wait shows as stale or overwritten data. CUDA_HOST_SYNC=1
 // runs all work when it is queued.
@@ -194,18 +198,18 @@ namespace {
 
 using cuda_host::emulated::CheckOperand;
 
-// `start`'s work as it runs on the device: once finished, the redzones checked, and a
-// kernel's failure left as the asynchronous error.
-Start AsDeviceWork(Start start, const char* what) {
-  return [start = std::move(start), what] {
-    return Steps([steps = start(), what] {
+// `start`'s work as it runs on `device`: once finished, the redzones checked, and a
+// kernel's failure left as the device's asynchronous error.
+Start AsDeviceWork(Start start, const char* what, int device) {
+  return [start = std::move(start), what, device] {
+    return Steps([steps = start(), what, device] {
       if (!steps()) return false;
       CheckRedzones(what);
       if (const int e = cuda_host::TakeLastErrorCode(); e != 0) {
         std::lock_guard<std::mutex> lock(g_mutex);
-        if (g_async_error == cudaSuccess) {
-          g_async_error = static_cast<cudaError_t>(e);
-          g_async_message = cuda_host::LastError();
+        if (g_async_error[device] == cudaSuccess) {
+          g_async_error[device] = static_cast<cudaError_t>(e);
+          g_async_message[device] = cuda_host::LastError();
         }
       }
       return true;
@@ -236,19 +240,22 @@ void WaitUpTo(cudaStream_t stream, uint64_t upto) {
   Finish([stream, upto] { return RunUpTo(stream, upto); });
 }
 void WaitAll(cudaStream_t stream) { WaitUpTo(stream, UINT64_MAX); }
-void WaitEveryStream() {
-  std::vector<cudaStream_t> all;
+// The current device's streams, waited for (as cudaFree waits for its device).
+void WaitDevice() {
+  std::vector<std::shared_ptr<CUstream_st>> mine;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
-    all.assign(g_streams.begin(), g_streams.end());
+    for (const auto& [handle, stream] : g_streams)
+      if (stream->device == g_current_device) mine.push_back(stream);
   }
-  for (cudaStream_t s : all) WaitAll(s);
+  for (const auto& s : mine) WaitAll(s.get());
 }
 
 }  // namespace
 
 void cuda_host::emulated::SubmitSteps(cudaStream_t stream, Start start, const char* what) {
-  Start device = AsDeviceWork(std::move(start), what);
+  Start device =
+      AsDeviceWork(std::move(start), what, stream != nullptr ? stream->device : g_current_device);
   if (stream != nullptr && stream->capturing) {
     stream->record.push_back(std::move(device));
   } else if (stream != nullptr && g_deferred) {
@@ -290,7 +297,7 @@ cudaError_t RefusedInCapture(cudaStream_t stream) {
 
 // After a synchronization: the asynchronous error, if one is left.
 cudaError_t Synchronized() {
-  const cudaError_t e = g_async_error;
+  const cudaError_t e = g_async_error[g_current_device];
   return e != cudaSuccess ? Fail(e) : cudaSuccess;
 }
 
@@ -328,7 +335,7 @@ cudaError_t cudaDeviceGetPCIBusId(char* id, int len, int device) {
 }
 cudaError_t cudaGetLastError() {
   const int launch = cuda_host::TakeLastErrorCode();
-  const cudaError_t async = g_async_error;
+  const cudaError_t async = g_async_error[g_current_device];
   const cudaError_t e = launch != 0            ? static_cast<cudaError_t>(launch)
                         : async != cudaSuccess ? async
                                                : g_runtime_error;
@@ -342,7 +349,9 @@ const char* cudaGetErrorString(cudaError_t e) {
     case cudaErrorMemoryAllocation:
       return "out of memory";
     case cudaErrorLaunchFailure:
-      return (g_async_error != cudaSuccess ? g_async_message : cuda_host::LastError()).c_str();
+      return (g_async_error[g_current_device] != cudaSuccess ? g_async_message[g_current_device]
+                                                             : cuda_host::LastError())
+          .c_str();
     case cudaErrorNotReady:
       return "device not ready";
     case cudaErrorInvalidConfiguration:
@@ -373,7 +382,7 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
 }
 cudaError_t cudaFree(void* p) {
   if (p == nullptr) return cudaSuccess;
-  WaitEveryStream();  // cudaFree waits for the device
+  WaitDevice();  // cudaFree waits for the device
   std::lock_guard<std::mutex> lock(g_mutex);
   auto it = g_device.find(static_cast<char*>(p));
   if (it == g_device.end()) return Fail(cudaErrorInvalidValue);  // not a block's start
@@ -400,7 +409,7 @@ cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned int) {
 }
 cudaError_t cudaMallocHost(void** p, size_t bytes) { return cudaHostAlloc(p, bytes, 0); }
 cudaError_t cudaFreeHost(void* p) {
-  WaitEveryStream();
+  WaitDevice();
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_pinned.erase(static_cast<char*>(p)) == 0) return Fail(cudaErrorInvalidValue);
   std::free(p);
@@ -456,20 +465,18 @@ cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t strea
 
 // ---- Streams, events, graphs ----
 cudaError_t cudaStreamCreate(cudaStream_t* s) {
-  *s = new CUstream_st;
+  auto stream = std::make_shared<CUstream_st>();
+  stream->device = g_current_device;
+  *s = stream.get();
   std::lock_guard<std::mutex> lock(g_mutex);
-  g_streams.insert(*s);
+  g_streams[*s] = std::move(stream);
   return cudaSuccess;
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) { return cudaStreamCreate(s); }
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
   WaitAll(s);  // its queued work still runs
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    g_streams.erase(s);
-  }
-  delete s;
-  return cudaSuccess;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_streams.erase(s) == 1 ? cudaSuccess : Fail(cudaErrorInvalidValue);
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   if (s != nullptr && s->capturing) return RefusedInCapture(s);
@@ -514,7 +521,7 @@ cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph) {
 }
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
   if (graph == nullptr) return Fail(cudaErrorInvalidValue);
-  *exec = new CUgraphExec_st{graph->work};
+  *exec = new CUgraphExec_st{std::make_shared<const std::vector<Start>>(graph->work)};
   return cudaSuccess;
 }
 // The record's pieces in order, each started when the one before has finished.
@@ -522,10 +529,10 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   if (exec == nullptr) return Fail(cudaErrorInvalidValue);
   cuda_host::emulated::SubmitSteps(
       stream,
-      [exec] {
-        return Steps([exec, next = size_t{0}, running = Steps()]() mutable {
-          for (; next < exec->work.size(); ++next) {
-            if (!running) running = exec->work[next]();
+      [work = exec->work] {
+        return Steps([work, next = size_t{0}, running = Steps()]() mutable {
+          for (; next < work->size(); ++next) {
+            if (!running) running = (*work)[next]();
             if (!running()) return false;
             running = nullptr;
           }

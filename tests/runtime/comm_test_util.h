@@ -122,29 +122,34 @@ std::vector<absl::Status> OnRanks(Group& group, F fn) {
 }
 
 // `count` random elements of `dtype`: floats in [-8, 8) (half types rounded from them),
-// integers small enough that no sum of 4 overflows.
-inline std::vector<uint8_t> Random(DType dtype, int64_t count, std::mt19937& rng) {
+// integers small enough that no sum of 4 overflows. `exact`: floats that are multiples of
+// 1/4, so that sums and averages of up to 4 are exact in every float type, whatever the
+// order of the additions and however often they round (NCCL's rings and trees add in
+// orders of their own).
+inline std::vector<uint8_t> Random(DType dtype, int64_t count, std::mt19937& rng,
+                                   bool exact = false) {
   // One spare byte: never an empty vector, whose data() may be null for in and out alike.
   std::vector<uint8_t> bytes(static_cast<size_t>(count * ir::DTypeSize(dtype)) + 1);
   std::uniform_real_distribution<float> real(-8.0f, 8.0f);
   std::uniform_int_distribution<int64_t> integer(-1000000000, 1000000000);
+  std::uniform_int_distribution<int> quarters(-32, 31);
+  auto draw = [&] { return exact ? static_cast<float>(quarters(rng)) / 4.0f : real(rng); };
   for (int64_t i = 0; i < count; ++i) {
     uint8_t* p = bytes.data() + i * ir::DTypeSize(dtype);
     switch (dtype) {
       case DType::kF32: {
-        const float v = real(rng);
+        const float v = draw();
         std::memcpy(p, &v, sizeof v);
         break;
       }
       case DType::kF64: {
-        const double v = static_cast<double>(real(rng)) / 3.0;
+        const double v = exact ? static_cast<double>(draw()) : static_cast<double>(real(rng)) / 3.0;
         std::memcpy(p, &v, sizeof v);
         break;
       }
       case DType::kF16:
       case DType::kBF16: {
-        const uint16_t v =
-            dtype == DType::kF16 ? FloatToHalf(real(rng)) : FloatToBFloat16(real(rng));
+        const uint16_t v = dtype == DType::kF16 ? FloatToHalf(draw()) : FloatToBFloat16(draw());
         std::memcpy(p, &v, sizeof v);
         break;
       }
@@ -204,13 +209,14 @@ inline absl::Status Call(Communicator& c, Kind k, const void* in, void* out, int
 
 // Runs one collective on both groups with the same random inputs and requires
 // bit-identical outputs on every rank. `in_place`: AllReduce with in == out on `tested`.
+// `exact`: inputs whose float sums do not depend on the order of the additions (Random).
 inline void CheckSame(Group& tested, Group& threads, Kind kind, DType dtype, ReduceOp op,
-                      int64_t count, std::mt19937& rng, bool in_place = false) {
+                      int64_t count, std::mt19937& rng, bool in_place = false, bool exact = false) {
   const int n = static_cast<int>(tested.size());
   const size_t es = static_cast<size_t>(ir::DTypeSize(dtype));
   std::vector<std::vector<uint8_t>> in, want, got;
   for (int r = 0; r < n; ++r) {
-    in.push_back(Random(dtype, InCount(kind, n, count), rng));
+    in.push_back(Random(dtype, InCount(kind, n, count), rng, exact));
     // The same filler in both, so that an element neither writes compares equal but
     // one only the reference writes does not.
     want.emplace_back(static_cast<size_t>(OutCount(kind, n, count)) * es + 1, uint8_t{0xA5});
