@@ -148,6 +148,10 @@ if want models; then
       [ -d "$root/models/$name/test_data_set_0" ] && inputs=(--input-dir "$root/models/$name/test_data_set_0")
       check "$name N=$n cuda threads == cpu unsharded" \
         "$run" "$plan" --backend cuda --ranks threads --check-against "$model" --quiet "${inputs[@]}"
+      # With the arena's guards: no kernel writes outside its value.
+      [ "$n" = 2 ] && check "$name N=2 cuda threads, TPC_ARENA_GUARDS=256 == cpu unsharded" \
+        env TPC_ARENA_GUARDS=256 "$run" "$plan" --backend cuda --ranks threads \
+        --check-against "$model" --quiet "${inputs[@]}"
       # The f32 GEMMs through cuBLASLt (opt-in until it has run here).
       [ "$n" = 1 ] && [ "$lt" = 1 ] && check "$name N=1 cuda, TPC_CUBLASLT=1 == cpu unsharded" \
         env TPC_CUBLASLT=1 "$run" "$plan" --backend cuda --ranks threads \

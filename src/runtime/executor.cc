@@ -60,7 +60,11 @@ class Executor::StepAllocator final : public OutputAllocator {
                          " at run time, but shape inference planned ", v->type().ToString(), " = ",
                          ShapeString(*plan_.shapes[static_cast<size_t>(slot)])));
       }
-      return Tensor(dtype, shape, ex_.arena_ + offset);
+      uint8_t* p = ex_.arena_ + offset;
+      if (ex_.options_.guard_bytes > 0) {
+        WriteGuards(ex_.backend_, p, static_cast<int64_t>(t.nbytes()), ex_.options_.guard_bytes);
+      }
+      return Tensor(dtype, shape, p);
     }
     // Not planned (dynamic shape, graph output, or an f32 stand-in for a half output).
     const size_t bytes = std::max<size_t>(t.nbytes(), 1);
@@ -212,14 +216,16 @@ absl::StatusOr<Executor::Plan*> Executor::PlanFor(const SymbolBindings& bindings
       if (!checked) continue;
       const int64_t bytes = *checked;
       plan->bytes[static_cast<size_t>(s)] = bytes;
-      requests.push_back(
-          {bytes, static_cast<int64_t>(i), std::max<int64_t>(last, static_cast<int64_t>(i))});
+      // With guards (ExecutorOptions::guard_bytes), the value's offset is past the first.
+      requests.push_back({bytes + 2 * options_.guard_bytes, static_cast<int64_t>(i),
+                          std::max<int64_t>(last, static_cast<int64_t>(i))});
       request_slots.push_back(s);
     }
   }
   plan->memory = PlanMemory(requests);
   for (size_t r = 0; r < requests.size(); ++r) {
-    plan->offsets[static_cast<size_t>(request_slots[r])] = plan->memory.offsets[r];
+    plan->offsets[static_cast<size_t>(request_slots[r])] =
+        plan->memory.offsets[r] + options_.guard_bytes;
   }
   if (plan->memory.arena_bytes > arena_capacity_) {
     // Records of earlier runs point into the arena that goes.
@@ -340,7 +346,9 @@ Executor::Values Executor::StartValues(const std::map<std::string, Tensor>& inpu
 absl::Status Executor::RunSteps(const Plan& plan, Values& values, Capture* capture) {
   for (const Step& step : steps_) {
     const auto ts = Clock::now();
-    if (absl::Status s = RunStep(step, plan, values, capture); !s.ok()) {
+    absl::Status s = RunStep(step, plan, values, capture);
+    if (s.ok() && options_.guard_bytes > 0) s = CheckGuardsOf(step, plan, values);
+    if (!s.ok()) {
       // The queued work and its checks belong to this run, not to the next one (a
       // recording is ended by the caller).
       if (device_ && capture == nullptr) (void)backend_.Synchronize();
@@ -362,6 +370,23 @@ absl::Status Executor::RunSteps(const Plan& plan, Values& values, Capture* captu
       stats_.op_bytes[type] += static_cast<int64_t>(largest);
     }
     for (int f : step.frees) values.Clear(f);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::CheckGuardsOf(const Step& step, const Plan& plan, const Values& values) {
+  for (const std::vector<int>* slots : {&step.out_slots, &step.in_slots}) {
+    for (int s : *slots) {
+      if (s < 0) continue;
+      const int64_t offset = plan.offsets[static_cast<size_t>(s)];
+      const Tensor& t = values.mem[static_cast<size_t>(s)];
+      // Only the values in their planned place (not views, constants or inputs).
+      if (offset < 0 || t.raw() != arena_ + offset) continue;
+      TPC_RETURN_IF_ERROR(CheckGuards(
+          backend_, arena_ + offset, static_cast<int64_t>(t.nbytes()), options_.guard_bytes,
+          absl::StrCat(step.node->Describe(), slots == &step.out_slots ? " writing" : " reading",
+                       " '", slot_values_[static_cast<size_t>(s)]->name(), "'")));
+    }
   }
   return absl::OkStatus();
 }
@@ -494,8 +519,9 @@ absl::Status Executor::RunDeviceWork(Plan& plan, Values& values,
   // One rank only: NCCL wants every rank of a communicator to agree, launch by launch,
   // on whether its collectives are recorded (and cannot finalize a communicator while a
   // record holds them); the in-process group waits on the host inside its collectives.
-  const bool may_capture = device_ && options_.capture && !options_.profile && OneRank() &&
-                           !resident_io && backend_.can_capture() && !plan.capture_failed;
+  const bool may_capture = device_ && options_.capture && !options_.profile &&
+                           options_.guard_bytes == 0 && OneRank() && !resident_io &&
+                           backend_.can_capture() && !plan.capture_failed;
   bool queued = false;  // the run's device work is queued
   if (may_capture && plan.capture != nullptr) {
     backend_.BeginReplay(*plan.capture->record);
@@ -567,8 +593,9 @@ std::string Executor::WhyNotRecorded(const Plan& plan) const {
          : !backend_.can_capture()   ? backend_.name() + " cannot record runs here"
          : !OneRank()       ? "the ranks' collectives are never recorded (one rank per run only)"
          : options_.profile ? "--profile times each step on its own"
-         : plan.waited      ? "host kernels wait for the device in these runs"
-                            : "";
+         : options_.guard_bytes > 0 ? "TPC_ARENA_GUARDS checks each step on its own"
+         : plan.waited              ? "host kernels wait for the device in these runs"
+                                    : "";
 }
 
 absl::StatusOr<std::vector<Tensor>> Executor::CollectOutputs(Values& values,

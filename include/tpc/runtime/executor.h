@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "tpc/ir/graph.h"
+#include "tpc/runtime/arena_guards.h"
 #include "tpc/runtime/backend.h"
 #include "tpc/runtime/communicator.h"
 #include "tpc/runtime/kernel.h"
@@ -35,6 +36,12 @@ struct ExecutorOptions {
   // no host kernel waited for the device in the first; later runs with those shapes run
   // the host steps and uploads only, and replay the record.
   bool capture = false;
+  // Guard bytes before and after every value planned in the arena (0: none), checked
+  // after each step that writes or reads the value: a kernel that writes outside its
+  // output fails the run naming its node (arena_guards.h). For debugging kernels: on a
+  // device every check waits for it, and no run is recorded. The default is what
+  // TPC_ARENA_GUARDS asks for.
+  int64_t guard_bytes = ArenaGuardsFromEnvironment();
 };
 
 struct RunStats {
@@ -156,6 +163,8 @@ class Executor {
   absl::StatusOr<bool> ReplaySteps(const Plan& plan, Capture& capture, Values& values);
   absl::Status RunStep(const Step& step, const Plan& plan, Values& values,
                        Capture* capture = nullptr);
+  // ExecutorOptions::guard_bytes: the guards of the arena values `step` wrote or read.
+  absl::Status CheckGuardsOf(const Step& step, const Plan& plan, const Values& values);
   // Per output, whether `names` keeps it in backend memory (Resident::keep); sets
   // kept_slots_.
   absl::StatusOr<std::vector<bool>> KeptOutputs(const std::set<std::string>& names);

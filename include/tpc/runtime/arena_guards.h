@@ -1,0 +1,30 @@
+// Guard bytes around the values of the executor's arena (ExecutorOptions::guard_bytes): a
+// debugging aid for kernels. The arena is one allocation, so AddressSanitizer and the
+// emulated GPU's redzones see nothing of a kernel that writes past its output into the next
+// value; with guards, each planned value sits between two runs of a known pattern, written
+// when its step allocates it and compared after every step that writes or reads it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "tpc/runtime/backend.h"
+
+namespace tpc::runtime {
+
+// The guard of each side, in bytes, that TPC_ARENA_GUARDS asks for (rounded up to 64, so
+// that values keep their alignment; at most 1 MiB); 0 when it is unset, empty or 0.
+int64_t ArenaGuardsFromEnvironment();
+
+// Fills the `guard` bytes before `value` and after its `bytes` with the pattern (in
+// `backend`'s memory: uploads on a device, queued before the kernel that writes it).
+void WriteGuards(Backend& backend, uint8_t* value, int64_t bytes, int64_t guard);
+
+// OK when the guards of `value` still hold the pattern (on a device, a download, which
+// waits for the work queued before it); otherwise an Internal error naming `what` (the
+// step and the value) and where the first changed byte is.
+absl::Status CheckGuards(Backend& backend, const uint8_t* value, int64_t bytes, int64_t guard,
+                         const std::string& what);
+
+}  // namespace tpc::runtime
