@@ -14,7 +14,6 @@ namespace {
 // Not 0 (what fresh memory often holds) nor 0xff (NaN, -1: what the emulated GPU's
 // shared memory starts as): a byte no kernel is likely to write by chance.
 constexpr uint8_t kPattern = 0xa7;
-constexpr int64_t kMaxGuard = int64_t{1} << 20;
 
 }  // namespace
 
@@ -22,7 +21,7 @@ int64_t ArenaGuardsFromEnvironment() {
   const char* v = std::getenv("TPC_ARENA_GUARDS");
   int64_t bytes = 0;
   if (v == nullptr || !absl::SimpleAtoi(v, &bytes) || bytes <= 0) return 0;
-  return std::min(kMaxGuard, (bytes + 63) / 64 * 64);
+  return (std::min(kMaxArenaGuard, bytes) + 63) / 64 * 64;
 }
 
 void WriteGuards(Backend& backend, uint8_t* value, int64_t bytes, int64_t guard) {
@@ -32,7 +31,8 @@ void WriteGuards(Backend& backend, uint8_t* value, int64_t bytes, int64_t guard)
     std::memset(value + bytes, kPattern, n);
     return;
   }
-  static const std::vector<uint8_t>* pattern = new std::vector<uint8_t>(kMaxGuard, kPattern);
+  static const std::vector<uint8_t>* pattern =
+      new std::vector<uint8_t>(static_cast<size_t>(kMaxArenaGuard), kPattern);
   backend.CopyFromHost(value - guard, pattern->data(), n);
   backend.CopyFromHost(value + bytes, pattern->data(), n);
 }
@@ -47,6 +47,8 @@ absl::Status CheckGuards(Backend& backend, const uint8_t* value, int64_t bytes, 
   } else {
     backend.CopyToHost(sides.data(), value - guard, n);
     backend.CopyToHost(sides.data() + n, value + bytes, n);
+    // A failed device (or a wait cut short) copied nothing: its error, not the guards'.
+    if (absl::Status s = backend.Synchronize(); !s.ok()) return s;
   }
   const auto changed =
       std::find_if(sides.begin(), sides.end(), [](uint8_t b) { return b != kPattern; });

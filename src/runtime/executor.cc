@@ -384,8 +384,12 @@ absl::Status Executor::CheckGuardsOf(const Step& step, const Plan& plan, const V
       if (offset < 0 || t.raw() != arena_ + offset) continue;
       TPC_RETURN_IF_ERROR(CheckGuards(
           backend_, arena_ + offset, static_cast<int64_t>(t.nbytes()), options_.guard_bytes,
-          absl::StrCat(step.node->Describe(), slots == &step.out_slots ? " writing" : " reading",
-                       " '", slot_values_[static_cast<size_t>(s)]->name(), "'")));
+          slots == &step.out_slots
+              ? absl::StrCat(step.node->Describe(), " writing '",
+                             slot_values_[static_cast<size_t>(s)]->name(), "'")
+              : absl::StrCat(step.node->Describe(), " reading '",
+                             slot_values_[static_cast<size_t>(s)]->name(),
+                             "' (this step, or one since the value was written)")));
     }
   }
   return absl::OkStatus();

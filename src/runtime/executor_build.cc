@@ -36,6 +36,11 @@ bool Executor::AnyKernel(bool Kernel::*flag) const {
 absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const ir::Graph& graph, Backend& backend,
                                                            Communicator* comm,
                                                            ExecutorOptions options) {
+  if (options.guard_bytes < 0 || options.guard_bytes > kMaxArenaGuard) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ExecutorOptions::guard_bytes ", options.guard_bytes, ": expected 0 to ", kMaxArenaGuard));
+  }
+  options.guard_bytes = (options.guard_bytes + 63) / 64 * 64;  // values stay aligned
   std::unique_ptr<Executor> ex(new Executor(graph, backend, comm, options));
   TPC_RETURN_IF_ERROR(ex->Build());
   return ex;

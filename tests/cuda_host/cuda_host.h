@@ -57,7 +57,8 @@ using cudaStream_t = CUstream_st*;
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
-#define __shared__ static thread_local
+// `__shared__` as to_host.cmake writes it (cuda_host.h defines no `__shared__`).
+#define CUDA_HOST_SHARED static thread_local
 #define __align__(n) __attribute__((aligned(n)))
 
 namespace cuda_host {

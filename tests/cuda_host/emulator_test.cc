@@ -20,7 +20,7 @@ __global__ void Coordinates(int* out) {
 
 // Each thread's neighbour's value: right with the barrier, a race without it.
 __global__ void Neighbour(int* out, bool barrier) {
-  __shared__ int slot[64];
+  CUDA_HOST_SHARED int slot[64];  // `__shared__`, as to_host.cmake writes it
   slot[threadIdx.x] = static_cast<int>(threadIdx.x) + 1;
   if (barrier) __syncthreads();
   out[threadIdx.x] = slot[(threadIdx.x + 1) % blockDim.x];
@@ -64,7 +64,7 @@ __global__ void MismatchedWarpBarriers(int* out) {
 
 // Slot `write` of the block's shared row set to `v` (none when negative), then slot `read`.
 __device__ float Slot(int write, int read, float v) {
-  __shared__ float slot[64];
+  CUDA_HOST_SHARED float slot[64];
   CUDA_HOST_POISON(slot);  // as to_host.cmake writes after every declaration
   if (write >= 0) slot[write] = v;
   __syncthreads();

@@ -1,6 +1,7 @@
 // The arena's guards (ExecutorOptions::guard_bytes): a kernel that writes just outside its
 // output, where the next value of the one arena allocation lies (AddressSanitizer sees
 // nothing there), fails the run naming its node; guards change no result.
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -122,15 +123,15 @@ TEST_CASE("Guards change no result, only the arena's size", "[runtime][memory]")
 }
 
 TEST_CASE("TPC_ARENA_GUARDS asks for guards of whole cache lines", "[runtime][memory]") {
+  const char* was = std::getenv("TPC_ARENA_GUARDS");
+  const std::string before = was != nullptr ? was : "";
   auto guards = [](const char* v) {
     if (v == nullptr) {
       unsetenv("TPC_ARENA_GUARDS");
     } else {
       setenv("TPC_ARENA_GUARDS", v, 1);
     }
-    const int64_t g = ArenaGuardsFromEnvironment();
-    unsetenv("TPC_ARENA_GUARDS");
-    return g;
+    return ArenaGuardsFromEnvironment();
   };
   CHECK(guards(nullptr) == 0);
   CHECK(guards("") == 0);
@@ -140,6 +141,31 @@ TEST_CASE("TPC_ARENA_GUARDS asks for guards of whole cache lines", "[runtime][me
   CHECK(guards("256") == 256);
   CHECK(guards("100") == 128);
   CHECK(guards("999999999") == 1 << 20);
+  CHECK(guards("9223372036854775807") == 1 << 20);
+  if (was != nullptr) {
+    setenv("TPC_ARENA_GUARDS", before.c_str(), 1);
+  } else {
+    unsetenv("TPC_ARENA_GUARDS");
+  }
+}
+
+TEST_CASE("Guards of a size the arena cannot keep aligned are rounded, bad ones refused",
+          "[runtime][memory]") {
+  auto g = Chain();
+  auto cpu = MakeCpuBackend(1);
+  for (int64_t bad : {int64_t{-64}, kMaxArenaGuard + 1}) {
+    auto ex = Executor::Create(*g, *cpu, nullptr, {.guard_bytes = bad});
+    REQUIRE(!ex.ok());
+    CHECK_THAT(std::string(ex.status().message()), Catch::Contains("guard_bytes"));
+  }
+  auto ex = Executor::Create(*g, *cpu, nullptr, {.guard_bytes = 10});
+  REQUIRE(ex.ok());
+  REQUIRE((*ex)->Run({{"x", Input()}}).ok());
+  auto plain = Executor::Create(*g, *cpu, nullptr, {.guard_bytes = 0});
+  REQUIRE(plain.ok());
+  REQUIRE((*plain)->Run({{"x", Input()}}).ok());
+  // 10 bytes became 64 a side.
+  CHECK((*ex)->last_stats().arena_bytes == (*plain)->last_stats().arena_bytes + 2 * 2 * 64);
 }
 
 }  // namespace

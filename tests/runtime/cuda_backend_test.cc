@@ -105,7 +105,7 @@ TEST_CASE("CUDA graphs: a replayed run equals the same run queued kernel by kern
     auto want_other = (*plain)->Run(other);
     REQUIRE(want.ok());
     REQUIRE(want_other.ok());
-    auto ex = Executor::Create(**g, *cuda, nullptr, {.capture = true});
+    auto ex = Executor::Create(**g, *cuda, nullptr, {.capture = true, .guard_bytes = 0});
     REQUIRE(ex.ok());
     std::vector<RunStats::Device> work;
     for (int run = 0; run < 5; ++run) {

@@ -102,7 +102,7 @@ TEST_CASE("A recorded run replays with new data and equals the queued runs",
 
     FakeDevice device(TestPlacement());
     device.capture = true;
-    auto ex = Executor::Create(**g, device, nullptr, {.capture = true});
+    auto ex = Executor::Create(**g, device, nullptr, {.capture = true, .guard_bytes = 0});
     REQUIRE(ex.ok());
     std::vector<RunStats::Device> work;
     bool waited = false;
@@ -163,7 +163,7 @@ TEST_CASE("Recorded runs are per input shape", "[runtime][executor][device][capt
 
   FakeDevice device(TestPlacement());
   device.capture = true;
-  auto ex = Executor::Create(*g, device, nullptr, {.capture = true});
+  auto ex = Executor::Create(*g, device, nullptr, {.capture = true, .guard_bytes = 0});
   REQUIRE(ex.ok());
   using D = RunStats::Device;
   const std::vector<std::pair<bool, D>> runs = {
@@ -182,7 +182,7 @@ TEST_CASE("Recorded runs are per input shape", "[runtime][executor][device][capt
   SECTION("An executor keeps a bounded number of records") {
     FakeDevice many(TestPlacement());
     many.capture = true;
-    auto ex2 = Executor::Create(*g, many, nullptr, {.capture = true});
+    auto ex2 = Executor::Create(*g, many, nullptr, {.capture = true, .guard_bytes = 0});
     REQUIRE(ex2.ok());
     // Longest first: the arena then never grows (which would drop every record).
     for (int64_t seq = 9; seq >= 1; --seq) {
@@ -220,7 +220,7 @@ TEST_CASE("Recorded runs are per input shape", "[runtime][executor][device][capt
     } comm;
     FakeDevice rank_device(TestPlacement());
     rank_device.capture = true;
-    auto ex2 = Executor::Create(*g, rank_device, &comm, {.capture = true});
+    auto ex2 = Executor::Create(*g, rank_device, &comm, {.capture = true, .guard_bytes = 0});
     REQUIRE(ex2.ok());
     for (int i = 0; i < 3; ++i) {
       auto got = (*ex2)->Run(inputs);
@@ -235,7 +235,7 @@ TEST_CASE("Recorded runs are per input shape", "[runtime][executor][device][capt
 
   SECTION("A backend that cannot record queues every run") {
     FakeDevice plain(TestPlacement());
-    auto ex2 = Executor::Create(*g, plain, nullptr, {.capture = true});
+    auto ex2 = Executor::Create(*g, plain, nullptr, {.capture = true, .guard_bytes = 0});
     REQUIRE(ex2.ok());
     for (int i = 0; i < 3; ++i) {
       auto got = (*ex2)->Run(inputs);

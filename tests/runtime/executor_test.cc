@@ -69,7 +69,7 @@ std::unique_ptr<ir::Graph> Chain(int n) {
 TEST_CASE("The executor's arena reuses buffers on a chain", "[runtime][memory]") {
   auto g = Chain(12);
   auto backend = MakeCpuBackend(1);
-  auto ex = Executor::Create(*g, *backend, nullptr);
+  auto ex = Executor::Create(*g, *backend, nullptr, {.guard_bytes = 0});
   REQUIRE(ex.ok());
   Tensor x = Tensor::Allocate(DType::kF32, {4, 256});
   for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = static_cast<float>(i % 5) - 2;

@@ -2,7 +2,11 @@
 // debugging aid for kernels. The arena is one allocation, so AddressSanitizer and the
 // emulated GPU's redzones see nothing of a kernel that writes past its output into the next
 // value; with guards, each planned value sits between two runs of a known pattern, written
-// when its step allocates it and compared after every step that writes or reads it.
+// when its step allocates it and compared after every step that writes or reads it. What
+// they see: a write within the guard's bytes of either end of a step's output or input
+// (named as that step's); a write further away, into another value's guard, shows only
+// when a later step reads that value (named as the reader's), and one into another value's
+// bytes not at all.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +17,11 @@
 
 namespace tpc::runtime {
 
+// The largest guard (each side).
+inline constexpr int64_t kMaxArenaGuard = int64_t{1} << 20;
+
 // The guard of each side, in bytes, that TPC_ARENA_GUARDS asks for (rounded up to 64, so
-// that values keep their alignment; at most 1 MiB); 0 when it is unset, empty or 0.
+// that values keep their alignment; at most kMaxArenaGuard); 0 when it is unset, empty or 0.
 int64_t ArenaGuardsFromEnvironment();
 
 // Fills the `guard` bytes before `value` and after its `bytes` with the pattern (in
@@ -22,8 +29,9 @@ int64_t ArenaGuardsFromEnvironment();
 void WriteGuards(Backend& backend, uint8_t* value, int64_t bytes, int64_t guard);
 
 // OK when the guards of `value` still hold the pattern (on a device, a download, which
-// waits for the work queued before it); otherwise an Internal error naming `what` (the
-// step and the value) and where the first changed byte is.
+// waits for the work queued before it, and the backend's own error first when the device
+// failed); otherwise an Internal error naming `what` (the step and the value) and where
+// the first changed byte is.
 absl::Status CheckGuards(Backend& backend, const uint8_t* value, int64_t bytes, int64_t guard,
                          const std::string& what);
 

@@ -36,11 +36,12 @@ struct ExecutorOptions {
   // no host kernel waited for the device in the first; later runs with those shapes run
   // the host steps and uploads only, and replay the record.
   bool capture = false;
-  // Guard bytes before and after every value planned in the arena (0: none), checked
-  // after each step that writes or reads the value: a kernel that writes outside its
-  // output fails the run naming its node (arena_guards.h). For debugging kernels: on a
-  // device every check waits for it, and no run is recorded. The default is what
-  // TPC_ARENA_GUARDS asks for.
+  // Guard bytes before and after every value planned in the arena (0: none; rounded up to
+  // 64, at most kMaxArenaGuard), checked after each step that writes or reads the value:
+  // a kernel that writes just outside its output fails the run naming its node
+  // (arena_guards.h says what is seen). For debugging kernels: on a device every check
+  // waits for it, no run is recorded, and the arena's reported size includes the guards.
+  // The default is what TPC_ARENA_GUARDS asks for.
   int64_t guard_bytes = ArenaGuardsFromEnvironment();
 };
 
