@@ -182,15 +182,17 @@ class FakeDevice final : public Backend {
       op.bytes.assign(static_cast<const uint8_t*>(src), static_cast<const uint8_t*>(src) + bytes);
       recording_->ops.push_back(std::move(op));
     }
-    Open();
+    const bool was_open = open_;  // inside a device kernel (the arena's guards, written
+    if (!was_open) Open();        // when the kernel allocates its output)
     std::memcpy(dst, src, bytes);
-    Close();
+    if (!was_open) Close();
   }
   void CopyToHost(void* dst, const void* src, size_t bytes) override {
     if (recording_ != nullptr) recording_failed_ = true;  // a wait inside a recording
-    Open();
+    const bool was_open = open_;
+    if (!was_open) Open();
     std::memcpy(dst, src, bytes);
-    Close();
+    if (!was_open) Close();
     ++downloads;
     downloaded_bytes += static_cast<int64_t>(bytes);
   }
