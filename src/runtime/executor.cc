@@ -392,6 +392,17 @@ absl::Status Executor::CheckGuardsOf(const Step& step, const Plan& plan, const V
                              "' (this step, or one since the value was written)")));
     }
   }
+  if (!backend_.host_memory()) return absl::OkStatus();  // each check waits for a device
+  // On the host, every other value alive in the arena too: a stray write far from the
+  // step's own values (into another's guard) is named as this step's.
+  for (size_t s = 0; s < slot_values_.size(); ++s) {
+    const int64_t offset = plan.offsets[s];
+    const Tensor& t = values.mem[s];
+    if (offset < 0 || t.raw() != arena_ + offset) continue;
+    TPC_RETURN_IF_ERROR(CheckGuards(
+        backend_, arena_ + offset, static_cast<int64_t>(t.nbytes()), options_.guard_bytes,
+        absl::StrCat(step.node->Describe(), " (while '", slot_values_[s]->name(), "' was alive)")));
+  }
   return absl::OkStatus();
 }
 

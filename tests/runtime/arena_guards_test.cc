@@ -101,6 +101,67 @@ TEST_CASE("A kernel that writes outside its arena value fails the run with guard
   CHECK((*ex)->Run({{"x", Input()}}).ok());
 }
 
+// Abs that notes where its output is, and Neg that writes one element past that output
+// (a value neither its input nor its output).
+float* g_abs_end = nullptr;
+absl::Status NotedAbs(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape()));
+  auto* out = reinterpret_cast<float*>(y->raw());
+  const auto* in = reinterpret_cast<const float*>(x.raw());
+  for (int64_t i = 0; i < x.num_elements(); ++i) out[i] = in[i] < 0 ? -in[i] : in[i];
+  g_abs_end = out + x.num_elements();
+  return absl::OkStatus();
+}
+absl::Status FarNeg(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape()));
+  auto* out = reinterpret_cast<float*>(y->raw());
+  const auto* in = reinterpret_cast<const float*>(x.raw());
+  for (int64_t i = 0; i < x.num_elements(); ++i) out[i] = -in[i];
+  *g_abs_end = 1.0f;
+  return absl::OkStatus();
+}
+class FarBackend final : public Backend {
+ public:
+  FarBackend() : cpu_(MakeCpuBackend(1)) {}
+  std::string name() const override { return "cpu"; }
+  const Kernel* FindKernel(std::string_view domain, std::string_view op) const override {
+    return op == "Neg" ? &neg_ : op == "Abs" ? &abs_ : cpu_->FindKernel(domain, op);
+  }
+  void* Allocate(size_t bytes) override { return cpu_->Allocate(bytes); }
+  void Free(void* p) override { cpu_->Free(p); }
+  void CopyFromHost(void* d, const void* s, size_t n) override { cpu_->CopyFromHost(d, s, n); }
+  void CopyToHost(void* d, const void* s, size_t n) override { cpu_->CopyToHost(d, s, n); }
+  void Copy(void* d, const void* s, size_t n) override { cpu_->Copy(d, s, n); }
+  ThreadPool& pool() override { return cpu_->pool(); }
+
+ private:
+  std::unique_ptr<Backend> cpu_;
+  Kernel neg_{.fn = FarNeg}, abs_{.fn = NotedAbs};
+};
+
+TEST_CASE("On the host, a write into any live value's guard fails the step that made it",
+          "[runtime][memory]") {
+  // a = Abs(x), b = Neg(x), Add(a, b): Neg runs while `a`, not its own, is alive.
+  ir::Graph g;
+  g.opsets()[""] = 18;
+  ir::Value* x = g.AddPlaceholder("x", ir::TensorType(DType::kF32, {Dim(4), Dim(64)}));
+  ir::Value* a = g.AddCall("", "Abs", {x}, {"a"})->output();
+  ir::Value* b = g.AddCall("", "Neg", {x}, {"b"})->output();
+  g.SetOutputs({g.AddCall("", "Add", {a, b}, {"sum"})->output()});
+  REQUIRE(onnx::InferShapes(g).ok());
+  FarBackend backend;
+  auto ex = Executor::Create(g, backend, nullptr, {.guard_bytes = 64});
+  REQUIRE(ex.ok());
+  auto out = (*ex)->Run({{"x", Input()}});
+  INFO(out.status().ToString());
+  REQUIRE(!out.ok());
+  CHECK_THAT(std::string(out.status().message()), Catch::Contains("(Neg)") &&
+                                                      Catch::Contains("while 'a' was alive") &&
+                                                      Catch::Contains("0 byte(s) past the end"));
+}
+
 TEST_CASE("Guards change no result, only the arena's size", "[runtime][memory]") {
   auto g = Chain();
   auto cpu = MakeCpuBackend(1);

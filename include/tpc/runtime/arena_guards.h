@@ -2,11 +2,12 @@
 // debugging aid for kernels. The arena is one allocation, so AddressSanitizer and the
 // emulated GPU's redzones see nothing of a kernel that writes past its output into the next
 // value; with guards, each planned value sits between two runs of a known pattern, written
-// when its step allocates it and compared after every step that writes or reads it. What
-// they see: a write within the guard's bytes of either end of a step's output or input
-// (named as that step's); a write further away, into another value's guard, shows only
-// when a later step reads that value (named as the reader's), and one into another value's
-// bytes not at all.
+// when its step allocates it and compared after every step that writes or reads it (on
+// the host, after every step, for every value alive in the arena). What they see: a write
+// within the guard's bytes of either end of a value, named as the step's that made it (on
+// a device, where only the step's own values are checked, a write into another value's
+// guard shows when a later step reads that value, named as the reader's); a write into
+// another value's bytes, not at all.
 #pragma once
 
 #include <cstdint>
