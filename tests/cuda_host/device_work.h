@@ -29,5 +29,8 @@ void SubmitSteps(cudaStream_t stream, std::function<Steps()> start, const char* 
 // Stops the program unless `operand` of `what`, [p, p + bytes), lies inside one device block
 // or pinned memory (`device`), or touches no device block (not).
 void CheckOperand(const char* what, const char* operand, const void* p, size_t bytes, bool device);
+// Stops the program unless [p, p + bytes) lies inside one block of `device`'s memory (not
+// pinned host memory): NCCL's buffers, on the communicator's GPU.
+void CheckOnDevice(const char* what, const char* operand, const void* p, size_t bytes, int device);
 
 }  // namespace cuda_host::emulated

@@ -52,7 +52,7 @@
 #include "tpc/runtime/shm_communicator.h"
 #include "tpc/runtime/tcp_store.h"
 
-using cuda_host::emulated::CheckOperand;
+using cuda_host::emulated::CheckOnDevice;
 using cuda_host::emulated::Steps;
 using cuda_host::emulated::Submit;
 using cuda_host::emulated::SubmitSteps;
@@ -217,6 +217,7 @@ std::vector<std::unique_ptr<tpc::runtime::TcpStoreServer>>& Servers() {
 struct ncclComm {
   bool blocking = true;
   int nranks = 1, rank = 0;
+  int device = 0;  // current at its creation: where its buffers must be
   std::deque<std::pair<const void*, size_t>> sends;  // a world of one: to itself, until received
   std::shared_ptr<Member> member;                    // a world of several
   std::thread thread;                                // its thread
@@ -259,6 +260,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId i
   c->blocking = config == nullptr || config->blocking != 0;
   c->nranks = nranks;
   c->rank = rank;
+  if (cudaGetDevice(&c->device) != cudaSuccess) return ncclUnhandledCudaError;
   if (nranks > 1) {
     const std::vector<std::string> parts = absl::StrSplit(IdText(id), ' ');
     auto m = std::make_shared<Member>();
@@ -269,7 +271,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId i
     m->rank = rank;
     m->host = parts[1];
     m->prefix = parts[3];
-    if (cudaGetDevice(&m->device) != cudaSuccess) return ncclUnhandledCudaError;
+    m->device = c->device;
     c->member = m;
     c->thread = std::thread([m] { Serve(m); });
     if (c->blocking) {
@@ -290,6 +292,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int
 ncclResult_t ncclCommSplit(ncclComm_t c, int, int, ncclComm_t* out, ncclConfig_t*) {
   if (c->nranks != 1) return ncclInvalidUsage;
   *out = new ncclComm;
+  (*out)->device = c->device;
   return ncclSuccess;
 }
 ncclResult_t ncclCommGetAsyncError(ncclComm_t c, ncclResult_t* r) {
@@ -462,8 +465,8 @@ extern "C" {
 ncclResult_t ncclAllReduce(const void* in, void* out, size_t count, ncclDataType_t t,
                            ncclRedOp_t op, ncclComm_t c, cudaStream_t s) {
   const size_t bytes = Bytes(count, t);
-  CheckOperand("ncclAllReduce", "input", in, bytes, true);
-  CheckOperand("ncclAllReduce", "output", out, bytes, true);
+  CheckOnDevice("ncclAllReduce", "input", in, bytes, c->device);
+  CheckOnDevice("ncclAllReduce", "output", out, bytes, c->device);
   CheckBuffers("ncclAllReduce's input", in, bytes, out, bytes, in == out);
   if (c->nranks == 1) return Copy(in, out, bytes, s);
   tpc::ir::DType dtype;
@@ -476,8 +479,8 @@ ncclResult_t ncclAllReduce(const void* in, void* out, size_t count, ncclDataType
 ncclResult_t ncclAllGather(const void* in, void* out, size_t count, ncclDataType_t t, ncclComm_t c,
                            cudaStream_t s) {
   const size_t bytes = Bytes(count, t);
-  CheckOperand("ncclAllGather", "input", in, bytes, true);
-  CheckOperand("ncclAllGather", "output", out, bytes * static_cast<size_t>(c->nranks), true);
+  CheckOnDevice("ncclAllGather", "input", in, bytes, c->device);
+  CheckOnDevice("ncclAllGather", "output", out, bytes * static_cast<size_t>(c->nranks), c->device);
   CheckBuffers("ncclAllGather's input", in, bytes, out, bytes * static_cast<size_t>(c->nranks),
                in == static_cast<const char*>(out) + bytes * static_cast<size_t>(c->rank));
   if (c->nranks == 1) return Copy(in, out, bytes, s);
@@ -490,8 +493,9 @@ ncclResult_t ncclAllGather(const void* in, void* out, size_t count, ncclDataType
 ncclResult_t ncclReduceScatter(const void* in, void* out, size_t count, ncclDataType_t t,
                                ncclRedOp_t op, ncclComm_t c, cudaStream_t s) {
   const size_t bytes = Bytes(count, t);
-  CheckOperand("ncclReduceScatter", "input", in, bytes * static_cast<size_t>(c->nranks), true);
-  CheckOperand("ncclReduceScatter", "output", out, bytes, true);
+  CheckOnDevice("ncclReduceScatter", "input", in, bytes * static_cast<size_t>(c->nranks),
+                c->device);
+  CheckOnDevice("ncclReduceScatter", "output", out, bytes, c->device);
   CheckBuffers("ncclReduceScatter's input", in, bytes * static_cast<size_t>(c->nranks), out, bytes,
                out == static_cast<const char*>(in) + bytes * static_cast<size_t>(c->rank));
   if (c->nranks == 1) return Copy(in, out, bytes, s);
@@ -562,7 +566,8 @@ ncclResult_t PointToPoint(bool send, void* buffer, size_t count, ncclDataType_t 
                           ncclComm_t c, cudaStream_t s) {
   const size_t bytes = Bytes(count, t);
   if (peer < 0 || peer >= c->nranks) return ncclInvalidArgument;
-  CheckOperand(send ? "ncclSend" : "ncclRecv", send ? "input" : "output", buffer, bytes, true);
+  CheckOnDevice(send ? "ncclSend" : "ncclRecv", send ? "input" : "output", buffer, bytes,
+                c->device);
   if (g_group_depth == 0) return ncclInvalidUsage;  // only inside a group (above)
   if (c->nranks == 1) {                             // to itself: a receive takes the oldest send
     if (send) {

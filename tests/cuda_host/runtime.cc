@@ -79,6 +79,7 @@ constexpr unsigned char kCanary = 0xcb;
 
 struct Block {
   size_t bytes, rounded;  // as asked for; rounded up to kAlign
+  int device;             // current when it was allocated
 };
 std::mutex g_mutex;                // the maps below (ranks may be threads)
 std::map<char*, Block> g_device;   // device allocations by start
@@ -190,6 +191,26 @@ void CheckOperand(const char* what, const char* operand, const void* p, size_t b
   Stop(std::string(what) + ": its " + operand + " " + range +
        (device ? " is not inside one device block"
                : " is device memory, where host memory belongs"));
+}
+
+void CheckOnDevice(const char* what, const char* operand, const void* p, size_t bytes, int device) {
+  if (bytes == 0) return;
+  int found = -1;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    const char* c = static_cast<const char*>(p);
+    auto it = g_device.upper_bound(const_cast<char*>(c));
+    if (it != g_device.begin() && InsideOne(g_device, p, bytes, DeviceBytes)) {
+      found = std::prev(it)->second.device;
+    }
+  }
+  if (found == device) return;
+  char range[64];
+  std::snprintf(range, sizeof range, "[%p, +%zu)", p, bytes);
+  Stop(std::string(what) + ": its " + operand + " " + range +
+       (found < 0 ? std::string(" is not inside one device block")
+                  : " is memory of device " + std::to_string(found) + ", not of device " +
+                        std::to_string(device)));
 }
 
 }  // namespace cuda_host::emulated
@@ -375,7 +396,7 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
   if (raw == nullptr) return Fail(cudaErrorMemoryAllocation);
   std::memset(raw, kCanary, size + 2 * kRedzone);
   char* c = raw + kRedzone;
-  g_device[c] = Block{bytes, size};
+  g_device[c] = Block{bytes, size, g_current_device};
   g_device_used += size;
   *p = c;
   return cudaSuccess;
