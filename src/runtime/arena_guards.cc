@@ -40,6 +40,13 @@ void WriteGuards(Backend& backend, uint8_t* value, int64_t bytes, int64_t guard)
 absl::Status CheckGuards(Backend& backend, const uint8_t* value, int64_t bytes, int64_t guard,
                          const std::string& what) {
   const auto n = static_cast<size_t>(guard);
+  const auto intact = [](const uint8_t* p, size_t k) {
+    return std::all_of(p, p + k, [](uint8_t b) { return b == kPattern; });
+  };
+  // On the host, read in place (after every step, for every live value).
+  if (backend.host_memory() && intact(value - guard, n) && intact(value + bytes, n)) {
+    return absl::OkStatus();
+  }
   std::vector<uint8_t> sides(2 * n);
   if (backend.host_memory()) {
     std::memcpy(sides.data(), value - guard, n);

@@ -119,6 +119,7 @@ absl::Status FarNeg(KernelContext& ctx) {
   auto* out = reinterpret_cast<float*>(y->raw());
   const auto* in = reinterpret_cast<const float*>(x.raw());
   for (int64_t i = 0; i < x.num_elements(); ++i) out[i] = -in[i];
+  if (g_abs_end == nullptr) return absl::InternalError("Neg ran before Abs");
   *g_abs_end = 1.0f;
   return absl::OkStatus();
 }
@@ -152,6 +153,7 @@ TEST_CASE("On the host, a write into any live value's guard fails the step that 
   g.SetOutputs({g.AddCall("", "Add", {a, b}, {"sum"})->output()});
   REQUIRE(onnx::InferShapes(g).ok());
   FarBackend backend;
+  g_abs_end = nullptr;
   auto ex = Executor::Create(g, backend, nullptr, {.guard_bytes = 64});
   REQUIRE(ex.ok());
   auto out = (*ex)->Run({{"x", Input()}});

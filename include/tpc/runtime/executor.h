@@ -164,7 +164,8 @@ class Executor {
   absl::StatusOr<bool> ReplaySteps(const Plan& plan, Capture& capture, Values& values);
   absl::Status RunStep(const Step& step, const Plan& plan, Values& values,
                        Capture* capture = nullptr);
-  // ExecutorOptions::guard_bytes: the guards of the arena values `step` wrote or read.
+  // ExecutorOptions::guard_bytes: the guards of the arena values `step` wrote or read and,
+  // on the host, of every other value alive in the arena.
   absl::Status CheckGuardsOf(const Step& step, const Plan& plan, const Values& values);
   // Per output, whether `names` keeps it in backend memory (Resident::keep); sets
   // kept_slots_.
