@@ -3,6 +3,7 @@
 // nothing there), fails the run naming its node; guards change no result.
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,28 +35,38 @@ std::unique_ptr<ir::Graph> Chain() {
   return g;
 }
 
-// Where a broken Neg writes one element outside its output (0: nowhere; -1: before it).
-int g_stray = 0;
-
-absl::Status StrayNeg(KernelContext& ctx) {
+// y = f(x) elementwise, for the kernels below; y's data.
+template <typename F>
+absl::StatusOr<float*> Elementwise(KernelContext& ctx, F f) {
   const Tensor& x = ctx.input(0);
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape()));
   auto* out = reinterpret_cast<float*>(y->raw());
   const auto* in = reinterpret_cast<const float*>(x.raw());
-  const int64_t n = x.num_elements();
-  for (int64_t i = 0; i < n; ++i) out[i] = -in[i];
+  for (int64_t i = 0; i < x.num_elements(); ++i) out[i] = f(in[i]);
+  return out;
+}
+
+// Where a broken Neg writes one element outside its output (0: nowhere; -1: before it).
+int g_stray = 0;
+
+absl::Status StrayNeg(KernelContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(float* out, Elementwise(ctx, [](float v) { return -v; }));
+  const int64_t n = ctx.input(0).num_elements();
   if (g_stray > 0) out[n + g_stray - 1] = 1.0f;
   if (g_stray < 0) out[-1] = 1.0f;
   return absl::OkStatus();
 }
 
-// The CPU backend with Neg replaced by StrayNeg.
-class StrayBackend final : public Backend {
+// The CPU backend with some operators' kernels replaced.
+class SwappedBackend final : public Backend {
  public:
-  StrayBackend() : cpu_(MakeCpuBackend(1)) {}
+  explicit SwappedBackend(std::map<std::string, KernelFn> swapped) : cpu_(MakeCpuBackend(1)) {
+    for (const auto& [op, fn] : swapped) kernels_[op] = Kernel{.fn = fn};
+  }
   std::string name() const override { return "cpu"; }
   const Kernel* FindKernel(std::string_view domain, std::string_view op) const override {
-    return op == "Neg" ? &stray_ : cpu_->FindKernel(domain, op);
+    auto it = kernels_.find(std::string(op));
+    return it != kernels_.end() ? &it->second : cpu_->FindKernel(domain, op);
   }
   void* Allocate(size_t bytes) override { return cpu_->Allocate(bytes); }
   void Free(void* p) override { cpu_->Free(p); }
@@ -66,7 +77,7 @@ class StrayBackend final : public Backend {
 
  private:
   std::unique_ptr<Backend> cpu_;
-  Kernel stray_{.fn = StrayNeg};
+  std::map<std::string, Kernel> kernels_;
 };
 
 Tensor Input() {
@@ -79,7 +90,7 @@ Tensor Input() {
 TEST_CASE("A kernel that writes outside its arena value fails the run with guards",
           "[runtime][memory]") {
   auto g = Chain();
-  StrayBackend backend;
+  SwappedBackend backend({{"Neg", StrayNeg}});
   for (int stray : {1, 16, -1}) {
     g_stray = stray;
     auto ex = Executor::Create(*g, backend, nullptr, {.guard_bytes = 64});
@@ -101,46 +112,20 @@ TEST_CASE("A kernel that writes outside its arena value fails the run with guard
   CHECK((*ex)->Run({{"x", Input()}}).ok());
 }
 
-// Abs that notes where its output is, and Neg that writes one element past that output
-// (a value neither its input nor its output).
+// Abs that notes where its output ends, and Neg that writes one element there (a value
+// neither its input nor its output).
 float* g_abs_end = nullptr;
 absl::Status NotedAbs(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape()));
-  auto* out = reinterpret_cast<float*>(y->raw());
-  const auto* in = reinterpret_cast<const float*>(x.raw());
-  for (int64_t i = 0; i < x.num_elements(); ++i) out[i] = in[i] < 0 ? -in[i] : in[i];
-  g_abs_end = out + x.num_elements();
+  TPC_ASSIGN_OR_RETURN(float* out, Elementwise(ctx, [](float v) { return v < 0 ? -v : v; }));
+  g_abs_end = out + ctx.input(0).num_elements();
   return absl::OkStatus();
 }
 absl::Status FarNeg(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape()));
-  auto* out = reinterpret_cast<float*>(y->raw());
-  const auto* in = reinterpret_cast<const float*>(x.raw());
-  for (int64_t i = 0; i < x.num_elements(); ++i) out[i] = -in[i];
+  TPC_RETURN_IF_ERROR(Elementwise(ctx, [](float v) { return -v; }).status());
   if (g_abs_end == nullptr) return absl::InternalError("Neg ran before Abs");
   *g_abs_end = 1.0f;
   return absl::OkStatus();
 }
-class FarBackend final : public Backend {
- public:
-  FarBackend() : cpu_(MakeCpuBackend(1)) {}
-  std::string name() const override { return "cpu"; }
-  const Kernel* FindKernel(std::string_view domain, std::string_view op) const override {
-    return op == "Neg" ? &neg_ : op == "Abs" ? &abs_ : cpu_->FindKernel(domain, op);
-  }
-  void* Allocate(size_t bytes) override { return cpu_->Allocate(bytes); }
-  void Free(void* p) override { cpu_->Free(p); }
-  void CopyFromHost(void* d, const void* s, size_t n) override { cpu_->CopyFromHost(d, s, n); }
-  void CopyToHost(void* d, const void* s, size_t n) override { cpu_->CopyToHost(d, s, n); }
-  void Copy(void* d, const void* s, size_t n) override { cpu_->Copy(d, s, n); }
-  ThreadPool& pool() override { return cpu_->pool(); }
-
- private:
-  std::unique_ptr<Backend> cpu_;
-  Kernel neg_{.fn = FarNeg}, abs_{.fn = NotedAbs};
-};
 
 TEST_CASE("On the host, a write into any live value's guard fails the step that made it",
           "[runtime][memory]") {
@@ -152,7 +137,7 @@ TEST_CASE("On the host, a write into any live value's guard fails the step that 
   ir::Value* b = g.AddCall("", "Neg", {x}, {"b"})->output();
   g.SetOutputs({g.AddCall("", "Add", {a, b}, {"sum"})->output()});
   REQUIRE(onnx::InferShapes(g).ok());
-  FarBackend backend;
+  SwappedBackend backend({{"Neg", FarNeg}, {"Abs", NotedAbs}});
   g_abs_end = nullptr;
   auto ex = Executor::Create(g, backend, nullptr, {.guard_bytes = 64});
   REQUIRE(ex.ok());
