@@ -1,7 +1,9 @@
 # tpc — the two commands: `make demo` and `make test`. Everything else is a step of those.
 BUILD ?= build
 JOBS ?= $(shell nproc)
-CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# -g1: line tables and function names (backtraces, perf) without the variables' debug
+# information, which was 40% of a clean build's compile time.
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
 DEMO_MODEL ?= models/gpt2.onnx
 DEMO_OUT ?= $(BUILD)/demo
 

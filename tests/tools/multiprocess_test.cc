@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "test_util.h"
+#include "tpc/runtime/tcp_store.h"
 
 extern char** environ;
 
@@ -542,20 +543,28 @@ TEST_CASE("a second run on the port of a running one is refused and stops nothin
   const std::string plan = Compile("gpt2", 4, "", "two_runs");
   const std::string dir = fs::path(plan).parent_path();
   const int port = FreePort();
+  // The first run's ranks 0 to 2 start and wait for rank 3 at the store.
   std::vector<Child> first;
-  for (int r = 0; r < 4; ++r) {
-    // Long enough (a few seconds through shared memory) to be running when the second
-    // joins.
-    first.push_back(Start({plan, "--quiet", "--repeat", "3000", "--timeout", "10"},
+  for (int r = 0; r < 3; ++r) {
+    first.push_back(Start({plan, "--quiet", "--repeat", "3", "--timeout", "60"},
                           Torchrun(r, 4, port), dir + "/a" + std::to_string(r) + ".log"));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  {
+    // Once its rank 1 has joined (the store's own record of it), a second process joins
+    // as rank 1.
+    auto store = tpc::runtime::TcpStore::Connect("127.0.0.1", port, std::chrono::seconds(30));
+    REQUIRE(store.ok());
+    REQUIRE((*store)->Get("join/1", std::chrono::seconds(30)).ok());
+  }
   Child second = Start({plan, "--quiet", "--timeout", "3"}, Torchrun(1, 4, port), dir + "/b1.log");
   REQUIRE(Wait(second, std::chrono::seconds(20)));
   const std::string log = ReadFile(second.log);
   INFO(log);
   CHECK(ExitCode(second) == 2);
   CHECK_THAT(log, Catch::Contains("another process already joined the store"));
+  // The first run goes on: its rank 3 joins and every rank finishes.
+  first.push_back(Start({plan, "--quiet", "--repeat", "3", "--timeout", "60"}, Torchrun(3, 4, port),
+                        dir + "/a3.log"));
   for (Child& c : first) {
     REQUIRE(Wait(c, std::chrono::seconds(120)));
     INFO(ReadFile(c.log));

@@ -54,15 +54,22 @@ std::string Gpt2Plan(const std::string& tag) {
 
 }  // namespace
 
-TEST_CASE("the memory-budget command gives one answer, 20 times in a row", "[tools][reliability]") {
+TEST_CASE("the memory-budget command gives one answer, 20 times in a row (3 under ASan)",
+          "[tools][reliability]") {
   // The command of the report: ProblemBuilder used to keep a reference to options that
   // died first, so runs crashed, hung or wrote garbage at random.
   const std::string dir = TempDir("budget");
   const std::string args = SourcePath("models/llama.onnx") +
                            " --tp 4 --objective time --memory-budget 200000 --dim batch=2"
                            " --dim seq=8 --quiet -o ";
+  // Under ASan one run shows a dangling read; three keep the comparison.
+#ifdef __SANITIZE_ADDRESS__
+  constexpr int kRuns = 3;
+#else
+  constexpr int kRuns = 20;
+#endif
   std::string plan, report;
-  for (int i = 0; i < 20; ++i) {
+  for (int i = 0; i < kRuns; ++i) {
     const std::string out = dir + "/run" + std::to_string(i);
     CommandResult r = RunTpCompile(args + out);
     INFO("run " << i << ": " << r.output);
