@@ -145,8 +145,6 @@ void CheckRedzones(const char* what) {
   }
 }
 
-// Whether [p, p + bytes) lies in one device block (or in pinned host memory, which the
-// device reaches too), and whether it overlaps any device block.
 // Whether [p, p + bytes) lies inside one block of `blocks` (start → entry, `size` gives an
 // entry's bytes). Under g_mutex.
 template <typename Blocks, typename Size>
@@ -160,6 +158,8 @@ bool InsideOne(const Blocks& blocks, const void* p, size_t bytes, Size size) {
 size_t PinnedBytes(size_t bytes) { return bytes; }
 size_t DeviceBytes(const Block& b) { return b.bytes; }
 
+// Whether [p, p + bytes) lies in pinned host memory; in one device block or pinned memory
+// (which the device reaches too); and whether it overlaps any device block or its redzones.
 bool IsPinned(const void* p, size_t bytes) {
   std::lock_guard<std::mutex> lock(g_mutex);
   return InsideOne(g_pinned, p, bytes, PinnedBytes);
@@ -177,8 +177,6 @@ bool TouchesDeviceMemory(const void* p, size_t bytes) {
   return it->first + it->second.rounded + kRedzone > c;
 }
 
-// Stops the program unless `operand` of `what`, [p, p + bytes), is device memory (`device`)
-// or host memory (not).
 }  // namespace
 
 namespace cuda_host::emulated {

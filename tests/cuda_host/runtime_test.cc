@@ -1,0 +1,198 @@
+// The emulated CUDA runtime and NCCL (runtime.cc, nccl.cc) find what they are there to find:
+// a missing wait shows as stale data, and what CUDA and NCCL leave undefined (a copy past a
+// block, device memory named as host memory, a write into a redzone, overlapping NCCL
+// buffers, a buffer on another GPU, a nonblocking call not yet settled) stops the program,
+// naming it. Linked into tpc_tests_cuda_host only: with the real libraries these calls are
+// undefined behaviour, not checks. Each stop runs in a child process (this executable,
+// re-run on one hidden test case), which must die by SIGABRT saying why.
+#include <cuda_runtime_api.h>
+#include <limits.h>
+#include <nccl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+// This executable's path (for the children).
+std::string Self() {
+  char path[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+  REQUIRE(n > 0);
+  return std::string(path, static_cast<size_t>(n));
+}
+
+struct Child {
+  bool aborted = false;  // died by SIGABRT
+  std::string output;    // stdout and stderr
+};
+
+// This executable re-run on the hidden test case `name`, with 2 emulated GPUs.
+Child RunMisuse(const std::string& name) {
+  REQUIRE(name.find('\'') == std::string::npos);  // quoted for the shell below
+  const std::string command = "exec env CUDA_HOST_DEVICES=2 '" + Self() + "' '" + name + "' 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  Child c;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) c.output.append(buf, n);
+  const int status = ::pclose(pipe);
+  c.aborted = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+  return c;
+}
+
+void* DeviceBlock(size_t bytes, int device = 0) {
+  REQUIRE(cudaSetDevice(device) == cudaSuccess);
+  void* p = nullptr;
+  REQUIRE(cudaMalloc(&p, bytes) == cudaSuccess);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  return p;
+}
+
+// A communicator of one rank on GPU 0.
+ncclComm_t WorldOfOne() {
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  ncclUniqueId id;
+  REQUIRE(ncclGetUniqueId(&id) == ncclSuccess);
+  ncclComm_t comm = nullptr;
+  REQUIRE(ncclCommInitRank(&comm, 1, id, 0) == ncclSuccess);
+  return comm;
+}
+
+}  // namespace
+
+TEST_CASE("The emulated runtime: a missing wait shows as stale data", "[cuda][cuda_host]") {
+  if (const char* sync = std::getenv("CUDA_HOST_SYNC");
+      sync != nullptr && std::string(sync) == "1") {
+    WARN("skipped: CUDA_HOST_SYNC=1 runs all work when it is queued");
+    return;
+  }
+  // Pinned buffers, so that neither copy waits by itself.
+  float* up = nullptr;
+  float* down = nullptr;
+  REQUIRE(cudaMallocHost(reinterpret_cast<void**>(&up), 64 * sizeof(float)) == cudaSuccess);
+  REQUIRE(cudaMallocHost(reinterpret_cast<void**>(&down), 64 * sizeof(float)) == cudaSuccess);
+  for (int i = 0; i < 64; ++i) {
+    up[i] = static_cast<float>(i);
+    down[i] = -1.0f;
+  }
+  void* block = DeviceBlock(64 * sizeof(float));
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreate(&stream) == cudaSuccess);
+  REQUIRE(cudaMemcpyAsync(block, up, 64 * sizeof(float), cudaMemcpyHostToDevice, stream) ==
+          cudaSuccess);
+  REQUIRE(cudaMemcpyAsync(down, block, 64 * sizeof(float), cudaMemcpyDeviceToHost, stream) ==
+          cudaSuccess);
+  CHECK(down[5] == -1.0f);  // not waited for: as a GPU still running behind the host
+  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+  CHECK(down[5] == 5.0f);
+  CHECK(down[63] == 63.0f);
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+  REQUIRE(cudaFree(block) == cudaSuccess);
+  REQUIRE(cudaFreeHost(up) == cudaSuccess);
+  REQUIRE(cudaFreeHost(down) == cudaSuccess);
+}
+
+TEST_CASE("The emulated runtime and NCCL stop what CUDA and NCCL leave undefined, naming it",
+          "[cuda][cuda_host]") {
+  struct Case {
+    const char* name;     // the hidden test case that does it
+    const char* message;  // what the child must say
+  };
+  const Case cases[] = {
+      {"misuse: a copy past the end of a device block", "is not inside one device block"},
+      {"misuse: device memory as the host memory of a copy",
+       "is device memory, where host memory belongs"},
+      {"misuse: a write past the end of a device block",
+       "cudaMemcpyAsync wrote past the end of the device block of 64 bytes"},
+      {"misuse: overlapping NCCL buffers", "which NCCL leaves undefined"},
+      {"misuse: an NCCL buffer on another GPU", "is memory of device 1, not of device 0"},
+      {"misuse: a nonblocking NCCL call before the last one settled",
+       "on a nonblocking communicator whose last call has not settled"},
+  };
+  for (const Case& c : cases) {
+    const Child child = RunMisuse(c.name);
+    INFO(c.name << ":\n" << child.output);
+    CHECK(child.aborted);
+    CHECK_THAT(child.output, Catch::Contains(std::string("cuda_host: ")) &&
+                                 Catch::Contains(std::string(c.message)));
+    CHECK_THAT(child.output, !Catch::Contains(std::string("returned: not stopped")));
+  }
+}
+
+// The children. Each must not return: reaching the end is reported.
+#define NOT_STOPPED() FAIL("returned: not stopped")
+
+TEST_CASE("misuse: a copy past the end of a device block", "[.misuse]") {
+  void* block = DeviceBlock(64);
+  std::vector<char> host(128, 1);
+  (void)cudaMemcpyAsync(block, host.data(), host.size(), cudaMemcpyHostToDevice, nullptr);
+  NOT_STOPPED();
+}
+
+TEST_CASE("misuse: device memory as the host memory of a copy", "[.misuse]") {
+  void* block = DeviceBlock(64);
+  void* other = DeviceBlock(64);
+  (void)cudaMemcpyAsync(other, block, 64, cudaMemcpyHostToDevice, nullptr);
+  NOT_STOPPED();
+}
+
+TEST_CASE("misuse: a write past the end of a device block", "[.misuse]") {
+  // cudaMemcpyDefault: no kind to check the operands against, as a kernel's stray write.
+  void* block = DeviceBlock(64);
+  std::vector<char> host(72, 1);
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreate(&stream) == cudaSuccess);
+  (void)cudaMemcpyAsync(block, host.data(), host.size(), cudaMemcpyDefault, stream);
+  (void)cudaStreamSynchronize(stream);
+  NOT_STOPPED();
+}
+
+TEST_CASE("misuse: overlapping NCCL buffers", "[.misuse]") {
+  ncclComm_t comm = WorldOfOne();
+  char* block = static_cast<char*>(DeviceBlock(256));
+  (void)ncclAllReduce(block, block + 4, 16, ncclFloat32, ncclSum, comm, nullptr);
+  NOT_STOPPED();
+}
+
+TEST_CASE("misuse: an NCCL buffer on another GPU", "[.misuse]") {
+  ncclComm_t comm = WorldOfOne();
+  void* far = DeviceBlock(64, 1);
+  (void)ncclAllReduce(far, far, 16, ncclFloat32, ncclSum, comm, nullptr);
+  NOT_STOPPED();
+}
+
+TEST_CASE("misuse: a nonblocking NCCL call before the last one settled", "[.misuse]") {
+  // Two ranks as threads, nonblocking: each joins (polled until settled), then rank 0 calls
+  // twice without polling in between.
+  ncclUniqueId id;
+  REQUIRE(ncclGetUniqueId(&id) == ncclSuccess);
+  auto rank = [&id](int r) {
+    (void)cudaSetDevice(r);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclComm_t comm = nullptr;
+    ncclResult_t state = ncclCommInitRankConfig(&comm, 2, id, r, &config);
+    while (state == ncclInProgress) (void)ncclCommGetAsyncError(comm, &state);
+    if (state != ncclSuccess) return;
+    void* buffer = nullptr;
+    (void)cudaMalloc(&buffer, 64);
+    cudaStream_t stream = nullptr;
+    (void)cudaStreamCreate(&stream);
+    (void)ncclAllReduce(buffer, buffer, 16, ncclFloat32, ncclSum, comm, stream);
+    if (r == 0) (void)ncclAllReduce(buffer, buffer, 16, ncclFloat32, ncclSum, comm, stream);
+    std::this_thread::sleep_for(std::chrono::seconds(30));  // the process stops first
+  };
+  std::thread one(rank, 1);
+  rank(0);
+  one.join();
+  NOT_STOPPED();
+}
