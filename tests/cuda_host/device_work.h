@@ -26,6 +26,18 @@ using Steps = std::function<bool()>;
 // every launch.
 void SubmitSteps(cudaStream_t stream, std::function<Steps()> start, const char* what);
 
+// While one lives, on any thread, device memory is open to the host; otherwise it is closed
+// (PROT_NONE), so that host code touching it faults, as on a GPU, and is named. The
+// device's work runs inside one: a stream's work as it runs, and nccl.cc's collectives on
+// their communicator's thread.
+class DeviceAccess {
+ public:
+  DeviceAccess();
+  ~DeviceAccess();
+  DeviceAccess(const DeviceAccess&) = delete;
+  DeviceAccess& operator=(const DeviceAccess&) = delete;
+};
+
 // Stops the program unless `operand` of `what`, [p, p + bytes), lies inside one device block
 // or pinned memory (`device`), or touches no device block (not).
 void CheckOperand(const char* what, const char* operand, const void* p, size_t bytes, bool device);

@@ -53,6 +53,7 @@
 #include "tpc/runtime/tcp_store.h"
 
 using cuda_host::emulated::CheckOnDevice;
+using cuda_host::emulated::DeviceAccess;
 using cuda_host::emulated::Steps;
 using cuda_host::emulated::Submit;
 using cuda_host::emulated::SubmitSteps;
@@ -160,7 +161,10 @@ void Serve(const std::shared_ptr<Member>& m) {
       m->tasks.pop_front();
       if (!m->error.empty()) continue;  // failed: it never finishes
     }
-    const absl::Status s = task->run(*m->comm);
+    const absl::Status s = [&] {
+      DeviceAccess open;  // the collective reads and writes device buffers
+      return task->run(*m->comm);
+    }();
     if (s.ok()) {
       task->done = true;
     } else {

@@ -8,15 +8,20 @@
 // multi-process run then takes one, LOCAL_RANK's, as on a machine with that many GPUs; the
 // memory is this process's and its 80 GiB are counted once for all). Device memory is host
 // memory aligned to 256 bytes, each block between redzones checked after every piece of
-// work. Streams defer their work until the host waits for it (device_work.h's Submit); work
-// that waits (an NCCL collective, nccl.cc) holds up its stream. A stream being captured records its
-// work into the graph, and a graph launch runs the record; what CUDA refuses during a
+// work, and closed to the host outside the device's work (device_work.h's DeviceAccess).
+// Streams defer their work until the host waits for it (device_work.h's Submit); work that
+// waits (an NCCL collective, nccl.cc) holds up its stream. A stream being captured records
+// its work into the graph, and a graph launch runs the record; what CUDA refuses during a
 // capture is refused here too (the capture is invalidated): synchronizing or querying the
 // stream, and copies to or from host memory that is not pinned.
 #include <cuda_runtime_api.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -85,6 +90,14 @@ std::mutex g_mutex;                // the maps below (ranks may be threads)
 std::map<char*, Block> g_device;   // device allocations by start
 std::map<char*, size_t> g_pinned;  // pinned host allocations: start → bytes
 size_t g_device_used = 0;
+// Every device block, with its redzones, lies in one reservation of address space, which
+// is closed to the host (PROT_NONE) outside the device's work: host code that touches
+// device memory, which on a GPU reads garbage or faults, faults here too, saying so
+// (OnSegv). CUDA_HOST_UNPROTECTED=1 leaves it open.
+constexpr size_t kReserve = 2 * kDeviceBytes;  // address space only
+char* g_space = nullptr;                       // under g_mutex; set once
+size_t g_space_end = 0;                        // under g_mutex: the end of what blocks have used
+std::map<size_t, size_t> g_holes;  // under g_mutex: freed ranges below it, offset → bytes
 thread_local cudaError_t g_runtime_error = cudaSuccess;
 thread_local int g_current_device = 0;
 constexpr int kMaxDevices = 64;
@@ -127,6 +140,107 @@ bool Intact(const char* p, size_t n) {
   std::fprintf(stderr, "cuda_host: %s\n", message.c_str());
   std::fflush(stderr);
   std::abort();
+}
+
+const bool g_protected = [] {
+  const char* v = std::getenv("CUDA_HOST_UNPROTECTED");
+  return v == nullptr || std::string(v) != "1";
+}();
+std::mutex g_access_mutex;
+int g_access_count = 0;  // under g_access_mutex: device work running, on any thread
+size_t g_open_end = 0;   // under g_access_mutex: the extent of g_space its protection covers
+struct sigaction g_previous_segv;  // the handler OnSegv hands a fault on to
+
+void Protect(size_t begin, size_t end, bool open) {
+  if (begin < end &&
+      ::mprotect(g_space + begin, end - begin, open ? PROT_READ | PROT_WRITE : PROT_NONE) != 0) {
+    Stop("mprotect of device memory failed: " + std::string(std::strerror(errno)));
+  }
+}
+
+// A fault in device memory is named; then the fault repeats, to the handler before this
+// one (Catch2's, a debugger's, or the default).
+void OnSegv(int, siginfo_t* info, void*) {
+  const char* at = static_cast<const char*>(info->si_addr);
+  if (g_space != nullptr && at >= g_space && at < g_space + kReserve) {
+    static constexpr char kMessage[] =
+        "cuda_host: host code touched device memory outside the device's work (a kernel, "
+        "copy, GEMM or collective): on a GPU that is an invalid access "
+        "(CUDA_HOST_UNPROTECTED=1 leaves device memory open to the host)\n";
+    (void)!::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+  }
+  ::sigaction(SIGSEGV, &g_previous_segv, nullptr);
+}
+// Under g_access_mutex. Again when another handler took SIGSEGV since (Catch2 installs and
+// restores its own around every test case).
+void InstallOnSegv() {
+  struct sigaction current {};
+  ::sigaction(SIGSEGV, nullptr, &current);
+  if ((current.sa_flags & SA_SIGINFO) != 0 && current.sa_sigaction == OnSegv) return;
+  struct sigaction mine {};
+  mine.sa_sigaction = OnSegv;
+  mine.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&mine.sa_mask);
+  g_previous_segv = current;
+  ::sigaction(SIGSEGV, &mine, nullptr);
+}
+
+// Blocks now reach `end` (bytes from g_space): the new part takes the protection of the rest.
+void Extend(size_t end) {
+  std::lock_guard<std::mutex> lock(g_access_mutex);
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  end = (end + page - 1) / page * page;
+  if (end <= g_open_end) return;
+  if (!g_protected || g_access_count > 0) Protect(g_open_end, end, true);
+  g_open_end = end;
+}
+
+// `bytes` (a multiple of kAlign) of g_space: the first freed range that holds them, else
+// past the end. Under g_mutex.
+char* Take(size_t bytes) {
+  if (g_space == nullptr) {
+    void* p =
+        ::mmap(nullptr, kReserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+      Stop("cannot reserve " + std::to_string(kReserve >> 30) +
+           " GiB of address space for device memory: " + std::strerror(errno));
+    }
+    g_space = static_cast<char*>(p);
+  }
+  for (auto it = g_holes.begin(); it != g_holes.end(); ++it) {
+    if (it->second < bytes) continue;
+    const auto [at, size] = *it;
+    g_holes.erase(it);
+    if (size > bytes) g_holes[at + bytes] = size - bytes;
+    return g_space + at;
+  }
+  if (g_space_end + bytes > kReserve) return nullptr;
+  const size_t at = g_space_end;
+  g_space_end += bytes;
+  Extend(g_space_end);
+  return g_space + at;
+}
+// Gives back what Take gave, joined with the freed ranges beside it; its whole pages go
+// back to the system. Under g_mutex.
+void Give(char* p, size_t bytes) {
+  size_t at = static_cast<size_t>(p - g_space);
+  auto next = g_holes.lower_bound(at);
+  if (next != g_holes.end() && next->first == at + bytes) {
+    bytes += next->second;
+    next = g_holes.erase(next);
+  }
+  if (next != g_holes.begin()) {
+    auto before = std::prev(next);
+    if (before->first + before->second == at) {
+      at = before->first;
+      bytes += before->second;
+      g_holes.erase(before);
+    }
+  }
+  g_holes[at] = bytes;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t first = (at + page - 1) / page * page, last = (at + bytes) / page * page;
+  if (last > first) ::madvise(g_space + first, last - first, MADV_DONTNEED);
 }
 
 // Stops the program when `what` has written into a redzone.
@@ -181,6 +295,20 @@ bool TouchesDeviceMemory(const void* p, size_t bytes) {
 
 namespace cuda_host::emulated {
 
+DeviceAccess::DeviceAccess() {
+  if (!g_protected) return;
+  std::lock_guard<std::mutex> lock(g_access_mutex);
+  if (g_access_count++ == 0) Protect(0, g_open_end, true);
+}
+DeviceAccess::~DeviceAccess() {
+  if (!g_protected) return;
+  std::lock_guard<std::mutex> lock(g_access_mutex);
+  if (--g_access_count == 0) {
+    Protect(0, g_open_end, false);
+    InstallOnSegv();
+  }
+}
+
 void CheckOperand(const char* what, const char* operand, const void* p, size_t bytes, bool device) {
   if (bytes == 0) return;
   if (device ? InDeviceMemory(p, bytes) : !TouchesDeviceMemory(p, bytes)) return;
@@ -216,6 +344,7 @@ void CheckOnDevice(const char* what, const char* operand, const void* p, size_t 
 namespace {
 
 using cuda_host::emulated::CheckOperand;
+using cuda_host::emulated::DeviceAccess;
 
 // `start`'s work as it runs on `device`: once finished, the redzones checked, and a
 // kernel's failure left as the device's asynchronous error.
@@ -240,6 +369,8 @@ Start AsDeviceWork(Start start, const char* what, int device) {
 // one waits; whether they have finished.
 bool RunUpTo(cudaStream_t stream, uint64_t upto) {
   std::lock_guard<std::mutex> lock(stream->mutex);
+  if (stream->done >= upto || stream->pending.empty()) return true;
+  DeviceAccess open;
   while (stream->done < upto && !stream->pending.empty()) {
     CUstream_st::Pending& next = stream->pending.front();
     if (!next.running) next.running = next.start();
@@ -251,7 +382,11 @@ bool RunUpTo(cudaStream_t stream, uint64_t upto) {
 }
 bool RunAll(cudaStream_t stream) { return RunUpTo(stream, UINT64_MAX); }
 // Until `steps` has finished (a host wait, which work that waits on other ranks holds up).
+// Device memory stays open meanwhile (closing and opening it at every poll would cost
+// more than the wait).
 void Finish(const Steps& steps) {
+  if (steps()) return;
+  DeviceAccess open;
   while (!steps()) std::this_thread::sleep_for(std::chrono::microseconds(20));
 }
 // As RunUpTo, waiting for the work that waits.
@@ -282,6 +417,7 @@ void cuda_host::emulated::SubmitSteps(cudaStream_t stream, Start start, const ch
     stream->pending.push_back({std::move(device), nullptr});
     ++stream->queued;
   } else {
+    DeviceAccess open;
     Finish(device());
   }
 }
@@ -390,9 +526,21 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
   const size_t size = std::max(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_device_used + size > kDeviceBytes) return Fail(cudaErrorMemoryAllocation);
-  char* raw = static_cast<char*>(std::aligned_alloc(kAlign, size + 2 * kRedzone));
+  char* raw = Take(size + 2 * kRedzone);
   if (raw == nullptr) return Fail(cudaErrorMemoryAllocation);
-  std::memset(raw, kCanary, size + 2 * kRedzone);
+  {
+    // The redzones; and a block of up to 16 MiB whole, so that what a kernel reads before
+    // anything wrote it is 0xcb bytes, not zeros. A larger block (cuBLAS's workspace, which
+    // the emulated GEMMs never touch) keeps its pages unmapped until used: opening and
+    // closing device memory (DeviceAccess) costs a walk over every page mapped.
+    DeviceAccess open;
+    if (size <= (size_t{16} << 20)) {
+      std::memset(raw, kCanary, size + 2 * kRedzone);
+    } else {
+      std::memset(raw, kCanary, kRedzone);
+      std::memset(raw + kRedzone + bytes, kCanary, size - bytes + kRedzone);
+    }
+  }
   char* c = raw + kRedzone;
   g_device[c] = Block{bytes, size, g_current_device};
   g_device_used += size;
@@ -406,8 +554,8 @@ cudaError_t cudaFree(void* p) {
   auto it = g_device.find(static_cast<char*>(p));
   if (it == g_device.end()) return Fail(cudaErrorInvalidValue);  // not a block's start
   g_device_used -= it->second.rounded;
+  Give(static_cast<char*>(p) - kRedzone, it->second.rounded + 2 * kRedzone);
   g_device.erase(it);
-  std::free(static_cast<char*>(p) - kRedzone);
   return cudaSuccess;
 }
 cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
@@ -468,6 +616,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
     // Into pageable memory: the call returns once the copy is done, after the stream's
     // earlier work.
     WaitAll(stream);
+    DeviceAccess open;
     std::memmove(dst, src, bytes);
     return cudaSuccess;
   }

@@ -1,10 +1,11 @@
-// The emulated CUDA runtime and NCCL (runtime.cc, nccl.cc) find what they are there to find:
-// a missing wait shows as stale data, and what CUDA and NCCL leave undefined (a copy past a
-// block, device memory named as host memory, a write into a redzone, overlapping NCCL
-// buffers, a buffer on another GPU, a nonblocking call not yet settled) stops the program,
-// naming it. Linked into tpc_tests_cuda_host only: with the real libraries these calls are
-// undefined behaviour, not checks. Each stop runs in a child process (this executable,
-// re-run on one hidden test case), which must die by SIGABRT saying why.
+// The emulated CUDA runtime and NCCL (runtime.cc, nccl.cc) find what they are there to
+// find: a missing wait shows as stale data, and what CUDA and NCCL leave undefined (a copy
+// past a block, device memory named as host memory, a write into a redzone, host code
+// reading device memory, overlapping NCCL buffers, a buffer on another GPU, a nonblocking
+// call not yet settled) stops the program, naming it. Linked into tpc_tests_cuda_host only:
+// with the real libraries these calls are undefined behaviour, not checks. Each stop runs
+// in a child process (this executable, re-run on one hidden test case), which must die by
+// SIGABRT saying why (SIGSEGV for host code reading device memory).
 #include <cuda_runtime_api.h>
 #include <limits.h>
 #include <nccl.h>
@@ -12,6 +13,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,14 +33,19 @@ std::string Self() {
 }
 
 struct Child {
-  bool aborted = false;  // died by SIGABRT
-  std::string output;    // stdout and stderr
+  int signal = 0;      // the signal it died by (0: it exited)
+  std::string output;  // stdout and stderr
 };
 
-// This executable re-run on the hidden test case `name`, with 2 emulated GPUs.
+// This executable re-run on the hidden test case `name`: 2 emulated GPUs, the emulation's
+// checks all on, no core file.
 Child RunMisuse(const std::string& name) {
+  const std::string self = Self();
   REQUIRE(name.find('\'') == std::string::npos);  // quoted for the shell below
-  const std::string command = "exec env CUDA_HOST_DEVICES=2 '" + Self() + "' '" + name + "' 2>&1";
+  REQUIRE(self.find('\'') == std::string::npos);
+  const std::string command =
+      "ulimit -c 0; exec env -u CUDA_HOST_UNPROTECTED -u CUDA_HOST_SYNC CUDA_HOST_DEVICES=2 '" +
+      self + "' '" + name + "' 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   Child c;
@@ -45,9 +53,12 @@ Child RunMisuse(const std::string& name) {
   size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) c.output.append(buf, n);
   const int status = ::pclose(pipe);
-  c.aborted = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+  c.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   return c;
 }
+
+// A child that neither stops nor returns dies by SIGALRM (not the signal expected).
+void Deadline() { ::alarm(60); }
 
 void* DeviceBlock(size_t bytes, int device = 0) {
   REQUIRE(cudaSetDevice(device) == cudaSuccess);
@@ -104,8 +115,9 @@ TEST_CASE("The emulated runtime: a missing wait shows as stale data", "[cuda][cu
 TEST_CASE("The emulated runtime and NCCL stop what CUDA and NCCL leave undefined, naming it",
           "[cuda][cuda_host]") {
   struct Case {
-    const char* name;     // the hidden test case that does it
-    const char* message;  // what the child must say
+    const char* name;      // the hidden test case that does it
+    const char* message;   // what the child must say
+    int signal = SIGABRT;  // what it must die by
   };
   const Case cases[] = {
       {"misuse: a copy past the end of a device block", "is not inside one device block"},
@@ -113,6 +125,8 @@ TEST_CASE("The emulated runtime and NCCL stop what CUDA and NCCL leave undefined
        "is device memory, where host memory belongs"},
       {"misuse: a write past the end of a device block",
        "cudaMemcpyAsync wrote past the end of the device block of 64 bytes"},
+      {"misuse: host code reading device memory",
+       "host code touched device memory outside the device's work", SIGSEGV},
       {"misuse: overlapping NCCL buffers", "which NCCL leaves undefined"},
       {"misuse: an NCCL buffer on another GPU", "is memory of device 1, not of device 0"},
       {"misuse: a nonblocking NCCL call before the last one settled",
@@ -121,7 +135,7 @@ TEST_CASE("The emulated runtime and NCCL stop what CUDA and NCCL leave undefined
   for (const Case& c : cases) {
     const Child child = RunMisuse(c.name);
     INFO(c.name << ":\n" << child.output);
-    CHECK(child.aborted);
+    CHECK(child.signal == c.signal);
     CHECK_THAT(child.output, Catch::Contains(std::string("cuda_host: ")) &&
                                  Catch::Contains(std::string(c.message)));
     CHECK_THAT(child.output, !Catch::Contains(std::string("returned: not stopped")));
@@ -132,6 +146,7 @@ TEST_CASE("The emulated runtime and NCCL stop what CUDA and NCCL leave undefined
 #define NOT_STOPPED() FAIL("returned: not stopped")
 
 TEST_CASE("misuse: a copy past the end of a device block", "[.misuse]") {
+  Deadline();
   void* block = DeviceBlock(64);
   std::vector<char> host(128, 1);
   (void)cudaMemcpyAsync(block, host.data(), host.size(), cudaMemcpyHostToDevice, nullptr);
@@ -139,6 +154,7 @@ TEST_CASE("misuse: a copy past the end of a device block", "[.misuse]") {
 }
 
 TEST_CASE("misuse: device memory as the host memory of a copy", "[.misuse]") {
+  Deadline();
   void* block = DeviceBlock(64);
   void* other = DeviceBlock(64);
   (void)cudaMemcpyAsync(other, block, 64, cudaMemcpyHostToDevice, nullptr);
@@ -146,6 +162,7 @@ TEST_CASE("misuse: device memory as the host memory of a copy", "[.misuse]") {
 }
 
 TEST_CASE("misuse: a write past the end of a device block", "[.misuse]") {
+  Deadline();
   // cudaMemcpyDefault: no kind to check the operands against, as a kernel's stray write.
   void* block = DeviceBlock(64);
   std::vector<char> host(72, 1);
@@ -156,7 +173,18 @@ TEST_CASE("misuse: a write past the end of a device block", "[.misuse]") {
   NOT_STOPPED();
 }
 
+TEST_CASE("misuse: host code reading device memory", "[.misuse]") {
+  Deadline();
+  // Legal in between: a kernel's, copy's or collective's own reads, through the runtime.
+  auto* block = static_cast<volatile float*>(DeviceBlock(64));
+  REQUIRE(cudaMemsetAsync(const_cast<float*>(block), 0, 64, nullptr) == cudaSuccess);
+  const float x = block[3];  // SIGSEGV: device memory is closed to the host
+  WARN("read " << x);
+  NOT_STOPPED();
+}
+
 TEST_CASE("misuse: overlapping NCCL buffers", "[.misuse]") {
+  Deadline();
   ncclComm_t comm = WorldOfOne();
   char* block = static_cast<char*>(DeviceBlock(256));
   (void)ncclAllReduce(block, block + 4, 16, ncclFloat32, ncclSum, comm, nullptr);
@@ -164,6 +192,7 @@ TEST_CASE("misuse: overlapping NCCL buffers", "[.misuse]") {
 }
 
 TEST_CASE("misuse: an NCCL buffer on another GPU", "[.misuse]") {
+  Deadline();
   ncclComm_t comm = WorldOfOne();
   void* far = DeviceBlock(64, 1);
   (void)ncclAllReduce(far, far, 16, ncclFloat32, ncclSum, comm, nullptr);
@@ -171,6 +200,7 @@ TEST_CASE("misuse: an NCCL buffer on another GPU", "[.misuse]") {
 }
 
 TEST_CASE("misuse: a nonblocking NCCL call before the last one settled", "[.misuse]") {
+  Deadline();
   // Two ranks as threads, nonblocking: each joins (polled until settled), then rank 0 calls
   // twice without polling in between.
   ncclUniqueId id;
@@ -181,7 +211,10 @@ TEST_CASE("misuse: a nonblocking NCCL call before the last one settled", "[.misu
     config.blocking = 0;
     ncclComm_t comm = nullptr;
     ncclResult_t state = ncclCommInitRankConfig(&comm, 2, id, r, &config);
-    while (state == ncclInProgress) (void)ncclCommGetAsyncError(comm, &state);
+    while (state == ncclInProgress) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      (void)ncclCommGetAsyncError(comm, &state);
+    }
     if (state != ncclSuccess) return;
     void* buffer = nullptr;
     (void)cudaMalloc(&buffer, 64);

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "test_util.h"
 #include "tpc/runtime/tcp_store.h"
 
@@ -549,17 +550,23 @@ TEST_CASE("a second run on the port of a running one is refused and stops nothin
     first.push_back(Start({plan, "--quiet", "--repeat", "3", "--timeout", "60"},
                           Torchrun(r, 4, port), dir + "/a" + std::to_string(r) + ".log"));
   }
+  // Once its rank 1 has joined (the store's record of it: RankSession::Join's "join/1"),
+  // a second process joins as rank 1.
+  absl::Status joined = absl::OkStatus();
   {
-    // Once its rank 1 has joined (the store's own record of it), a second process joins
-    // as rank 1.
     auto store = tpc::runtime::TcpStore::Connect("127.0.0.1", port, std::chrono::seconds(30));
-    REQUIRE(store.ok());
-    REQUIRE((*store)->Get("join/1", std::chrono::seconds(30)).ok());
+    joined =
+        store.ok() ? (*store)->Get("join/1", std::chrono::seconds(30)).status() : store.status();
+  }
+  if (!joined.ok()) {
+    for (Child& c : first) Wait(c, std::chrono::milliseconds(0));  // killed
+    FAIL("rank 1 of the first run never joined the store: " << joined);
   }
   Child second = Start({plan, "--quiet", "--timeout", "3"}, Torchrun(1, 4, port), dir + "/b1.log");
-  REQUIRE(Wait(second, std::chrono::seconds(20)));
+  const bool refused = Wait(second, std::chrono::seconds(20));
   const std::string log = ReadFile(second.log);
   INFO(log);
+  CHECK(refused);
   CHECK(ExitCode(second) == 2);
   CHECK_THAT(log, Catch::Contains("another process already joined the store"));
   // The first run goes on: its rank 3 joins and every rank finishes.
