@@ -43,7 +43,8 @@ cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s) {
   h->stream = s;
   return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t, void*, size_t) {
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t, void* workspace, size_t bytes) {
+  cuda_host::emulated::Discard(workspace, bytes);  // never used here
   return CUBLAS_STATUS_SUCCESS;
 }
 const char* cublasGetStatusString(cublasStatus_t s) {

@@ -38,6 +38,11 @@ class DeviceAccess {
   DeviceAccess& operator=(const DeviceAccess&) = delete;
 };
 
+// Gives the whole pages of [p, p + bytes), device memory nothing reads, back to the system
+// (they read as zeros after): cuBLAS's workspace, which the emulated GEMMs never use, so
+// that opening and closing device memory need not walk its pages.
+void Discard(void* p, size_t bytes);
+
 // Stops the program unless `operand` of `what`, [p, p + bytes), lies inside one device block
 // or pinned memory (`device`), or touches no device block (not).
 void CheckOperand(const char* what, const char* operand, const void* p, size_t bytes, bool device);

@@ -78,7 +78,9 @@ constexpr size_t kAlign = 256;
 // kernel, copy, memset or GEMM that writes just outside its block stops the program saying
 // so. Copies, memsets, GEMMs and collectives also have their operands' ranges checked
 // against the blocks before they run (reads included). Not seen: an overrun from one value
-// into the next inside one block (the executor's arena), or a stray write far from a block.
+// into the next inside one block (the executor's arena). A stray access far from every
+// block faults when it lands where no block ever was (past g_space_end), and is unseen in
+// a freed block's range.
 constexpr size_t kRedzone = 256;
 constexpr unsigned char kCanary = 0xcb;
 
@@ -147,9 +149,13 @@ const bool g_protected = [] {
   return v == nullptr || std::string(v) != "1";
 }();
 std::mutex g_access_mutex;
-int g_access_count = 0;  // under g_access_mutex: device work running, on any thread
-size_t g_open_end = 0;   // under g_access_mutex: the extent of g_space its protection covers
-struct sigaction g_previous_segv;  // the handler OnSegv hands a fault on to
+int g_access_count = 0;           // under g_access_mutex: device work running, on any thread
+std::atomic<bool> g_open{false};  // g_access_count > 0, for the SIGSEGV handler
+size_t g_open_end = 0;  // under g_access_mutex: the extent of g_space its protection covers
+// The handler OnSegv hands a fault on to: written (under g_access_mutex) into the slot the
+// handler is not reading, then published.
+struct sigaction g_previous_segv[2];
+std::atomic<int> g_previous_at{0};
 
 void Protect(size_t begin, size_t end, bool open) {
   if (begin < end &&
@@ -159,17 +165,32 @@ void Protect(size_t begin, size_t end, bool open) {
 }
 
 // A fault in device memory is named; then the fault repeats, to the handler before this
-// one (Catch2's, a debugger's, or the default).
+// one (Catch2's, a debugger's, or the default). A SIGSEGV raised or sent (not a fault)
+// ends the process: a handler that re-raises must not bounce back here for ever.
 void OnSegv(int, siginfo_t* info, void*) {
+  const int saved_errno = errno;
+  if (info->si_code <= 0) {
+    ::signal(SIGSEGV, SIG_DFL);
+    errno = saved_errno;
+    return;
+  }
   const char* at = static_cast<const char*>(info->si_addr);
   if (g_space != nullptr && at >= g_space && at < g_space + kReserve) {
-    static constexpr char kMessage[] =
+    static constexpr char kHost[] =
         "cuda_host: host code touched device memory outside the device's work (a kernel, "
         "copy, GEMM or collective): on a GPU that is an invalid access "
         "(CUDA_HOST_UNPROTECTED=1 leaves device memory open to the host)\n";
-    (void)!::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+    static constexpr char kDevice[] =
+        "cuda_host: device work (or host code while it ran) touched device memory where no "
+        "block ever was\n";
+    if (g_open.load()) {
+      (void)!::write(STDERR_FILENO, kDevice, sizeof kDevice - 1);
+    } else {
+      (void)!::write(STDERR_FILENO, kHost, sizeof kHost - 1);
+    }
   }
-  ::sigaction(SIGSEGV, &g_previous_segv, nullptr);
+  ::sigaction(SIGSEGV, &g_previous_segv[g_previous_at.load()], nullptr);
+  errno = saved_errno;
 }
 // Under g_access_mutex. Again when another handler took SIGSEGV since (Catch2 installs and
 // restores its own around every test case).
@@ -181,7 +202,9 @@ void InstallOnSegv() {
   mine.sa_sigaction = OnSegv;
   mine.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&mine.sa_mask);
-  g_previous_segv = current;
+  const int slot = 1 - g_previous_at.load();
+  g_previous_segv[slot] = current;
+  g_previous_at = slot;
   ::sigaction(SIGSEGV, &mine, nullptr);
 }
 
@@ -237,7 +260,11 @@ void Give(char* p, size_t bytes) {
       g_holes.erase(before);
     }
   }
-  g_holes[at] = bytes;
+  if (at + bytes == g_space_end) {
+    g_space_end = at;  // the top comes back (g_open_end stays: its protection follows)
+  } else {
+    g_holes[at] = bytes;
+  }
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   const size_t first = (at + page - 1) / page * page, last = (at + bytes) / page * page;
   if (last > first) ::madvise(g_space + first, last - first, MADV_DONTNEED);
@@ -295,15 +322,26 @@ bool TouchesDeviceMemory(const void* p, size_t bytes) {
 
 namespace cuda_host::emulated {
 
+void Discard(void* p, size_t bytes) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(p), end = begin + bytes;
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 DeviceAccess::DeviceAccess() {
   if (!g_protected) return;
   std::lock_guard<std::mutex> lock(g_access_mutex);
-  if (g_access_count++ == 0) Protect(0, g_open_end, true);
+  if (g_access_count++ == 0) {
+    Protect(0, g_open_end, true);
+    g_open = true;
+  }
 }
 DeviceAccess::~DeviceAccess() {
   if (!g_protected) return;
   std::lock_guard<std::mutex> lock(g_access_mutex);
   if (--g_access_count == 0) {
+    g_open = false;
     Protect(0, g_open_end, false);
     InstallOnSegv();
   }
@@ -383,7 +421,8 @@ bool RunUpTo(cudaStream_t stream, uint64_t upto) {
 bool RunAll(cudaStream_t stream) { return RunUpTo(stream, UINT64_MAX); }
 // Until `steps` has finished (a host wait, which work that waits on other ranks holds up).
 // Device memory stays open meanwhile (closing and opening it at every poll would cost
-// more than the wait).
+// more than the wait). The first call runs unopened: `steps` opens its own (RunUpTo) or
+// its caller has (SubmitSteps).
 void Finish(const Steps& steps) {
   if (steps()) return;
   DeviceAccess open;
@@ -529,17 +568,11 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
   char* raw = Take(size + 2 * kRedzone);
   if (raw == nullptr) return Fail(cudaErrorMemoryAllocation);
   {
-    // The redzones; and a block of up to 16 MiB whole, so that what a kernel reads before
-    // anything wrote it is 0xcb bytes, not zeros. A larger block (cuBLAS's workspace, which
-    // the emulated GEMMs never touch) keeps its pages unmapped until used: opening and
-    // closing device memory (DeviceAccess) costs a walk over every page mapped.
+    // The whole block, so that what a kernel reads before anything wrote it is 0xcb
+    // bytes, not zeros (cuBLAS's workspace, never used here, gives its pages back:
+    // Discard).
     DeviceAccess open;
-    if (size <= (size_t{16} << 20)) {
-      std::memset(raw, kCanary, size + 2 * kRedzone);
-    } else {
-      std::memset(raw, kCanary, kRedzone);
-      std::memset(raw + kRedzone + bytes, kCanary, size - bytes + kRedzone);
-    }
+    std::memset(raw, kCanary, size + 2 * kRedzone);
   }
   char* c = raw + kRedzone;
   g_device[c] = Block{bytes, size, g_current_device};

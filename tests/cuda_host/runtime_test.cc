@@ -38,13 +38,15 @@ struct Child {
 };
 
 // This executable re-run on the hidden test case `name`: 2 emulated GPUs, the emulation's
-// checks all on, no core file.
+// checks all on, no core file, and under ASan its SIGSEGV handler off (the fault must end
+// the child by SIGSEGV).
 Child RunMisuse(const std::string& name) {
   const std::string self = Self();
   REQUIRE(name.find('\'') == std::string::npos);  // quoted for the shell below
   REQUIRE(self.find('\'') == std::string::npos);
   const std::string command =
-      "ulimit -c 0; exec env -u CUDA_HOST_UNPROTECTED -u CUDA_HOST_SYNC CUDA_HOST_DEVICES=2 '" +
+      "ulimit -c 0; exec env -u CUDA_HOST_UNPROTECTED -u CUDA_HOST_SYNC CUDA_HOST_DEVICES=2 "
+      "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0\" '" +
       self + "' '" + name + "' 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
@@ -115,9 +117,10 @@ TEST_CASE("The emulated runtime: a missing wait shows as stale data", "[cuda][cu
 TEST_CASE("The emulated runtime and NCCL stop what CUDA and NCCL leave undefined, naming it",
           "[cuda][cuda_host]") {
   struct Case {
-    const char* name;      // the hidden test case that does it
-    const char* message;   // what the child must say
-    int signal = SIGABRT;  // what it must die by
+    const char* name;        // the hidden test case that does it
+    const char* message;     // what the child must say
+    int signal = SIGABRT;    // what it must die by
+    const char* after = "";  // what the child must say before it
   };
   const Case cases[] = {
       {"misuse: a copy past the end of a device block", "is not inside one device block"},
@@ -126,7 +129,8 @@ TEST_CASE("The emulated runtime and NCCL stop what CUDA and NCCL leave undefined
       {"misuse: a write past the end of a device block",
        "cudaMemcpyAsync wrote past the end of the device block of 64 bytes"},
       {"misuse: host code reading device memory",
-       "host code touched device memory outside the device's work", SIGSEGV},
+       "host code touched device memory outside the device's work", SIGSEGV,
+       "the device's own reads and writes worked; now the host reads"},
       {"misuse: overlapping NCCL buffers", "which NCCL leaves undefined"},
       {"misuse: an NCCL buffer on another GPU", "is memory of device 1, not of device 0"},
       {"misuse: a nonblocking NCCL call before the last one settled",
@@ -136,6 +140,9 @@ TEST_CASE("The emulated runtime and NCCL stop what CUDA and NCCL leave undefined
     const Child child = RunMisuse(c.name);
     INFO(c.name << ":\n" << child.output);
     CHECK(child.signal == c.signal);
+    const size_t said = child.output.find(c.message);
+    CHECK(said != std::string::npos);
+    if (*c.after != '\0') CHECK(child.output.find(c.after) < said);
     CHECK_THAT(child.output, Catch::Contains(std::string("cuda_host: ")) &&
                                  Catch::Contains(std::string(c.message)));
     CHECK_THAT(child.output, !Catch::Contains(std::string("returned: not stopped")));
@@ -175,10 +182,18 @@ TEST_CASE("misuse: a write past the end of a device block", "[.misuse]") {
 
 TEST_CASE("misuse: host code reading device memory", "[.misuse]") {
   Deadline();
-  // Legal in between: a kernel's, copy's or collective's own reads, through the runtime.
-  auto* block = static_cast<volatile float*>(DeviceBlock(64));
-  REQUIRE(cudaMemsetAsync(const_cast<float*>(block), 0, 64, nullptr) == cudaSuccess);
-  const float x = block[3];  // SIGSEGV: device memory is closed to the host
+  // The device's own reads and writes work (a memset, and a copy into pageable memory);
+  // then the host reads the block itself.
+  auto* block = static_cast<float*>(DeviceBlock(64));
+  REQUIRE(cudaMemsetAsync(block, 0, 64, nullptr) == cudaSuccess);
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreate(&stream) == cudaSuccess);
+  std::vector<float> copy(16, -1.0f);
+  REQUIRE(cudaMemcpyAsync(copy.data(), block, 64, cudaMemcpyDeviceToHost, stream) == cudaSuccess);
+  REQUIRE(copy[3] == 0.0f);
+  std::fprintf(stderr, "the device's own reads and writes worked; now the host reads\n");
+  std::fflush(stderr);
+  const float x = static_cast<volatile float*>(block)[3];  // SIGSEGV: closed to the host
   WARN("read " << x);
   NOT_STOPPED();
 }
