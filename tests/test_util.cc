@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 namespace tpc::testing {
@@ -89,18 +90,39 @@ namespace {
 CommandResult RunTool(const char* env_name, const std::string& tool, const std::string& args) {
   const char* env = std::getenv(env_name);
   const std::string binary = env != nullptr ? env : std::string(TPC_BINARY_DIR) + "/" + tool;
+  return RunCommand(binary + " " + args);
+}
+
+}  // namespace
+
+CommandResult RunCommand(const std::string& command) {
   CommandResult r;
-  FILE* pipe = ::popen((binary + " " + args + " 2>&1").c_str(), "r");
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
   if (pipe == nullptr) return r;
   char buf[4096];
   size_t n;
   while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) r.output.append(buf, n);
   const int status = ::pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   return r;
 }
 
-}  // namespace
+ScopedEnv::ScopedEnv(std::string name, const char* value) : name_(std::move(name)) {
+  if (const char* v = std::getenv(name_.c_str()); v != nullptr) before_ = v;
+  if (value != nullptr) {
+    ::setenv(name_.c_str(), value, 1);
+  } else {
+    ::unsetenv(name_.c_str());
+  }
+}
+ScopedEnv::~ScopedEnv() {
+  if (before_.has_value()) {
+    ::setenv(name_.c_str(), before_->c_str(), 1);
+  } else {
+    ::unsetenv(name_.c_str());
+  }
+}
 
 std::string ToolPath(const std::string& tool) {
   const char* env = std::getenv(tool == "tp-run" ? "TPC_TP_RUN" : "TPC_TP_COMPILE");

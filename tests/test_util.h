@@ -3,6 +3,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,10 +22,26 @@ std::string TempDir(const std::string& tag);
 std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& contents);
 
-// Running tp-compile as a user does: exit code and stdout+stderr together.
+// Running a command as a user does: exit code and stdout+stderr together.
 struct CommandResult {
-  int exit_code = -1;
+  int exit_code = -1;  // -1 when it did not exit (a signal ended it)
+  int signal = 0;      // the signal that ended it; 0 when it exited
   std::string output;
+};
+// The shell command `command` (its stderr joined to its stdout).
+CommandResult RunCommand(const std::string& command);
+// Environment variable `name` set to `value` (nullptr: unset) for the scope, and as it was
+// again after; commands started meanwhile inherit it.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::string name, const char* value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> before_;
 };
 // `tp-compile ARGS` (the binary ctest points TPC_TP_COMPILE at, else the build's).
 CommandResult RunTpCompile(const std::string& args);

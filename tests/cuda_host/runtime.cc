@@ -265,9 +265,7 @@ void Give(char* p, size_t bytes) {
   } else {
     g_holes[at] = bytes;
   }
-  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  const size_t first = (at + page - 1) / page * page, last = (at + bytes) / page * page;
-  if (last > first) ::madvise(g_space + first, last - first, MADV_DONTNEED);
+  cuda_host::emulated::Discard(g_space + at, bytes);
 }
 
 // Stops the program when `what` has written into a redzone.

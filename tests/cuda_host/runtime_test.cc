@@ -9,7 +9,6 @@
 #include <cuda_runtime_api.h>
 #include <limits.h>
 #include <nccl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -22,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "test_util.h"
+
 namespace {
 
 // This executable's path (for the children).
@@ -32,31 +33,17 @@ std::string Self() {
   return std::string(path, static_cast<size_t>(n));
 }
 
-struct Child {
-  int signal = 0;      // the signal it died by (0: it exited)
-  std::string output;  // stdout and stderr
-};
-
 // This executable re-run on the hidden test case `name`: 2 emulated GPUs, the emulation's
 // checks all on, no core file, and under ASan its SIGSEGV handler off (the fault must end
 // the child by SIGSEGV).
-Child RunMisuse(const std::string& name) {
+tpc::testing::CommandResult RunMisuse(const std::string& name) {
   const std::string self = Self();
   REQUIRE(name.find('\'') == std::string::npos);  // quoted for the shell below
   REQUIRE(self.find('\'') == std::string::npos);
-  const std::string command =
+  return tpc::testing::RunCommand(
       "ulimit -c 0; exec env -u CUDA_HOST_UNPROTECTED -u CUDA_HOST_SYNC CUDA_HOST_DEVICES=2 "
       "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0\" '" +
-      self + "' '" + name + "' 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  Child c;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) c.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  c.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  return c;
+      self + "' '" + name + "'");
 }
 
 // A child that neither stops nor returns dies by SIGALRM (not the signal expected).
@@ -137,7 +124,7 @@ TEST_CASE("The emulated runtime and NCCL stop what CUDA and NCCL leave undefined
        "on a nonblocking communicator whose last call has not settled"},
   };
   for (const Case& c : cases) {
-    const Child child = RunMisuse(c.name);
+    const tpc::testing::CommandResult child = RunMisuse(c.name);
     INFO(c.name << ":\n" << child.output);
     CHECK(child.signal == c.signal);
     const size_t said = child.output.find(c.message);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
+#include "test_util.h"
 #include "tpc/ir/graph.h"
 #include "tpc/onnx/shape_inference.h"
 #include "tpc/runtime/arena_guards.h"
@@ -171,14 +172,8 @@ TEST_CASE("Guards change no result, only the arena's size", "[runtime][memory]")
 }
 
 TEST_CASE("TPC_ARENA_GUARDS asks for guards of whole cache lines", "[runtime][memory]") {
-  const char* was = std::getenv("TPC_ARENA_GUARDS");
-  const std::string before = was != nullptr ? was : "";
   auto guards = [](const char* v) {
-    if (v == nullptr) {
-      unsetenv("TPC_ARENA_GUARDS");
-    } else {
-      setenv("TPC_ARENA_GUARDS", v, 1);
-    }
+    const tpc::testing::ScopedEnv env("TPC_ARENA_GUARDS", v);
     return ArenaGuardsFromEnvironment();
   };
   CHECK(guards(nullptr) == 0);
@@ -190,11 +185,6 @@ TEST_CASE("TPC_ARENA_GUARDS asks for guards of whole cache lines", "[runtime][me
   CHECK(guards("100") == 128);
   CHECK(guards("999999999") == 1 << 20);
   CHECK(guards("9223372036854775807") == 1 << 20);
-  if (was != nullptr) {
-    setenv("TPC_ARENA_GUARDS", before.c_str(), 1);
-  } else {
-    unsetenv("TPC_ARENA_GUARDS");
-  }
 }
 
 TEST_CASE("Guards of a size the arena cannot keep aligned are rounded, bad ones refused",

@@ -30,9 +30,10 @@ TEST_CASE("tp-run gives no BLAS advice when OPENBLAS_CORETYPE is set", "[tools][
   REQUIRE(tpc::testing::RunTpCompile(tpc::testing::SourcePath("models/mlp.onnx") + " -o " + plan +
                                      " --quiet")
               .exit_code == 0);
-  REQUIRE(setenv("OPENBLAS_CORETYPE", "Prescott", 1) == 0);
-  const tpc::testing::CommandResult r = tpc::testing::RunTpRun(plan);
-  unsetenv("OPENBLAS_CORETYPE");
+  const tpc::testing::CommandResult r = [&] {
+    const tpc::testing::ScopedEnv core("OPENBLAS_CORETYPE", "Prescott");
+    return tpc::testing::RunTpRun(plan);
+  }();
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("OPENBLAS_CORETYPE=") == std::string::npos);

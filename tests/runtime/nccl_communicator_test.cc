@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "catch2/catch.hpp"
 #include "comm_test_util.h"
+#include "test_util.h"
 #include "tpc/runtime/backends.h"
 #include "tpc/runtime/inprocess_communicator.h"
 
@@ -122,8 +123,10 @@ Group ConnectAll(KeyValueStore& store, int n, milliseconds timeout = millisecond
 // variable means nothing to NCCL itself.
 class SilentNccl {
  public:
-  explicit SilentNccl(bool silent) { setenv("CUDA_HOST_NCCL_SILENT", silent ? "1" : "0", 1); }
-  ~SilentNccl() { unsetenv("CUDA_HOST_NCCL_SILENT"); }
+  explicit SilentNccl(bool silent) : env_("CUDA_HOST_NCCL_SILENT", silent ? "1" : "0") {}
+
+ private:
+  tpc::testing::ScopedEnv env_;
 };
 
 // The inputs' float sums are exact whatever the order of the additions (comm_test::Random):

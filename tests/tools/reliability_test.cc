@@ -69,20 +69,10 @@ TEST_CASE("the memory-budget command gives one answer, 20 times in a row (3 unde
   // comparison.
   constexpr int kRuns = 3;
   const char* asan = std::getenv("ASAN_OPTIONS");
-  const std::string saved = asan != nullptr ? asan : "";
-  const std::string with = saved + (saved.empty() ? "" : ":") + "detect_stack_use_after_return=1";
-  ::setenv("ASAN_OPTIONS", with.c_str(), 1);
-  struct Restore {
-    bool had;
-    std::string value;
-    ~Restore() {
-      if (had) {
-        ::setenv("ASAN_OPTIONS", value.c_str(), 1);
-      } else {
-        ::unsetenv("ASAN_OPTIONS");
-      }
-    }
-  } restore{asan != nullptr, saved};
+  const std::string with = std::string(asan != nullptr ? asan : "") +
+                           (asan != nullptr && *asan != '\0' ? ":" : "") +
+                           "detect_stack_use_after_return=1";
+  const tpc::testing::ScopedEnv options("ASAN_OPTIONS", with.c_str());
 #else
   constexpr int kRuns = 20;
 #endif
