@@ -73,6 +73,8 @@ proto::Placement ToProto(const ir::Placement& p) {
       out.set_kind(proto::Placement::SHARD);
       out.set_dim(p.dim);
       if (p.has_groups()) out.set_groups(p.groups);
+      TPC_CHECK(!p.has_symbolic_blocks());  // graph inputs and outputs take none
+      if (p.blocks > 1) out.set_blocks(p.blocks);
       break;
     case ir::Placement::Kind::kPartial: {
       out.set_kind(proto::Placement::PARTIAL);

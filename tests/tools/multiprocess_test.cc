@@ -342,6 +342,23 @@ TEST_CASE("a sharded output is assembled before it is compared", "[tools][proces
   }
 }
 
+TEST_CASE("an input and an output split in blocks are sliced and assembled by block",
+          "[tools][processes]") {
+  // plan.json kept no blocks: tp-run gave each rank a contiguous quarter of x and put
+  // y's parts back the same way, a wrong answer that only --check-against showed.
+  const std::string plan =
+      Compile("mlp", 4, "--input-placement 'x=S(2/2)' --output-placement 'y=S(2/2)'", "blocks");
+  CHECK_THAT(ReadFile(plan + "/plan.json"), Catch::Contains("\"blocks\": \"2\""));
+  for (const char* mode : {"processes", "threads"}) {
+    CommandResult r = RunTpRun(plan + " --ranks " + mode + " --quiet --input-dir " +
+                               SourcePath("models/mlp/test_data_set_0") + " --check-against " +
+                               SourcePath("models/mlp.onnx"));
+    INFO(mode << ": " << r.output);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.output, Catch::Contains("PASS: every output"));
+  }
+}
+
 TEST_CASE("SIGKILL of rank 2 mid-run stops every rank, naming it", "[tools][processes][failure]") {
   const std::string transport = GENERATE("shm", "gloo");
   INFO("--transport " << transport);

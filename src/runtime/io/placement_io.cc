@@ -1,5 +1,6 @@
 #include "tpc/runtime/placement_io.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -29,12 +30,25 @@ Blocks BlocksAround(const Tensor& t, int64_t d) {
   return b;
 }
 
+// A blocked split S(d/k) is k splits of dim `dim / k` side by side: the same
+// [outer, dim, inner] view with the blocks moved into `outer` (dim % k == 0).
+Blocks InBlocks(Blocks b, int64_t k) {
+  b.outer *= k;
+  b.dim /= k;
+  return b;
+}
+
 absl::StatusOr<ir::Placement> FromProto(const proto::Placement& p, const std::string& what) {
   switch (p.kind()) {
     case proto::Placement::REPLICATE:
       return ir::Placement::Replicate();
     case proto::Placement::SHARD:
-      if (p.groups() == 0) return ir::Placement::Shard(p.dim());
+      if (p.blocks() < 0 || (p.blocks() > 1 && p.groups() != 0)) {
+        return absl::InvalidArgumentError(absl::StrCat("plan.json: ", what, ": blocks ",
+                                                       p.blocks(), " (0, 1, or more than 1 ",
+                                                       "without groups)"));
+      }
+      if (p.groups() == 0) return ir::Placement::Shard(p.dim(), std::max<int64_t>(p.blocks(), 1));
       if (p.groups() < 2) {
         return absl::InvalidArgumentError(
             absl::StrCat("plan.json: ", what, ": groups ", p.groups(), " (0, or at least 2)"));
@@ -126,18 +140,20 @@ absl::StatusOr<Tensor> SliceForRank(const std::string& name, const Tensor& full,
         "input '", name, "': the plan splits dim ", p.dim, " (", p.ToString(),
         ") but the tensor given has ", full.rank(), " dims (", full.TypeString(), ")"));
   }
-  const Blocks b = BlocksAround(full, d);
   const int64_t parts = p.Parts(ranks);
-  if (b.dim % parts != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("input '", name, "': dim ", d, " is ", b.dim, ", not a multiple of ", parts,
-                     ": the plan splits it in ", parts, " parts over ", ranks, " ranks (",
-                     p.ToString(), "; given ", full.TypeString(), ")"));
+  const int64_t k = std::max<int64_t>(p.blocks, 1);
+  if (full.dim(d) % (parts * k) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input '", name, "': dim ", d, " is ", full.dim(d), ", not a multiple of ", parts * k,
+        ": the plan splits it in ", parts, " parts over ", ranks, " ranks",
+        k > 1 ? absl::StrCat(", in each of ", k, " blocks") : "", " (", p.ToString(),
+        "; given ", full.TypeString(), ")"));
   }
+  const Blocks b = InBlocks(BlocksAround(full, d), k);
   const int64_t part = b.dim / parts;
   const int64_t index = p.PartOf(rank, ranks);
   std::vector<int64_t> shape = full.shape();
-  shape[static_cast<size_t>(d)] = part;
+  shape[static_cast<size_t>(d)] = part * k;
   Tensor out = Tensor::Allocate(full.dtype(), shape);
   const size_t chunk = static_cast<size_t>(part * b.inner_bytes);
   for (int64_t o = 0; o < b.outer; ++o) {
@@ -183,10 +199,16 @@ absl::StatusOr<Tensor> AssembleOutput(const std::string& name, const Tensor& loc
     return absl::Status(s.code(), absl::StrCat("assembling output '", name, "' (", p.ToString(),
                                                "): ", std::string(s.message())));
   }
-  // Block k of `gathered` is rank k's part; its slabs go to part k's span of dim d. In
-  // groups (S(d@g)) part k is held by ranks k·n/g, ..., (k+1)·n/g - 1: the first one's.
+  // Block k of `gathered` is rank k's part; its slabs go to part k's span of dim d (of
+  // each block of it, S(d/b)). In groups (S(d@g)) part k is held by ranks k·n/g, ...,
+  // (k+1)·n/g - 1: the first one's.
   const int64_t parts = p.Parts(n);
-  const Blocks b = BlocksAround(local, d);
+  const int64_t blocks = std::max<int64_t>(p.blocks, 1);
+  if (local.dim(d) % blocks != 0) {
+    return absl::InternalError(absl::StrCat("output '", name, "' is placed ", p.ToString(),
+                                            " but its dim ", d, " is ", local.dim(d)));
+  }
+  const Blocks b = InBlocks(BlocksAround(local, d), blocks);
   std::vector<int64_t> shape = local.shape();
   shape[static_cast<size_t>(d)] *= parts;
   Tensor out = Tensor::Allocate(local.dtype(), shape);
