@@ -68,7 +68,8 @@ tpc::cli::Parser MakeParser() {
          "sequence|PLACEMENT' (see README)",
          "", false});
   p.Add({"input-placement", "NAME=P",
-         "placement of a graph input (R, S(d), S(-1)); NAME may be a glob "
+         "placement of a graph input (R, S(d), S(-1), S(d/b) in b blocks, S(d@g) in g groups); "
+         "NAME may be a glob "
          "('past_*=S(1)')",
          "R", true});
   p.Add({"output-placement", "NAME=P",

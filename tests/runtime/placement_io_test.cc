@@ -129,9 +129,9 @@ TEST_CASE("a tensor split in blocks: each rank holds its part of every block",
   // would.
   auto odd = rt::SliceForRank("qkv", Iota({2, 6}), Placement::Shard(1, 2), 0, 2);
   REQUIRE_FALSE(odd.ok());
-  CHECK_THAT(std::string(odd.status().message()),
-             Catch::Contains("qkv") && Catch::Contains("multiple of 4") &&
-                 Catch::Contains("in each of 2 blocks"));
+  CHECK_THAT(std::string(odd.status().message()), Catch::Contains("qkv") &&
+                                                      Catch::Contains("multiple of 4") &&
+                                                      Catch::Contains("in each of 2 blocks"));
 }
 
 TEST_CASE("plan.json's blocks are read back, never with groups", "[runtime][placement_io]") {

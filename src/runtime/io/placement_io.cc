@@ -44,8 +44,8 @@ absl::StatusOr<ir::Placement> FromProto(const proto::Placement& p, const std::st
       return ir::Placement::Replicate();
     case proto::Placement::SHARD:
       if (p.blocks() < 0 || (p.blocks() > 1 && p.groups() != 0)) {
-        return absl::InvalidArgumentError(absl::StrCat("plan.json: ", what, ": blocks ",
-                                                       p.blocks(), " (0, 1, or more than 1 ",
+        return absl::InvalidArgumentError(absl::StrCat("plan.json: ", what, ": blocks ", p.blocks(),
+                                                       " (0, 1, or more than 1 ",
                                                        "without groups)"));
       }
       if (p.groups() == 0) return ir::Placement::Shard(p.dim(), std::max<int64_t>(p.blocks(), 1));
@@ -143,11 +143,11 @@ absl::StatusOr<Tensor> SliceForRank(const std::string& name, const Tensor& full,
   const int64_t parts = p.Parts(ranks);
   const int64_t k = std::max<int64_t>(p.blocks, 1);
   if (full.dim(d) % (parts * k) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "input '", name, "': dim ", d, " is ", full.dim(d), ", not a multiple of ", parts * k,
-        ": the plan splits it in ", parts, " parts over ", ranks, " ranks",
-        k > 1 ? absl::StrCat(", in each of ", k, " blocks") : "", " (", p.ToString(),
-        "; given ", full.TypeString(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", name, "': dim ", d, " is ", full.dim(d), ", not a multiple of ",
+                     parts * k, ": the plan splits it in ", parts, " parts over ", ranks, " ranks",
+                     k > 1 ? absl::StrCat(", in each of ", k, " blocks") : "", " (", p.ToString(),
+                     "; given ", full.TypeString(), ")"));
   }
   const Blocks b = InBlocks(BlocksAround(full, d), k);
   const int64_t part = b.dim / parts;
