@@ -249,17 +249,20 @@ class Partitioner {
     return y;
   }
 
-  // S(d) → P(sum): each rank pads its block with zeros to the whole size.
+  // S(d) → P(sum): each rank pads its block with zeros to the whole size, r blocks before
+  // it and n - 1 - r after. A split dim known only at run time multiplies the block's
+  // size (Shape) by those counts. A blocked split S(d/b) is never zero-padded (the shard
+  // stage's TransitionPossible).
   absl::StatusOr<ir::Value*> ZeroPad(ir::Value* original, ir::Value* x, const Placement& from,
                                      ir::Node* before) {
     const ir::TensorType& t = global_.at(original);
-    const ir::Dim& size = (*t.shape)[static_cast<size_t>(from.dim)];
-    if (!size.is_static() || from.blocks != 1) {
-      return absl::UnimplementedError(absl::StrCat("partition: zero-padding ", original->name(),
-                                                   " needs a static, unblocked split dim"));
+    if (from.blocks != 1) {
+      return absl::InternalError(absl::StrCat("partition: zero-padding ", original->name(),
+                                              ", split in blocks (", from.ToString(), ")"));
     }
+    const ir::Dim& size = (*t.shape)[static_cast<size_t>(from.dim)];
     const int64_t rank = t.rank();
-    const int64_t part = size.value() / n();
+    const int64_t part = size.is_static() ? size.value() / n() : 1;
     std::vector<int64_t> pads;
     for (int64_t r = 0; r < n(); ++r) {
       for (int64_t side = 0; side < 2; ++side) {
@@ -271,6 +274,17 @@ class Partitioner {
       }
     }
     ir::Value* per_rank = rw_.PerRank("tp/pads", ir::Tensor::FromInt64({n() * 2 * rank}, pads));
+    if (!size.is_static()) {
+      const Placement r = Placement::Replicate();
+      ir::Value* shape =
+          rw_.Op(before, "Shape", {x}, ir::TensorType(ir::DType::kI64, {ir::Dim(rank)}), r);
+      ir::Value* block = rw_.Op(
+          before, "Slice",
+          {shape, rw_.Int64s("tp/dim_start", {from.dim}), rw_.Int64s("tp/dim_end", {from.dim + 1})},
+          ir::TensorType(ir::DType::kI64, {ir::Dim(1)}), r);
+      per_rank = rw_.Op(before, "Mul", {block, per_rank},
+                        ir::TensorType(ir::DType::kI64, {ir::Dim(2 * rank)}), r);
+    }
     return rw_.Op(before, "Pad", {x, per_rank}, t, Placement::Partial(ir::ReduceOp::kSum),
                   {{"mode", std::string("constant")}});
   }

@@ -70,9 +70,11 @@ bool TransitionPossible(const Placement& from, const Placement& to) {
   if (to.kind == Kind::kPartial) {
     // R → P(sum): keep the value on one rank; R → P(max|min|avg): the value itself.
     // S → P(sum): zero-pad the local block. Nothing else becomes partial locally (a
-    // group's ranks hold the same part of S(d@g): it is not a sum of theirs).
+    // group's ranks hold the same part of S(d@g): it is not a sum of theirs; a blocked
+    // split's parts are not one run of the dim, which one Pad cannot place).
     if (from.kind == Kind::kReplicate) return true;
-    return from.kind == Kind::kShard && !from.has_groups() && to.reduce == ir::ReduceOp::kSum;
+    return from.kind == Kind::kShard && !from.has_groups() && from.blocks == 1 &&
+           to.reduce == ir::ReduceOp::kSum;
   }
   // S → R, S → S', P → R, P → S: a collective; R → S(d@g), S(d@g) → S(d): local.
   return true;

@@ -113,17 +113,23 @@ absl::Status SliceBlockBounds(LocalGraph& rw, ir::Node* node, const std::vector<
   // Which entry of the bounds is the split axis (the types are per rank by now).
   const int64_t axis = inputs[0]->dim;
   const int64_t rank = node->input(0)->type().rank();
+  const auto starts = KnownInts(node->input(1));
+  const auto ends = KnownInts(node->input(2));
   std::optional<size_t> index;
   if (node->optional_input(3) != nullptr) {
     const auto axes = KnownInts(node->input(3));
-    for (size_t i = 0; axes && i < axes->size(); ++i) {
+    if (!axes) {
+      return absl::InternalError(absl::StrCat(node->Describe(), ": axes of the slice unknown"));
+    }
+    for (size_t i = 0; i < axes->size(); ++i) {
       if (NormalizeAxis((*axes)[i], rank) == axis) index = i;
     }
-  } else {
+  } else if (starts && static_cast<size_t>(axis) < starts->size()) {
     index = static_cast<size_t>(axis);
   }
-  const auto starts = KnownInts(node->input(1));
-  const auto ends = KnownInts(node->input(2));
+  // The slice leaves the split axis whole (falcon's grouped QKV: it slices the group's
+  // entries while the head dim is split in blocks).
+  if (!index && (starts || node->optional_input(3) != nullptr)) return absl::OkStatus();
   if (!index || !starts || !ends || *index >= starts->size() || *index >= ends->size()) {
     return absl::InternalError(
         absl::StrCat(node->Describe(), ": bounds of the split axis unknown"));
