@@ -7,7 +7,8 @@
 //  - S(d) → P(sum) of a dim known only at run time: the zero padding takes its size from
 //    the value's shape (it stopped tp-compile with "needs a static, unblocked split dim").
 // Each rank's program runs alone on its part of the inputs and must give its part of the
-// unsharded outputs.
+// unsharded outputs. And every conversion the cost model calls possible (TransitionPossible)
+// is one the partition stage writes, and it keeps the values.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -25,6 +26,7 @@
 #include "tpc/plan/plan_writer.h"
 #include "tpc/runtime/placement_io.h"
 #include "tpc/runtime/plan_runner.h"
+#include "tpc/shard/cost_model.h"
 
 namespace tpc::partition {
 namespace {
@@ -159,6 +161,91 @@ TEST_CASE("partition writes a blocked Slice on another dim and a symbolic zero p
       }
     }
   }
+}
+
+// x [seq, 12] → Neg (a) → Neg (b) → output, each Neg given its placement (the import
+// drops Identity). Neg of a P(max) value is not max's: the P(max) values here come from R
+// as equal copies, which it keeps equal.
+std::string WriteChain(const std::string& dir) {
+  ir::Graph g;
+  g.opsets()[""] = 18;
+  ir::Value* x = g.AddPlaceholder("x", TensorType(DType::kF32, {ir::Dim::Symbol("seq"), 12}));
+  ir::Value* a = g.AddCall("", "Neg", {x}, {"a"}, {}, "first")->output(0);
+  ir::Value* b = g.AddCall("", "Neg", {a}, {"b"}, {}, "second")->output(0);
+  g.SetOutputs({b});
+  REQUIRE(onnx::InferShapes(g).ok());
+  const std::string path = dir + "/chain.onnx";
+  REQUIRE(onnx::ExportModel(g, path).ok());
+  return path;
+}
+
+TEST_CASE("every conversion the cost model allows is written, and keeps the values",
+          "[partition]") {
+  const int n = 4;
+  const std::vector<Placement> all = {Placement::Replicate(),
+                                      Placement::Shard(0),
+                                      Placement::Shard(1),
+                                      Placement::Shard(1, 3),
+                                      Placement::Shard(0, 2),
+                                      Placement::ShardInGroups(0, 2),
+                                      Placement::ShardInGroups(1, 2),
+                                      Placement::Partial(ir::ReduceOp::kSum),
+                                      Placement::Partial(ir::ReduceOp::kMax)};
+  const std::string dir = testing::TempDir("conversions");
+  const std::string path = WriteChain(dir);
+  const Tensor x = Iota({16, 12});
+  shard::ShardOptions options = testing::TpOptions(n);
+  options.divisible.insert("seq");
+  int checked = 0;
+  for (const Placement& from : all) {
+    for (const Placement& to : all) {
+      if (!shard::TransitionPossible(Placement::Replicate(), from) ||
+          !shard::TransitionPossible(from, to) ||
+          !shard::TransitionPossible(to, Placement::Replicate())) {
+        continue;
+      }
+      INFO(from.ToString() << " -> " << to.ToString());
+      auto graph = onnx::ImportModel(path);
+      REQUIRE(graph.ok());
+      ir::Graph& g = **graph;
+      ValueNamed(g, "a")->set_sharding(ir::Sharding{{from}});
+      ValueNamed(g, "b")->set_sharding(ir::Sharding{{to}});
+      shard::ShardResult result;
+      shard::Strategy first, second;
+      first.inputs = {from};
+      first.outputs = {from};
+      second.inputs = {to};
+      second.outputs = {to};
+      result.strategies[NodeNamed(g, "first")] = first;
+      result.strategies[NodeNamed(g, "second")] = second;
+      auto stats = PartitionGraph(g, result, options);
+      INFO(stats.status().ToString());
+      REQUIRE(stats.ok());
+      const std::string plan_dir = testing::TempDir("conversion_plan");
+      plan::PlanOptions po;
+      po.tp = n;
+      po.source_model = path;
+      auto files = plan::WriteRankFiles(g, plan_dir, po);
+      INFO(files.status().ToString());
+      REQUIRE(files.ok());
+      REQUIRE(plan::WriteManifest(g, *files, plan_dir, po).ok());
+      auto ranks = runtime::LoadPlan(plan_dir);
+      INFO(ranks.status().ToString());
+      REQUIRE(ranks.ok());
+      std::vector<ir::Graph*> graphs;
+      for (const auto& r : *ranks) graphs.push_back(r.get());
+      auto out = testing::RunRanks(graphs, {{"x", x}});
+      INFO(out.status().ToString());
+      REQUIRE(out.ok());
+      for (const std::vector<Tensor>& outputs : *out) {
+        REQUIRE(outputs[0].shape() == x.shape());
+        CHECK(std::equal(x.data<float>(), x.data<float>() + x.num_elements(),
+                         outputs[0].data<float>()));
+      }
+      ++checked;
+    }
+  }
+  CHECK(checked >= 60);
 }
 
 }  // namespace
