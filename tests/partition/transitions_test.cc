@@ -3,7 +3,7 @@
 // model prefers:
 //  - a Slice of a value split in blocks, S(1/2), along another dim: its bounds stay as they
 //    are (falcon's grouped QKV at N = 4 stopped tp-compile with "bounds of the split axis
-//    unknown");
+//    unknown"); so do a Split's sizes along another dim (they were divided by N);
 //  - S(d) → P(sum) of a dim known only at run time: the zero padding takes its size from
 //    the value's shape (it stopped tp-compile with "needs a static, unblocked split dim").
 // Each rank's program runs alone on its part of the inputs and must give its part of the
@@ -36,7 +36,8 @@ using ir::Placement;
 using ir::TensorType;
 using runtime::Tensor;
 
-// xb [4, 16] → Slice rows 1..2 → y; x [seq, 8] → Neg → nx. Written to `dir`/model.onnx.
+// xb [4, 16] → Slice rows 1..2 → y, and Split in rows [1, 3] → top, rest; x [seq, 8] →
+// Neg → nx. Written to `dir`/model.onnx.
 std::string WriteModel(const std::string& dir) {
   ir::Graph g;
   g.opsets()[""] = 18;
@@ -50,8 +51,10 @@ std::string WriteModel(const std::string& dir) {
       g.AddCall("", "Slice", {xb, ints("starts", {1}), ints("ends", {3}), ints("axes", {0})}, {"y"},
                 {}, "slice")
           ->output(0);
+  ir::Node* split = g.AddCall("", "Split", {xb, ints("sizes", {1, 3})}, {"top", "rest"},
+                              {{"axis", int64_t{0}}}, "split");
   ir::Value* nx = g.AddCall("", "Neg", {x}, {"nx"}, {}, "neg")->output(0);
-  g.SetOutputs({y, nx});
+  g.SetOutputs({y, nx, split->output(0), split->output(1)});
   REQUIRE(onnx::InferShapes(g).ok());
   const std::string path = dir + "/model.onnx";
   const absl::Status s = onnx::ExportModel(g, path);
@@ -110,6 +113,14 @@ TEST_CASE("partition writes a blocked Slice on another dim and a symbolic zero p
   neg.inputs = {partial};
   neg.outputs = {partial};
   result.strategies[NodeNamed(g, "neg")] = neg;
+  shard::Strategy split;
+  split.inputs = {blocked, std::nullopt};
+  split.outputs = {blocked, blocked};
+  result.strategies[NodeNamed(g, "split")] = split;
+  for (const char* part : {"top", "rest"}) {
+    ValueNamed(g, part)->set_sharding(ir::Sharding{{blocked}});
+    result.output_placements[part] = blocked;
+  }
   result.output_placements["y"] = blocked;
   result.output_placements["nx"] = partial;
   const shard::ShardOptions options = testing::TpOptions(n);
@@ -150,6 +161,18 @@ TEST_CASE("partition writes a blocked Slice on another dim and a symbolic zero p
       for (int64_t j = 0; j < 8; ++j) {
         const int64_t column = (j / 4) * 8 + r * 4 + j % 4;
         CHECK(y.data<float>()[i * 8 + j] == xb.data<float>()[(i + 1) * 16 + column]);
+      }
+    }
+    // top and rest: rows 0 and 1..3 of the same columns.
+    for (int k : {2, 3}) {
+      const Tensor& part = (*out)[0][static_cast<size_t>(k)];
+      const int64_t first = k == 2 ? 0 : 1, count = k == 2 ? 1 : 3;
+      REQUIRE(part.shape() == std::vector<int64_t>{count, 8});
+      for (int64_t i = 0; i < count; ++i) {
+        for (int64_t j = 0; j < 8; ++j) {
+          const int64_t column = (j / 4) * 8 + r * 4 + j % 4;
+          CHECK(part.data<float>()[i * 8 + j] == xb.data<float>()[(first + i) * 16 + column]);
+        }
       }
     }
     // nx: the whole -x on this rank's rows, zeros elsewhere (its share of the sum).

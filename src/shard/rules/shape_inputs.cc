@@ -70,11 +70,13 @@ absl::Status WholeShape(LocalGraph& rw, ir::Node* node, const std::vector<Placem
   return absl::OkStatus();
 }
 
-// A blocked Split: every part is split too, so the sizes are per rank.
+// A Split of a blocked split along its split dim: every part is split too, so the sizes
+// are per rank. Along another dim the sizes stay.
 absl::Status BlockedSplitSizes(LocalGraph& rw, ir::Node* node, const std::vector<Placement>&,
                                const std::vector<std::optional<Placement>>& inputs) {
   if (inputs.empty() || !inputs[0] || inputs[0]->kind != Placement::Kind::kShard ||
-      inputs[0]->blocks <= 1) {
+      inputs[0]->blocks <= 1 ||
+      NormalizeAxis(node->attr_int("axis", 0), node->input(0)->type().rank()) != inputs[0]->dim) {
     return absl::OkStatus();
   }
   if (node->has_attr("split")) {
@@ -82,12 +84,12 @@ absl::Status BlockedSplitSizes(LocalGraph& rw, ir::Node* node, const std::vector
     for (int64_t& s : sizes) s /= rw.n();
     node->attrs()["split"] = sizes;
   } else if (ir::Value* sizes = node->optional_input(1)) {
-    if (sizes->producer()->kind() != ir::NodeKind::kConstant) {
-      return absl::UnimplementedError(absl::StrCat(node->Describe(), ": computed split sizes"));
+    std::optional<std::vector<int64_t>> v = KnownInts(sizes);
+    if (!v) {
+      return absl::UnimplementedError(absl::StrCat(node->Describe(), ": split sizes unknown"));
     }
-    std::vector<int64_t> v = sizes->producer()->tensor().ToInt64();
-    for (int64_t& s : v) s /= rw.n();
-    node->SetInput(1, rw.Int64s(sizes->name() + "/per_rank", v));
+    for (int64_t& s : *v) s /= rw.n();
+    node->SetInput(1, rw.Int64s(sizes->name() + "/per_rank", *v));
   }
   return absl::OkStatus();
 }
