@@ -1,7 +1,8 @@
 // A plan's inputs and outputs by placement: tp-run takes exactly the original model's
-// full inputs and gives each rank its part (a block of the split dim for `S(d)`, the
-// whole tensor for `R`), and assembles each rank's outputs back into full tensors
-// (all-gathered along the dim for `S(d)`, all-reduced for `P`, as they are for `R`).
+// full inputs and gives each rank its part (a block of the split dim for `S(d)`, its part
+// of each of the b blocks for `S(d/b)`, its group's part for `S(d@g)`, the whole tensor
+// for `R`), and assembles each rank's outputs back into full tensors (all-gathered along
+// the dim for `S(d)`, all-reduced for `P`, as they are for `R`).
 // The placements come from plan.json; the same code serves ranks as threads and as
 // processes, since the assembly goes through the communicator.
 #pragma once
