@@ -9,6 +9,12 @@ namespace tpc::shard {
 
 using ir::Placement;
 
+BroadcastFit FitOf(const ir::Dim& in, const ir::Dim& out) {
+  if (in == out) return BroadcastFit::kCarries;
+  if (in.is_static()) return in.value() == 1 ? BroadcastFit::kBroadcast : BroadcastFit::kCarries;
+  return BroadcastFit::kUnsure;
+}
+
 int FactorSpec::AddFactor(Kind kind, ir::Dim size, std::string name) {
   factors.push_back({kind, std::move(size), std::move(name)});
   return static_cast<int>(factors.size()) - 1;
@@ -227,19 +233,21 @@ FactorSpecBuilder& FactorSpecBuilder::Pointwise(const std::vector<int>& inputs) 
   const int64_t rank = static_cast<int64_t>(y.size());
   for (int64_t d = 0; d < rank; ++d) {
     std::vector<int64_t> in_dims(static_cast<size_t>(ctx_.num_inputs()), kNone);
+    Kind kind = Kind::kPass;
     for (int i : inputs) {
       if (!ctx_.has_input(i)) continue;
       const std::vector<ir::Dim>& in = ctx_.input_dims(i);
       const int64_t id = d - (rank - static_cast<int64_t>(in.size()));
-      if (id >= 0 && in[static_cast<size_t>(id)] == y[static_cast<size_t>(d)]) {
-        in_dims[static_cast<size_t>(i)] = id;
-      }
+      if (id < 0) continue;
+      const BroadcastFit fit = FitOf(in[static_cast<size_t>(id)], y[static_cast<size_t>(d)]);
+      if (fit != BroadcastFit::kBroadcast) in_dims[static_cast<size_t>(i)] = id;
+      if (fit == BroadcastFit::kUnsure) kind = Kind::kNeedWhole;
     }
     std::vector<int64_t> out_dims;
     for (int o = 0; o < ctx_.node().num_outputs(); ++o) {
       out_dims.push_back(ctx_.output_dims(o).size() == y.size() ? d : kNone);
     }
-    Add(Kind::kPass, in_dims, out_dims, "d" + std::to_string(d));
+    Add(kind, in_dims, out_dims, "d" + std::to_string(d));
   }
   // Operands that carry nothing still get their full-length entry (all `_`).
   for (int i : inputs) {

@@ -96,6 +96,40 @@ TEST_CASE("einsum rule: a broadcast 1 under the ellipsis does not carry the fact
   CHECK(Has(r, "(S(0), R)->(S(0))"));
 }
 
+// A dim that may be 1 or the result's at run time (unknown, or another symbol) cannot
+// tell a broadcast from a match: its factor stays whole. swin's window attention adds
+// scores [?, ?, 16, 16] (the heads unknown after a Reshape of a count of windows that is
+// unknown too) to a [4, 16, 16] bias; splitting the heads as if the scores broadcast
+// added each rank's bias slice to all 4 heads of the scores.
+TEST_CASE("broadcasting: a dim that may be 1 or not keeps its factor whole", "[shard][rules]") {
+  const Rule add = RuleOf(
+      "  %a: f32[?, ?, 16, 16] = placeholder\n  %c: f32[4, 16, 16] = placeholder\n"
+      "  %y: f32[?, 4, 16, 16] = Add(%a, %c)");
+  INFO(add.text);
+  CHECK(add.text == "([i, j, k, l], [j, k, l])->([i, j, k, l]) need_whole={j} + partial(0, 1)");
+  CHECK_FALSE(Has(add, "(R, S(0))->(S(1))"));
+  CHECK(Has(add, "(S(2), S(1))->(S(2))"));
+  // A static 1 still broadcasts, and a symbol equal to the result's still carries.
+  const Rule one = RuleOf(
+      "  %a: f32[b, 1, 16] = placeholder\n  %c: f32[4, 16] = placeholder\n"
+      "  %y: f32[b, 4, 16] = Add(%a, %c)");
+  INFO(one.text);
+  CHECK(Has(one, "(R, S(0))->(S(1))"));
+  CHECK(Has(one, "(S(0), R)->(S(0))"));
+  // MatMul's batch dims and Einsum's `...` alike.
+  const Rule mm = RuleOf(
+      "  %a: f32[?, 8, 16] = placeholder\n  %c: f32[4, 16, 8] = placeholder\n"
+      "  %y: f32[4, 8, 8] = MatMul(%a, %c)");
+  INFO(mm.text);
+  CHECK_FALSE(Has(mm, "(R, S(0))->(S(0))"));
+  CHECK_FALSE(Has(mm, "(S(0), S(0))->(S(0))"));
+  CHECK(Has(mm, "(S(1), R)->(S(1))"));
+  const Rule es = RuleOf(Einsum("f32[?, 4, 6]", "f32[2, 6, 8]", "...ij,...jk->...ik"));
+  INFO(es.text);
+  CHECK_FALSE(Has(es, "(R, S(0))->(S(0))"));
+  CHECK_FALSE(Has(es, "(S(0), S(0))->(S(0))"));
+}
+
 TEST_CASE("einsum rule: the implicit output is the letters used once in order", "[shard][rules]") {
   // `ji,jk` → output `ik`: j is summed.
   const Rule r = RuleOf(Einsum("f32[6, b]", "f32[6, 8]", "ji,jk"));
@@ -193,6 +227,27 @@ TEST_CASE("attention rule: causal query rows and 3-D hidden dims need whole", "[
   INFO(flat.text);
   CHECK_FALSE(Has(flat, "(S(2), S(2), S(2))->(S(2))"));
   CHECK(Has(flat, "(S(0), S(0), S(0))->(S(0))"));
+}
+
+TEST_CASE("attention rule: a mask dim that may be 1 or not keeps its factor whole",
+          "[shard][rules]") {
+  auto with_mask = [](const std::string& mask) {
+    return absl::StrCat(
+        "  %q: f32[b, 4, s, 8] = placeholder\n  %k: f32[b, 4, s, 8] = placeholder\n",
+        "  %v: f32[b, 4, s, 8] = placeholder\n  %m: ", mask,
+        " = placeholder\n  %y: f32[*] = Attention(%q, %k, %v, %m)");
+  };
+  // Batch and heads of the mask unknown: neither splits (the heads could before, the
+  // whole mask going to every rank's heads).
+  const Rule unsure = RuleOf(with_mask("f32[?, ?, s, s]"), 2);
+  INFO(unsure.text);
+  CHECK_FALSE(Has(unsure, "(S(1), S(1), S(1), R)->(S(1))"));
+  CHECK_FALSE(Has(unsure, "(S(0), S(0), S(0), R)->(S(0))"));
+  // A mask broadcast over the heads (1) lets them split, and its batch goes with Q's.
+  const Rule shared = RuleOf(with_mask("f32[b, 1, s, s]"), 2);
+  INFO(shared.text);
+  CHECK(Has(shared, "(S(1), S(1), S(1), R)->(S(1))"));
+  CHECK(Has(shared, "(S(0), S(0), S(0), S(0))->(S(0))"));
 }
 
 TEST_CASE("tile rule: only dims repeated once pass", "[shard][rules]") {

@@ -47,6 +47,16 @@ struct FactorSpec {
   std::string ToString() const;
 };
 
+// How an operand's dim `in` meets the result dim `out` it broadcasts to (numpy style):
+// kCarries when they are equal, or when `in` is static and not 1 (then they are equal at
+// run time); kBroadcast for a static 1; kUnsure otherwise (an unknown or another symbol:
+// 1 or `out` at run time, no telling which), where the factor must stay whole, since
+// splitting it would split the operand if it is `out` long and not if it is 1 (swin's
+// window attention adds a [?, 4, 16, 16] score to a [4, 16, 16] bias: split as a
+// broadcast, each rank added its heads' bias to all 4 heads).
+enum class BroadcastFit { kCarries, kBroadcast, kUnsure };
+BroadcastFit FitOf(const ir::Dim& in, const ir::Dim& out);
+
 // Builds a FactorSpec for the node of `ctx`.
 class FactorSpecBuilder {
  public:
@@ -63,8 +73,9 @@ class FactorSpecBuilder {
           const std::vector<int64_t>& output_dims, std::string name = "");
 
   // Elementwise: a pass factor per dim of output 0; each of `inputs` carries it where
-  // its dim (aligned numpy-style from the right) equals the output's, and every output
-  // of the same rank carries it too.
+  // its dim (aligned numpy-style from the right) carries the output's (FitOf), and every
+  // output of the same rank carries it too. A dim some input may or may not broadcast
+  // along (kUnsure) is needed whole.
   FactorSpecBuilder& Pointwise(const std::vector<int>& inputs);
 
   // Along the dims of input `inputs[0]`: dim d gets a factor of kind `kinds[d]`, carried

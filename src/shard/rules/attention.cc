@@ -42,31 +42,39 @@ void Attention(const RuleContext& ctx, std::vector<Strategy>* out) {
   }
   const bool four = rank == 4;
   const bool causal = ctx.node().attr_int("is_causal", 0) != 0;
-  // The mask broadcasts (right-aligned) to [batch, q heads, q seq, keys]: its dim for
-  // position `at` of that shape when it has one of the full size `size`.
-  auto mask_dim = [&](int64_t at, const ir::Dim& size) -> int64_t {
-    if (!ctx.has_input(kMask)) return kNone;
+  // The mask broadcasts (right-aligned) to [batch, q heads, q seq, keys]: how its dim for
+  // position `at` of that shape meets the full size `size` (FitOf; kBroadcast when it has
+  // no such dim), and that dim unless it broadcasts. A factor the mask may or may not
+  // broadcast along stays whole.
+  auto mask_fit = [&](int64_t at, const ir::Dim& size) {
+    if (!ctx.has_input(kMask)) return BroadcastFit::kBroadcast;
     const std::vector<ir::Dim>& m = ctx.input_dims(kMask);
     const int64_t d = at - (4 - static_cast<int64_t>(m.size()));
-    return d >= 0 && m[static_cast<size_t>(d)] == size ? d : kNone;
+    return d >= 0 ? FitOf(m[static_cast<size_t>(d)], size) : BroadcastFit::kBroadcast;
+  };
+  auto mask_dim = [&](int64_t at, const ir::Dim& size) -> int64_t {
+    if (mask_fit(at, size) == BroadcastFit::kBroadcast) return kNone;
+    return at - (4 - static_cast<int64_t>(ctx.input_dims(kMask).size()));
+  };
+  auto kind = [&](bool whole, int64_t at, const ir::Dim& size) {
+    return whole || mask_fit(at, size) == BroadcastFit::kUnsure ? Kind::kNeedWhole : Kind::kPass;
   };
   const ir::Dim heads = four ? q[1] : ir::Dim(1);
   FactorSpecBuilder b(ctx);
   // Inputs: Q, K, V, mask, past K, past V, nonpad_kv_seqlen; outputs: Y, present K,
   // present V, the QK product.
-  b.Add(Kind::kPass, {0, 0, 0, mask_dim(0, q[0]), 0, 0, 0}, {0, 0, 0, 0}, "batch");
+  b.Add(kind(false, 0, q[0]), {0, 0, 0, mask_dim(0, q[0]), 0, 0, 0}, {0, 0, 0, 0}, "batch");
   if (four) {
     const bool split = ctx.Divisible(q[1]) && ctx.Divisible(ctx.input_dims(kK)[1]);
-    b.Add(split ? Kind::kPass : Kind::kNeedWhole, {1, 1, 1, mask_dim(1, heads), 1, 1}, {1, 1, 1, 1},
-          "heads");
-    b.Add(causal ? Kind::kNeedWhole : Kind::kPass, {2, kNone, kNone, mask_dim(2, q[2])},
-          {2, kNone, kNone, 2}, "query rows");
+    b.Add(kind(!split, 1, heads), {1, 1, 1, mask_dim(1, heads), 1, 1}, {1, 1, 1, 1}, "heads");
+    b.Add(kind(causal, 2, q[2]), {2, kNone, kNone, mask_dim(2, q[2])}, {2, kNone, kNone, 2},
+          "query rows");
     b.Add(Kind::kNeedWhole, {kNone, 2, 2, 3, 2, 2}, {kNone, 2, 2, 3}, "keys");
     b.Add(Kind::kNeedWhole, {3, 3, kNone, kNone, 3}, {kNone, 3}, "head size");
     b.Add(Kind::kPass, {kNone, kNone, 3, kNone, kNone, 3}, {3, kNone, 3}, "value size");
   } else {
-    b.Add(causal ? Kind::kNeedWhole : Kind::kPass, {1, kNone, kNone, mask_dim(2, q[1])},
-          {1, kNone, kNone, 2}, "query rows");
+    b.Add(kind(causal, 2, q[1]), {1, kNone, kNone, mask_dim(2, q[1])}, {1, kNone, kNone, 2},
+          "query rows");
     b.Add(Kind::kNeedWhole, {kNone, 1, 1, 3, 2, 2}, {kNone, 2, 2, 3}, "keys");
     b.Add(Kind::kNeedWhole, {2, 2, 2}, {2}, "heads × head size");
     b.Add(Kind::kNeedWhole, {kNone, kNone, kNone, kNone, 1, 1}, {kNone, 1, 1, 1}, "heads");

@@ -29,7 +29,11 @@ void MatMul(const RuleContext& ctx, std::vector<Strategy>* out) {
     const size_t nb = vec ? 0 : dims.size() - 2;
     for (size_t d = 0; d < nb; ++d) {
       const size_t yd = y_batch - nb + d;
-      f.push_back(dims[d] == y[yd] ? batch[yd] : -1);
+      const BroadcastFit fit = FitOf(dims[d], y[yd]);
+      f.push_back(fit == BroadcastFit::kBroadcast ? -1 : batch[yd]);
+      if (fit == BroadcastFit::kUnsure) {
+        spec.factors[static_cast<size_t>(batch[yd])].kind = Kind::kNeedWhole;
+      }
     }
     f.insert(f.end(), tail.begin(), tail.end());
     return f;
@@ -67,7 +71,10 @@ void Gemm(const RuleContext& ctx, std::vector<Strategy>* out) {
     const std::vector<int> yf = {m, n};
     for (size_t d = 0; d < c.size(); ++d) {
       const size_t yd = d + 2 - c.size();
-      cf.push_back(c[d] == y[yd] ? yf[yd] : -1);
+      const BroadcastFit fit = FitOf(c[d], y[yd]);
+      cf.push_back(fit == BroadcastFit::kBroadcast ? -1 : yf[yd]);
+      if (fit == BroadcastFit::kUnsure)
+        spec.factors[static_cast<size_t>(yf[yd])].kind = Kind::kNeedWhole;
     }
     spec.inputs.push_back(cf);
   }
