@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Export tiny random-weight models of many Hugging Face architectures with both torch
 exporters, compile each with tp-compile at several N, and run tp-run --check-against
-(the unsharded run) on it: does tpc shard them with no annotation, and run them right?
+(the unsharded run) on it, then compare its outputs with onnxruntime's run of the export:
+does tpc shard them with no annotation, and run them right?
 
     pip install torch transformers onnx onnxscript onnxruntime   # a venv of its own
     python3 tools/check_architectures.py --bin build [--only qwen2 gemma2] [--tp 2 4]
@@ -10,8 +11,12 @@ exporters, compile each with tp-compile at several N, and run tp-run --check-aga
 Not part of make test (it needs torch). Prints one line per export and N, and the
 exports that failed; exit status 1 when one did. An export that torch itself refuses is
 listed, not counted as tpc's failure. Each architecture is a small config (hidden 64, 4
-heads, 2 layers, vocabulary 512) of a transformers class, exported for input_ids
-[batch, seq] with batch and seq dynamic.
+heads, 2 layers, vocabulary 512, or the family's like) of a transformers class. The
+inputs by family (INPUTS): token ids [batch, seq] (decoders, encoders), and
+decoder_input_ids [batch, tgt] (encoder-decoders); pixel_values [batch, 3, 32, 32]
+(vision); raw samples [batch, samples] (speech); mel frames [batch, 16, 32] and
+decoder_input_ids (Whisper). The named dims are dynamic; the checks bind them (DIMS) and
+draw the inputs with numpy (ids in [0, 32), floats in [-1, 1)).
 """
 import argparse
 import os
@@ -24,6 +29,19 @@ warnings.filterwarnings("ignore")
 
 BASE = dict(hidden_size=64, num_attention_heads=4, num_hidden_layers=2, intermediate_size=128,
             vocab_size=512, max_position_embeddings=64)
+
+
+SEQ2SEQ = dict(d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+               decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128,
+               vocab_size=512, max_position_embeddings=64, decoder_start_token_id=0,
+               pad_token_id=1)
+CNN = dict(hidden_sizes=[16, 32], depths=[1, 1], num_labels=10)
+VIT = dict(image_size=32, patch_size=8, hidden_size=64, num_hidden_layers=2,
+           num_attention_heads=4, intermediate_size=128, num_labels=10)
+WAV2VEC = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+               conv_dim=(32, 32), conv_stride=(5, 2), conv_kernel=(10, 3),
+               num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
+               do_stable_layer_norm=True, feat_extract_norm="layer")
 
 
 def decoder(cls, **kw):
@@ -71,7 +89,61 @@ ARCHITECTURES = {
     "mpnet": ("masked", "MPNetConfig", dict(BASE, max_position_embeddings=80)),
     "t5_encoder": ("t5", "T5Config", dict(d_model=64, num_heads=4, num_layers=2, d_ff=128,
                                           d_kv=16, vocab_size=512)),
+    # Encoder-decoders: input_ids and decoder_input_ids -> logits (cross-attention).
+    "t5": ("seq2seq", "T5Config", dict(d_model=64, num_heads=4, num_layers=2, d_ff=128,
+                                       d_kv=16, vocab_size=512, decoder_start_token_id=0)),
+    "bart": ("seq2seq", "BartConfig", SEQ2SEQ),
+    "marian": ("seq2seq", "MarianConfig", dict(SEQ2SEQ, decoder_vocab_size=512)),
+    "pegasus": ("seq2seq", "PegasusConfig", SEQ2SEQ),
+    "m2m100": ("seq2seq", "M2M100Config", SEQ2SEQ),
+    # Vision: pixel_values [batch, 3, 32, 32] -> class logits.
+    "resnet": ("image", "ResNetConfig", dict(CNN, embedding_size=16)),
+    "regnet": ("image", "RegNetConfig", dict(CNN, embedding_size=16, groups_width=8)),
+    "convnext": ("image", "ConvNextConfig", dict(CNN, num_stages=2)),
+    "convnextv2": ("image", "ConvNextV2Config", dict(CNN, num_stages=2)),
+    "mobilenet_v2": ("image", "MobileNetV2Config", dict(image_size=32, num_labels=10,
+                                                          depth_multiplier=0.35)),
+    "swin": ("image", "SwinConfig", dict(image_size=32, patch_size=4, embed_dim=32,
+                                         depths=[1, 1], num_heads=[2, 4], window_size=4,
+                                         num_labels=10)),
+    "deit": ("image", "DeiTConfig", dict(VIT, architectures=["DeiTForImageClassification"])),
+    "beit": ("image", "BeitConfig", dict(VIT, use_relative_position_bias=True)),
+    "dinov2": ("image", "Dinov2Config", dict(VIT, mlp_ratio=2)),
+    "segformer": ("image", "SegformerConfig",
+                  dict(image_size=32, num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1],
+                       hidden_sizes=[32, 64], patch_sizes=[7, 3], strides=[4, 2],
+                       num_attention_heads=[2, 4], mlp_ratios=[2, 2], num_labels=10,
+                       decoder_hidden_size=64)),
+    "poolformer": ("image", "PoolFormerConfig",
+                   dict(num_encoder_blocks=2, hidden_sizes=[32, 64], depths=[1, 1],
+                        patch_sizes=[7, 3], strides=[4, 2], padding=[2, 1], num_labels=10)),
+    # Speech: wav2vec2-style CTC on raw samples [batch, samples]; Whisper on mel frames.
+    "wav2vec2": ("audio", "Wav2Vec2Config", dict(WAV2VEC, vocab_size=32)),
+    "hubert": ("audio", "HubertConfig", dict(WAV2VEC, vocab_size=32)),
+    "whisper": ("whisper", "WhisperConfig",
+                dict(d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                     decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128,
+                     vocab_size=512, num_mel_bins=16, max_source_positions=16,
+                     max_target_positions=64, decoder_start_token_id=0, pad_token_id=0,
+                     bos_token_id=0, eos_token_id=1, suppress_tokens=None,
+                     begin_suppress_tokens=None)),
 }
+
+# The inputs of each kind: name -> (shape with symbolic dims as names, dtype). Integer inputs
+# are token ids in [0, 32) (tp-run's random integers); floats are in [-1, 1).
+INPUTS = {
+    "causal": {"input_ids": (["batch", "seq"], "int64")},
+    "masked": {"input_ids": (["batch", "seq"], "int64")},
+    "t5": {"input_ids": (["batch", "seq"], "int64")},
+    "seq2seq": {"input_ids": (["batch", "seq"], "int64"),
+                "decoder_input_ids": (["batch", "tgt"], "int64")},
+    "image": {"pixel_values": (["batch", 3, 32, 32], "float32")},
+    "audio": {"input_values": (["batch", "samples"], "float32")},
+    "whisper": {"input_features": (["batch", 16, 32], "float32"),
+                "decoder_input_ids": (["batch", "tgt"], "int64")},
+}
+# The sizes the checks bind (the exports trace at batch 2, seq 8, tgt 5, samples 400).
+DIMS = {"batch": 2, "seq": 20, "tgt": 7, "samples": 480}
 
 
 def build(name):
@@ -86,38 +158,110 @@ def build(name):
         model = tf.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
     elif kind == "masked":
         model = tf.AutoModelForMaskedLM.from_config(config, attn_implementation="eager")
-    else:
+    elif kind == "t5":
         model = tf.T5EncoderModel(config)
+    elif kind in ("seq2seq", "whisper"):
+        config.use_cache = False
+        model = tf.AutoModelForSeq2SeqLM.from_config(config, attn_implementation="eager") \
+            if kind == "seq2seq" else tf.WhisperForConditionalGeneration(config)
+    elif kind == "image":
+        model = tf.AutoModelForImageClassification.from_config(config)
+    else:
+        model = tf.AutoModelForCTC.from_config(config)
+    names = list(INPUTS[kind])
 
     class Logits(torch.nn.Module):
         def __init__(self, m):
             super().__init__()
             self.m = m
 
-        def forward(self, input_ids):
-            return self.m(input_ids=input_ids, return_dict=False)[0]
+        def forward(self, first, second=None):  # torch.export takes no *args
+            args = (first,) if second is None else (first, second)
+            return self.m(**dict(zip(names, args)), return_dict=False)[0]
 
-    return Logits(model.eval())
+    return Logits(model.eval()), names
+
+
+def trace_inputs(kind):
+    """The example inputs the exporters trace with (not the sizes the checks bind)."""
+    import torch
+
+    sizes = {"batch": 2, "seq": 8, "tgt": 5, "samples": 400}
+    out = []
+    for shape, dtype in INPUTS[kind].values():
+        dims = [sizes[d] if isinstance(d, str) else d for d in shape]
+        out.append(torch.randint(0, 32, dims) if dtype == "int64" else torch.rand(dims) * 2 - 1)
+    return tuple(out)
 
 
 def export(name, dynamo, path):
     import torch
 
-    model = build(name)
-    ids = torch.randint(0, 32, (2, 8))
+    model, names = build(name)
+    kind = ARCHITECTURES[name][0]
+    args = trace_inputs(kind)
+    shapes = {n: INPUTS[kind][n][0] for n in names}
     if dynamo:
-        dims = {"input_ids": {0: torch.export.Dim("batch"), 1: torch.export.Dim("seq", max=60)}}
-        program = torch.onnx.export(model, (ids,), dynamo=True, input_names=["input_ids"],
+        made = {}
+
+        def dim(d):
+            if d not in made:
+                made[d] = torch.export.Dim(d, min=2, max=60 if d != "samples" else 4096)
+            return made[d]
+
+        dims = tuple({i: dim(d) for i, d in enumerate(shapes[n]) if isinstance(d, str)}
+                     for n in names)
+        program = torch.onnx.export(model, args, dynamo=True, input_names=names,
                                     output_names=["logits"], dynamic_shapes=dims,
                                     opset_version=18)
         program.optimize()
         program.save(path)
     else:
-        torch.onnx.export(model, (ids,), path, dynamo=False, input_names=["input_ids"],
-                          output_names=["logits"],
-                          dynamic_axes={"input_ids": {0: "batch", 1: "seq"},
-                                        "logits": {0: "batch", 1: "seq"}},
-                          opset_version=17)
+        axes = {n: {i: d for i, d in enumerate(s) if isinstance(d, str)}
+                for n, s in shapes.items()}
+        torch.onnx.export(model, args, path, dynamo=False, input_names=names,
+                          output_names=["logits"], dynamic_axes=axes, opset_version=17)
+
+
+def write_inputs(kind, folder):
+    """Draws the check's inputs, writes them as input_K.pb, returns {name: array}."""
+    import numpy as np
+    import onnx.numpy_helper
+
+    rng = np.random.default_rng(0)
+    os.makedirs(folder, exist_ok=True)
+    feeds = {}
+    for k, (name, (shape, dtype)) in enumerate(INPUTS[kind].items()):
+        dims = [DIMS[d] if isinstance(d, str) else d for d in shape]
+        if dtype == "int64":
+            a = rng.integers(0, 32, dims).astype(np.int64)
+        else:
+            a = rng.uniform(-1, 1, dims).astype(np.float32)
+        feeds[name] = a
+        with open(os.path.join(folder, f"input_{k}.pb"), "wb") as f:
+            f.write(onnx.numpy_helper.from_array(a, name).SerializeToString())
+    return feeds
+
+
+def against_ort(path, feeds, out_dir, rtol, atol):
+    """"" when tpc's outputs in out_dir equal onnxruntime's run of the export, else why."""
+    import numpy as np
+    import onnx.numpy_helper
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    expected = session.run(None, feeds)
+    for k, (out, want) in enumerate(zip(session.get_outputs(), expected)):
+        t = onnx.TensorProto()
+        with open(os.path.join(out_dir, f"output_{k}.pb"), "rb") as f:
+            t.ParseFromString(f.read())
+        got = onnx.numpy_helper.to_array(t)
+        if got.shape != want.shape:
+            return f"{out.name}: shape {got.shape}, onnxruntime {want.shape}"
+        if not np.allclose(got, want, rtol=rtol, atol=atol):
+            err = np.abs(got.astype(np.float64) - want)
+            return f"{out.name}: max |tpc - onnxruntime| {err.max():.3g} (rtol {rtol}, atol {atol})"
+    return ""
 
 
 def run(cmd):
@@ -139,6 +283,8 @@ def main():
     run_bin = args.tp_run or os.path.join(args.bin, "tp-run")
     tol = {"f32": [], "f16": ["--rtol", "1e-2", "--atol", "1e-2"],
            "bf16": ["--rtol", "5e-2", "--atol", "5e-2"]}[args.dtype]
+    # Against onnxruntime (another implementation, other summation orders): looser in f32.
+    ort_tol = {"f32": (1e-3, 1e-4), "f16": (2e-2, 2e-2), "bf16": (1e-1, 1e-1)}[args.dtype]
     work = args.work or tempfile.mkdtemp(prefix="tpc_architectures_")
     os.makedirs(work, exist_ok=True)
     failed, refused = [], []
@@ -153,14 +299,21 @@ def main():
                 refused.append(f"{key}: {str(e).splitlines()[0][:160]}")
                 print(f"{key:24s} torch did not export it", flush=True)
                 continue
+            kind = ARCHITECTURES[name][0]
+            inputs = os.path.join(work, key + "_inputs")
+            feeds = write_inputs(kind, inputs)
             for n in args.tp:
                 plan = os.path.join(work, f"{key}_tp{n}")
+                outputs = plan + "_outputs"
                 rc, out = run([compile_bin, path, "--tp", str(n), "-o", plan, "--force",
                                "--quiet", "--dtype", args.dtype])
                 if rc == 0:
                     rc, out = run([run_bin, plan, "--backend", args.backend, "--ranks",
-                                   "threads", "--check-against", path, "--dim", "batch=2",
-                                   "--dim", "seq=20", "--quiet", "--no-verify"] + tol)
+                                   "threads", "--check-against", path, "--input-dir", inputs,
+                                   "--output-dir", outputs, "--quiet", "--no-verify"] + tol)
+                if rc == 0:  # the sharded run equals the unsharded one; both equal ort?
+                    out = against_ort(path, feeds, outputs, *ort_tol)
+                    rc = 1 if out else 0
                 result = "PASS" if rc == 0 else f"FAIL (exit {rc})"
                 print(f"{key:24s} N={n}  {result}", flush=True)
                 if rc != 0:
