@@ -382,6 +382,19 @@ TEST_CASE("Losses, TopK, LayerNormalization, Transpose, Einsum", "[shape]") {
   CHECK(ShapeOf(es) == "[batch, seq, 8]");
 }
 
+// swin pads its feature map to a multiple of the window: (window - size % window) % window.
+TEST_CASE("Mod of known integers is known, with either sign rule", "[shape]") {
+  Builder b(17);
+  Value* pad = b.Op(
+      "Mod", {b.Op("Sub", {b.Scalar(4), b.Op("Mod", {b.Scalar(6), b.Scalar(4)})}), b.Scalar(4)});
+  Value* python = b.Op("Mod", {b.Ints({-3, 3, 7}), b.Ints({4, -4, 4})});
+  Value* c = b.Op("Mod", {b.Ints({-3, 3, 7}), b.Ints({4, -4, 4})}, {{"fmod", int64_t{1}}});
+  RequireOk(b.Infer());
+  CHECK(ValueOf(pad) == "[2]");
+  CHECK(ValueOf(python) == "[1, -1, 3]");
+  CHECK(ValueOf(c) == "[-3, 3, 3]");
+}
+
 TEST_CASE("torch Pad lowering evaluates pads through a rank-2 value", "[shape]") {
   Builder b(17);
   Value* labels = b.Input("labels", DType::kI64, {Sym("batch"), Sym("seq")});

@@ -153,6 +153,19 @@ absl::Status InferDiv(InferenceContext& ctx) {
   });
 }
 
+// Integer Mod of known values (swin's padding, `(window - size % window) % window`): fmod=0
+// takes the divisor's sign, as Python's %, fmod=1 the dividend's, as C's.
+absl::Status InferMod(InferenceContext& ctx) {
+  const bool integer = ir::IsInteger(InputDType(ctx, 0));
+  const bool fmod = ctx.node().attr_int("fmod", 0) != 0;
+  return Broadcasting(ctx, 2, InputDType(ctx, 0), [integer, fmod](const std::vector<Dim>& a) {
+    if (!integer || !a[0].is_static() || !a[1].is_static() || a[1].value() == 0) return Dim();
+    int64_t r = a[0].value() % a[1].value();
+    if (!fmod && r != 0 && (r < 0) != (a[1].value() < 0)) r += a[1].value();
+    return Dim(r);
+  });
+}
+
 absl::Status InferBinary(InferenceContext& ctx) {
   return Broadcasting(ctx, 2, InputDType(ctx, 0), nullptr);
 }

@@ -87,7 +87,7 @@ constexpr Entry kRules[] = {
     {"", "MeanVarianceNormalization", InferUnary},
     {"", "Min", InferMin},
     {"", "Mish", InferUnary},
-    {"", "Mod", InferBinary},
+    {"", "Mod", InferMod},
     {"", "Mul", InferMul},
     {"", "Neg", InferNeg},
     {"", "NegativeLogLikelihoodLoss", InferNegativeLogLikelihoodLoss},

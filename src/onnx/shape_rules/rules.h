@@ -80,6 +80,7 @@ absl::Status InferAdd(InferenceContext& ctx);
 absl::Status InferSub(InferenceContext& ctx);
 absl::Status InferMul(InferenceContext& ctx);
 absl::Status InferDiv(InferenceContext& ctx);
+absl::Status InferMod(InferenceContext& ctx);
 absl::Status InferBinary(InferenceContext& ctx);  // broadcast, type of input 0 (Pow, Mod)
 absl::Status InferMax(InferenceContext& ctx);
 absl::Status InferMin(InferenceContext& ctx);
