@@ -10,6 +10,7 @@ namespace tpc::shard {
 using ir::Placement;
 
 BroadcastFit FitOf(const ir::Dim& in, const ir::Dim& out) {
+  if (in.is_unknown()) return BroadcastFit::kUnsure;  // two unknowns may differ
   if (in == out) return BroadcastFit::kCarries;
   if (in.is_static()) return in.value() == 1 ? BroadcastFit::kBroadcast : BroadcastFit::kCarries;
   return BroadcastFit::kUnsure;

@@ -35,13 +35,14 @@ ir::Placement PlacementOf(const std::map<std::string, ir::Placement>& placements
                           const std::string& name);
 
 // The full type (the original model's) of a rank's input or output: the split dim of an
-// `S(d)` value times the number of ranks.
+// `S(d)` or `S(d/b)` value times the number of ranks, of an `S(d@g)` value times g.
 ir::TensorType FullType(const ir::TensorType& rank_type, const ir::Placement& p, int ranks);
 std::vector<IoSpec> FullSpecs(const std::vector<IoSpec>& rank_specs,
                               const std::map<std::string, ir::Placement>& placements, int ranks);
 
 // Rank `rank`'s part of the full input `full`: an error naming the input, the dim and its
-// value when the split dim is not a multiple of `ranks`. `R` returns `full` itself (no copy).
+// value when the split dim is not a multiple of the parts (`ranks`, or g for S(d@g)) times
+// the blocks (b for S(d/b)). `R` returns `full` itself (no copy).
 absl::StatusOr<Tensor> SliceForRank(const std::string& name, const Tensor& full,
                                     const ir::Placement& p, int rank, int ranks);
 

@@ -48,9 +48,10 @@ struct FactorSpec {
 };
 
 // How an operand's dim `in` meets the result dim `out` it broadcasts to (numpy style):
-// kCarries when they are equal, or when `in` is static and not 1 (then they are equal at
-// run time); kBroadcast for a static 1; kUnsure otherwise (an unknown or another symbol:
-// 1 or `out` at run time, no telling which), where the factor must stay whole, since
+// kCarries when they are equal (an unknown never is), or when `in` is static and not 1
+// (then they are equal at run time); kBroadcast for a static 1; kUnsure otherwise (an
+// unknown or another symbol: 1 or `out` at run time, no telling which), where the factor
+// must stay whole, since
 // splitting it would split the operand if it is `out` long and not if it is 1 (swin's
 // window attention adds a [?, 4, 16, 16] score to a [4, 16, 16] bias: split as a
 // broadcast, each rank added its heads' bias to all 4 heads).

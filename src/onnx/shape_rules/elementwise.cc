@@ -160,6 +160,7 @@ absl::Status InferMod(InferenceContext& ctx) {
   const bool fmod = ctx.node().attr_int("fmod", 0) != 0;
   return Broadcasting(ctx, 2, InputDType(ctx, 0), [integer, fmod](const std::vector<Dim>& a) {
     if (!integer || !a[0].is_static() || !a[1].is_static() || a[1].value() == 0) return Dim();
+    if (a[1].value() == -1) return Dim(0);  // INT64_MIN % -1 overflows
     int64_t r = a[0].value() % a[1].value();
     if (!fmod && r != 0 && (r < 0) != (a[1].value() < 0)) r += a[1].value();
     return Dim(r);

@@ -231,10 +231,13 @@ void MultiHeadAttention(const RuleContext& ctx, std::vector<Strategy>* out) {
     if (ctx.has_input(3) && by_heads) s.inputs[3] = ir::Placement::Shard(0, 3);  // [3·H·hd]
     if (ctx.has_input(4) && !by_heads) s.inputs[4] = batch;
     if (ctx.has_input(5) && ctx.input_rank(5) == 4) {
+      // attention_bias [B|1, H|1, S, T]: split with the heads (batch) it has; a dim that
+      // may be 1 or not rules the strategy out.
       const std::vector<ir::Dim>& d = ctx.input_dims(5);
-      const bool has = by_heads ? !(d[1].is_static() && d[1].value() == 1)
-                                : !(d[0].is_static() && d[0].value() == 1);
-      if (has) s.inputs[5] = by_heads ? ir::Placement::Shard(1) : batch;
+      const BroadcastFit fit =
+          by_heads ? FitOf(d[1], ir::Dim(heads)) : FitOf(d[0], ctx.input_dims(0)[0]);
+      if (fit == BroadcastFit::kUnsure) return;
+      if (fit == BroadcastFit::kCarries) s.inputs[5] = by_heads ? ir::Placement::Shard(1) : batch;
     }
     for (int i : {6, 7}) {
       if (ctx.has_input(i)) s.inputs[static_cast<size_t>(i)] = cache;
@@ -294,11 +297,12 @@ void MsAttention(const RuleContext& ctx, std::vector<Strategy>* out) {
     }
     if (ctx.has_input(4)) s.inputs[4] = ir::Placement::Shard(by_heads ? 2 : 1);
     if (ctx.has_input(5) && ctx.input_rank(5) == 4) {
+      // The attention bias [B|1, H|1, S, T]: as MultiHeadAttention's.
       const std::vector<ir::Dim>& d = ctx.input_dims(5);
-      const ir::Dim& own = by_heads ? d[1] : d[0];
-      if (!(own.is_static() && own.value() == 1)) {
-        s.inputs[5] = ir::Placement::Shard(by_heads ? 1 : 0);
-      }
+      const BroadcastFit fit =
+          by_heads ? FitOf(d[1], ir::Dim(heads)) : FitOf(d[0], ctx.input_dims(0)[0]);
+      if (fit == BroadcastFit::kUnsure) return;
+      if (fit == BroadcastFit::kCarries) s.inputs[5] = ir::Placement::Shard(by_heads ? 1 : 0);
     }
     s.outputs.assign(static_cast<size_t>(node.num_outputs()),
                      ir::Placement::Shard(by_heads ? 2 : 1));

@@ -170,12 +170,12 @@ void Einsum(const RuleContext& ctx, std::vector<Strategy>* out) {
       const auto it = std::find(labels.begin(), labels.end(), l);
       if (it == labels.end()) continue;
       const size_t d = static_cast<size_t>(it - labels.begin());
-      // A broadcast 1 does not carry the factor (that operand stays whole there). A
-      // letter's other dims equal its size at run time; a dim under `...` that may be 1
-      // or not (FitOf) keeps the factor whole.
+      // A broadcast 1 does not carry the factor (that operand stays whole there); a dim
+      // that may be 1 or not (FitOf) keeps the factor whole, a letter's as well as one
+      // under `...` (the kernels broadcast a letter's 1s too).
       const BroadcastFit fit = FitOf(ctx.input_dims(static_cast<int>(i))[d], size);
       if (fit != BroadcastFit::kBroadcast) in_dims[i] = static_cast<int64_t>(d);
-      if (fit == BroadcastFit::kUnsure && l < 0) kind = Kind::kNeedWhole;
+      if (fit == BroadcastFit::kUnsure) kind = Kind::kNeedWhole;
     }
     if (count(eq->output) > 1) kind = Kind::kNeedWhole;
     std::vector<int64_t> out_dims = {FactorSpecBuilder::kNone};

@@ -55,15 +55,34 @@ void LayerNormalization(const RuleContext& ctx, std::vector<Strategy>* out) {
 void SkipLayerNormalization(const RuleContext& ctx, std::vector<Strategy>* out) {
   const std::vector<ir::Dim>& in = ctx.input_dims(0);
   if (in.empty()) return;
-  std::vector<FactorSpec::Kind> kinds(in.size(), FactorSpec::Kind::kPass);
-  kinds.back() = FactorSpec::Kind::kNeedWhole;
-  // A skip of another rank (broadcast) stays whole.
-  const bool same_rank = ctx.input_rank(1) == static_cast<int64_t>(in.size());
-  AddFactorStrategies(ctx,
-                      FactorSpecBuilder(ctx)
-                          .Along(same_rank ? std::vector<int>{0, 1} : std::vector<int>{0}, kinds)
-                          .Build(),
-                      out);
+  // A skip of lower rank ([seq, hidden] to a [batch, seq, hidden] input) broadcasts,
+  // aligned from the right: its dims carry the input's where they fit (FitOf), and a dim
+  // that may be 1 or not keeps its factor whole.
+  const std::vector<ir::Dim>& skip = ctx.input_dims(1);
+  const int64_t rank = static_cast<int64_t>(in.size());
+  const int64_t shift = rank - static_cast<int64_t>(skip.size());
+  FactorSpecBuilder b(ctx);
+  for (int64_t d = 0; d < rank; ++d) {
+    using Kind = FactorSpec::Kind;
+    std::vector<int64_t> in_dims(static_cast<size_t>(ctx.num_inputs()), FactorSpecBuilder::kNone);
+    in_dims[0] = d;
+    Kind kind = d == rank - 1 ? Kind::kNeedWhole : Kind::kPass;
+    if (d >= shift) {
+      const BroadcastFit fit =
+          FitOf(skip[static_cast<size_t>(d - shift)], in[static_cast<size_t>(d)]);
+      if (fit != BroadcastFit::kBroadcast) in_dims[1] = d - shift;
+      if (fit == BroadcastFit::kUnsure) kind = Kind::kNeedWhole;
+    }
+    std::vector<int64_t> out_dims;
+    for (int o = 0; o < ctx.node().num_outputs(); ++o) {
+      const std::vector<ir::Dim>& y = ctx.output_dims(o);
+      const bool fits = d < static_cast<int64_t>(y.size()) &&
+                        y[static_cast<size_t>(d)] == in[static_cast<size_t>(d)];
+      out_dims.push_back(fits ? d : FactorSpecBuilder::kNone);
+    }
+    b.Add(kind, in_dims, out_dims, "d" + std::to_string(d));
+  }
+  AddFactorStrategies(ctx, b.Build(), out);
 }
 
 void AxisWhole(const RuleContext& ctx, std::vector<Strategy>* out) {

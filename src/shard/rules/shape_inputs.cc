@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "rules.h"
+#include "tpc/util/status_macros.h"
 
 namespace tpc::shard::rules {
 namespace {
@@ -79,16 +80,32 @@ absl::Status BlockedSplitSizes(LocalGraph& rw, ir::Node* node, const std::vector
       NormalizeAxis(node->attr_int("axis", 0), node->input(0)->type().rank()) != inputs[0]->dim) {
     return absl::OkStatus();
   }
+  // Each part's size per rank: N must divide it, and there is one per output.
+  auto per_rank = [&](std::vector<int64_t>& sizes) -> absl::Status {
+    if (static_cast<int>(sizes.size()) != node->num_outputs()) {
+      return absl::InternalError(absl::StrCat(node->Describe(), ": ", sizes.size(),
+                                              " split sizes for ", node->num_outputs(),
+                                              " outputs"));
+    }
+    for (int64_t& s : sizes) {
+      if (s % rw.n() != 0) {
+        return absl::InternalError(
+            absl::StrCat(node->Describe(), ": split size ", s, " does not divide by ", rw.n()));
+      }
+      s /= rw.n();
+    }
+    return absl::OkStatus();
+  };
   if (node->has_attr("split")) {
     std::vector<int64_t> sizes = node->attr_ints("split");
-    for (int64_t& s : sizes) s /= rw.n();
+    TPC_RETURN_IF_ERROR(per_rank(sizes));
     node->attrs()["split"] = sizes;
   } else if (ir::Value* sizes = node->optional_input(1)) {
     std::optional<std::vector<int64_t>> v = KnownInts(sizes);
     if (!v) {
       return absl::UnimplementedError(absl::StrCat(node->Describe(), ": split sizes unknown"));
     }
-    for (int64_t& s : *v) s /= rw.n();
+    TPC_RETURN_IF_ERROR(per_rank(*v));
     node->SetInput(1, rw.Int64s(sizes->name() + "/per_rank", *v));
   }
   return absl::OkStatus();
