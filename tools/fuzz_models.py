@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""Differential fuzzing of the whole compiler: random small ONNX models (chains of the ops
+transformers are made of, with broadcasting, head reshapes, fused projections cut by
+Slice and Split, residuals, reductions over the sequence), each compiled by tp-compile at
+N = 2 and 4 under a random objective (sometimes --sequence-parallel) and run by tp-run
+against the unsharded run and against onnxruntime (rtol 1e-3, atol 1e-4: the weights
+keep activations near 1, and a wrong plan is off by far more).
+
+    python3 tools/fuzz_models.py --bin build [--count 200] [--seed 1] [--out /tmp/fuzz]
+
+Needs onnx, onnxruntime and numpy (no torch). Not part of make test. A model that
+onnxruntime itself refuses is the generator's fault and is skipped. Every failure (a
+compile error, a run error, or outputs that differ) is kept in OUT/fail_SEED with the
+model, its inputs and the commands that show it; exit status 1 when there was one.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+VOCAB = 32  # tp-run's random integers are in [0, 32); ours too
+DIMS = {"batch": 2, "seq": 8}
+
+
+class Model:
+    def __init__(self, rng):
+        self.rng = rng
+        self.nodes, self.inits, self.n = [], [], 0
+
+    def name(self, base):
+        self.n += 1
+        return f"{base}_{self.n}"
+
+    def weight(self, shape, scale=0.4):
+        name = self.name("w")
+        data = (self.rng.standard_normal(shape) * scale).astype(np.float32)
+        self.inits.append(numpy_helper.from_array(data, name))
+        return name
+
+    def ints(self, values):
+        name = self.name("c")
+        self.inits.append(numpy_helper.from_array(np.array(values, dtype=np.int64), name))
+        return name
+
+    def op(self, op_type, inputs, outputs=1, **attrs):
+        outs = [self.name(op_type.lower()) for _ in range(outputs)]
+        self.nodes.append(helper.make_node(op_type, inputs, outs, name=self.name("n"), **attrs))
+        return outs[0] if outputs == 1 else outs
+
+
+def build(seed):
+    """A random model: ([batch, seq] ids or [batch, seq, H] floats) -> 1 or 2 outputs."""
+    rng = np.random.default_rng(seed)
+    m = Model(rng)
+    hidden = int(rng.choice([16, 32, 48, 64]))
+    embedding = None  # (name, width) of the token embedding, for tied logits
+    if rng.random() < 0.5:
+        inputs = [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "seq"])]
+        embedding = (m.weight([VOCAB, hidden]), hidden)
+        x = m.op("Gather", [embedding[0], "ids"])
+    else:
+        inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", hidden])]
+        x = "x"
+    saved = [(x, hidden)]  # earlier values, for residuals
+    outputs = []
+    for step in range(int(rng.integers(4, 11))):
+        kind = "linear" if step == 0 else rng.choice([
+            "linear", "act", "norm", "softmax", "heads", "split", "rotate", "broadcast",
+            "residual", "reduce_seq", "center", "where", "flatten", "seq_first", "tied",
+            "einsum", "gemm", "columns", "expand", "seq_slice"])
+        if kind == "linear":
+            out = int(rng.choice([hidden, 2 * hidden, 3 * hidden, max(8, hidden // 2)]))
+            x = m.op("MatMul", [x, m.weight([hidden, out], 1.0 / np.sqrt(hidden))])
+            if rng.random() < 0.6:
+                x = m.op("Add", [x, m.weight([out], 0.1)])
+            hidden = out
+        elif kind == "act":
+            x = m.op(str(rng.choice(["Relu", "Tanh", "Sigmoid", "Neg", "Abs", "Erf"])), [x])
+        elif kind == "norm":
+            x = m.op("LayerNormalization", [x, m.weight([hidden], 1.0), m.weight([hidden], 0.1)],
+                     axis=-1)
+        elif kind == "softmax":
+            x = m.op("Softmax", [x], axis=-1)
+        elif kind == "heads" and hidden % 4 == 0:
+            h = int(rng.choice([2, 4]))
+            d = hidden // h
+            q = m.op("Transpose", [m.op("Reshape", [x, m.ints([0, 0, h, d])])], perm=[0, 2, 1, 3])
+            if rng.random() < 0.7:  # attention over the sequence
+                kt = m.op("Transpose", [q], perm=[0, 1, 3, 2])
+                scores = m.op("Softmax", [m.op("MatMul", [q, kt])], axis=-1)
+                q = m.op("MatMul", [scores, q])
+            x = m.op("Reshape", [m.op("Transpose", [q], perm=[0, 2, 1, 3]),
+                                 m.ints([0, 0, hidden])])
+        elif kind == "split" and hidden % 2 == 0:
+            if rng.random() < 0.5:
+                sizes = [hidden // 2, hidden // 2]
+            else:
+                a = int(rng.integers(1, hidden // 8 + 1)) * 4 if hidden >= 16 else hidden // 2
+                sizes = [a, hidden - a]
+            a, b = m.op("Split", [x, m.ints(sizes)], outputs=2, axis=-1)
+            x = m.op("Concat", [m.op("Tanh", [b]), a], axis=-1)
+        elif kind == "rotate" and hidden % 2 == 0:
+            half = hidden // 2
+            a = m.op("Slice", [x, m.ints([0]), m.ints([half]), m.ints([-1])])
+            b = m.op("Slice", [x, m.ints([half]), m.ints([hidden]), m.ints([-1])])
+            x = m.op("Concat", [m.op("Neg", [b]), a], axis=-1)
+        elif kind == "broadcast":
+            shape = [[hidden], [1, 1, hidden], [1, hidden]][int(rng.integers(3))]
+            op = str(rng.choice(["Add", "Mul", "Sub"]))
+            x = m.op(op, [x, m.weight(shape, 0.5)] if rng.random() < 0.5
+                     else [m.weight(shape, 0.5), x])
+        elif kind == "residual":
+            same = [v for v, hd in saved if hd == hidden and v != x]
+            if same:
+                x = m.op("Add", [x, same[int(rng.integers(len(same)))]])
+        elif kind == "reduce_seq":
+            op = str(rng.choice(["ReduceSum", "ReduceMax", "ReduceMean"]))
+            r = m.op(op, [x, m.ints([1])], keepdims=1)  # [batch, 1, H]
+            x = m.op("Add", [x, m.op("Mul", [r, m.weight([1], 0.1)])])
+        elif kind == "center":
+            mean = m.op("ReduceMean", [x, m.ints([-1])], keepdims=1)  # [batch, seq, 1]
+            x = m.op("Sub", [x, mean])
+        elif kind == "where":
+            small = m.op("Mul", [x, m.weight([1], 0.1)])
+            x = m.op("Where", [m.op("Greater", [x, m.weight([hidden], 0.1)]), x, small])
+        elif kind == "flatten":  # [batch·seq, H] through a projection, and back
+            out = int(rng.choice([hidden, 2 * hidden]))
+            flat = m.op("MatMul", [m.op("Reshape", [x, m.ints([-1, hidden])]),
+                                   m.weight([hidden, out], 1.0 / np.sqrt(hidden))])
+            lead = m.op("Shape", [x], start=0, end=2)
+            x = m.op("Reshape", [flat, m.op("Concat", [lead, m.ints([out])], axis=0)])
+            hidden = out
+        elif kind == "seq_first":
+            t = m.op("Transpose", [x], perm=[1, 0, 2])
+            x = m.op("Transpose", [m.op("Add", [t, m.weight([hidden], 0.1)])], perm=[1, 0, 2])
+        elif kind == "tied" and embedding is not None and embedding[1] == hidden:
+            x = m.op("MatMul", [x, m.op("Transpose", [embedding[0]], perm=[1, 0])])
+            hidden = VOCAB
+        elif kind == "einsum":
+            out = int(rng.choice([hidden, 2 * hidden]))
+            x = m.op("Einsum", [x, m.weight([hidden, out], 1.0 / np.sqrt(hidden))],
+                     equation="bsh,hk->bsk")
+            hidden = out
+        elif kind == "gemm":
+            out = int(rng.choice([hidden, 2 * hidden]))
+            flat = m.op("Gemm", [m.op("Reshape", [x, m.ints([-1, hidden])]),
+                                 m.weight([out, hidden], 1.0 / np.sqrt(hidden)),
+                                 m.weight([out], 0.1)], transB=1)
+            lead = m.op("Shape", [x], start=0, end=2)
+            x = m.op("Reshape", [flat, m.op("Concat", [lead, m.ints([out])], axis=0)])
+            hidden = out
+        elif kind == "columns" and hidden >= 8:
+            keep = sorted(rng.choice(hidden, size=hidden // 2, replace=False).tolist())
+            x = m.op("Gather", [x, m.ints(keep)], axis=2)
+            hidden = len(keep)
+        elif kind == "expand":
+            r = m.op("ReduceMean", [x, m.ints([-1])], keepdims=1)
+            x = m.op("Mul", [x, m.op("Expand", [r, m.op("Shape", [x])])])
+        elif kind == "seq_slice":  # the first half of the sequence, then the whole again
+            half = m.op("Slice", [x, m.ints([0]), m.ints([4]), m.ints([1])])
+            rest = m.op("Slice", [x, m.ints([4]), m.ints([2**62]), m.ints([1])])
+            x = m.op("Concat", [m.op("Tanh", [half]), rest], axis=1)
+        saved.append((x, hidden))
+        if rng.random() < 0.15 and not outputs:
+            outputs.append((x, hidden))
+    outputs.append((x, hidden))
+    outs, seen = [], set()
+    for k, (v, hd) in enumerate(outputs):
+        if v in seen or v in ("x",):
+            continue
+        seen.add(v)
+        name = f"y{k}"
+        m.nodes.append(helper.make_node("Identity", [v], [name], name=m.name("out")))
+        outs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, [None, None, None]))
+    graph = helper.make_graph(m.nodes, f"fuzz_{seed}", inputs, outs, m.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    return model
+
+
+def write_inputs(model, folder, seed):
+    rng = np.random.default_rng(seed + 1)
+    os.makedirs(folder, exist_ok=True)
+    feeds = {}
+    for k, i in enumerate(model.graph.input):
+        shape = [DIMS[d.dim_param] if d.dim_param else d.dim_value
+                 for d in i.type.tensor_type.shape.dim]
+        if i.type.tensor_type.elem_type == TensorProto.INT64:
+            a = rng.integers(0, VOCAB, shape).astype(np.int64)
+        else:
+            a = rng.uniform(-1, 1, shape).astype(np.float32)
+        feeds[i.name] = a
+        with open(os.path.join(folder, f"input_{k}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(a, i.name).SerializeToString())
+    return feeds
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    return p.returncode, (p.stdout + p.stderr).strip()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bin", default="build", help="where tp-compile and tp-run are")
+    ap.add_argument("--count", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--out", default="/tmp/tpc_fuzz_models")
+    args = ap.parse_args()
+    import onnxruntime as ort
+
+    compile_bin = os.path.join(args.bin, "tp-compile")
+    run_bin = os.path.join(args.bin, "tp-run")
+    os.makedirs(args.out, exist_ok=True)
+    failures, skipped, checked = 0, 0, 0
+    for seed in range(args.seed, args.seed + args.count):
+        work = os.path.join(args.out, f"work_{seed}")
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        model = build(seed)
+        path = os.path.join(work, "model.onnx")
+        onnx.save(model, path)
+        feeds = write_inputs(model, os.path.join(work, "inputs"), seed)
+        try:
+            onnx.checker.check_model(model, full_check=True)
+            want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
+        except Exception as e:  # the generator's fault
+            skipped += 1
+            print(f"seed {seed}: skipped ({str(e).splitlines()[0][:100]})", flush=True)
+            shutil.rmtree(work)
+            continue
+        rng = np.random.default_rng(seed + 2)
+        problems = []
+        for n in (2, 4):
+            flags = ["--objective", str(rng.choice(["balanced", "memory", "time"]))]
+            if rng.random() < 0.3:
+                flags += ["--sequence-parallel", "--divisible", "seq"]
+            plan = os.path.join(work, f"plan{n}")
+            out_dir = os.path.join(work, f"out{n}")
+            compile_cmd = [compile_bin, path, "--tp", str(n), "-o", plan, "--force", "--quiet"] + flags
+            run_cmd = [run_bin, plan, "--ranks", "threads", "--check-against", path,
+                       "--input-dir", os.path.join(work, "inputs"), "--output-dir", out_dir,
+                       "--quiet", "--no-verify", "--rtol", "1e-3", "--atol", "1e-4"]
+            rc, text = run(compile_cmd)
+            if rc == 2 and "splits into" in text and "equal parts" in text:
+                continue  # tp-compile's refusal of a model with nothing to split at this N
+            if rc == 0:
+                rc, text = run(run_cmd)
+            if rc == 0:
+                for k, w in enumerate(want):
+                    got = numpy_helper.to_array(onnx.load_tensor(os.path.join(out_dir, f"output_{k}.pb")))
+                    if got.shape != w.shape or not np.allclose(got, w, rtol=1e-3, atol=1e-4):
+                        rc, text = 1, f"output {k} differs from onnxruntime's"
+            checked += 1
+            if rc != 0:
+                problems.append(f"N={n} {' '.join(flags)}: {text[-500:]}\n  {' '.join(compile_cmd)}\n"
+                                f"  {' '.join(run_cmd)}")
+        if problems:
+            failures += 1
+            keep = os.path.join(args.out, f"fail_{seed}")
+            shutil.rmtree(keep, ignore_errors=True)
+            shutil.move(work, keep)
+            with open(os.path.join(keep, "why.txt"), "w") as f:
+                f.write("\n".join(problems) + "\n")
+            print(f"seed {seed}: FAIL\n  " + "\n  ".join(problems), flush=True)
+        else:
+            shutil.rmtree(work)
+            print(f"seed {seed}: pass", flush=True)
+    print(f"\n{checked} plans checked, {failures} model(s) failed, {skipped} skipped; "
+          f"failures in {args.out}/fail_*")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
