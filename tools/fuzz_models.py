@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Differential fuzzing of the whole compiler: random small ONNX models (chains of the ops
 transformers are made of, with broadcasting, head reshapes, fused projections cut by
-Slice and Split, residuals, reductions over the sequence), each compiled by tp-compile at
-N = 2 and 4 under a random objective (sometimes --sequence-parallel) and run by tp-run
+Slice and Split, residuals, reductions over the sequence, grouped-query K/V repeated by
+Expand, heads folded into the batch, a causal mask built from the sequence length), each
+compiled by tp-compile at N = 2 and 4 under a random objective (sometimes
+--sequence-parallel, sometimes a divisible batch) and run by tp-run
 against the unsharded run and against onnxruntime (rtol 1e-3, atol 1e-4: the weights
 keep activations near 1, and a wrong plan is off by far more).
 
@@ -47,6 +49,11 @@ class Model:
         self.inits.append(numpy_helper.from_array(np.array(values, dtype=np.int64), name))
         return name
 
+    def ints_f(self, value):
+        name = self.name("f")
+        self.inits.append(numpy_helper.from_array(np.array([value], dtype=np.float32), name))
+        return name
+
     def op(self, op_type, inputs, outputs=1, **attrs):
         outs = [self.name(op_type.lower()) for _ in range(outputs)]
         self.nodes.append(helper.make_node(op_type, inputs, outs, name=self.name("n"), **attrs))
@@ -72,7 +79,8 @@ def build(seed):
         kind = "linear" if step == 0 else rng.choice([
             "linear", "act", "norm", "softmax", "heads", "split", "rotate", "broadcast",
             "residual", "reduce_seq", "center", "where", "flatten", "seq_first", "tied",
-            "einsum", "gemm", "columns", "expand", "seq_slice"])
+            "einsum", "gemm", "columns", "expand", "seq_slice", "gqa", "folded", "mask",
+            "squeeze"])
         if kind == "linear":
             out = int(rng.choice([hidden, 2 * hidden, 3 * hidden, max(8, hidden // 2)]))
             x = m.op("MatMul", [x, m.weight([hidden, out], 1.0 / np.sqrt(hidden))])
@@ -165,6 +173,51 @@ def build(seed):
             half = m.op("Slice", [x, m.ints([0]), m.ints([4]), m.ints([1])])
             rest = m.op("Slice", [x, m.ints([4]), m.ints([2**62]), m.ints([1])])
             x = m.op("Concat", [m.op("Tanh", [half]), rest], axis=1)
+        elif kind == "gqa" and hidden % 8 == 0:  # K/V heads repeated for the query heads
+            kv, rep_ = 2, int(rng.choice([2, 4]))
+            d = hidden // 8
+            q = m.op("Transpose", [m.op("Reshape", [
+                m.op("MatMul", [x, m.weight([hidden, kv * rep_ * d], 1.0 / np.sqrt(hidden))]),
+                m.ints([0, 0, kv * rep_, d])])], perm=[0, 2, 1, 3])  # [b, H, s, d]
+            k = m.op("Transpose", [m.op("Reshape", [
+                m.op("MatMul", [x, m.weight([hidden, kv * d], 1.0 / np.sqrt(hidden))]),
+                m.ints([0, 0, kv, d])])], perm=[0, 2, 1, 3])  # [b, kv, s, d]
+            k5 = m.op("Unsqueeze", [k, m.ints([2])])  # [b, kv, 1, s, d]
+            shape = m.op("Concat", [m.op("Shape", [k5], start=0, end=2), m.ints([rep_]),
+                                    m.op("Shape", [k5], start=3, end=5)], axis=0)
+            k = m.op("Reshape", [m.op("Expand", [k5, shape]), m.ints([0, kv * rep_, -1, d])])
+            scores = m.op("Softmax", [m.op("MatMul", [q, m.op("Transpose", [k], perm=[0, 1, 3, 2])])],
+                          axis=-1)
+            o = m.op("Transpose", [m.op("MatMul", [scores, k])], perm=[0, 2, 1, 3])
+            x = m.op("MatMul", [m.op("Reshape", [o, m.ints([0, 0, kv * rep_ * d])]),
+                                m.weight([kv * rep_ * d, hidden], 1.0 / np.sqrt(hidden))])
+        elif kind == "folded" and hidden % 4 == 0:  # heads folded into the batch (bloom)
+            h, d = 4, hidden // 4
+            q = m.op("Reshape", [m.op("Transpose", [m.op("Reshape", [x, m.ints([0, 0, h, d])])],
+                                      perm=[0, 2, 1, 3]), m.ints([-1, 0, d])])  # [b·h, s, d]
+            scores = m.op("Softmax", [m.op("MatMul", [q, m.op("Transpose", [q], perm=[0, 2, 1])])],
+                          axis=-1)
+            o = m.op("MatMul", [scores, q])
+            lead = m.op("Shape", [x], start=0, end=1)
+            o = m.op("Reshape", [o, m.op("Concat", [lead, m.ints([h, -1, d])], axis=0)])
+            x = m.op("Reshape", [m.op("Transpose", [o], perm=[0, 2, 1, 3]), m.ints([0, 0, hidden])])
+        elif kind == "mask" and hidden % 4 == 0:  # scores plus a causal mask [1, 1, s, s]
+            h, d = 4, hidden // 4
+            q = m.op("Transpose", [m.op("Reshape", [x, m.ints([0, 0, h, d])])], perm=[0, 2, 1, 3])
+            scores = m.op("MatMul", [q, m.op("Transpose", [q], perm=[0, 1, 3, 2])])
+            seq = m.op("Shape", [x], start=1, end=2)
+            ones = m.op("ConstantOfShape", [m.op("Concat", [seq, seq], axis=0)],
+                        value=helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0]))
+            causal = m.op("Mul", [m.op("Sub", [m.op("Trilu", [ones], upper=0), ones]),
+                                  m.weight([1], 0.0)])
+            causal = m.op("Add", [causal, m.op("Mul", [m.op("Sub", [ones, m.op("Trilu", [ones], upper=0)]),
+                                                       m.ints_f(-1e4)])])
+            probs = m.op("Softmax", [m.op("Add", [scores, causal])], axis=-1)
+            o = m.op("Transpose", [m.op("MatMul", [probs, q])], perm=[0, 2, 1, 3])
+            x = m.op("Reshape", [o, m.ints([0, 0, hidden])])
+        elif kind == "squeeze":  # a summary of the hidden dim, squeezed and unsqueezed
+            r = m.op("ReduceSum", [x, m.ints([-1])], keepdims=0)  # [b, s]
+            x = m.op("Mul", [x, m.op("Tanh", [m.op("Unsqueeze", [r, m.ints([-1])])])])
         saved.append((x, hidden))
         if rng.random() < 0.15 and not outputs:
             outputs.append((x, hidden))
@@ -240,6 +293,8 @@ def main():
             flags = ["--objective", str(rng.choice(["balanced", "memory", "time"]))]
             if rng.random() < 0.3:
                 flags += ["--sequence-parallel", "--divisible", "seq"]
+            if rng.random() < 0.3:
+                flags += ["--divisible", "batch"]
             plan = os.path.join(work, f"plan{n}")
             out_dir = os.path.join(work, f"out{n}")
             compile_cmd = [compile_bin, path, "--tp", str(n), "-o", plan, "--force", "--quiet"] + flags
