@@ -11,7 +11,6 @@
 // is one the partition stage writes, and it keeps the values.
 #include <catch2/catch.hpp>
 
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -81,6 +80,23 @@ ir::Value* ValueNamed(ir::Graph& g, const std::string& name) {
   return nullptr;
 }
 
+// The partitioned `g` (of the model at `path`) written as a plan of `n` ranks and read
+// back: each rank's program.
+std::vector<std::unique_ptr<ir::Graph>> WriteAndLoad(ir::Graph& g, const std::string& path, int n) {
+  const std::string plan_dir = testing::TempDir("transitions_plan");
+  plan::PlanOptions po;
+  po.tp = n;
+  po.source_model = path;
+  auto files = plan::WriteRankFiles(g, plan_dir, po);
+  INFO(files.status().ToString());
+  REQUIRE(files.ok());
+  REQUIRE(plan::WriteManifest(g, *files, plan_dir, po).ok());
+  auto ranks = runtime::LoadPlan(plan_dir);
+  INFO(ranks.status().ToString());
+  REQUIRE(ranks.ok());
+  return std::move(*ranks);
+}
+
 Tensor Iota(std::vector<int64_t> shape) {
   Tensor t = Tensor::Allocate(DType::kF32, std::move(shape));
   for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = static_cast<float>(i + 1);
@@ -128,19 +144,7 @@ TEST_CASE("partition writes a blocked Slice on another dim and a symbolic zero p
   INFO(stats.status().ToString());
   REQUIRE(stats.ok());
   CHECK(stats->collectives == 0);
-
-  const std::string plan_dir = dir + "/plan";
-  std::filesystem::create_directories(plan_dir);
-  plan::PlanOptions po;
-  po.tp = n;
-  po.source_model = path;
-  auto files = plan::WriteRankFiles(g, plan_dir, po);
-  INFO(files.status().ToString());
-  REQUIRE(files.ok());
-  REQUIRE(plan::WriteManifest(g, *files, plan_dir, po).ok());
-  auto ranks = runtime::LoadPlan(plan_dir);
-  INFO(ranks.status().ToString());
-  REQUIRE(ranks.ok());
+  const std::vector<std::unique_ptr<ir::Graph>> ranks = WriteAndLoad(g, path, n);
 
   const int64_t seq = 6;
   const Tensor xb = Iota({4, 16});
@@ -150,7 +154,7 @@ TEST_CASE("partition writes a blocked Slice on another dim and a symbolic zero p
     std::map<std::string, Tensor> inputs;
     inputs["xb"] = *runtime::SliceForRank("xb", xb, blocked, r, n);
     inputs["x"] = *runtime::SliceForRank("x", x, rows, r, n);
-    auto out = testing::RunRanks({(*ranks)[static_cast<size_t>(r)].get()}, inputs);
+    auto out = testing::RunRanks({ranks[static_cast<size_t>(r)].get()}, inputs);
     INFO(out.status().ToString());
     REQUIRE(out.ok());
     const Tensor& y = (*out)[0][0];
@@ -244,19 +248,9 @@ TEST_CASE("every conversion the cost model allows is written, and keeps the valu
       auto stats = PartitionGraph(g, result, options);
       INFO(stats.status().ToString());
       REQUIRE(stats.ok());
-      const std::string plan_dir = testing::TempDir("conversion_plan");
-      plan::PlanOptions po;
-      po.tp = n;
-      po.source_model = path;
-      auto files = plan::WriteRankFiles(g, plan_dir, po);
-      INFO(files.status().ToString());
-      REQUIRE(files.ok());
-      REQUIRE(plan::WriteManifest(g, *files, plan_dir, po).ok());
-      auto ranks = runtime::LoadPlan(plan_dir);
-      INFO(ranks.status().ToString());
-      REQUIRE(ranks.ok());
+      const std::vector<std::unique_ptr<ir::Graph>> ranks = WriteAndLoad(g, path, n);
       std::vector<ir::Graph*> graphs;
-      for (const auto& r : *ranks) graphs.push_back(r.get());
+      for (const auto& r : ranks) graphs.push_back(r.get());
       auto out = testing::RunRanks(graphs, {{"x", x}});
       INFO(out.status().ToString());
       REQUIRE(out.ok());
