@@ -4,7 +4,8 @@ transformers are made of, with broadcasting, head reshapes, fused projections cu
 Slice and Split, residuals, reductions over the sequence, grouped-query K/V repeated by
 Expand, heads folded into the batch, a causal mask built from the sequence length), each
 compiled by tp-compile at N = 2 and 4 under a random objective (sometimes
---sequence-parallel, sometimes a divisible batch) and run by tp-run
+--sequence-parallel, sometimes a divisible batch, sometimes graph inputs and outputs split
+by their last dim, in blocks or in groups of ranks) and run by tp-run
 against the unsharded run and against onnxruntime (rtol 1e-3, atol 1e-4: the weights
 keep activations near 1, and a wrong plan is off by far more).
 
@@ -26,7 +27,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 VOCAB = 32  # tp-run's random integers are in [0, 32); ours too
-DIMS = {"batch": 2, "seq": 8}
+DIMS = {"batch": 4, "seq": 8}  # both divisible by N (--divisible)
 
 
 class Model:
@@ -279,9 +280,12 @@ def main():
         path = os.path.join(work, "model.onnx")
         onnx.save(model, path)
         feeds = write_inputs(model, os.path.join(work, "inputs"), seed)
+        hidden_in = next((d.dim_value for i in model.graph.input if i.name == "x"
+                          for d in i.type.tensor_type.shape.dim[2:]), 0)
         try:
             onnx.checker.check_model(model, full_check=True)
             want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
+            widths = {o.name: w.shape[-1] for o, w in zip(model.graph.output, want)}
         except Exception as e:  # the generator's fault
             skipped += 1
             print(f"seed {seed}: skipped ({str(e).splitlines()[0][:100]})", flush=True)
@@ -295,6 +299,15 @@ def main():
                 flags += ["--sequence-parallel", "--divisible", "seq"]
             if rng.random() < 0.3:
                 flags += ["--divisible", "batch"]
+            # Split graph inputs and outputs, which tp-run slices and assembles: by the
+            # last dim, in blocks, in groups of ranks (where the sizes allow).
+            for value, width in ([("x", hidden_in)] if hidden_in else []) + [
+                    (o.name, widths[o.name]) for o in model.graph.output]:
+                choices = [p for p, parts in (("S(-1)", n), ("S(-1/2)", 2 * n), ("S(-1@2)", 2))
+                           if width % parts == 0 and not (p == "S(-1@2)" and n == 2)]
+                if choices and rng.random() < 0.25:
+                    flag = "--input-placement" if value == "x" else "--output-placement"
+                    flags += [flag, f"{value}={rng.choice(choices)}"]
             plan = os.path.join(work, f"plan{n}")
             out_dir = os.path.join(work, f"out{n}")
             compile_cmd = [compile_bin, path, "--tp", str(n), "-o", plan, "--force", "--quiet"] + flags
