@@ -164,6 +164,18 @@ TEST_CASE("broadcasting: Gemm's C, a lower-rank skip, an attention bias", "[shar
   CHECK(Has(heads, "(S(2), S(2), S(2), _, _, S(1))->(S(2))"));
 }
 
+// CastLike reads only target_type's element type: its dims, unknown here, neither carry
+// nor block a factor, and it may come in any placement.
+TEST_CASE("CastLike: the target's dims take no part", "[shard][rules]") {
+  const Rule r = RuleOf(
+      "  %x: f32[b, s, 8] = placeholder\n  %t: f16[?, ?] = placeholder\n"
+      "  %y: f16[b, s, 8] = CastLike(%x, %t)");
+  INFO(r.text);
+  CHECK(Has(r, "(S(2), _)->(S(2))"));
+  CHECK(Has(r, "(S(0), _)->(S(0))"));
+  CHECK(Has(r, "(P(sum), _)->(P(sum))"));
+}
+
 TEST_CASE("einsum rule: the implicit output is the letters used once in order", "[shard][rules]") {
   // `ji,jk` → output `ik`: j is summed.
   const Rule r = RuleOf(Einsum("f32[6, b]", "f32[6, 8]", "ji,jk"));

@@ -68,6 +68,20 @@ void Cast(const RuleContext& ctx, std::vector<Strategy>* out) {
   }
 }
 
+// CastLike(x, target_type): Cast to target_type's element type, which is all it reads of
+// it; so target_type takes no part in the dims, and any placement of it will do.
+void CastLike(const RuleContext& ctx, std::vector<Strategy>* out) {
+  std::vector<Strategy> local;
+  AddFactorStrategies(ctx, FactorSpecBuilder(ctx).Pointwise({0}).Build(), &local);
+  if (ir::IsFloating(ctx.input_type(0).dtype) && FloatOutputs(ctx)) {
+    AddPartialStrategy(ctx, {0}, &local);
+  }
+  for (Strategy& s : local) {
+    if (s.inputs.size() > 1) s.inputs[1] = std::nullopt;
+    out->push_back(std::move(s));
+  }
+}
+
 std::optional<int64_t> BiasFeatureDim(
     const ir::Node& node, int input, bool colwise,
     const std::function<std::optional<int64_t>(const ir::Value*)>&) {

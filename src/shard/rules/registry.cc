@@ -25,7 +25,7 @@ constexpr OpRecord kRecords[] = {
     {"", "Attention", Attention, {.flops = AttentionFlops}},
     {"", "AveragePool", Pool},
     {"", "Cast", Cast},
-    {"", "CastLike", Cast},
+    {"", "CastLike", CastLike},
     {"", "Ceil", Unary},
     {"", "Clip", Unary},
     {"", "Concat", Concat, {.block_count = ConcatBlockCount, .join_axis = ConcatAxis}},

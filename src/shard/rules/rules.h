@@ -50,6 +50,7 @@ void Mul(const RuleContext& ctx, std::vector<Strategy>* out);
 void Div(const RuleContext& ctx, std::vector<Strategy>* out);
 void Where(const RuleContext& ctx, std::vector<Strategy>* out);
 void Cast(const RuleContext& ctx, std::vector<Strategy>* out);
+void CastLike(const RuleContext& ctx, std::vector<Strategy>* out);
 
 // linear.cc
 void MatMul(const RuleContext& ctx, std::vector<Strategy>* out);
