@@ -33,7 +33,7 @@ except ImportError:
     sys.exit(SKIP)
 
 VOCAB = 32  # tp-run's random integers are in [0, 32); ours too
-DIMS = {"batch": 4, "seq": 8}  # both divisible by N (--divisible)
+DIMS = {"batch": 8, "seq": 8}  # both divisible by N (--divisible), up to 8
 
 
 class Model:
@@ -271,6 +271,7 @@ def main():
     ap.add_argument("--tp-compile", help="tp-compile to use (default: BIN/tp-compile)")
     ap.add_argument("--tp-run", help="tp-run to use (default: BIN/tp-run)")
     ap.add_argument("--count", type=int, default=100)
+    ap.add_argument("--tp", type=int, nargs="+", default=[2, 4], help="the N of each plan")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default="/tmp/tpc_fuzz_models")
     args = ap.parse_args()
@@ -305,7 +306,7 @@ def main():
             continue
         rng = np.random.default_rng(seed + 2)
         problems = []
-        for n in (2, 4):
+        for n in args.tp:
             flags = ["--objective", str(rng.choice(["balanced", "memory", "time"]))]
             if rng.random() < 0.3:
                 flags += ["--sequence-parallel", "--divisible", "seq"]
