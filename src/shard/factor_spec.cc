@@ -246,7 +246,10 @@ FactorSpecBuilder& FactorSpecBuilder::Pointwise(const std::vector<int>& inputs) 
     }
     std::vector<int64_t> out_dims;
     for (int o = 0; o < ctx_.node().num_outputs(); ++o) {
-      out_dims.push_back(ctx_.output_dims(o).size() == y.size() ? d : kNone);
+      const std::vector<ir::Dim>& yo = ctx_.output_dims(o);
+      const bool carries =
+          yo.size() == y.size() && yo[static_cast<size_t>(d)] == y[static_cast<size_t>(d)];
+      out_dims.push_back(carries ? d : kNone);
     }
     Add(kind, in_dims, out_dims, "d" + std::to_string(d));
   }

@@ -75,8 +75,8 @@ class FactorSpecBuilder {
 
   // Elementwise: a pass factor per dim of output 0; each of `inputs` carries it where
   // its dim (aligned numpy-style from the right) carries the output's (FitOf), and every
-  // output of the same rank carries it too. A dim some input may or may not broadcast
-  // along (kUnsure) is needed whole.
+  // output of the same rank carries it where its dim has the same size. A dim some input may or may
+  // not broadcast along (kUnsure) is needed whole.
   FactorSpecBuilder& Pointwise(const std::vector<int>& inputs);
 
   // Along the dims of input `inputs[0]`: dim d gets a factor of kind `kinds[d]`, carried

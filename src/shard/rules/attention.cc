@@ -31,6 +31,14 @@ Strategy ReplicatedInputs(const RuleContext& ctx, std::string name) {
 enum AttentionInput { kQ, kK, kV, kMask, kPastK, kPastV, kNonpadKvSeqlen };
 enum AttentionOutput { kY, kPresentK, kPresentV, kQk };
 
+// An attention bias [B|1, H|1, S, T] (input `i`) against the split it would go with: its
+// heads dim against `heads`, or its batch dim against the query's. kUnsure (1 or not, no
+// telling) rules the strategy out; kCarries splits it with the heads (batch).
+BroadcastFit AttentionBiasFit(const RuleContext& ctx, int i, int64_t heads, bool by_heads) {
+  const std::vector<ir::Dim>& d = ctx.input_dims(i);
+  return by_heads ? FitOf(d[1], ir::Dim(heads)) : FitOf(d[0], ctx.input_dims(0)[0]);
+}
+
 }  // namespace
 
 void Attention(const RuleContext& ctx, std::vector<Strategy>* out) {
@@ -231,11 +239,7 @@ void MultiHeadAttention(const RuleContext& ctx, std::vector<Strategy>* out) {
     if (ctx.has_input(3) && by_heads) s.inputs[3] = ir::Placement::Shard(0, 3);  // [3·H·hd]
     if (ctx.has_input(4) && !by_heads) s.inputs[4] = batch;
     if (ctx.has_input(5) && ctx.input_rank(5) == 4) {
-      // attention_bias [B|1, H|1, S, T]: split with the heads (batch) it has; a dim that
-      // may be 1 or not rules the strategy out.
-      const std::vector<ir::Dim>& d = ctx.input_dims(5);
-      const BroadcastFit fit =
-          by_heads ? FitOf(d[1], ir::Dim(heads)) : FitOf(d[0], ctx.input_dims(0)[0]);
+      const BroadcastFit fit = AttentionBiasFit(ctx, 5, heads, by_heads);
       if (fit == BroadcastFit::kUnsure) return;
       if (fit == BroadcastFit::kCarries) s.inputs[5] = by_heads ? ir::Placement::Shard(1) : batch;
     }
@@ -297,10 +301,7 @@ void MsAttention(const RuleContext& ctx, std::vector<Strategy>* out) {
     }
     if (ctx.has_input(4)) s.inputs[4] = ir::Placement::Shard(by_heads ? 2 : 1);
     if (ctx.has_input(5) && ctx.input_rank(5) == 4) {
-      // The attention bias [B|1, H|1, S, T]: as MultiHeadAttention's.
-      const std::vector<ir::Dim>& d = ctx.input_dims(5);
-      const BroadcastFit fit =
-          by_heads ? FitOf(d[1], ir::Dim(heads)) : FitOf(d[0], ctx.input_dims(0)[0]);
+      const BroadcastFit fit = AttentionBiasFit(ctx, 5, heads, by_heads);
       if (fit == BroadcastFit::kUnsure) return;
       if (fit == BroadcastFit::kCarries) s.inputs[5] = ir::Placement::Shard(by_heads ? 1 : 0);
     }

@@ -55,34 +55,11 @@ void LayerNormalization(const RuleContext& ctx, std::vector<Strategy>* out) {
 void SkipLayerNormalization(const RuleContext& ctx, std::vector<Strategy>* out) {
   const std::vector<ir::Dim>& in = ctx.input_dims(0);
   if (in.empty()) return;
-  // A skip of lower rank ([seq, hidden] to a [batch, seq, hidden] input) broadcasts,
-  // aligned from the right: its dims carry the input's where they fit (FitOf), and a dim
-  // that may be 1 or not keeps its factor whole.
-  const std::vector<ir::Dim>& skip = ctx.input_dims(1);
-  const int64_t rank = static_cast<int64_t>(in.size());
-  const int64_t shift = rank - static_cast<int64_t>(skip.size());
-  FactorSpecBuilder b(ctx);
-  for (int64_t d = 0; d < rank; ++d) {
-    using Kind = FactorSpec::Kind;
-    std::vector<int64_t> in_dims(static_cast<size_t>(ctx.num_inputs()), FactorSpecBuilder::kNone);
-    in_dims[0] = d;
-    Kind kind = d == rank - 1 ? Kind::kNeedWhole : Kind::kPass;
-    if (d >= shift) {
-      const BroadcastFit fit =
-          FitOf(skip[static_cast<size_t>(d - shift)], in[static_cast<size_t>(d)]);
-      if (fit != BroadcastFit::kBroadcast) in_dims[1] = d - shift;
-      if (fit == BroadcastFit::kUnsure) kind = Kind::kNeedWhole;
-    }
-    std::vector<int64_t> out_dims;
-    for (int o = 0; o < ctx.node().num_outputs(); ++o) {
-      const std::vector<ir::Dim>& y = ctx.output_dims(o);
-      const bool fits = d < static_cast<int64_t>(y.size()) &&
-                        y[static_cast<size_t>(d)] == in[static_cast<size_t>(d)];
-      out_dims.push_back(fits ? d : FactorSpecBuilder::kNone);
-    }
-    b.Add(kind, in_dims, out_dims, "d" + std::to_string(d));
-  }
-  AddFactorStrategies(ctx, b.Build(), out);
+  // A skip of lower rank ([seq, hidden] to a [batch, seq, hidden] input) broadcasts as an
+  // elementwise operand does (Pointwise); the hidden dim, the norm's, stays whole.
+  FactorSpec spec = FactorSpecBuilder(ctx).Pointwise({0, 1}).Build();
+  spec.factors.back().kind = FactorSpec::Kind::kNeedWhole;
+  AddFactorStrategies(ctx, spec, out);
 }
 
 void AxisWhole(const RuleContext& ctx, std::vector<Strategy>* out) {
