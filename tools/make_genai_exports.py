@@ -4,7 +4,9 @@
     python3 tools/make_genai_exports.py --out models/genai
 
 For each architecture (Llama: GQA, SwiGLU, RMSNorm; Gemma: GeGLU, the embedding scaled by
-sqrt(hidden), RMSNorm with its weight + 1) and
+sqrt(hidden), RMSNorm with its weight + 1; Gemma 2, with --archs gemma2: a sliding window of
+3 on every other layer, whose cache is a windowed one of 3 rows, `sliding_window_cache`,
+and softcapped scores and logits) and
 precision (fp32, int4: MatMulNBits with block 32), this saves a random-weight
 transformers model (and a small WordLevel tokenizer, which the builder wants) to a temporary
 folder, runs `python -m onnxruntime_genai.models.builder -e cpu`, and copies model.onnx,
@@ -26,7 +28,11 @@ import tempfile
 ARCHS = {
     "llama": "LlamaForCausalLM",
     "gemma": "GemmaForCausalLM",
+    "gemma2": "Gemma2ForCausalLM",
 }
+# Beyond SHAPE, by architecture: onnxruntime wants a windowed cache of at least the window's
+# rows, and the test data's past is 3 rows.
+CONFIG = {"gemma2": dict(sliding_window=3)}
 SHAPE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
              num_key_value_heads=2, vocab_size=256, max_position_embeddings=128,
              head_dim=16, tie_word_embeddings=False)
@@ -39,7 +45,7 @@ def save_hf(arch, folder):
     from tokenizers import Tokenizer, models, pre_tokenizers
     torch.manual_seed(0)
     config_cls = getattr(transformers, ARCHS[arch].replace("ForCausalLM", "Config"))
-    model = getattr(transformers, ARCHS[arch])(config_cls(**SHAPE)).eval()
+    model = getattr(transformers, ARCHS[arch])(config_cls(**SHAPE, **CONFIG.get(arch, {}))).eval()
     model.save_pretrained(folder)
     vocab = {f"t{i}": i for i in range(SHAPE["vocab_size"])}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="t0"))

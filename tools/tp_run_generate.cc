@@ -95,6 +95,7 @@ absl::StatusOr<rt::GenerateResult> GenerateOnRank(rt::Executor& ex, rt::Communic
                                                   const rt::Tensor& prompt, int64_t steps) {
   TPC_ASSIGN_OR_RETURN(rt::DecoderIo parts, rt::FindDecoderIo(ex.inputs(), ex.outputs()));
   parts.pad_right = ex.AnyKernel(&rt::Kernel::rows_from_start);
+  for (auto& c : parts.cache) c.fixed_rows = ex.FixedCacheRows(c.past);
   std::set<std::string> cache;
   for (const auto& c : parts.cache) {
     cache.insert(c.past);
@@ -125,6 +126,7 @@ absl::StatusOr<rt::GenerateResult> GenerateOnRank(rt::Executor& ex, rt::Communic
   for (const rt::IoSpec& o : ex.outputs()) {
     if (o.name == parts.logits) logits_by_position = o.type.shape && o.type.shape->size() == 3;
   }
+  bool prefill = true;
   rt::RankStep step =
       [&](const std::map<std::string, rt::Tensor>& feed,
           bool every_position) -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
@@ -137,8 +139,9 @@ absl::StatusOr<rt::GenerateResult> GenerateOnRank(rt::Executor& ex, rt::Communic
     std::map<std::string, rt::Tensor> mine;
     resident.inputs.clear();
     for (const auto& [name, t] : feed) {
-      if (cache.count(name) == 0 || t.num_elements() == 0) {
-        // Whole: the inputs other than the cache, and the prefill's (empty) cache.
+      if (cache.count(name) == 0 || prefill) {
+        // Whole: the inputs other than the cache, and the prefill's cache (empty, or
+        // zeros at a fixed capacity).
         TPC_ASSIGN_OR_RETURN(mine[name],
                              rt::SliceForRank(name, t, rt::PlacementOf(io.inputs, name), rank, n));
       } else if (resident_pasts.count(name) > 0) {
@@ -147,6 +150,7 @@ absl::StatusOr<rt::GenerateResult> GenerateOnRank(rt::Executor& ex, rt::Communic
         mine[name] = t;  // this rank's part of an assembled present, on the host
       }
     }
+    prefill = false;
     TPC_ASSIGN_OR_RETURN(auto out, ex.Run(mine, resident));
     std::map<std::string, rt::Tensor> named;
     for (size_t k = 0; k < out.size(); ++k) {

@@ -11,10 +11,13 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "onnx/checker.h"
 #include "onnx/defs/data_type_utils.h"
 #include "onnx/defs/schema.h"
+#include "schema_extra.h"
+#include "tpc/util/status_macros.h"
 
 namespace tpc::onnx::internal {
 
@@ -104,7 +107,15 @@ absl::Status CheckAgainstSchema(const ::onnx::NodeProto& node, const std::string
   // libonnx names the default domain "" (ai.onnx), as tpc does.
   bool current = false;
   const ::onnx::OpSchema* schema = FindSchema(node.op_type(), domain, opset, &current);
-  if (schema == nullptr) return absl::OkStatus();  // the shape rules name unsupported ops
+  const ExtraSchema* extra = FindExtraSchema(domain, node.op_type());
+  if (schema == nullptr) {
+    if (extra == nullptr) return absl::OkStatus();  // the shape rules name unsupported ops
+    TPC_RETURN_IF_ERROR(CheckExtraInputs(*extra, node, label));
+    for (const auto& a : node.attribute()) {
+      TPC_RETURN_IF_ERROR(CheckExtraAttribute(*extra, a, /*known_elsewhere=*/false, label));
+    }
+    return absl::OkStatus();
+  }
   if (current) {
     try {
       schema->Verify(node);
@@ -129,7 +140,18 @@ absl::Status CheckAgainstSchema(const ::onnx::NodeProto& node, const std::string
   }
   for (const auto& a : node.attribute()) {
     auto it = schema->attributes().find(a.name());
-    if (it == schema->attributes().end() || it->second.type == a.type()) continue;
+    const bool known = it != schema->attributes().end();
+    if (extra != nullptr) {
+      TPC_RETURN_IF_ERROR(CheckExtraAttribute(*extra, a, known, label));
+    } else if (!known) {
+      std::vector<std::string> names;
+      for (const auto& [name, attr] : schema->attributes()) names.push_back(name);
+      return absl::InvalidArgumentError(absl::StrCat(
+          label, ": attribute '", a.name(), "' is not one tpc knows the operator to have (",
+          names.empty() ? std::string("it has none") : absl::StrJoin(names, ", "),
+          "): running the node without it could give a wrong result"));
+    }
+    if (!known || it->second.type == a.type()) continue;
     return absl::InvalidArgumentError(
         absl::StrCat(label, ": attribute '", a.name(), "' is ",
                      ::onnx::AttributeProto::AttributeType_Name(a.type()), ", the operator's ",

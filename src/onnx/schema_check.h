@@ -26,7 +26,11 @@ const ::onnx::OpSchema* FindSchema(const std::string& op, const std::string& dom
 // schema is current unless the operator changed after it (a table of those, from ONNX's
 // changelog); for those only what does not change across versions is checked:
 // the types of the attributes that schema declares and its minimum input count.
-// Domains libonnx has no schemas for (com.microsoft, tpc) pass: their shape rules check them.
+// tpc's own table (schema_extra.h) adds what libonnx does not know: the attributes such an
+// operator gained since (any other is refused), the schemas of the newer operators and of
+// com.microsoft's that tpc runs, and the attribute values and inputs tpc does not
+// implement. Other operators libonnx has no schema for (tpc's) pass: their shape rules
+// check them.
 absl::Status CheckAgainstSchema(const ::onnx::NodeProto& node, const std::string& domain,
                                 int64_t opset, const std::string& label);
 

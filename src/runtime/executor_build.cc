@@ -33,6 +33,20 @@ bool Executor::AnyKernel(bool Kernel::*flag) const {
   return false;
 }
 
+int64_t Executor::FixedCacheRows(const std::string& name) const {
+  int64_t rows = 0;
+  for (const Step& step : steps_) {
+    if (step.kernel == nullptr || step.kernel->fixed_cache_rows == nullptr) continue;
+    for (int i = 0; i < step.node->num_inputs(); ++i) {
+      const ir::Value* v = step.node->input(i);
+      if (v != nullptr && v->name() == name) {
+        rows = std::max(rows, step.kernel->fixed_cache_rows(*step.node, i));
+      }
+    }
+  }
+  return rows;
+}
+
 absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const ir::Graph& graph, Backend& backend,
                                                            Communicator* comm,
                                                            ExecutorOptions options) {

@@ -46,9 +46,10 @@ Tensor Ints(ir::DType dtype, std::vector<int64_t> shape, F f) {
 
 // The empty cache of the prefill: static dims as they are, the dim of input_ids' batch
 // the prompt's batch, a symbolic dim the present has as a number (onnxruntime-genai's
-// `kv_cache_dim`, the head size) that number, any other symbolic dim (the past) 0.
+// `kv_cache_dim`, the head size) that number, any other symbolic dim (the past) 0, or
+// `fixed_rows` for a cache of a fixed capacity (zeros).
 absl::StatusOr<Tensor> EmptyCache(const IoSpec& spec, const IoSpec* present,
-                                  const ir::Dim& batch_dim, int64_t batch) {
+                                  const ir::Dim& batch_dim, int64_t batch, int64_t fixed_rows) {
   if (!spec.type.shape) {
     return absl::InvalidArgumentError(absl::StrCat("cache input '", spec.name, "' has no rank"));
   }
@@ -64,10 +65,10 @@ absl::StatusOr<Tensor> EmptyCache(const IoSpec& spec, const IoSpec* present,
     } else if (d == batch_dim) {
       shape.push_back(batch);
     } else {
-      shape.push_back(out != nullptr && (*out)[i].is_static() ? (*out)[i].value() : 0);
+      shape.push_back(out != nullptr && (*out)[i].is_static() ? (*out)[i].value() : fixed_rows);
     }
   }
-  return Tensor::Allocate(spec.type.dtype, shape);
+  return Tensor::Allocate(spec.type.dtype, shape);  // zeros
 }
 
 }  // namespace
@@ -166,7 +167,7 @@ absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<I
     const IoSpec* spec = Find(inputs, c.past);
     if (spec == nullptr) return absl::InternalError(absl::StrCat("no spec for ", c.past));
     TPC_ASSIGN_OR_RETURN(feed[c.past], EmptyCache(*spec, Find(outputs, c.present),
-                                                  (*ids_spec->type.shape)[0], batch));
+                                                  (*ids_spec->type.shape)[0], batch, c.fixed_rows));
   }
   // A padded row's tokens, at its start (io.pad_right) or its end; the padding's ids are
   // 0 (any id would do: the mask hides them).

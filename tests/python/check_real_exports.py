@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """ctest entry: real exports split with no annotation: onnxruntime-genai's (models/genai/,
-tools/make_genai_exports.py: Llama and Gemma, fp32 and int4) and Hugging Face Optimum's
-(models/optimum/, tools/make_optimum_exports.py: Llama and Gemma, KV cache).
+tools/make_genai_exports.py: Llama and Gemma, fp32 and int4, and Gemma 2 in fp32, whose
+local layers keep a windowed cache) and Hugging Face Optimum's (models/optimum/,
+tools/make_optimum_exports.py: Llama and Gemma, KV cache).
 
 usage: check_real_exports.py --tp-compile PATH --tp-run PATH --models DIR --work DIR
 
@@ -15,8 +16,9 @@ For each models/genai/*/model.onnx and models/optimum/*/model.onnx:
     head on its group of ranks, S(1@2)), and at N = 2 the Megatron collectives: one all-reduce after each attention and each MLP (2
     per layer), no other collective but the embedding's and the logits' all-gathers; the
     sharded prefill equals the unsharded one (--check-against, random inputs, past 3 +
-    4 tokens, batch 2) and onnxruntime's outputs as at N = 1;
-  - `tp-run --generate 16` at N = 2 and 4 gives the unsharded run's token ids.
+    4 tokens, batch 2, a windowed cache of 4 rows) and onnxruntime's outputs as at N = 1;
+  - `tp-run --generate 16` at N = 2 and 4 gives the unsharded run's token ids, and at
+    N = 2 (fp32) onnxruntime's greedy decoding's.
 
 Exit status: 0 all pass, 1 something failed, 77 onnx is not importable.
 """
@@ -41,6 +43,46 @@ DIMS = {
 }
 
 
+def ort_greedy(model, prompt, steps):
+    """onnxruntime's greedy decoding of `prompt` (rows of one length): the token ids of
+    each row. The cache starts empty, or at a windowed cache's capacity (genai_config.json's
+    window: onnxruntime wants at least that), zeros; each step's presents are the next
+    step's pasts."""
+    import numpy as np
+    import onnxruntime as ort
+    folder = os.path.dirname(model)
+    config = os.path.join(folder, "genai_config.json")
+    decoder = json.load(open(config))["model"]["decoder"] if os.path.exists(config) else {}
+    sizes = {"kv_cache_dim": decoder.get("head_size", 0),
+             "past_sliding_length": decoder.get("sliding_window", {}).get("window_size", 0)}
+    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    ids = np.array(prompt, np.int64)
+    batch, total = ids.shape[0], ids.shape[1]
+    feeds = {}
+    for i in session.get_inputs():
+        if i.name.startswith("past_key_values"):
+            shape = [batch if d == "batch_size" else sizes.get(d, 0) if isinstance(d, str) else d
+                     for d in i.shape]
+            feeds[i.name] = np.zeros(shape, np.float32)
+    names = [o.name for o in session.get_outputs()]
+    tokens = [[] for _ in range(batch)]
+    for _ in range(steps):
+        feeds["input_ids"] = ids
+        feeds["attention_mask"] = np.ones((batch, total), np.int64)
+        if any(i.name == "position_ids" for i in session.get_inputs()):
+            feeds["position_ids"] = np.tile(np.arange(total - ids.shape[1], total), (batch, 1))
+        out = dict(zip(names, session.run(None, feeds)))
+        last = out["logits"][:, -1].argmax(-1)
+        for b in range(batch):
+            tokens[b].append(int(last[b]))
+        for name in list(feeds):
+            if name.startswith("past_key_values"):
+                feeds[name] = out["present" + name[len("past_key_values"):]]
+        ids = last[:, None].astype(np.int64)
+        total += 1
+    return tokens
+
+
 def run(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
     return r.returncode, r.stdout + r.stderr
@@ -63,8 +105,8 @@ def main():
     failures = []
     models = [m for family in DIMS
               for m in sorted(glob.glob(os.path.join(args.models, family, "*", "model.onnx")))]
-    if len(models) < 6:
-        print("expected the 4 genai and 2 Optimum exports under", args.models)
+    if len(models) < 7:
+        print("expected the 5 genai and 2 Optimum exports under", args.models)
         return 1
     for model in models:
         folder = os.path.dirname(model)
@@ -76,6 +118,11 @@ def main():
         original = onnx.load(model, load_external_data=False)
         layers = sum(1 for i in original.graph.input if i.name.endswith(".key"))
         kinds = {(n.domain, n.op_type) for n in original.graph.node}
+        dims = DIMS[family]
+        # A windowed cache's rows (its capacity; onnxruntime wants the window's at least).
+        if any(d.dim_param == "past_sliding_length" for i in original.graph.input
+               for d in i.type.tensor_type.shape.dim):
+            dims = dims + ["--dim", "past_sliding_length=4"]
         for n in (1, 2, 4):
             what = f"{name} N={n}"
             plan = os.path.join(args.work, f"{name.replace('/', '_')}.tp{n}")
@@ -95,7 +142,7 @@ def main():
                 continue
             code, out = run([args.tp_run, plan, "--ranks", "threads", "--quiet",
                              "--check-against", model, "--rtol", "1e-4", "--atol", "1e-5"] +
-                            DIMS[family])
+                            dims)
             if code != 0:
                 failures.append(f"{what}: sharded != unsharded: {out.strip()[-800:]}")
             rank = onnx.load(os.path.join(plan, "rank0.onnx"), load_external_data=False)
@@ -127,6 +174,13 @@ def main():
                              "5 6 7 8; 9 10 11 12", "--check-against", model, "--ranks", "threads"])
             if code != 0 or "token ids equal" not in out:
                 failures.append(f"{what}: --generate 16: {out.strip()[-800:]}")
+            elif n == 2 and "int4" not in name:  # (onnxruntime's int4 quantizes activations)
+                want = ort_greedy(model, [[5, 6, 7, 8], [9, 10, 11, 12]], 16)
+                got = [[int(t) for t in line.split(":")[1].split()]
+                       for line in out.splitlines() if line.startswith("tokens (row")]
+                if got != want:
+                    failures.append(f"{what}: --generate 16 gave {got}, onnxruntime's greedy "
+                                    f"decoding {want}")
         print(f"{name}: checked at N = 1, 2, 4")
     for f in failures:
         print("FAIL", f)

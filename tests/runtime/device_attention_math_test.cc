@@ -89,7 +89,15 @@ std::vector<Tensor> GqaByDeviceMath(const math::GqaLayout& l, const Tensor& quer
   Tensor tv = Tensor::Allocate(ir::DType::kF32, {l.batch, l.hkv, l.total, l.hd});
   std::copy(pk.begin(), pk.end(), tk.data<float>());
   std::copy(pv.begin(), pv.end(), tv.data<float>());
-  return {y, tk, tv};
+  if (!l.windowed) return {y, tk, tv};
+  // A windowed cache's presents keep the latest of the rows attention ran over.
+  Tensor wk = Tensor::Allocate(ir::DType::kF32, {l.batch, l.hkv, l.past, l.hd});
+  Tensor wv = Tensor::Allocate(ir::DType::kF32, {l.batch, l.hkv, l.past, l.hd});
+  for (int64_t i = 0; i < wk.num_elements(); ++i) {
+    REQUIRE(math::GqaWindowPresentElement(l, lens.data(), pk.data(), pv.data(), wk.data<float>(),
+                                          wv.data<float>(), i));
+  }
+  return {y, wk, wv};
 }
 
 TEST_CASE("GroupQueryAttention composed from the device math equals the CPU kernel",
@@ -99,11 +107,18 @@ TEST_CASE("GroupQueryAttention composed from the device math equals the CPU kern
     int64_t window;
     float softcap;
     std::vector<int32_t> lens;
+    int64_t capacity;  // of a windowed cache (sliding_window_cache), else 0
   };
   const std::vector<Case> cases = {
-      {false, false, true, false, -1, 0.0f, {4, 3}},   // decode rows of 5 and 4 keys
-      {true, true, true, true, 2, 5.0f, {4, 4}},       // packed, window, softcap, smooth
-      {false, false, false, false, -1, 0.0f, {2, 1}},  // a padded first prompt
+      {false, false, true, false, -1, 0.0f, {4, 3}, 0},   // decode rows of 5 and 4 keys
+      {true, true, true, true, 2, 5.0f, {4, 4}, 0},       // packed, window, softcap, smooth
+      {false, false, false, false, -1, 0.0f, {2, 1}, 0},  // a padded first prompt
+      // Windowed caches of 4 rows (window 3) after 5 and 1 tokens (a staging step and a
+      // drifting one), and of 3 rows (= window) after 4 and none (compacting).
+      {false, false, true, false, 3, 0.0f, {7, 3}, 4},
+      {true, false, true, false, 3, 0.0f, {6, 2}, 3},
+      // A padded first prompt (a row of 2 keys for 3 new rows) beside a full one.
+      {false, false, true, false, 2, 0.0f, {1, 2}, 3},
   };
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const Case& c = cases[ci];
@@ -114,8 +129,9 @@ TEST_CASE("GroupQueryAttention composed from the device math equals the CPU kern
     l.hq = 4;
     l.hkv = 2;
     l.hd = 8;
-    l.past = c.with_past ? 2 : 0;
+    l.past = c.capacity > 0 ? c.capacity : c.with_past ? 2 : 0;
     l.total = l.past + l.seq;
+    l.windowed = c.capacity > 0;
     l.packed = c.packed;
     l.q_row = (c.packed ? l.hq + 2 * l.hkv : l.hq) * l.hd;
     l.rotary = true;
@@ -163,7 +179,8 @@ TEST_CASE("GroupQueryAttention composed from the device math equals the CPU kern
                           {"rotary_interleaved", int64_t{c.interleaved ? 1 : 0}},
                           {"local_window_size", c.window},
                           {"softcap", c.softcap},
-                          {"smooth_softmax", int64_t{c.smooth ? 1 : 0}}},
+                          {"smooth_softmax", int64_t{c.smooth ? 1 : 0}},
+                          {"sliding_window_cache", int64_t{l.windowed ? 1 : 0}}},
                          3, "com.microsoft");
     INFO(want.status().ToString());
     REQUIRE(want.ok());

@@ -105,6 +105,7 @@ def cases():
     ]
     out += matmul_nbits_cases(rng)
     out += group_query_attention_cases(rng)
+    out += windowed_gqa_cases(rng)
     angles = rng.random((32, 8)) * 3
     cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
     for name, x, pos, attrs in [
@@ -234,6 +235,8 @@ def group_query_attention_cases(rng):
             ("local_window", 1, 6, 0, 4, 2, {"local_window_size": 3}),
             ("softcap_scale", 2, 1, 4, 4, 2, {"softcap": 2.0, "scale": 0.3}),
             ("smooth_softmax", 1, 4, 2, 4, 2, {"smooth_softmax": 1}),
+            # The schema's default written out: onnxruntime's softmax is the plain one then.
+            ("smooth_softmax_default", 1, 4, 2, 4, 2, {"smooth_softmax": -1}),
             ("multi_query", 2, 1, 3, 4, 1, {}),
             # Padded batches: rows with fewer keys than past + seq (seqlens_k + 1).
             ("decode_padded", 3, 1, 5, 4, 2, {"lens": [6, 4, 1]}),
@@ -264,6 +267,50 @@ def group_query_attention_cases(rng):
         out.append(Case(f"group_query_attention_{name}", "GroupQueryAttention", inputs,
                         ["output", "present_key", "present_value"], num_heads=hq,
                         kv_num_heads=hkv, **extra))
+    return out
+
+
+def windowed_cache_end(length, capacity, window):
+    """Rows onnxruntime's windowed cache holds after `length` tokens (math::GqaWindowEnd)."""
+    gap = capacity - window + 1
+    return length if length <= capacity else length - gap * -(-(length - capacity) // gap)
+
+
+def windowed_gqa_cases(rng):
+    """GroupQueryAttention with sliding_window_cache = 1 (onnxruntime-genai's Gemma 2 and 3
+    local layers): past and presents are a cache of capacity C holding each row's latest
+    keys. Each case ends with full caches (onnxruntime leaves the rows past the end
+    unwritten): filling, a step that drifts, one that compacts in place (C = window), a batch
+    of rows at different lengths, a prefill past the capacity and a step of several tokens
+    (through onnxruntime's staging cache), rotary at the absolute positions."""
+    def f32(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    out = []
+    hq, hkv, hd = 4, 2, 16
+    for name, s, capacity, window, pasts, rotary in [
+            ("drift", 1, 4, 3, [5], False),
+            ("compact", 1, 3, 3, [5, 3], False),
+            ("prefill_overflow", 5, 3, 3, [0], True),
+            ("tokens_staged", 3, 4, 3, [3], True)]:
+        b = len(pasts)
+        for p in pasts:
+            assert windowed_cache_end(p + s, capacity, window) == capacity, name
+        inputs = [("query", f32(b, s, hq * hd)), ("key", f32(b, s, hkv * hd)),
+                  ("value", f32(b, s, hkv * hd)),
+                  ("past_key", f32(b, hkv, capacity, hd)), ("past_value", f32(b, hkv, capacity, hd)),
+                  ("seqlens_k", np.array(pasts, np.int32) + s - 1),
+                  ("total_sequence_length", np.array([max(pasts) + s], np.int32))]
+        extra = {}
+        if rotary:
+            angles = rng.random((32, hd // 2)) * 3
+            inputs += [("cos_cache", np.cos(angles).astype(np.float32)),
+                       ("sin_cache", np.sin(angles).astype(np.float32))]
+            extra["do_rotary"] = 1
+        out.append(Case(f"group_query_attention_window_cache_{name}", "GroupQueryAttention",
+                        inputs, ["output", "present_key", "present_value"], num_heads=hq,
+                        kv_num_heads=hkv, local_window_size=window, sliding_window_cache=1,
+                        **extra))
     return out
 
 

@@ -106,6 +106,9 @@ class Executor {
   const ExecutorOptions& options() const { return options_; }
   // Whether some step's kernel has `flag` set (Kernel::rows_from_start).
   bool AnyKernel(bool Kernel::*flag) const;
+  // The least capacity a kernel reading graph input `name` keeps it at
+  // (Kernel::fixed_cache_rows; the largest of them), 0 when none does.
+  int64_t FixedCacheRows(const std::string& name) const;
   const std::vector<IoSpec>& outputs() const { return outputs_; }
 
   // Checks names, element types, ranks and dims of `inputs` (all of the graph's, no

@@ -23,6 +23,9 @@ struct DecoderIo {
   std::string position_ids;    // empty: none
   struct Cache {
     std::string past, present;
+    // A cache kept at a fixed capacity (Executor::FixedCacheRows; the caller sets it)
+    // starts at it, zeros; 0: it starts empty and grows.
+    int64_t fixed_rows = 0;
   };
   std::vector<Cache> cache;
   std::string logits;

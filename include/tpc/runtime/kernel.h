@@ -86,6 +86,10 @@ class KernelContext {
 };
 
 using KernelFn = absl::Status (*)(KernelContext&);
+// For a cache input the operator keeps at a fixed capacity (its present has the past's
+// rows: onnxruntime's windowed GroupQueryAttention), the least capacity it takes; 0 for
+// any other input.
+using CacheRowsFn = int64_t (*)(const ir::Node& node, int input);
 
 struct Kernel {
   KernelFn fn = nullptr;
@@ -109,6 +113,9 @@ struct Kernel {
   // row's start (onnxruntime's GroupQueryAttention, by seqlens_k): a batch of prompts of
   // different lengths is padded at the rows' ends for it, not their starts (rt::Generate).
   bool rows_from_start = false;
+  // Generation starts a cache input of a fixed capacity at this capacity (zeros), not
+  // empty (null: none is).
+  CacheRowsFn fixed_cache_rows = nullptr;
 };
 
 }  // namespace tpc::runtime

@@ -69,7 +69,8 @@ absl::Status InferAttention(InferenceContext& ctx) {
 }
 
 // onnxruntime's GroupQueryAttention: output [B, S, num_heads · hd]; present_key and
-// present_value [B, kv_num_heads, past + S, hd] (hd from query, packed or not).
+// present_value [B, kv_num_heads, past + S, hd] (hd from query, packed or not), or with
+// sliding_window_cache [B, kv_num_heads, past, hd].
 absl::Status InferGroupQueryAttention(InferenceContext& ctx) {
   TPC_ASSIGN_OR_RETURN(const Dims* q, RankedInput(ctx, 0));
   const int64_t hq = ctx.node().attr_int("num_heads", 0);
@@ -94,7 +95,9 @@ absl::Status InferGroupQueryAttention(InferenceContext& ctx) {
   ctx.set_output_type(0, TensorType(t, {(*q)[0], (*q)[1], hd ? Dim(hq * hd->value()) : Dim()}));
   Dim total = (*q)[1];
   if (ctx.has_input(3) && ctx.input_type(3).shape && ctx.input_type(3).shape->size() == 4) {
-    total = (*ctx.input_type(3).shape)[2] + (*q)[1];
+    // A windowed cache (sliding_window_cache) keeps its capacity, the past's rows.
+    const Dim& past = (*ctx.input_type(3).shape)[2];
+    total = ctx.node().attr_int("sliding_window_cache", 0) == 1 ? past : past + (*q)[1];
   }
   for (int i : {1, 2}) {
     if (i < ctx.num_outputs()) {

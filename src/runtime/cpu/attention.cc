@@ -56,6 +56,17 @@ void SmoothSoftmaxRow(T* row, int64_t n) {
   for (int64_t j = 0; j < n; ++j) row[j] = static_cast<T>(row[j] / sum);
 }
 
+// A 0/1 attribute of onnxruntime's, which it sets only at 1 (`== 1`); `off` is another
+// value it takes for 0 (smooth_softmax's schema default is -1). Any other value: an error,
+// rather than a guess.
+absl::StatusOr<bool> OrtFlag(const KernelContext& ctx, const char* name, int64_t off = 0) {
+  const int64_t v = ctx.node().attr_int(name, 0);
+  if (v != 0 && v != 1 && v != off) {
+    return ctx.Error(absl::StrCat(name, " is ", v, "; onnxruntime reads it as 0 or 1"));
+  }
+  return v == 1;
+}
+
 }  // namespace
 
 absl::StatusOr<HeadLayout> Layout(const KernelContext& ctx, const Tensor& t, int64_t heads,
@@ -261,6 +272,13 @@ absl::Status Attention(KernelContext& ctx) {
 // of the past (0 in a first prompt, P = 0, whose padding is on the right), its new keys
 // go to rows P_b .. P_b + S - 1 of the present, the rows after are zeros, and its
 // queries see only its keys. total_sequence_length, when given, must be P + S.
+// sliding_window_cache = 1: the past and the presents are a cache of C = P rows (its
+// capacity, at least local_window_size) holding only a row's latest keys, laid out as
+// onnxruntime lays it out (math::GqaWindowEnd); seqlens_k counts all of the row's keys, and
+// the rotary positions are theirs. Attention runs over the resident rows and the new ones
+// (the layout above, with the resident rows as the own past), then the presents keep the
+// last rows of those (math::GqaWindowSource) and zeros after. A row of fewer keys than new
+// ones is a padded first prompt, as without a window (onnxruntime refuses it).
 absl::StatusOr<math::GqaLayout> ReadGqaLayout(const KernelContext& ctx) {
   const ir::Node& node = ctx.node();
   const Tensor& query = ctx.input(0);
@@ -320,15 +338,23 @@ absl::StatusOr<math::GqaLayout> ReadGqaLayout(const KernelContext& ctx) {
       seqlens.num_elements() != l.batch) {
     return ctx.Error("seqlens_k must be [batch] of int32 or int64");
   }
-  if (const Tensor* t = ctx.optional_input(6)) {
+  TPC_ASSIGN_OR_RETURN(l.windowed, OrtFlag(ctx, "sliding_window_cache"));
+  l.window = node.attr_int("local_window_size", -1);
+  if (l.windowed && (l.window < 1 || past_k == nullptr || l.past < l.window)) {
+    return ctx.Error(absl::StrCat("sliding_window_cache needs local_window_size >= 1 (it is ",
+                                  l.window, ") and a past of at least as many rows (it has ",
+                                  past_k ? absl::StrCat(l.past) : "none", ")"));
+  }
+  // (With a windowed cache it counts all the tokens, as seqlens_k does.)
+  if (const Tensor* t = ctx.optional_input(6); t != nullptr && !l.windowed) {
     TPC_ASSIGN_OR_RETURN(std::vector<int64_t> given, ReadInts(ctx, *t));
     if (given.size() != 1 || given[0] != l.total) {
       return ctx.Error(absl::StrCat("total_sequence_length ", absl::StrJoin(given, ","),
                                     " is not past + seq = ", l.total));
     }
   }
-  l.rotary = node.attr_int("do_rotary", 0) != 0;
-  l.interleaved = node.attr_int("rotary_interleaved", 0) != 0;
+  TPC_ASSIGN_OR_RETURN(l.rotary, OrtFlag(ctx, "do_rotary"));
+  TPC_ASSIGN_OR_RETURN(l.interleaved, OrtFlag(ctx, "rotary_interleaved"));
   if (l.rotary) {
     if (cos == nullptr || sin == nullptr || cos->rank() != 2 || sin->shape() != cos->shape() ||
         cos->dtype() != query.dtype() || sin->dtype() != query.dtype() || 2 * cos->dim(1) > l.hd) {
@@ -344,13 +370,17 @@ absl::StatusOr<math::GqaLayout> ReadGqaLayout(const KernelContext& ctx) {
       l.has_positions = true;
     }
   }
-  l.window = node.attr_int("local_window_size", -1);
   l.softcap = node.attr_float("softcap", 0.0f);
-  l.smooth = node.attr_int("smooth_softmax", 0) != 0;
+  TPC_ASSIGN_OR_RETURN(l.smooth, OrtFlag(ctx, "smooth_softmax", -1));
   l.scale = node.has_attr("scale") && node.attr_float("scale", 0.0f) != 0.0f
                 ? node.attr_float("scale", 1.0f)
                 : 1.0f / std::sqrt(static_cast<float>(l.hd));
   return l;
+}
+
+int64_t GqaCacheRows(const ir::Node& node, int input) {
+  if ((input != 3 && input != 4) || node.attr_int("sliding_window_cache", 0) != 1) return 0;
+  return std::max<int64_t>(node.attr_int("local_window_size", -1), 0);
 }
 
 absl::Status GroupQueryAttention(KernelContext& ctx) {
@@ -372,6 +402,10 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
   for (int64_t b = 0; b < batch; ++b) {
     int64_t keys = 0, own = 0;
     if (!math::GqaRowKeys(l, lens[static_cast<size_t>(b)], &keys, &own)) {
+      if (l.windowed) {
+        return ctx.Error(absl::StrCat("row ", b, " has seqlens_k ", lens[static_cast<size_t>(b)],
+                                      ": it must be at least 0"));
+      }
       return ctx.Error(absl::StrCat(
           "row ", b, " holds ", keys, " keys (seqlens_k + 1): it must be ",
           past == 0 ? int64_t{1} : seq, " to ", total, " with past ", past, " and seq ", seq));
@@ -384,7 +418,9 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
       TPC_ASSIGN_OR_RETURN(positions, ReadInts(ctx, *position_ids));
     } else {
       for (int64_t b = 0; b < batch; ++b) {
-        for (int64_t s = 0; s < seq; ++s) positions.push_back(row_past[static_cast<size_t>(b)] + s);
+        const size_t at = static_cast<size_t>(b);
+        const int64_t start = math::GqaRowStart(l, lens[at], row_past[at]);
+        for (int64_t s = 0; s < seq; ++s) positions.push_back(start + s);
       }
     }
     for (int64_t p : positions) {
@@ -400,11 +436,12 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
   const double scale = l.scale;
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {batch, seq, hq * hd}, query.dtype()));
   return VisitFloat(ctx, query.dtype(), [&]<typename T>() -> absl::Status {
-    // Q [B, Hq, S, hd] and the presents [B, Hkv, total, hd], rotated.
+    // Q [B, Hq, S, hd] and the presents [B, Hkv, total, hd], rotated (with a windowed
+    // cache: the rows attention runs over, in scratch).
     std::vector<T> q(static_cast<size_t>(batch * hq * seq * hd));
     std::vector<T> k_scratch, v_scratch;
     auto present = [&](int i, std::vector<T>* scratch) -> absl::StatusOr<T*> {
-      if (ctx.wants_output(i)) {
+      if (ctx.wants_output(i) && !l.windowed) {
         TPC_ASSIGN_OR_RETURN(Tensor * p, ctx.Output(i, {batch, hkv, total, hd}, query.dtype()));
         return p->data<T>();
       }
@@ -484,6 +521,26 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
                   y->data<T>() + b * seq * hq * hd + h * hd, hq * hd);
       }
     });
+    if (!l.windowed) return absl::OkStatus();
+    // The presents keep each row's latest rows of those attention ran over.
+    const Shape shape = {batch, hkv, past, hd};
+    T* out_k = nullptr;
+    T* out_v = nullptr;
+    std::vector<T> unused;
+    for (int i : {1, 2}) {
+      T* p = nullptr;
+      if (ctx.wants_output(i)) {
+        TPC_ASSIGN_OR_RETURN(Tensor * t, ctx.Output(i, shape, query.dtype()));
+        p = t->data<T>();
+      } else {
+        unused.resize(static_cast<size_t>(batch * hkv * past * hd));
+        p = unused.data();
+      }
+      (i == 1 ? out_k : out_v) = p;
+    }
+    for (int64_t e = 0; e < batch * hkv * past * hd; ++e) {
+      math::GqaWindowPresentElement(l, lens.data(), pk, pv, out_k, out_v, e);
+    }
     return absl::OkStatus();
   });
 }

@@ -663,6 +663,9 @@ absl::Status GroupQueryAttention(KernelContext& ctx);
 // host value), and its geometry, for every backend's kernel; the values of seqlens_k and
 // position_ids are the kernels' to check.
 absl::StatusOr<math::GqaLayout> ReadGqaLayout(const KernelContext& ctx);
+// A windowed cache's past (sliding_window_cache, inputs 3 and 4): local_window_size rows
+// at least (Kernel::fixed_cache_rows).
+int64_t GqaCacheRows(const ir::Node& node, int input);
 absl::Status MultiHeadAttention(KernelContext& ctx);
 absl::Status MsAttention(KernelContext& ctx);
 absl::Status MsRotaryEmbedding(KernelContext& ctx);  // com.microsoft's (rotary.cc)

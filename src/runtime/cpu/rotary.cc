@@ -128,7 +128,11 @@ absl::StatusOr<math::RotaryLayout> ReadRotaryLayout(const KernelContext& ctx) {
     l.pos_mode = offset ? 2 : 1;
     l.cache_rows = cos.dim(0);
   }
-  l.interleaved = node.attr_int("interleaved", 0) != 0;
+  const int64_t interleaved = node.attr_int("interleaved", 0);
+  if (interleaved != 0 && interleaved != 1) {
+    return ctx.Error(absl::StrCat("interleaved is ", interleaved, "; it must be 0 or 1"));
+  }
+  l.interleaved = interleaved == 1;
   return l;
 }
 

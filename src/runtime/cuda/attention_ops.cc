@@ -263,8 +263,9 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, {l.batch, l.seq, l.hq * l.hd}, query.dtype()));
   const Shape present_shape = {l.batch, l.hkv, l.total, l.hd};
   Tensor k_scratch, v_scratch;
+  // (With a windowed cache these are the rows attention runs over, in scratch.)
   auto present = [&](int i, Tensor* scratch) -> absl::StatusOr<void*> {
-    if (ctx.wants_output(i)) {
+    if (ctx.wants_output(i) && !l.windowed) {
       TPC_ASSIGN_OR_RETURN(Tensor * p, ctx.Output(i, present_shape, query.dtype()));
       return p->raw();
     }
@@ -273,6 +274,29 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
   };
   TPC_ASSIGN_OR_RETURN(void* pk, present(1, &k_scratch));
   TPC_ASSIGN_OR_RETURN(void* pv, present(2, &v_scratch));
+  // The windowed presents keep each row's latest rows of those (after the attention, which
+  // reads pk and pv; one stream orders them).
+  auto window_presents = [&]() -> absl::Status {
+    if (!l.windowed) return absl::OkStatus();
+    const Shape shape = {l.batch, l.hkv, l.past, l.hd};
+    Tensor unused_k, unused_v;
+    void* out[2] = {nullptr, nullptr};
+    for (int i : {1, 2}) {
+      if (ctx.wants_output(i)) {
+        TPC_ASSIGN_OR_RETURN(Tensor * p, ctx.Output(i, shape, query.dtype()));
+        out[i - 1] = p->raw();
+      } else {
+        Tensor& t = i == 1 ? unused_k : unused_v;
+        TPC_ASSIGN_OR_RETURN(t, Scratch(ctx, query.dtype(), shape));
+        out[i - 1] = t.raw();
+      }
+    }
+    const int window_code =
+        BackendOf(ctx).Expect(std::string(ctx.Error("a row's seqlens_k is negative").message()));
+    return Check(ctx, LaunchGqaWindowPresents(
+                          kind, l, seqlens.raw(), seqlens.dtype() == ir::DType::kI64, pk, pv,
+                          out[0], out[1], BackendOf(ctx).flag(), window_code, StreamOf(ctx)));
+  };
   TPC_ASSIGN_OR_RETURN(Tensor q, Scratch(ctx, query.dtype(), {l.batch, l.hq, l.seq, l.hd}));
   GqaOperands o;
   o.query = query.raw();
@@ -295,15 +319,17 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
                                  l.has_positions && position_ids->dtype() == ir::DType::kI64,
                                  BackendOf(ctx).flag(), code, StreamOf(ctx))));
   // With no new rows the presents are the past (and zeros): written above; nothing to attend.
-  if (y->num_elements() == 0) return absl::OkStatus();
+  if (y->num_elements() == 0) return window_presents();
 
-  return AttendChunks(ctx, kind, query.dtype(), l.batch, l.hq, l.hkv, l.seq, l.total, l.hd, l.hd,
-                      scale, q.raw(), pk, pv, y->raw(), l.seq * l.hq * l.hd, l.hd, l.hq * l.hd,
-                      [&](int64_t first, int64_t n, const float* scores, void* probs) {
-                        return Check(ctx, LaunchGqaSoftmax(kind, scores, probs, l, seqlens.raw(),
-                                                           seqlens.dtype() == ir::DType::kI64,
-                                                           first, n, StreamOf(ctx)));
-                      });
+  TPC_RETURN_IF_ERROR(AttendChunks(
+      ctx, kind, query.dtype(), l.batch, l.hq, l.hkv, l.seq, l.total, l.hd, l.hd, scale, q.raw(),
+      pk, pv, y->raw(), l.seq * l.hq * l.hd, l.hd, l.hq * l.hd,
+      [&](int64_t first, int64_t n, const float* scores, void* probs) {
+        return Check(ctx,
+                     LaunchGqaSoftmax(kind, scores, probs, l, seqlens.raw(),
+                                      seqlens.dtype() == ir::DType::kI64, first, n, StreamOf(ctx)));
+      }));
+  return window_presents();
 }
 
 absl::Status MultiHeadAttention(KernelContext& ctx) {

@@ -47,6 +47,17 @@ __global__ void GqaPresentKernel(math::GqaLayout l, const typename FloatIO<K>::S
   }
 }
 
+// One thread per element of the windowed presents; each writes only pk[i] and pv[i] and
+// reads one row of the rows attention ran over, inside them (math::GqaWindowSource is in
+// [0, total) for a row whose keys fit, which the element checks).
+template <typename S, typename L>
+__global__ void GqaWindowPresentKernel(math::GqaLayout l, const L* lens, const S* sk, const S* sv,
+                                       S* pk, S* pv, int64_t n, int* flag, int code) {
+  for (int64_t i = First(); i < n; i += Step()) {
+    if (!math::GqaWindowPresentElement(l, lens, sk, sv, pk, pv, i)) atomicCAS(flag, 0, code);
+  }
+}
+
 template <FloatKind K, typename L, typename P>
 cudaError_t GqaLayoutTyped(const math::GqaLayout& l, const GqaOperands& o, const void* lens,
                            const void* positions, int* flag, int code, cudaStream_t stream) {
@@ -87,7 +98,34 @@ cudaError_t GqaLayoutOfKind(const math::GqaLayout& l, const GqaOperands& o, cons
              : GqaLayoutTyped<K, int32_t, int32_t>(l, o, lens, positions, flag, code, stream);
 }
 
+template <typename S>
+cudaError_t GqaWindowPresentsOf(const math::GqaLayout& l, const void* lens, bool lens_i64,
+                                const void* sk, const void* sv, void* pk, void* pv, int* flag,
+                                int code, cudaStream_t stream) {
+  const int64_t n = l.batch * l.hkv * l.past * l.hd;
+  if (n == 0) return cudaSuccess;
+  if (lens_i64) {
+    GqaWindowPresentKernel<S, int64_t><<<Blocks(n), kThreads, 0, stream>>>(
+        l, static_cast<const int64_t*>(lens), static_cast<const S*>(sk), static_cast<const S*>(sv),
+        static_cast<S*>(pk), static_cast<S*>(pv), n, flag, code);
+  } else {
+    GqaWindowPresentKernel<S, int32_t><<<Blocks(n), kThreads, 0, stream>>>(
+        l, static_cast<const int32_t*>(lens), static_cast<const S*>(sk), static_cast<const S*>(sv),
+        static_cast<S*>(pk), static_cast<S*>(pv), n, flag, code);
+  }
+  return cudaGetLastError();
+}
+
 }  // namespace
+
+cudaError_t LaunchGqaWindowPresents(FloatKind k, const math::GqaLayout& l, const void* lens,
+                                    bool lens_i64, const void* sk, const void* sv, void* pk,
+                                    void* pv, int* flag, int code, cudaStream_t stream) {
+  return ByKind(k, [&](auto kind) {
+    using S = typename FloatIO<decltype(kind)::value>::Storage;
+    return GqaWindowPresentsOf<S>(l, lens, lens_i64, sk, sv, pk, pv, flag, code, stream);
+  });
+}
 
 cudaError_t LaunchGqaLayout(FloatKind k, const math::GqaLayout& l, const GqaOperands& o,
                             const void* lens, bool lens_i64, const void* positions,

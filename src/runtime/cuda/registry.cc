@@ -265,6 +265,11 @@ constexpr Kernel RowsFromStart(Kernel k) {
   k.rows_from_start = true;
   return k;
 }
+// `k` for an operator that may keep a cache at a fixed capacity (Kernel::fixed_cache_rows).
+constexpr Kernel FixedCache(Kernel k, CacheRowsFn rows) {
+  k.fixed_cache_rows = rows;
+  return k;
+}
 
 // Sorted by domain, then op type; one line per operator.
 const Entry kKernels[] = {
@@ -426,7 +431,8 @@ const Entry kKernels[] = {
     {kMicrosoft, "BiasGelu", K(BiasGelu), Takes::kFloats},
     {kMicrosoft, "FastGelu", K(FastGelu), Takes::kFloats},
     {kMicrosoft, "Gelu", K(Gelu), Takes::kFloats},
-    {kMicrosoft, "GroupQueryAttention", RowsFromStart(K(GroupQueryAttention, In(6))),
+    {kMicrosoft, "GroupQueryAttention",
+     FixedCache(RowsFromStart(K(GroupQueryAttention, In(6))), cpu::GqaCacheRows),
      Takes::kFloatData},
     {kMicrosoft, "MatMulNBits", K(MatMulNBits), Takes::kFloatData},
     {kMicrosoft, "MultiHeadAttention", K(MultiHeadAttention), Takes::kFloatData},

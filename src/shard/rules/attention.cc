@@ -192,7 +192,8 @@ absl::Status GroupQueryAttentionHeads(LocalGraph& rw, ir::Node* node,
   return absl::OkStatus();
 }
 
-// The presents are the pasts and the new keys joined on axis 2.
+// The presents are the pasts and the new keys joined on axis 2 (with a windowed cache,
+// sliding_window_cache, the latest rows of both: the cache's rows, still on axis 2).
 std::optional<int64_t> GroupQueryAttentionJoinAxis(const ir::Node&) { return 2; }
 
 // K/V heads fewer than the ranks: each on its group of ranks (S(d@Hkv)).

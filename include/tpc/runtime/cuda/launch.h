@@ -138,6 +138,12 @@ struct GqaOperands {
 cudaError_t LaunchGqaLayout(FloatKind k, const math::GqaLayout& l, const GqaOperands& o,
                             const void* lens, bool lens_i64, const void* positions,
                             bool positions_i64, int* flag, int code, cudaStream_t stream);
+// A windowed cache's presents [B, Hkv, past, hd] (pk, pv) from the rows attention ran over
+// (sk, sv [B, Hkv, total, hd]; math::GqaWindowPresentElement), kind k's element size es.
+// A row whose seqlens_k is negative sets *flag to `code`.
+cudaError_t LaunchGqaWindowPresents(FloatKind k, const math::GqaLayout& l, const void* lens,
+                                    bool lens_i64, const void* sk, const void* sv, void* pk,
+                                    void* pv, int* flag, int code, cudaStream_t stream);
 // GroupQueryAttention's softmax over f32 scores [batches, Hq, S, total] (batch entries
 // first_batch on) into probs (kind k; may be scores when f32), masked by each row's keys
 // (lens on the device).

@@ -16,9 +16,15 @@ namespace tpc::runtime::math {
 
 struct GqaLayout {
   int64_t batch = 0, seq = 0, hq = 0, hkv = 0, hd = 0;
-  int64_t past = 0, total = 0;  // the past's rows; past + seq
-  bool packed = false;          // Q, K and V packed in the query input
-  int64_t q_row = 0;            // the query input's last dim
+  // The past's rows; past + seq: the presents' rows, or with a windowed cache the rows
+  // attention runs over (the resident rows and the new ones).
+  int64_t past = 0, total = 0;
+  // sliding_window_cache: the past and the presents are a cache of `past` rows (its
+  // capacity) holding only the latest rows, as onnxruntime lays it out (GqaWindowEnd);
+  // seqlens_k stays the absolute count of keys minus one.
+  bool windowed = false;
+  bool packed = false;  // Q, K and V packed in the query input
+  int64_t q_row = 0;    // the query input's last dim
   bool rotary = false, interleaved = false, has_positions = false;
   int64_t half = 0, cache_rows = 0;  // the rotary caches: [cache_rows, half]
   int64_t window = -1;               // local_window_size (<= 0: none)
@@ -27,21 +33,58 @@ struct GqaLayout {
   float scale = 1.0f;   // of the scores
 };
 
+// onnxruntime's windowed cache (sliding_window_cache) after `len` tokens of a row: its rows
+// [0, end) hold the latest `end` of them. It fills up to the capacity C; past it, whole blocks
+// of gap = C - window + 1 rows are dropped from the front at once, which keeps at least
+// window - 1 rows of history.
+TPC_HOST_DEVICE inline int64_t GqaWindowEnd(const GqaLayout& l, int64_t len) {
+  const int64_t capacity = l.past, gap = l.past - l.window + 1;
+  return len <= capacity ? len : len - gap * ((len - capacity + gap - 1) / gap);
+}
+
 // Row b's keys (seqlens_k[b] + 1) and its own past (the first rows of the past that are
-// its keys: 0 for a first prompt); false when they do not fit the layout.
+// its keys: 0 for a first prompt); false when they do not fit the layout. With a windowed
+// cache, the keys are the row's resident rows (its own past) and its new ones: the rows
+// attention runs over, in which distances are those of the whole sequence. A row with
+// fewer keys than new rows is read as a padded first prompt (its keys first, no past), as
+// without a window; onnxruntime refuses it.
 TPC_HOST_DEVICE inline bool GqaRowKeys(const GqaLayout& l, int64_t len, int64_t* keys,
                                        int64_t* own) {
+  if (l.windowed) {
+    const int64_t absolute_past = len + 1 - l.seq;
+    *own = absolute_past < 0 ? 0 : GqaWindowEnd(l, absolute_past);
+    *keys = absolute_past < 0 ? len + 1 : *own + l.seq;
+    return len >= 0;
+  }
   *keys = len + 1;
   *own = l.past == 0 ? 0 : *keys - l.seq;
   return *keys >= 1 && *keys <= l.total && *own >= 0;
 }
 
-// The rotary position of row (b, s), given row b's own past; false outside the caches.
+// The position in the whole sequence of row b's first new token, given its seqlens_k and
+// own past: the own past, or with a windowed cache all the tokens before.
+TPC_HOST_DEVICE inline int64_t GqaRowStart(const GqaLayout& l, int64_t len, int64_t own) {
+  return !l.windowed ? own : len + 1 < l.seq ? 0 : len + 1 - l.seq;
+}
+
+// The rotary position of row (b, s), given where row b's new tokens start
+// (GqaRowStart); false outside the caches.
 template <typename P>
-TPC_HOST_DEVICE inline bool GqaPosition(const GqaLayout& l, const P* positions, int64_t own,
+TPC_HOST_DEVICE inline bool GqaPosition(const GqaLayout& l, const P* positions, int64_t start,
                                         int64_t b, int64_t s, int64_t* pos) {
-  *pos = l.has_positions ? static_cast<int64_t>(positions[b * l.seq + s]) : own + s;
+  *pos = l.has_positions ? static_cast<int64_t>(positions[b * l.seq + s]) : start + s;
   return *pos >= 0 && *pos < l.cache_rows;
+}
+
+// With a windowed cache: the row of the rows attention ran over (the own past, then the new
+// rows: GqaPresentElement's layout) that row t of row b's present holds after this step,
+// or -1 where the present holds nothing (zeros): the rows [0, end) of the present are the
+// last `end` of the row's keys.
+TPC_HOST_DEVICE inline int64_t GqaWindowSource(const GqaLayout& l, int64_t len, int64_t t) {
+  int64_t keys = 0, own = 0;
+  if (!GqaRowKeys(l, len, &keys, &own)) return -1;
+  const int64_t end = GqaWindowEnd(l, len + 1);
+  return t < end ? keys - end + t : -1;
 }
 
 // Where head h of row (b, s) of Q (which 0), K (1) or V (2) is in the inputs.
@@ -72,8 +115,10 @@ TPC_HOST_DEVICE inline bool GqaQueryElement(
   const int64_t b = DivIndex(bh, l.hq);
   const typename IO::Storage* x = GqaSource(l, query, key, value, 0, b, s, h);
   int64_t keys = 0, own = 0, pos = 0;
-  const bool ok = GqaRowKeys(l, static_cast<int64_t>(lens[b]), &keys, &own) &&
-                  (!l.rotary || GqaPosition(l, positions, own, b, s, &pos));
+  const bool ok =
+      GqaRowKeys(l, static_cast<int64_t>(lens[b]), &keys, &own) &&
+      (!l.rotary ||
+       GqaPosition(l, positions, GqaRowStart(l, static_cast<int64_t>(lens[b]), own), b, s, &pos));
   if (!l.rotary || !ok) {
     q[i] = x[d];
     return ok;
@@ -124,12 +169,35 @@ TPC_HOST_DEVICE inline bool GqaPresentElement(
     pk[i] = xk[d];
     return true;
   }
-  if (!GqaPosition(l, positions, own, b, s, &pos)) {
+  if (!GqaPosition(l, positions, GqaRowStart(l, static_cast<int64_t>(lens[b]), own), b, s, &pos)) {
     pk[i] = xk[d];
     return false;
   }
   pk[i] = IO::Store(
       RotatedElement<K>(xk, cos + pos * l.half, sin + pos * l.half, l.half, l.interleaved, d));
+  return true;
+}
+
+// Element i of a windowed cache's presents [B, Hkv, past, hd] after the step, from the rows
+// attention ran over (sk and sv [B, Hkv, total, hd], GqaPresentElement's): GqaWindowSource's
+// row, or zero. False when row b's keys do not fit (the element is then zero).
+template <typename S, typename L>
+TPC_HOST_DEVICE inline bool GqaWindowPresentElement(const GqaLayout& l, const L* lens, const S* sk,
+                                                    const S* sv, S* pk, S* pv, int64_t i) {
+  const int64_t d = i - DivIndex(i, l.hd) * l.hd;
+  const int64_t r = DivIndex(i, l.hd);  // (b, g, t)
+  const int64_t t = r - DivIndex(r, l.past) * l.past;
+  const int64_t bg = DivIndex(r, l.past);
+  const int64_t b = DivIndex(bg, l.hkv);
+  const int64_t len = static_cast<int64_t>(lens[b]);
+  const int64_t u = GqaWindowSource(l, len, t);
+  if (u < 0) {
+    pk[i] = pv[i] = S{};
+    return len >= 0;
+  }
+  const int64_t at = (bg * l.total + u) * l.hd + d;
+  pk[i] = sk[at];
+  pv[i] = sv[at];
   return true;
 }
 
