@@ -27,6 +27,13 @@ std::string Iota(int n) {
   return "[" + absl::StrJoin(v, ", ") + "]";
 }
 
+// 0, 1, 2, ... as integers.
+std::string Ints(int n) {
+  std::vector<std::string> v;
+  for (int i = 0; i < n; ++i) v.push_back(std::to_string(i));
+  return "[" + absl::StrJoin(v, ", ") + "]";
+}
+
 std::vector<double> Data(const ir::Value* v) {
   const ir::Tensor& t = v->producer()->tensor();
   std::vector<double> out;
@@ -84,6 +91,41 @@ TEST_CASE("fused projection: unequal Split parts become one MatMul each, bias to
   const ir::Node* kv_mm = kv->producer()->input(0)->producer();
   CHECK(kv_mm->input(1)->type().ToString() == "f32[8, 2]");
   CHECK(Data(kv->producer()->input(1)) == std::vector<double>{14, 15});
+}
+
+// onnxruntime-genai's int4 projection of Qwen 3 (Q, K, V cut apart to normalize each):
+// a MatMulNBits cut by a Split becomes one MatMulNBits per part, with its rows of the
+// packed weight [N, blocks, blob] and of the scales [N · blocks].
+TEST_CASE("fused projection: a MatMulNBits cut by a Split takes rows of its constants",
+          "[shard][fused]") {
+  auto g = Parse(R"(graph "g" opsets("": 18, "com.microsoft": 1) {
+  %x: f32[b, 16] = placeholder
+  %w: u8[6, 1, 8] = constant )" +
+                 Ints(48) + R"(
+  %scales: f32[6] = constant [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+  %sizes: i64[2] = constant [4, 2]
+  %y: f32[b, 6] = com.microsoft::MatMulNBits(%x, %w, %scales) {K=16, N=6, bits=4, block_size=16} name="qkv"
+  %q: f32[b, 4], %kv: f32[b, 2] = Split(%y, %sizes) {axis=1}
+  output(%q, %kv)
+}
+)");
+  std::vector<std::string> notes;
+  REQUIRE(SplitFusedProjections(*g, {}, &notes) == 1);
+  CHECK(Count(*g, "MatMulNBits") == 2);
+  CHECK(Count(*g, "Split") == 0);
+  const ir::Value* q = g->FindValue("q");
+  const ir::Value* kv = g->FindValue("kv");
+  REQUIRE(q != nullptr);
+  REQUIRE(kv != nullptr);
+  const ir::Node* q_mm = q->producer();
+  REQUIRE(q_mm->op_type() == "MatMulNBits");
+  CHECK(q_mm->attr_int("N", 0) == 4);
+  CHECK(kv->producer()->attr_int("N", 0) == 2);
+  CHECK(q_mm->input(1)->type().ToString() == "u8[4, 1, 8]");
+  std::vector<double> rows;
+  for (int i = 32; i < 48; ++i) rows.push_back(i);
+  CHECK(Data(kv->producer()->input(1)) == rows);  // rows 4 and 5 of the weight
+  CHECK(Data(kv->producer()->input(2)) == std::vector<double>{5, 6});
 }
 
 TEST_CASE("fused projection: Gemm with transB cut by Slices takes rows", "[shard][fused]") {

@@ -333,6 +333,32 @@ TEST_CASE("reshape rule: a split of heads folds into batch blocks and back", "[s
   CHECK(Has(unfold, "(S(0), R)->(S(0))"));
 }
 
+// Heads split out of the hidden dim and folded into the sequence in one Reshape, and back:
+// `[b, s, H·D] → [b, s·H, D]` (onnxruntime-genai's per-head Q/K norm of Qwen 3), whose
+// group has the atoms s, H, D: a split of H·D splits H, which lies inside s·H after s.
+TEST_CASE("reshape rule: a split of heads folds across a split dim and a merged one",
+          "[shard][rules]") {
+  const Rule fold = RuleOf(
+      "  %x: f32[b, s, 64] = placeholder\n  %t: i64[3] = constant [0, -1, 16]\n"
+      "  %y: f32[*] = Reshape(%x, %t)");
+  INFO(fold.text);
+  CHECK(Has(fold, "(S(2), R)->(S(1/s))"));
+  CHECK(Has(fold, "(S(0), R)->(S(0))"));
+  const Rule unfold = RuleOf(
+      "  %x: f32[b, s, 64] = placeholder\n  %t: i64[3] = constant [0, -1, 16]\n"
+      "  %f: f32[*] = Reshape(%x, %t)\n  %u: i64[3] = constant [0, -1, 64]\n"
+      "  %y: f32[*] = Reshape(%f, %u)");
+  INFO(unfold.text);
+  CHECK(Has(unfold, "(S(1/s), R)->(S(2))"));
+  // 8 ranks: the 4 heads do not split 8 ways, though 64 does.
+  const Rule eight = RuleOf(
+      "  %x: f32[b, s, 64] = placeholder\n  %t: i64[3] = constant [0, -1, 16]\n"
+      "  %y: f32[*] = Reshape(%x, %t)",
+      8);
+  INFO(eight.text);
+  CHECK_FALSE(Has(eight, "(S(2), R)->(S(1/s))"));
+}
+
 // With `b` a block count (a Reshape folded heads into it), ops that carry a dim keep
 // S(d/b); a dim of b itself (`[4·b, 8] → [b, 4, 8]`) holds no b blocks of a size N splits.
 TEST_CASE("symbolic block counts pass through batched ops and only onto dims of whole blocks",

@@ -117,9 +117,27 @@ const ir::Tensor* ConstantData(const ir::Value* v) {
   return t.has_data() ? &t : nullptr;
 }
 
-// The projection `proj` (MatMul or Gemm with a constant weight), its optional bias Add,
-// and the parts its output is cut into; empty when it is not such a projection or its
-// parts are equal (left to the blocked split).
+std::optional<ir::Tensor> SliceRows(const ir::Tensor& t, int64_t begin, int64_t end, int64_t n);
+
+// A MatMulNBits of `n` output features whose weight, scales, zero points and bias are
+// constants of n rows each (no g_idx): it can be cut into projections of fewer features.
+bool NBitsByRows(const ir::Node& proj, int64_t n) {
+  if (proj.domain() != "com.microsoft" || proj.op_type() != "MatMulNBits" ||
+      proj.attr_int("N", 0) != n) {
+    return false;
+  }
+  for (int i = 1; i < proj.num_inputs(); ++i) {
+    if (proj.optional_input(i) == nullptr) continue;
+    const ir::Tensor* t = ConstantData(proj.input(i));
+    if (i == 4 || t == nullptr || !SliceRows(*t, 0, 1, n)) return false;  // g_idx
+  }
+  return true;
+}
+
+// The projection `proj` (MatMul or Gemm with a constant weight, or a MatMulNBits whose
+// constants split by rows), its optional bias Add, and the parts its output is cut into;
+// empty when it is not such a projection or its parts are equal (left to the blocked
+// split).
 struct Fused {
   ir::Node* proj = nullptr;
   // com.microsoft::GroupQueryAttention reading the projection as a packed QKV: the parts
@@ -132,25 +150,30 @@ struct Fused {
 };
 
 std::optional<Fused> Match(ir::Node* proj) {
-  if (!proj->is_call() || !proj->domain().empty()) return std::nullopt;
-  const bool gemm = proj->op_type() == "Gemm";
-  if (proj->op_type() != "MatMul" && !gemm) return std::nullopt;
-  const ir::Tensor* w = ConstantData(proj->input(1));
-  if (w == nullptr || w->shape().size() != 2) return std::nullopt;
-  if (gemm && proj->optional_input(2) != nullptr) {
-    const ir::Tensor* c = ConstantData(proj->input(2));
-    if (c == nullptr || !(c->num_elements() == 1 || c->shape().size() == 1)) return std::nullopt;
-  }
+  if (!proj->is_call()) return std::nullopt;
   ir::Value* y = proj->output(0);
   if (!y->type().shape || y->type().rank() < 1) return std::nullopt;
   const ir::Dim& last = y->type().shape->back();
   if (!last.is_static()) return std::nullopt;
   const int64_t width = last.value();
+  const bool nbits = NBitsByRows(*proj, width);
+  const bool gemm = proj->domain().empty() && proj->op_type() == "Gemm";
+  if (!nbits && !(proj->domain().empty() && proj->op_type() == "MatMul") && !gemm) {
+    return std::nullopt;
+  }
+  if (!nbits) {
+    const ir::Tensor* w = ConstantData(proj->input(1));
+    if (w == nullptr || w->shape().size() != 2) return std::nullopt;
+  }
+  if (gemm && proj->optional_input(2) != nullptr) {
+    const ir::Tensor* c = ConstantData(proj->input(2));
+    if (c == nullptr || !(c->num_elements() == 1 || c->shape().size() == 1)) return std::nullopt;
+  }
   Fused f;
   f.proj = proj;
   ir::Value* cut = y;
   // A bias added on its own (the legacy exporter's Linear with bias): cut after it.
-  if (y->uses().size() == 1) {
+  if (!nbits && y->uses().size() == 1) {
     ir::Node* add = y->uses()[0].user;
     if (add->is_call() && add->domain().empty() && add->op_type() == "Add") {
       const ir::Value* other = add->input(1 - y->uses()[0].index);
@@ -223,14 +246,8 @@ std::optional<Fused> MatchPackedGqa(ir::Node* gqa) {
   if (matmul) {
     const ir::Tensor* w = ConstantData(proj->input(1));
     if (w == nullptr || w->shape().size() != 2) return std::nullopt;
-  } else {
-    const int64_t n = proj->attr_int("N", 0);
-    if (n != last.value()) return std::nullopt;
-    for (int i = 1; i < proj->num_inputs(); ++i) {
-      if (proj->optional_input(i) == nullptr) continue;
-      const ir::Tensor* t = ConstantData(proj->input(i));
-      if (i == 4 || t == nullptr || !SliceRows(*t, 0, 1, n)) return std::nullopt;  // g_idx
-    }
+  } else if (!NBitsByRows(*proj, last.value())) {
+    return std::nullopt;
   }
   const int64_t d = last.value() / (heads + 2 * kv);
   Fused f;
@@ -242,11 +259,13 @@ std::optional<Fused> MatchPackedGqa(ir::Node* gqa) {
   return f;
 }
 
-// The packed-QKV projection of `f` (MatMulNBits) as one projection per part, each with
-// its rows of the packed weight, scales, zero points and bias.
+// The projection of `f` (MatMulNBits) as one projection per part, each with its rows of
+// the packed weight, scales, zero points and bias: GroupQueryAttention's inputs (a packed
+// QKV), or the values of the Slices / Split that cut it, which take their names.
 void UnfuseNBits(ir::Graph& graph, const Fused& f) {
   ir::Node* proj = f.proj;
   const int64_t n = proj->attr_int("N", 0);
+  std::vector<std::pair<ir::Value*, std::string>> renames;
   for (size_t i = 0; i < f.parts.size(); ++i) {
     const Part& p = f.parts[i];
     const std::string suffix = absl::StrCat("/rows_", p.begin, "_", p.end);
@@ -269,16 +288,28 @@ void UnfuseNBits(ir::Graph& graph, const Fused& f) {
                                           attrs, absl::StrCat(proj->name(), "/part", i));
     ir::TensorType t = proj->output(0)->type();
     t.shape->back() = ir::Dim(p.end - p.begin);
-    np->output(0)->set_type(t);
-    f.gqa->SetInput(static_cast<int>(i), np->output(0));
-  }
-  std::vector<ir::Node*> constants;
-  for (ir::Value* in : proj->inputs()) {
-    if (in != nullptr && in->producer()->kind() == ir::NodeKind::kConstant) {
-      constants.push_back(in->producer());
+    np->output(0)->set_type(p.value != nullptr ? p.value->type() : t);
+    if (p.value == nullptr) {
+      f.gqa->SetInput(static_cast<int>(i), np->output(0));
+    } else {
+      p.value->ReplaceAllUsesWith(np->output(0));
+      renames.emplace_back(np->output(0), p.value->name());
     }
   }
-  graph.Erase(proj);
+  std::vector<ir::Node*> dead = f.cutters;
+  dead.push_back(proj);
+  std::vector<ir::Node*> constants;
+  for (ir::Node* d : dead) {
+    for (ir::Value* in : d->inputs()) {
+      if (in != nullptr && in->producer()->kind() == ir::NodeKind::kConstant) {
+        constants.push_back(in->producer());
+      }
+    }
+  }
+  for (ir::Node* d : dead) graph.Erase(d);
+  for (const auto& [value, name] : renames) graph.RenameValue(value, name);
+  std::sort(constants.begin(), constants.end());
+  constants.erase(std::unique(constants.begin(), constants.end()), constants.end());
   for (ir::Node* c : constants) {
     if (!c->output(0)->has_uses()) graph.Erase(c);
   }

@@ -11,25 +11,63 @@ namespace tpc::shard::rules {
 
 namespace {
 
-// Folds of a reshape: in a group where one side is a single dim M and the other has
-// several, [a0, ..., ak], each a_t (t ≥ 1) whose outer product a0·…·a(t−1) is symbolic.
-// Calls fold(M's index, t, outer, whether M is the input's).
+// Folds of a reshape. A group's dims on both sides are runs of its atoms: the sizes
+// between consecutive running products of either side (`[S, H·D] ↔ [S·H, D]` has the
+// atoms S, H, D). A dim P that starts at an atom inside a dim M of the other side, after
+// M's atoms of product `outer` (symbolic), splits as M in `outer` blocks each split N ways
+// when that atom does. Calls fold(M's index, P's index, outer, the atom, whether M is the
+// input's).
 template <typename Fold>
 void ForEachFold(const std::vector<ir::Dim>& in, const std::vector<ir::Dim>& y, Fold fold) {
   const auto groups = ReshapeGroups(in, y);
   if (!groups) return;
   for (const ReshapeGroup& g : *groups) {
-    const bool in_single = g.in_end - g.in_begin == 1;
-    const bool out_single = g.out_end - g.out_begin == 1;
-    if (in_single == out_single) continue;
-    const std::vector<ir::Dim>& many = in_single ? y : in;
-    const size_t begin = in_single ? g.out_begin : g.in_begin;
-    const size_t end = in_single ? g.out_end : g.in_end;
-    const size_t single = in_single ? g.in_begin : g.out_begin;
-    ir::Dim outer = many[begin];
-    for (size_t t = begin + 1; t < end; ++t) {
-      if (!outer.is_static() && !outer.is_unknown()) fold(single, t, outer, in_single);
-      outer = outer * many[t];
+    // The atoms, and the atom each dim of the group starts at.
+    std::vector<ir::Dim> atoms;
+    std::vector<size_t> in_start(in.size()), out_start(y.size());
+    size_t i = g.in_begin, j = g.out_begin;
+    ir::Dim a = in[i], b = y[j], done(1);
+    bool ok = true;
+    in_start[i] = out_start[j] = 0;
+    while (ok) {
+      const bool in_next = a == b || b.DivExact(a).has_value();
+      const bool out_next = a == b || (!in_next && a.DivExact(b).has_value());
+      const ir::Dim& at = in_next ? a : b;
+      const auto atom = at.DivExact(done);
+      if ((!in_next && !out_next) || !atom) {
+        ok = false;
+        break;
+      }
+      atoms.push_back(*atom);
+      done = at;
+      if (in_next && ++i < g.in_end) {
+        in_start[i] = atoms.size();
+        a = a * in[i];
+      }
+      if (out_next && ++j < g.out_end) {
+        out_start[j] = atoms.size();
+        b = b * y[j];
+      }
+      if (i == g.in_end || j == g.out_end) break;
+    }
+    if (!ok || i != g.in_end || j != g.out_end) continue;
+    // Each dim of one side that starts inside a dim of the other.
+    for (const bool plain_is_input : {true, false}) {
+      const std::vector<size_t>& start = plain_is_input ? in_start : out_start;
+      const std::vector<size_t>& other = plain_is_input ? out_start : in_start;
+      const size_t begin = plain_is_input ? g.in_begin : g.out_begin;
+      const size_t end = plain_is_input ? g.in_end : g.out_end;
+      const size_t other_begin = plain_is_input ? g.out_begin : g.in_begin;
+      const size_t other_end = plain_is_input ? g.out_end : g.in_end;
+      for (size_t p = begin; p < end; ++p) {
+        const size_t k = start[p];
+        size_t m = other_begin;
+        while (m + 1 < other_end && other[m + 1] <= k) ++m;
+        if (other[m] == k) continue;  // both start at the atom: a plain split of each
+        ir::Dim outer = atoms[other[m]];
+        for (size_t t = other[m] + 1; t < k; ++t) outer = outer * atoms[t];
+        if (!outer.is_static() && !outer.is_unknown()) fold(m, p, outer, atoms[k], !plain_is_input);
+      }
     }
   }
 }
@@ -50,22 +88,24 @@ void Reshape(const RuleContext& ctx, std::vector<Strategy>* out) {
     spec.outputs.push_back(out_f);
     AddFactorStrategies(ctx, spec, out);
   }
-  ForEachFold(in, y, [&](size_t single, size_t t, const ir::Dim& outer, bool single_is_input) {
-    const std::vector<ir::Dim>& many = single_is_input ? y : in;
-    const ir::Dim& merged = single_is_input ? in[single] : y[single];
-    if (!ctx.Divisible(many[t]) || !ctx.DivisibleInBlocks(merged, outer)) return;
-    const ir::Placement folded =
-        ir::Placement::ShardInSymbolicBlocks(static_cast<int64_t>(single), outer.ToString());
-    const ir::Placement plain = ir::Placement::Shard(static_cast<int64_t>(t));
-    Strategy s;
-    s.name = absl::StrCat(single_is_input ? "unfold d" : "fold d", t, " in ", outer.ToString(),
-                          " blocks");
-    s.inputs.assign(static_cast<size_t>(ctx.node().num_inputs()), ir::Placement::Replicate());
-    s.inputs[0] = single_is_input ? folded : plain;
-    s.outputs = {single_is_input ? plain : folded};
-    s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
-    AddNamedStrategy(ctx, std::move(s), out);
-  });
+  ForEachFold(
+      in, y,
+      [&](size_t merged, size_t t, const ir::Dim& outer, const ir::Dim& atom,
+          bool merged_is_input) {
+        const ir::Dim& m = merged_is_input ? in[merged] : y[merged];
+        if (!ctx.Divisible(atom) || !ctx.DivisibleInBlocks(m, outer)) return;
+        const ir::Placement folded =
+            ir::Placement::ShardInSymbolicBlocks(static_cast<int64_t>(merged), outer.ToString());
+        const ir::Placement plain = ir::Placement::Shard(static_cast<int64_t>(t));
+        Strategy s;
+        s.name = absl::StrCat(merged_is_input ? "unfold d" : "fold d", t, " in ", outer.ToString(),
+                              " blocks");
+        s.inputs.assign(static_cast<size_t>(ctx.node().num_inputs()), ir::Placement::Replicate());
+        s.inputs[0] = merged_is_input ? folded : plain;
+        s.outputs = {merged_is_input ? plain : folded};
+        s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
+        AddNamedStrategy(ctx, std::move(s), out);
+      });
   AddPartialStrategy(ctx, {0}, out);
 }
 
@@ -74,8 +114,9 @@ std::vector<ir::Dim> ReshapeFoldedBlocks(const ir::Node& node) {
   const ir::Value* x = node.input(0);
   const ir::Value* y = node.output(0);
   if (x == nullptr || !x->type().shape || !y->type().shape) return out;
-  ForEachFold(*x->type().shape, *y->type().shape,
-              [&](size_t, size_t, const ir::Dim& outer, bool) { out.push_back(outer); });
+  ForEachFold(
+      *x->type().shape, *y->type().shape,
+      [&](size_t, size_t, const ir::Dim& outer, const ir::Dim&, bool) { out.push_back(outer); });
   return out;
 }
 
