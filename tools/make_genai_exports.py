@@ -29,10 +29,38 @@ ARCHS = {
     "llama": "LlamaForCausalLM",
     "gemma": "GemmaForCausalLM",
     "gemma2": "Gemma2ForCausalLM",
+    # Not committed; tools/check_cached_decoders.py sweeps them.
+    "gemma3": "Gemma3ForCausalLM",
+    "mistral": "MistralForCausalLM",
+    "qwen2": "Qwen2ForCausalLM",
+    "qwen3": "Qwen3ForCausalLM",
+    "phi": "PhiForCausalLM",
+    "phi3": "Phi3ForCausalLM",
+    "granite": "GraniteForCausalLM",
+    "olmo": "OlmoForCausalLM",
+    "nemotron": "NemotronForCausalLM",
+    "smollm3": "SmolLM3ForCausalLM",
+    "ernie": "Ernie4_5ForCausalLM",
+    "hunyuan": "HunYuanDenseV1ForCausalLM",
 }
 # Beyond SHAPE, by architecture: onnxruntime wants a windowed cache of at least the window's
-# rows, and the test data's past is 3 rows.
-CONFIG = {"gemma2": dict(sliding_window=3)}
+# rows (the test data's past is 3 rows), a rotary cache of a multiple of 8 (partial rotary:
+# head size 32), and pad ids inside the vocabulary.
+CONFIG = {
+    "gemma2": dict(sliding_window=3),
+    "gemma3": dict(sliding_window=3, pad_token_id=0),
+    "mistral": dict(sliding_window=None),
+    "phi": dict(hidden_size=128, head_dim=32),
+    "nemotron": dict(hidden_size=128, head_dim=32),
+    "phi3": dict(pad_token_id=0, original_max_position_embeddings=128),
+    "smollm3": dict(pad_token_id=0),
+}
+# Configuration classes not named after the model's.
+CONFIG_CLASS = {"gemma3": "Gemma3TextConfig"}
+
+
+def config_of(arch):
+    return dict(SHAPE, **CONFIG.get(arch, {}))
 SHAPE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
              num_key_value_heads=2, vocab_size=256, max_position_embeddings=128,
              head_dim=16, tie_word_embeddings=False)
@@ -44,8 +72,9 @@ def save_hf(arch, folder):
     import transformers
     from tokenizers import Tokenizer, models, pre_tokenizers
     torch.manual_seed(0)
-    config_cls = getattr(transformers, ARCHS[arch].replace("ForCausalLM", "Config"))
-    model = getattr(transformers, ARCHS[arch])(config_cls(**SHAPE, **CONFIG.get(arch, {}))).eval()
+    config_cls = getattr(transformers,
+                         CONFIG_CLASS.get(arch, ARCHS[arch].replace("ForCausalLM", "Config")))
+    model = getattr(transformers, ARCHS[arch])(config_cls(**config_of(arch))).eval()
     model.save_pretrained(folder)
     vocab = {f"t{i}": i for i in range(SHAPE["vocab_size"])}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="t0"))
@@ -54,14 +83,14 @@ def save_hf(arch, folder):
                                          eos_token="t2", pad_token="t0").save_pretrained(folder)
 
 
-def write_test_data(model_path, out_dir):
+def write_test_data(model_path, out_dir, config=SHAPE):
     import numpy as np
     import onnx
     import onnxruntime as ort
     from onnx import numpy_helper
     sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(0)
-    head_dim = SHAPE["head_dim"]
+    head_dim = config["head_dim"]
     feeds = {}
     for i in sess.get_inputs():
         if i.name == "input_ids":
@@ -72,7 +101,7 @@ def write_test_data(model_path, out_dir):
             feeds[i.name] = np.tile(np.arange(PAST, PAST + SEQ, dtype=np.int64), (BATCH, 1))
         elif i.name.startswith("past_key_values"):
             feeds[i.name] = rng.standard_normal(
-                (BATCH, SHAPE["num_key_value_heads"], PAST, head_dim)).astype(np.float32)
+                (BATCH, config["num_key_value_heads"], PAST, head_dim)).astype(np.float32)
         else:
             raise SystemExit(f"unexpected input {i.name}")
     outs = sess.run(None, feeds)
@@ -89,13 +118,14 @@ def write_test_data(model_path, out_dir):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--archs", default="llama,gemma")
+    ap.add_argument("--archs", default="llama,gemma", help=", ".join(ARCHS))
+    ap.add_argument("--precisions", default="fp32,int4")
     args = ap.parse_args()
     for arch in args.archs.split(","):
         with tempfile.TemporaryDirectory() as tmp:
             hf = os.path.join(tmp, "hf")
             save_hf(arch, hf)
-            for precision in ("fp32", "int4"):
+            for precision in args.precisions.split(","):
                 built = os.path.join(tmp, precision)
                 subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", hf,
                                 "-o", built, "-p", precision, "-e", "cpu",
@@ -107,7 +137,7 @@ def main():
                 for f in ("model.onnx", "model.onnx.data", "genai_config.json"):
                     if os.path.exists(os.path.join(built, f)):
                         shutil.copy(os.path.join(built, f), dst)
-                write_test_data(os.path.join(dst, "model.onnx"), dst)
+                write_test_data(os.path.join(dst, "model.onnx"), dst, config_of(arch))
                 size = sum(os.path.getsize(os.path.join(r, f))
                            for r, _, fs in os.walk(dst) for f in fs)
                 print(f"wrote {dst} ({size} bytes)")

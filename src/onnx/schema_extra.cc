@@ -45,9 +45,10 @@ constexpr ExtraSchema kExtra[] = {
     {kMs, "MultiHeadAttention",
      "mask_filter_value:float num_heads:int scale:float unidirectional:int", "", 10, "8 9"},
     {kMs, "QuickGelu", "alpha:float", "", 1},
+    // (onnxruntime reads RotaryEmbedding's scale and uses it nowhere.)
     {kMs, "RotaryEmbedding",
      "interleaved:int is_packed_batching:int num_heads:int rotary_embedding_dim:int scale:float",
-     "is_packed_batching=0 scale=1", 4},
+     "is_packed_batching=0", 4},
     {kMs, "SimplifiedLayerNormalization", "axis:int epsilon:float stash_type:int", "", 2},
     {"", "SimplifiedLayerNormalization", "axis:int epsilon:float stash_type:int", "", 2},
     {kMs, "SkipLayerNormalization", "epsilon:float", "", 5},
