@@ -259,6 +259,27 @@ std::optional<Fused> MatchPackedGqa(ir::Node* gqa) {
   return f;
 }
 
+// Erases `dead` (the cutters, a bias Add, the fused projection) and the constants only
+// they read, then gives each part value the name of the cutter's output it replaced.
+void EraseReplaced(ir::Graph& graph, const std::vector<ir::Node*>& dead,
+                   const std::vector<std::pair<ir::Value*, std::string>>& renames) {
+  std::vector<ir::Node*> constants;
+  for (ir::Node* d : dead) {
+    for (ir::Value* in : d->inputs()) {
+      if (in != nullptr && in->producer()->kind() == ir::NodeKind::kConstant) {
+        constants.push_back(in->producer());
+      }
+    }
+  }
+  for (ir::Node* d : dead) graph.Erase(d);
+  for (const auto& [value, name] : renames) graph.RenameValue(value, name);
+  std::sort(constants.begin(), constants.end());
+  constants.erase(std::unique(constants.begin(), constants.end()), constants.end());
+  for (ir::Node* c : constants) {
+    if (!c->output(0)->has_uses()) graph.Erase(c);
+  }
+}
+
 // The projection of `f` (MatMulNBits) as one projection per part, each with its rows of
 // the packed weight, scales, zero points and bias: GroupQueryAttention's inputs (a packed
 // QKV), or the values of the Slices / Split that cut it, which take their names.
@@ -298,21 +319,7 @@ void UnfuseNBits(ir::Graph& graph, const Fused& f) {
   }
   std::vector<ir::Node*> dead = f.cutters;
   dead.push_back(proj);
-  std::vector<ir::Node*> constants;
-  for (ir::Node* d : dead) {
-    for (ir::Value* in : d->inputs()) {
-      if (in != nullptr && in->producer()->kind() == ir::NodeKind::kConstant) {
-        constants.push_back(in->producer());
-      }
-    }
-  }
-  for (ir::Node* d : dead) graph.Erase(d);
-  for (const auto& [value, name] : renames) graph.RenameValue(value, name);
-  std::sort(constants.begin(), constants.end());
-  constants.erase(std::unique(constants.begin(), constants.end()), constants.end());
-  for (ir::Node* c : constants) {
-    if (!c->output(0)->has_uses()) graph.Erase(c);
-  }
+  EraseReplaced(graph, dead, renames);
 }
 
 void Unfuse(ir::Graph& graph, const Fused& f) {
@@ -373,21 +380,7 @@ void Unfuse(ir::Graph& graph, const Fused& f) {
   std::vector<ir::Node*> dead = f.cutters;
   if (f.bias_add != nullptr) dead.push_back(f.bias_add);
   dead.push_back(proj);
-  std::vector<ir::Node*> constants;
-  for (ir::Node* d : dead) {
-    for (ir::Value* in : d->inputs()) {
-      if (in != nullptr && in->producer()->kind() == ir::NodeKind::kConstant) {
-        constants.push_back(in->producer());
-      }
-    }
-  }
-  for (ir::Node* d : dead) graph.Erase(d);
-  for (const auto& [value, name] : renames) graph.RenameValue(value, name);
-  std::sort(constants.begin(), constants.end());
-  constants.erase(std::unique(constants.begin(), constants.end()), constants.end());
-  for (ir::Node* c : constants) {
-    if (!c->output(0)->has_uses()) graph.Erase(c);
-  }
+  EraseReplaced(graph, dead, renames);
 }
 
 }  // namespace
