@@ -175,8 +175,9 @@ absl::Status ProblemBuilder::Classify() {
   return absl::OkStatus();
 }
 
-// A decoder's KV cache: `present = Concat(.., past, ..)` along the sequence axis, with
-// `past` a graph input and `present` a graph output of the same shape but that axis.
+// A decoder's KV cache: `present = Concat(.., past, ..)` along the sequence axis (maybe
+// through ops that pass values, a Cast), with `past` a graph input and `present` a graph
+// output of the same shape but that axis.
 // Neither placed by the user. The cache may then stay split (on its heads) between
 // steps: the solver picks the input's placement and the output is delivered in it.
 void ProblemBuilder::FindCachePairs() {
@@ -184,6 +185,11 @@ void ProblemBuilder::FindCachePairs() {
   if (out == nullptr || n() <= 1) return;
   for (const ir::Value* q : out->inputs()) {
     const ir::Node* concat = q->producer();
+    while (concat->is_call() && concat->num_inputs() >= 1 && concat->input(0) != nullptr) {
+      const OpRecord* through = FindOpRecord(concat->domain(), concat->op_type());
+      if (through == nullptr || !through->hooks.passes_values) break;
+      concat = concat->input(0)->producer();
+    }
     if (!concat->is_call() || options_.output_placements.count(q->name()) > 0 || !q->type().shape) {
       continue;
     }

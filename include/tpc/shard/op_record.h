@@ -67,6 +67,9 @@ struct OpHooks {
   // Reads only its input's shape (Shape, Size): its result is replicated whatever the
   // input's placement, so nothing downstream of it is a decision.
   bool reads_shape_only = false;
+  // Output 0 is input 0's values one by one, of its shape (Cast, Identity): a KV cache's
+  // present may reach the graph output through it (GPT-J's exporter casts the key).
+  bool passes_values = false;
 };
 
 struct OpRecord {
