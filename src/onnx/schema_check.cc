@@ -11,7 +11,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "onnx/checker.h"
 #include "onnx/defs/data_type_utils.h"
@@ -146,16 +145,9 @@ absl::Status CheckAgainstSchema(const ::onnx::NodeProto& node, const std::string
     } else if (!known) {
       std::vector<std::string> names;
       for (const auto& [name, attr] : schema->attributes()) names.push_back(name);
-      return absl::InvalidArgumentError(absl::StrCat(
-          label, ": attribute '", a.name(), "' is not one tpc knows the operator to have (",
-          names.empty() ? std::string("it has none") : absl::StrJoin(names, ", "),
-          "): running the node without it could give a wrong result"));
+      return UnknownAttributeError(label, a.name(), std::move(names));
     }
-    if (!known || it->second.type == a.type()) continue;
-    return absl::InvalidArgumentError(
-        absl::StrCat(label, ": attribute '", a.name(), "' is ",
-                     ::onnx::AttributeProto::AttributeType_Name(a.type()), ", the operator's ",
-                     "schema wants ", ::onnx::AttributeProto::AttributeType_Name(it->second.type)));
+    if (known && it->second.type != a.type()) return AttributeTypeError(label, a, it->second.type);
   }
   return absl::OkStatus();
 }

@@ -172,6 +172,23 @@ std::string ValueText(const ::onnx::AttributeProto& a) {
 
 }  // namespace
 
+absl::Status UnknownAttributeError(const std::string& label, const std::string& name,
+                                   std::vector<std::string> names) {
+  std::sort(names.begin(), names.end());
+  return absl::InvalidArgumentError(
+      absl::StrCat(label, ": attribute '", name, "' is not one tpc knows the operator to have (",
+                   names.empty() ? std::string("it has none") : absl::StrJoin(names, ", "),
+                   "): running the node without it could give a wrong result"));
+}
+
+absl::Status AttributeTypeError(const std::string& label, const ::onnx::AttributeProto& attribute,
+                                ::onnx::AttributeProto::AttributeType want) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      label, ": attribute '", attribute.name(), "' is ",
+      ::onnx::AttributeProto::AttributeType_Name(attribute.type()),
+      ", the operator's schema wants ", ::onnx::AttributeProto::AttributeType_Name(want)));
+}
+
 const ExtraSchema* FindExtraSchema(std::string_view domain, std::string_view op_type) {
   for (const ExtraSchema& e : kExtra) {
     if (e.domain == domain && e.op_type == op_type) return &e;
@@ -186,18 +203,10 @@ absl::Status CheckExtraAttribute(const ExtraSchema& extra, const ::onnx::Attribu
   if (type == p.types.end() && !known_elsewhere) {
     std::vector<std::string> names;
     for (const auto& [n, t] : p.types) names.push_back(n);
-    std::sort(names.begin(), names.end());
-    return absl::InvalidArgumentError(absl::StrCat(
-        label, ": attribute '", attribute.name(), "' is not one tpc knows the operator to have (",
-        names.empty() ? std::string("it has none") : absl::StrJoin(names, ", "),
-        "): running the node without it could give a wrong result"));
+    return UnknownAttributeError(label, attribute.name(), std::move(names));
   }
   if (type != p.types.end() && type->second != attribute.type()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(label, ": attribute '", attribute.name(), "' is ",
-                     ::onnx::AttributeProto::AttributeType_Name(attribute.type()),
-                     ", the operator's schema wants ",
-                     ::onnx::AttributeProto::AttributeType_Name(type->second)));
+    return AttributeTypeError(label, attribute, type->second);
   }
   auto only = p.only.find(attribute.name());
   if (only != p.only.end() && !HasValue(attribute, only->second)) {

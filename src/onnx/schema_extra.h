@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "onnx/onnx_pb.h"
@@ -35,6 +36,13 @@ const ExtraSchema* FindExtraSchema(std::string_view domain, std::string_view op_
 // `known_elsewhere`: libonnx's (older) schema declares it, so only the value is checked.
 absl::Status CheckExtraAttribute(const ExtraSchema& extra, const ::onnx::AttributeProto& attribute,
                                  bool known_elsewhere, const std::string& label);
+
+// The errors of an attribute the operator's schema (whose attributes are `names`) does
+// not have, and of one of another type than it declares.
+absl::Status UnknownAttributeError(const std::string& label, const std::string& name,
+                                   std::vector<std::string> names);
+absl::Status AttributeTypeError(const std::string& label, const ::onnx::AttributeProto& attribute,
+                                ::onnx::AttributeProto::AttributeType want);
 
 // OK when `node` has at most `extra`'s inputs and none of its absent ones.
 absl::Status CheckExtraInputs(const ExtraSchema& extra, const ::onnx::NodeProto& node,

@@ -288,8 +288,9 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
                   y->data<T>() + b * seq * hq * hd + h * hd, hq * hd);
       }
     });
-    if (!l.windowed) return absl::OkStatus();
-    // The presents keep each row's latest rows of those attention ran over.
+    if (!l.windowed || (!ctx.wants_output(1) && !ctx.wants_output(2))) return absl::OkStatus();
+    // The presents keep each row's latest rows of those attention ran over (one of them
+    // may be unwanted: scratch).
     const Shape shape = {batch, hkv, past, hd};
     T* out_k = nullptr;
     T* out_v = nullptr;
