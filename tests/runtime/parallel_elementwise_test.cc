@@ -61,6 +61,67 @@ TEST_CASE("element-wise loops split across threads read each element's operands"
   CHECK(wrong[3] == 0);
 }
 
+// The general walk (detail::BroadcastWalk): a last dim under 4 in f32, and every shape in
+// i16 (a type without vectorized runs); the chunks of 256 elements and the pool's splits
+// start mid-row.
+TEST_CASE("element-wise loops through the general walk read each element's operands",
+          "[runtime][elementwise]") {
+  constexpr int64_t rows = 40001, cols = 3;  // 120003 elements: several splits, odd ends
+  ir::Graph g;
+  g.opsets()[""] = 18;
+  auto add = [&](const char* name, DType t, std::vector<Dim> dims) {
+    return g.AddPlaceholder(name, ir::TensorType(t, std::move(dims)));
+  };
+  ir::Value* x = add("x", DType::kF32, {Dim(rows), Dim(cols)});
+  ir::Value* row = add("row", DType::kF32, {Dim(cols)});
+  ir::Value* col = add("col", DType::kF32, {Dim(rows), Dim(1)});
+  ir::Value* a = add("a", DType::kI16, {Dim(rows), Dim(cols)});
+  ir::Value* b = add("b", DType::kI16, {Dim(rows), Dim(cols)});
+  ir::Value* brow = add("brow", DType::kI16, {Dim(1), Dim(cols)});
+  ir::Value* bias = g.AddCall("", "Sub", {x, row}, {"bias"})->output();
+  ir::Value* down = g.AddCall("", "Mul", {x, col}, {"down"})->output();
+  ir::Value* same16 = g.AddCall("", "Add", {a, b}, {"same16"})->output();
+  ir::Value* less16 = g.AddCall("", "Less", {a, brow}, {"less16"})->output();
+  g.SetOutputs({bias, down, same16, less16});
+  REQUIRE(onnx::InferShapes(g).ok());
+  auto backend = MakeCpuBackend(2);
+  auto ex = Executor::Create(g, *backend, nullptr);
+  REQUIRE(ex.ok());
+  auto fill = [](DType t, std::vector<int64_t> shape, int64_t seed) {
+    Tensor v = Tensor::Allocate(t, std::move(shape));
+    for (int64_t i = 0; i < v.num_elements(); ++i) {
+      const int64_t k = (i * 7919 + seed) % 1009 - 504;
+      if (t == DType::kF32)
+        v.data<float>()[i] = static_cast<float>(k) / 64.0f;
+      else
+        v.data<int16_t>()[i] = static_cast<int16_t>(k);
+    }
+    return v;
+  };
+  Tensor tx = fill(DType::kF32, {rows, cols}, 1), trow = fill(DType::kF32, {cols}, 2);
+  Tensor tcol = fill(DType::kF32, {rows, 1}, 3), ta = fill(DType::kI16, {rows, cols}, 4);
+  Tensor tb = fill(DType::kI16, {rows, cols}, 5), tbrow = fill(DType::kI16, {1, cols}, 6);
+  auto out =
+      (*ex)->Run({{"x", tx}, {"row", trow}, {"col", tcol}, {"a", ta}, {"b", tb}, {"brow", tbrow}});
+  REQUIRE(out.ok());
+  int64_t wrong[4] = {};
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      const int64_t i = r * cols + c;
+      const float xv = tx.data<float>()[i];
+      const int16_t av = ta.data<int16_t>()[i];
+      wrong[0] += (*out)[0].data<float>()[i] != xv - trow.data<float>()[c];
+      wrong[1] += (*out)[1].data<float>()[i] != xv * tcol.data<float>()[r];
+      wrong[2] += (*out)[2].data<int16_t>()[i] != static_cast<int16_t>(av + tb.data<int16_t>()[i]);
+      wrong[3] += (*out)[3].data<bool>()[i] != (av < tbrow.data<int16_t>()[c]);
+    }
+  }
+  CHECK(wrong[0] == 0);
+  CHECK(wrong[1] == 0);
+  CHECK(wrong[2] == 0);
+  CHECK(wrong[3] == 0);
+}
+
 }  // namespace
 }  // namespace tpc::runtime
 

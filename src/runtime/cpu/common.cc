@@ -128,6 +128,33 @@ Shape BroadcastStrides(const Shape& in, const Shape& out) {
   return strides;
 }
 
+namespace detail {
+
+BroadcastWalk::BroadcastWalk(const Shape& out, const Shape* strides, size_t inputs, int64_t begin)
+    : out_(out), strides_(strides), inputs_(inputs), idx_(out.size(), 0), off_(inputs, 0) {
+  int64_t rem = begin;
+  for (size_t d = out.size(); d-- > 0;) {
+    idx_[d] = out[d] == 0 ? 0 : rem % out[d];
+    rem = out[d] == 0 ? 0 : rem / out[d];
+    for (size_t k = 0; k < inputs; ++k) off_[k] += idx_[d] * strides[k][d];
+  }
+}
+
+void BroadcastWalk::Next(int64_t count, int64_t* offsets) {
+  const size_t rank = out_.size();
+  for (int64_t j = 0; j < count; ++j) {
+    for (size_t k = 0; k < inputs_; ++k) offsets[k * kChunk + j] = off_[k];
+    for (size_t d = rank; d-- > 0;) {
+      for (size_t k = 0; k < inputs_; ++k) off_[k] += strides_[k][d];
+      if (++idx_[d] < out_[d]) break;
+      for (size_t k = 0; k < inputs_; ++k) off_[k] -= idx_[d] * strides_[k][d];
+      idx_[d] = 0;
+    }
+  }
+}
+
+}  // namespace detail
+
 absl::StatusOr<std::optional<std::vector<int64_t>>> AxesFromAttrOrInput(const KernelContext& ctx,
                                                                         const std::string& name,
                                                                         int input) {

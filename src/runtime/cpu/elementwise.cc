@@ -8,6 +8,14 @@
 namespace tpc::runtime::cpu {
 namespace {
 
+// Whether elementwise loops over T get vectorized runs (ForEachBroadcast's kRuns): the
+// types models compute in at size (f32 activations, i64 masks and positions, bool). The
+// others (f64, the other integers: shape arithmetic, small) take the general walk; each
+// type's runs cost a few seconds of this file's compile, which was 63 s with all of them.
+template <typename T>
+constexpr bool kVectorRuns =
+    std::is_same_v<T, float> || std::is_same_v<T, int64_t> || std::is_same_v<T, bool>;
+
 // y = f(a, b) elementwise with broadcasting; Out is the result type.
 template <typename In, typename Out, typename F>
 absl::Status BinaryLoop(KernelContext& ctx, const Tensor& a, const Tensor& b, F f) {
@@ -16,7 +24,7 @@ absl::Status BinaryLoop(KernelContext& ctx, const Tensor& a, const Tensor& b, F 
   const In* pa = a.data<In>();
   const In* pb = b.data<In>();
   Out* py = y->data<Out>();
-  ForEachBroadcast<2>(
+  ForEachBroadcast<2, kVectorRuns<In>>(
       ctx.pool(), shape, {a.shape(), b.shape()},
       [&](int64_t i, const std::array<int64_t, 2>& o) { py[i] = f(pa[o[0]], pb[o[1]]); });
   return absl::OkStatus();
@@ -64,15 +72,15 @@ absl::Status Variadic(KernelContext& ctx, F f, bool mean = false) {
   return VisitNumeric(ctx, y->dtype(), [&]<typename T>() -> absl::Status {
     T* py = y->data<T>();
     const Tensor& first = ctx.input(0);
-    ForEachBroadcast<1>(
+    ForEachBroadcast<1, kVectorRuns<T>>(
         ctx.pool(), shape, {first.shape()},
         [&](int64_t i, const std::array<int64_t, 1>& o) { py[i] = first.data<T>()[o[0]]; });
     for (int k = 1; k < ctx.num_inputs(); ++k) {
       const Tensor& in = ctx.input(k);
-      ForEachBroadcast<1>(ctx.pool(), shape, {in.shape()},
-                          [&](int64_t i, const std::array<int64_t, 1>& o) {
-                            py[i] = static_cast<T>(f(py[i], in.data<T>()[o[0]]));
-                          });
+      ForEachBroadcast<1, kVectorRuns<T>>(ctx.pool(), shape, {in.shape()},
+                                          [&](int64_t i, const std::array<int64_t, 1>& o) {
+                                            py[i] = static_cast<T>(f(py[i], in.data<T>()[o[0]]));
+                                          });
     }
     if (mean) {
       for (int64_t i = 0; i < y->num_elements(); ++i)

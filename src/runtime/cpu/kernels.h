@@ -2,6 +2,7 @@
 // functions that registry.cc puts in its table. Only registry.cc names operators.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -164,6 +165,24 @@ absl::StatusOr<MatMulShape> MatMulShapes(const KernelContext& ctx, const Tensor&
 
 namespace detail {
 
+// The offsets of `inputs` operands (strides[k]: operand k's BroadcastStrides over `out`)
+// at consecutive elements of `out` from `begin`, a chunk at a time: Next(count, offsets)
+// writes operand k's offset of element j of the chunk to offsets[k * kChunk + j]. Not a
+// template: every ForEachBroadcast shares this walk and keeps only its loop over a chunk.
+class BroadcastWalk {
+ public:
+  static constexpr int64_t kChunk = 256;
+  BroadcastWalk(const Shape& out, const Shape* strides, size_t inputs, int64_t begin);
+  void Next(int64_t count, int64_t* offsets);
+
+ private:
+  const Shape& out_;
+  const Shape* strides_;
+  size_t inputs_;
+  Shape idx_;
+  Shape off_;
+};
+
 // f over a run of n output elements from i whose input offsets start at `base` and step
 // by bit k of Mask (1: the input runs along, 0: it is broadcast): constant strides, so
 // the compiler vectorizes the loop once f is inlined.
@@ -191,62 +210,61 @@ inline void BroadcastRunFor(unsigned mask, F& f, int64_t i, const std::array<int
 }  // namespace detail
 
 // Calls f(i, offsets) for every element i of `out` with the element offset of each of
-// the N inputs; large loops are split across the pool.
-template <size_t N, typename F>
+// the N inputs; large loops are split across the pool. kRuns: runs of constant strides
+// (operands of out's shape, a row broadcast) get loops of their own, which the compiler
+// vectorizes; without, every element goes through the general walk (less code, for the
+// element types no model computes much in).
+template <size_t N, bool kRuns = true, typename F>
 void ForEachBroadcast(ThreadPool& pool, const Shape& out, const std::array<Shape, N>& in_shapes,
                       F f) {
   const int64_t total = NumElements(out);
-  bool same = true;
-  for (const Shape& s : in_shapes) same = same && s == out;
-  if (same) {
-    pool.ParallelFor(total, 1 << 15, [&](int64_t b, int64_t e) {
-      std::array<int64_t, N> base;
-      base.fill(b);  // every input runs along with the output from element b
-      detail::BroadcastRun<(1u << N) - 1>(f, b, base, e - b);
-    });
-    return;
-  }
   std::array<Shape, N> strides;
   for (size_t k = 0; k < N; ++k) strides[k] = BroadcastStrides(in_shapes[k], out);
-  const size_t rank = out.size();
-  // The innermost dim as a run with constant strides (a bias row, a scalar, a row
-  // broadcast down a column), the outer dims walked once per run.
-  if (rank >= 1 && out.back() >= 4) {
-    unsigned mask = 0;
-    bool unit = true;
-    for (size_t k = 0; k < N; ++k) {
-      const int64_t s = strides[k].back();
-      unit = unit && (s == 0 || s == 1);
-      mask |= (s == 1 ? 1u : 0u) << k;
-    }
-    if (unit) {
-      const int64_t inner = out.back();
-      const int64_t rows = total / inner;
-      const BroadcastOffsets<N> rows_at(Shape(out.begin(), out.end() - 1), strides);
-      pool.ParallelFor(rows, std::max<int64_t>(1, (1 << 15) / inner), [&](int64_t b, int64_t e) {
-        for (int64_t row = b; row < e; ++row) {
-          detail::BroadcastRunFor<N>(mask, f, row * inner, rows_at.At(row), inner);
-        }
+  if constexpr (kRuns) {
+    bool same = true;
+    for (const Shape& s : in_shapes) same = same && s == out;
+    if (same) {
+      pool.ParallelFor(total, 1 << 15, [&](int64_t b, int64_t e) {
+        std::array<int64_t, N> base;
+        base.fill(b);  // every input runs along with the output from element b
+        detail::BroadcastRun<(1u << N) - 1>(f, b, base, e - b);
       });
       return;
     }
+    // The innermost dim as a run with constant strides (a bias row, a scalar, a row
+    // broadcast down a column), the outer dims walked once per run.
+    const size_t rank = out.size();
+    if (rank >= 1 && out.back() >= 4) {
+      unsigned mask = 0;
+      bool unit = true;
+      for (size_t k = 0; k < N; ++k) {
+        const int64_t s = strides[k].back();
+        unit = unit && (s == 0 || s == 1);
+        mask |= (s == 1 ? 1u : 0u) << k;
+      }
+      if (unit) {
+        const int64_t inner = out.back();
+        const int64_t rows = total / inner;
+        const BroadcastOffsets<N> rows_at(Shape(out.begin(), out.end() - 1), strides);
+        pool.ParallelFor(rows, std::max<int64_t>(1, (1 << 15) / inner), [&](int64_t b, int64_t e) {
+          for (int64_t row = b; row < e; ++row) {
+            detail::BroadcastRunFor<N>(mask, f, row * inner, rows_at.At(row), inner);
+          }
+        });
+        return;
+      }
+    }
   }
   pool.ParallelFor(total, 1 << 15, [&](int64_t b, int64_t e) {
-    Shape idx(rank, 0);
-    std::array<int64_t, N> off{};
-    int64_t rem = b;
-    for (size_t d = rank; d-- > 0;) {
-      idx[d] = out[d] == 0 ? 0 : rem % out[d];
-      rem = out[d] == 0 ? 0 : rem / out[d];
-      for (size_t k = 0; k < N; ++k) off[k] += idx[d] * strides[k][d];
-    }
-    for (int64_t i = b; i < e; ++i) {
-      f(i, off);
-      for (size_t d = rank; d-- > 0;) {
-        for (size_t k = 0; k < N; ++k) off[k] += strides[k][d];
-        if (++idx[d] < out[d]) break;
-        for (size_t k = 0; k < N; ++k) off[k] -= idx[d] * strides[k][d];
-        idx[d] = 0;
+    detail::BroadcastWalk walk(out, strides.data(), N, b);
+    int64_t offsets[N * detail::BroadcastWalk::kChunk];
+    for (int64_t i = b; i < e; i += detail::BroadcastWalk::kChunk) {
+      const int64_t count = std::min(detail::BroadcastWalk::kChunk, e - i);
+      walk.Next(count, offsets);
+      for (int64_t j = 0; j < count; ++j) {
+        std::array<int64_t, N> o;
+        for (size_t k = 0; k < N; ++k) o[k] = offsets[k * detail::BroadcastWalk::kChunk + j];
+        f(i + j, o);
       }
     }
   });
