@@ -6,7 +6,7 @@
 namespace tpc::ir {
 namespace {
 
-TensorType F32(std::vector<Dim> dims) { return TensorType(DType::kF32, std::move(dims)); }
+TensorType VecF32(std::vector<Dim> dims) { return TensorType(DType::kF32, std::move(dims)); }
 
 std::string VerifyError(const Graph& g) {
   absl::Status s = VerifyGraph(g);
@@ -21,9 +21,9 @@ struct Small {
   Value* x;
   Node* relu;
   Small() {
-    x = g.AddPlaceholder("x", F32({2}));
+    x = g.AddPlaceholder("x", VecF32({2}));
     relu = g.AddCall("", "Relu", {x}, {"r"}, {}, "/relu");
-    relu->output()->set_type(F32({2}));
+    relu->output()->set_type(VecF32({2}));
     g.SetOutputs({relu->output()});
   }
 };
@@ -64,18 +64,18 @@ TEST_CASE("Verifier: use before definition (from text)", "[ir]") {
 TEST_CASE("Verifier: use before definition (after MoveBefore)", "[ir]") {
   Small s;
   Node* neg = s.g.AddCall("", "Neg", {s.relu->output()}, {"n"});
-  neg->output()->set_type(F32({2}));
+  neg->output()->set_type(VecF32({2}));
   s.g.MoveBefore(neg, s.relu);
   CHECK(VerifyError(s.g) == "node producing 'n' (Neg): input 0 %r is used before its definition");
 }
 
 TEST_CASE("Verifier: input from another graph is dangling", "[ir]") {
   Graph other;
-  Value* foreign = other.AddPlaceholder("x", F32({2}));
+  Value* foreign = other.AddPlaceholder("x", VecF32({2}));
   Graph g;
-  Value* x = g.AddPlaceholder("x", F32({2}));
+  Value* x = g.AddPlaceholder("x", VecF32({2}));
   Node* add = g.AddCall("", "Add", {x, foreign}, {"y"});
-  add->output()->set_type(F32({2}));
+  add->output()->set_type(VecF32({2}));
   g.SetOutputs({add->output()});
   CHECK(VerifyError(g) ==
         "node producing 'y' (Add): input 1 %x is not a value of this graph (dangling)");
@@ -85,7 +85,7 @@ TEST_CASE("Verifier: input from another graph is dangling", "[ir]") {
 TEST_CASE("Verifier: constant dtype does not match its type", "[ir]") {
   Small s;
   Value* c = s.g.AddConstant("c", Tensor::FromInt64({2}, {1, 2}));
-  c->set_type(F32({2}));
+  c->set_type(VecF32({2}));
   CHECK(VerifyError(s.g) ==
         "constant 'c': constant data of dtype i64 does not match the type f32[2]");
 }
@@ -93,10 +93,10 @@ TEST_CASE("Verifier: constant dtype does not match its type", "[ir]") {
 TEST_CASE("Verifier: constant shape does not match its type", "[ir]") {
   Small s;
   Value* c = s.g.AddConstant("c", Tensor::FromFloat({2}, {1, 2}));
-  c->set_type(F32({3}));
+  c->set_type(VecF32({3}));
   CHECK(VerifyError(s.g) ==
         "constant 'c': constant data of shape [2] does not match the type f32[3]");
-  c->set_type(F32({Dim::Symbol("n")}));
+  c->set_type(VecF32({Dim::Symbol("n")}));
   CHECK(VerifyError(s.g) ==
         "constant 'c': constant data of shape [2] does not match the type f32[n]");
 }
@@ -109,7 +109,7 @@ TEST_CASE("Verifier: undefined dtype", "[ir]") {
 
 TEST_CASE("Verifier: missing output node", "[ir]") {
   Graph g;
-  g.AddPlaceholder("x", F32({2}));
+  g.AddPlaceholder("x", VecF32({2}));
   CHECK(VerifyError(g) == "graph has no output node");
 }
 
@@ -141,7 +141,7 @@ TEST_CASE("Verifier: sharding dim out of range", "[ir]") {
 TEST_CASE("Verifier: empty op_type", "[ir]") {
   Small s;
   Node* n = s.g.AddCall("", "", {s.x}, {"e"}, {}, "/empty");
-  n->output()->set_type(F32({2}));
+  n->output()->set_type(VecF32({2}));
   CHECK(VerifyError(s.g) == "node '/empty' (): call has an empty op_type");
 }
 

@@ -37,7 +37,7 @@ using runtime::Tensor;
 
 // xb [4, 16] → Slice rows 1..2 → y, and Split in rows [1, 3] → top, rest; x [seq, 8] →
 // Neg → nx. Written to `dir`/model.onnx.
-std::string WriteModel(const std::string& dir) {
+std::string WriteTransitionsModel(const std::string& dir) {
   ir::Graph g;
   g.opsets()[""] = 18;
   ir::Value* xb = g.AddPlaceholder("xb", TensorType(DType::kF32, {4, 16}));
@@ -107,7 +107,7 @@ TEST_CASE("partition writes a blocked Slice on another dim and a symbolic zero p
           "[partition]") {
   const int n = 2;
   const std::string dir = testing::TempDir("transitions");
-  const std::string path = WriteModel(dir);
+  const std::string path = WriteTransitionsModel(dir);
   auto graph = onnx::ImportModel(path);
   INFO(graph.status().ToString());
   REQUIRE(graph.ok());

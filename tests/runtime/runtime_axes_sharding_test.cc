@@ -25,7 +25,7 @@ namespace {
 using ir::DType;
 using ir::TensorType;
 
-Tensor I64(std::vector<int64_t> shape, const std::vector<int64_t>& v) {
+Tensor AxesI64(std::vector<int64_t> shape, const std::vector<int64_t>& v) {
   Tensor t = Tensor::Allocate(DType::kI64, std::move(shape));
   std::copy(v.begin(), v.end(), t.data<int64_t>());
   return t;
@@ -33,7 +33,7 @@ Tensor I64(std::vector<int64_t> shape, const std::vector<int64_t>& v) {
 
 // x [4, 8] @ w [8, 16], then Slice, Split, Unsqueeze + Squeeze and Pad, each reading its
 // axes (or sizes) from a graph input. Written to `dir`/model.onnx.
-std::string WriteModel(const std::string& dir) {
+std::string WriteAxesModel(const std::string& dir) {
   ir::Graph g;
   g.opsets()[""] = 18;
   std::vector<float> w(8 * 16);
@@ -70,14 +70,14 @@ std::string WriteModel(const std::string& dir) {
 
 TEST_CASE("axes and split sizes given at run time: the ops take their input whole, sharded",
           "[runtime][equivalence]") {
-  const std::string dir = testing::TempDir("runtime_axes");
-  const std::string path = WriteModel(dir);
+  const std::string dir = tpc::testing::TempDir("runtime_axes");
+  const std::string path = WriteAxesModel(dir);
 
   std::map<std::string, Tensor> inputs;
   Tensor x = Tensor::Allocate(DType::kF32, {4, 8});
   for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = static_cast<float>(i % 5);
   inputs["x"] = x;
-  inputs["sizes"] = I64({2}, {5, 11});
+  inputs["sizes"] = AxesI64({2}, {5, 11});
 
   auto original = onnx::ImportModel(path);
   INFO(original.status().ToString());
@@ -86,8 +86,8 @@ TEST_CASE("axes and split sizes given at run time: the ops take their input whol
   // The unsharded plan, then the 2-rank one (import → shard → partition → files).
   auto graph = onnx::ImportModel(path);
   REQUIRE(graph.ok());
-  const shard::ShardOptions options = testing::TpOptions(2);
-  const shard::ShardResult result = testing::ShardAndPartition(**graph, options);
+  const shard::ShardOptions options = tpc::testing::TpOptions(2);
+  const shard::ShardResult result = tpc::testing::ShardAndPartition(**graph, options);
   const std::string plan_dir = dir + "/plan";
   std::filesystem::create_directories(plan_dir);
   plan::PlanOptions po;
@@ -107,11 +107,11 @@ TEST_CASE("axes and split sizes given at run time: the ops take their input whol
 
   for (int64_t axis : {0, 1, -1}) {
     INFO("axes [" << axis << "]");
-    inputs["axes"] = I64({1}, {axis});
-    auto want = testing::RunRanks({original->get()}, inputs);
+    inputs["axes"] = AxesI64({1}, {axis});
+    auto want = tpc::testing::RunRanks({original->get()}, inputs);
     INFO(want.status().ToString());
     REQUIRE(want.ok());
-    auto got = testing::RunRanks(ptrs, inputs);
+    auto got = tpc::testing::RunRanks(ptrs, inputs);
     INFO(got.status().ToString());
     REQUIRE(got.ok());
     for (size_t r = 0; r < got->size(); ++r) {
@@ -129,8 +129,8 @@ TEST_CASE("axes and split sizes given at run time: the ops take their input whol
     }
   }
   // Slice's rows 1..2 on axis 0: the unsharded run's shape is the one the axes pick.
-  inputs["axes"] = I64({1}, {0});
-  auto rows = testing::RunRanks({original->get()}, inputs);
+  inputs["axes"] = AxesI64({1}, {0});
+  auto rows = tpc::testing::RunRanks({original->get()}, inputs);
   REQUIRE(rows.ok());
   CHECK((*rows)[0][0].shape() == std::vector<int64_t>{2, 16});
   CHECK((*rows)[0][4].shape() == std::vector<int64_t>{7, 16});
@@ -152,7 +152,7 @@ TEST_CASE("Values of dims known only at run time are not refused as too large",
   g.SetOutputs({y});
   REQUIRE(onnx::InferShapes(g).ok());
   REQUIRE(y->type().rank() == 6);
-  auto r = shard::ShardGraph(g, testing::TpOptions(2));
+  auto r = shard::ShardGraph(g, tpc::testing::TpOptions(2));
   INFO(r.status().ToString());
   CHECK(r.ok());
 }

@@ -18,7 +18,7 @@ using tpc::ir::TensorType;
 
 // x [batch, 8] @ W [8, 16] → Quantize (scalar scale) → Dequantize (per column), and
 // Quantize (per column) → Dequantize (scalar): outputs y and y2.
-std::string WriteModel(const std::string& dir) {
+std::string WriteQuantizeModel(const std::string& dir) {
   tpc::ir::Graph g;
   g.opsets()[""] = 19;
   std::vector<float> w(8 * 16);
@@ -61,7 +61,7 @@ std::string WriteModel(const std::string& dir) {
 TEST_CASE("QuantizeLinear and DequantizeLinear run split with per-axis scales sliced",
           "[tools][quantize]") {
   const std::string dir = tpc::testing::TempDir("quantize_sharding");
-  const std::string model = WriteModel(dir);
+  const std::string model = WriteQuantizeModel(dir);
   for (int n : {2, 4}) {
     DYNAMIC_SECTION("N=" << n) {
       const std::string plan = dir + "/plan" + std::to_string(n);

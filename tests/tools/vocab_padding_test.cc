@@ -41,7 +41,7 @@ std::vector<float> Normal(int64_t n, uint32_t seed) {
 }
 
 // input_ids → Gather(wte) → x + MLP(x) → MatMul(·, wteᵀ stored as its own constant).
-std::string WriteModel(const std::string& dir) {
+std::string WriteVocabModel(const std::string& dir) {
   tpc::ir::Graph g;
   g.opsets()[""] = 17;
   tpc::ir::Value* ids = g.AddPlaceholder(
@@ -82,7 +82,7 @@ std::string WriteModel(const std::string& dir) {
 TEST_CASE("vocab 50257: split by vocab with padding and the logits never all-reduced",
           "[tools][vocab]") {
   const std::string dir = tpc::testing::TempDir("vocab_padding");
-  const std::string model = WriteModel(dir);
+  const std::string model = WriteVocabModel(dir);
   for (int64_t n : {2, 4, 8}) {
     DYNAMIC_SECTION("N=" << n) {
       const int64_t padded = (kVocab + n - 1) / n * n;
