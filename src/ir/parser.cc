@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "tpc/ir/text_escape.h"
 #include "tpc/util/half.h"
 #include "tpc/util/status_macros.h"
 
@@ -23,8 +24,6 @@ absl::string_view AV(std::string_view s) { return absl::string_view(s.data(), s.
 bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsIdentChar(char c) { return IsAlpha(c) || IsDigit(c); }
-bool IsBareValueChar(char c) { return IsIdentChar(c) || c == '.' || c == '/' || c == '-'; }
-bool IsDomainChar(char c) { return IsIdentChar(c) || c == '.'; }
 // Characters of numbers and literal words: `-1`, `1e-05`, `inf`, `-nan`, `true`.
 bool IsWordChar(char c) { return IsIdentChar(c) || c == '.' || c == '-' || c == '+'; }
 
@@ -577,7 +576,7 @@ class Parser {
     if (quoted) {
       TPC_ASSIGN_OR_RETURN(word, ReadQuoted());
     } else {
-      word = std::string(ReadWord(IsDomainChar));
+      word = std::string(ReadWord(IsBareDomainChar));
       if (word.empty()) return ErrorAt(at, absl::StrCat("expected an operator, found ", Found()));
     }
     bool is_call = Peek() == '(' || text_.substr(pos_, 2) == "::";

@@ -13,16 +13,6 @@
 namespace tpc::ir {
 namespace {
 
-bool IsBareValueChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '.' || c == '/' || c == '-';
-}
-
-bool IsBareDomainChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '.';
-}
-
 std::string ValueName(const Value* v) {
   if (v == nullptr) return "_";
   const std::string& n = v->name();

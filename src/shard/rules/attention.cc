@@ -13,7 +13,6 @@ namespace tpc::shard::rules {
 namespace {
 
 using Kind = FactorSpec::Kind;
-constexpr int64_t kNone = FactorSpecBuilder::kNone;
 
 // A strategy named `name` with every given input replicated and the absent ones unset:
 // the start of the attention operators' strategies.

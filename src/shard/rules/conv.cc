@@ -9,7 +9,6 @@ namespace tpc::shard::rules {
 namespace {
 
 using Kind = FactorSpec::Kind;
-constexpr int64_t kNone = FactorSpecBuilder::kNone;
 
 // A grouped Conv / ConvTranspose split by groups: the same op with group/N groups.
 absl::StatusOr<LocalGraph::Replacements> LowerGroupedConv(LocalGraph& g, ir::Node* node) {

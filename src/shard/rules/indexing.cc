@@ -11,7 +11,6 @@ namespace tpc::shard::rules {
 namespace {
 
 using Kind = FactorSpec::Kind;
-constexpr int64_t kNone = FactorSpecBuilder::kNone;
 
 // ScatterND / ScatterElements with reduction none or add: out = data with updates put
 // (or added) in place, linear in (data, updates) together.

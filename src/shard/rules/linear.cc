@@ -109,7 +109,6 @@ void MatMulNBits(const RuleContext& ctx, std::vector<Strategy>* out) {
   const int64_t blocks = (k + block - 1) / block;
   const int64_t rank = static_cast<int64_t>(a.size());
   using Kind = FactorSpec::Kind;
-  constexpr int64_t kNone = FactorSpecBuilder::kNone;
   FactorSpecBuilder b(ctx);
   for (int64_t d = 0; d + 1 < rank; ++d) b.Add(Kind::kPass, {d}, {d}, "m" + std::to_string(d));
   auto has = [&](int i) { return ctx.has_input(i); };

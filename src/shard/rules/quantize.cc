@@ -20,7 +20,6 @@ void QuantizeLinear(const RuleContext& ctx, std::vector<Strategy>* out) {
     return;
   }
   using Kind = FactorSpec::Kind;
-  constexpr int64_t kNone = FactorSpecBuilder::kNone;
   FactorSpecBuilder spec(ctx);
   for (int64_t d = 0; d < rank; ++d) {
     const int64_t scale_dim = d == axis ? 0 : kNone;

@@ -15,6 +15,9 @@
 
 namespace tpc::shard::rules {
 
+// A factor absent from an operand (FactorSpecBuilder's dims).
+inline constexpr int64_t kNone = FactorSpecBuilder::kNone;
+
 // Factor spec helpers shared by the families.
 // A group of a reshape: dims [in_begin, in_end) of the input hold the same elements as
 // dims [out_begin, out_end) of the output (`[B, H, S] → [B·H, S]`: {0, 2, 0, 1} and
