@@ -100,8 +100,9 @@ def write_test_data(model_path, out_dir, config=SHAPE):
         elif i.name == "position_ids":  # Optimum's exports
             feeds[i.name] = np.tile(np.arange(PAST, PAST + SEQ, dtype=np.int64), (BATCH, 1))
         elif i.name.startswith("past_key_values"):
+            dtype = np.float16 if i.type == "tensor(float16)" else np.float32
             feeds[i.name] = rng.standard_normal(
-                (BATCH, config["num_key_value_heads"], PAST, head_dim)).astype(np.float32)
+                (BATCH, config["num_key_value_heads"], PAST, head_dim)).astype(dtype)
         else:
             raise SystemExit(f"unexpected input {i.name}")
     outs = sess.run(None, feeds)
@@ -120,6 +121,9 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--archs", default="llama,gemma", help=", ".join(ARCHS))
     ap.add_argument("--precisions", default="fp32,int4")
+    ap.add_argument("--ep", default="cpu",
+                    help="the builder's execution provider; other than cpu, the folders are "
+                         "<arch>_<precision>_<ep>")
     args = ap.parse_args()
     for arch in args.archs.split(","):
         with tempfile.TemporaryDirectory() as tmp:
@@ -128,10 +132,11 @@ def main():
             for precision in args.precisions.split(","):
                 built = os.path.join(tmp, precision)
                 subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", hf,
-                                "-o", built, "-p", precision, "-e", "cpu",
+                                "-o", built, "-p", precision, "-e", args.ep,
                                 "-c", os.path.join(tmp, "cache")],
                                check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                dst = os.path.join(args.out, f"{arch}_{precision}")
+                suffix = "" if args.ep == "cpu" else f"_{args.ep}"
+                dst = os.path.join(args.out, f"{arch}_{precision}{suffix}")
                 shutil.rmtree(dst, ignore_errors=True)
                 os.makedirs(dst)
                 for f in ("model.onnx", "model.onnx.data", "genai_config.json"):
