@@ -9,8 +9,9 @@ sqrt(hidden), RMSNorm with its weight + 1; Gemma 2, with --archs gemma2: a slidi
 and softcapped scores and logits) and
 precision (fp32, int4: MatMulNBits with block 32), this saves a random-weight
 transformers model (and a small WordLevel tokenizer, which the builder wants) to a temporary
-folder, runs `python -m onnxruntime_genai.models.builder -e cpu`, and copies model.onnx,
-model.onnx.data and genai_config.json to OUT/<arch>_<precision>/, with
+folder, runs `python -m onnxruntime_genai.models.builder -e cpu` (--ep cuda: the builder's
+GPU exports, e.g. `--precisions fp16`), and copies model.onnx, model.onnx.data and
+genai_config.json to OUT/<arch>_<precision>/ (OUT/<arch>_<precision>_<ep> for another EP), with
 test_data_set_0/: a prefill of 4 tokens after a cache of 3 (input_*.pb) and onnxruntime's
 outputs (output_*.pb).
 

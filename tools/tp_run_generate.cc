@@ -210,7 +210,7 @@ absl::StatusOr<int> ReportGeneration(const tpc::cli::Args& args, const Generatio
   TPC_ASSIGN_OR_RETURN(rt::GenerateResult want,
                        GenerateOnRank(runner->executor(0), nullptr, {}, 0, 1, prompt, s.generate));
   const bool same_ids = want.tokens == r.tokens;
-  const Tolerance& t = s.tolerance;
+  const Tolerance t = ForOutput(s.tolerance, r.last_logits.dtype());
   const rt::Comparison c = rt::CompareTensors(r.last_logits, want.last_logits, t.rtol, t.atol);
   std::printf(
       "check against %s, %d rank(s) vs unsharded: token ids %s; last logits max abs err "

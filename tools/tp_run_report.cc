@@ -88,6 +88,7 @@ absl::StatusOr<Tolerance> ReadTolerance(const tpc::cli::Args& args, const std::s
       (args.has("atol") && !absl::SimpleAtod(args.get("atol"), &t.atol))) {
     return absl::InvalidArgumentError("--rtol and --atol must be numbers");
   }
+  t.by_output_type = dtype.empty() && !args.has("rtol") && !args.has("atol");
   if (dtype == "f16" || dtype == "bf16") {
     const bool r = args.has("rtol"), a = args.has("atol");
     const std::string plan = absl::StrCat(dtype == "f16" ? "an " : "a ", dtype, " plan");
@@ -99,20 +100,36 @@ absl::StatusOr<Tolerance> ReadTolerance(const tpc::cli::Args& args, const std::s
   return t;
 }
 
+Tolerance ForOutput(const Tolerance& t, tpc::ir::DType dtype) {
+  if (!t.by_output_type || (dtype != tpc::ir::DType::kF16 && dtype != tpc::ir::DType::kBF16))
+    return t;
+  const std::string name = dtype == tpc::ir::DType::kF16 ? "f16" : "bf16";
+  Tolerance half{tpc::plan::DocumentedTolerance(name), "the defaults of " + name + " outputs"};
+  return half;
+}
+
 std::string ToleranceNote(const Tolerance& t) { return t.of.empty() ? "" : ", " + t.of; }
 
 bool PrintComparison(const std::string& title, const std::vector<rt::IoSpec>& specs,
                      const std::vector<rt::Tensor>& outputs,
                      const std::vector<std::vector<rt::Tensor>>& others,
                      const std::vector<rt::Tensor>& expected, const Tolerance& t) {
-  std::printf("%s rtol %g, atol %g%s\n", title.c_str(), t.rtol, t.atol, ToleranceNote(t).c_str());
+  bool half = false;
+  for (const rt::Tensor& o : outputs) half = half || ForOutput(t, o.dtype()).rtol != t.rtol;
+  const Tolerance h = ForOutput(t, tpc::ir::DType::kF16), b = ForOutput(t, tpc::ir::DType::kBF16);
+  std::printf("%s rtol %g, atol %g%s%s\n", title.c_str(), t.rtol, t.atol, ToleranceNote(t).c_str(),
+              half ? absl::StrFormat(" (f16 outputs rtol %g, atol %g; bf16 %g, %g)", h.rtol,
+                                     h.atol, b.rtol, b.atol)
+                         .c_str()
+                   : "");
   std::printf("  %-24s %-18s %12s %12s  %s\n", "output", "type", "max abs err", "max rel err",
               "result");
   bool all = true;
   for (size_t k = 0; k < outputs.size(); ++k) {
-    rt::Comparison c = rt::CompareTensors(outputs[k], expected[k], t.rtol, t.atol);
+    const Tolerance tk = ForOutput(t, outputs[k].dtype());
+    rt::Comparison c = rt::CompareTensors(outputs[k], expected[k], tk.rtol, tk.atol);
     for (size_t r = 0; r < others.size(); ++r) {
-      rt::Comparison cr = rt::CompareTensors(others[r][k], expected[k], t.rtol, t.atol);
+      rt::Comparison cr = rt::CompareTensors(others[r][k], expected[k], tk.rtol, tk.atol);
       if (!cr.pass) {
         c.pass = false;
         c.note = absl::StrCat("rank ", r + 1, " differs");

@@ -26,10 +26,15 @@ void PrintTimes(const tpc::cli::Args& args, std::vector<double> times, std::vect
 // for the precision of the plan in `plan_dir` (its manifest's "dtype" option;
 // tpc::plan::DocumentedTolerance; an unreadable manifest: f32's, the plan's error comes
 // when it loads).
+// Without either option and without a plan precision, an f16 or bf16 output (a model
+// made in half precision) is compared with that type's documented tolerance (ForOutput).
 struct Tolerance : tpc::plan::Tolerance {
   std::string of;  // "the defaults of an f16 plan" when a default came from the precision
+  bool by_output_type = false;
 };
 absl::StatusOr<Tolerance> ReadTolerance(const tpc::cli::Args& args, const std::string& plan_dir);
+// The tolerance of an output of type `dtype` under `t`.
+Tolerance ForOutput(const Tolerance& t, tpc::ir::DType dtype);
 // ", the defaults of an f16 plan" after the figures, or nothing.
 std::string ToleranceNote(const Tolerance& t);
 

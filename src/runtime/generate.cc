@@ -2,15 +2,29 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <set>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "tpc/util/half.h"
 #include "tpc/util/status_macros.h"
 
 namespace tpc::runtime {
 namespace {
+
+// Element i of f32, f16 or bf16 logits.
+float LogitAt(const Tensor& logits, int64_t i) {
+  switch (logits.dtype()) {
+    case ir::DType::kF16:
+      return HalfToFloat(logits.data<uint16_t>()[i]);
+    case ir::DType::kBF16:
+      return BFloat16ToFloat(logits.data<uint16_t>()[i]);
+    default:
+      return logits.data<float>()[i];
+  }
+}
 
 const IoSpec* Find(const std::vector<IoSpec>& specs, const std::string& name) {
   for (const IoSpec& s : specs) {
@@ -204,15 +218,20 @@ absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<I
     auto logits_it = out.find(io.logits);
     if (logits_it == out.end()) return absl::InternalError("the run gave no logits");
     const Tensor& logits = logits_it->second;
-    if (logits.dtype() != ir::DType::kF32 || (logits.rank() != 3 && logits.rank() != 2) ||
-        logits.dim(0) != batch) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "logits '", io.logits, "' are ", logits.TypeString(),
-          ": expected float32 [batch, seq, vocab] or [batch, vocab] with batch ", batch));
+    const ir::DType type = logits.dtype();
+    if ((type != ir::DType::kF32 && type != ir::DType::kF16 && type != ir::DType::kBF16) ||
+        (logits.rank() != 3 && logits.rank() != 2) || logits.dim(0) != batch) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("logits '", io.logits, "' are ", logits.TypeString(),
+                       ": expected float32, float16 or bfloat16 [batch, seq, vocab] or [batch, "
+                       "vocab] with batch ",
+                       batch));
     }
     const int64_t vocab = logits.dim(logits.rank() - 1);
     const int64_t rows = logits.rank() == 3 ? logits.dim(1) : 1;
-    Tensor last = Tensor::Allocate(ir::DType::kF32, {batch, vocab});
+    // The last logits in the model's type (compared as such), the choice on their values.
+    Tensor last = Tensor::Allocate(type, {batch, vocab});
+    const int64_t size = ir::DTypeSize(type);
     std::vector<int64_t> next(static_cast<size_t>(batch));
     if (io.pad_right && step == 0 && rows != seq && padded) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -222,11 +241,15 @@ absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<I
     for (int64_t b = 0; b < batch; ++b) {
       // The row's last token: its prompt's last in a prefill padded at the end.
       const int64_t at = io.pad_right && step == 0 && rows == seq ? tokens(b) - 1 : rows - 1;
-      const float* row = logits.data<float>() + (b * rows + at) * vocab;
+      const int64_t from = (b * rows + at) * vocab;
+      std::memcpy(last.raw() + b * vocab * size,
+                  logits.raw() + from * size,
+                  static_cast<size_t>(vocab * size));
       int64_t best = 0;
-      for (int64_t v = 0; v < vocab; ++v) {
-        last.data<float>()[b * vocab + v] = row[v];
-        if (row[v] > row[best]) best = v;
+      float best_value = LogitAt(logits, from);
+      for (int64_t v = 1; v < vocab; ++v) {
+        const float value = LogitAt(logits, from + v);
+        if (value > best_value) best = v, best_value = value;
       }
       next[static_cast<size_t>(b)] = best;
       result.tokens[static_cast<size_t>(b)].push_back(best);

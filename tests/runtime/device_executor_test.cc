@@ -51,6 +51,10 @@ std::map<std::string, std::map<std::string, int>> RunCommittedModels(const Place
     INFO("model " << name);
     auto g = onnx::ImportModel(path);
     REQUIRE(g.ok());
+    // The fake device runs the CPU's kernels, which compute f16 and bf16 only through the
+    // executor's f32 copies (a host step's); the CUDA kernels' half precision is checked
+    // on the emulated backend (tools.gpu_check_emulated).
+    if (testing::ComputesInHalf(**g)) continue;
     const auto inputs = ReadInputs(data);
     BlasCpu cpu;
     auto cpu_ex = Executor::Create(**g, cpu, nullptr);
@@ -90,6 +94,7 @@ TEST_CASE("A recorded run replays with new data and equals the queued runs",
     INFO("model " << name);
     auto g = onnx::ImportModel(path);
     REQUIRE(g.ok());
+    if (testing::ComputesInHalf(**g)) continue;  // (as in RunCommittedModels)
     const auto inputs = ReadInputs(data);
     const auto other = OtherData(inputs);
     BlasCpu cpu;

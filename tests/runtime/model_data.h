@@ -12,6 +12,7 @@
 
 #include "catch2/catch.hpp"
 #include "test_util.h"
+#include "tpc/ir/graph.h"
 #include "tpc/runtime/tensor.h"
 #include "tpc/runtime/tensor_io.h"
 
@@ -51,6 +52,19 @@ inline std::vector<std::array<std::string, 3>> ModelsWithData() {
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// Whether some node of `g` computes an f16 or bf16 value (a model made in half precision).
+inline bool ComputesInHalf(const ir::Graph& g) {
+  for (const ir::Node* n : g.nodes()) {
+    for (const ir::Value* v : n->outputs()) {
+      if (v != nullptr &&
+          (v->type().dtype == ir::DType::kF16 || v->type().dtype == ir::DType::kBF16)) {
+        return true;
+      }
+    }
+  }
+  return false;
 }
 
 // Other data of the same shapes: floats halved, integers (token ids, masks) in reverse
