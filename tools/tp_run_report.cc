@@ -118,8 +118,8 @@ bool PrintComparison(const std::string& title, const std::vector<rt::IoSpec>& sp
   for (const rt::Tensor& o : outputs) half = half || ForOutput(t, o.dtype()).rtol != t.rtol;
   const Tolerance h = ForOutput(t, tpc::ir::DType::kF16), b = ForOutput(t, tpc::ir::DType::kBF16);
   std::printf("%s rtol %g, atol %g%s%s\n", title.c_str(), t.rtol, t.atol, ToleranceNote(t).c_str(),
-              half ? absl::StrFormat(" (f16 outputs rtol %g, atol %g; bf16 %g, %g)", h.rtol,
-                                     h.atol, b.rtol, b.atol)
+              half ? absl::StrFormat(" (f16 outputs rtol %g, atol %g; bf16 %g, %g)", h.rtol, h.atol,
+                                     b.rtol, b.atol)
                          .c_str()
                    : "");
   std::printf("  %-24s %-18s %12s %12s  %s\n", "output", "type", "max abs err", "max rel err",

@@ -242,8 +242,7 @@ absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<I
       // The row's last token: its prompt's last in a prefill padded at the end.
       const int64_t at = io.pad_right && step == 0 && rows == seq ? tokens(b) - 1 : rows - 1;
       const int64_t from = (b * rows + at) * vocab;
-      std::memcpy(last.raw() + b * vocab * size,
-                  logits.raw() + from * size,
+      std::memcpy(last.raw() + b * vocab * size, logits.raw() + from * size,
                   static_cast<size_t>(vocab * size));
       int64_t best = 0;
       float best_value = LogitAt(logits, from);
