@@ -220,12 +220,13 @@ absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<I
     const Tensor& logits = logits_it->second;
     const ir::DType type = logits.dtype();
     if ((type != ir::DType::kF32 && type != ir::DType::kF16 && type != ir::DType::kBF16) ||
-        (logits.rank() != 3 && logits.rank() != 2) || logits.dim(0) != batch) {
+        (logits.rank() != 3 && logits.rank() != 2) || logits.dim(0) != batch ||
+        logits.dim(logits.rank() - 1) < 1) {
       return absl::InvalidArgumentError(
           absl::StrCat("logits '", io.logits, "' are ", logits.TypeString(),
                        ": expected float32, float16 or bfloat16 [batch, seq, vocab] or [batch, "
                        "vocab] with batch ",
-                       batch));
+                       batch, " and a vocabulary"));
     }
     const int64_t vocab = logits.dim(logits.rank() - 1);
     const int64_t rows = logits.rank() == 3 ? logits.dim(1) : 1;

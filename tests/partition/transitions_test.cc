@@ -83,7 +83,7 @@ ir::Value* ValueNamed(ir::Graph& g, const std::string& name) {
 // The partitioned `g` (of the model at `path`) written as a plan of `n` ranks and read
 // back: each rank's program.
 std::vector<std::unique_ptr<ir::Graph>> WriteAndLoad(ir::Graph& g, const std::string& path, int n) {
-  const std::string plan_dir = testing::TempDir("transitions_plan");
+  const std::string plan_dir = tpc::testing::TempDir("transitions_plan");
   plan::PlanOptions po;
   po.tp = n;
   po.source_model = path;
@@ -106,7 +106,7 @@ Tensor Iota(std::vector<int64_t> shape) {
 TEST_CASE("partition writes a blocked Slice on another dim and a symbolic zero padding",
           "[partition]") {
   const int n = 2;
-  const std::string dir = testing::TempDir("transitions");
+  const std::string dir = tpc::testing::TempDir("transitions");
   const std::string path = WriteTransitionsModel(dir);
   auto graph = onnx::ImportModel(path);
   INFO(graph.status().ToString());
@@ -139,7 +139,7 @@ TEST_CASE("partition writes a blocked Slice on another dim and a symbolic zero p
   }
   result.output_placements["y"] = blocked;
   result.output_placements["nx"] = partial;
-  const shard::ShardOptions options = testing::TpOptions(n);
+  const shard::ShardOptions options = tpc::testing::TpOptions(n);
   auto stats = PartitionGraph(g, result, options);
   INFO(stats.status().ToString());
   REQUIRE(stats.ok());
@@ -154,7 +154,7 @@ TEST_CASE("partition writes a blocked Slice on another dim and a symbolic zero p
     std::map<std::string, Tensor> inputs;
     inputs["xb"] = *runtime::SliceForRank("xb", xb, blocked, r, n);
     inputs["x"] = *runtime::SliceForRank("x", x, rows, r, n);
-    auto out = testing::RunRanks({ranks[static_cast<size_t>(r)].get()}, inputs);
+    auto out = tpc::testing::RunRanks({ranks[static_cast<size_t>(r)].get()}, inputs);
     INFO(out.status().ToString());
     REQUIRE(out.ok());
     const Tensor& y = (*out)[0][0];
@@ -218,10 +218,10 @@ TEST_CASE("every conversion the cost model allows is written, and keeps the valu
                                       Placement::ShardInGroups(1, 2),
                                       Placement::Partial(ir::ReduceOp::kSum),
                                       Placement::Partial(ir::ReduceOp::kMax)};
-  const std::string dir = testing::TempDir("conversions");
+  const std::string dir = tpc::testing::TempDir("conversions");
   const std::string path = WriteChain(dir);
   const Tensor x = Iota({16, 12});
-  shard::ShardOptions options = testing::TpOptions(n);
+  shard::ShardOptions options = tpc::testing::TpOptions(n);
   options.divisible.insert("seq");
   int checked = 0;
   for (const Placement& from : all) {
@@ -251,7 +251,7 @@ TEST_CASE("every conversion the cost model allows is written, and keeps the valu
       const std::vector<std::unique_ptr<ir::Graph>> ranks = WriteAndLoad(g, path, n);
       std::vector<ir::Graph*> graphs;
       for (const auto& r : ranks) graphs.push_back(r.get());
-      auto out = testing::RunRanks(graphs, {{"x", x}});
+      auto out = tpc::testing::RunRanks(graphs, {{"x", x}});
       INFO(out.status().ToString());
       REQUIRE(out.ok());
       for (const std::vector<Tensor>& outputs : *out) {

@@ -155,7 +155,7 @@ TEST_CASE("Outputs belong to the caller, whether handed over or copied", "[runti
 }
 
 TEST_CASE("Bad inputs are refused before anything runs", "[runtime][executor]") {
-  auto g = onnx::ImportModel(testing::SourcePath("models/gpt2.onnx"));
+  auto g = onnx::ImportModel(tpc::testing::SourcePath("models/gpt2.onnx"));
   REQUIRE(g.ok());
   auto backend = MakeCpuBackend(1);
   auto ex = Executor::Create(**g, *backend, nullptr);
@@ -194,12 +194,12 @@ TEST_CASE("Every committed model, unsharded, equals its torch outputs", "[runtim
   for (const char* name :
        {"mlp", "mlp_dynamo", "gpt2", "gpt2_dynamo", "gpt2_loss", "llama", "mistral", "bert"}) {
     INFO("model " << name);
-    auto g = onnx::ImportModel(testing::SourcePath(std::string("models/") + name + ".onnx"));
+    auto g = onnx::ImportModel(tpc::testing::SourcePath(std::string("models/") + name + ".onnx"));
     REQUIRE(g.ok());
     auto runner = PlanRunner::Create({g->get()});
     REQUIRE(runner.ok());
     const std::string data =
-        testing::SourcePath(std::string("models/") + name + "/test_data_set_0");
+        tpc::testing::SourcePath(std::string("models/") + name + "/test_data_set_0");
     std::map<std::string, Tensor> inputs;
     for (int k = 0; std::filesystem::exists(data + "/input_" + std::to_string(k) + ".pb"); ++k) {
       auto t = ReadTensorProtoFile(data + "/input_" + std::to_string(k) + ".pb");

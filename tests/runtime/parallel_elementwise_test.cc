@@ -16,6 +16,14 @@ namespace {
 using ir::Dim;
 using ir::DType;
 
+// Each output's count of wrong elements is 0.
+void CheckNoneWrong(const int64_t (&wrong)[4]) {
+  for (int k = 0; k < 4; ++k) {
+    INFO("output " << k);
+    CHECK(wrong[k] == 0);
+  }
+}
+
 TEST_CASE("element-wise loops split across threads read each element's operands",
           "[runtime][elementwise]") {
   constexpr int64_t rows = 6, cols = 40000;  // 240000 elements: several chunks
@@ -55,10 +63,7 @@ TEST_CASE("element-wise loops split across threads read each element's operands"
       wrong[3] += std::abs((*out)[3].data<float>()[i] - 1.0f / (1.0f + std::exp(-xv))) > 1e-6f;
     }
   }
-  CHECK(wrong[0] == 0);
-  CHECK(wrong[1] == 0);
-  CHECK(wrong[2] == 0);
-  CHECK(wrong[3] == 0);
+  CheckNoneWrong(wrong);
 }
 
 // The general walk (detail::BroadcastWalk): a last dim under 4 in f32, and every shape in
@@ -116,10 +121,7 @@ TEST_CASE("element-wise loops through the general walk read each element's opera
       wrong[3] += (*out)[3].data<bool>()[i] != (av < tbrow.data<int16_t>()[c]);
     }
   }
-  CHECK(wrong[0] == 0);
-  CHECK(wrong[1] == 0);
-  CHECK(wrong[2] == 0);
-  CHECK(wrong[3] == 0);
+  CheckNoneWrong(wrong);
 }
 
 }  // namespace

@@ -33,12 +33,12 @@ constexpr double kRtol = 1e-5;
 constexpr double kAtol = 1e-5;
 
 std::string ModelPath(const std::string& model) {
-  return testing::SourcePath("models/" + model + ".onnx");
+  return tpc::testing::SourcePath("models/" + model + ".onnx");
 }
 
 // The test_data_set_0 inputs of `model`, by name.
 std::map<std::string, Tensor> TestInputs(const std::string& model) {
-  const std::string data = testing::SourcePath("models/" + model + "/test_data_set_0");
+  const std::string data = tpc::testing::SourcePath("models/" + model + "/test_data_set_0");
   std::map<std::string, Tensor> inputs;
   for (int k = 0; std::filesystem::exists(data + "/input_" + std::to_string(k) + ".pb"); ++k) {
     auto t = ReadTensorProtoFile(data + "/input_" + std::to_string(k) + ".pb");
@@ -57,7 +57,7 @@ struct Outputs {
 // Runs `graphs` (one per rank) on `inputs`; the outputs of every rank, by name.
 absl::StatusOr<Outputs> RunRanks(const std::vector<ir::Graph*>& graphs,
                                  const std::map<std::string, Tensor>& inputs) {
-  auto out = testing::RunRanks(graphs, inputs);
+  auto out = tpc::testing::RunRanks(graphs, inputs);
   if (!out.ok()) return out.status();
   Outputs result;
   for (const ir::Value* v : graphs[0]->outputs()) result.names.push_back(v->name());
@@ -151,7 +151,7 @@ absl::StatusOr<Compiled> Compile(const std::string& model, int64_t n, bool sp,
     const ir::Value* v = node->output(0);
     c.weights_in_groups += v->sharding() && v->sharding()->placements[0].has_groups();
   }
-  c.dir = testing::TempDir(model + "_tp" + std::to_string(n) + (sp ? "_sp" : ""));
+  c.dir = tpc::testing::TempDir(model + "_tp" + std::to_string(n) + (sp ? "_sp" : ""));
   plan::PlanOptions po;
   po.tp = n;
   po.source_model = ModelPath(model);

@@ -24,18 +24,18 @@ struct Model {
 // `name` compiled by tp-compile for `n` ranks, loaded back, with its test inputs.
 Model Load(const std::string& name, int n) {
   Model m;
-  m.unsharded = testing::ImportCommitted(name);
-  const std::string dir = testing::TempDir(name + "_ids");
-  const std::string model = testing::SourcePath("models/" + name + ".onnx");
-  testing::CommandResult r =
-      testing::RunTpCompile(model + " --tp " + std::to_string(n) + " --quiet -o " + dir + "/plan");
+  m.unsharded = tpc::testing::ImportCommitted(name);
+  const std::string dir = tpc::testing::TempDir(name + "_ids");
+  const std::string model = tpc::testing::SourcePath("models/" + name + ".onnx");
+  tpc::testing::CommandResult r =
+      tpc::testing::RunTpCompile(model + " --tp " + std::to_string(n) + " --quiet -o " + dir + "/plan");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   auto ranks = LoadPlan(dir + "/plan");
   INFO(ranks.status().ToString());
   REQUIRE(ranks.ok());
   m.ranks = std::move(*ranks);
-  const std::string data = testing::SourcePath("models/" + name + "/test_data_set_0/");
+  const std::string data = tpc::testing::SourcePath("models/" + name + "/test_data_set_0/");
   for (const char* file : {"input_0.pb", "input_1.pb"}) {
     auto t = ReadTensorProtoFile(data + file);
     if (t.ok()) m.inputs[t->name] = t->tensor;
@@ -47,7 +47,7 @@ Model Load(const std::string& name, int n) {
 // Rank 0's outputs (every rank's are checked equal elsewhere), or the error.
 absl::StatusOr<std::vector<Tensor>> Run(const std::vector<ir::Graph*>& graphs,
                                         const std::map<std::string, Tensor>& inputs) {
-  auto out = testing::RunRanks(graphs, inputs);
+  auto out = tpc::testing::RunRanks(graphs, inputs);
   if (!out.ok()) return out.status();
   return (*out)[0];
 }

@@ -37,7 +37,7 @@ Rule RuleOf(const std::string& body, int64_t n = 2, std::vector<ir::Dim> symboli
   const absl::Status inferred = onnx::InferShapes(**graph);
   INFO(inferred.ToString());
   REQUIRE(inferred.ok());
-  ShardOptions options = testing::TpOptions(n);
+  ShardOptions options = tpc::testing::TpOptions(n);
   options.divisible = {"b", "s"};
   options.symbolic_block_counts = std::move(symbolic_blocks);
   options.group_counts = std::move(group_counts);

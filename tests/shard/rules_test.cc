@@ -123,7 +123,7 @@ std::unique_ptr<ir::Graph> BuildGraph(const Example& e) {
 
 // The rule's text for the example's node at N = 2 (b and s divisible).
 std::string RuleText(const ir::Graph& graph, const OpRecord& record) {
-  ShardOptions options = testing::TpOptions(2);
+  ShardOptions options = tpc::testing::TpOptions(2);
   options.divisible = {"b", "s"};
   for (ir::Node* n : graph.nodes()) {
     if (!n->is_call()) continue;
@@ -142,7 +142,7 @@ std::string RecordName(std::string_view domain, std::string_view op) {
 }
 
 TEST_CASE("golden: the text form of every operator's sharding rule", "[shard][golden][rules]") {
-  const std::string old_text = testing::ReadFile(testing::SourcePath(kGolden));
+  const std::string old_text = tpc::testing::ReadFile(tpc::testing::SourcePath(kGolden));
   std::string text;
   std::set<std::string> covered;
   for (absl::string_view line : absl::StrSplit(old_text, '\n')) {
@@ -165,7 +165,7 @@ TEST_CASE("golden: the text form of every operator's sharding rule", "[shard][go
   }
   if (!text.empty()) text.pop_back();  // the split gave a last empty piece
   bool rewritten = false;
-  const std::string diff = testing::CheckGolden(kGolden, text, &rewritten);
+  const std::string diff = tpc::testing::CheckGolden(kGolden, text, &rewritten);
   if (rewritten) WARN("rewrote " << kGolden);
   INFO(diff);
   CHECK(diff.empty());

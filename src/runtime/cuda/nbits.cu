@@ -12,7 +12,6 @@ namespace {
 
 using math::FloatIO;
 
-constexpr int kThreads = 256;
 
 template <FloatKind K>
 __global__ void DequantKernel(math::NBitsLayout l, const uint8_t* b,
