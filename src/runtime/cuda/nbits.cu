@@ -12,7 +12,6 @@ namespace {
 
 using math::FloatIO;
 
-
 template <FloatKind K>
 __global__ void DequantKernel(math::NBitsLayout l, const uint8_t* b,
                               const typename FloatIO<K>::Storage* scales, const uint8_t* zp_packed,
