@@ -27,8 +27,8 @@ Model Load(const std::string& name, int n) {
   m.unsharded = tpc::testing::ImportCommitted(name);
   const std::string dir = tpc::testing::TempDir(name + "_ids");
   const std::string model = tpc::testing::SourcePath("models/" + name + ".onnx");
-  tpc::testing::CommandResult r =
-      tpc::testing::RunTpCompile(model + " --tp " + std::to_string(n) + " --quiet -o " + dir + "/plan");
+  tpc::testing::CommandResult r = tpc::testing::RunTpCompile(model + " --tp " + std::to_string(n) +
+                                                             " --quiet -o " + dir + "/plan");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   auto ranks = LoadPlan(dir + "/plan");
