@@ -46,17 +46,16 @@ absl::StatusOr<bool> OrtFlag(const KernelContext& ctx, const char* name, int64_t
 // (the layout above, with the resident rows as the own past), then the presents keep the
 // last rows of those (math::GqaWindowSource) and zeros after. A row of fewer keys than new
 // ones is a padded first prompt, as without a window (onnxruntime refuses it).
+GqaInputs GqaInputsOf(const KernelContext& ctx) {
+  return {ctx.input(0),          ctx.optional_input(1), ctx.optional_input(2),
+          ctx.optional_input(3), ctx.optional_input(4), ctx.input(5),
+          ctx.optional_input(7), ctx.optional_input(8), ctx.optional_input(9)};
+}
+
 absl::StatusOr<math::GqaLayout> ReadGqaLayout(const KernelContext& ctx) {
   const ir::Node& node = ctx.node();
-  const Tensor& query = ctx.input(0);
-  const Tensor* key = ctx.optional_input(1);
-  const Tensor* value = ctx.optional_input(2);
-  const Tensor* past_k = ctx.optional_input(3);
-  const Tensor* past_v = ctx.optional_input(4);
-  const Tensor& seqlens = ctx.input(5);
-  const Tensor* cos = ctx.optional_input(7);
-  const Tensor* sin = ctx.optional_input(8);
-  const Tensor* position_ids = ctx.optional_input(9);
+  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids] =
+      GqaInputsOf(ctx);
   for (int i : {10, 11}) {
     if (ctx.optional_input(i) != nullptr) {
       return ctx.Error(i == 10 ? "attention_bias is not supported" : "head_sink is not supported");
@@ -151,19 +150,13 @@ int64_t GqaCacheRows(const ir::Node& node, int input) {
 }
 
 absl::Status GroupQueryAttention(KernelContext& ctx) {
-  const Tensor& query = ctx.input(0);
-  const Tensor* key = ctx.optional_input(1);
-  const Tensor* value = ctx.optional_input(2);
-  const Tensor* past_k = ctx.optional_input(3);
-  const Tensor* cos = ctx.optional_input(7);
-  const Tensor* sin = ctx.optional_input(8);
-  const Tensor* position_ids = ctx.optional_input(9);
+  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids] =
+      GqaInputsOf(ctx);
   TPC_ASSIGN_OR_RETURN(const math::GqaLayout l, ReadGqaLayout(ctx));
   const int64_t batch = l.batch, seq = l.seq, hq = l.hq, hkv = l.hkv, hd = l.hd, past = l.past,
                 total = l.total, half = l.half;
   const bool packed = l.packed, rotary = l.rotary, smooth = l.smooth;
-  const Tensor* past_v = ctx.optional_input(4);
-  TPC_ASSIGN_OR_RETURN(std::vector<int64_t> lens, ReadInts(ctx, ctx.input(5)));
+  TPC_ASSIGN_OR_RETURN(std::vector<int64_t> lens, ReadInts(ctx, seqlens));
   // Row b's past among the keys (P_b): its keys are [0, P_b + S) in the present.
   std::vector<int64_t> row_past(static_cast<size_t>(batch));
   for (int64_t b = 0; b < batch; ++b) {

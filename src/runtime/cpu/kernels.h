@@ -677,6 +677,15 @@ struct OrtAttentionShape {
 absl::StatusOr<OrtAttentionShape> ReadMultiHeadAttentionShape(const KernelContext& ctx);
 absl::StatusOr<OrtAttentionShape> ReadMsAttentionShape(const KernelContext& ctx);
 absl::Status GroupQueryAttention(KernelContext& ctx);
+// GroupQueryAttention's operands by name, in onnxruntime's input order (the optional ones
+// null when absent); every backend's kernel reads them through this.
+struct GqaInputs {
+  const Tensor& query;
+  const Tensor *key, *value, *past_k, *past_v;
+  const Tensor& seqlens;
+  const Tensor *cos, *sin, *position_ids;
+};
+GqaInputs GqaInputsOf(const KernelContext& ctx);
 // GroupQueryAttention's operands checked by shape and type (and total_sequence_length, a
 // host value), and its geometry, for every backend's kernel; the values of seqlens_k and
 // position_ids are the kernels' to check.

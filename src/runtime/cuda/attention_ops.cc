@@ -247,15 +247,8 @@ absl::Status Attention(KernelContext& ctx) {
 }
 
 absl::Status GroupQueryAttention(KernelContext& ctx) {
-  const Tensor& query = ctx.input(0);
-  const Tensor* key = ctx.optional_input(1);
-  const Tensor* value = ctx.optional_input(2);
-  const Tensor* past_k = ctx.optional_input(3);
-  const Tensor* past_v = ctx.optional_input(4);
-  const Tensor& seqlens = ctx.input(5);
-  const Tensor* cos = ctx.optional_input(7);
-  const Tensor* sin = ctx.optional_input(8);
-  const Tensor* position_ids = ctx.optional_input(9);
+  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids] =
+      cpu::GqaInputsOf(ctx);
   TPC_ASSIGN_OR_RETURN(FloatKind kind, FloatKindOf(ctx, query.dtype()));
   TPC_ASSIGN_OR_RETURN(const math::GqaLayout l, cpu::ReadGqaLayout(ctx));
   const float scale = l.scale;
