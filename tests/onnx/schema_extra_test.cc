@@ -127,10 +127,10 @@ TEST_CASE("attribute values and inputs tpc does not implement are refused at imp
              Catch::Contains("the_node") && Catch::Contains("'causal' = 0 is not supported") &&
                  Catch::Contains("only 1"));
   CHECK(ImportMessage(Gqa({Int("causal", 1)})) == "");
-  // q_norm_weight (input 14): onnxruntime normalizes Q's heads by it.
-  std::vector<std::string> extra(8, "");  // inputs 7 to 14
-  extra.back() = "qn";
-  CHECK_THAT(ImportMessage(Gqa({}, extra)), Catch::Contains("input 14 ('qn') is not supported"));
+  // query_seqlens (input 16): onnxruntime's right-padded query chunks.
+  std::vector<std::string> extra(10, "");  // inputs 7 to 16
+  extra.back() = "qs";
+  CHECK_THAT(ImportMessage(Gqa({}, extra)), Catch::Contains("input 16 ('qs') is not supported"));
   std::vector<std::string> too_many(11, "");
   too_many.back() = "x";
   CHECK_THAT(ImportMessage(Gqa({}, too_many)), Catch::Contains("takes at most 17"));

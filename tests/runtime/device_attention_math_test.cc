@@ -31,11 +31,32 @@ using testing::RequireClose;
 
 // GroupQueryAttention as the CUDA kernel composes it (the layout elements, the scores of
 // each group, the masked softmax of each row, P·V), in f32 on the host.
-std::vector<Tensor> GqaByDeviceMath(const math::GqaLayout& l, const Tensor& query,
-                                    const Tensor* key, const Tensor* value, const Tensor* past_k,
+// With l.qk_norm, the query and key read are copies with their Q and K heads normalized
+// by norms[0] and norms[1] (the CUDA op's first launches).
+std::vector<Tensor> GqaByDeviceMath(const math::GqaLayout& l, Tensor query, const Tensor* key,
+                                    const Tensor* value, const Tensor* past_k,
                                     const Tensor* past_v, const std::vector<int32_t>& lens,
-                                    const Tensor* cos, const Tensor* sin, float scale) {
+                                    const Tensor* cos, const Tensor* sin, float scale,
+                                    const Tensor* norms = nullptr) {
   const float* nul = nullptr;
+  Tensor key_normed;
+  if (l.qk_norm) {
+    auto normed = [&](const Tensor& in, bool key_input) {
+      Tensor out = Tensor::Allocate(ir::DType::kF32, in.shape());
+      for (int64_t j = 0; j < in.num_elements() / l.hd; ++j) {
+        math::GqaNormHead<math::FloatIO<FloatKind::kF32>>(l, in.data<float>(), key_input,
+                                                          norms[0].data<float>(),
+                                                          norms[1].data<float>(),
+                                                          out.data<float>(), j);
+      }
+      return out;
+    };
+    query = normed(query, false);
+    if (key != nullptr) {
+      key_normed = normed(*key, true);
+      key = &key_normed;
+    }
+  }
   std::vector<float> q(static_cast<size_t>(l.batch * l.hq * l.seq * l.hd));
   std::vector<float> pk(static_cast<size_t>(l.batch * l.hkv * l.total * l.hd)), pv(pk.size());
   const int64_t* no_positions = nullptr;
@@ -107,7 +128,8 @@ TEST_CASE("GroupQueryAttention composed from the device math equals the CPU kern
     int64_t window;
     float softcap;
     std::vector<int32_t> lens;
-    int64_t capacity;  // of a windowed cache (sliding_window_cache), else 0
+    int64_t capacity;    // of a windowed cache (sliding_window_cache), else 0
+    bool norm = false;  // the fused per-head Q/K norms
   };
   const std::vector<Case> cases = {
       {false, false, true, false, -1, 0.0f, {4, 3}, 0},   // decode rows of 5 and 4 keys
@@ -119,6 +141,9 @@ TEST_CASE("GroupQueryAttention composed from the device math equals the CPU kern
       {true, false, true, false, 3, 0.0f, {6, 2}, 3},
       // A padded first prompt (a row of 2 keys for 3 new rows) beside a full one.
       {false, false, true, false, 2, 0.0f, {1, 2}, 3},
+      // The fused Q/K norms: Q, K and V apart, and packed (V's heads left as they are).
+      {false, false, true, false, -1, 0.0f, {4, 3}, 0, true},
+      {true, true, true, false, -1, 0.0f, {4, 2}, 0, true},
   };
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const Case& c = cases[ci];
@@ -141,6 +166,10 @@ TEST_CASE("GroupQueryAttention composed from the device math equals the CPU kern
     l.window = c.window;
     l.softcap = c.softcap;
     l.smooth = c.smooth;
+    l.qk_norm = c.norm;
+    l.q_epsilon = 0.01f;
+    l.k_epsilon = 0.3f;
+    const Tensor norms[2] = {Random({l.hd}, 77), Random({l.hd}, 78)};
     const Tensor query = Random({l.batch, l.seq, l.q_row}, 70 + static_cast<uint32_t>(ci));
     const Tensor key = Random({l.batch, l.seq, l.hkv * l.hd}, 71);
     const Tensor value = Random({l.batch, l.seq, l.hkv * l.hd}, 72);
@@ -170,9 +199,16 @@ TEST_CASE("GroupQueryAttention composed from the device math equals the CPU kern
     o.None();
     o.Input("cos", cos);
     o.Input("sin", sin);
+    if (c.norm) {
+      for (int i = 9; i < 14; ++i) o.None();
+      o.Input("q_norm_weight", norms[0]);
+      o.Input("k_norm_weight", norms[1]);
+    }
     o.output_type = ir::TensorType(ir::DType::kF32, {});
     auto want = o.TryRun("GroupQueryAttention",
                          {{"num_heads", l.hq},
+                          {"q_norm_epsilon", l.q_epsilon},
+                          {"k_norm_epsilon", l.k_epsilon},
                           {"kv_num_heads", l.hkv},
                           {"scale", scale},
                           {"do_rotary", int64_t{1}},
@@ -187,7 +223,7 @@ TEST_CASE("GroupQueryAttention composed from the device math equals the CPU kern
     const std::vector<Tensor> got =
         GqaByDeviceMath(l, query, c.packed ? nullptr : &key, c.packed ? nullptr : &value,
                         c.with_past ? &past_k : nullptr, c.with_past ? &past_v : nullptr, c.lens,
-                        &cos, &sin, scale);
+                        &cos, &sin, scale, norms);
     for (size_t k = 0; k < 3; ++k) {
       INFO("output " << k);
       REQUIRE(got[k].shape() == (*want)[k].shape());
@@ -206,6 +242,48 @@ TEST_CASE("GroupQueryAttention composed from the device math equals the CPU kern
   REQUIRE(math::GqaRowKeys(l, 2, &keys, &own));
   const int64_t* none = nullptr;
   CHECK(!math::GqaPosition(l, none, own, 0, 0, &pos));  // own + 0 = 2, caches of 2
+}
+
+// The fused Q/K norm of a head in half (the CUDA kernel's f16 and bf16): the f32 norm of the
+// half values, rounded once (within one unit of the half's last place: the f32 sums may
+// differ in order from the reference's double).
+TEST_CASE("GroupQueryAttention's Q/K norm in f16 and bf16 is the f32 norm rounded once",
+          "[runtime][device-math]") {
+  math::GqaLayout l;
+  l.hq = 2;
+  l.hkv = 1;
+  l.hd = 64;
+  l.q_row = 4 * l.hd;  // packed: 2 Q heads, 1 K head, 1 V head
+  l.packed = true;
+  l.q_epsilon = 1e-6f;
+  l.k_epsilon = 0.5f;
+  const Tensor x = Random({4 * l.hd}, 80), w = Random({2 * l.hd}, 81);
+  auto check = [&]<FloatKind K>(double ulp) {
+    using IO = math::FloatIO<K>;
+    std::vector<uint16_t> in(x.num_elements()), weights(w.num_elements()), out(in.size());
+    for (size_t i = 0; i < in.size(); ++i) in[i] = IO::Store(x.data<float>()[i]);
+    for (size_t i = 0; i < weights.size(); ++i) weights[i] = IO::Store(w.data<float>()[i]);
+    for (int64_t j = 0; j < 4; ++j) {
+      math::GqaNormHead<IO>(l, in.data(), false, weights.data(), weights.data() + l.hd,
+                            out.data(), j);
+    }
+    for (int64_t j = 0; j < 4; ++j) {
+      double sum = 0;
+      for (int64_t d = 0; d < l.hd; ++d) sum += std::pow(IO::Load(in[j * l.hd + d]), 2);
+      const double eps = j < 2 ? l.q_epsilon : l.k_epsilon;
+      const double inv = 1 / std::sqrt(sum / static_cast<double>(l.hd) + eps);
+      for (int64_t d = 0; d < l.hd; ++d) {
+        const size_t at = static_cast<size_t>(j * l.hd + d);
+        const double want = j == 3 ? IO::Load(in[at])
+                                   : IO::Load(in[at]) * inv *
+                                         IO::Load(weights[(j < 2 ? 0 : l.hd) + d]);
+        INFO("head " << j << " element " << d);
+        CHECK(std::abs(IO::Load(out[at]) - want) <= ulp * std::max(std::abs(want), 1e-3));
+      }
+    }
+  };
+  check.operator()<FloatKind::kF16>(std::ldexp(1.0, -10));
+  check.operator()<FloatKind::kBF16>(std::ldexp(1.0, -7));
 }
 
 TEST_CASE("ONNX Attention's row math, composed as the CUDA kernel does, equals the CPU kernel",

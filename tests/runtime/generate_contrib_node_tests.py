@@ -20,16 +20,20 @@ import onnxruntime as ort
 from onnx import helper, numpy_helper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import unfuse_gqa_norms  # noqa: E402
 MS = "com.microsoft"
 
 
 class Case:
-    def __init__(self, name, op, inputs, outputs, opset=17, domain=MS, **attrs):
+    def __init__(self, name, op, inputs, outputs, opset=17, domain=MS, reference=None, **attrs):
         """inputs: list of (name, array or None for an absent optional input);
         outputs: list of names, "" for an output the node leaves out. `domain` "": an
-        operator onnxruntime registers in the default domain (SimplifiedLayerNormalization)."""
+        operator onnxruntime registers in the default domain (SimplifiedLayerNormalization).
+        `reference`: the equivalent model onnxruntime's CPU runs, for a node it refuses."""
         self.name, self.op, self.inputs, self.outputs = name, op, inputs, outputs
         self.opset, self.domain, self.attrs = opset, domain, attrs
+        self.reference = reference
 
     def model(self):
         node = helper.make_node(self.op, [n if a is not None else "" for n, a in self.inputs],
@@ -48,8 +52,8 @@ class Case:
     def write(self, out):
         model = self.model()
         feeds = {n: a for n, a in self.inputs if a is not None}
-        sess = ort.InferenceSession(model.SerializeToString(),
-                                    providers=["CPUExecutionProvider"])
+        run = self.reference(model) if self.reference else model
+        sess = ort.InferenceSession(run.SerializeToString(), providers=["CPUExecutionProvider"])
         results = sess.run(None, feeds)
         # Declare the output types onnxruntime produced (tpc reads typed outputs).
         del model.graph.output[:]
@@ -121,6 +125,54 @@ def cases():
                          ("sin_cache", sin)], ["output"], **attrs))
     out += multi_head_attention_cases(np.random.default_rng(1))
     out += attention_cases(np.random.default_rng(2))
+    out += gqa_qk_norm_cases(np.random.default_rng(3))
+    return out
+
+
+def gqa_qk_norm_cases(rng):
+    """GroupQueryAttention's fused per-head Q/K norms (q_norm_weight, k_norm_weight: the CUDA
+    exports of Qwen 3), which onnxruntime's CPU refuses: the reference is the unfused graph
+    (tools/unfuse_gqa_norms.py). A decode step with rotary and the default epsilon; a prompt
+    after a past, interleaved, with Q's and K's own epsilons, large enough to matter beside
+    inputs scaled down; packed Q/K/V (V's heads untouched) with a padded row."""
+    def f32(*shape, scale=1.0):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    out = []
+    hq, hkv, hd = 4, 2, 16
+    for name, b, s, p, extra in [
+            ("decode_rotary", 2, 1, 5, {"do_rotary": 1}),
+            ("prompt_epsilons", 1, 3, 4, {"do_rotary": 1, "rotary_interleaved": 1,
+                                          "q_norm_epsilon": 0.05, "k_norm_epsilon": 0.2,
+                                          "scale_inputs": 0.2}),
+            ("packed_padded", 2, 1, 4, {"packed": 1, "lens": [5, 3], "qk_norm_epsilon": 1e-5})]:
+        extra = dict(extra)
+        lens = extra.pop("lens", None)
+        packed = extra.pop("packed", 0)
+        x = extra.pop("scale_inputs", 1.0)
+        total = p + s
+        if packed:
+            inputs = [("query", f32(b, s, (hq + 2 * hkv) * hd, scale=x)), ("key", None),
+                      ("value", None)]
+        else:
+            inputs = [("query", f32(b, s, hq * hd, scale=x)), ("key", f32(b, s, hkv * hd, scale=x)),
+                      ("value", f32(b, s, hkv * hd))]
+        inputs += [("past_key", f32(b, hkv, p, hd)), ("past_value", f32(b, hkv, p, hd)),
+                   ("seqlens_k", np.array(lens, np.int32) - 1 if lens else
+                    np.full((b,), total - 1, np.int32)),
+                   ("total_sequence_length", np.array([total], np.int32))]
+        if extra.get("do_rotary"):
+            angles = rng.random((32, hd // 2)) * 3
+            inputs += [("cos_cache", np.cos(angles).astype(np.float32)),
+                       ("sin_cache", np.sin(angles).astype(np.float32))]
+        else:
+            inputs += [("cos_cache", None), ("sin_cache", None)]
+        inputs += [(n, None) for n in ("position_ids", "attention_bias", "head_sink", "k_scale",
+                                       "v_scale")]
+        inputs += [("q_norm_weight", f32(hd)), ("k_norm_weight", f32(hd))]
+        out.append(Case(f"group_query_attention_qk_norm_{name}", "GroupQueryAttention", inputs,
+                        ["output", "present_key", "present_value"], num_heads=hq,
+                        kv_num_heads=hkv, reference=unfuse_gqa_norms.unfuse, **extra))
     return out
 
 

@@ -46,16 +46,20 @@ absl::StatusOr<bool> OrtFlag(const KernelContext& ctx, const char* name, int64_t
 // (the layout above, with the resident rows as the own past), then the presents keep the
 // last rows of those (math::GqaWindowSource) and zeros after. A row of fewer keys than new
 // ones is a padded first prompt, as without a window (onnxruntime refuses it).
+// q_norm_weight and k_norm_weight [hd] (inputs 14, 15, together; onnxruntime's CUDA
+// exports of Qwen 3 and the like): Q's and K's heads RMS-normalized before the rotary
+// (math::GqaNormHead; epsilons qk_norm_epsilon, or q_norm_epsilon and k_norm_epsilon).
 GqaInputs GqaInputsOf(const KernelContext& ctx) {
   return {ctx.input(0),          ctx.optional_input(1), ctx.optional_input(2),
           ctx.optional_input(3), ctx.optional_input(4), ctx.input(5),
-          ctx.optional_input(7), ctx.optional_input(8), ctx.optional_input(9)};
+          ctx.optional_input(7), ctx.optional_input(8), ctx.optional_input(9),
+          ctx.optional_input(14), ctx.optional_input(15)};
 }
 
 absl::StatusOr<math::GqaLayout> ReadGqaLayout(const KernelContext& ctx) {
   const ir::Node& node = ctx.node();
-  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids] =
-      GqaInputsOf(ctx);
+  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids, q_norm,
+               k_norm] = GqaInputsOf(ctx);
   for (int i : {10, 11}) {
     if (ctx.optional_input(i) != nullptr) {
       return ctx.Error(i == 10 ? "attention_bias is not supported" : "head_sink is not supported");
@@ -84,6 +88,26 @@ absl::StatusOr<math::GqaLayout> ReadGqaLayout(const KernelContext& ctx) {
     return ctx.Error(absl::StrCat("query ", query.TypeString(),
                                   key ? absl::StrCat(", key ", key->TypeString()) : "",
                                   " do not fit num_heads ", l.hq, " and kv_num_heads ", l.hkv));
+  }
+  if ((q_norm == nullptr) != (k_norm == nullptr)) {
+    return ctx.Error("q_norm_weight and k_norm_weight come together");
+  }
+  if (q_norm != nullptr) {
+    for (const Tensor* w : {q_norm, k_norm}) {
+      if (w->shape() != Shape{l.hd} || w->dtype() != query.dtype()) {
+        return ctx.Error(absl::StrCat(w == q_norm ? "q" : "k", "_norm_weight ", w->TypeString(),
+                                      " must be [", l.hd, "] (the head size) of the query's type"));
+      }
+    }
+    l.qk_norm = true;
+    const float both = node.attr_float("qk_norm_epsilon", 1e-6f);
+    l.q_epsilon = node.has_attr("q_norm_epsilon") ? node.attr_float("q_norm_epsilon", 0) : both;
+    l.k_epsilon = node.has_attr("k_norm_epsilon") ? node.attr_float("k_norm_epsilon", 0) : both;
+    for (float e : {l.q_epsilon, l.k_epsilon}) {
+      if (!std::isfinite(e) || e <= 0) {
+        return ctx.Error(absl::StrCat("the Q/K norms' epsilon ", e, " must be finite and positive"));
+      }
+    }
   }
   if ((past_k == nullptr) != (past_v == nullptr)) {
     return ctx.Error("past_key and past_value come together");
@@ -150,8 +174,8 @@ int64_t GqaCacheRows(const ir::Node& node, int input) {
 }
 
 absl::Status GroupQueryAttention(KernelContext& ctx) {
-  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids] =
-      GqaInputsOf(ctx);
+  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids, q_norm,
+               k_norm] = GqaInputsOf(ctx);
   TPC_ASSIGN_OR_RETURN(const math::GqaLayout l, ReadGqaLayout(ctx));
   const int64_t batch = l.batch, seq = l.seq, hq = l.hq, hkv = l.hkv, hd = l.hd, past = l.past,
                 total = l.total, half = l.half;
@@ -210,15 +234,30 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
     };
     TPC_ASSIGN_OR_RETURN(T * pk, present(1, &k_scratch));
     TPC_ASSIGN_OR_RETURN(T * pv, present(2, &v_scratch));
+    // The query and key inputs, their Q and K heads normalized when the node fuses the
+    // per-head norms.
+    const T* query_in = query.data<T>();
+    const T* key_in = key != nullptr ? key->data<T>() : nullptr;
+    std::vector<T> query_normed, key_normed;
+    if (l.qk_norm) {
+      auto normed = [&](const Tensor& t, bool key_input, std::vector<T>* out) {
+        out->resize(static_cast<size_t>(t.num_elements()));
+        for (int64_t j = 0; j < t.num_elements() / hd; ++j) {
+          math::GqaNormHead<math::PlainIO<T>>(l, t.data<T>(), key_input, q_norm->data<T>(),
+                                              k_norm->data<T>(), out->data(), j);
+        }
+        return out->data();
+      };
+      query_in = normed(query, false, &query_normed);
+      if (!packed) key_in = normed(*key, true, &key_normed);
+    }
     // Row (b, s) of the query input holds Q's heads, then (packed) K's and V's.
     const int64_t q_row = query.dim(2);
     auto src = [&](int which, int64_t b, int64_t s, int64_t h) -> const T* {
-      if (which == 0) return query.data<T>() + (b * seq + s) * q_row + h * hd;
-      if (packed) {
-        return query.data<T>() + (b * seq + s) * q_row + (hq + (which - 1) * hkv + h) * hd;
-      }
-      const Tensor& t = which == 1 ? *key : *value;
-      return t.data<T>() + (b * seq + s) * hkv * hd + h * hd;
+      if (which == 0) return query_in + (b * seq + s) * q_row + h * hd;
+      if (packed) return query_in + (b * seq + s) * q_row + (hq + (which - 1) * hkv + h) * hd;
+      if (which == 1) return key_in + (b * seq + s) * hkv * hd + h * hd;
+      return value->data<T>() + (b * seq + s) * hkv * hd + h * hd;
     };
     for (int64_t b = 0; b < batch; ++b) {
       const int64_t own = row_past[static_cast<size_t>(b)];

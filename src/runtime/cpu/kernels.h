@@ -684,6 +684,7 @@ struct GqaInputs {
   const Tensor *key, *value, *past_k, *past_v;
   const Tensor& seqlens;
   const Tensor *cos, *sin, *position_ids;
+  const Tensor *q_norm, *k_norm;  // the fused per-head norms' weights
 };
 GqaInputs GqaInputsOf(const KernelContext& ctx);
 // GroupQueryAttention's operands checked by shape and type (and total_sequence_length, a

@@ -247,8 +247,8 @@ absl::Status Attention(KernelContext& ctx) {
 }
 
 absl::Status GroupQueryAttention(KernelContext& ctx) {
-  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids] =
-      cpu::GqaInputsOf(ctx);
+  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids, q_norm,
+               k_norm] = cpu::GqaInputsOf(ctx);
   TPC_ASSIGN_OR_RETURN(FloatKind kind, FloatKindOf(ctx, query.dtype()));
   TPC_ASSIGN_OR_RETURN(const math::GqaLayout l, cpu::ReadGqaLayout(ctx));
   const float scale = l.scale;
@@ -294,6 +294,19 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
   GqaOperands o;
   o.query = query.raw();
   o.key = key != nullptr ? key->raw() : nullptr;
+  // The fused per-head Q/K norms: the layout reads normalized copies of the query and key.
+  Tensor query_normed, key_normed;
+  if (l.qk_norm) {
+    for (const Tensor* in : {&query, key}) {
+      if (in == nullptr) continue;  // packed: K's heads are in the query
+      Tensor& out = in == &query ? query_normed : key_normed;
+      TPC_ASSIGN_OR_RETURN(out, Scratch(ctx, query.dtype(), in->shape()));
+      TPC_RETURN_IF_ERROR(Check(
+          ctx, LaunchGqaNormHeads(kind, l, in->raw(), in != &query, q_norm->raw(), k_norm->raw(),
+                                  out.raw(), in->num_elements() / l.hd, StreamOf(ctx))));
+      (in == &query ? o.query : o.key) = out.raw();
+    }
+  }
   o.value = value != nullptr ? value->raw() : nullptr;
   o.past_k = past_k != nullptr ? past_k->raw() : nullptr;
   o.past_v = past_v != nullptr ? past_v->raw() : nullptr;

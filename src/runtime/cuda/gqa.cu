@@ -1,6 +1,9 @@
 // Launches of GroupQueryAttention's layout kernels: Q [B, Hq, S, hd] and the presents
 // [B, Hkv, total, hd] (the past, the new keys and values, zeros), rotated, one thread per
-// element of the output in a grid-stride loop. Each thread writes only its element(s)
+// element of the output in a grid-stride loop; before them, with the fused per-head Q/K
+// norms, a copy of the query (and key) input with those heads normalized, one thread per
+// head (its hd elements read twice and written once, by that thread only; the head index
+// is below the input's heads, so the reads and writes stay inside both buffers). Each thread writes only its element(s)
 // (pk[i] and pv[i] for the presents); the reads stay inside the inputs because the host
 // checked the shapes and each element checks its row's keys and its position (a bad one
 // sets the backend's check flag to `code`). The math is math/gqa.h.
@@ -55,6 +58,16 @@ __global__ void GqaWindowPresentKernel(math::GqaLayout l, const L* lens, const S
                                        S* pk, S* pv, int64_t n, int* flag, int code) {
   for (int64_t i = First(); i < n; i += Step()) {
     if (!math::GqaWindowPresentElement(l, lens, sk, sv, pk, pv, i)) atomicCAS(flag, 0, code);
+  }
+}
+
+template <FloatKind K>
+__global__ void GqaNormHeadsKernel(math::GqaLayout l, const typename FloatIO<K>::Storage* in,
+                                   bool key_input, const typename FloatIO<K>::Storage* q_weight,
+                                   const typename FloatIO<K>::Storage* k_weight,
+                                   typename FloatIO<K>::Storage* out, int64_t heads) {
+  for (int64_t j = First(); j < heads; j += Step()) {
+    math::GqaNormHead<FloatIO<K>>(l, in, key_input, q_weight, k_weight, out, j);
   }
 }
 
@@ -124,6 +137,20 @@ cudaError_t LaunchGqaWindowPresents(FloatKind k, const math::GqaLayout& l, const
   return ByKind(k, [&](auto kind) {
     using S = typename FloatIO<decltype(kind)::value>::Storage;
     return GqaWindowPresentsOf<S>(l, lens, lens_i64, sk, sv, pk, pv, flag, code, stream);
+  });
+}
+
+cudaError_t LaunchGqaNormHeads(FloatKind k, const math::GqaLayout& l, const void* in,
+                               bool key_input, const void* q_weight, const void* k_weight,
+                               void* out, int64_t heads, cudaStream_t stream) {
+  if (heads == 0) return cudaSuccess;
+  return ByKind(k, [&](auto kind) {
+    constexpr FloatKind K = decltype(kind)::value;
+    using S = typename FloatIO<K>::Storage;
+    GqaNormHeadsKernel<K><<<Blocks(heads), kThreads, 0, stream>>>(
+        l, static_cast<const S*>(in), key_input, static_cast<const S*>(q_weight),
+        static_cast<const S*>(k_weight), static_cast<S*>(out), heads);
+    return cudaGetLastError();
   });
 }
 

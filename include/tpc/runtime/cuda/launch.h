@@ -138,6 +138,12 @@ struct GqaOperands {
 cudaError_t LaunchGqaLayout(FloatKind k, const math::GqaLayout& l, const GqaOperands& o,
                             const void* lens, bool lens_i64, const void* positions,
                             bool positions_i64, int* flag, int code, cudaStream_t stream);
+// The fused per-head Q/K norms (l.qk_norm; math::GqaNormHead): `in` (the query input, or
+// with key_input the key input: `heads` heads of hd elements) into `out`, its Q and K heads
+// normalized by q_weight and k_weight [hd], V's (packed) copied.
+cudaError_t LaunchGqaNormHeads(FloatKind k, const math::GqaLayout& l, const void* in,
+                               bool key_input, const void* q_weight, const void* k_weight,
+                               void* out, int64_t heads, cudaStream_t stream);
 // A windowed cache's presents [B, Hkv, past, hd] (pk, pv) from the rows attention ran over
 // (sk, sv [B, Hkv, total, hd]; math::GqaWindowPresentElement), kind k's element size es.
 // A row whose seqlens_k is negative sets *flag to `code`.

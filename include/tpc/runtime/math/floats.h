@@ -38,4 +38,13 @@ struct FloatIO<FloatKind::kBF16> {
   TPC_HOST_DEVICE static Storage Store(float v) { return FloatToBFloat16(v); }
 };
 
+// A type loaded and stored as itself, as FloatIO: the CPU kernels' f32 and f64 through the
+// device math.
+template <typename T>
+struct PlainIO {
+  using Storage = T;
+  TPC_HOST_DEVICE static T Load(T v) { return v; }
+  TPC_HOST_DEVICE static T Store(T v) { return v; }
+};
+
 }  // namespace tpc::runtime::math

@@ -31,6 +31,9 @@ struct GqaLayout {
   float softcap = 0.0f;
   bool smooth = false;  // smooth softmax
   float scale = 1.0f;   // of the scores
+  // The fused per-head Q/K RMS norms (q_norm_weight, k_norm_weight) and their epsilons.
+  bool qk_norm = false;
+  float q_epsilon = 1e-6f, k_epsilon = 1e-6f;
 };
 
 // onnxruntime's windowed cache (sliding_window_cache) after `len` tokens of a row: its rows
@@ -96,6 +99,39 @@ TPC_HOST_DEVICE inline const S* GqaSource(const GqaLayout& l, const S* query, co
   if (which == 0) return query + row * l.q_row + h * l.hd;
   if (l.packed) return query + row * l.q_row + (l.hq + (which - 1) * l.hkv + h) * l.hd;
   return (which == 1 ? key : value) + row * l.hkv * l.hd + h * l.hd;
+}
+
+TPC_HOST_DEVICE inline float Sqrt(float v) { return sqrtf(v); }
+TPC_HOST_DEVICE inline double Sqrt(double v) { return sqrt(v); }
+
+// The fused per-head Q/K norms (onnxruntime's CUDA exports of Qwen 3 and the like), before
+// the rotary: head j of the query input (Q's heads, then, packed, K's and V's; `key_input`:
+// of the key input, K's heads), its hd elements x -> x · w / sqrt(mean(x²) + ε) with Q's or
+// K's weight and epsilon, accumulated in IO's load type (f32; the CPU's f64 in f64) and
+// stored; a V head is copied. As the unfused graph computes it: a SimplifiedLayerNormalization
+// over each head (its output in the input's type), then the attention.
+template <typename IO>
+TPC_HOST_DEVICE inline void GqaNormHead(const GqaLayout& l, const typename IO::Storage* in,
+                                        bool key_input, const typename IO::Storage* q_weight,
+                                        const typename IO::Storage* k_weight,
+                                        typename IO::Storage* out, int64_t j) {
+  using A = decltype(IO::Load(typename IO::Storage{}));
+  const int64_t per_row = key_input ? l.hkv : DivIndex(l.q_row, l.hd);
+  const int64_t h = j - DivIndex(j, per_row) * per_row;
+  const bool is_q = !key_input && h < l.hq;
+  const bool is_k = key_input || (h >= l.hq && h < l.hq + l.hkv);
+  const typename IO::Storage* x = in + j * l.hd;
+  typename IO::Storage* y = out + j * l.hd;
+  if (!is_q && !is_k) {
+    for (int64_t d = 0; d < l.hd; ++d) y[d] = x[d];
+    return;
+  }
+  const typename IO::Storage* w = is_q ? q_weight : k_weight;
+  A sum = 0;
+  for (int64_t d = 0; d < l.hd; ++d) sum += IO::Load(x[d]) * IO::Load(x[d]);
+  const A eps = static_cast<A>(is_q ? l.q_epsilon : l.k_epsilon);
+  const A inv = static_cast<A>(1) / Sqrt(sum / static_cast<A>(l.hd) + eps);
+  for (int64_t d = 0; d < l.hd; ++d) y[d] = IO::Store(IO::Load(x[d]) * inv * IO::Load(w[d]));
 }
 
 // Element i of Q laid out [B, Hq, S, hd], rotated; false when row b's keys or the
