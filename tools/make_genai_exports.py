@@ -13,7 +13,8 @@ folder, runs `python -m onnxruntime_genai.models.builder -e cpu` (--ep cuda: the
 GPU exports, e.g. `--precisions fp16`), and copies model.onnx, model.onnx.data and
 genai_config.json to OUT/<arch>_<precision>/ (OUT/<arch>_<precision>_<ep> for another EP), with
 test_data_set_0/: a prefill of 4 tokens after a cache of 3 (input_*.pb) and onnxruntime's
-outputs (output_*.pb).
+outputs (output_*.pb). onnxruntime's CPU refuses GroupQueryAttention's fused Q/K norms (the
+CUDA exports of Qwen 3): their outputs come from the unfused graph (tools/unfuse_gqa_norms.py).
 
 Needs torch, transformers >= 5, onnxruntime-genai (0.18 checked) and onnxruntime; `make
 test` never runs this, it reads the committed outputs.
@@ -25,6 +26,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 ARCHS = {
     "llama": "LlamaForCausalLM",
@@ -89,7 +92,13 @@ def write_test_data(model_path, out_dir, config=SHAPE):
     import onnx
     import onnxruntime as ort
     from onnx import numpy_helper
-    sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    import unfuse_gqa_norms
+    model = onnx.load(model_path)
+    fused = any(n.op_type == "GroupQueryAttention" and len(n.input) > 14 and n.input[14]
+                for n in model.graph.node)
+    sess = ort.InferenceSession(
+        unfuse_gqa_norms.unfuse(model).SerializeToString() if fused else model_path,
+        providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(0)
     head_dim = config["head_dim"]
     feeds = {}
