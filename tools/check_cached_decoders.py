@@ -59,6 +59,9 @@ def main():
     ap.add_argument("--precisions", default="fp32",
                     help="of the genai exports (int4: onnxruntime quantizes activations to 8 "
                     "bits, which Q/K norms amplify past the checks' tolerance)")
+    ap.add_argument("--ep", default="cpu",
+                    help="the genai builder's execution provider (cuda: its GPU exports, e.g. "
+                    "with --precisions fp16; their fused operators are those a GPU user runs)")
     ap.add_argument("--work", help="where exports and plans go (default: a temporary folder)")
     args = ap.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="tpc_cached_decoders_")
@@ -67,7 +70,7 @@ def main():
     if args.genai_python != "none":
         refused += export(args.genai_python, "make_genai_exports.py",
                           os.path.join(models, "genai"), args.genai_archs,
-                          ["--precisions", args.precisions])
+                          ["--precisions", args.precisions, "--ep", args.ep])
     if args.optimum_python != "none":
         refused += export(args.optimum_python, "make_optimum_exports.py",
                           os.path.join(models, "optimum"), args.optimum_archs)

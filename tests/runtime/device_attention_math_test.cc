@@ -34,20 +34,18 @@ using testing::RequireClose;
 // With l.qk_norm, the query and key read are copies with their Q and K heads normalized
 // by norms[0] and norms[1] (the CUDA op's first launches).
 std::vector<Tensor> GqaByDeviceMath(const math::GqaLayout& l, Tensor query, const Tensor* key,
-                                    const Tensor* value, const Tensor* past_k,
-                                    const Tensor* past_v, const std::vector<int32_t>& lens,
-                                    const Tensor* cos, const Tensor* sin, float scale,
-                                    const Tensor* norms = nullptr) {
+                                    const Tensor* value, const Tensor* past_k, const Tensor* past_v,
+                                    const std::vector<int32_t>& lens, const Tensor* cos,
+                                    const Tensor* sin, float scale, const Tensor* norms = nullptr) {
   const float* nul = nullptr;
   Tensor key_normed;
   if (l.qk_norm) {
     auto normed = [&](const Tensor& in, bool key_input) {
       Tensor out = Tensor::Allocate(ir::DType::kF32, in.shape());
       for (int64_t j = 0; j < in.num_elements() / l.hd; ++j) {
-        math::GqaNormHead<math::FloatIO<FloatKind::kF32>>(l, in.data<float>(), key_input,
-                                                          norms[0].data<float>(),
-                                                          norms[1].data<float>(),
-                                                          out.data<float>(), j);
+        math::GqaNormHead<math::FloatIO<FloatKind::kF32>>(
+            l, in.data<float>(), key_input, norms[0].data<float>(), norms[1].data<float>(),
+            out.data<float>(), j);
       }
       return out;
     };
@@ -128,7 +126,7 @@ TEST_CASE("GroupQueryAttention composed from the device math equals the CPU kern
     int64_t window;
     float softcap;
     std::vector<int32_t> lens;
-    int64_t capacity;    // of a windowed cache (sliding_window_cache), else 0
+    int64_t capacity;   // of a windowed cache (sliding_window_cache), else 0
     bool norm = false;  // the fused per-head Q/K norms
   };
   const std::vector<Case> cases = {
@@ -264,8 +262,8 @@ TEST_CASE("GroupQueryAttention's Q/K norm in f16 and bf16 is the f32 norm rounde
     for (size_t i = 0; i < in.size(); ++i) in[i] = IO::Store(x.data<float>()[i]);
     for (size_t i = 0; i < weights.size(); ++i) weights[i] = IO::Store(w.data<float>()[i]);
     for (int64_t j = 0; j < 4; ++j) {
-      math::GqaNormHead<IO>(l, in.data(), false, weights.data(), weights.data() + l.hd,
-                            out.data(), j);
+      math::GqaNormHead<IO>(l, in.data(), false, weights.data(), weights.data() + l.hd, out.data(),
+                            j);
     }
     for (int64_t j = 0; j < 4; ++j) {
       double sum = 0;
@@ -274,9 +272,9 @@ TEST_CASE("GroupQueryAttention's Q/K norm in f16 and bf16 is the f32 norm rounde
       const double inv = 1 / std::sqrt(sum / static_cast<double>(l.hd) + eps);
       for (int64_t d = 0; d < l.hd; ++d) {
         const size_t at = static_cast<size_t>(j * l.hd + d);
-        const double want = j == 3 ? IO::Load(in[at])
-                                   : IO::Load(in[at]) * inv *
-                                         IO::Load(weights[(j < 2 ? 0 : l.hd) + d]);
+        const double want =
+            j == 3 ? IO::Load(in[at])
+                   : IO::Load(in[at]) * inv * IO::Load(weights[(j < 2 ? 0 : l.hd) + d]);
         INFO("head " << j << " element " << d);
         CHECK(std::abs(IO::Load(out[at]) - want) <= ulp * std::max(std::abs(want), 1e-3));
       }

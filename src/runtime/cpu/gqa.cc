@@ -50,16 +50,16 @@ absl::StatusOr<bool> OrtFlag(const KernelContext& ctx, const char* name, int64_t
 // exports of Qwen 3 and the like): Q's and K's heads RMS-normalized before the rotary
 // (math::GqaNormHead; epsilons qk_norm_epsilon, or q_norm_epsilon and k_norm_epsilon).
 GqaInputs GqaInputsOf(const KernelContext& ctx) {
-  return {ctx.input(0),          ctx.optional_input(1), ctx.optional_input(2),
-          ctx.optional_input(3), ctx.optional_input(4), ctx.input(5),
-          ctx.optional_input(7), ctx.optional_input(8), ctx.optional_input(9),
+  return {ctx.input(0),           ctx.optional_input(1), ctx.optional_input(2),
+          ctx.optional_input(3),  ctx.optional_input(4), ctx.input(5),
+          ctx.optional_input(7),  ctx.optional_input(8), ctx.optional_input(9),
           ctx.optional_input(14), ctx.optional_input(15)};
 }
 
 absl::StatusOr<math::GqaLayout> ReadGqaLayout(const KernelContext& ctx) {
   const ir::Node& node = ctx.node();
-  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids, q_norm,
-               k_norm] = GqaInputsOf(ctx);
+  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids, q_norm, k_norm] =
+      GqaInputsOf(ctx);
   for (int i : {10, 11}) {
     if (ctx.optional_input(i) != nullptr) {
       return ctx.Error(i == 10 ? "attention_bias is not supported" : "head_sink is not supported");
@@ -105,7 +105,8 @@ absl::StatusOr<math::GqaLayout> ReadGqaLayout(const KernelContext& ctx) {
     l.k_epsilon = node.has_attr("k_norm_epsilon") ? node.attr_float("k_norm_epsilon", 0) : both;
     for (float e : {l.q_epsilon, l.k_epsilon}) {
       if (!std::isfinite(e) || e <= 0) {
-        return ctx.Error(absl::StrCat("the Q/K norms' epsilon ", e, " must be finite and positive"));
+        return ctx.Error(
+            absl::StrCat("the Q/K norms' epsilon ", e, " must be finite and positive"));
       }
     }
   }
@@ -174,8 +175,8 @@ int64_t GqaCacheRows(const ir::Node& node, int input) {
 }
 
 absl::Status GroupQueryAttention(KernelContext& ctx) {
-  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids, q_norm,
-               k_norm] = GqaInputsOf(ctx);
+  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids, q_norm, k_norm] =
+      GqaInputsOf(ctx);
   TPC_ASSIGN_OR_RETURN(const math::GqaLayout l, ReadGqaLayout(ctx));
   const int64_t batch = l.batch, seq = l.seq, hq = l.hq, hkv = l.hkv, hd = l.hd, past = l.past,
                 total = l.total, half = l.half;

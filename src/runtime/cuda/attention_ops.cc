@@ -247,8 +247,8 @@ absl::Status Attention(KernelContext& ctx) {
 }
 
 absl::Status GroupQueryAttention(KernelContext& ctx) {
-  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids, q_norm,
-               k_norm] = cpu::GqaInputsOf(ctx);
+  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids, q_norm, k_norm] =
+      cpu::GqaInputsOf(ctx);
   TPC_ASSIGN_OR_RETURN(FloatKind kind, FloatKindOf(ctx, query.dtype()));
   TPC_ASSIGN_OR_RETURN(const math::GqaLayout l, cpu::ReadGqaLayout(ctx));
   const float scale = l.scale;

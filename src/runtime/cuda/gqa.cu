@@ -3,9 +3,9 @@
 // element of the output in a grid-stride loop; before them, with the fused per-head Q/K
 // norms, a copy of the query (and key) input with those heads normalized, one thread per
 // head (its hd elements read twice and written once, by that thread only; the head index
-// is below the input's heads, so the reads and writes stay inside both buffers). Each thread writes only its element(s)
-// (pk[i] and pv[i] for the presents); the reads stay inside the inputs because the host
-// checked the shapes and each element checks its row's keys and its position (a bad one
+// is below the input's heads, so the reads and writes stay inside both buffers). Each thread writes
+// only its element(s) (pk[i] and pv[i] for the presents); the reads stay inside the inputs because
+// the host checked the shapes and each element checks its row's keys and its position (a bad one
 // sets the backend's check flag to `code`). The math is math/gqa.h.
 #include <cuda_runtime.h>
 
