@@ -145,11 +145,14 @@ def main():
         family = os.path.basename(os.path.dirname(folder))
         name = f"{family}/{os.path.basename(folder)}"
         data = os.path.join(folder, "test_data_set_0")
-        # (An f16 export: tp-run's defaults for f16 outputs, rtol 1e-2 atol 1e-2.)
-        half = "fp16" in name
+        original = onnx.load(model, load_external_data=False)
+        # (An export of f16 or bf16 outputs, the builder's CUDA fp16 and int4 ones: tp-run's
+        # defaults for those, rtol 1e-2 atol 1e-2.)
+        half = any(o.type.tensor_type.elem_type in (onnx.TensorProto.FLOAT16,
+                                                    onnx.TensorProto.BFLOAT16)
+                   for o in original.graph.output)
         tol = (["--rtol", "2e-2", "--atol", "1e-2"] if "int4" in name else
                [] if half else ["--rtol", "1e-3", "--atol", "1e-4"])
-        original = onnx.load(model, load_external_data=False)
         layers = sum(1 for i in original.graph.input if i.name.endswith(".key"))
         kinds = {(n.domain, n.op_type) for n in original.graph.node}
         dims = list(DIMS[family])
