@@ -38,7 +38,7 @@ constexpr ExtraSchema kExtra[] = {
      "qk_norm_epsilon:float qk_output:int rotary_interleaved:int scale:float "
      "sliding_window_cache:int smooth_softmax:int softcap:float v_quant_type:string",
      "causal=1 kv_cache_bit_width=0 k_quant_type=NONE v_quant_type=NONE qk_output=0", 17,
-     "10 11 12 13 16"},
+     "10 12 13 16"},
     {kMs, "MatMulNBits",
      "K:int N:int accuracy_level:int bits:int block_size:int weight_prepacked:int",
      "weight_prepacked=0", 6, "4"},

@@ -126,6 +126,53 @@ def cases():
     out += multi_head_attention_cases(np.random.default_rng(1))
     out += attention_cases(np.random.default_rng(2))
     out += gqa_qk_norm_cases(np.random.default_rng(3))
+    out += gqa_head_sink_cases(np.random.default_rng(4))
+    return out
+
+
+def gqa_head_sink_cases(rng):
+    """GroupQueryAttention's head_sink (gpt-oss's attention sinks: a score per query head in
+    each softmax row, then dropped): a decode step with rotary, a padded first prompt with
+    smooth_softmax too (the sink wins), packed Q/K/V, and gpt-oss's local layers' windowed
+    cache (capacity 4, window 3) after 5 tokens."""
+    def f32(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    out = []
+    hq, hkv, hd = 4, 2, 16
+    for name, b, s, p, extra in [
+            ("decode_rotary", 2, 1, 5, {"do_rotary": 1}),
+            ("prefill_padded_smooth", 2, 4, 0, {"lens": [4, 2], "smooth_softmax": 1}),
+            ("packed", 2, 1, 3, {"packed": 1}),
+            ("window_cache", 1, 1, 4, {"do_rotary": 1, "local_window_size": 3,
+                                       "sliding_window_cache": 1, "lens": [6]})]:
+        extra = dict(extra)
+        lens = extra.pop("lens", None)
+        packed = extra.pop("packed", 0)
+        total = p + s
+        if packed:
+            inputs = [("query", f32(b, s, (hq + 2 * hkv) * hd)), ("key", None), ("value", None)]
+        else:
+            inputs = [("query", f32(b, s, hq * hd)), ("key", f32(b, s, hkv * hd)),
+                      ("value", f32(b, s, hkv * hd))]
+        if p > 0:
+            inputs += [("past_key", f32(b, hkv, p, hd)), ("past_value", f32(b, hkv, p, hd))]
+        else:
+            inputs += [("past_key", None), ("past_value", None)]
+        inputs += [("seqlens_k", np.array(lens, np.int32) - 1 if lens else
+                    np.full((b,), total - 1, np.int32)),
+                   ("total_sequence_length", np.array([max(lens) if lens else total], np.int32))]
+        if extra.get("do_rotary"):
+            angles = rng.random((32, hd // 2)) * 3
+            inputs += [("cos_cache", np.cos(angles).astype(np.float32)),
+                       ("sin_cache", np.sin(angles).astype(np.float32))]
+        else:
+            inputs += [("cos_cache", None), ("sin_cache", None)]
+        inputs += [("position_ids", None), ("attention_bias", None),
+                   ("head_sink", (rng.standard_normal(hq) * 2).astype(np.float32))]
+        out.append(Case(f"group_query_attention_head_sink_{name}", "GroupQueryAttention", inputs,
+                        ["output", "present_key", "present_value"], num_heads=hq,
+                        kv_num_heads=hkv, **extra))
     return out
 
 

@@ -46,25 +46,23 @@ absl::StatusOr<bool> OrtFlag(const KernelContext& ctx, const char* name, int64_t
 // (the layout above, with the resident rows as the own past), then the presents keep the
 // last rows of those (math::GqaWindowSource) and zeros after. A row of fewer keys than new
 // ones is a padded first prompt, as without a window (onnxruntime refuses it).
+// head_sink [Hq] (input 11; gpt-oss's attention sinks): a score of each query head's
+// rows that takes part in the softmax and is then dropped (math::GqaSinkScore).
 // q_norm_weight and k_norm_weight [hd] (inputs 14, 15, together; onnxruntime's CUDA
 // exports of Qwen 3 and the like): Q's and K's heads RMS-normalized before the rotary
 // (math::GqaNormHead; epsilons qk_norm_epsilon, or q_norm_epsilon and k_norm_epsilon).
 GqaInputs GqaInputsOf(const KernelContext& ctx) {
-  return {ctx.input(0),           ctx.optional_input(1), ctx.optional_input(2),
-          ctx.optional_input(3),  ctx.optional_input(4), ctx.input(5),
-          ctx.optional_input(7),  ctx.optional_input(8), ctx.optional_input(9),
-          ctx.optional_input(14), ctx.optional_input(15)};
+  return {ctx.input(0),           ctx.optional_input(1),  ctx.optional_input(2),
+          ctx.optional_input(3),  ctx.optional_input(4),  ctx.input(5),
+          ctx.optional_input(7),  ctx.optional_input(8),  ctx.optional_input(9),
+          ctx.optional_input(11), ctx.optional_input(14), ctx.optional_input(15)};
 }
 
 absl::StatusOr<math::GqaLayout> ReadGqaLayout(const KernelContext& ctx) {
   const ir::Node& node = ctx.node();
-  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids, q_norm, k_norm] =
-      GqaInputsOf(ctx);
-  for (int i : {10, 11}) {
-    if (ctx.optional_input(i) != nullptr) {
-      return ctx.Error(i == 10 ? "attention_bias is not supported" : "head_sink is not supported");
-    }
-  }
+  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids, head_sink,
+               q_norm, k_norm] = GqaInputsOf(ctx);
+  if (ctx.optional_input(10) != nullptr) return ctx.Error("attention_bias is not supported");
   if (node.attr_int("qk_output", 0) != 0) return ctx.Error("qk_output is not supported");
   math::GqaLayout l;
   l.hq = node.attr_int("num_heads", 0);
@@ -88,6 +86,13 @@ absl::StatusOr<math::GqaLayout> ReadGqaLayout(const KernelContext& ctx) {
     return ctx.Error(absl::StrCat("query ", query.TypeString(),
                                   key ? absl::StrCat(", key ", key->TypeString()) : "",
                                   " do not fit num_heads ", l.hq, " and kv_num_heads ", l.hkv));
+  }
+  if (head_sink != nullptr) {
+    if (head_sink->shape() != Shape{l.hq} || head_sink->dtype() != query.dtype()) {
+      return ctx.Error(absl::StrCat("head_sink ", head_sink->TypeString(), " must be [", l.hq,
+                                    "] (num_heads) of the query's type"));
+    }
+    l.sink = true;
   }
   if ((q_norm == nullptr) != (k_norm == nullptr)) {
     return ctx.Error("q_norm_weight and k_norm_weight come together");
@@ -175,12 +180,12 @@ int64_t GqaCacheRows(const ir::Node& node, int input) {
 }
 
 absl::Status GroupQueryAttention(KernelContext& ctx) {
-  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids, q_norm, k_norm] =
-      GqaInputsOf(ctx);
+  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids, head_sink,
+               q_norm, k_norm] = GqaInputsOf(ctx);
   TPC_ASSIGN_OR_RETURN(const math::GqaLayout l, ReadGqaLayout(ctx));
   const int64_t batch = l.batch, seq = l.seq, hq = l.hq, hkv = l.hkv, hd = l.hd, past = l.past,
                 total = l.total, half = l.half;
-  const bool packed = l.packed, rotary = l.rotary, smooth = l.smooth;
+  const bool packed = l.packed, rotary = l.rotary;
   TPC_ASSIGN_OR_RETURN(std::vector<int64_t> lens, ReadInts(ctx, seqlens));
   // Row b's past among the keys (P_b): its keys are [0, P_b + S) in the present.
   std::vector<int64_t> row_past(static_cast<size_t>(batch));
@@ -309,8 +314,10 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
               row[j] = open ? static_cast<T>(Softcap(static_cast<double>(row[j]), softcap))
                             : -std::numeric_limits<T>::infinity();
             }
-            if (smooth) {
-              SmoothSoftmaxRow(row, total);
+            if (l.sink || l.smooth) {
+              SinkSoftmaxRow(row, total,
+                             math::GqaSinkScore<math::PlainIO<T>>(
+                                 l, l.sink ? head_sink->data<T>() : nullptr, h));
             } else {
               SoftmaxRow(row, total);
             }

@@ -684,6 +684,7 @@ struct GqaInputs {
   const Tensor *key, *value, *past_k, *past_v;
   const Tensor& seqlens;
   const Tensor *cos, *sin, *position_ids;
+  const Tensor* head_sink;
   const Tensor *q_norm, *k_norm;  // the fused per-head norms' weights
 };
 GqaInputs GqaInputsOf(const KernelContext& ctx);

@@ -32,14 +32,15 @@ void SoftmaxRow(T* row, int64_t n) {
   for (int64_t j = 0; j < n; ++j) row[j] = static_cast<T>(row[j] / sum);
 }
 
-// onnxruntime's smooth softmax: the softmax of the row with one more score of 0 that is
-// then dropped (a row can attend to "nothing"): exp(x_j - m) / (exp(-m) + Σ exp(x_k - m)),
-// m = max(0, max x).
+// onnxruntime's smooth softmax and attention sinks: the softmax of the row with one more
+// score, `sink`, that is then dropped (a row can attend to "nothing"):
+// exp(x_j - m) / (exp(sink - m) + Σ exp(x_k - m)), m = max(sink, max x). Smooth softmax is
+// a sink of 0.
 template <typename T>
-void SmoothSoftmaxRow(T* row, int64_t n) {
-  double mx = 0;
+void SinkSoftmaxRow(T* row, int64_t n, double sink) {
+  double mx = sink;
   for (int64_t j = 0; j < n; ++j) mx = std::max(mx, static_cast<double>(row[j]));
-  double sum = std::exp(-mx);
+  double sum = std::exp(sink - mx);
   for (int64_t j = 0; j < n; ++j) {
     const double e = std::exp(static_cast<double>(row[j]) - mx);
     row[j] = static_cast<T>(e);

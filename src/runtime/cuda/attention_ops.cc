@@ -247,8 +247,8 @@ absl::Status Attention(KernelContext& ctx) {
 }
 
 absl::Status GroupQueryAttention(KernelContext& ctx) {
-  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids, q_norm, k_norm] =
-      cpu::GqaInputsOf(ctx);
+  const auto& [query, key, value, past_k, past_v, seqlens, cos, sin, position_ids, head_sink,
+               q_norm, k_norm] = cpu::GqaInputsOf(ctx);
   TPC_ASSIGN_OR_RETURN(FloatKind kind, FloatKindOf(ctx, query.dtype()));
   TPC_ASSIGN_OR_RETURN(const math::GqaLayout l, cpu::ReadGqaLayout(ctx));
   const float scale = l.scale;
@@ -331,9 +331,10 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
       ctx, kind, query.dtype(), l.batch, l.hq, l.hkv, l.seq, l.total, l.hd, l.hd, scale, q.raw(),
       pk, pv, y->raw(), l.seq * l.hq * l.hd, l.hd, l.hq * l.hd,
       [&](int64_t first, int64_t n, const float* scores, void* probs) {
-        return Check(ctx,
-                     LaunchGqaSoftmax(kind, scores, probs, l, seqlens.raw(),
-                                      seqlens.dtype() == ir::DType::kI64, first, n, StreamOf(ctx)));
+        return Check(
+            ctx, LaunchGqaSoftmax(kind, scores, probs, l, seqlens.raw(),
+                                  seqlens.dtype() == ir::DType::kI64,
+                                  l.sink ? head_sink->raw() : nullptr, first, n, StreamOf(ctx)));
       }));
   return window_presents();
 }

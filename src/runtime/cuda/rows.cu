@@ -329,13 +329,14 @@ cudaError_t ReduceTo(FloatKind out, math::ReducePass op, const void* x, void* y,
 // Grid x is at most 2^31 - 1 blocks: one block per row.
 // GroupQueryAttention's softmax: one block per row of f32 scores (rows (b, h, i) of
 // [B, Hq, S, total]), as SoftmaxKernel, with a key the query does not see (math::GqaOpen,
-// from row b's keys) at -inf and the others after softcap; onnxruntime's smooth softmax
-// adds a score of 0 to the max and the sum. A row with every key closed gets zeros (as
-// the CPU kernel). probs may be scores (f32): the last loop reads and writes each element
-// on one thread, after both reductions.
+// from row b's keys) at -inf and the others after softcap; a sink (head_sink, or
+// smooth softmax's 0: math::GqaSinkScore of the row's head) adds a score to the max and
+// the sum. A row with every key closed gets zeros (as the CPU kernel). probs may be scores (f32):
+// the last loop reads and writes each element on one thread, after both reductions.
 template <FloatKind K, typename L>
 __global__ void GqaSoftmaxKernel(const float* scores, typename FloatIO<K>::Storage* probs,
-                                 math::GqaLayout l, const L* lens, int64_t first_batch) {
+                                 math::GqaLayout l, const L* lens,
+                                 const typename FloatIO<K>::Storage* sink, int64_t first_batch) {
   using IO = FloatIO<K>;
   const int64_t row = blockIdx.x;  // of the chunk of batch entries from first_batch
   const int64_t i = row % l.seq;
@@ -348,7 +349,8 @@ __global__ void GqaSoftmaxKernel(const float* scores, typename FloatIO<K>::Stora
   auto score = [&](int64_t j) {
     return fits && math::GqaOpen(l, keys, own, i, j) ? math::GqaSoftcap(l, s[j]) : -INFINITY;
   };
-  float mx = l.smooth ? 0.0f : -INFINITY;
+  const float extra = math::GqaSinkScore<IO>(l, sink, (row / l.seq) % l.hq);
+  float mx = extra;
   for (int64_t j = threadIdx.x; j < l.total; j += kThreads) mx = math::CombineMax(mx, score(j));
   mx = BlockReduce(mx, [](float a, float c) { return math::CombineMax(a, c); });
   float sum = 0.0f;
@@ -357,7 +359,7 @@ __global__ void GqaSoftmaxKernel(const float* scores, typename FloatIO<K>::Stora
       sum += math::SoftmaxTerm(score(j), mx);
   }
   sum = BlockReduce(sum, [](float a, float c) { return a + c; });
-  if (l.smooth) sum += expf(-mx);
+  if (extra != -INFINITY) sum += expf(extra - mx);
   for (int64_t j = threadIdx.x; j < l.total; j += kThreads) {
     probs[row * l.total + j] =
         IO::Store(mx == -INFINITY ? 0.0f : math::SoftmaxElement(score(j), mx, sum, false));
@@ -366,14 +368,17 @@ __global__ void GqaSoftmaxKernel(const float* scores, typename FloatIO<K>::Stora
 
 template <FloatKind K>
 cudaError_t GqaSoftmax(const float* scores, void* probs, const math::GqaLayout& l, const void* lens,
-                       bool lens_i64, int64_t first_batch, int64_t rows, cudaStream_t stream) {
+                       bool lens_i64, const void* sink, int64_t first_batch, int64_t rows,
+                       cudaStream_t stream) {
   using S = typename FloatIO<K>::Storage;
   if (lens_i64) {
     GqaSoftmaxKernel<K, int64_t><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-        scores, static_cast<S*>(probs), l, static_cast<const int64_t*>(lens), first_batch);
+        scores, static_cast<S*>(probs), l, static_cast<const int64_t*>(lens),
+        static_cast<const S*>(sink), first_batch);
   } else {
     GqaSoftmaxKernel<K, int32_t><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-        scores, static_cast<S*>(probs), l, static_cast<const int32_t*>(lens), first_batch);
+        scores, static_cast<S*>(probs), l, static_cast<const int32_t*>(lens),
+        static_cast<const S*>(sink), first_batch);
   }
   return cudaGetLastError();
 }
@@ -504,13 +509,14 @@ cudaError_t LaunchReduce(FloatKind k, math::ReducePass op, const void* x, void* 
 
 cudaError_t LaunchGqaSoftmax(FloatKind k, const float* scores, void* probs,
                              const math::GqaLayout& l, const void* lens, bool lens_i64,
-                             int64_t first_batch, int64_t batches, cudaStream_t stream) {
+                             const void* sink, int64_t first_batch, int64_t batches,
+                             cudaStream_t stream) {
   const int64_t rows = batches * l.hq * l.seq;
   if (rows == 0 || l.total == 0) return cudaSuccess;
   if (TooManyRows(rows)) return cudaErrorInvalidConfiguration;
   return ByKind(k, [&](auto kind) {
-    return GqaSoftmax<decltype(kind)::value>(scores, probs, l, lens, lens_i64, first_batch, rows,
-                                             stream);
+    return GqaSoftmax<decltype(kind)::value>(scores, probs, l, lens, lens_i64, sink, first_batch,
+                                             rows, stream);
   });
 }
 

@@ -132,8 +132,9 @@ void RotaryEmbedding(const RuleContext& ctx, std::vector<Strategy>* out) {
 // partition stage sets per rank (GroupQueryAttentionHeads). Split by heads as Megatron
 // splits attention: the query's heads N ways and the K/V heads N ways when N divides
 // them, else each K/V head on its group of N / Hkv ranks (S(d@Hkv)): rank r's query
-// heads read exactly its K/V heads either way. Or split by batch. Packed Q/K/V (one
-// input) split by batch only.
+// heads read exactly its K/V heads either way; head_sink [Hq] (input 11) with the query's
+// heads. Or split by batch. Packed Q/K/V (one input) split by batch only. The fused Q/K
+// norms' weights [hd] are every rank's.
 void GroupQueryAttention(const RuleContext& ctx, std::vector<Strategy>* out) {
   if (ctx.input_rank(0) != 3 || !OutputsTyped(ctx)) return;
   const ir::Node& node = ctx.node();
@@ -149,6 +150,9 @@ void GroupQueryAttention(const RuleContext& ctx, std::vector<Strategy>* out) {
     if (!packed) s.inputs[1] = s.inputs[2] = kv;
     if (past) s.inputs[3] = s.inputs[4] = cache;
     s.inputs[5] = per_row;  // seqlens_k [batch]
+    if (ctx.has_input(11) && q.kind == ir::Placement::Kind::kShard && q.dim == 2) {
+      s.inputs[11] = ir::Placement::Shard(0);  // head_sink [Hq]
+    }
     if (ctx.has_input(9))
       s.inputs[9] = per_row.kind == ir::Placement::Kind::kShard
                         ? ir::Placement::Shard(0)

@@ -155,7 +155,8 @@ cudaError_t LaunchGqaWindowPresents(FloatKind k, const math::GqaLayout& l, const
 // (lens on the device).
 cudaError_t LaunchGqaSoftmax(FloatKind k, const float* scores, void* probs,
                              const math::GqaLayout& l, const void* lens, bool lens_i64,
-                             int64_t first_batch, int64_t batches, cudaStream_t stream);
+                             const void* sink, int64_t first_batch, int64_t batches,
+                             cudaStream_t stream);
 // out[i] = op(a[va(i)], b[vb(i)]) for floats of kind k (math/logic.h).
 cudaError_t LaunchCompare(FloatKind k, math::CompareOp op, const void* a, const StridedView& va,
                           const void* b, const StridedView& vb, bool* out, int64_t n,

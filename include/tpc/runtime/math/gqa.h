@@ -30,6 +30,7 @@ struct GqaLayout {
   int64_t window = -1;               // local_window_size (<= 0: none)
   float softcap = 0.0f;
   bool smooth = false;  // smooth softmax
+  bool sink = false;    // head_sink: a score per query head in each row's softmax
   float scale = 1.0f;   // of the scores
   // The fused per-head Q/K RMS norms (q_norm_weight, k_norm_weight) and their epsilons.
   bool qk_norm = false;
@@ -244,6 +245,15 @@ TPC_HOST_DEVICE inline bool GqaOpen(const GqaLayout& l, int64_t keys, int64_t ow
                                     int64_t j) {
   const int64_t at = own + i < keys - 1 ? own + i : keys - 1;
   return j <= at && (l.window <= 0 || j > at - l.window);
+}
+
+// The extra score of query head h's softmax rows, in the max and the sum but given no
+// probability (a row may attend to "nothing"): head_sink[h], or 0 with smooth_softmax (a
+// head_sink wins over it, as in onnxruntime), or none (-inf).
+template <typename IO>
+TPC_HOST_DEVICE inline float GqaSinkScore(const GqaLayout& l, const typename IO::Storage* sink,
+                                          int64_t h) {
+  return l.sink ? static_cast<float>(IO::Load(sink[h])) : l.smooth ? 0.0f : -INFINITY;
 }
 
 // A score after softcap (softcap · tanh(x / softcap); 0 leaves it).
