@@ -42,6 +42,11 @@ constexpr ExtraSchema kExtra[] = {
     {kMs, "MatMulNBits",
      "K:int N:int accuracy_level:int bits:int block_size:int weight_prepacked:int",
      "weight_prepacked=0", 6, "4"},
+    {kMs, "MoE",
+     "activation_alpha:float activation_beta:float activation_type:string k:int "
+     "normalize_routing_weights:int swiglu_fusion:int swiglu_limit:float "
+     "swiglu_limit_after_activation:int use_sparse_mixer:int",
+     "swiglu_limit_after_activation=0 use_sparse_mixer=0", 8},
     {kMs, "MultiHeadAttention",
      "mask_filter_value:float num_heads:int scale:float unidirectional:int", "", 10, "8 9"},
     {kMs, "QuickGelu", "alpha:float", "", 1},

@@ -127,6 +127,41 @@ def cases():
     out += attention_cases(np.random.default_rng(2))
     out += gqa_qk_norm_cases(np.random.default_rng(3))
     out += gqa_head_sink_cases(np.random.default_rng(4))
+    out += moe_cases(np.random.default_rng(5))
+    return out
+
+
+def moe_cases(rng):
+    """onnxruntime's MoE as its CPU runs it: each activation (gelu: the tanh form), top 1 and
+    2, routing weights normalized or not, with and without the biases, a 3-D input, and
+    gpt-oss's SwiGLU (interleaved, alpha 1.702, beta 1, limit 7; a limit that clamps)."""
+    def f32(*shape, scale=1.0):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    out = []
+    h, inter, experts = 16, 8, 4
+    for name, shape, k, extra in [
+            ("relu_top2", (5, h), 2, {"activation_type": "relu"}),
+            ("gelu_top1_no_bias", (5, h), 1, {"activation_type": "gelu", "no_bias": 1}),
+            ("silu_normalized_3d", (2, 3, h), 2,
+             {"activation_type": "silu", "normalize_routing_weights": 1}),
+            ("identity_top3", (4, h), 3, {"activation_type": "identity"}),
+            ("swiglu_gpt_oss", (6, h), 2,
+             {"activation_type": "swiglu", "swiglu_fusion": 1, "activation_alpha": 1.702,
+              "activation_beta": 1.0, "swiglu_limit": 7.0, "normalize_routing_weights": 1}),
+            ("swiglu_clamped", (3, h), 2,
+             {"activation_type": "swiglu", "swiglu_fusion": 1, "activation_alpha": 1.702,
+              "activation_beta": 1.0, "swiglu_limit": 0.5})]:
+        extra = dict(extra)
+        bias = not extra.pop("no_bias", 0)
+        rows = 2 * inter if extra["activation_type"] == "swiglu" else inter
+        tokens = int(np.prod(shape[:-1]))
+        inputs = [("input", f32(*shape)), ("router_probs", f32(tokens, experts)),
+                  ("fc1_experts_weights", f32(experts, rows, h, scale=0.3)),
+                  ("fc1_experts_bias", f32(experts, rows) if bias else None),
+                  ("fc2_experts_weights", f32(experts, h, inter, scale=0.3)),
+                  ("fc2_experts_bias", f32(experts, h) if bias else None)]
+        out.append(Case(f"moe_{name}", "MoE", inputs, ["output"], k=k, **extra))
     return out
 
 

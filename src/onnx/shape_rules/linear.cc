@@ -109,6 +109,31 @@ absl::Status InferMatMulNBits(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// onnxruntime's MoE: the output is the input's type. The experts' weights must be 3-D
+// ([E, F·I, H] and [E, H, I]), with H the input's last dim and E their common first dim
+// where those are known; the kernel checks the rest (cpu/moe.cc).
+absl::Status InferMoE(InferenceContext& ctx) {
+  TPC_RETURN_IF_ERROR(RequireInputs(ctx, 3));
+  if (!ctx.has_input(4)) return ctx.Error("fc2_experts_weights (input 4) is missing");
+  const TensorType& x = ctx.input_type(0);
+  const auto& w1 = ctx.input_type(2).shape;
+  const auto& w2 = ctx.input_type(4).shape;
+  if ((w1 && w1->size() != 3) || (w2 && w2->size() != 3) || (x.shape && x.shape->size() < 2)) {
+    return ctx.Error(
+        "input must be [tokens, H] or [B, S, H], fc1_experts_weights [E, F·I, H] "
+        "and fc2_experts_weights [E, H, I]");
+  }
+  if (w1 && w2 &&
+      (Mismatch((*w1)[0], (*w2)[0]) ||
+       (x.shape && (Mismatch(x.shape->back(), (*w1)[2]) || Mismatch(x.shape->back(), (*w2)[1]))))) {
+    return ctx.Error(absl::StrCat("fc1_experts_weights ", ir::DimsToString(*w1),
+                                  " and fc2_experts_weights ", ir::DimsToString(*w2),
+                                  " do not fit each other or the input's hidden size"));
+  }
+  ctx.set_output_type(0, x);
+  return absl::OkStatus();
+}
+
 absl::Status InferGemm(InferenceContext& ctx) {
   TPC_ASSIGN_OR_RETURN(const Dims* a, RankedInput(ctx, 0));
   TPC_ASSIGN_OR_RETURN(const Dims* b, RankedInput(ctx, 1));

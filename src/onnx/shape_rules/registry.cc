@@ -147,6 +147,7 @@ constexpr Entry kRules[] = {
     {kMicrosoft, "Gelu", InferUnary},
     {kMicrosoft, "GroupQueryAttention", InferGroupQueryAttention},
     {kMicrosoft, "MatMulNBits", InferMatMulNBits},
+    {kMicrosoft, "MoE", InferMoE},
     {kMicrosoft, "MultiHeadAttention", InferMultiHeadAttention},
     {kMicrosoft, "QuickGelu", InferUnary},
     {kMicrosoft, "RotaryEmbedding", InferUnary},

@@ -102,6 +102,7 @@ absl::Status InferCastLike(InferenceContext& ctx);
 // ---- Linear algebra (linear.cc) ----
 absl::Status InferMatMul(InferenceContext& ctx);
 absl::Status InferMatMulNBits(InferenceContext& ctx);
+absl::Status InferMoE(InferenceContext& ctx);
 absl::Status InferGemm(InferenceContext& ctx);
 absl::Status InferEinsum(InferenceContext& ctx);
 

@@ -637,6 +637,7 @@ absl::StatusOr<GroupNormShape> ReadGroupNorm(const KernelContext& ctx);
 // broadcast to x's shape. Returns d.
 absl::StatusOr<int64_t> RotaryHalfInputs(const KernelContext& ctx);
 absl::Status MatMulNBits(KernelContext& ctx);  // matmul_nbits.cc
+absl::Status MoE(KernelContext& ctx);          // moe.cc
 
 // ---- Attention (attention.cc, rotary.cc) ----
 absl::Status Attention(KernelContext& ctx);

@@ -203,6 +203,7 @@ const Entry kKernels[] = {
      "GroupQueryAttention",
      {.fn = GroupQueryAttention, .rows_from_start = true, .fixed_cache_rows = GqaCacheRows}},
     {kMicrosoft, "MatMulNBits", {MatMulNBits}},
+    {kMicrosoft, "MoE", {MoE}},
     {kMicrosoft, "MultiHeadAttention", {MultiHeadAttention}},
     {kMicrosoft, "QuickGelu", {QuickGelu}},
     {kMicrosoft, "RotaryEmbedding", {MsRotaryEmbedding}},

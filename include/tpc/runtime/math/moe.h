@@ -1,0 +1,84 @@
+// onnxruntime's MoE (mixture of experts: gpt-oss, Mixtral, Phi-MoE as onnxruntime-genai
+// exports them), per token: the routing (a softmax over the router's logits, its top k
+// experts, their weights normalized to sum 1 when asked) and the experts' activation
+// between FC1 and FC2, as onnxruntime's CPU kernel computes them (checked against it by
+// the contrib node tests). Host and device functions: the CPU kernel (cpu/moe.cc) uses
+// them, and a device kernel would.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "tpc/util/host_device.h"
+
+namespace tpc::runtime::math {
+
+enum class MoeActivation { kRelu, kGelu, kSilu, kIdentity, kSwiGlu };
+
+struct MoeLayout {
+  int64_t tokens = 0, hidden = 0, inter = 0, experts = 0, k = 1;
+  MoeActivation activation = MoeActivation::kRelu;
+  bool normalize = false;  // normalize_routing_weights
+  // SwiGLU (FC1's rows interleaved: gate 2i, linear 2i + 1): clamp(gate, max = limit) ·
+  // sigmoid(alpha · that) · (clamp(linear, ±limit) + beta); no clamp without a limit.
+  float alpha = 1.0f, beta = 0.0f;
+  bool has_limit = false;
+  float limit = 0.0f;
+  // FC1's rows per expert: 2 · inter for SwiGLU, else inter.
+  TPC_HOST_DEVICE int64_t fc1_rows() const {
+    return activation == MoeActivation::kSwiGlu ? 2 * inter : inter;
+  }
+};
+
+// Token t's top k experts (`experts[k]`, best first; a tie goes to the lower index) and
+// their weights (`weights[k]`: the softmax of its router logits, renormalized over the k
+// when l.normalize), from its logits row [experts].
+template <typename Load>
+TPC_HOST_DEVICE inline void MoeRoute(const MoeLayout& l, Load logit, int64_t* experts,
+                                     float* weights) {
+  float mx = -INFINITY;
+  for (int64_t e = 0; e < l.experts; ++e) mx = logit(e) > mx ? logit(e) : mx;
+  float sum = 0.0f;
+  for (int64_t e = 0; e < l.experts; ++e) sum += expf(logit(e) - mx);
+  for (int64_t j = 0; j < l.k; ++j) {
+    int64_t best = -1;
+    for (int64_t e = 0; e < l.experts; ++e) {
+      bool taken = false;
+      for (int64_t i = 0; i < j; ++i) taken = taken || experts[i] == e;
+      if (!taken && (best < 0 || logit(e) > logit(best))) best = e;
+    }
+    experts[j] = best;
+    weights[j] = expf(logit(best) - mx) / sum;
+  }
+  if (!l.normalize) return;
+  float total = 0.0f;
+  for (int64_t j = 0; j < l.k; ++j) total += weights[j];
+  for (int64_t j = 0; j < l.k; ++j) weights[j] /= total;
+}
+
+// Element i (< inter) of the activation of FC1's output row `h` (fc1_rows() elements).
+TPC_HOST_DEVICE inline float MoeActivate(const MoeLayout& l, const float* h, int64_t i) {
+  switch (l.activation) {
+    case MoeActivation::kRelu:
+      return h[i] > 0.0f ? h[i] : 0.0f;
+    case MoeActivation::kGelu: {  // onnxruntime's: the tanh approximation
+      const float x = h[i];
+      return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+    }
+    case MoeActivation::kSilu:
+      return h[i] / (1.0f + expf(-h[i]));
+    case MoeActivation::kIdentity:
+      return h[i];
+    case MoeActivation::kSwiGlu: {
+      float gate = h[2 * i], linear = h[2 * i + 1];
+      if (l.has_limit) {
+        gate = gate < l.limit ? gate : l.limit;
+        linear = linear < -l.limit ? -l.limit : linear > l.limit ? l.limit : linear;
+      }
+      return gate / (1.0f + expf(-l.alpha * gate)) * (linear + l.beta);
+    }
+  }
+  return 0.0f;
+}
+
+}  // namespace tpc::runtime::math
