@@ -6,7 +6,8 @@
 For each architecture (Llama: GQA, SwiGLU, RMSNorm; Gemma: GeGLU, the embedding scaled by
 sqrt(hidden), RMSNorm with its weight + 1; Gemma 2, with --archs gemma2: a sliding window of
 3 on every other layer, whose cache is a windowed one of 3 rows, `sliding_window_cache`,
-and softcapped scores and logits) and
+and softcapped scores and logits; gpt-oss, --archs gptoss: a mixture of 4 experts, 2 a
+token (MoE, SwiGLU), attention sinks and Gemma 2's windows) and
 precision (fp32, int4: MatMulNBits with block 32), this saves a random-weight
 transformers model (and a small WordLevel tokenizer, which the builder wants) to a temporary
 folder, runs `python -m onnxruntime_genai.models.builder -e cpu` (--ep cuda: the builder's
@@ -46,6 +47,7 @@ ARCHS = {
     "smollm3": "SmolLM3ForCausalLM",
     "ernie": "Ernie4_5ForCausalLM",
     "hunyuan": "HunYuanDenseV1ForCausalLM",
+    "gptoss": "GptOssForCausalLM",
 }
 # Beyond SHAPE, by architecture: onnxruntime wants a windowed cache of at least the window's
 # rows (the test data's past is 3 rows), a rotary cache of a multiple of 8 (partial rotary:
@@ -58,6 +60,10 @@ CONFIG = {
     "nemotron": dict(hidden_size=128, head_dim=32),
     "phi3": dict(pad_token_id=0, original_max_position_embeddings=128),
     "smollm3": dict(pad_token_id=0),
+    # gpt-oss: 4 experts, 2 a token (MoE), attention sinks, a sliding window of 3 on every
+    # other layer (its cache a windowed one of 3 rows).
+    "gptoss": dict(num_local_experts=4, num_experts_per_tok=2, sliding_window=3,
+                   layer_types=["sliding_attention", "full_attention"]),
 }
 # Configuration classes not named after the model's.
 CONFIG_CLASS = {"gemma3": "Gemma3TextConfig"}

@@ -14,18 +14,6 @@ namespace {
 
 using Kind = FactorSpec::Kind;
 
-// A strategy named `name` with every given input replicated and the absent ones unset:
-// the start of the attention operators' strategies.
-Strategy ReplicatedInputs(const RuleContext& ctx, std::string name) {
-  Strategy s;
-  s.name = std::move(name);
-  s.inputs.assign(static_cast<size_t>(ctx.num_inputs()), ir::Placement::Replicate());
-  for (int i = 0; i < ctx.num_inputs(); ++i) {
-    if (!ctx.has_input(i)) s.inputs[static_cast<size_t>(i)] = std::nullopt;
-  }
-  return s;
-}
-
 // Attention's operands.
 enum AttentionInput { kQ, kK, kV, kMask, kPastK, kPastV, kNonpadKvSeqlen };
 enum AttentionOutput { kY, kPresentK, kPresentV, kQk };

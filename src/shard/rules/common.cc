@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <string>
+#include <utility>
 
 #include "rules.h"
 
@@ -35,6 +37,16 @@ bool OutputsTyped(const RuleContext& ctx) {
     if (!o->type().has_rank()) return false;
   }
   return true;
+}
+
+Strategy ReplicatedInputs(const RuleContext& ctx, std::string name) {
+  Strategy s;
+  s.name = std::move(name);
+  s.inputs.assign(static_cast<size_t>(ctx.num_inputs()), ir::Placement::Replicate());
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) s.inputs[static_cast<size_t>(i)] = std::nullopt;
+  }
+  return s;
 }
 
 double OutputElements(const RuleContext& ctx) {

@@ -155,6 +155,7 @@ constexpr OpRecord kRecords[] = {
      {.shape_inputs = MatMulNBitsAttributes,
       .flops = MatMulFlops,
       .feature_dim = MatMulNBitsFeatureDim}},
+    {kMicrosoft, "MoE", MoE, {.flops = MoEFlops}},
     {kMicrosoft,
      "MultiHeadAttention",
      MultiHeadAttention,

@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -43,6 +44,9 @@ bool Constrains(const Constraints& constraints, const std::vector<const ir::Node
 bool OutputsTyped(const RuleContext& ctx);
 // Elements of every output (the default FLOP count).
 double OutputElements(const RuleContext& ctx);
+// A strategy named `name` with every given input replicated and the absent ones unset
+// (outputs to be set): the start of the fused operators' hand-written strategies.
+Strategy ReplicatedInputs(const RuleContext& ctx, std::string name);
 
 // elementwise.cc
 void Unary(const RuleContext& ctx, std::vector<Strategy>* out);
@@ -54,6 +58,10 @@ void Div(const RuleContext& ctx, std::vector<Strategy>* out);
 void Where(const RuleContext& ctx, std::vector<Strategy>* out);
 void Cast(const RuleContext& ctx, std::vector<Strategy>* out);
 void CastLike(const RuleContext& ctx, std::vector<Strategy>* out);
+
+// moe.cc
+void MoE(const RuleContext& ctx, std::vector<Strategy>* out);
+double MoEFlops(const RuleContext& ctx);
 
 // linear.cc
 void MatMul(const RuleContext& ctx, std::vector<Strategy>* out);
