@@ -21,6 +21,7 @@
 #include "tpc/runtime/kernel.h"
 #include "tpc/runtime/math/gqa.h"
 #include "tpc/runtime/math/grid_sample.h"
+#include "tpc/runtime/math/moe.h"
 #include "tpc/runtime/math/nbits.h"
 #include "tpc/runtime/math/pad.h"
 #include "tpc/runtime/math/pointwise.h"
@@ -638,6 +639,9 @@ absl::StatusOr<GroupNormShape> ReadGroupNorm(const KernelContext& ctx);
 absl::StatusOr<int64_t> RotaryHalfInputs(const KernelContext& ctx);
 absl::Status MatMulNBits(KernelContext& ctx);  // matmul_nbits.cc
 absl::Status MoE(KernelContext& ctx);          // moe.cc
+// MoE's operands checked by shape and type (one float type), and its layout, for every
+// backend's kernel.
+absl::StatusOr<math::MoeLayout> ReadMoeLayout(const KernelContext& ctx);
 
 // ---- Attention (attention.cc, rotary.cc) ----
 absl::Status Attention(KernelContext& ctx);

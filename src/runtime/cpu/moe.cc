@@ -63,11 +63,11 @@ absl::StatusOr<math::MoeLayout> ReadMoeLayout(const KernelContext& ctx) {
   l.experts = w1.dim(0);
   l.inter = w2.dim(2);
   l.k = node.attr_int("k", 1);
-  const bool typed = x.dtype() == ir::DType::kF32 && router.dtype() == ir::DType::kF32 &&
-                     w1.dtype() == ir::DType::kF32 && w2.dtype() == ir::DType::kF32 &&
-                     (b1 == nullptr || b1->dtype() == ir::DType::kF32) &&
-                     (b2 == nullptr || b2->dtype() == ir::DType::kF32);
-  if (!typed) return ctx.Error("the operands must be float32");
+  const ir::DType t = x.dtype();
+  const bool typed = (t == ir::DType::kF32 || t == ir::DType::kF16 || t == ir::DType::kBF16) &&
+                     router.dtype() == t && w1.dtype() == t && w2.dtype() == t &&
+                     (b1 == nullptr || b1->dtype() == t) && (b2 == nullptr || b2->dtype() == t);
+  if (!typed) return ctx.Error("the operands must be of one float type (f32, f16 or bf16)");
   if (w1.shape() != Shape{l.experts, l.fc1_rows(), l.hidden} ||
       w2.shape() != Shape{l.experts, l.hidden, l.inter} ||
       (b1 != nullptr && b1->shape() != Shape{l.experts, l.fc1_rows()}) ||
@@ -89,6 +89,7 @@ absl::StatusOr<math::MoeLayout> ReadMoeLayout(const KernelContext& ctx) {
 absl::Status MoE(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(const math::MoeLayout l, ReadMoeLayout(ctx));
   const Tensor& x = ctx.input(0);
+  if (x.dtype() != ir::DType::kF32) return ctx.Error("the CPU kernel takes float32 only");
   const float* router = ctx.input(1).data<float>();
   const float* w1 = ctx.input(2).data<float>();
   const float* w2 = ctx.input(4).data<float>();
@@ -150,12 +151,8 @@ absl::Status MoE(KernelContext& ctx) {
   float* out = y->data<float>();
   ctx.pool().ParallelFor(tokens, 16, [&](int64_t first, int64_t last) {
     for (int64_t t = first; t < last; ++t) {
-      float* dst = out + t * h;
-      std::fill(dst, dst + h, 0.0f);
-      for (int64_t j = 0; j < k; ++j) {
-        const float w = weights.data()[t * k + j];
-        const float* src = results.data() + (t * k + j) * h;
-        for (int64_t c = 0; c < h; ++c) dst[c] += w * src[c];
+      for (int64_t c = 0; c < h; ++c) {
+        out[t * h + c] = math::MoeCombine(l, weights.data(), results.data(), t, c);
       }
     }
   });

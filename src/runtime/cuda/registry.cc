@@ -435,6 +435,7 @@ const Entry kKernels[] = {
      FixedCache(RowsFromStart(K(GroupQueryAttention, In(6))), cpu::GqaCacheRows),
      Takes::kFloatData},
     {kMicrosoft, "MatMulNBits", K(MatMulNBits), Takes::kFloatData},
+    {kMicrosoft, "MoE", K(MoE), Takes::kFloats},
     {kMicrosoft, "MultiHeadAttention", K(MultiHeadAttention), Takes::kFloatData},
     {kMicrosoft, "QuickGelu", K(QuickGelu), Takes::kFloats},
     {kMicrosoft, "RotaryEmbedding", K(MsRotaryEmbedding), Takes::kFloatData},

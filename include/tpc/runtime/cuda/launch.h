@@ -16,6 +16,7 @@
 #include "tpc/runtime/math/indexing.h"
 #include "tpc/runtime/math/logic.h"
 #include "tpc/runtime/math/loss.h"
+#include "tpc/runtime/math/moe.h"
 #include "tpc/runtime/math/nbits.h"
 #include "tpc/runtime/math/pad.h"
 #include "tpc/runtime/math/pointwise.h"
@@ -190,6 +191,19 @@ cudaError_t LaunchRotaryEmbedding(FloatKind k, const math::RotaryLayout& l, cons
 // 2 min; `average` divides the sum by n).
 cudaError_t LaunchReduceRanks(FloatKind k, int op, bool average, const math::RankPointers& p,
                               int64_t begin, int64_t end, cudaStream_t stream);
+// MoE (math/moe.h) on the device: `router`, `input`, the experts' weights and biases
+// (biases may be null) and `output` of kind k; scratch: experts (int64) and weights (f32)
+// [tokens · k], hidden (f32) [tokens · k, fc1_rows], act (f32) [tokens · k, inter], slots
+// (f32) [tokens · k, hidden].
+struct MoeOperands {
+  const void *input = nullptr, *router = nullptr, *fc1 = nullptr, *fc1_bias = nullptr;
+  const void *fc2 = nullptr, *fc2_bias = nullptr;
+  void* output = nullptr;
+  int64_t* experts = nullptr;
+  float *weights = nullptr, *hidden = nullptr, *act = nullptr, *slots = nullptr;
+};
+cudaError_t LaunchMoe(FloatKind k, const math::MoeLayout& l, const MoeOperands& o,
+                      cudaStream_t stream);
 // MatMulNBits for `rows` rows of A (1 to kGemvRows; a decode step): y [rows, N] = A [rows,
 // K] · Wᵀ (+ bias [N], may be null), all of kind k but the codes, the codes read once (no
 // dequantized copy). Scales and zero points as LaunchDequantNBits takes them.

@@ -81,4 +81,24 @@ TPC_HOST_DEVICE inline float MoeActivate(const MoeLayout& l, const float* h, int
   return 0.0f;
 }
 
+// The lane's part of an expert's dot product of a weight row with a token's vector over
+// `cols` elements: lane `lane` of `lanes` takes c = lane, lane + lanes, ... (one lane: the
+// whole product, in order).
+template <typename LoadW, typename LoadV>
+TPC_HOST_DEVICE inline float MoeDotLane(int64_t cols, int lane, int lanes, LoadW w, LoadV v) {
+  float acc = 0.0f;
+  for (int64_t c = lane; c < cols; c += lanes) acc += w(c) * v(c);
+  return acc;
+}
+
+// Element c of token t's output: its k slots' FC2 outputs (`slots`: [tokens · k, hidden],
+// biases included) weighted by their routing weights, in slot order.
+TPC_HOST_DEVICE inline float MoeCombine(const MoeLayout& l, const float* weights,
+                                        const float* slots, int64_t t, int64_t c) {
+  float acc = 0.0f;
+  for (int64_t j = 0; j < l.k; ++j)
+    acc += weights[t * l.k + j] * slots[(t * l.k + j) * l.hidden + c];
+  return acc;
+}
+
 }  // namespace tpc::runtime::math
