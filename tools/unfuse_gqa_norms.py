@@ -80,7 +80,8 @@ def unfuse(model):
                 "Concat", [norm(parts[0], "q", "q"), norm(parts[1], "k", "k"), parts[2]],
                 [joined], axis=2))
             ins[0] = flat(joined, "qkv")
-        kept = ins[:14]
+        kept = list(ins)
+        kept[14] = kept[15] = ""
         while kept and not kept[-1]:
             kept.pop()
         nodes.append(helper.make_node(

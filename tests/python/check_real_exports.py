@@ -122,7 +122,7 @@ def main():
     ap.add_argument("--models", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--min-models", type=int, default=10,
-                    help="fewer exports under --models is a failure (default: the committed 8)")
+                    help="fewer exports under --models is a failure (default: the committed 10)")
     ap.add_argument("--no-layout", action="store_true",
                     help="report the layout checks as notes, not failures")
     args = ap.parse_args()

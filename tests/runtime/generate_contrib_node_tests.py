@@ -133,8 +133,9 @@ def cases():
 
 def moe_cases(rng):
     """onnxruntime's MoE as its CPU runs it: each activation (gelu: the tanh form), top 1 and
-    2, routing weights normalized or not, with and without the biases, a 3-D input, and
-    gpt-oss's SwiGLU (interleaved, alpha 1.702, beta 1, limit 7; a limit that clamps)."""
+    2, routing weights normalized or not, with and without the biases, a 3-D input,
+    gpt-oss's SwiGLU (interleaved, alpha 1.702, beta 1, limit 7; a limit that clamps), and
+    routers with ties."""
     def f32(*shape, scale=1.0):
         return (rng.standard_normal(shape) * scale).astype(np.float32)
 
@@ -162,6 +163,18 @@ def moe_cases(rng):
                   ("fc2_experts_weights", f32(experts, h, inter, scale=0.3)),
                   ("fc2_experts_bias", f32(experts, h) if bias else None)]
         out.append(Case(f"moe_{name}", "MoE", inputs, ["output"], k=k, **extra))
+    # Ties (onnxruntime's CPU ranks (probability, index) pairs: the higher index first): a
+    # router row of zeros (a padded token's), and rows with equal pairs of logits.
+    router = np.array([[0, 0, 0, 0], [1, 1, 0.5, 0.5], [0.5, 2, 0.5, 2], [0, 0, 0, 0]],
+                      np.float32)
+    inputs = [("input", f32(4, h)), ("router_probs", router),
+              ("fc1_experts_weights", f32(experts, inter, h, scale=0.3)),
+              ("fc1_experts_bias", f32(experts, inter)),
+              ("fc2_experts_weights", f32(experts, h, inter, scale=0.3)),
+              ("fc2_experts_bias", f32(experts, h))]
+    for k in (1, 3):
+        out.append(Case(f"moe_ties_top{k}", "MoE", inputs, ["output"], k=k,
+                        activation_type="silu"))
     return out
 
 

@@ -72,7 +72,7 @@ absl::StatusOr<math::MoeLayout> ReadMoeLayout(const KernelContext& ctx) {
       w2.shape() != Shape{l.experts, l.hidden, l.inter} ||
       (b1 != nullptr && b1->shape() != Shape{l.experts, l.fc1_rows()}) ||
       (b2 != nullptr && b2->shape() != Shape{l.experts, l.hidden}) ||
-      router.num_elements() != l.tokens * l.experts || router.dim(router.rank() - 1) != l.experts) {
+      router.shape() != Shape{l.tokens, l.experts}) {
     return ctx.Error(
         absl::StrCat("the operands do not fit ", l.tokens, " tokens of ", l.hidden, ", ", l.experts,
                      " experts of inner size ", l.inter, ": router_probs ", router.TypeString(),
@@ -113,7 +113,8 @@ absl::Status MoE(KernelContext& ctx) {
   // Each slot's FC2 output (bias included), before its weight.
   std::vector<float> results(static_cast<size_t>(tokens * k * h));
   ctx.pool().ParallelFor(l.experts, 1, [&](int64_t first, int64_t last) {
-    std::vector<float> in, hidden, act;
+    // The expert's token rows, FC1's output, the activation, FC2's output.
+    std::vector<float> in, fc1_out, act, fc2_out;
     for (int64_t e = first; e < last; ++e) {
       const std::vector<int64_t>& mine = slots[static_cast<size_t>(e)];
       const int64_t n = static_cast<int64_t>(mine.size());
@@ -123,28 +124,28 @@ absl::Status MoE(KernelContext& ctx) {
         const float* src = x.data<float>() + (mine[static_cast<size_t>(i)] / k) * h;
         std::copy_n(src, h, in.data() + i * h);
       }
-      hidden.resize(static_cast<size_t>(n * rows));
+      fc1_out.resize(static_cast<size_t>(n * rows));
       for (int64_t i = 0; i < n; ++i) {
         for (int64_t c = 0; c < rows; ++c) {
-          hidden.data()[i * rows + c] = b1 ? b1[e * rows + c] : 0.0f;
+          fc1_out.data()[i * rows + c] = b1 ? b1[e * rows + c] : 0.0f;
         }
       }
       Gemm2D<float>(false, true, n, rows, h, 1.0f, in.data(), h, w1 + e * rows * h, h, 1.0f,
-                    hidden.data(), rows);
+                    fc1_out.data(), rows);
       act.resize(static_cast<size_t>(n * inter));
       for (int64_t i = 0; i < n; ++i) {
         for (int64_t c = 0; c < inter; ++c) {
-          act.data()[i * inter + c] = math::MoeActivate(l, hidden.data() + i * rows, c);
+          act.data()[i * inter + c] = math::MoeActivate(l, fc1_out.data() + i * rows, c);
         }
       }
-      in.resize(static_cast<size_t>(n * h));  // FC2's output, then scattered to the slots
+      fc2_out.resize(static_cast<size_t>(n * h));
       for (int64_t i = 0; i < n; ++i) {
-        for (int64_t c = 0; c < h; ++c) in.data()[i * h + c] = b2 ? b2[e * h + c] : 0.0f;
+        for (int64_t c = 0; c < h; ++c) fc2_out.data()[i * h + c] = b2 ? b2[e * h + c] : 0.0f;
       }
       Gemm2D<float>(false, true, n, h, inter, 1.0f, act.data(), inter, w2 + e * h * inter, inter,
-                    1.0f, in.data(), h);
+                    1.0f, fc2_out.data(), h);
       for (int64_t i = 0; i < n; ++i) {
-        std::copy_n(in.data() + i * h, h, results.data() + mine[static_cast<size_t>(i)] * h);
+        std::copy_n(fc2_out.data() + i * h, h, results.data() + mine[static_cast<size_t>(i)] * h);
       }
     }
   });

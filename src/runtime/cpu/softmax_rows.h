@@ -40,6 +40,10 @@ template <typename T>
 void SinkSoftmaxRow(T* row, int64_t n, double sink) {
   double mx = sink;
   for (int64_t j = 0; j < n; ++j) mx = std::max(mx, static_cast<double>(row[j]));
+  if (mx == -std::numeric_limits<double>::infinity()) {  // nothing open (as SoftmaxRow)
+    std::fill(row, row + n, T(0));
+    return;
+  }
   double sum = std::exp(sink - mx);
   for (int64_t j = 0; j < n; ++j) {
     const double e = std::exp(static_cast<double>(row[j]) - mx);

@@ -1,16 +1,31 @@
 // onnxruntime's MoE on the device (moe.cu): the routing, each chosen expert's FC1 and FC2
 // as GEMVs of the tokens that chose it, the activation and the weighted sum, with the
-// intermediate rows in f32 scratch.
+// intermediate rows in f32 scratch, a chunk of tokens at a time.
+#include <algorithm>
+#include <cstdint>
+
 #include "ops.h"
 
 namespace tpc::runtime::cuda {
+namespace {
+
+// The f32 scratch of one launch (a long prompt's tokens go in chunks): 64 MiB.
+constexpr int64_t kMoeScratchBytes = int64_t{64} << 20;
+
+}  // namespace
 
 absl::Status MoE(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(const math::MoeLayout l, cpu::ReadMoeLayout(ctx));
   const Tensor& x = ctx.input(0);
   TPC_ASSIGN_OR_RETURN(FloatKind kind, FloatKindOf(ctx, x.dtype()));
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
-  const int64_t slots = l.tokens * l.k;
+  if (l.tokens == 0) return absl::OkStatus();
+  // The tokens a launch takes: its f32 scratch (a slot's FC1 row, activation and FC2
+  // row, its expert and weight) within kMoeScratchBytes, at least one token.
+  const int64_t slot_bytes = 4 * (l.fc1_rows() + l.inter + l.hidden) + 12;
+  const int64_t chunk =
+      std::min(l.tokens, std::max<int64_t>(1, kMoeScratchBytes / (slot_bytes * l.k)));
+  const int64_t slots = chunk * l.k;
   TPC_ASSIGN_OR_RETURN(Tensor experts, Scratch(ctx, ir::DType::kI64, {slots}));
   TPC_ASSIGN_OR_RETURN(Tensor weights, Scratch(ctx, ir::DType::kF32, {slots}));
   TPC_ASSIGN_OR_RETURN(Tensor hidden, Scratch(ctx, ir::DType::kF32, {slots, l.fc1_rows()}));
@@ -18,20 +33,27 @@ absl::Status MoE(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(Tensor outs, Scratch(ctx, ir::DType::kF32, {slots, l.hidden}));
   const Tensor* b1 = ctx.optional_input(3);
   const Tensor* b2 = ctx.optional_input(5);
-  MoeOperands o;
-  o.input = x.raw();
-  o.router = ctx.input(1).raw();
-  o.fc1 = ctx.input(2).raw();
-  o.fc1_bias = b1 != nullptr ? b1->raw() : nullptr;
-  o.fc2 = ctx.input(4).raw();
-  o.fc2_bias = b2 != nullptr ? b2->raw() : nullptr;
-  o.output = y->raw();
-  o.experts = experts.data<int64_t>();
-  o.weights = weights.data<float>();
-  o.hidden = hidden.data<float>();
-  o.act = act.data<float>();
-  o.slots = outs.data<float>();
-  return Check(ctx, LaunchMoe(kind, l, o, StreamOf(ctx)));
+  const size_t es = static_cast<size_t>(ir::DTypeSize(x.dtype()));
+  for (int64_t first = 0; first < l.tokens; first += chunk) {
+    math::MoeLayout part = l;
+    part.tokens = std::min(chunk, l.tokens - first);
+    MoeOperands o;
+    o.input = static_cast<const uint8_t*>(x.raw()) + static_cast<size_t>(first * l.hidden) * es;
+    o.router = static_cast<const uint8_t*>(ctx.input(1).raw()) +
+               static_cast<size_t>(first * l.experts) * es;
+    o.fc1 = ctx.input(2).raw();
+    o.fc1_bias = b1 != nullptr ? b1->raw() : nullptr;
+    o.fc2 = ctx.input(4).raw();
+    o.fc2_bias = b2 != nullptr ? b2->raw() : nullptr;
+    o.output = static_cast<uint8_t*>(y->raw()) + static_cast<size_t>(first * l.hidden) * es;
+    o.experts = experts.data<int64_t>();
+    o.weights = weights.data<float>();
+    o.hidden = hidden.data<float>();
+    o.act = act.data<float>();
+    o.slots = outs.data<float>();
+    TPC_RETURN_IF_ERROR(Check(ctx, LaunchMoe(kind, part, o, StreamOf(ctx))));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace tpc::runtime::cuda

@@ -5,6 +5,8 @@
 // every rank's, so every rank picks the same experts and weights), and gives partial sums
 // of the output; FC2's bias arrives partial (added once). Or split by tokens (the input's
 // first dim and the router's rows, which are those tokens' rows in order).
+#include <string>
+
 #include "rules.h"
 
 namespace tpc::shard::rules {
@@ -23,8 +25,11 @@ void MoE(const RuleContext& ctx, std::vector<Strategy>* out) {
     s.compute_fraction = 1.0 / n;
     AddNamedStrategy(ctx, std::move(s), out);
   }
-  const bool swiglu = ctx.node().attr_string("activation_type", "relu") == "swiglu";
-  if (swiglu && ctx.node().attr_int("swiglu_fusion", 0) != 1) return;
+  // The activations the kernels have, each of one FC1 row (or, SwiGLU's, of a pair of
+  // adjacent rows: interleaved, swiglu_fusion = 1): a contiguous share of rows keeps them.
+  const std::string act = ctx.node().attr_string("activation_type", "relu");
+  const bool per_row = act == "relu" || act == "gelu" || act == "silu" || act == "identity";
+  if (!per_row && !(act == "swiglu" && ctx.node().attr_int("swiglu_fusion", 0) == 1)) return;
   if (!ctx.Divisible(ctx.input_dims(4)[2])) return;  // the inner dim I
   Strategy s = ReplicatedInputs(ctx, "split every expert's inner dim");
   s.inputs[2] = ir::Placement::Shard(1);  // FC1 [E, F·I, H]
@@ -41,6 +46,7 @@ double MoEFlops(const RuleContext& ctx) {
   if (ctx.input_rank(2) != 3 || ctx.input_rank(4) != 3) return OutputElements(ctx);
   const std::vector<ir::Dim>& w1 = ctx.input_dims(2);
   const std::vector<ir::Dim>& w2 = ctx.input_dims(4);
+  if (ctx.Size(w2[1]) <= 0) return OutputElements(ctx);
   const double tokens = OutputElements(ctx) / ctx.Size(w2[1]);
   const double k = static_cast<double>(ctx.node().attr_int("k", 1));
   return 2 * tokens * k * (ctx.Size(w1[1]) * ctx.Size(w1[2]) + ctx.Size(w2[1]) * ctx.Size(w2[2]));

@@ -102,8 +102,8 @@ TPC_HOST_DEVICE inline const S* GqaSource(const GqaLayout& l, const S* query, co
   return (which == 1 ? key : value) + row * l.hkv * l.hd + h * l.hd;
 }
 
-TPC_HOST_DEVICE inline float Sqrt(float v) { return sqrtf(v); }
-TPC_HOST_DEVICE inline double Sqrt(double v) { return sqrt(v); }
+TPC_HOST_DEVICE inline float GqaSqrt(float v) { return sqrtf(v); }
+TPC_HOST_DEVICE inline double GqaSqrt(double v) { return sqrt(v); }
 
 // The fused per-head Q/K norms (onnxruntime's CUDA exports of Qwen 3 and the like), before
 // the rotary: head j of the query input (Q's heads, then, packed, K's and V's; `key_input`:
@@ -131,7 +131,7 @@ TPC_HOST_DEVICE inline void GqaNormHead(const GqaLayout& l, const typename IO::S
   A sum = 0;
   for (int64_t d = 0; d < l.hd; ++d) sum += IO::Load(x[d]) * IO::Load(x[d]);
   const A eps = static_cast<A>(is_q ? l.q_epsilon : l.k_epsilon);
-  const A inv = static_cast<A>(1) / Sqrt(sum / static_cast<A>(l.hd) + eps);
+  const A inv = static_cast<A>(1) / GqaSqrt(sum / static_cast<A>(l.hd) + eps);
   for (int64_t d = 0; d < l.hd; ++d) y[d] = IO::Store(IO::Load(x[d]) * inv * IO::Load(w[d]));
 }
 
@@ -251,9 +251,10 @@ TPC_HOST_DEVICE inline bool GqaOpen(const GqaLayout& l, int64_t keys, int64_t ow
 // probability (a row may attend to "nothing"): head_sink[h], or 0 with smooth_softmax (a
 // head_sink wins over it, as in onnxruntime), or none (-inf).
 template <typename IO>
-TPC_HOST_DEVICE inline float GqaSinkScore(const GqaLayout& l, const typename IO::Storage* sink,
-                                          int64_t h) {
-  return l.sink ? static_cast<float>(IO::Load(sink[h])) : l.smooth ? 0.0f : -INFINITY;
+TPC_HOST_DEVICE inline auto GqaSinkScore(const GqaLayout& l, const typename IO::Storage* sink,
+                                         int64_t h) -> decltype(IO::Load(sink[0])) {
+  using A = decltype(IO::Load(sink[0]));
+  return l.sink ? IO::Load(sink[h]) : l.smooth ? A(0) : -static_cast<A>(INFINITY);
 }
 
 // A score after softcap (softcap · tanh(x / softcap); 0 leaves it).

@@ -1,9 +1,10 @@
-// onnxruntime's MoE (mixture of experts: gpt-oss, Mixtral, Phi-MoE as onnxruntime-genai
-// exports them), per token: the routing (a softmax over the router's logits, its top k
-// experts, their weights normalized to sum 1 when asked) and the experts' activation
-// between FC1 and FC2, as onnxruntime's CPU kernel computes them (checked against it by
-// the contrib node tests). Host and device functions: the CPU kernel (cpu/moe.cc) uses
-// them, and a device kernel would.
+// onnxruntime's MoE (mixture of experts: gpt-oss and Mixtral-style routers as
+// onnxruntime-genai exports them; not Phi-MoE's sparse mixer), per token: the routing (a
+// softmax over the router's logits, its top k experts, their weights normalized to sum 1
+// when asked), the experts' activation between FC1 and FC2, their dot products and the
+// weighted sum, as onnxruntime's CPU kernel computes them (checked against it by the
+// contrib node tests). Host and device functions: the CPU kernel (cpu/moe.cc) and the
+// CUDA kernels (cuda/moe.cu) use them.
 #pragma once
 
 #include <cmath>
@@ -30,9 +31,11 @@ struct MoeLayout {
   }
 };
 
-// Token t's top k experts (`experts[k]`, best first; a tie goes to the lower index) and
-// their weights (`weights[k]`: the softmax of its router logits, renormalized over the k
-// when l.normalize), from its logits row [experts].
+// Token t's top k experts (`experts[k]`, best first) and their weights (`weights[k]`:
+// the softmax of its router logits, renormalized over the k when l.normalize), from its
+// logits row [experts]. The experts are ranked by their probabilities, a tie going to the
+// higher index, as onnxruntime's CPU kernel sorts (probability, index) pairs; always k
+// distinct experts in [0, experts), NaN logits included.
 template <typename Load>
 TPC_HOST_DEVICE inline void MoeRoute(const MoeLayout& l, Load logit, int64_t* experts,
                                      float* weights) {
@@ -42,13 +45,18 @@ TPC_HOST_DEVICE inline void MoeRoute(const MoeLayout& l, Load logit, int64_t* ex
   for (int64_t e = 0; e < l.experts; ++e) sum += expf(logit(e) - mx);
   for (int64_t j = 0; j < l.k; ++j) {
     int64_t best = -1;
+    float best_p = 0.0f;
     for (int64_t e = 0; e < l.experts; ++e) {
       bool taken = false;
       for (int64_t i = 0; i < j; ++i) taken = taken || experts[i] == e;
-      if (!taken && (best < 0 || logit(e) > logit(best))) best = e;
+      const float p = expf(logit(e) - mx) / sum;
+      if (!taken && (best < 0 || p >= best_p)) {
+        best = e;
+        best_p = p;
+      }
     }
     experts[j] = best;
-    weights[j] = expf(logit(best) - mx) / sum;
+    weights[j] = best_p;
   }
   if (!l.normalize) return;
   float total = 0.0f;
