@@ -183,9 +183,6 @@ def gqa_head_sink_cases(rng):
     each softmax row, then dropped): a decode step with rotary, a padded first prompt with
     smooth_softmax too (the sink wins), packed Q/K/V, and gpt-oss's local layers' windowed
     cache (capacity 4, window 3) after 5 tokens."""
-    def f32(*shape):
-        return rng.standard_normal(shape).astype(np.float32)
-
     out = []
     hq, hkv, hd = 4, 2, 16
     for name, b, s, p, extra in [
@@ -197,25 +194,8 @@ def gqa_head_sink_cases(rng):
         extra = dict(extra)
         lens = extra.pop("lens", None)
         packed = extra.pop("packed", 0)
-        total = p + s
-        if packed:
-            inputs = [("query", f32(b, s, (hq + 2 * hkv) * hd)), ("key", None), ("value", None)]
-        else:
-            inputs = [("query", f32(b, s, hq * hd)), ("key", f32(b, s, hkv * hd)),
-                      ("value", f32(b, s, hkv * hd))]
-        if p > 0:
-            inputs += [("past_key", f32(b, hkv, p, hd)), ("past_value", f32(b, hkv, p, hd))]
-        else:
-            inputs += [("past_key", None), ("past_value", None)]
-        inputs += [("seqlens_k", np.array(lens, np.int32) - 1 if lens else
-                    np.full((b,), total - 1, np.int32)),
-                   ("total_sequence_length", np.array([max(lens) if lens else total], np.int32))]
-        if extra.get("do_rotary"):
-            angles = rng.random((32, hd // 2)) * 3
-            inputs += [("cos_cache", np.cos(angles).astype(np.float32)),
-                       ("sin_cache", np.sin(angles).astype(np.float32))]
-        else:
-            inputs += [("cos_cache", None), ("sin_cache", None)]
+        inputs = gqa_inputs(rng, b, s, p, hq, hkv, hd, lens, packed,
+                            hd if extra.get("do_rotary") else 0, max(lens) if lens else None)
         inputs += [("position_ids", None), ("attention_bias", None),
                    ("head_sink", (rng.standard_normal(hq) * 2).astype(np.float32))]
         out.append(Case(f"group_query_attention_head_sink_{name}", "GroupQueryAttention", inputs,
@@ -230,8 +210,8 @@ def gqa_qk_norm_cases(rng):
     (tools/unfuse_gqa_norms.py). A decode step with rotary and the default epsilon; a prompt
     after a past, interleaved, with Q's and K's own epsilons, large enough to matter beside
     inputs scaled down; packed Q/K/V (V's heads untouched) with a padded row."""
-    def f32(*shape, scale=1.0):
-        return (rng.standard_normal(shape) * scale).astype(np.float32)
+    def f32(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
 
     out = []
     hq, hkv, hd = 4, 2, 16
@@ -245,23 +225,8 @@ def gqa_qk_norm_cases(rng):
         lens = extra.pop("lens", None)
         packed = extra.pop("packed", 0)
         x = extra.pop("scale_inputs", 1.0)
-        total = p + s
-        if packed:
-            inputs = [("query", f32(b, s, (hq + 2 * hkv) * hd, scale=x)), ("key", None),
-                      ("value", None)]
-        else:
-            inputs = [("query", f32(b, s, hq * hd, scale=x)), ("key", f32(b, s, hkv * hd, scale=x)),
-                      ("value", f32(b, s, hkv * hd))]
-        inputs += [("past_key", f32(b, hkv, p, hd)), ("past_value", f32(b, hkv, p, hd)),
-                   ("seqlens_k", np.array(lens, np.int32) - 1 if lens else
-                    np.full((b,), total - 1, np.int32)),
-                   ("total_sequence_length", np.array([total], np.int32))]
-        if extra.get("do_rotary"):
-            angles = rng.random((32, hd // 2)) * 3
-            inputs += [("cos_cache", np.cos(angles).astype(np.float32)),
-                       ("sin_cache", np.sin(angles).astype(np.float32))]
-        else:
-            inputs += [("cos_cache", None), ("sin_cache", None)]
+        inputs = gqa_inputs(rng, b, s, p, hq, hkv, hd, lens, packed,
+                            hd if extra.get("do_rotary") else 0, scale=x)
         inputs += [(n, None) for n in ("position_ids", "attention_bias", "head_sink", "k_scale",
                                        "v_scale")]
         inputs += [("q_norm_weight", f32(hd)), ("k_norm_weight", f32(hd))]
@@ -361,14 +326,43 @@ def multi_head_attention_cases(rng):
     return out
 
 
+def gqa_inputs(rng, b, s, p, hq, hkv, hd, lens=None, packed=False, rotary_dim=0, total=None,
+               scale=1.0):
+    """GroupQueryAttention's inputs 0 to 8 (seeded draws in this order: Q/K/V, the pasts when
+    p > 0, the rotary caches of rotary_dim when given): seqlens_k from `lens` (each row's
+    keys; default all p + s) and total_sequence_length `total` (default p + s). `scale`
+    multiplies the query and key (not the value)."""
+    def f32(*shape, x=1.0):
+        return (rng.standard_normal(shape) * x).astype(np.float32)
+
+    full = p + s
+    if packed:
+        inputs = [("query", f32(b, s, (hq + 2 * hkv) * hd, x=scale)), ("key", None),
+                  ("value", None)]
+    else:
+        inputs = [("query", f32(b, s, hq * hd, x=scale)), ("key", f32(b, s, hkv * hd, x=scale)),
+                  ("value", f32(b, s, hkv * hd))]
+    if p > 0:
+        inputs += [("past_key", f32(b, hkv, p, hd)), ("past_value", f32(b, hkv, p, hd))]
+    else:
+        inputs += [("past_key", None), ("past_value", None)]
+    inputs += [("seqlens_k", np.array(lens, np.int32) - 1 if lens else
+                np.full((b,), full - 1, np.int32)),
+               ("total_sequence_length", np.array([total or full], np.int32))]
+    if rotary_dim:
+        angles = rng.random((32, rotary_dim // 2)) * 3
+        inputs += [("cos_cache", np.cos(angles).astype(np.float32)),
+                   ("sin_cache", np.sin(angles).astype(np.float32))]
+    else:
+        inputs += [("cos_cache", None), ("sin_cache", None)]
+    return inputs
+
+
 def group_query_attention_cases(rng):
     """onnxruntime's GroupQueryAttention: prefill (no past), decode steps, a prompt after a
     past (onnxruntime wants batch 1 then), rotary (halves, interleaved, partial), packed
     QKV, a local window, softcap, one K/V head (multi-query). Head size 16 (onnxruntime
     wants a multiple of 16)."""
-    def f32(*shape):
-        return rng.standard_normal(shape).astype(np.float32)
-
     out = []
     for name, b, s, p, hq, hkv, extra in [
             ("prefill", 2, 4, 0, 4, 2, {}),
@@ -394,23 +388,10 @@ def group_query_attention_cases(rng):
         packed = extra.pop("packed", 0)
         hd = extra.pop("head_size", 16)
         rotary_dim = extra.pop("rotary_dim", hd)
-        total = p + s
-        if packed:
-            inputs = [("query", f32(b, s, (hq + 2 * hkv) * hd)), ("key", None), ("value", None)]
-        else:
-            inputs = [("query", f32(b, s, hq * hd)), ("key", f32(b, s, hkv * hd)),
-                      ("value", f32(b, s, hkv * hd))]
-        if p > 0:
-            inputs += [("past_key", f32(b, hkv, p, hd)), ("past_value", f32(b, hkv, p, hd))]
-        else:
-            inputs += [("past_key", None), ("past_value", None)]
-        inputs += [("seqlens_k", np.array(lens, np.int32) - 1 if lens else
-                    np.full((b,), total - 1, np.int32)),
-                   ("total_sequence_length", np.array([total], np.int32))]
-        if extra.get("do_rotary"):
-            angles = rng.random((32, rotary_dim // 2)) * 3
-            inputs += [("cos_cache", np.cos(angles).astype(np.float32)),
-                       ("sin_cache", np.sin(angles).astype(np.float32))]
+        inputs = gqa_inputs(rng, b, s, p, hq, hkv, hd, lens, packed,
+                            rotary_dim if extra.get("do_rotary") else 0)
+        while inputs[-1][1] is None:  # (no trailing absent inputs, as before)
+            inputs.pop()
         out.append(Case(f"group_query_attention_{name}", "GroupQueryAttention", inputs,
                         ["output", "present_key", "present_value"], num_heads=hq,
                         kv_num_heads=hkv, **extra))
