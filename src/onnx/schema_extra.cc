@@ -30,6 +30,15 @@ constexpr ExtraSchema kExtra[] = {
      "qkv_hidden_sizes:ints rotary_embedding_dim:int scale:float unidirectional:int",
      "do_rotary=0 past_present_share_buffer=0", 7, "6"},
     {kMs, "BiasGelu", "", "", 2},
+    // Only the channels-first, one-dim, windowless form (onnxruntime's CPU form; the others
+    // are its CUDA kernel's).
+    {kMs, "CausalConvWithState",
+     "activation:string channels_last:int dilation:int input_channel_offset:int "
+     "input_channels:int ndim:int state_channels_last:int state_length:int "
+     "state_update_capacity:int state_window:int",
+     "channels_last=0 input_channel_offset=0 input_channels=0 ndim=1 state_channels_last=-1 "
+     "state_length=0 state_update_capacity=0 state_window=0",
+     4},
     {kMs, "FastGelu", "", "", 2},
     {kMs, "Gelu", "", "", 1},
     {kMs, "GroupQueryAttention",

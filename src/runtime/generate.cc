@@ -34,11 +34,13 @@ const IoSpec* Find(const std::vector<IoSpec>& specs, const std::string& name) {
 }
 
 // The present a past input pairs with: `past_key_values.3.key` → `present.3.key`,
-// `past_key_3` → `present_key_3`; "" when the name is not a past.
+// `past_key_3` → `present_key_3`, `past.1.conv` → `present.1.conv` (onnxruntime-genai's
+// convolution states); "" when the name is not a past.
 std::string PresentOf(const std::string& past) {
   for (const auto& [from, to] :
        {std::pair<std::string, std::string>{"past_key_values.", "present."},
-        {"past_", "present_"}}) {
+        {"past_", "present_"},
+        {"past.", "present."}}) {
     if (absl::StartsWith(past, from)) return to + past.substr(from.size());
   }
   return "";

@@ -128,6 +128,32 @@ def cases():
     out += gqa_qk_norm_cases(np.random.default_rng(3))
     out += gqa_head_sink_cases(np.random.default_rng(4))
     out += moe_cases(np.random.default_rng(5))
+    out += causal_conv_cases(np.random.default_rng(6))
+    return out
+
+
+def causal_conv_cases(rng):
+    """onnxruntime's CausalConvWithState (LFM2's, Mamba's short convolutions): a prompt after
+    a state, SiLU with a bias and dilation 2, a first prompt (no state), a decode step of one
+    position, and an input shorter than the state (the present keeps some of the past)."""
+    def f32(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    out = []
+    b, c, k = 2, 6, 3
+    for name, length, extra in [
+            ("prompt", 5, {}),
+            ("silu_bias_dilation", 4, {"activation": "silu", "dilation": 2, "bias": 1}),
+            ("first_prompt", 4, {"activation": "silu", "no_past": 1}),
+            ("decode_bias", 1, {"bias": 1}),
+            ("short_dilated", 2, {"dilation": 3})]:
+        extra = dict(extra)
+        state = (k - 1) * extra.get("dilation", 1)
+        inputs = [("input", f32(b, c, length)), ("weight", f32(c, 1, k)),
+                  ("bias", f32(c) if extra.pop("bias", 0) else None),
+                  ("past_state", None if extra.pop("no_past", 0) else f32(b, c, state))]
+        out.append(Case(f"causal_conv_with_state_{name}", "CausalConvWithState", inputs,
+                        ["output", "present_state"], **extra))
     return out
 
 

@@ -189,4 +189,28 @@ absl::Status InferCol2Im(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// onnxruntime's CausalConvWithState: the output is the input's type; the present state
+// [batch, channels, (k - 1) · dilation] from the weight's kernel size when it is known,
+// else the past state's type.
+absl::Status InferCausalConvWithState(InferenceContext& ctx) {
+  TPC_RETURN_IF_ERROR(RequireInputs(ctx, 2));
+  const TensorType& x = ctx.input_type(0);
+  const auto& w = ctx.input_type(1).shape;
+  if ((x.shape && x.shape->size() != 3) || (w && w->size() != 3)) {
+    return ctx.Error("input must be [batch, channels, length] and weight [channels, 1, k]");
+  }
+  ctx.set_output_type(0, x);
+  if (ctx.node().num_outputs() < 2) return absl::OkStatus();
+  const int64_t dilation = ctx.node().attr_int("dilation", 1);
+  if (x.shape && w && (*w)[2].is_static()) {
+    ctx.set_output_type(1, TensorType(x.dtype, {(*x.shape)[0], (*x.shape)[1],
+                                                Dim(((*w)[2].value() - 1) * dilation)}));
+  } else if (ctx.has_input(3)) {
+    ctx.set_output_type(1, ctx.input_type(3));
+  } else {
+    SetUnknownRank(ctx, 1, x.dtype);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace tpc::onnx::shape_rules

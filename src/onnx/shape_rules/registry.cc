@@ -143,6 +143,7 @@ constexpr Entry kRules[] = {
     {"", "Xor", InferXor},
     {kMicrosoft, "Attention", InferMsAttention},
     {kMicrosoft, "BiasGelu", InferUnary},
+    {kMicrosoft, "CausalConvWithState", InferCausalConvWithState},
     {kMicrosoft, "FastGelu", InferUnary},
     {kMicrosoft, "Gelu", InferUnary},
     {kMicrosoft, "GroupQueryAttention", InferGroupQueryAttention},

@@ -114,6 +114,7 @@ absl::Status InferMsAttention(InferenceContext& ctx);
 
 // ---- Convolutions and pools (conv.cc) ----
 absl::Status InferConv(InferenceContext& ctx);
+absl::Status InferCausalConvWithState(InferenceContext& ctx);
 absl::Status InferPool(InferenceContext& ctx);  // MaxPool (and Indices), AveragePool, LpPool
 absl::Status InferCol2Im(InferenceContext& ctx);
 

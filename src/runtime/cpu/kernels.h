@@ -19,6 +19,7 @@
 #include "isa_loops.h"
 #include "tpc/runtime/compare.h"
 #include "tpc/runtime/kernel.h"
+#include "tpc/runtime/math/causal_conv.h"
 #include "tpc/runtime/math/gqa.h"
 #include "tpc/runtime/math/grid_sample.h"
 #include "tpc/runtime/math/moe.h"
@@ -637,8 +638,12 @@ absl::StatusOr<GroupNormShape> ReadGroupNorm(const KernelContext& ctx);
 // tpc::RotaryHalf(x, cos, sin): cos and sin hold rows of x's last dim d (even) and
 // broadcast to x's shape. Returns d.
 absl::StatusOr<int64_t> RotaryHalfInputs(const KernelContext& ctx);
-absl::Status MatMulNBits(KernelContext& ctx);  // matmul_nbits.cc
-absl::Status MoE(KernelContext& ctx);          // moe.cc
+absl::Status MatMulNBits(KernelContext& ctx);          // matmul_nbits.cc
+absl::Status MoE(KernelContext& ctx);                  // moe.cc
+absl::Status CausalConvWithState(KernelContext& ctx);  // causal_conv.cc
+// CausalConvWithState's operands checked by shape and type, and its layout, for every
+// backend's kernel.
+absl::StatusOr<math::CausalConvLayout> ReadCausalConvLayout(const KernelContext& ctx);
 // MoE's operands checked by shape and type (one float type), and its layout, for every
 // backend's kernel.
 absl::StatusOr<math::MoeLayout> ReadMoeLayout(const KernelContext& ctx);

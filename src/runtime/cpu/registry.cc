@@ -199,6 +199,7 @@ const Entry kKernels[] = {
     {kMicrosoft, "Gelu", {Gelu}},
     {kMicrosoft, "FastGelu", {FastGelu}},
     {kMicrosoft, "BiasGelu", {BiasGelu}},
+    {kMicrosoft, "CausalConvWithState", {CausalConvWithState}},
     {kMicrosoft,
      "GroupQueryAttention",
      {.fn = GroupQueryAttention, .rows_from_start = true, .fixed_cache_rows = GqaCacheRows}},

@@ -211,4 +211,23 @@ absl::Status DeformConv(KernelContext& ctx) {
   return AddChannelBias(ctx, k, *b, *y, shape.n, shape.oc, plane);
 }
 
+// onnxruntime's CausalConvWithState: the output and the present state, one launch.
+absl::Status CausalConvWithState(KernelContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(const math::CausalConvLayout l, cpu::ReadCausalConvLayout(ctx));
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(FloatKind kind, FloatKindOf(ctx, x.dtype()));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  void* present = nullptr;
+  if (ctx.wants_output(1)) {
+    TPC_ASSIGN_OR_RETURN(Tensor * p, ctx.Output(1, {l.batch, l.channels, l.state()}, x.dtype()));
+    present = p->raw();
+  }
+  const Tensor* bias = ctx.optional_input(2);
+  const Tensor* past = ctx.optional_input(3);
+  return Check(ctx, LaunchCausalConv(kind, l, x.raw(), ctx.input(1).raw(),
+                                     bias != nullptr ? bias->raw() : nullptr,
+                                     past != nullptr ? past->raw() : nullptr, y->raw(), present,
+                                     StreamOf(ctx)));
+}
+
 }  // namespace tpc::runtime::cuda

@@ -286,6 +286,8 @@ absl::Status MatMul(KernelContext& ctx);
 absl::Status Gemm(KernelContext& ctx);
 // onnxruntime's MatMulNBits (2/4/8-bit block-quantized weights).
 absl::Status MatMulNBits(KernelContext& ctx);
+// onnxruntime's CausalConvWithState (conv_ops.cc).
+absl::Status CausalConvWithState(KernelContext& ctx);
 // onnxruntime's MoE (mixture of experts; moe_ops.cc).
 absl::Status MoE(KernelContext& ctx);
 absl::Status Det(KernelContext& ctx);

@@ -429,6 +429,7 @@ const Entry kKernels[] = {
     {"", "Xor", K(Xor), Takes::kBools},
     {kMicrosoft, "Attention", K(MsAttention), Takes::kFloatData},
     {kMicrosoft, "BiasGelu", K(BiasGelu), Takes::kFloats},
+    {kMicrosoft, "CausalConvWithState", K(CausalConvWithState), Takes::kFloats},
     {kMicrosoft, "FastGelu", K(FastGelu), Takes::kFloats},
     {kMicrosoft, "Gelu", K(Gelu), Takes::kFloats},
     {kMicrosoft, "GroupQueryAttention",

@@ -3,6 +3,8 @@
 // a 1-D convolution: column-parallel) and its input channels reduce (row-parallel, a
 // partial sum); pools keep batch and channels. Spatial dims need whole: a split would
 // need the halo of the neighbouring rank.
+#include <string>
+
 #include "rules.h"
 
 namespace tpc::shard::rules {
@@ -141,5 +143,31 @@ void GlobalPool(const RuleContext& ctx, std::vector<Strategy>* out) {
   AddFactorStrategies(ctx, FactorSpecBuilder(ctx).Along({0}, kinds).Build(), out);
   if (op == "GlobalAveragePool") AddPartialStrategy(ctx, {0}, out);
 }
+
+// onnxruntime's CausalConvWithState (input [B, C, L], weight [C, 1, k], bias [C],
+// past_state [B, C, S]; output [B, C, L], present_state [B, C, S]): depthwise, so the
+// channels pass (the weight's, the bias's and both states' with them), as does the batch.
+// The present is the past joined with the input on axis 2 (its last S positions).
+void CausalConvWithState(const RuleContext& ctx, std::vector<Strategy>* out) {
+  if (ctx.input_rank(0) != 3 || ctx.input_rank(1) != 3 || !OutputsTyped(ctx)) return;
+  const std::vector<ir::Dim>& x = ctx.input_dims(0);
+  auto strategy = [&](std::string name, int64_t dim) {
+    Strategy s = ReplicatedInputs(ctx, std::move(name));
+    const ir::Placement split = ir::Placement::Shard(dim);
+    s.inputs[0] = split;
+    if (dim == 1) {
+      s.inputs[1] = ir::Placement::Shard(0);
+      if (ctx.has_input(2)) s.inputs[2] = ir::Placement::Shard(0);
+    }
+    if (ctx.has_input(3)) s.inputs[3] = split;
+    s.outputs.assign(static_cast<size_t>(ctx.node().num_outputs()), split);
+    s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
+    AddNamedStrategy(ctx, std::move(s), out);
+  };
+  if (ctx.Divisible(x[0])) strategy("split batch", 0);
+  if (ctx.Divisible(x[1])) strategy("split channels", 1);
+}
+
+std::optional<int64_t> CausalConvJoinAxis(const ir::Node&) { return 2; }
 
 }  // namespace tpc::shard::rules

@@ -140,6 +140,7 @@ constexpr OpRecord kRecords[] = {
       .block_count = QkvBlocks,
       .join_axis = MsAttentionJoinAxis}},
     {kMicrosoft, "BiasGelu", Unary},
+    {kMicrosoft, "CausalConvWithState", CausalConvWithState, {.join_axis = CausalConvJoinAxis}},
     {kMicrosoft, "FastGelu", Unary},
     {kMicrosoft, "Gelu", Unary},
     {kMicrosoft,

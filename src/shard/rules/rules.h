@@ -124,6 +124,8 @@ std::optional<int64_t> ConvFeatureDim(
     const std::function<std::optional<int64_t>(const ir::Value*)>&);
 void Pool(const RuleContext& ctx, std::vector<Strategy>* out);  // MaxPool, AveragePool, LpPool
 void GlobalPool(const RuleContext& ctx, std::vector<Strategy>* out);  // GlobalAveragePool, ...
+void CausalConvWithState(const RuleContext& ctx, std::vector<Strategy>* out);
+std::optional<int64_t> CausalConvJoinAxis(const ir::Node& node);
 
 // einsum.cc
 void Einsum(const RuleContext& ctx, std::vector<Strategy>* out);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "tpc/runtime/math/causal_conv.h"
 #include "tpc/runtime/math/conv.h"
 #include "tpc/runtime/math/deform_conv.h"
 #include "tpc/runtime/math/einsum.h"
@@ -191,6 +192,11 @@ cudaError_t LaunchRotaryEmbedding(FloatKind k, const math::RotaryLayout& l, cons
 // 2 min; `average` divides the sum by n).
 cudaError_t LaunchReduceRanks(FloatKind k, int op, bool average, const math::RankPointers& p,
                               int64_t begin, int64_t end, cudaStream_t stream);
+// CausalConvWithState (math/causal_conv.h): y [B, C, L] and, when present is not null,
+// the present state [B, C, S], all of kind k (bias and past may be null).
+cudaError_t LaunchCausalConv(FloatKind k, const math::CausalConvLayout& l, const void* x,
+                             const void* w, const void* bias, const void* past, void* y,
+                             void* present, cudaStream_t stream);
 // MoE (math/moe.h) on the device: `router`, `input`, the experts' weights and biases
 // (biases may be null) and `output` of kind k; scratch: experts (int64) and weights (f32)
 // [tokens · k], hidden (f32) [tokens · k, fc1_rows], act (f32) [tokens · k, inter], slots
