@@ -7,7 +7,9 @@ For each architecture (Llama: GQA, SwiGLU, RMSNorm; Gemma: GeGLU, the embedding 
 sqrt(hidden), RMSNorm with its weight + 1; Gemma 2, with --archs gemma2: a sliding window of
 3 on every other layer, whose cache is a windowed one of 3 rows, `sliding_window_cache`,
 and softcapped scores and logits; gpt-oss, --archs gptoss: a mixture of 4 experts, 2 a
-token (MoE, SwiGLU), attention sinks and Gemma 2's windows) and
+token (MoE, SwiGLU), attention sinks and Gemma 2's windows; LFM2-MoE, --archs lfm2moe:
+an attention layer and a short-convolution one, whose state is carried between steps
+(CausalConvWithState), each with 4 experts) and
 precision (fp32, int4: MatMulNBits with block 32), this saves a random-weight
 transformers model (and a small WordLevel tokenizer, which the builder wants) to a temporary
 folder, runs `python -m onnxruntime_genai.models.builder -e cpu` (--ep cuda: the builder's
@@ -48,6 +50,7 @@ ARCHS = {
     "ernie": "Ernie4_5ForCausalLM",
     "hunyuan": "HunYuanDenseV1ForCausalLM",
     "gptoss": "GptOssForCausalLM",
+    "lfm2moe": "Lfm2MoeForCausalLM",
 }
 # Beyond SHAPE, by architecture: onnxruntime wants a windowed cache of at least the window's
 # rows (the test data's past is 3 rows), a rotary cache of a multiple of 8 (partial rotary:
@@ -64,6 +67,10 @@ CONFIG = {
     # other layer (its cache a windowed one of 3 rows).
     "gptoss": dict(num_local_experts=4, num_experts_per_tok=2, sliding_window=3,
                    layer_types=["sliding_attention", "full_attention"]),
+    # LFM2-MoE: an attention layer and a short-convolution one (its state carried), each
+    # with a mixture of 4 experts, 2 a token.
+    "lfm2moe": dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                    num_dense_layers=0, layer_types=["full_attention", "conv"]),
 }
 # Configuration classes not named after the model's.
 CONFIG_CLASS = {"gemma3": "Gemma3TextConfig"}
@@ -119,6 +126,10 @@ def write_test_data(model_path, out_dir, config=SHAPE):
             dtype = np.float16 if i.type == "tensor(float16)" else np.float32
             feeds[i.name] = rng.standard_normal(
                 (BATCH, config["num_key_value_heads"], PAST, head_dim)).astype(dtype)
+        elif i.name.startswith("past."):  # a convolution's state [batch, channels, k - 1]
+            dtype = np.float16 if i.type == "tensor(float16)" else np.float32
+            feeds[i.name] = rng.standard_normal(
+                [BATCH if isinstance(d, str) else d for d in i.shape]).astype(dtype)
         else:
             raise SystemExit(f"unexpected input {i.name}")
     outs = sess.run(None, feeds)

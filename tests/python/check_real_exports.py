@@ -3,7 +3,8 @@
 tools/make_genai_exports.py: Llama and Gemma, fp32 and int4, Gemma 2 in fp32, whose
 local layers keep a windowed cache, and Llama and Qwen 3 as the builder writes them for
 CUDA, in f16, Qwen 3's Q/K norms fused into GroupQueryAttention, and gpt-oss: MoE, attention
-sinks, a windowed cache on every other layer) and Hugging Face
+sinks, a windowed cache on every other layer; LFM2-MoE: MoE, a short convolution and its
+carried state) and Hugging Face
 Optimum's (models/optimum/, tools/make_optimum_exports.py: Llama and Gemma, KV cache).
 onnxruntime's CPU refuses the fused Q/K norms: its side (the test data, the greedy
 decoding) runs the unfused graph (tools/unfuse_gqa_norms.py).
@@ -86,7 +87,7 @@ def ort_greedy(model, prompt, steps):
     batch, total = ids.shape[0], ids.shape[1]
     feeds = {}
     for i in session.get_inputs():
-        if i.name.startswith("past_key_values"):
+        if i.name.startswith(("past_key_values", "past.")):  # KV caches, convolution states
             shape = [batch if d == "batch_size" else sizes.get(d, 0) if isinstance(d, str) else d
                      for d in i.shape]
             feeds[i.name] = np.zeros(
@@ -105,6 +106,8 @@ def ort_greedy(model, prompt, steps):
         for name in list(feeds):
             if name.startswith("past_key_values"):
                 feeds[name] = out["present" + name[len("past_key_values"):]]
+            elif name.startswith("past."):
+                feeds[name] = out["present." + name[len("past."):]]
         ids = last[:, None].astype(np.int64)
         total += 1
     return tokens
@@ -121,8 +124,8 @@ def main():
     ap.add_argument("--tp-run", required=True)
     ap.add_argument("--models", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--min-models", type=int, default=10,
-                    help="fewer exports under --models is a failure (default: the committed 10)")
+    ap.add_argument("--min-models", type=int, default=11,
+                    help="fewer exports under --models is a failure (default: the committed 11)")
     ap.add_argument("--no-layout", action="store_true",
                     help="report the layout checks as notes, not failures")
     args = ap.parse_args()
@@ -154,7 +157,9 @@ def main():
                    for o in original.graph.output)
         tol = (["--rtol", "2e-2", "--atol", "1e-2"] if "int4" in name else
                [] if half else ["--rtol", "1e-3", "--atol", "1e-4"])
-        layers = sum(1 for i in original.graph.input if i.name.endswith(".key"))
+        # Layers: those with a KV cache, and LFM2's with a convolution state.
+        layers = sum(1 for i in original.graph.input
+                     if i.name.endswith(".key") or i.name.startswith("past."))
         kinds = {(n.domain, n.op_type) for n in original.graph.node}
         dims = list(DIMS[family])
         config = os.path.join(folder, "genai_config.json")
