@@ -131,6 +131,17 @@ TEST_CASE("attribute values and inputs tpc does not implement are refused at imp
   std::vector<std::string> extra(10, "");  // inputs 7 to 16
   extra.back() = "qs";
   CHECK_THAT(ImportMessage(Gqa({}, extra)), Catch::Contains("input 16 ('qs') is not supported"));
+  // CausalConvWithState: the channels-first, windowless form only (the others are
+  // onnxruntime's CUDA kernel's).
+  const auto conv = [](std::vector<Attr> attrs) {
+    return OneNode("com.microsoft", "CausalConvWithState", 17, {"x", "w"}, 2, attrs, {2, 4, 3});
+  };
+  CHECK(ImportMessage(conv({Int("dilation", 2)})) == "");
+  CHECK_THAT(
+      ImportMessage(conv({Int("channels_last", 1)})),
+      Catch::Contains("the_node") && Catch::Contains("'channels_last' = 1 is not supported"));
+  CHECK_THAT(ImportMessage(conv({Int("state_window", 2)})),
+             Catch::Contains("'state_window' = 2 is not supported"));
   std::vector<std::string> too_many(11, "");
   too_many.back() = "x";
   CHECK_THAT(ImportMessage(Gqa({}, too_many)), Catch::Contains("takes at most 17"));
