@@ -105,13 +105,15 @@ absl::StatusOr<DecoderIo> FindDecoderIo(const std::vector<IoSpec>& inputs,
         return absl::InvalidArgumentError(absl::StrCat(
             "cache input '", in.name, "' has no output '", present, "' to feed it back"));
       }
-      io.cache.push_back({in.name, present});
+      io.cache.push_back(
+          {.past = in.name, .present = present, .state = absl::StartsWith(in.name, "past.")});
       presents.insert(present);
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat("input '", in.name,
                        "' is none of a decoder's: input_ids, attention_mask, position_ids, "
-                       "past_key_values.{i}.key|value or past_key_{i}/past_value_{i}"));
+                       "past_key_values.{i}.key|value, past_key_{i}/past_value_{i} or "
+                       "past.{i}.conv"));
     }
   }
   if (io.input_ids.empty()) return absl::InvalidArgumentError("the model has no input_ids input");
@@ -161,6 +163,14 @@ absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<I
       }
     }
     padded = padded || n > 0;
+    for (const DecoderIo::Cache& c : io.cache) {
+      if (n > 0 && c.state) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "prompt rows of different lengths (row ", b, " is ", length - n, " tokens of ", length,
+            "): the model carries a state that padding would enter ('", c.past,
+            "': the last positions of each row), so give rows of one length"));
+      }
+    }
     if (n > 0 && io.attention_mask.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("prompt rows of different lengths need the model's attention_mask input "

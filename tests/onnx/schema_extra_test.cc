@@ -137,6 +137,8 @@ TEST_CASE("attribute values and inputs tpc does not implement are refused at imp
     return OneNode("com.microsoft", "CausalConvWithState", 17, {"x", "w"}, 2, attrs, {2, 4, 3});
   };
   CHECK(ImportMessage(conv({Int("dilation", 2)})) == "");
+  CHECK_THAT(ImportMessage(conv({Int("dilation", 0)})),
+             Catch::Contains("the_node") && Catch::Contains("dilation 0"));
   CHECK_THAT(
       ImportMessage(conv({Int("channels_last", 1)})),
       Catch::Contains("the_node") && Catch::Contains("'channels_last' = 1 is not supported"));

@@ -26,6 +26,10 @@ struct DecoderIo {
     // A cache kept at a fixed capacity (Executor::FixedCacheRows; the caller sets it)
     // starts at it, zeros; 0: it starts empty and grows.
     int64_t fixed_rows = 0;
+    // A state that does not grow with the tokens (onnxruntime-genai's convolution states,
+    // `past.{i}.conv`): it holds the last positions of every row, padding included, so
+    // prompts of different lengths cannot share a batch.
+    bool state = false;
   };
   std::vector<Cache> cache;
   std::string logits;

@@ -199,9 +199,18 @@ absl::Status InferCausalConvWithState(InferenceContext& ctx) {
   if ((x.shape && x.shape->size() != 3) || (w && w->size() != 3)) {
     return ctx.Error("input must be [batch, channels, length] and weight [channels, 1, k]");
   }
+  const int64_t dilation = ctx.node().attr_int("dilation", 1);
+  if (dilation < 1 || dilation > (int64_t{1} << 32) ||
+      (w && (*w)[2].is_static() && ((*w)[2].value() < 1 || (*w)[2].value() > (int64_t{1} << 20)))) {
+    return ctx.Error(absl::StrCat("dilation ", dilation, " and the kernel size ",
+                                  w ? ir::DimsToString(*w) : "?",
+                                  " must be at least 1 (and at most 2^32, 2^20)"));
+  }
+  if (ctx.node().num_outputs() > 2) {
+    return ctx.Error("state_update (output 2) is not supported (onnxruntime's CUDA kernel's)");
+  }
   ctx.set_output_type(0, x);
   if (ctx.node().num_outputs() < 2) return absl::OkStatus();
-  const int64_t dilation = ctx.node().attr_int("dilation", 1);
   if (x.shape && w && (*w)[2].is_static()) {
     ctx.set_output_type(1, TensorType(x.dtype, {(*x.shape)[0], (*x.shape)[1],
                                                 Dim(((*w)[2].value() - 1) * dilation)}));

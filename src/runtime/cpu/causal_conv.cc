@@ -33,7 +33,8 @@ absl::StatusOr<math::CausalConvLayout> ReadCausalConvLayout(const KernelContext&
   l.length = x.dim(2);
   l.k = w.dim(2);
   const ir::DType t = x.dtype();
-  if (l.dilation < 1 || l.k < 1 || w.shape() != Shape{l.channels, 1, l.k} || w.dtype() != t ||
+  if (l.dilation < 1 || l.dilation > (int64_t{1} << 32) || l.k < 1 || l.k > (int64_t{1} << 20) ||
+      w.shape() != Shape{l.channels, 1, l.k} || w.dtype() != t ||
       (bias != nullptr && (bias->shape() != Shape{l.channels} || bias->dtype() != t)) ||
       (past != nullptr &&
        (past->shape() != Shape{l.batch, l.channels, l.state()} || past->dtype() != t))) {

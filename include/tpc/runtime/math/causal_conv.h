@@ -44,8 +44,8 @@ TPC_HOST_DEVICE inline float CausalConvElement(const CausalConvLayout& l, Load x
   return l.silu ? acc / (1.0f + expf(-acc)) : acc;
 }
 
-// Present state element i (of [batch, channels, state]): the last `state` positions of
-// the padded sequence.
+// Present state element i (of [batch, channels, state], so state() > 0): the last
+// `state` positions of the padded sequence.
 template <typename Load>
 TPC_HOST_DEVICE inline float CausalConvStateElement(const CausalConvLayout& l, Load x, Load past,
                                                     bool has_past, int64_t i) {
