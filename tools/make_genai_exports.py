@@ -103,15 +103,9 @@ def save_hf(arch, folder):
 def write_test_data(model_path, out_dir, config=SHAPE):
     import numpy as np
     import onnx
-    import onnxruntime as ort
     from onnx import numpy_helper
     import unfuse_gqa_norms
-    model = onnx.load(model_path)
-    fused = any(n.op_type == "GroupQueryAttention" and len(n.input) > 14 and n.input[14]
-                for n in model.graph.node)
-    sess = ort.InferenceSession(
-        unfuse_gqa_norms.unfuse(model).SerializeToString() if fused else model_path,
-        providers=["CPUExecutionProvider"])
+    sess = unfuse_gqa_norms.cpu_session(model_path)
     rng = np.random.default_rng(0)
     head_dim = config["head_dim"]
     feeds = {}

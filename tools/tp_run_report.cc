@@ -115,7 +115,10 @@ bool PrintComparison(const std::string& title, const std::vector<rt::IoSpec>& sp
                      const std::vector<std::vector<rt::Tensor>>& others,
                      const std::vector<rt::Tensor>& expected, const Tolerance& t) {
   bool half = false;
-  for (const rt::Tensor& o : outputs) half = half || ForOutput(t, o.dtype()).rtol != t.rtol;
+  for (const rt::Tensor& o : outputs) {
+    half = half || (t.by_output_type &&
+                    (o.dtype() == tpc::ir::DType::kF16 || o.dtype() == tpc::ir::DType::kBF16));
+  }
   const Tolerance h = ForOutput(t, tpc::ir::DType::kF16), b = ForOutput(t, tpc::ir::DType::kBF16);
   std::printf("%s rtol %g, atol %g%s%s\n", title.c_str(), t.rtol, t.atol, ToleranceNote(t).c_str(),
               half ? absl::StrFormat(" (f16 outputs rtol %g, atol %g; bf16 %g, %g)", h.rtol, h.atol,

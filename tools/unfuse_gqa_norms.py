@@ -6,9 +6,10 @@ k_norm_weight); onnxruntime implements them only on those EPs, and its CPU refus
 `unfuse(model)` returns the equivalent graph its CPU runs, which onnxruntime's schema names:
 the query (and key) input reshaped to [batch, seq, heads, head_size], each Q and K head
 through SimplifiedLayerNormalization (packed Q/K/V: split into Q's, K's and V's heads
-first), reshaped back, and the node without those inputs and their epsilons. The
-references of tpc's tests (the contrib node tests, tools/make_genai_exports.py) come from
-it.
+first), reshaped back, and the node without those inputs and their epsilons.
+`cpu_session(path)` is onnxruntime's CPU session of a model file, unfused when it needs to
+be. The references of tpc's tests (the contrib node tests, tools/make_genai_exports.py,
+python.real_exports' greedy decoding) come from them.
 """
 from onnx import TensorProto, helper
 
@@ -24,6 +25,21 @@ def _shape_of(graph, name):
         if v.name == name:
             return [d.dim_value for d in v.type.tensor_type.shape.dim]
     raise ValueError(f"no shape for {name}")
+
+
+def fused(model):
+    """Whether a GroupQueryAttention node of `model` takes the fused Q/K norms."""
+    return any(n.op_type == "GroupQueryAttention" and n.domain == MS and len(n.input) > 14 and
+               n.input[14] for n in model.graph.node)
+
+
+def cpu_session(path):
+    """onnxruntime's CPU session of the model at `path`, its fused Q/K norms unfused."""
+    import onnx
+    import onnxruntime as ort
+    model = onnx.load(path)
+    source = unfuse(model).SerializeToString() if fused(model) else path
+    return ort.InferenceSession(source, providers=["CPUExecutionProvider"])
 
 
 def unfuse(model):

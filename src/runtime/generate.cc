@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -33,17 +34,24 @@ const IoSpec* Find(const std::vector<IoSpec>& specs, const std::string& name) {
   return nullptr;
 }
 
-// The present a past input pairs with: `past_key_values.3.key` → `present.3.key`,
-// `past_key_3` → `present_key_3`, `past.1.conv` → `present.1.conv` (onnxruntime-genai's
-// convolution states); "" when the name is not a past.
-std::string PresentOf(const std::string& past) {
-  for (const auto& [from, to] :
-       {std::pair<std::string, std::string>{"past_key_values.", "present."},
-        {"past_", "present_"},
-        {"past.", "present."}}) {
-    if (absl::StartsWith(past, from)) return to + past.substr(from.size());
+// The cache pair a past input belongs to: `past_key_values.3.key` → `present.3.key`,
+// `past_key_3` → `present_key_3` (KV caches), `past.1.conv` → `present.1.conv`
+// (onnxruntime-genai's convolution states, DecoderIo::Cache::state); nullopt when the name
+// is not a past.
+std::optional<DecoderIo::Cache> CacheOf(const std::string& past) {
+  struct Form {
+    const char *past, *present;
+    bool state;
+  };
+  for (const Form& f : {Form{"past_key_values.", "present.", false},
+                        Form{"past_", "present_", false}, Form{"past.", "present.", true}}) {
+    if (absl::StartsWith(past, f.past)) {
+      return DecoderIo::Cache{.past = past,
+                              .present = absl::StrCat(f.present, past.substr(std::strlen(f.past))),
+                              .state = f.state};
+    }
   }
-  return "";
+  return std::nullopt;
 }
 
 // An integer tensor of `dtype` (i64 or i32) and `shape` with values f(i).
@@ -100,14 +108,13 @@ absl::StatusOr<DecoderIo> FindDecoderIo(const std::vector<IoSpec>& inputs,
       io.attention_mask = in.name;
     } else if (in.name == "position_ids") {
       io.position_ids = in.name;
-    } else if (std::string present = PresentOf(in.name); !present.empty()) {
-      if (Find(outputs, present) == nullptr) {
+    } else if (std::optional<DecoderIo::Cache> c = CacheOf(in.name)) {
+      if (Find(outputs, c->present) == nullptr) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "cache input '", in.name, "' has no output '", present, "' to feed it back"));
+            "cache input '", in.name, "' has no output '", c->present, "' to feed it back"));
       }
-      io.cache.push_back(
-          {.past = in.name, .present = present, .state = absl::StartsWith(in.name, "past.")});
-      presents.insert(present);
+      presents.insert(c->present);
+      io.cache.push_back(*std::move(c));
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat("input '", in.name,
@@ -148,6 +155,8 @@ absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<I
   // row generates what it would alone.
   std::vector<int64_t> pad(static_cast<size_t>(batch), 0);
   bool padded = false;
+  const auto state = std::find_if(io.cache.begin(), io.cache.end(),
+                                  [](const DecoderIo::Cache& c) { return c.state; });
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t* row = prompt.data<int64_t>() + b * length;
     int64_t& n = pad[static_cast<size_t>(b)];
@@ -163,13 +172,11 @@ absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<I
       }
     }
     padded = padded || n > 0;
-    for (const DecoderIo::Cache& c : io.cache) {
-      if (n > 0 && c.state) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "prompt rows of different lengths (row ", b, " is ", length - n, " tokens of ", length,
-            "): the model carries a state that padding would enter ('", c.past,
-            "': the last positions of each row), so give rows of one length"));
-      }
+    if (n > 0 && state != io.cache.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "prompt rows of different lengths (row ", b, " is ", length - n, " tokens of ", length,
+          "): the model carries a state that padding would enter ('", state->past,
+          "': the last positions of each row), so give rows of one length"));
     }
     if (n > 0 && io.attention_mask.empty()) {
       return absl::InvalidArgumentError(

@@ -54,22 +54,6 @@ DIMS = {
 }
 
 
-def ort_session(model):
-    """onnxruntime's CPU session of `model`; GroupQueryAttention's fused Q/K norms, which
-    its CPU refuses, unfused (tools/unfuse_gqa_norms.py)."""
-    import onnx
-    import onnxruntime as ort
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                    "tools"))
-    import unfuse_gqa_norms
-    proto = onnx.load(model)
-    if not any(n.op_type == "GroupQueryAttention" and len(n.input) > 14 and n.input[14]
-               for n in proto.graph.node):
-        return ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-    return ort.InferenceSession(unfuse_gqa_norms.unfuse(proto).SerializeToString(),
-                                providers=["CPUExecutionProvider"])
-
-
 def ort_greedy(model, prompt, steps):
     """onnxruntime's greedy decoding of `prompt` (rows of one length): the token ids of
     each row. The cache starts empty, or at a windowed cache's capacity (genai_config.json's
@@ -82,7 +66,11 @@ def ort_greedy(model, prompt, steps):
     decoder = json.load(open(config))["model"]["decoder"] if os.path.exists(config) else {}
     sizes = {"kv_cache_dim": decoder.get("head_size", 0),
              "past_sliding_length": decoder.get("sliding_window", {}).get("window_size", 0)}
-    session = ort_session(model)
+    # (GroupQueryAttention's fused Q/K norms, which onnxruntime's CPU refuses, unfused.)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                    "tools"))
+    import unfuse_gqa_norms
+    session = unfuse_gqa_norms.cpu_session(model)
     ids = np.array(prompt, np.int64)
     batch, total = ids.shape[0], ids.shape[1]
     feeds = {}
