@@ -53,6 +53,15 @@ def decoder(cls, **kw):
 ARCHITECTURES = {
     "qwen2": decoder("Qwen2Config", num_key_value_heads=2),
     "qwen3": decoder("Qwen3Config", num_key_value_heads=2, head_dim=16),
+    # Mixtures of experts: 4 experts, top 2 (Optimum's Qwen 3 MoE loops over every expert,
+    # with NonZero picking its tokens; transformers 5 exports batched_mm, see build()).
+    "qwen3_moe": decoder("Qwen3MoeConfig", num_key_value_heads=2, head_dim=16,
+                         moe_intermediate_size=64, num_experts=4, num_experts_per_tok=2,
+                         decoder_sparse_step=1, mlp_only_layers=[]),
+    "mixtral": decoder("MixtralConfig", num_key_value_heads=2, num_local_experts=4,
+                       num_experts_per_tok=2),
+    "olmoe": decoder("OlmoeConfig", num_key_value_heads=2, num_experts=4,
+                     num_experts_per_tok=2),
     "gemma2": decoder("Gemma2Config", num_key_value_heads=2, head_dim=16),
     "gemma3": decoder("Gemma3TextConfig", num_key_value_heads=2, head_dim=16),
     "falcon": ("causal", "FalconConfig",
@@ -155,7 +164,13 @@ def build(name):
     config = getattr(tf, cls)(**cfg)
     if kind == "causal":
         config.use_cache = False
-        model = tf.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+        extra = {}
+        if hasattr(config, "num_experts_per_tok") and int(tf.__version__.split(".")[0]) >= 5:
+            # transformers 5's default experts loop over the experts a batch hits (a
+            # data-dependent loop neither exporter takes); batched_mm gathers each token's
+            # experts' weights and multiplies them, as a static graph.
+            extra["experts_implementation"] = "batched_mm"
+        model = tf.AutoModelForCausalLM.from_config(config, attn_implementation="eager", **extra)
     elif kind == "masked":
         model = tf.AutoModelForMaskedLM.from_config(config, attn_implementation="eager")
     elif kind == "t5":

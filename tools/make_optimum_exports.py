@@ -73,8 +73,9 @@ def write_other_test_data(model_path, out_dir):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--archs", default="llama,gemma",
-                    help="llama, gemma (committed) or a decoder of tools/check_architectures.py")
+    ap.add_argument("--archs", default="llama,gemma,qwen3_moe",
+                    help="llama, gemma, qwen3_moe (committed) or a decoder of "
+                    "tools/check_architectures.py")
     args = ap.parse_args()
     cli = os.path.join(os.path.dirname(sys.executable), "optimum-cli")
     for arch in args.archs.split(","):

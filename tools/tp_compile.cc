@@ -55,7 +55,8 @@ tpc::cli::Parser MakeParser() {
   p.Add({"device-profile", "NAME", "h100-nvlink, a100-nvlink or pcie4", "h100-nvlink", false});
   p.Add({"dim", "NAME=SIZE",
          "size of a symbolic dim for the cost model (unset dims: 512); a "
-         "size N divides also makes the dim divisible",
+         "size N divides also makes the dim divisible; ?=SIZE sizes the dims only the data "
+         "decides (NonZero's count; default: the elements of the largest input's symbolic dims)",
          "", true});
   p.Add({"divisible", "NAME", "assume the symbolic dim NAME divides by N", "", true});
   p.Add({"sequence-parallel", "",

@@ -1,5 +1,6 @@
 #include "tpc/compile/compile.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <set>
@@ -26,6 +27,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// `--dim ?=SIZE`: the size of the dims only the data decides.
+constexpr char kUnknownDimName[] = "?";
+
 double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
@@ -45,6 +49,22 @@ std::vector<std::string> InputSymbols(const ir::Graph& graph) {
     for (const ir::Dim& dim : *v->type().shape) ir::CollectSymbols(dim, &symbols);
   }
   return {symbols.begin(), symbols.end()};
+}
+
+// The cost model's size of a dim only the data decides, when --dim ?=SIZE does not give
+// it: the most elements the symbolic dims of one graph input span at the sizes given
+// (batch·seq of token ids), at least the default dim size.
+int64_t RowsOfLargestInput(const ir::Graph& graph, const shard::ShardOptions& options) {
+  double most = static_cast<double>(options.default_dim_size);
+  for (const ir::Value* v : graph.inputs()) {
+    if (!v->type().shape) continue;
+    double rows = 1;
+    for (const ir::Dim& d : *v->type().shape) {
+      if (!d.is_static()) rows *= shard::DimSize(d, options);
+    }
+    most = std::max(most, rows);
+  }
+  return static_cast<int64_t>(std::min(most, static_cast<double>(kMaxTensorElements)));
 }
 
 absl::StatusOr<shard::ShardOptions> ShardOptionsFor(const ir::Graph& graph,
@@ -89,14 +109,20 @@ absl::StatusOr<shard::ShardOptions> ShardOptionsFor(const ir::Graph& graph,
                      absl::StrJoin(shard::DeviceProfile::Names(), ", ")));
   }
   out.profile = *profile;
+  std::optional<int64_t> unknown_size;
   for (const auto& kv : o.dims) {
     if (kv.second < 1 || kv.second > kMaxTensorElements) {
       return absl::InvalidArgumentError(absl::StrCat("--dim ", kv.first, "=", kv.second,
                                                      ": expected NAME=SIZE with 0 < SIZE <= 2^48 (",
                                                      kMaxTensorElements, ")"));
     }
-    out.dim_sizes[kv.first] = kv.second;
+    if (kv.first == kUnknownDimName) {
+      unknown_size = kv.second;
+    } else {
+      out.dim_sizes[kv.first] = kv.second;
+    }
   }
+  out.unknown_dim_size = unknown_size.value_or(RowsOfLargestInput(graph, out));
   out.divisible.insert(o.divisible.begin(), o.divisible.end());
   out.sequence_parallel = o.sequence_parallel;
   out.seq_symbol = o.seq_dim.value_or("seq");

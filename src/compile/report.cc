@@ -35,6 +35,19 @@ bool IsDigits(const std::string& s) {
          std::all_of(s.begin(), s.end(), [](char c) { return absl::ascii_isdigit(c); });
 }
 
+// Whether a value of the graph has a dim only the data decides.
+bool HasUnknownDim(const ir::Graph& graph) {
+  for (const ir::Node* node : graph.nodes()) {
+    for (const ir::Value* v : node->outputs()) {
+      if (!v->type().shape) continue;
+      for (const ir::Dim& d : *v->type().shape) {
+        if (d.is_unknown()) return true;
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string LayerOf(const std::string& name) {
@@ -70,6 +83,7 @@ void CollectShardReport(const ir::Graph& graph, const shard::ShardResult& result
   report.sequence_parallel = options.sequence_parallel;
   report.dims = options.dim_sizes;
   report.default_dim_size = options.default_dim_size;
+  if (HasUnknownDim(graph)) report.unknown_dim_size = options.unknown_dim_size;
   report.decisions = result.decisions;
   report.largest_table = result.largest_table;
   report.optimal = result.optimal;
@@ -156,6 +170,7 @@ std::string ReportJson(const Report& r) {
   for (const auto& [name, size] : r.dims) json.Field(name, size);
   json.EndObject();
   json.Field("default_dim_size", r.default_dim_size);
+  if (r.unknown_dim_size) json.Field("unknown_dim_size", *r.unknown_dim_size);
   json.EndObject();
 
   json.Key("solver").BeginObject();
@@ -257,7 +272,10 @@ std::string DimsPhrase(const Report& r) {
   std::vector<std::string> dims;
   for (const auto& [name, size] : r.dims) dims.push_back(absl::StrCat(name, "=", size));
   return absl::StrCat(dims.empty() ? "" : absl::StrCat(absl::StrJoin(dims, ", "), " and "),
-                      dims.empty() ? "every" : "any other", " symbolic dim = ", r.default_dim_size);
+                      dims.empty() ? "every" : "any other", " symbolic dim = ", r.default_dim_size,
+                      r.unknown_dim_size
+                          ? absl::StrCat(", every dim the data sizes (?) = ", *r.unknown_dim_size)
+                          : "");
 }
 
 std::string ReportSummary(const Report& r, const std::string& out_dir) {

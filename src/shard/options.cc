@@ -21,4 +21,19 @@ std::optional<Objective> ObjectiveFromName(const std::string& name) {
   return std::nullopt;
 }
 
+double DimSize(const ir::Dim& d, const ShardOptions& options) {
+  if (d.is_unknown()) return static_cast<double>(options.unknown_dim_size);
+  double total = 0;
+  for (const ir::Dim::Term& t : d.terms()) {
+    double term = static_cast<double>(t.coeff) / static_cast<double>(t.den);
+    for (const std::string& s : t.symbols) {
+      auto it = options.dim_sizes.find(s);
+      term *= static_cast<double>(it != options.dim_sizes.end() ? it->second
+                                                                : options.default_dim_size);
+    }
+    total += term;
+  }
+  return total;
+}
+
 }  // namespace tpc::shard

@@ -72,20 +72,7 @@ bool RuleContext::Splittable(const ir::Dim& d) const {
   return false;
 }
 
-double RuleContext::Size(const ir::Dim& d) const {
-  if (d.is_unknown()) return static_cast<double>(options_.default_dim_size);
-  double total = 0;
-  for (const ir::Dim::Term& t : d.terms()) {
-    double term = static_cast<double>(t.coeff) / static_cast<double>(t.den);
-    for (const std::string& s : t.symbols) {
-      auto it = options_.dim_sizes.find(s);
-      term *= static_cast<double>(it != options_.dim_sizes.end() ? it->second
-                                                                 : options_.default_dim_size);
-    }
-    total += term;
-  }
-  return total;
-}
+double RuleContext::Size(const ir::Dim& d) const { return DimSize(d, options_); }
 
 double RuleContext::Bytes(const ir::Value& v) const {
   double n = static_cast<double>(ir::DTypeSize(v.type().dtype));

@@ -127,6 +127,36 @@ TEST_CASE("compile: bad options fail naming the flag", "[compile]") {
   expect(o, "--dim seq=7 is not divisible by --tp 2");
 }
 
+// Optimum's Qwen 3 MoE picks each expert's tokens with NonZero: their count is a dim only
+// the data decides. Priced as the largest input's rows (batch × past+seq of the attention
+// mask), each layer's experts cost one collective (Megatron's: every expert's inner dim
+// split, the partial sums accumulated from zeros and reduced once); priced as one
+// symbolic dim, the per-expert collectives look free and each expert gets its own.
+TEST_CASE("compile: a dim the data sizes is priced as the largest input's rows", "[compile]") {
+  const std::string moe = SourcePath("models/optimum/qwen3_moe/model.onnx");
+  auto mlp_collectives = [](const tpc::compile::Report& r) {
+    int n = 0;
+    for (const auto& c : r.collectives) n += c.value.find("/mlp/") != std::string::npos;
+    return n;
+  };
+  auto plan = tpc::Compile(moe, Tp(2));
+  REQUIRE(plan.ok());
+  REQUIRE(plan->report().unknown_dim_size.has_value());
+  CHECK(*plan->report().unknown_dim_size == 512 * 1024);
+  CHECK(mlp_collectives(plan->report()) == 2);  // 2 layers
+  CHECK_THAT(tpc::compile::DimsPhrase(plan->report()),
+             Catch::Contains("every dim the data sizes (?) = 524288"));
+  tpc::CompileOptions o = Tp(2);
+  o.dims["?"] = 512;
+  auto small = tpc::Compile(moe, o);
+  REQUIRE(small.ok());
+  CHECK(*small->report().unknown_dim_size == 512);
+  CHECK(mlp_collectives(small->report()) > 2);
+  auto gpt2 = tpc::Compile(SourcePath("models/gpt2.onnx"), Tp(2));
+  REQUIRE(gpt2.ok());
+  CHECK_FALSE(gpt2->report().unknown_dim_size.has_value());
+}
+
 TEST_CASE("compile: the explanations come back and go to the callback first", "[compile]") {
   tpc::CompileOptions o = Tp(2);
   o.explain = {"m.transformer.h.0.mlp.c_fc.weight"};

@@ -382,6 +382,35 @@ TEST_CASE("Losses, TopK, LayerNormalization, Transpose, Einsum", "[shape]") {
   CHECK(ShapeOf(es) == "[batch, seq, 8]");
 }
 
+// OneHot's depth is an input: a constant (of any numeric type) or a known shape value
+// gives the inserted dim (without it the cost model would price a one-hot of experts as
+// a dim the data sizes); anything else leaves it unknown, and a negative depth is refused.
+TEST_CASE("OneHot inserts its depth at the axis", "[shape]") {
+  Builder b(18);
+  Value* idx = b.Input("idx", DType::kI64, {Sym("t"), 2});
+  Value* values = b.g.AddConstant("values", ir::Tensor::FromFloat({2}, {0.0f, 1.0f}));
+  Value* last = b.Op("OneHot", {idx, b.Scalar(4), values});
+  Value* first = b.Op("OneHot", {idx, b.Ints({4}), values}, {{"axis", int64_t{0}}});
+  Value* fdepth = b.g.AddConstant("fdepth", ir::Tensor::FromFloat({}, {3.7f}));
+  Value* by_float = b.Op("OneHot", {idx, fdepth, values}, {{"axis", int64_t{-2}}});
+  Value* shape = b.Op("Shape", {b.Input("x", DType::kF32, {Sym("e")})});
+  Value* symbolic = b.Op("OneHot", {idx, shape, values});
+  Value* runtime = b.Op("OneHot", {idx, b.Input("d", DType::kI64, {}), values});
+  RequireOk(b.Infer());
+  CHECK(ShapeOf(last) == "[t, 2, 4]");
+  CHECK(last->type().dtype == DType::kF32);
+  CHECK(ShapeOf(first) == "[4, t, 2]");
+  CHECK(ShapeOf(by_float) == "[t, 3, 2]");
+  CHECK(ShapeOf(symbolic) == "[t, 2, e]");
+  CHECK(ShapeOf(runtime) == "[t, 2, ?]");
+  Builder bad(18);
+  bad.Op("OneHot", {bad.Input("idx", DType::kI64, {3}), bad.Scalar(-2),
+                    bad.g.AddConstant("v", ir::Tensor::FromFloat({2}, {0.0f, 1.0f}))});
+  const absl::Status s = bad.Infer();
+  INFO(s.ToString());
+  CHECK(s.message().find("depth -2 is negative or too large") != std::string::npos);
+}
+
 // swin pads its feature map to a multiple of the window: (window - size % window) % window.
 TEST_CASE("Mod of known integers is known, with either sign rule", "[shape]") {
   Builder b(17);

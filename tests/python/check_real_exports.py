@@ -112,7 +112,7 @@ def main():
     ap.add_argument("--tp-run", required=True)
     ap.add_argument("--models", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--min-models", type=int, default=11,
+    ap.add_argument("--min-models", type=int, default=12,
                     help="fewer exports under --models is a failure (default: the committed 11)")
     ap.add_argument("--no-layout", action="store_true",
                     help="report the layout checks as notes, not failures")
@@ -182,10 +182,12 @@ def main():
                 failures.append(f"{what}: sharded != unsharded: {out.strip()[-800:]}")
             rank = onnx.load(os.path.join(plan, "rank0.onnx"), load_external_data=False)
             counts = {}
-            # A mixture of experts (gpt-oss) splits every expert's inner dim: FC2's bias
-            # arrives partial, masked to rank 0 by a Mul; its router's logits may be split
-            # by experts and gathered (the memory objective saves their bias so).
-            moe = ("com.microsoft", "MoE") in kinds
+            # A mixture of experts (gpt-oss's MoE operator, or Optimum's loop over experts)
+            # splits every expert's inner dim: FC2's bias arrives partial, masked to rank 0
+            # by a Mul; its router's logits may be split by experts and gathered (the
+            # memory objective saves their bias, or their weight's rows, so).
+            moe = ("com.microsoft", "MoE") in kinds or \
+                any("/experts." in node.name for node in original.graph.node)
             for node in rank.graph.node:
                 if node.domain == "tpc":
                     counts[node.op_type] = counts.get(node.op_type, 0) + 1

@@ -482,6 +482,39 @@ TEST_CASE("scatter rules: a multiplying reduction is not linear", "[shard][rules
   CHECK_FALSE(Has(mul, "(P(sum), R, P(sum))->(P(sum))"));
 }
 
+// Zeros are a partial sum of zeros: the accumulator that torch's `zeros().index_add_()`
+// exports (a mixture of experts summing its experts' rows) can start partial. Any other
+// fill, or integers, cannot.
+TEST_CASE("generator rules: ConstantOfShape's zeros may be partial sums", "[shard][rules]") {
+  const std::string head = "  %shape: i64[2] = constant [4, 6]\n";
+  const Rule plain = RuleOf(head + "  %y: f32[*] = ConstantOfShape(%shape)");
+  CHECK(Has(plain, "(R)->(P(sum))"));
+  CHECK(Has(plain, "(R)->(R)"));
+  const Rule zero =
+      RuleOf(head + "  %y: f32[*] = ConstantOfShape(%shape) {value=tensor<f32[1]>[0.0]}");
+  CHECK(Has(zero, "(R)->(P(sum))"));
+  const Rule one =
+      RuleOf(head + "  %y: f32[*] = ConstantOfShape(%shape) {value=tensor<f32[1]>[1.0]}");
+  CHECK_FALSE(Has(one, "(R)->(P(sum))"));
+  const Rule ints =
+      RuleOf(head + "  %y: i64[*] = ConstantOfShape(%shape) {value=tensor<i64[1]>[0]}");
+  CHECK_FALSE(Has(ints, "(R)->(P(sum))"));
+}
+
+// OneHot: the indices' dims pass around the inserted depth dim, which stays whole.
+TEST_CASE("one-hot rule: the indices' dims pass, the depth stays whole", "[shard][rules]") {
+  const std::string head =
+      "  %i: i64[b, 4] = placeholder\n  %d: i64[] = constant [5]\n"
+      "  %v: f32[2] = constant [0.0, 1.0]\n";
+  const Rule mid = RuleOf(head + "  %y: f32[*] = OneHot(%i, %d, %v) {axis=1}");
+  INFO(mid.text);
+  CHECK(Has(mid, "(S(0), R, R)->(S(0))"));
+  CHECK(Has(mid, "(S(1), R, R)->(S(2))"));
+  CHECK_FALSE(Has(mid, "(S(1), R, R)->(S(1))"));
+  const Rule last = RuleOf(head + "  %y: f32[*] = OneHot(%i, %d, %v)");
+  CHECK(Has(last, "(S(1), R, R)->(S(1))"));
+}
+
 TEST_CASE("pool rules: MaxPool with indices keeps everything whole", "[shard][rules]") {
   const std::string x = "  %x: f32[b, 4, 8, 8] = placeholder\n";
   CHECK(Has(RuleOf(x + "  %y: f32[*] = MaxPool(%x) {kernel_shape=[2, 2]}"), "(S(1))->(S(1))"));

@@ -54,8 +54,9 @@ struct Report {
   std::optional<double> weight_slack;
   std::string device_profile;
   bool sequence_parallel = false;
-  std::map<std::string, int64_t> dims;  // --dim sizes
-  int64_t default_dim_size = 0;         // every other symbolic dim
+  std::map<std::string, int64_t> dims;      // --dim sizes
+  int64_t default_dim_size = 0;             // every other symbolic dim
+  std::optional<int64_t> unknown_dim_size;  // dims only the data decides, if the graph has any
   // The solver.
   int64_t decisions = 0;
   int64_t largest_table = 0;
@@ -91,7 +92,7 @@ std::string LayerOf(const std::string& name);
 void CollectShardReport(const ir::Graph& graph, const shard::ShardResult& result,
                         const shard::ShardOptions& options, Report& report);
 
-// report.json (see docs/report.md for its fields).
+// report.json (README.md, "What tp-compile writes", lists its fields).
 std::string ReportJson(const Report& report);
 
 // report.html: one self-contained page (no script or style from the network).

@@ -43,6 +43,12 @@ struct ShardOptions {
   std::set<std::string> divisible;
   // Size used for a symbol with no --dim.
   int64_t default_dim_size = 512;
+  // Size used for a dim only the data decides (NonZero's count: the tokens a mixture of
+  // experts routes to one expert), `--dim ?=SIZE`. tp-compile's default is the most
+  // elements the symbolic dims of one graph input span (batch·seq of token ids), since
+  // such a count selects rows of the activations: priced as one row, the collectives on
+  // them would look free beside the whole stream's.
+  int64_t unknown_dim_size = 512;
   bool sequence_parallel = false;
   // Name of the sequence symbol for sequence parallelism.
   std::string seq_symbol = "seq";
@@ -70,6 +76,10 @@ struct ShardOptions {
 
 // "balanced", "memory", "time".
 const char* ObjectiveName(Objective objective);
+// The size the cost model gives d: a static dim's value, a symbolic one's at the sizes
+// of `options` (a symbol with no --dim at default_dim_size), an unknown one
+// unknown_dim_size.
+double DimSize(const ir::Dim& d, const ShardOptions& options);
 std::optional<Objective> ObjectiveFromName(const std::string& name);
 
 }  // namespace tpc::shard

@@ -2,6 +2,7 @@
 // Concat, Split, Tile, Pad, CenterCropPad. Slices, gathers and concatenations of known values are
 // evaluated.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <utility>
@@ -255,6 +256,33 @@ absl::Status InferGatherND(InferenceContext& ctx) {
   Dims out(indices->begin(), indices->end() - 1);
   out.insert(out.end(), data->begin() + batch + last, data->end());
   ctx.set_output_type(0, TensorType(t, std::move(out)));
+  return absl::OkStatus();
+}
+
+// OneHot(indices, depth, values, axis): the indices' shape with a dim of `depth` inserted
+// at the axis, the values' type. A constant depth (of any numeric type, as ONNX allows,
+// truncated)
+// or a known shape value gives the dim; otherwise it is unknown.
+absl::Status InferOneHot(InferenceContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(const Dims* indices, RankedInput(ctx, 0));
+  TPC_RETURN_IF_ERROR(RequireInputs(ctx, 3));
+  const int64_t rank = static_cast<int64_t>(indices->size()) + 1;
+  TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", -1), rank));
+  Dim depth = Dim::Unknown();
+  if (const ir::Tensor* t = ctx.input_constant(1); t != nullptr && t->has_data()) {
+    if (t->num_elements() != 1) return ctx.Error("depth must hold one element");
+    // Truncated to an integer, as the kernels read it.
+    const double d = std::trunc(t->ElementAsDouble(0));
+    if (!(d >= 0 && d <= static_cast<double>(kMaxTensorElements))) {
+      return ctx.Error(absl::StrCat("depth ", d, " is negative or too large"));
+    }
+    depth = Dim(static_cast<int64_t>(d));
+  } else if (const auto& v = ctx.input_value(1); v.has_value() && v->size() == 1) {
+    depth = (*v)[0];
+  }
+  Dims out(indices->begin(), indices->end());
+  out.insert(out.begin() + axis, depth);
+  ctx.set_output_type(0, TensorType(ctx.input_type(2).dtype, std::move(out)));
   return absl::OkStatus();
 }
 

@@ -92,6 +92,7 @@ constexpr Entry kRules[] = {
     {"", "Neg", InferNeg},
     {"", "NegativeLogLikelihoodLoss", InferNegativeLogLikelihoodLoss},
     {"", "Not", InferNot},
+    {"", "OneHot", InferOneHot},
     {"", "Or", InferOr},
     {"", "Pad", InferPad},
     {"", "Pow", InferBinary},

@@ -4,6 +4,8 @@
 // the dims an op only carries along pass. The gathers and Tile are linear in their data,
 // Pad with a zero fill and the scatters that replace or add are linear in data and
 // updates together.
+#include <variant>
+
 #include "absl/strings/str_cat.h"
 #include "rules.h"
 
@@ -111,6 +113,22 @@ void ScatterElements(const RuleContext& ctx, std::vector<Strategy>* out) {
   if (AddElementsSpec(ctx, 3, out) && ScatterIsLinear(ctx)) AddPartialStrategy(ctx, {0, 2}, out);
 }
 
+// OneHot(indices, depth, values, axis): out is the indices' shape with the depth dim
+// inserted at the axis. The indices' dims pass; the depth dim needs whole (each rank
+// would need its classes' offset).
+void OneHot(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const int64_t rank = static_cast<int64_t>(ctx.input_dims(0).size());
+  if (!OutputsTyped(ctx) || static_cast<int64_t>(ctx.output_dims(0).size()) != rank + 1) return;
+  const int64_t axis = NormalizeAxis(ctx.node().attr_int("axis", -1), rank + 1);
+  if (axis < 0) return;
+  FactorSpecBuilder b(ctx);
+  for (int64_t d = 0; d < rank; ++d) {
+    b.Add(Kind::kPass, {d}, {d < axis ? d : d + 1}, absl::StrCat("d", d));
+  }
+  b.Add(Kind::kNeedWhole, {}, {axis}, "depth");
+  AddFactorStrategies(ctx, b.Build(), out);
+}
+
 // Tile: a dim repeated once (the output's size equals the input's) passes; a repeated
 // dim needs whole (the copies of rank r's block would not be the output's block r).
 void Tile(const RuleContext& ctx, std::vector<Strategy>* out) {
@@ -206,6 +224,21 @@ void Trilu(const RuleContext& ctx, std::vector<Strategy>* out) {
   AddPartialStrategy(ctx, {0}, out);
 }
 
+namespace {
+
+// ConstantOfShape filled with zeros (no value, or a zero one): zeros on every rank are
+// also a partial sum of zeros, the start of an accumulation of partial sums (torch's
+// `zeros(...).index_add_(...)`, a mixture of experts' output summed over its experts).
+bool FillsZeros(const ir::Node& node) {
+  if (node.op_type() != "ConstantOfShape") return false;
+  auto it = node.attrs().find("value");
+  if (it == node.attrs().end()) return true;
+  const auto* t = std::get_if<ir::Tensor>(&it->second);
+  return t != nullptr && t->has_data() && t->num_elements() == 1 && t->ElementAsDouble(0) == 0.0;
+}
+
+}  // namespace
+
 // Range and ConstantOfShape make a value from scalars or a shape: every rank makes the
 // whole value (a split would need the per-rank bounds).
 void Generator(const RuleContext& ctx, std::vector<Strategy>* out) {
@@ -220,6 +253,7 @@ void Generator(const RuleContext& ctx, std::vector<Strategy>* out) {
     }
   }
   AddFactorStrategies(ctx, spec, out);
+  if (FillsZeros(ctx.node())) AddPartialStrategy(ctx, {}, out);
 }
 
 }  // namespace tpc::shard::rules

@@ -80,6 +80,7 @@ constexpr OpRecord kRecords[] = {
     {"", "Neg", UnaryLinear},
     {"", "NegativeLogLikelihoodLoss", NegativeLogLikelihoodLoss},
     {"", "Not", Unary},
+    {"", "OneHot", OneHot},
     {"", "Or", Binary},
     {"", "PRelu", Binary},
     {"", "Pad", Pad},

@@ -136,6 +136,7 @@ void GatherElements(const RuleContext& ctx, std::vector<Strategy>* out);
 void GatherND(const RuleContext& ctx, std::vector<Strategy>* out);
 void ScatterND(const RuleContext& ctx, std::vector<Strategy>* out);
 void ScatterElements(const RuleContext& ctx, std::vector<Strategy>* out);
+void OneHot(const RuleContext& ctx, std::vector<Strategy>* out);
 void Tile(const RuleContext& ctx, std::vector<Strategy>* out);
 // QuantizeLinear and DequantizeLinear (quantize.cc).
 void QuantizeLinear(const RuleContext& ctx, std::vector<Strategy>* out);
