@@ -126,11 +126,10 @@ absl::StatusOr<rt::GenerateResult> GenerateOnRank(rt::Executor& ex, rt::Communic
   for (const rt::IoSpec& o : ex.outputs()) {
     if (o.name == parts.logits) logits_by_position = o.type.shape && o.type.shape->size() == 3;
   }
-  bool prefill = true;
   rt::RankStep step =
       [&](const std::map<std::string, rt::Tensor>& feed,
-          bool every_position) -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
-    const bool last_only = keep && logits_by_position && !every_position;
+          const rt::StepKind& kind) -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
+    const bool last_only = keep && logits_by_position && !kind.every_position;
     if (last_only) {
       resident.keep.insert(parts.logits);
     } else {
@@ -139,7 +138,7 @@ absl::StatusOr<rt::GenerateResult> GenerateOnRank(rt::Executor& ex, rt::Communic
     std::map<std::string, rt::Tensor> mine;
     resident.inputs.clear();
     for (const auto& [name, t] : feed) {
-      if (cache.count(name) == 0 || prefill) {
+      if (cache.count(name) == 0 || kind.prefill) {
         // Whole: the inputs other than the cache, and the prefill's cache (empty, or
         // zeros at a fixed capacity).
         TPC_ASSIGN_OR_RETURN(mine[name],
@@ -150,7 +149,6 @@ absl::StatusOr<rt::GenerateResult> GenerateOnRank(rt::Executor& ex, rt::Communic
         mine[name] = t;  // this rank's part of an assembled present, on the host
       }
     }
-    prefill = false;
     TPC_ASSIGN_OR_RETURN(auto out, ex.Run(mine, resident));
     std::map<std::string, rt::Tensor> named;
     for (size_t k = 0; k < out.size(); ++k) {

@@ -95,6 +95,36 @@ absl::StatusOr<Tensor> EmptyCache(const IoSpec& spec, const IoSpec* present,
   return Tensor::Allocate(spec.type.dtype, shape);  // zeros
 }
 
+// Generate for each row of `prompt` alone (its tokens after `pad[b]` padding ids), the
+// results joined as one batch's: the rows' tokens and last logits, the times summed.
+absl::StatusOr<GenerateResult> GenerateEachRow(
+    const DecoderIo& io, const std::vector<IoSpec>& inputs, const std::vector<IoSpec>& outputs,
+    const Tensor& prompt, const std::vector<int64_t>& pad, int64_t steps, const RankStep& run) {
+  const int64_t batch = prompt.dim(0), length = prompt.dim(1);
+  GenerateResult result;
+  result.step_seconds.assign(static_cast<size_t>(steps - 1), 0.0);
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t n = length - pad[static_cast<size_t>(b)];
+    Tensor row = Tensor::Allocate(ir::DType::kI64, {1, n});
+    std::memcpy(row.data<int64_t>(), prompt.data<int64_t>() + b * length + (length - n),
+                static_cast<size_t>(n) * sizeof(int64_t));
+    TPC_ASSIGN_OR_RETURN(GenerateResult one, Generate(io, inputs, outputs, row, steps, run));
+    result.tokens.push_back(std::move(one.tokens[0]));
+    const Tensor& last = one.last_logits;
+    if (b == 0) result.last_logits = Tensor::Allocate(last.dtype(), {batch, last.dim(1)});
+    if (last.dtype() != result.last_logits.dtype() || last.dim(1) != result.last_logits.dim(1)) {
+      return absl::InternalError("rows generated alone gave logits of different types");
+    }
+    const int64_t bytes = last.dim(1) * ir::DTypeSize(last.dtype());
+    std::memcpy(result.last_logits.raw() + b * bytes, last.raw(), static_cast<size_t>(bytes));
+    result.prefill_seconds += one.prefill_seconds;
+    for (size_t s = 0; s < one.step_seconds.size(); ++s) {
+      result.step_seconds[s] += one.step_seconds[s];
+    }
+  }
+  return result;
+}
+
 }  // namespace
 
 absl::StatusOr<DecoderIo> FindDecoderIo(const std::vector<IoSpec>& inputs,
@@ -172,18 +202,17 @@ absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<I
       }
     }
     padded = padded || n > 0;
-    if (n > 0 && state != io.cache.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "prompt rows of different lengths (row ", b, " is ", length - n, " tokens of ", length,
-          "): the model carries a state that padding would enter ('", state->past,
-          "': the last positions of each row), so give rows of one length"));
-    }
-    if (n > 0 && io.attention_mask.empty()) {
+    if (n > 0 && io.attention_mask.empty() && state == io.cache.end()) {
       return absl::InvalidArgumentError(
           absl::StrCat("prompt rows of different lengths need the model's attention_mask input "
                        "to mask the padding, and this model has none (row ",
                        b, " is ", length - n, " tokens of ", length, "): give rows of one length"));
     }
+  }
+  // A state holds each row's last positions, padding included (no mask reaches it): rows
+  // of different lengths generate one at a time, each as it would alone.
+  if (padded && state != io.cache.end()) {
+    return GenerateEachRow(io, inputs, outputs, prompt, pad, steps, run);
   }
   auto dtype_of = [&](const std::string& name) {
     const IoSpec* s = Find(inputs, name);
@@ -231,7 +260,9 @@ absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<I
       });
     }
     const auto t = Clock::now();
-    TPC_ASSIGN_OR_RETURN(auto out, run(feed, io.pad_right && step == 0 && padded));
+    TPC_ASSIGN_OR_RETURN(
+        auto out, run(feed, StepKind{.prefill = step == 0,
+                                     .every_position = io.pad_right && step == 0 && padded}));
     const double seconds = std::chrono::duration<double>(Clock::now() - t).count();
     (step == 0 ? result.prefill_seconds : result.step_seconds.emplace_back()) = seconds;
     auto logits_it = out.find(io.logits);

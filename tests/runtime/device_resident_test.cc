@@ -362,8 +362,8 @@ GenerateResult GenerateOn(const ir::Graph& g, Backend& backend, const Tensor& pr
   }
   if (resident) kept.keep.insert(io->logits);  // its last position only comes to the host
   RankStep step = [&](const std::map<std::string, Tensor>& feed,
-                      bool every_position) -> absl::StatusOr<std::map<std::string, Tensor>> {
-    REQUIRE_FALSE(every_position);  // unpadded prompts
+                      const StepKind& kind) -> absl::StatusOr<std::map<std::string, Tensor>> {
+    REQUIRE_FALSE(kind.every_position);  // unpadded prompts
     std::map<std::string, Tensor> host;
     kept.inputs.clear();
     for (const auto& [name, t] : feed) {

@@ -78,8 +78,10 @@ TEST_CASE("generation keeps each rank's cache on the rank", "[tools][generate]")
         if (!io.ok()) return io.status();
         rt::RankStep step =
             [&](const std::map<std::string, rt::Tensor>& feed,
-                bool every_position) -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
-          if (every_position) return absl::InternalError("unpadded: the last position suffices");
+                const rt::StepKind& kind) -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
+          if (kind.every_position) {
+            return absl::InternalError("unpadded: the last position suffices");
+          }
           auto out = ex.Run(feed);
           if (!out.ok()) return out.status();
           std::map<std::string, rt::Tensor> named;
@@ -213,8 +215,9 @@ TEST_CASE("rt::Generate refuses padding inside a row or a row of padding only",
   io.attention_mask = "attention_mask";
   io.cache.push_back({"past_key_0", "present_key_0"});
   io.logits = "logits";
-  const rt::RankStep never = [](const std::map<std::string, rt::Tensor>&,
-                                bool) -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
+  const rt::RankStep never =
+      [](const std::map<std::string, rt::Tensor>&,
+         const rt::StepKind&) -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
     FAIL("ran the model");
     return std::map<std::string, rt::Tensor>{};
   };
@@ -229,4 +232,75 @@ TEST_CASE("rt::Generate refuses padding inside a row or a row of padding only",
     CHECK_FALSE(g.ok());
     CHECK_THAT(std::string(g.status().message()), Catch::Contains(message));
   }
+}
+
+// A state (LFM2's convolution state) holds each row's last positions, padding included:
+// rows of different lengths generate one at a time, each from a prefill of its own
+// tokens alone (batch 1, its own empty state), and the results join as one batch's.
+TEST_CASE("rt::Generate: with a state, rows of different lengths generate alone",
+          "[tools][generate]") {
+  using tpc::ir::Dim;
+  using tpc::ir::DType;
+  using tpc::ir::TensorType;
+  rt::DecoderIo io;
+  io.input_ids = "input_ids";
+  io.attention_mask = "attention_mask";
+  io.cache.push_back({.past = "past.0.conv", .present = "present.0.conv", .state = true});
+  io.logits = "logits";
+  const Dim batch = Dim::Symbol("batch"), seq = Dim::Symbol("seq");
+  const std::vector<rt::IoSpec> inputs = {
+      {"input_ids", TensorType(DType::kI64, {batch, seq})},
+      {"attention_mask", TensorType(DType::kI64, {batch, Dim::Symbol("total")})},
+      {"past.0.conv", TensorType(DType::kF32, {batch, 4, 3})}};
+  const std::vector<rt::IoSpec> outputs = {
+      {"logits", TensorType(DType::kF32, {batch, seq, 5})},
+      {"present.0.conv", TensorType(DType::kF32, {batch, 4, 3})}};
+  struct Call {
+    bool prefill;
+    std::vector<int64_t> ids;
+    float state;  // the state's first element: the row's tokens so far, summed
+  };
+  std::vector<Call> calls;
+  // Logits whose argmax is (last id + 1) % 5; the state sums the ids it has seen.
+  const rt::RankStep step =
+      [&](const std::map<std::string, rt::Tensor>& feed,
+          const rt::StepKind& kind) -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
+    const rt::Tensor& ids = feed.at("input_ids");
+    const rt::Tensor& past = feed.at("past.0.conv");
+    REQUIRE(ids.dim(0) == 1);
+    REQUIRE(past.dim(0) == 1);
+    const int64_t n = ids.dim(1);
+    calls.push_back(
+        {kind.prefill, {ids.data<int64_t>(), ids.data<int64_t>() + n}, past.data<float>()[0]});
+    rt::Tensor logits = rt::Tensor::Allocate(DType::kF32, {1, n, 5});
+    logits.data<float>()[(n - 1) * 5 + (ids.data<int64_t>()[n - 1] + 1) % 5] = 1;
+    rt::Tensor present = rt::Tensor::Allocate(DType::kF32, {1, 4, 3});
+    present.data<float>()[0] = past.data<float>()[0];
+    for (int64_t i = 0; i < n; ++i) {
+      present.data<float>()[0] += static_cast<float>(ids.data<int64_t>()[i]);
+    }
+    return std::map<std::string, rt::Tensor>{{"logits", logits}, {"present.0.conv", present}};
+  };
+  rt::Tensor prompt = rt::Tensor::Allocate(DType::kI64, {2, 3});
+  const std::vector<int64_t> ids = {-1, -1, 3, 1, 2, 4};
+  std::copy(ids.begin(), ids.end(), prompt.data<int64_t>());
+  auto g = rt::Generate(io, inputs, outputs, prompt, 2, step);
+  INFO(g.status().ToString());
+  REQUIRE(g.ok());
+  CHECK(g->tokens == std::vector<std::vector<int64_t>>{{4, 0}, {0, 1}});
+  REQUIRE(calls.size() == 4);
+  CHECK(calls[0].prefill);
+  CHECK(calls[0].ids == std::vector<int64_t>{3});
+  CHECK(calls[0].state == 0);
+  CHECK_FALSE(calls[1].prefill);
+  CHECK(calls[1].ids == std::vector<int64_t>{4});
+  CHECK(calls[1].state == 3);
+  CHECK(calls[2].prefill);
+  CHECK(calls[2].ids == std::vector<int64_t>{1, 2, 4});
+  CHECK(calls[2].state == 0);  // its own empty state, not row 0's
+  CHECK(calls[3].ids == std::vector<int64_t>{0});
+  CHECK(calls[3].state == 7);
+  REQUIRE(g->last_logits.dim(0) == 2);
+  CHECK(g->last_logits.data<float>()[0] == 1);      // row 0's last step read 4: argmax 0
+  CHECK(g->last_logits.data<float>()[5 + 1] == 1);  // row 1's read 0: argmax 1
 }

@@ -28,7 +28,7 @@ struct DecoderIo {
     int64_t fixed_rows = 0;
     // A state that does not grow with the tokens (onnxruntime-genai's convolution states,
     // `past.{i}.conv`): it holds the last positions of every row, padding included, so
-    // prompts of different lengths cannot share a batch.
+    // prompts of different lengths cannot share a batch (Generate runs them one by one).
     bool state = false;
   };
   std::vector<Cache> cache;
@@ -54,20 +54,30 @@ struct GenerateResult {
   std::vector<double> step_seconds;  // each decode step
 };
 
+// What a call of RankStep is.
+struct StepKind {
+  // A prefill: the cache comes whole (empty, or zeros at a fixed capacity), as the other
+  // inputs do; otherwise the cache is the presents the last call returned. Rows that
+  // generate one at a time (a state) each start with a prefill.
+  bool prefill = false;
+  // The logits of every position are read (a prefill padded at the row ends reads each
+  // row's last prompt token); otherwise only the last position's, and the step may
+  // return logits [batch, 1, vocab] of that position alone.
+  bool every_position = false;
+};
+
 // Runs one rank's graph on this rank's inputs and returns its outputs by name (the logits
-// whole; the presents this rank's part, as the graph computes them). `every_position`:
-// the logits of every position are read (a prefill padded at the row ends reads each
-// row's last prompt token); otherwise only the last position's, and the step may return
-// logits [batch, 1, vocab] of that position alone.
+// whole; the presents this rank's part, as the graph computes them).
 using RankStep = std::function<absl::StatusOr<std::map<std::string, Tensor>>(
-    const std::map<std::string, Tensor>& inputs, bool every_position)>;
+    const std::map<std::string, Tensor>& inputs, const StepKind& kind)>;
 
 // `prompt`: int64 [batch, length] token ids; a row shorter than `length` starts with -1s
 // (left padding: masked out through the model's attention_mask, which it must have; its
-// positions count from its first token). `inputs` and `outputs` are the model's full
-// input and output specs: the prefill's empty cache takes the inputs' dims (the prompt's
-// batch for the dim of input_ids' batch; a symbolic dim its present has as a number, that
-// number; 0 for any other symbolic dim, the past) and comes to `run` whole, as its other
+// positions count from its first token; with a state, DecoderIo::Cache::state, each row
+// generates alone, batch 1, one after another, and the results are joined). `inputs` and `outputs`
+// are the model's full input and output specs: the prefill's empty cache takes the inputs' dims
+// (the prompt's batch for the dim of input_ids' batch; a symbolic dim its present has as a number,
+// that number; 0 for any other symbolic dim, the past) and comes to `run` whole, as its other
 // inputs do; from then on `run` gets back the presents it returned. Runs the prefill and
 // `steps` - 1 decode steps: `steps` new tokens per row, each the argmax of the last
 // position's logits.
