@@ -122,7 +122,7 @@ absl::StatusOr<shard::ShardOptions> ShardOptionsFor(const ir::Graph& graph,
       out.dim_sizes[kv.first] = kv.second;
     }
   }
-  out.unknown_dim_size = unknown_size.value_or(RowsOfLargestInput(graph, out));
+  out.data_sized_dim_size = unknown_size.value_or(RowsOfLargestInput(graph, out));
   out.divisible.insert(o.divisible.begin(), o.divisible.end());
   out.sequence_parallel = o.sequence_parallel;
   out.seq_symbol = o.seq_dim.value_or("seq");

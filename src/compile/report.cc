@@ -35,13 +35,13 @@ bool IsDigits(const std::string& s) {
          std::all_of(s.begin(), s.end(), [](char c) { return absl::ascii_isdigit(c); });
 }
 
-// Whether a value of the graph has a dim only the data decides.
-bool HasUnknownDim(const ir::Graph& graph) {
+// Whether a value of the graph has a dim the data sizes (Dim::SizedByData).
+bool HasDataSizedDim(const ir::Graph& graph) {
   for (const ir::Node* node : graph.nodes()) {
     for (const ir::Value* v : node->outputs()) {
       if (!v->type().shape) continue;
       for (const ir::Dim& d : *v->type().shape) {
-        if (d.is_unknown()) return true;
+        if (d.is_sized_by_data()) return true;
       }
     }
   }
@@ -83,7 +83,7 @@ void CollectShardReport(const ir::Graph& graph, const shard::ShardResult& result
   report.sequence_parallel = options.sequence_parallel;
   report.dims = options.dim_sizes;
   report.default_dim_size = options.default_dim_size;
-  if (HasUnknownDim(graph)) report.unknown_dim_size = options.unknown_dim_size;
+  if (HasDataSizedDim(graph)) report.data_sized_dim_size = options.data_sized_dim_size;
   report.decisions = result.decisions;
   report.largest_table = result.largest_table;
   report.optimal = result.optimal;
@@ -170,7 +170,7 @@ std::string ReportJson(const Report& r) {
   for (const auto& [name, size] : r.dims) json.Field(name, size);
   json.EndObject();
   json.Field("default_dim_size", r.default_dim_size);
-  if (r.unknown_dim_size) json.Field("unknown_dim_size", *r.unknown_dim_size);
+  if (r.data_sized_dim_size) json.Field("data_sized_dim_size", *r.data_sized_dim_size);
   json.EndObject();
 
   json.Key("solver").BeginObject();
@@ -273,9 +273,9 @@ std::string DimsPhrase(const Report& r) {
   for (const auto& [name, size] : r.dims) dims.push_back(absl::StrCat(name, "=", size));
   return absl::StrCat(dims.empty() ? "" : absl::StrCat(absl::StrJoin(dims, ", "), " and "),
                       dims.empty() ? "every" : "any other", " symbolic dim = ", r.default_dim_size,
-                      r.unknown_dim_size
-                          ? absl::StrCat(", every dim the data sizes (?) = ", *r.unknown_dim_size)
-                          : "");
+                      r.data_sized_dim_size ? absl::StrCat(", every dim the data sizes (?) = ",
+                                                           *r.data_sized_dim_size)
+                                            : "");
 }
 
 std::string ReportSummary(const Report& r, const std::string& out_dir) {

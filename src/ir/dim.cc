@@ -25,6 +25,16 @@ Dim::Dim(int64_t value) : known_(true) {
   if (value != 0) terms_.push_back({value, {}});
 }
 
+Dim Dim::SizedByData() {
+  Dim d;
+  d.by_data_ = true;
+  return d;
+}
+
+Dim Dim::UnknownFrom(const Dim& a, const Dim& b) {
+  return a.is_sized_by_data() || b.is_sized_by_data() ? SizedByData() : Dim();
+}
+
 Dim Dim::Symbol(std::string_view name) {
   Dim d;
   d.known_ = true;
@@ -71,7 +81,7 @@ Dim Dim::FromTerms(std::vector<Term> terms) {
 }
 
 Dim Dim::DivideBy(int64_t n) const {
-  if (!known_) return Dim();
+  if (!known_) return *this;
   std::vector<Term> out = terms_;
   for (Term& t : out) {
     const auto den = CheckedMul(t.den, n);
@@ -94,14 +104,14 @@ bool Dim::is_symbol() const {
 }
 
 Dim operator+(const Dim& a, const Dim& b) {
-  if (!a.known_ || !b.known_) return Dim();
+  if (!a.known_ || !b.known_) return Dim::UnknownFrom(a, b);
   std::vector<Dim::Term> terms = a.terms_;
   terms.insert(terms.end(), b.terms_.begin(), b.terms_.end());
   return Dim::FromTerms(std::move(terms));
 }
 
 Dim operator-(const Dim& a, const Dim& b) {
-  if (!a.known_ || !b.known_) return Dim();
+  if (!a.known_ || !b.known_) return Dim::UnknownFrom(a, b);
   std::vector<Dim::Term> terms = a.terms_;
   for (Dim::Term t : b.terms_) {
     if (t.coeff == std::numeric_limits<int64_t>::min()) return Dim();
@@ -112,7 +122,7 @@ Dim operator-(const Dim& a, const Dim& b) {
 }
 
 Dim operator*(const Dim& a, const Dim& b) {
-  if (!a.known_ || !b.known_) return Dim();
+  if (!a.known_ || !b.known_) return Dim::UnknownFrom(a, b);
   std::vector<Dim::Term> terms;
   for (const Dim::Term& x : a.terms_) {
     for (const Dim::Term& y : b.terms_) {

@@ -22,7 +22,10 @@ std::optional<Objective> ObjectiveFromName(const std::string& name) {
 }
 
 double DimSize(const ir::Dim& d, const ShardOptions& options) {
-  if (d.is_unknown()) return static_cast<double>(options.unknown_dim_size);
+  if (d.is_unknown()) {
+    return static_cast<double>(d.is_sized_by_data() ? options.data_sized_dim_size
+                                                    : options.default_dim_size);
+  }
   double total = 0;
   for (const ir::Dim::Term& t : d.terms()) {
     double term = static_cast<double>(t.coeff) / static_cast<double>(t.den);

@@ -141,8 +141,8 @@ TEST_CASE("compile: a dim the data sizes is priced as the largest input's rows",
   };
   auto plan = tpc::Compile(moe, Tp(2));
   REQUIRE(plan.ok());
-  REQUIRE(plan->report().unknown_dim_size.has_value());
-  CHECK(*plan->report().unknown_dim_size == 512 * 1024);
+  REQUIRE(plan->report().data_sized_dim_size.has_value());
+  CHECK(*plan->report().data_sized_dim_size == 512 * 1024);
   CHECK(mlp_collectives(plan->report()) == 2);  // 2 layers
   CHECK_THAT(tpc::compile::DimsPhrase(plan->report()),
              Catch::Contains("every dim the data sizes (?) = 524288"));
@@ -150,11 +150,11 @@ TEST_CASE("compile: a dim the data sizes is priced as the largest input's rows",
   o.dims["?"] = 512;
   auto small = tpc::Compile(moe, o);
   REQUIRE(small.ok());
-  CHECK(*small->report().unknown_dim_size == 512);
+  CHECK(*small->report().data_sized_dim_size == 512);
   CHECK(mlp_collectives(small->report()) > 2);
   auto gpt2 = tpc::Compile(SourcePath("models/gpt2.onnx"), Tp(2));
   REQUIRE(gpt2.ok());
-  CHECK_FALSE(gpt2->report().unknown_dim_size.has_value());
+  CHECK_FALSE(gpt2->report().data_sized_dim_size.has_value());
 }
 
 TEST_CASE("compile: the explanations come back and go to the callback first", "[compile]") {

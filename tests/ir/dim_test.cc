@@ -31,6 +31,29 @@ TEST_CASE("Dim: static, symbolic and unknown", "[ir]") {
   CHECK((b * u).is_unknown());
 }
 
+// A count the data decides stays unknown (equal to any unknown, printed `?`) and marks
+// what is computed from it, for the cost model to price as rows (a plain unknown, one dim).
+TEST_CASE("Dim: sized by the data", "[ir]") {
+  const Dim n = Dim::SizedByData();
+  const Dim h(64), b = Dim::Symbol("batch"), u = Dim::Unknown();
+  CHECK(n.is_unknown());
+  CHECK(n.is_sized_by_data());
+  CHECK(n.ToString() == "?");
+  CHECK(n == u);
+  CHECK_FALSE(u.is_sized_by_data());
+  CHECK_FALSE(h.is_sized_by_data());
+  CHECK((n * h).is_sized_by_data());
+  CHECK((b + n).is_sized_by_data());
+  CHECK((n - u).is_sized_by_data());
+  CHECK(n.DivideBy(2).is_sized_by_data());
+  CHECK(Dim::UnknownFrom(n * h, h).is_sized_by_data());
+  CHECK_FALSE((u * h).is_sized_by_data());
+  CHECK_FALSE(Dim::UnknownFrom(u, h).is_sized_by_data());
+  CHECK_FALSE(n.DivExact(h).has_value());  // no structure from an unknown
+  CHECK_FALSE(Product({b, n}).is_static());
+  CHECK(Product({b, n, h}).is_sized_by_data());
+}
+
 TEST_CASE("Dim: canonical polynomial form", "[ir]") {
   Dim batch = Dim::Symbol("batch"), seq = Dim::Symbol("seq");
   CHECK((batch * seq).ToString() == "batch*seq");

@@ -411,6 +411,36 @@ TEST_CASE("OneHot inserts its depth at the axis", "[shape]") {
   CHECK(s.message().find("depth -2 is negative or too large") != std::string::npos);
 }
 
+// NonZero's count and Compress's selection are sized by the data, and so is what is
+// computed from them: Optimum's mixture of experts gathers an expert's tokens by NonZero
+// and reshapes them with -1 ([1, n, 64] to [n, 64]).
+TEST_CASE("NonZero and Compress give dims the data sizes", "[shape]") {
+  Builder b(18);
+  Value* mask = b.Input("mask", DType::kBool, {2, Sym("t")});
+  Value* nz = b.Op("NonZero", {mask});
+  Value* rows = b.Op("Gather", {nz, b.Scalar(1)});
+  Value* x = b.Input("x", DType::kF32, {1, Sym("t"), 64});
+  Value* picked = b.Op("Gather", {x, rows}, {{"axis", int64_t{1}}});
+  Value* flat = b.Op("Reshape", {picked, b.Ints({-1, 64})});
+  Value* cond = b.Input("cond", DType::kBool, {Sym("t")});
+  Value* along = b.Op("Compress", {x, cond}, {{"axis", int64_t{1}}});
+  Value* all = b.Op("Compress", {x, cond});
+  Value* plain = b.Op("Reshape", {b.Input("y", DType::kF32, {Dim::Unknown(), 64}), b.Ints({-1})});
+  RequireOk(b.Infer());
+  CHECK(ShapeOf(nz) == "[2, ?]");
+  CHECK(nz->type().dtype == DType::kI64);
+  CHECK((*nz->type().shape)[1].is_sized_by_data());
+  CHECK((*rows->type().shape)[0].is_sized_by_data());
+  CHECK((*picked->type().shape)[1].is_sized_by_data());
+  CHECK(ShapeOf(flat) == "[?, 64]");
+  CHECK((*flat->type().shape)[0].is_sized_by_data());
+  CHECK(ShapeOf(along) == "[1, ?, 64]");
+  CHECK((*along->type().shape)[1].is_sized_by_data());
+  CHECK(ShapeOf(all) == "[?]");
+  CHECK((*all->type().shape)[0].is_sized_by_data());
+  CHECK_FALSE((*plain->type().shape)[0].is_sized_by_data());
+}
+
 // swin pads its feature map to a multiple of the window: (window - size % window) % window.
 TEST_CASE("Mod of known integers is known, with either sign rule", "[shape]") {
   Builder b(17);

@@ -54,9 +54,9 @@ struct Report {
   std::optional<double> weight_slack;
   std::string device_profile;
   bool sequence_parallel = false;
-  std::map<std::string, int64_t> dims;      // --dim sizes
-  int64_t default_dim_size = 0;             // every other symbolic dim
-  std::optional<int64_t> unknown_dim_size;  // dims only the data decides, if the graph has any
+  std::map<std::string, int64_t> dims;         // --dim sizes
+  int64_t default_dim_size = 0;                // every other symbolic dim
+  std::optional<int64_t> data_sized_dim_size;  // dims only the data decides, if the graph has any
   // The solver.
   int64_t decisions = 0;
   int64_t largest_table = 0;

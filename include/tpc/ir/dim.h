@@ -1,5 +1,7 @@
 // A tensor dimension: a known integer, a symbolic expression over named dims
-// (`batch`, `seq*64`, `past+seq`), or unknown (`?`).
+// (`batch`, `seq*64`, `past+seq`), or unknown (`?`). An unknown dim may be known to be
+// sized by the data (NonZero's count): still unknown, equal to any unknown and printed
+// `?`, but the cost model prices it as a batch's rows, not as one dim.
 //
 // Symbolic dims are kept as polynomials with integer coefficients in a canonical
 // form, so two dims are equal exactly when their printed forms are equal. That is
@@ -34,9 +36,15 @@ class Dim {
   // Known integer dim.
   Dim(int64_t value);  // NOLINT(google-explicit-constructor): dims read as numbers.
   static Dim Unknown() { return Dim(); }
+  // An unknown dim that the data decides (the count of NonZero, and dims computed from it).
+  static Dim SizedByData();
+  // The unknown that an operation on `a` and `b` gives when either is unknown: sized by
+  // the data when either is.
+  static Dim UnknownFrom(const Dim& a, const Dim& b);
   static Dim Symbol(std::string_view name);
 
   bool is_unknown() const { return !known_; }
+  bool is_sized_by_data() const { return !known_ && by_data_; }
   // True when the dim is a plain integer.
   bool is_static() const;
   // The integer value; only valid when is_static().
@@ -45,7 +53,7 @@ class Dim {
   bool is_symbol() const;
   const std::vector<Term>& terms() const { return terms_; }
 
-  // Arithmetic; any unknown operand gives unknown.
+  // Arithmetic; any unknown operand gives unknown (UnknownFrom).
   friend Dim operator+(const Dim& a, const Dim& b);
   friend Dim operator-(const Dim& a, const Dim& b);
   friend Dim operator*(const Dim& a, const Dim& b);
@@ -56,7 +64,10 @@ class Dim {
   // symbol is not a multiple of n (`seq/4`); the caller knows the result is whole.
   Dim DivideBy(int64_t n) const;
 
-  bool operator==(const Dim& other) const = default;
+  // Equal values (or both unknown: whether the data sizes one is no part of its value).
+  bool operator==(const Dim& other) const {
+    return known_ == other.known_ && terms_ == other.terms_;
+  }
 
   // Canonical text: `64`, `batch`, `batch*seq`, `2*seq+1`, `seq/4`, `?`. Symbols that are not
   // identifiers are quoted.
@@ -65,6 +76,7 @@ class Dim {
  private:
   static Dim FromTerms(std::vector<Term> terms);
   bool known_ = false;
+  bool by_data_ = false;     // unknown only: sized by the data
   std::vector<Term> terms_;  // canonical: sorted, merged, no zero coefficients
 };
 

@@ -41,14 +41,14 @@ struct ShardOptions {
   std::map<std::string, int64_t> dim_sizes;
   // Symbols assumed divisible by N (`--divisible seq`).
   std::set<std::string> divisible;
-  // Size used for a symbol with no --dim.
+  // Size used for a symbol with no --dim, and for an unknown dim.
   int64_t default_dim_size = 512;
-  // Size used for a dim only the data decides (NonZero's count: the tokens a mixture of
-  // experts routes to one expert), `--dim ?=SIZE`. tp-compile's default is the most
-  // elements the symbolic dims of one graph input span (batch·seq of token ids), since
-  // such a count selects rows of the activations: priced as one row, the collectives on
-  // them would look free beside the whole stream's.
-  int64_t unknown_dim_size = 512;
+  // Size used for a dim the data sizes (Dim::SizedByData: NonZero's count, the tokens a
+  // mixture of experts routes to one expert), `--dim ?=SIZE`. tp-compile's default is the
+  // most elements the symbolic dims of one graph input span (batch·seq of token ids),
+  // since such a count selects rows of the activations: priced as one dim, the
+  // collectives on them would look free beside the whole stream's.
+  int64_t data_sized_dim_size = 512;
   bool sequence_parallel = false;
   // Name of the sequence symbol for sequence parallelism.
   std::string seq_symbol = "seq";
@@ -78,7 +78,7 @@ struct ShardOptions {
 const char* ObjectiveName(Objective objective);
 // The size the cost model gives d: a static dim's value, a symbolic one's at the sizes
 // of `options` (a symbol with no --dim at default_dim_size), an unknown one
-// unknown_dim_size.
+// default_dim_size, or data_sized_dim_size when the data sizes it.
 double DimSize(const ir::Dim& d, const ShardOptions& options);
 std::optional<Objective> ObjectiveFromName(const std::string& name);
 

@@ -149,7 +149,7 @@ absl::Status InferDiv(InferenceContext& ctx) {
       // Integer division truncates toward zero, as C++ does.
       return a[1].value() == 0 ? Dim() : Dim(a[0].value() / a[1].value());
     }
-    return a[0].DivExact(a[1]).value_or(Dim());
+    return a[0].DivExact(a[1]).value_or(Dim::UnknownFrom(a[0], a[1]));
   });
 }
 

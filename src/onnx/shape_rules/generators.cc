@@ -101,7 +101,8 @@ absl::Status InferRange(InferenceContext& ctx) {
     } else if (step == 1) {
       size = *limit - *start;
     } else {
-      size = (*limit - *start).DivExact(*delta).value_or(Dim());
+      const Dim span = *limit - *start;
+      size = span.DivExact(*delta).value_or(Dim::UnknownFrom(span, *delta));
     }
   }
   ctx.set_output_type(0, TensorType(t, {size}));

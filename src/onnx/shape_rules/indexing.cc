@@ -259,6 +259,34 @@ absl::Status InferGatherND(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// NonZero(x): int64 [rank of x, count], the count of non-zero elements sized by the data
+// (the tokens a mixture of experts routes to one expert: Dim::SizedByData).
+absl::Status InferNonZero(InferenceContext& ctx) {
+  TPC_RETURN_IF_ERROR(RequireInputs(ctx, 1));
+  const auto& x = ctx.input_type(0).shape;
+  const Dim rank = x.has_value() ? Dim(static_cast<int64_t>(x->size())) : Dim::Unknown();
+  ctx.set_output_type(0, TensorType(DType::kI64, {rank, Dim::SizedByData()}));
+  return absl::OkStatus();
+}
+
+// Compress(x, condition, axis): the selected slices along the axis, or of the flattened
+// x without one; their count is sized by the data.
+absl::Status InferCompress(InferenceContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(const Dims* x, RankedInput(ctx, 0));
+  TPC_RETURN_IF_ERROR(RequireInputs(ctx, 2));
+  const DType t = ctx.input_type(0).dtype;
+  if (!ctx.node().has_attr("axis")) {
+    ctx.set_output_type(0, TensorType(t, {Dim::SizedByData()}));
+    return absl::OkStatus();
+  }
+  const int64_t rank = static_cast<int64_t>(x->size());
+  TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), rank));
+  Dims out = *x;
+  out[static_cast<size_t>(axis)] = Dim::SizedByData();
+  ctx.set_output_type(0, TensorType(t, std::move(out)));
+  return absl::OkStatus();
+}
+
 // OneHot(indices, depth, values, axis): the indices' shape with a dim of `depth` inserted
 // at the axis, the values' type. A constant depth (of any numeric type, as ONNX allows,
 // truncated)
@@ -414,7 +442,8 @@ absl::Status InferSplit(InferenceContext& ctx) {
         sizes.push_back(Dim(std::max<int64_t>(0, std::min(chunk, d.value() - k * chunk))));
       }
     } else {
-      sizes.assign(static_cast<size_t>(parts), d.DivExact(Dim(parts)).value_or(Dim()));
+      sizes.assign(static_cast<size_t>(parts),
+                   d.DivExact(Dim(parts)).value_or(Dim::UnknownFrom(d, Dim(parts))));
     }
   }
   for (int k = 0; k < outputs; ++k) {

@@ -140,6 +140,8 @@ absl::Status InferGather(InferenceContext& ctx);
 absl::Status InferGatherElements(InferenceContext& ctx);
 absl::Status InferGatherND(InferenceContext& ctx);
 absl::Status InferOneHot(InferenceContext& ctx);
+absl::Status InferNonZero(InferenceContext& ctx);
+absl::Status InferCompress(InferenceContext& ctx);
 absl::Status InferScatter(InferenceContext& ctx);  // ScatterND, ScatterElements: data type
 absl::Status InferConcat(InferenceContext& ctx);
 absl::Status InferSplit(InferenceContext& ctx);

@@ -119,7 +119,9 @@ absl::Status InferReshape(InferenceContext& ctx) {
     Dims others = out;
     others.erase(others.begin() + infer);
     const Dim total = in.has_value() ? ir::Product(*in) : Dim();
-    out[static_cast<size_t>(infer)] = total.DivExact(ir::Product(others)).value_or(Dim());
+    const Dim known = ir::Product(others);
+    out[static_cast<size_t>(infer)] =
+        total.DivExact(known).value_or(Dim::UnknownFrom(total, known));
   } else if (in.has_value()) {
     const Dim a = ir::Product(*in);
     const Dim b = ir::Product(out);
