@@ -29,7 +29,7 @@ import tempfile
 TOOLS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TOOLS)
 GENAI = ("llama,gemma,gemma2,gemma3,mistral,qwen2,qwen3,phi,phi3,granite,olmo,nemotron,"
-         "smollm3,ernie,hunyuan,gptoss,lfm2moe")
+         "smollm3,ernie,hunyuan,gptoss,lfm2moe,lfm2")
 OPTIMUM = ("qwen2,qwen3,gemma2,gemma3,falcon,falcon_new,gpt_neox,gptj,opt,stablelm,starcoder2,"
            "olmo2,granite,phi,codegen,mpt,cohere,gpt_bigcode")
 

@@ -51,6 +51,7 @@ ARCHS = {
     "hunyuan": "HunYuanDenseV1ForCausalLM",
     "gptoss": "GptOssForCausalLM",
     "lfm2moe": "Lfm2MoeForCausalLM",
+    "lfm2": "Lfm2ForCausalLM",
 }
 # Beyond SHAPE, by architecture: onnxruntime wants a windowed cache of at least the window's
 # rows (the test data's past is 3 rows), a rotary cache of a multiple of 8 (partial rotary:
@@ -71,6 +72,8 @@ CONFIG = {
     # with a mixture of 4 experts, 2 a token.
     "lfm2moe": dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                     num_dense_layers=0, layer_types=["full_attention", "conv"]),
+    # LFM2 (dense): an attention layer and a short-convolution one.
+    "lfm2": dict(layer_types=["full_attention", "conv"]),
 }
 # Configuration classes not named after the model's.
 CONFIG_CLASS = {"gemma3": "Gemma3TextConfig"}

@@ -131,7 +131,11 @@ TEST_CASE("A recorded run replays with new data and equals the queued runs",
     }
     CHECK(work[0] == RunStats::Device::kQueued);
 #ifdef TPC_HAVE_CUDA
-    CHECK(!waited);  // the CUDA table has a device kernel for every wait
+    // The CUDA table has a device kernel for every wait, but for NonZero, whose output the
+    // data sizes (Optimum's Qwen 3 MoE picks each expert's tokens with it).
+    bool sized_by_data = false;
+    for (const ir::Node* n : (*g)->nodes()) sized_by_data |= n->op_type() == "NonZero";
+    CHECK((!waited || sized_by_data));
 #endif
     if (!waited) {
       CHECK(work[1] == RunStats::Device::kCaptured);
@@ -255,7 +259,10 @@ TEST_CASE("Recorded runs are per input shape", "[runtime][executor][device][capt
 TEST_CASE("The CUDA kernel table places the committed models' steps without host waits",
           "[runtime][executor][device][cuda]") {
   // Host kernels read only host values (shape arithmetic, input-derived masks): no run
-  // waits for the device, so every run can be recorded as a CUDA graph.
+  // waits for the device, so every run can be recorded as a CUDA graph. But for
+  // Optimum's Qwen 3 MoE: its NonZeros (4 experts × 2 layers) read each expert's routing
+  // mask, which the device computes (a Cast of the router's one-hot), and size their
+  // outputs by it: those 8 reads wait, and nothing else does.
   const auto waits = RunCommittedModels(TestPlacement());
   CHECK(waits.size() >= 10);
   for (const auto& [name, by_op] : waits) {
@@ -263,7 +270,11 @@ TEST_CASE("The CUDA kernel table places the committed models' steps without host
     std::string ops;
     for (const auto& [op, n] : by_op) ops += " " + op + " " + std::to_string(n);
     INFO("waits:" << ops);
-    CHECK(by_op.empty());
+    if (name == "optimum/qwen3_moe") {
+      CHECK(ops == " Cast 8");
+    } else {
+      CHECK(by_op.empty());
+    }
   }
 }
 

@@ -257,13 +257,10 @@ absl::Status GroupQueryAttention(KernelContext& ctx) {
       query_in = normed(query, false, &query_normed);
       if (!packed) key_in = normed(*key, true, &key_normed);
     }
-    // Row (b, s) of the query input holds Q's heads, then (packed) K's and V's.
-    const int64_t q_row = query.dim(2);
+    // Head h of row (b, s) of Q, K or V, as the device kernels find it.
+    const T* value_in = value != nullptr ? value->data<T>() : nullptr;
     auto src = [&](int which, int64_t b, int64_t s, int64_t h) -> const T* {
-      if (which == 0) return query_in + (b * seq + s) * q_row + h * hd;
-      if (packed) return query_in + (b * seq + s) * q_row + (hq + (which - 1) * hkv + h) * hd;
-      if (which == 1) return key_in + (b * seq + s) * hkv * hd + h * hd;
-      return value->data<T>() + (b * seq + s) * hkv * hd + h * hd;
+      return math::GqaSource(l, query_in, key_in, value_in, which, b, s, h);
     };
     for (int64_t b = 0; b < batch; ++b) {
       const int64_t own = row_past[static_cast<size_t>(b)];
