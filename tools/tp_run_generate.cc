@@ -192,7 +192,14 @@ absl::StatusOr<int> ReportGeneration(const tpc::cli::Args& args, const Generatio
   std::printf("tp-run: generated %lld token(s) per row on %d rank(s): prefill of %lld in %.3f s",
               static_cast<long long>(s.generate), ranks, static_cast<long long>(prompt.dim(1)),
               r.prefill_seconds);
-  if (!r.step_seconds.empty()) {
+  if (!r.step_seconds.empty() && r.rows_one_at_a_time) {
+    // The rows ran one after another (a state): the times are their sums.
+    std::printf(
+        "; %zu decode step(s) a row, the %lld rows one at a time (the model carries a "
+        "state) in %.3f s, %.1f tokens/s",
+        r.step_seconds.size(), static_cast<long long>(batch), decode,
+        static_cast<double>(r.step_seconds.size() * batch) / decode);
+  } else if (!r.step_seconds.empty()) {
     std::printf("; %zu decode step(s) in %.3f s, %.1f tokens/s (%.1f per row)",
                 r.step_seconds.size(), decode,
                 static_cast<double>(r.step_seconds.size() * batch) / decode,

@@ -53,7 +53,8 @@ std::vector<std::string> InputSymbols(const ir::Graph& graph) {
 
 // The cost model's size of a dim only the data decides, when --dim ?=SIZE does not give
 // it: the most elements the symbolic dims of one graph input span at the sizes given
-// (batch·seq of token ids), at least the default dim size.
+// (batch·seq of token ids; a cached decoder's attention mask, batch·(past+seq)), at least
+// the default dim size.
 int64_t RowsOfLargestInput(const ir::Graph& graph, const shard::ShardOptions& options) {
   double most = static_cast<double>(options.default_dim_size);
   for (const ir::Value* v : graph.inputs()) {

@@ -102,6 +102,7 @@ absl::StatusOr<GenerateResult> GenerateEachRow(
     const Tensor& prompt, const std::vector<int64_t>& pad, int64_t steps, const RankStep& run) {
   const int64_t batch = prompt.dim(0), length = prompt.dim(1);
   GenerateResult result;
+  result.rows_one_at_a_time = true;
   result.step_seconds.assign(static_cast<size_t>(steps - 1), 0.0);
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t n = length - pad[static_cast<size_t>(b)];

@@ -426,6 +426,10 @@ TEST_CASE("NonZero and Compress give dims the data sizes", "[shape]") {
   Value* along = b.Op("Compress", {x, cond}, {{"axis", int64_t{1}}});
   Value* all = b.Op("Compress", {x, cond});
   Value* plain = b.Op("Reshape", {b.Input("y", DType::kF32, {Dim::Unknown(), 64}), b.Ints({-1})});
+  // An unknown meeting one the data sizes, in either order.
+  Value* y = b.Input("y2", DType::kF32, {Dim::Unknown(), 64});
+  Value* sum1 = b.Op("Add", {y, flat});
+  Value* sum2 = b.Op("Add", {flat, y});
   RequireOk(b.Infer());
   CHECK(ShapeOf(nz) == "[2, ?]");
   CHECK(nz->type().dtype == DType::kI64);
@@ -439,6 +443,8 @@ TEST_CASE("NonZero and Compress give dims the data sizes", "[shape]") {
   CHECK(ShapeOf(all) == "[?]");
   CHECK((*all->type().shape)[0].is_sized_by_data());
   CHECK_FALSE((*plain->type().shape)[0].is_sized_by_data());
+  CHECK((*sum1->type().shape)[0].is_sized_by_data());
+  CHECK((*sum2->type().shape)[0].is_sized_by_data());
 }
 
 // swin pads its feature map to a multiple of the window: (window - size % window) % window.

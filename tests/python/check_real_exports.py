@@ -113,7 +113,7 @@ def main():
     ap.add_argument("--models", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--min-models", type=int, default=12,
-                    help="fewer exports under --models is a failure (default: the committed 11)")
+                    help="fewer exports under --models is a failure (default: the committed 12)")
     ap.add_argument("--no-layout", action="store_true",
                     help="report the layout checks as notes, not failures")
     args = ap.parse_args()

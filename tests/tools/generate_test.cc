@@ -186,10 +186,12 @@ std::vector<std::string> Rows(const std::string& plan, const std::string& prompt
 TEST_CASE("tp-run --generate: a batch of prompts of different lengths = each alone",
           "[tools][generate]") {
   const std::vector<std::string> prompts = {"5 6 7 8 9", "11 12", "3 4 5"};
-  for (const auto& [model, n] : std::vector<std::pair<std::string, int>>{{"optimum/llama", 1},
-                                                                         {"optimum/gemma", 2},
-                                                                         {"genai/llama_fp32", 1},
-                                                                         {"genai/gemma_int4", 2}}) {
+  for (const auto& [model, n] :
+       std::vector<std::pair<std::string, int>>{{"optimum/llama", 1},
+                                                {"optimum/gemma", 2},
+                                                {"genai/llama_fp32", 1},
+                                                {"genai/gemma_int4", 2},
+                                                {"genai/lfm2moe_fp32", 2}}) {
     INFO(model << " N=" << n);
     const std::string plan = TempDir("generate_padded") + "/plan";
     const std::string onnx = SourcePath("models/" + model + "/model.onnx");
@@ -288,6 +290,7 @@ TEST_CASE("rt::Generate: with a state, rows of different lengths generate alone"
   INFO(g.status().ToString());
   REQUIRE(g.ok());
   CHECK(g->tokens == std::vector<std::vector<int64_t>>{{4, 0}, {0, 1}});
+  CHECK(g->rows_one_at_a_time);
   REQUIRE(calls.size() == 4);
   CHECK(calls[0].prefill);
   CHECK(calls[0].ids == std::vector<int64_t>{3});

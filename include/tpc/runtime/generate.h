@@ -52,6 +52,9 @@ struct GenerateResult {
   Tensor last_logits;                        // [batch, vocab] of the last step
   double prefill_seconds = 0;
   std::vector<double> step_seconds;  // each decode step
+  // The rows ran one at a time (a state and prompts of different lengths): the times are
+  // the rows' sums.
+  bool rows_one_at_a_time = false;
 };
 
 // What a call of RankStep is.

@@ -45,8 +45,9 @@ struct ShardOptions {
   int64_t default_dim_size = 512;
   // Size used for a dim the data sizes (Dim::SizedByData: NonZero's count, the tokens a
   // mixture of experts routes to one expert), `--dim ?=SIZE`. tp-compile's default is the
-  // most elements the symbolic dims of one graph input span (batch·seq of token ids),
-  // since such a count selects rows of the activations: priced as one dim, the
+  // most elements the symbolic dims of one graph input span (batch·seq of token ids; a
+  // cached decoder's attention mask, batch·(past+seq)), since such a count selects rows
+  // of the activations: priced as one dim, the
   // collectives on them would look free beside the whole stream's.
   int64_t data_sized_dim_size = 512;
   bool sequence_parallel = false;

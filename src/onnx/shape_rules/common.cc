@@ -48,6 +48,7 @@ std::string ShapeString(const std::optional<Dims>& dims) {
 }
 
 std::optional<Dim> BroadcastDim(const Dim& a, const Dim& b) {
+  if (a.is_unknown() && b.is_unknown()) return Dim::UnknownFrom(a, b);
   if (a == b) return a;
   if (a.is_static() && a.value() == 1) return b;
   if (b.is_static() && b.value() == 1) return a;

@@ -44,11 +44,13 @@ void EvaluateValues(InferenceContext& ctx, const ValueFn& fn) {
   std::vector<Dim> args(values->size());
   for (size_t k = 0; k < n; ++k) {
     bool any_unknown = false;
+    Dim unknown;  // sized by the data when an unknown argument is
     for (size_t j = 0; j < values->size(); ++j) {
       args[j] = (*values)[j][k];
       any_unknown |= args[j].is_unknown();
+      unknown = Dim::UnknownFrom(unknown, args[j]);
     }
-    out[k] = any_unknown ? Dim() : fn(args);
+    out[k] = any_unknown ? unknown : fn(args);
   }
   MaybeSetValue(ctx, 0, std::move(out));
 }

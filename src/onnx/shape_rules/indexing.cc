@@ -24,6 +24,7 @@ constexpr int64_t kToEnd = INT32_MAX;
 
 // Merges two dims that must be equal (Concat's other dims); nullopt on a static mismatch.
 std::optional<Dim> MergeEqual(const Dim& a, const Dim& b) {
+  if (a.is_unknown() && b.is_unknown()) return Dim::UnknownFrom(a, b);
   if (a == b || b.is_unknown()) return a;
   if (a.is_unknown()) return b;
   if (a.is_static() && b.is_static()) return std::nullopt;
@@ -272,13 +273,17 @@ absl::Status InferNonZero(InferenceContext& ctx) {
 // Compress(x, condition, axis): the selected slices along the axis, or of the flattened
 // x without one; their count is sized by the data.
 absl::Status InferCompress(InferenceContext& ctx) {
-  TPC_ASSIGN_OR_RETURN(const Dims* x, RankedInput(ctx, 0));
   TPC_RETURN_IF_ERROR(RequireInputs(ctx, 2));
   const DType t = ctx.input_type(0).dtype;
   if (!ctx.node().has_attr("axis")) {
     ctx.set_output_type(0, TensorType(t, {Dim::SizedByData()}));
     return absl::OkStatus();
   }
+  if (!ctx.input_type(0).shape) {
+    SetUnknownRank(ctx, 0, t);
+    return absl::OkStatus();
+  }
+  const Dims* x = &*ctx.input_type(0).shape;
   const int64_t rank = static_cast<int64_t>(x->size());
   TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), rank));
   Dims out = *x;
@@ -292,8 +297,12 @@ absl::Status InferCompress(InferenceContext& ctx) {
 // truncated)
 // or a known shape value gives the dim; otherwise it is unknown.
 absl::Status InferOneHot(InferenceContext& ctx) {
-  TPC_ASSIGN_OR_RETURN(const Dims* indices, RankedInput(ctx, 0));
   TPC_RETURN_IF_ERROR(RequireInputs(ctx, 3));
+  if (!ctx.input_type(0).shape) {
+    SetUnknownRank(ctx, 0, ctx.input_type(2).dtype);
+    return absl::OkStatus();
+  }
+  const Dims* indices = &*ctx.input_type(0).shape;
   const int64_t rank = static_cast<int64_t>(indices->size()) + 1;
   TPC_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, ctx.node().attr_int("axis", -1), rank));
   Dim depth = Dim::Unknown();
@@ -307,6 +316,9 @@ absl::Status InferOneHot(InferenceContext& ctx) {
     depth = Dim(static_cast<int64_t>(d));
   } else if (const auto& v = ctx.input_value(1); v.has_value() && v->size() == 1) {
     depth = (*v)[0];
+    if (depth.is_static() && depth.value() < 0) {
+      return ctx.Error(absl::StrCat("depth ", depth.value(), " is negative or too large"));
+    }
   }
   Dims out(indices->begin(), indices->end());
   out.insert(out.begin() + axis, depth);
