@@ -58,6 +58,16 @@ constexpr ExtraSchema kExtra[] = {
      "swiglu_limit_after_activation=0 use_sparse_mixer=0", 8},
     {kMs, "MultiHeadAttention",
      "mask_filter_value:float num_heads:int scale:float unidirectional:int", "", 10, "8 9"},
+    // Integer quantization (4 or 8 bits, the default zero points), as onnxruntime-genai's
+    // builder writes it; FC3, zero points, router_weights and the FP4/FP8 scales refused.
+    {kMs, "QMoE",
+     "accuracy_level:int activation_alpha:float activation_beta:float activation_type:string "
+     "block_size:int expert_weight_bits:int fc1_expert_weight_bits:int "
+     "fc2_expert_weight_bits:int fc3_expert_weight_bits:int k:int normalize_routing_weights:int "
+     "quant_type:string swiglu_fusion:int swiglu_limit:float swiglu_limit_after_activation:int "
+     "use_sparse_mixer:int weights_prepacked:int",
+     "quant_type=int swiglu_limit_after_activation=0 use_sparse_mixer=0", 21,
+     "8 9 10 11 12 13 14 15 16 17 18 19 20"},
     {kMs, "QuickGelu", "alpha:float", "", 1},
     // (onnxruntime reads RotaryEmbedding's scale and uses it nowhere.)
     {kMs, "RotaryEmbedding",

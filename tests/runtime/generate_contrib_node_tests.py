@@ -128,6 +128,7 @@ def cases():
     out += gqa_qk_norm_cases(np.random.default_rng(3))
     out += gqa_head_sink_cases(np.random.default_rng(4))
     out += moe_cases(np.random.default_rng(5))
+    out += qmoe_cases(np.random.default_rng(11))
     out += causal_conv_cases(np.random.default_rng(6))
     return out
 
@@ -201,6 +202,66 @@ def moe_cases(rng):
     for k in (1, 3):
         out.append(Case(f"moe_ties_top{k}", "MoE", inputs, ["output"], k=k,
                         activation_type="silu"))
+    return out
+
+
+def quantize(w, bits, block):
+    """w [E, N, K] as QMoE's integer codes (uint8 [E, N, K·bits/8], low nibble first) and
+    scales [E, N, K / block] ([E, N] when block is None: one per row), symmetric around the
+    default zero point 2^(bits - 1)."""
+    e, n, k = w.shape
+    b = block or k
+    blocks = w.reshape(e, n, k // b, b)
+    top = 2 ** (bits - 1) - 1
+    scale = np.abs(blocks).max(axis=-1) / top
+    scale[scale == 0] = 1
+    codes = np.clip(np.round(blocks / scale[..., None]), -top - 1, top).astype(np.int32)
+    codes = (codes + 2 ** (bits - 1)).reshape(e, n, k).astype(np.uint8)
+    if bits == 4:
+        codes = (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)
+    scale = scale.astype(np.float32)
+    return codes, scale if block else scale.reshape(e, n)
+
+
+def qmoe_cases(rng):
+    """onnxruntime's QMoE as its CPU runs it (integer codes, the default zero points,
+    fp32 activations): 4-bit in blocks of 16 with SwiGLU (the builder's int4 LFM2-MoE),
+    8-bit in blocks, 4-bit with one scale per row, gelu with top 1, identity with top 3,
+    and no biases with a 3-D input; the routing weights normalized (its CPU normalizes them
+    whatever normalize_routing_weights says, and refuses FC1 and FC2 of different
+    widths)."""
+    def f32(*shape, scale=1.0):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    out = []
+    h, inter, experts = 32, 16, 4
+    for name, shape, bits1, bits2, block, extra in [
+            ("int4_block16_swiglu", (5, h), 4, 4, 16,
+             {"activation_type": "swiglu", "swiglu_fusion": 1, "normalize_routing_weights": 1}),
+            ("int8_block16_silu", (4, h), 8, 8, 16, {"activation_type": "silu"}),
+            ("int4_per_row_relu", (5, h), 4, 4, None, {"activation_type": "relu"}),
+            ("int4_gelu_top1", (3, h), 4, 4, 16, {"activation_type": "gelu", "k": 1}),
+            ("int4_identity_top3", (3, h), 4, 4, 16, {"activation_type": "identity", "k": 3}),
+            ("int4_no_bias_3d", (2, 3, h), 4, 4, 16,
+             {"activation_type": "silu", "no_bias": 1, "normalize_routing_weights": 1})]:
+        extra = dict(extra)
+        bias = not extra.pop("no_bias", 0)
+        rows = 2 * inter if extra["activation_type"] == "swiglu" else inter
+        tokens = int(np.prod(shape[:-1]))
+        w1, s1 = quantize(f32(experts, rows, h, scale=0.3), bits1, block)
+        w2, s2 = quantize(f32(experts, h, inter, scale=0.3), bits2, block)
+        inputs = [("input", f32(*shape)), ("router_probs", f32(tokens, experts)),
+                  ("fc1_experts_weights", w1), ("fc1_scales", s1),
+                  ("fc1_experts_bias", f32(experts, rows) if bias else None),
+                  ("fc2_experts_weights", w2), ("fc2_scales", s2),
+                  ("fc2_experts_bias", f32(experts, h) if bias else None)]
+        if block:
+            extra["block_size"] = block
+        if bits1 == 8:
+            extra["expert_weight_bits"] = 8
+        extra.setdefault("k", 2)
+        extra["normalize_routing_weights"] = 1  # (onnxruntime's CPU normalizes anyway)
+        out.append(Case(f"qmoe_{name}", "QMoE", inputs, ["output"], **extra))
     return out
 
 

@@ -134,6 +134,32 @@ absl::Status InferMoE(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// QMoE: MoE's output (the input's type and shape); the experts' codes are [E, F·I,
+// H·bits/8] and [E, H, I·bits/8] (the kernels check them with the scales).
+absl::Status InferQMoE(InferenceContext& ctx) {
+  TPC_RETURN_IF_ERROR(RequireInputs(ctx, 3));
+  if (!ctx.has_input(5)) return ctx.Error("fc2_experts_weights (input 5) is missing");
+  const TensorType& x = ctx.input_type(0);
+  const auto& w1 = ctx.input_type(2).shape;
+  const auto& w2 = ctx.input_type(5).shape;
+  if ((w1 && w1->size() != 3) || (w2 && w2->size() != 3) || (x.shape && x.shape->size() < 2) ||
+      (w1 && w2 && Mismatch((*w1)[0], (*w2)[0]))) {
+    return ctx.Error(
+        "input must be [tokens, H] or [B, S, H], fc1_experts_weights [E, F·I, H·bits/8] "
+        "and fc2_experts_weights [E, H, I·bits/8]");
+  }
+  // onnxruntime's CPU kernel (1.32) renormalizes the k routing weights whatever the
+  // attribute says (its results equal normalize_routing_weights = 1's): with 0, which
+  // result the model means is unclear.
+  if (ctx.node().attr_int("normalize_routing_weights", 0) != 1) {
+    return ctx.Error(
+        "normalize_routing_weights 0 is not supported: onnxruntime's CPU kernel normalizes "
+        "the routing weights whatever it says, so which result is meant is unclear (set 1)");
+  }
+  ctx.set_output_type(0, x);
+  return absl::OkStatus();
+}
+
 absl::Status InferGemm(InferenceContext& ctx) {
   TPC_ASSIGN_OR_RETURN(const Dims* a, RankedInput(ctx, 0));
   TPC_ASSIGN_OR_RETURN(const Dims* b, RankedInput(ctx, 1));

@@ -153,6 +153,7 @@ constexpr Entry kRules[] = {
     {kMicrosoft, "MatMulNBits", InferMatMulNBits},
     {kMicrosoft, "MoE", InferMoE},
     {kMicrosoft, "MultiHeadAttention", InferMultiHeadAttention},
+    {kMicrosoft, "QMoE", InferQMoE},
     {kMicrosoft, "QuickGelu", InferUnary},
     {kMicrosoft, "RotaryEmbedding", InferUnary},
     {kMicrosoft, "SimplifiedLayerNormalization", InferLayerNorm},

@@ -103,6 +103,7 @@ absl::Status InferCastLike(InferenceContext& ctx);
 absl::Status InferMatMul(InferenceContext& ctx);
 absl::Status InferMatMulNBits(InferenceContext& ctx);
 absl::Status InferMoE(InferenceContext& ctx);
+absl::Status InferQMoE(InferenceContext& ctx);
 absl::Status InferGemm(InferenceContext& ctx);
 absl::Status InferEinsum(InferenceContext& ctx);
 

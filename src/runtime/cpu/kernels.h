@@ -647,6 +647,26 @@ absl::StatusOr<math::CausalConvLayout> ReadCausalConvLayout(const KernelContext&
 // MoE's operands checked by shape and type (one float type), and its layout, for every
 // backend's kernel.
 absl::StatusOr<math::MoeLayout> ReadMoeLayout(const KernelContext& ctx);
+// MoE's and QMoE's attributes into `l`: the activation (refusing what neither kernel has),
+// its alpha, beta and limit, the routing's normalization and k.
+absl::Status ReadMoeAttributes(const KernelContext& ctx, math::MoeLayout* l);
+// An expert's weights [rows, cols] in f32: a view of the operand, or dequantized into
+// `scratch` (QMoE).
+using ExpertWeights = std::function<const float*(int64_t expert, std::vector<float>* scratch)>;
+// The f32 MoE of `l` on the input and router (inputs 0 and 1) into output 0, the experts'
+// FC1 [fc1_rows, hidden] and FC2 [hidden, inter] from `fc1` and `fc2`, the biases
+// [experts, rows] or null.
+absl::Status RunMoe(KernelContext& ctx, const math::MoeLayout& l, const ExpertWeights& fc1,
+                    const float* b1, const ExpertWeights& fc2, const float* b2);
+absl::Status QMoE(KernelContext& ctx);  // qmoe.cc
+// QMoE's layout: the MoE's and each FC's quantization.
+struct QMoeLayout {
+  math::MoeLayout moe;
+  math::MoeQuant fc1, fc2;
+};
+// QMoE's operands checked by shape and type (integer quantization of 4 or 8 bits, scales
+// of the input's float type, no zero points), for every backend's kernel.
+absl::StatusOr<QMoeLayout> ReadQMoeLayout(const KernelContext& ctx);
 
 // ---- Attention (attention.cc, rotary.cc) ----
 absl::Status Attention(KernelContext& ctx);

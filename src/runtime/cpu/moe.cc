@@ -17,8 +17,37 @@ namespace tpc::runtime::cpu {
 // fc2_experts_weights [E, H, I], fc2_experts_bias [E, H]) -> [input's shape]; F = 2 for
 // SwiGLU (gate and linear rows interleaved, swiglu_fusion = 1), else 1. What onnxruntime's
 // CPU refuses is refused here too: FC3 (inputs 6, 7), SwiGLU not interleaved.
-absl::StatusOr<math::MoeLayout> ReadMoeLayout(const KernelContext& ctx) {
+absl::Status ReadMoeAttributes(const KernelContext& ctx, math::MoeLayout* l) {
   const ir::Node& node = ctx.node();
+  const std::string act = node.attr_string("activation_type", "relu");
+  if (act == "relu") {
+    l->activation = math::MoeActivation::kRelu;
+  } else if (act == "gelu") {
+    l->activation = math::MoeActivation::kGelu;
+  } else if (act == "silu") {
+    l->activation = math::MoeActivation::kSilu;
+  } else if (act == "identity") {
+    l->activation = math::MoeActivation::kIdentity;
+  } else if (act == "swiglu") {
+    l->activation = math::MoeActivation::kSwiGlu;
+    if (node.attr_int("swiglu_fusion", 0) != 1) {
+      return ctx.Error(absl::StrCat("swiglu_fusion ", node.attr_int("swiglu_fusion", 0),
+                                    " is not supported (only 1: gate and linear interleaved)"));
+    }
+  } else {
+    return ctx.Error(absl::StrCat("activation_type '", act,
+                                  "' is not supported (relu, gelu, silu, identity, swiglu)"));
+  }
+  l->alpha = node.attr_float("activation_alpha", 1.0f);
+  l->beta = node.attr_float("activation_beta", 0.0f);
+  l->has_limit = node.has_attr("swiglu_limit");
+  l->limit = node.attr_float("swiglu_limit", 0.0f);
+  l->normalize = node.attr_int("normalize_routing_weights", 0) != 0;
+  l->k = node.attr_int("k", 1);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<math::MoeLayout> ReadMoeLayout(const KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& router = ctx.input(1);
   const Tensor& w1 = ctx.input(2);
@@ -29,30 +58,7 @@ absl::StatusOr<math::MoeLayout> ReadMoeLayout(const KernelContext& ctx) {
     return ctx.Error("FC3 (fc3_experts_weights, fc3_experts_bias) is not supported");
   }
   math::MoeLayout l;
-  const std::string act = node.attr_string("activation_type", "relu");
-  if (act == "relu") {
-    l.activation = math::MoeActivation::kRelu;
-  } else if (act == "gelu") {
-    l.activation = math::MoeActivation::kGelu;
-  } else if (act == "silu") {
-    l.activation = math::MoeActivation::kSilu;
-  } else if (act == "identity") {
-    l.activation = math::MoeActivation::kIdentity;
-  } else if (act == "swiglu") {
-    l.activation = math::MoeActivation::kSwiGlu;
-    if (node.attr_int("swiglu_fusion", 0) != 1) {
-      return ctx.Error(absl::StrCat("swiglu_fusion ", node.attr_int("swiglu_fusion", 0),
-                                    " is not supported (only 1: gate and linear interleaved)"));
-    }
-  } else {
-    return ctx.Error(absl::StrCat("activation_type '", act,
-                                  "' is not supported (relu, gelu, silu, identity, swiglu)"));
-  }
-  l.alpha = node.attr_float("activation_alpha", 1.0f);
-  l.beta = node.attr_float("activation_beta", 0.0f);
-  l.has_limit = node.has_attr("swiglu_limit");
-  l.limit = node.attr_float("swiglu_limit", 0.0f);
-  l.normalize = node.attr_int("normalize_routing_weights", 0) != 0;
+  TPC_RETURN_IF_ERROR(ReadMoeAttributes(ctx, &l));
   if (x.rank() < 2 || w1.rank() != 3 || w2.rank() != 3) {
     return ctx.Error(absl::StrCat("input ", x.TypeString(), ", fc1_experts_weights ",
                                   w1.TypeString(), " and fc2_experts_weights ", w2.TypeString(),
@@ -62,7 +68,6 @@ absl::StatusOr<math::MoeLayout> ReadMoeLayout(const KernelContext& ctx) {
   l.tokens = l.hidden > 0 ? x.num_elements() / l.hidden : 0;
   l.experts = w1.dim(0);
   l.inter = w2.dim(2);
-  l.k = node.attr_int("k", 1);
   const ir::DType t = x.dtype();
   const bool typed = (t == ir::DType::kF32 || t == ir::DType::kF16 || t == ir::DType::kBF16) &&
                      router.dtype() == t && w1.dtype() == t && w2.dtype() == t &&
@@ -88,13 +93,23 @@ absl::StatusOr<math::MoeLayout> ReadMoeLayout(const KernelContext& ctx) {
 
 absl::Status MoE(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(const math::MoeLayout l, ReadMoeLayout(ctx));
-  const Tensor& x = ctx.input(0);
-  if (x.dtype() != ir::DType::kF32) return ctx.Error("the CPU kernel takes float32 only");
-  const float* router = ctx.input(1).data<float>();
+  if (ctx.input(0).dtype() != ir::DType::kF32) {
+    return ctx.Error("the CPU kernel takes float32 only");
+  }
   const float* w1 = ctx.input(2).data<float>();
   const float* w2 = ctx.input(4).data<float>();
-  const float* b1 = ctx.optional_input(3) ? ctx.optional_input(3)->data<float>() : nullptr;
-  const float* b2 = ctx.optional_input(5) ? ctx.optional_input(5)->data<float>() : nullptr;
+  const int64_t rows = l.fc1_rows(), h = l.hidden, inter = l.inter;
+  return RunMoe(
+      ctx, l, [&](int64_t e, std::vector<float>*) { return w1 + e * rows * h; },
+      ctx.optional_input(3) ? ctx.optional_input(3)->data<float>() : nullptr,
+      [&](int64_t e, std::vector<float>*) { return w2 + e * h * inter; },
+      ctx.optional_input(5) ? ctx.optional_input(5)->data<float>() : nullptr);
+}
+
+absl::Status RunMoe(KernelContext& ctx, const math::MoeLayout& l, const ExpertWeights& fc1,
+                    const float* b1, const ExpertWeights& fc2, const float* b2) {
+  const Tensor& x = ctx.input(0);
+  const float* router = ctx.input(1).data<float>();
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), ir::DType::kF32));
   const int64_t tokens = l.tokens, k = l.k, h = l.hidden, inter = l.inter, rows = l.fc1_rows();
   // The routing: token t's j-th expert and weight at t · k + j.
@@ -113,8 +128,9 @@ absl::Status MoE(KernelContext& ctx) {
   // Each slot's FC2 output (bias included), before its weight.
   std::vector<float> results(static_cast<size_t>(tokens * k * h));
   ctx.pool().ParallelFor(l.experts, 1, [&](int64_t first, int64_t last) {
-    // The expert's token rows, FC1's output, the activation, FC2's output.
-    std::vector<float> in, fc1_out, act, fc2_out;
+    // The expert's token rows, FC1's output, the activation, FC2's output, and its
+    // weights when they are dequantized.
+    std::vector<float> in, fc1_out, act, fc2_out, w1_scratch, w2_scratch;
     for (int64_t e = first; e < last; ++e) {
       const std::vector<int64_t>& mine = slots[static_cast<size_t>(e)];
       const int64_t n = static_cast<int64_t>(mine.size());
@@ -130,7 +146,7 @@ absl::Status MoE(KernelContext& ctx) {
           fc1_out.data()[i * rows + c] = b1 ? b1[e * rows + c] : 0.0f;
         }
       }
-      Gemm2D<float>(false, true, n, rows, h, 1.0f, in.data(), h, w1 + e * rows * h, h, 1.0f,
+      Gemm2D<float>(false, true, n, rows, h, 1.0f, in.data(), h, fc1(e, &w1_scratch), h, 1.0f,
                     fc1_out.data(), rows);
       act.resize(static_cast<size_t>(n * inter));
       for (int64_t i = 0; i < n; ++i) {
@@ -142,8 +158,8 @@ absl::Status MoE(KernelContext& ctx) {
       for (int64_t i = 0; i < n; ++i) {
         for (int64_t c = 0; c < h; ++c) fc2_out.data()[i * h + c] = b2 ? b2[e * h + c] : 0.0f;
       }
-      Gemm2D<float>(false, true, n, h, inter, 1.0f, act.data(), inter, w2 + e * h * inter, inter,
-                    1.0f, fc2_out.data(), h);
+      Gemm2D<float>(false, true, n, h, inter, 1.0f, act.data(), inter, fc2(e, &w2_scratch),
+                    inter, 1.0f, fc2_out.data(), h);
       for (int64_t i = 0; i < n; ++i) {
         std::copy_n(fc2_out.data() + i * h, h, results.data() + mine[static_cast<size_t>(i)] * h);
       }

@@ -206,6 +206,7 @@ const Entry kKernels[] = {
     {kMicrosoft, "MatMulNBits", {MatMulNBits}},
     {kMicrosoft, "MoE", {MoE}},
     {kMicrosoft, "MultiHeadAttention", {MultiHeadAttention}},
+    {kMicrosoft, "QMoE", {QMoE}},
     {kMicrosoft, "QuickGelu", {QuickGelu}},
     {kMicrosoft, "RotaryEmbedding", {MsRotaryEmbedding}},
     {kMicrosoft, "SkipLayerNormalization", {SkipLayerNormalization}},

@@ -99,6 +99,33 @@ TPC_HOST_DEVICE inline float MoeDotLane(int64_t cols, int lane, int lanes, LoadW
   return acc;
 }
 
+// QMoE's quantized expert weights (onnxruntime's integer quantization, weights_prepacked 0):
+// row r of an expert is `cols` codes of `bits` (4 or 8) bits packed in bytes, low nibble
+// first; weight c is (code - 2^(bits - 1)) · scale, the scale of c's block of `block`
+// columns (block = cols: one scale per row).
+struct MoeQuant {
+  int bits = 4;
+  int64_t block = 0;
+  // Bytes of a row of `cols` codes.
+  TPC_HOST_DEVICE int64_t row_bytes(int64_t cols) const { return cols * bits / 8; }
+  // Scales of a row of `cols` codes.
+  TPC_HOST_DEVICE int64_t row_scales(int64_t cols) const { return cols / block; }
+};
+
+// Weight c of a row: `codes` its packed bytes, `scale(b)` the scale of its block b.
+template <typename LoadScale>
+TPC_HOST_DEVICE inline float MoeQuantWeight(const MoeQuant& q, const uint8_t* codes,
+                                            LoadScale scale, int64_t c) {
+  int code;
+  if (q.bits == 8) {
+    code = codes[c];
+  } else {
+    const uint8_t byte = codes[c / 2];
+    code = (c & 1) != 0 ? byte >> 4 : byte & 0x0F;
+  }
+  return static_cast<float>(code - (1 << (q.bits - 1))) * scale(c / q.block);
+}
+
 // Element c of token t's output: its k slots' FC2 outputs (`slots`: [tokens · k, hidden],
 // biases included) weighted by their routing weights, in slot order.
 TPC_HOST_DEVICE inline float MoeCombine(const MoeLayout& l, const float* weights,

@@ -1,0 +1,154 @@
+// onnxruntime's QMoE (a mixture of experts with integer-quantized expert weights, as
+// onnxruntime-genai's builder writes its int4 exports of LFM2-MoE and the like) on the CPU:
+// MoE's routing and arithmetic (moe.cc's RunMoe), each expert's weights dequantized
+// (math::MoeQuantWeight) when a token chose it, into a scratch of the thread that runs it.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "kernels.h"
+#include "tpc/runtime/math/moe.h"
+
+namespace tpc::runtime::cpu {
+namespace {
+
+// The bits of FC `fc` (1 or 2): fc{fc}_expert_weight_bits, else expert_weight_bits.
+int BitsOf(const ir::Node& node, int fc) {
+  const std::string own = absl::StrCat("fc", fc, "_expert_weight_bits");
+  return static_cast<int>(node.attr_int(own, node.attr_int("expert_weight_bits", 4)));
+}
+
+// Checks one FC's codes [E, rows, cols · bits / 8] and scales [E, rows, cols / block] (or
+// [E, rows] without a block_size: one scale per row) and gives its quantization.
+absl::StatusOr<math::MoeQuant> ReadFc(const KernelContext& ctx, int fc, int64_t experts,
+                                      int64_t rows, int64_t cols, int64_t block,
+                                      ir::DType float_type) {
+  const Tensor& codes = ctx.input(fc == 1 ? 2 : 5);
+  const Tensor* scales = ctx.optional_input(fc == 1 ? 3 : 6);
+  math::MoeQuant q;
+  q.bits = BitsOf(ctx.node(), fc);
+  q.block = block > 0 ? block : cols;
+  const std::string name = absl::StrCat("fc", fc);
+  if (q.bits != 4 && q.bits != 8) {
+    return ctx.Error(absl::StrCat(name, "'s weights of ", q.bits,
+                                  " bits are not supported (4 or 8 bits)"));
+  }
+  if (scales == nullptr) return ctx.Error(absl::StrCat(name, "_scales are missing"));
+  const Shape want_scales =
+      block > 0 ? Shape{experts, rows, cols / block} : Shape{experts, rows};
+  if (codes.dtype() != ir::DType::kU8 || codes.shape() != Shape{experts, rows, q.row_bytes(cols)} ||
+      scales->dtype() != float_type || scales->shape() != want_scales ||
+      (block > 0 && cols % block != 0) || (q.bits == 4 && cols % 2 != 0)) {
+    return ctx.Error(absl::StrCat(
+        name, "_experts_weights ", codes.TypeString(), " and ", name, "_scales ",
+        scales->TypeString(), " do not hold ", experts, " experts' ", rows, " rows of ", cols,
+        " weights of ", q.bits, " bits (uint8 [", experts, ", ", rows, ", ", q.row_bytes(cols),
+        "], scales of the input's type ", ShapeString(want_scales),
+        block > 0 ? absl::StrCat(", in blocks of ", block) : "", ")"));
+  }
+  return q;
+}
+
+}  // namespace
+
+// QMoE(input, router_probs, fc1_experts_weights, fc1_scales, fc1_experts_bias,
+// fc2_experts_weights, fc2_scales, fc2_experts_bias): MoE's operands with FC1's and FC2's
+// weights as codes and scales. Only integer quantization of 4 or 8 bits with the default
+// zero point 2^(bits - 1) and the raw layout (weights_prepacked -1 or 0); FC3, zero points,
+// router_weights and the FP4/FP8 inputs are refused at import (schema_extra.cc).
+absl::StatusOr<QMoeLayout> ReadQMoeLayout(const KernelContext& ctx) {
+  const ir::Node& node = ctx.node();
+  const Tensor& x = ctx.input(0);
+  const Tensor& router = ctx.input(1);
+  const Tensor* b1 = ctx.optional_input(4);
+  const Tensor* b2 = ctx.optional_input(7);
+  for (int i = 8; i < ctx.num_inputs(); ++i) {
+    if (ctx.optional_input(i) != nullptr) {
+      return ctx.Error(absl::StrCat("input ", i,
+                                    " (FC3, zero points, router_weights, global or activation "
+                                    "scales) is not supported"));
+    }
+  }
+  const int64_t prepacked = node.attr_int("weights_prepacked", -1);
+  if (prepacked != -1 && prepacked != 0) {
+    return ctx.Error(absl::StrCat("weights_prepacked ", prepacked,
+                                  " is not supported (the raw layout: -1 or 0)"));
+  }
+  QMoeLayout q;
+  math::MoeLayout& l = q.moe;
+  TPC_RETURN_IF_ERROR(ReadMoeAttributes(ctx, &l));
+  const Tensor& w1 = ctx.input(2);
+  const Tensor& w2 = ctx.input(5);
+  if (x.rank() < 2 || w1.rank() != 3 || w2.rank() != 3) {
+    return ctx.Error(absl::StrCat("input ", x.TypeString(), ", fc1_experts_weights ",
+                                  w1.TypeString(), " and fc2_experts_weights ", w2.TypeString(),
+                                  " must be [tokens, H] or [B, S, H], [E, F·I, H·bits/8] and "
+                                  "[E, H, I·bits/8]"));
+  }
+  const ir::DType t = x.dtype();
+  if ((t != ir::DType::kF32 && t != ir::DType::kF16 && t != ir::DType::kBF16) ||
+      router.dtype() != t || (b1 != nullptr && b1->dtype() != t) ||
+      (b2 != nullptr && b2->dtype() != t)) {
+    return ctx.Error("the input, router_probs and biases must be of one float type");
+  }
+  l.hidden = x.dim(x.rank() - 1);
+  l.tokens = l.hidden > 0 ? x.num_elements() / l.hidden : 0;
+  l.experts = w1.dim(0);
+  const int bits2 = BitsOf(node, 2);
+  l.inter = bits2 > 0 ? w2.dim(2) * 8 / bits2 : 0;
+  const int64_t block = node.attr_int("block_size", 0);
+  if (node.has_attr("block_size") && (block < 16 || (block & (block - 1)) != 0)) {
+    return ctx.Error(absl::StrCat("block_size ", block, " must be a power of two, at least 16"));
+  }
+  TPC_ASSIGN_OR_RETURN(q.fc1, ReadFc(ctx, 1, l.experts, l.fc1_rows(), l.hidden, block, t));
+  TPC_ASSIGN_OR_RETURN(q.fc2, ReadFc(ctx, 2, l.experts, l.hidden, l.inter, block, t));
+  if (q.fc1.bits != q.fc2.bits) {
+    return ctx.Error(absl::StrCat("FC1's ", q.fc1.bits, "-bit and FC2's ", q.fc2.bits,
+                                  "-bit weights: widths that differ are not supported (nor by "
+                                  "onnxruntime's CPU)"));
+  }
+  if ((b1 != nullptr && b1->shape() != Shape{l.experts, l.fc1_rows()}) ||
+      (b2 != nullptr && b2->shape() != Shape{l.experts, l.hidden}) ||
+      router.shape() != Shape{l.tokens, l.experts}) {
+    return ctx.Error(absl::StrCat("the operands do not fit ", l.tokens, " tokens of ", l.hidden,
+                                  ", ", l.experts, " experts of inner size ", l.inter,
+                                  ": router_probs ", router.TypeString(),
+                                  b1 ? ", fc1_experts_bias " : "", b1 ? b1->TypeString() : "",
+                                  b2 ? ", fc2_experts_bias " : "", b2 ? b2->TypeString() : ""));
+  }
+  if (l.k < 1 || l.k > l.experts) {
+    return ctx.Error(absl::StrCat("k ", l.k, " must be 1 to the ", l.experts, " experts"));
+  }
+  return q;
+}
+
+absl::Status QMoE(KernelContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(const QMoeLayout q, ReadQMoeLayout(ctx));
+  if (ctx.input(0).dtype() != ir::DType::kF32) {
+    return ctx.Error("the CPU kernel takes float32 only");
+  }
+  const math::MoeLayout& l = q.moe;
+  // Expert e's [rows, cols] weights of FC `codes` / `scales`, dequantized into `scratch`.
+  auto dequantized = [&](const math::MoeQuant& fc, const Tensor& codes, const Tensor& scales,
+                         int64_t rows, int64_t cols) {
+    return [&fc, &codes, &scales, rows, cols](int64_t e, std::vector<float>* scratch) {
+      scratch->resize(static_cast<size_t>(rows * cols));
+      const int64_t row_bytes = fc.row_bytes(cols), row_scales = fc.row_scales(cols);
+      for (int64_t r = 0; r < rows; ++r) {
+        const uint8_t* c = codes.data<uint8_t>() + (e * rows + r) * row_bytes;
+        const float* s = scales.data<float>() + (e * rows + r) * row_scales;
+        for (int64_t j = 0; j < cols; ++j) {
+          scratch->data()[r * cols + j] =
+              math::MoeQuantWeight(fc, c, [s](int64_t b) { return s[b]; }, j);
+        }
+      }
+      return static_cast<const float*>(scratch->data());
+    };
+  };
+  return RunMoe(ctx, l, dequantized(q.fc1, ctx.input(2), ctx.input(3), l.fc1_rows(), l.hidden),
+                ctx.optional_input(4) ? ctx.optional_input(4)->data<float>() : nullptr,
+                dequantized(q.fc2, ctx.input(5), ctx.input(6), l.hidden, l.inter),
+                ctx.optional_input(7) ? ctx.optional_input(7)->data<float>() : nullptr);
+}
+
+}  // namespace tpc::runtime::cpu
