@@ -69,8 +69,9 @@ CONFIG = {
     "gptoss": dict(num_local_experts=4, num_experts_per_tok=2, sliding_window=3,
                    layer_types=["sliding_attention", "full_attention"]),
     # LFM2-MoE: an attention layer and a short-convolution one (its state carried), each
-    # with a mixture of 4 experts, 2 a token.
-    "lfm2moe": dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+    # with a mixture of 4 experts, 2 a token; their inner size 64 is two of the int4
+    # export's blocks of 32 (QMoE), one for each of 2 ranks.
+    "lfm2moe": dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=64,
                     num_dense_layers=0, layer_types=["full_attention", "conv"]),
     # LFM2 (dense): an attention layer and a short-convolution one.
     "lfm2": dict(layer_types=["full_attention", "conv"]),

@@ -112,8 +112,8 @@ def main():
     ap.add_argument("--tp-run", required=True)
     ap.add_argument("--models", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--min-models", type=int, default=12,
-                    help="fewer exports under --models is a failure (default: the committed 12)")
+    ap.add_argument("--min-models", type=int, default=13,
+                    help="fewer exports under --models is a failure (default: the committed 13)")
     ap.add_argument("--no-layout", action="store_true",
                     help="report the layout checks as notes, not failures")
     args = ap.parse_args()
@@ -186,7 +186,7 @@ def main():
             # splits every expert's inner dim: FC2's bias arrives partial, masked to rank 0
             # by a Mul; its router's logits may be split by experts and gathered (the
             # memory objective saves their bias, or their weight's rows, so).
-            moe = ("com.microsoft", "MoE") in kinds or \
+            moe = ("com.microsoft", "MoE") in kinds or ("com.microsoft", "QMoE") in kinds or \
                 any("/experts." in node.name for node in original.graph.node)
             for node in rank.graph.node:
                 if node.domain == "tpc":

@@ -515,6 +515,30 @@ TEST_CASE("one-hot rule: the indices' dims pass, the depth stays whole", "[shard
   CHECK(Has(last, "(S(1), R, R)->(S(1))"));
 }
 
+// QMoE's inner split takes each rank's FC2 columns as whole bytes and whole blocks: with
+// one scale per row ([E, H]) the scales are every rank's; with one block of FC2's columns
+// (I = 16 in blocks of 16) no split keeps whole blocks.
+TEST_CASE("QMoE rule: FC2's codes split by whole blocks, per-row scales whole",
+          "[shard][rules]") {
+  auto qmoe = [](const std::string& s2, const std::string& w2) {
+    return RuleOf(absl::StrCat(
+        "  %x: f32[b, 32] = placeholder\n  %r: f32[b, 4] = placeholder\n"
+        "  %w1: u8[4, 32, 16] = placeholder\n  %s1: f32[4, 32] = placeholder\n"
+        "  %w2: ",
+        w2, " = placeholder\n  %s2: ", s2,
+        " = placeholder\n"
+        "  %y: f32[*] = com.microsoft::QMoE(%x, %r, %w1, %s1, _, %w2, %s2, _) {k=2, "
+        "normalize_routing_weights=1}"));
+  };
+  const Rule per_row = qmoe("f32[4, 32]", "u8[4, 32, 16]");
+  INFO(per_row.text);
+  CHECK(Has(per_row, "(R, R, S(1), S(1), _, S(2), R, _)->(P(sum))"));
+  const Rule one_block = qmoe("f32[4, 32, 1]", "u8[4, 32, 8]");
+  INFO(one_block.text);
+  CHECK_FALSE(Has(one_block, "(R, R, S(1), S(1), _, S(2), S(2), _)->(P(sum))"));
+  CHECK(Has(one_block, "(S(0), S(0), R, R, _, R, R, _)->(S(0))"));
+}
+
 TEST_CASE("pool rules: MaxPool with indices keeps everything whole", "[shard][rules]") {
   const std::string x = "  %x: f32[b, 4, 8, 8] = placeholder\n";
   CHECK(Has(RuleOf(x + "  %y: f32[*] = MaxPool(%x) {kernel_shape=[2, 2]}"), "(S(1))->(S(1))"));

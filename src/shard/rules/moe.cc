@@ -4,17 +4,34 @@
 // an even size keeps them together), routes every token itself (the router's logits are
 // every rank's, so every rank picks the same experts and weights), and gives partial sums
 // of the output; FC2's bias arrives partial (added once). Or split by tokens (the input's
-// first dim and the router's rows, which are those tokens' rows in order).
+// first dim and the router's rows, which are those tokens' rows in order). QMoE the same,
+// its codes and scales with the weights they hold.
 #include <string>
 
 #include "rules.h"
 
 namespace tpc::shard::rules {
 
-void MoE(const RuleContext& ctx, std::vector<Strategy>* out) {
-  if (!ctx.has_input(2) || !ctx.has_input(4) || ctx.has_input(6) || ctx.has_input(7) ||
-      ctx.input_rank(0) < 2 || ctx.input_rank(1) != 2 || ctx.input_rank(2) != 3 ||
-      ctx.input_rank(4) != 3 || !OutputsTyped(ctx)) {
+namespace {
+
+// Where an MoE-like op's operands are: MoE's, or QMoE's with the scales of its codes.
+struct MoeInputs {
+  int fc1, fc1_bias, fc2, fc2_bias;
+  int fc1_scales = -1, fc2_scales = -1;  // QMoE
+  int first_unsupported;                 // FC3 and what follows
+};
+constexpr MoeInputs kMoeInputs{.fc1 = 2, .fc1_bias = 3, .fc2 = 4, .fc2_bias = 5,
+                               .first_unsupported = 6};
+constexpr MoeInputs kQMoeInputs{.fc1 = 2, .fc1_bias = 4, .fc2 = 5, .fc2_bias = 7,
+                                .fc1_scales = 3, .fc2_scales = 6, .first_unsupported = 8};
+
+void AddMoeStrategies(const RuleContext& ctx, const MoeInputs& in, std::vector<Strategy>* out) {
+  for (int i = in.first_unsupported; i < ctx.num_inputs(); ++i) {
+    if (ctx.has_input(i)) return;
+  }
+  if (!ctx.has_input(in.fc1) || !ctx.has_input(in.fc2) || ctx.input_rank(0) < 2 ||
+      ctx.input_rank(1) != 2 || ctx.input_rank(in.fc1) != 3 || ctx.input_rank(in.fc2) != 3 ||
+      !OutputsTyped(ctx)) {
     return;
   }
   const double n = static_cast<double>(ctx.n());
@@ -30,26 +47,55 @@ void MoE(const RuleContext& ctx, std::vector<Strategy>* out) {
   const std::string act = ctx.node().attr_string("activation_type", "relu");
   const bool per_row = act == "relu" || act == "gelu" || act == "silu" || act == "identity";
   if (!per_row && !(act == "swiglu" && ctx.node().attr_int("swiglu_fusion", 0) == 1)) return;
-  if (!ctx.Divisible(ctx.input_dims(4)[2])) return;  // the inner dim I
+  // The inner dim I: FC2's columns (QMoE: their bytes, and whole blocks of them when the
+  // scales are per block; one scale per row, [E, H], is every rank's).
+  if (!ctx.Divisible(ctx.input_dims(in.fc2)[2]) || !ctx.Divisible(ctx.input_dims(in.fc1)[1])) {
+    return;
+  }
+  const bool fc2_blocks = in.fc2_scales >= 0 && ctx.has_input(in.fc2_scales) &&
+                          ctx.input_rank(in.fc2_scales) == 3;
+  if (fc2_blocks && !ctx.Divisible(ctx.input_dims(in.fc2_scales)[2])) return;
   Strategy s = ReplicatedInputs(ctx, "split every expert's inner dim");
-  s.inputs[2] = ir::Placement::Shard(1);  // FC1 [E, F·I, H]
-  if (ctx.has_input(3)) s.inputs[3] = ir::Placement::Shard(1);
-  s.inputs[4] = ir::Placement::Shard(2);  // FC2 [E, H, I]
-  if (ctx.has_input(5)) s.inputs[5] = ir::Placement::Partial(ir::ReduceOp::kSum);
+  s.inputs[in.fc1] = ir::Placement::Shard(1);  // FC1 [E, F·I, H]
+  if (ctx.has_input(in.fc1_bias)) s.inputs[in.fc1_bias] = ir::Placement::Shard(1);
+  if (in.fc1_scales >= 0 && ctx.has_input(in.fc1_scales)) {
+    s.inputs[in.fc1_scales] = ir::Placement::Shard(1);
+  }
+  s.inputs[in.fc2] = ir::Placement::Shard(2);  // FC2 [E, H, I]
+  if (fc2_blocks) s.inputs[in.fc2_scales] = ir::Placement::Shard(2);
+  if (ctx.has_input(in.fc2_bias)) {
+    s.inputs[in.fc2_bias] = ir::Placement::Partial(ir::ReduceOp::kSum);
+  }
   s.outputs = {ir::Placement::Partial(ir::ReduceOp::kSum)};
   s.compute_fraction = 1.0 / n;
   AddNamedStrategy(ctx, std::move(s), out);
 }
 
-// Per token, its k experts' FC1 (F·I · H multiply-adds) and FC2 (H · I).
+}  // namespace
+
+void MoE(const RuleContext& ctx, std::vector<Strategy>* out) {
+  AddMoeStrategies(ctx, kMoeInputs, out);
+}
+
+void QMoE(const RuleContext& ctx, std::vector<Strategy>* out) {
+  AddMoeStrategies(ctx, kQMoeInputs, out);
+}
+
+// Per token, its k experts' FC1 (F·I · H multiply-adds) and FC2 (H · I); QMoE's codes
+// hold 8 / bits weights a byte.
 double MoEFlops(const RuleContext& ctx) {
-  if (ctx.input_rank(2) != 3 || ctx.input_rank(4) != 3) return OutputElements(ctx);
+  const bool quantized = ctx.node().op_type() == "QMoE";
+  const int fc2 = quantized ? 5 : 4;
+  if (ctx.input_rank(2) != 3 || ctx.input_rank(fc2) != 3) return OutputElements(ctx);
   const std::vector<ir::Dim>& w1 = ctx.input_dims(2);
-  const std::vector<ir::Dim>& w2 = ctx.input_dims(4);
+  const std::vector<ir::Dim>& w2 = ctx.input_dims(fc2);
   if (ctx.Size(w2[1]) <= 0) return OutputElements(ctx);
+  const double per_byte =
+      quantized ? 8.0 / static_cast<double>(ctx.node().attr_int("expert_weight_bits", 4)) : 1.0;
   const double tokens = OutputElements(ctx) / ctx.Size(w2[1]);
   const double k = static_cast<double>(ctx.node().attr_int("k", 1));
-  return 2 * tokens * k * (ctx.Size(w1[1]) * ctx.Size(w1[2]) + ctx.Size(w2[1]) * ctx.Size(w2[2]));
+  return 2 * tokens * k * per_byte *
+         (ctx.Size(w1[1]) * ctx.Size(w1[2]) + ctx.Size(w2[1]) * ctx.Size(w2[2]));
 }
 
 }  // namespace tpc::shard::rules

@@ -165,6 +165,7 @@ constexpr OpRecord kRecords[] = {
       .flops = MultiHeadAttentionFlops,
       .block_count = QkvBlocks,
       .join_axis = GroupQueryAttentionJoinAxis}},
+    {kMicrosoft, "QMoE", QMoE, {.flops = MoEFlops}},
     {kMicrosoft, "QuickGelu", Unary},
     {kMicrosoft, "RotaryEmbedding", MsRotaryEmbedding, {.shape_inputs = MsRotaryHeads}},
     {kMicrosoft, "SimplifiedLayerNormalization", LayerNormalization},

@@ -61,6 +61,7 @@ void CastLike(const RuleContext& ctx, std::vector<Strategy>* out);
 
 // moe.cc
 void MoE(const RuleContext& ctx, std::vector<Strategy>* out);
+void QMoE(const RuleContext& ctx, std::vector<Strategy>* out);
 double MoEFlops(const RuleContext& ctx);
 
 // linear.cc
