@@ -147,6 +147,19 @@ TEST_CASE("attribute values and inputs tpc does not implement are refused at imp
   std::vector<std::string> too_many(11, "");
   too_many.back() = "x";
   CHECK_THAT(ImportMessage(Gqa({}, too_many)), Catch::Contains("takes at most 17"));
+  // QMoE: integer codes with the default zero points, the routing weights normalized
+  // (onnxruntime's CPU normalizes them whatever the attribute says).
+  const auto qmoe = [](std::vector<Attr> attrs, std::vector<std::string> extra = {}) {
+    std::vector<std::string> in = {"x", "r", "w1", "s1", "", "w2", "s2", ""};
+    in.insert(in.end(), extra.begin(), extra.end());
+    return OneNode("com.microsoft", "QMoE", 17, in, 1, attrs, {4, 4, 4});
+  };
+  CHECK_THAT(ImportMessage(qmoe({Int("normalize_routing_weights", 1)}, {"", "", "", "zp1"})),
+             Catch::Contains("the_node") && Catch::Contains("input 11 ('zp1') is not supported"));
+  CHECK_THAT(ImportMessage(qmoe({Int("use_sparse_mixer", 1)})),
+             Catch::Contains("'use_sparse_mixer' = 1 is not supported"));
+  CHECK_THAT(ImportMessage(qmoe({})),
+             Catch::Contains("the_node") && Catch::Contains("normalize_routing_weights 0"));
 }
 
 TEST_CASE("the default domain's newer attributes are known, others refused", "[onnx][bad]") {

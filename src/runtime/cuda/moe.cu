@@ -5,7 +5,10 @@
 //  2. FC1 and FC2: one warp per (slot, output row) (warp w of block b: b · kMoeWarps + w, a
 //     warp past slots · rows returns whole, before any shuffle); its lanes stride along
 //     the row (math::MoeDotLane: lane l reads columns l, l + 32, ..., so a warp reads 32
-//     contiguous weights), a butterfly of __shfl_xor_sync over the full warp sums them,
+//     contiguous weights; QMoE's: 16 or 32 contiguous bytes of codes, and the row's block
+//     scales, each column's code and scale read by math::MoeQuantWeight inside the row's
+//     row_bytes and row_scales, which the host checked against the operands' shapes), a
+//     butterfly of __shfl_xor_sync over the full warp sums them,
 //     and lane 0 writes the one f32 output (bias added). The expert is the slot's, in
 //     [0, experts) (math::MoeRoute picks among them, k ≤ experts checked on the host; a
 //     NaN logit still picks one), so the reads stay inside its weights; the vector is the
@@ -70,6 +73,39 @@ __global__ void MoeExpertGemvKernel(int64_t slots, int64_t rows, int64_t cols, i
   if (lane == 0) out[item] = acc + (bias != nullptr ? IO::Load(bias[e * rows + r]) : 0.0f);
 }
 
+// MoeExpertGemvKernel with QMoE's weights: codes [experts, rows, q.row_bytes(cols)] and
+// scales [experts, rows, q.row_scales(cols)] of kind K.
+template <FloatKind K, typename V>
+__global__ void MoeExpertQGemvKernel(int64_t slots, int64_t rows, int64_t cols, int64_t per_token,
+                                     const int64_t* experts, math::MoeQuant q, const uint8_t* codes,
+                                     const typename FloatIO<K>::Storage* scales, const V* vec,
+                                     const typename FloatIO<K>::Storage* bias, float* out) {
+  using IO = FloatIO<K>;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int64_t item = static_cast<int64_t>(blockIdx.x) * kMoeWarps + threadIdx.x / 32;
+  if (item >= slots * rows) return;
+  const int64_t s = item / rows, r = item % rows;
+  const int64_t e = experts[s];
+  const uint8_t* cr = codes + (e * rows + r) * q.row_bytes(cols);
+  const typename IO::Storage* sr = scales + (e * rows + r) * q.row_scales(cols);
+  const V* v = vec + (s / per_token) * cols;
+  float acc = math::MoeDotLane(
+      cols, lane, 32,
+      [q, cr, sr](int64_t c) {
+        return math::MoeQuantWeight(
+            q, cr, [sr](int64_t b) { return IO::Load(sr[b]); }, c);
+      },
+      [v](int64_t c) {
+        if constexpr (std::is_same_v<V, float>) {
+          return v[c];
+        } else {
+          return IO::Load(v[c]);
+        }
+      });
+  for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  if (lane == 0) out[item] = acc + (bias != nullptr ? IO::Load(bias[e * rows + r]) : 0.0f);
+}
+
 __global__ void MoeActivateKernel(math::MoeLayout l, int64_t slots, const float* hidden,
                                   float* act) {
   const int64_t n = slots * l.inter, rows = l.fc1_rows();
@@ -87,18 +123,26 @@ __global__ void MoeCombineKernel(math::MoeLayout l, const float* weights, const 
   }
 }
 
+// One FC of the slots: float weights `w`, or (quant non-null) codes `w` with `scales`.
 template <FloatKind K, typename V>
 cudaError_t ExpertGemv(int64_t slots, int64_t rows, int64_t cols, int64_t per_token,
-                       const int64_t* experts, const void* w, const V* vec, const void* bias,
-                       float* out, cudaStream_t stream) {
+                       const int64_t* experts, const void* w, const math::MoeQuant* quant,
+                       const void* scales, const V* vec, const void* bias, float* out,
+                       cudaStream_t stream) {
   using S = typename FloatIO<K>::Storage;
   const int64_t warps = slots * rows;
   if (warps == 0) return cudaSuccess;
   const int64_t blocks = (warps + kMoeWarps - 1) / kMoeWarps;
   if (blocks > 0x7fffffff) return cudaErrorInvalidConfiguration;
-  MoeExpertGemvKernel<K, V><<<static_cast<unsigned>(blocks), kMoeWarps * 32, 0, stream>>>(
-      slots, rows, cols, per_token, experts, static_cast<const S*>(w), vec,
-      static_cast<const S*>(bias), out);
+  if (quant != nullptr) {
+    MoeExpertQGemvKernel<K, V><<<static_cast<unsigned>(blocks), kMoeWarps * 32, 0, stream>>>(
+        slots, rows, cols, per_token, experts, *quant, static_cast<const uint8_t*>(w),
+        static_cast<const S*>(scales), vec, static_cast<const S*>(bias), out);
+  } else {
+    MoeExpertGemvKernel<K, V><<<static_cast<unsigned>(blocks), kMoeWarps * 32, 0, stream>>>(
+        slots, rows, cols, per_token, experts, static_cast<const S*>(w), vec,
+        static_cast<const S*>(bias), out);
+  }
   return cudaGetLastError();
 }
 
@@ -112,14 +156,16 @@ cudaError_t Moe(const math::MoeLayout& l, const MoeOperands& o, cudaStream_t str
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   if (cudaError_t e =
           ExpertGemv<K, S>(slots, l.fc1_rows(), l.hidden, l.k, o.experts, o.fc1,
+                           o.quantized ? &o.fc1_quant : nullptr, o.fc1_scales,
                            static_cast<const S*>(o.input), o.fc1_bias, o.hidden, stream);
       e != cudaSuccess) {
     return e;
   }
   MoeActivateKernel<<<Blocks(slots * l.inter), kThreads, 0, stream>>>(l, slots, o.hidden, o.act);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  if (cudaError_t e = ExpertGemv<K, float>(slots, l.hidden, l.inter, 1, o.experts, o.fc2, o.act,
-                                           o.fc2_bias, o.slots, stream);
+  if (cudaError_t e = ExpertGemv<K, float>(slots, l.hidden, l.inter, 1, o.experts, o.fc2,
+                                           o.quantized ? &o.fc2_quant : nullptr, o.fc2_scales,
+                                           o.act, o.fc2_bias, o.slots, stream);
       e != cudaSuccess) {
     return e;
   }

@@ -1,6 +1,7 @@
-// onnxruntime's MoE on the device (moe.cu): the routing, each chosen expert's FC1 and FC2
-// as GEMVs of the tokens that chose it, the activation and the weighted sum, with the
-// intermediate rows in f32 scratch, a chunk of tokens at a time.
+// onnxruntime's MoE and QMoE on the device (moe.cu): the routing, each chosen expert's FC1
+// and FC2 as GEMVs of the tokens that chose it (QMoE's codes dequantized as they are read),
+// the activation and the weighted sum, with the intermediate rows in f32 scratch, a chunk
+// of tokens at a time.
 #include <algorithm>
 #include <cstdint>
 
@@ -12,10 +13,9 @@ namespace {
 // The f32 scratch of one launch (a long prompt's tokens go in chunks): 64 MiB.
 constexpr int64_t kMoeScratchBytes = int64_t{64} << 20;
 
-}  // namespace
-
-absl::Status MoE(KernelContext& ctx) {
-  TPC_ASSIGN_OR_RETURN(const math::MoeLayout l, cpu::ReadMoeLayout(ctx));
+// The MoE of `l` on the input and router (inputs 0 and 1) into output 0, the experts'
+// weights and biases as `base` holds them (its scratch and chunk pointers filled here).
+absl::Status RunMoe(KernelContext& ctx, const math::MoeLayout& l, MoeOperands base) {
   const Tensor& x = ctx.input(0);
   TPC_ASSIGN_OR_RETURN(FloatKind kind, FloatKindOf(ctx, x.dtype()));
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
@@ -31,20 +31,14 @@ absl::Status MoE(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(Tensor hidden, Scratch(ctx, ir::DType::kF32, {slots, l.fc1_rows()}));
   TPC_ASSIGN_OR_RETURN(Tensor act, Scratch(ctx, ir::DType::kF32, {slots, l.inter}));
   TPC_ASSIGN_OR_RETURN(Tensor outs, Scratch(ctx, ir::DType::kF32, {slots, l.hidden}));
-  const Tensor* b1 = ctx.optional_input(3);
-  const Tensor* b2 = ctx.optional_input(5);
   const size_t es = static_cast<size_t>(ir::DTypeSize(x.dtype()));
   for (int64_t first = 0; first < l.tokens; first += chunk) {
     math::MoeLayout part = l;
     part.tokens = std::min(chunk, l.tokens - first);
-    MoeOperands o;
+    MoeOperands o = base;
     o.input = static_cast<const uint8_t*>(x.raw()) + static_cast<size_t>(first * l.hidden) * es;
     o.router = static_cast<const uint8_t*>(ctx.input(1).raw()) +
                static_cast<size_t>(first * l.experts) * es;
-    o.fc1 = ctx.input(2).raw();
-    o.fc1_bias = b1 != nullptr ? b1->raw() : nullptr;
-    o.fc2 = ctx.input(4).raw();
-    o.fc2_bias = b2 != nullptr ? b2->raw() : nullptr;
     o.output = static_cast<uint8_t*>(y->raw()) + static_cast<size_t>(first * l.hidden) * es;
     o.experts = experts.data<int64_t>();
     o.weights = weights.data<float>();
@@ -54,6 +48,33 @@ absl::Status MoE(KernelContext& ctx) {
     TPC_RETURN_IF_ERROR(Check(ctx, LaunchMoe(kind, part, o, StreamOf(ctx))));
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status MoE(KernelContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(const math::MoeLayout l, cpu::ReadMoeLayout(ctx));
+  MoeOperands o;
+  o.fc1 = ctx.input(2).raw();
+  o.fc1_bias = RawOrNull(ctx.optional_input(3));
+  o.fc2 = ctx.input(4).raw();
+  o.fc2_bias = RawOrNull(ctx.optional_input(5));
+  return RunMoe(ctx, l, o);
+}
+
+absl::Status QMoE(KernelContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(const cpu::QMoeLayout q, cpu::ReadQMoeLayout(ctx));
+  MoeOperands o;
+  o.quantized = true;
+  o.fc1 = ctx.input(2).raw();
+  o.fc1_scales = ctx.input(3).raw();
+  o.fc1_bias = RawOrNull(ctx.optional_input(4));
+  o.fc2 = ctx.input(5).raw();
+  o.fc2_scales = ctx.input(6).raw();
+  o.fc2_bias = RawOrNull(ctx.optional_input(7));
+  o.fc1_quant = q.fc1;
+  o.fc2_quant = q.fc2;
+  return RunMoe(ctx, q.moe, o);
 }
 
 }  // namespace tpc::runtime::cuda

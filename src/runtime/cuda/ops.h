@@ -288,8 +288,11 @@ absl::Status Gemm(KernelContext& ctx);
 absl::Status MatMulNBits(KernelContext& ctx);
 // onnxruntime's CausalConvWithState (conv_ops.cc).
 absl::Status CausalConvWithState(KernelContext& ctx);
-// onnxruntime's MoE (mixture of experts; moe_ops.cc).
+// An optional operand's data, or null.
+inline const void* RawOrNull(const Tensor* t) { return t != nullptr ? t->raw() : nullptr; }
+// onnxruntime's MoE and QMoE (mixtures of experts; moe_ops.cc).
 absl::Status MoE(KernelContext& ctx);
+absl::Status QMoE(KernelContext& ctx);
 absl::Status Det(KernelContext& ctx);
 
 // fused_ops.cc: the fusion pass's operators (tpc/runtime/fusion.h)

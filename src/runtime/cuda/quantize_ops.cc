@@ -39,8 +39,6 @@ absl::Status CheckZeroPoint(const KernelContext& ctx, const Tensor* zero_point, 
                                 " differs in type from the quantized ", ir::DTypeName(t)));
 }
 
-const void* RawOrNull(const Tensor* t) { return t != nullptr ? t->raw() : nullptr; }
-
 // An integer matrix operand (`shape`: as a matrix) minus its zero point, in f64 scratch.
 absl::StatusOr<Tensor> Centered(const KernelContext& ctx, const Tensor& x, const Shape& shape,
                                 const Tensor* zero_point, bool per_row, const std::string& what) {

@@ -438,6 +438,7 @@ const Entry kKernels[] = {
     {kMicrosoft, "MatMulNBits", K(MatMulNBits), Takes::kFloatData},
     {kMicrosoft, "MoE", K(MoE), Takes::kFloats},
     {kMicrosoft, "MultiHeadAttention", K(MultiHeadAttention), Takes::kFloatData},
+    {kMicrosoft, "QMoE", K(QMoE), Takes::kFloatData},
     {kMicrosoft, "QuickGelu", K(QuickGelu), Takes::kFloats},
     {kMicrosoft, "RotaryEmbedding", K(MsRotaryEmbedding), Takes::kFloatData},
     {kMicrosoft, "SimplifiedLayerNormalization", K(RMSNormalization), Takes::kFloats},

@@ -200,13 +200,17 @@ cudaError_t LaunchCausalConv(FloatKind k, const math::CausalConvLayout& l, const
 // MoE (math/moe.h) on the device: `router`, `input`, the experts' weights and biases
 // (biases may be null) and `output` of kind k; scratch: experts (int64) and weights (f32)
 // [tokens · k], hidden (f32) [tokens · k, fc1_rows], act (f32) [tokens · k, inter], slots
-// (f32) [tokens · k, hidden].
+// (f32) [tokens · k, hidden]. QMoE (`quantized`): fc1 and fc2 are uint8 codes with scales
+// of kind k, dequantized as math::MoeQuantWeight reads them.
 struct MoeOperands {
   const void *input = nullptr, *router = nullptr, *fc1 = nullptr, *fc1_bias = nullptr;
   const void *fc2 = nullptr, *fc2_bias = nullptr;
   void* output = nullptr;
   int64_t* experts = nullptr;
   float *weights = nullptr, *hidden = nullptr, *act = nullptr, *slots = nullptr;
+  bool quantized = false;
+  const void *fc1_scales = nullptr, *fc2_scales = nullptr;
+  math::MoeQuant fc1_quant, fc2_quant;
 };
 cudaError_t LaunchMoe(FloatKind k, const math::MoeLayout& l, const MoeOperands& o,
                       cudaStream_t stream);
