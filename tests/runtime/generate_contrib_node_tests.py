@@ -237,13 +237,13 @@ def qmoe_cases(rng):
     h, inter, experts = 32, 16, 4
     for name, shape, bits1, bits2, block, extra in [
             ("int4_block16_swiglu", (5, h), 4, 4, 16,
-             {"activation_type": "swiglu", "swiglu_fusion": 1, "normalize_routing_weights": 1}),
+             {"activation_type": "swiglu", "swiglu_fusion": 1}),
             ("int8_block16_silu", (4, h), 8, 8, 16, {"activation_type": "silu"}),
             ("int4_per_row_relu", (5, h), 4, 4, None, {"activation_type": "relu"}),
             ("int4_gelu_top1", (3, h), 4, 4, 16, {"activation_type": "gelu", "k": 1}),
             ("int4_identity_top3", (3, h), 4, 4, 16, {"activation_type": "identity", "k": 3}),
             ("int4_no_bias_3d", (2, 3, h), 4, 4, 16,
-             {"activation_type": "silu", "no_bias": 1, "normalize_routing_weights": 1})]:
+             {"activation_type": "silu", "no_bias": 1})]:
         extra = dict(extra)
         bias = not extra.pop("no_bias", 0)
         rows = 2 * inter if extra["activation_type"] == "swiglu" else inter

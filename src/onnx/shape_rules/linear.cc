@@ -151,10 +151,12 @@ absl::Status InferQMoE(InferenceContext& ctx) {
   // onnxruntime's CPU kernel (1.32) renormalizes the k routing weights whatever the
   // attribute says (its results equal normalize_routing_weights = 1's): with 0, which
   // result the model means is unclear.
-  if (ctx.node().attr_int("normalize_routing_weights", 0) != 1) {
-    return ctx.Error(
-        "normalize_routing_weights 0 is not supported: onnxruntime's CPU kernel normalizes "
-        "the routing weights whatever it says, so which result is meant is unclear (set 1)");
+  if (const int64_t normalize = ctx.node().attr_int("normalize_routing_weights", 0);
+      normalize != 1) {
+    return ctx.Error(absl::StrCat(
+        "normalize_routing_weights ", normalize,
+        " is not supported: onnxruntime's CPU kernel normalizes the routing weights whatever it "
+        "says, so which result is meant is unclear (set 1)"));
   }
   ctx.set_output_type(0, x);
   return absl::OkStatus();

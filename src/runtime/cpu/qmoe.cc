@@ -2,6 +2,7 @@
 // onnxruntime-genai's builder writes its int4 exports of LFM2-MoE and the like) on the CPU:
 // MoE's routing and arithmetic (moe.cc's RunMoe), each expert's weights dequantized
 // (math::MoeQuantWeight) when a token chose it, into a scratch of the thread that runs it.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -27,24 +28,19 @@ absl::StatusOr<math::MoeQuant> ReadFc(const KernelContext& ctx, int fc, int64_t 
   const Tensor* scales = ctx.optional_input(fc == 1 ? 3 : 6);
   math::MoeQuant q;
   q.bits = BitsOf(ctx.node(), fc);
-  q.block = block > 0 ? block : cols;
+  q.block = block > 0 ? block : std::max<int64_t>(cols, 1);
   const std::string name = absl::StrCat("fc", fc);
-  if (q.bits != 4 && q.bits != 8) {
-    return ctx.Error(absl::StrCat(name, "'s weights of ", q.bits,
-                                  " bits are not supported (4 or 8 bits)"));
-  }
   if (scales == nullptr) return ctx.Error(absl::StrCat(name, "_scales are missing"));
-  const Shape want_scales =
-      block > 0 ? Shape{experts, rows, cols / block} : Shape{experts, rows};
+  const Shape want_scales = block > 0 ? Shape{experts, rows, cols / block} : Shape{experts, rows};
   if (codes.dtype() != ir::DType::kU8 || codes.shape() != Shape{experts, rows, q.row_bytes(cols)} ||
       scales->dtype() != float_type || scales->shape() != want_scales ||
       (block > 0 && cols % block != 0) || (q.bits == 4 && cols % 2 != 0)) {
-    return ctx.Error(absl::StrCat(
-        name, "_experts_weights ", codes.TypeString(), " and ", name, "_scales ",
-        scales->TypeString(), " do not hold ", experts, " experts' ", rows, " rows of ", cols,
-        " weights of ", q.bits, " bits (uint8 [", experts, ", ", rows, ", ", q.row_bytes(cols),
-        "], scales of the input's type ", ShapeString(want_scales),
-        block > 0 ? absl::StrCat(", in blocks of ", block) : "", ")"));
+    return ctx.Error(absl::StrCat(name, "_experts_weights ", codes.TypeString(), " and ", name,
+                                  "_scales ", scales->TypeString(), " do not hold ", experts,
+                                  " experts' ", rows, " rows of ", cols, " weights of ", q.bits,
+                                  " bits (uint8 [", experts, ", ", rows, ", ", q.row_bytes(cols),
+                                  "], scales of the input's type ", ShapeString(want_scales),
+                                  block > 0 ? absl::StrCat(", in blocks of ", block) : "", ")"));
   }
   return q;
 }
@@ -55,7 +51,9 @@ absl::StatusOr<math::MoeQuant> ReadFc(const KernelContext& ctx, int fc, int64_t 
 // fc2_experts_weights, fc2_scales, fc2_experts_bias): MoE's operands with FC1's and FC2's
 // weights as codes and scales. Only integer quantization of 4 or 8 bits with the default
 // zero point 2^(bits - 1) and the raw layout (weights_prepacked -1 or 0); FC3, zero points,
-// router_weights and the FP4/FP8 inputs are refused at import (schema_extra.cc).
+// router_weights and the FP4/FP8 inputs are refused at import (schema_extra.cc). The
+// experts compute in f32 whatever accuracy_level says (onnxruntime's CPU may quantize the
+// activations to int8 at level 4 with blocks; the builder's exports leave it unset).
 absl::StatusOr<QMoeLayout> ReadQMoeLayout(const KernelContext& ctx) {
   const ir::Node& node = ctx.node();
   const Tensor& x = ctx.input(0);
@@ -85,6 +83,22 @@ absl::StatusOr<QMoeLayout> ReadQMoeLayout(const KernelContext& ctx) {
                                   " must be [tokens, H] or [B, S, H], [E, F·I, H·bits/8] and "
                                   "[E, H, I·bits/8]"));
   }
+  // The widths first: FC2's gives the inner size.
+  const int bits1 = BitsOf(node, 1), bits2 = BitsOf(node, 2);
+  for (const int bits : {bits1, bits2}) {
+    if (bits != 4 && bits != 8) {
+      return ctx.Error(absl::StrCat("weights of ", bits, " bits are not supported (4 or 8 bits)"));
+    }
+  }
+  if (bits1 != bits2) {
+    return ctx.Error(absl::StrCat("FC1's ", bits1, "-bit and FC2's ", bits2,
+                                  "-bit weights: widths that differ are not supported"));
+  }
+  // onnxruntime's CPU kernel renormalizes the k routing weights whatever the attribute
+  // says (the shape rule refuses it at import; this is for graphs that skipped it).
+  if (node.attr_int("normalize_routing_weights", 0) != 1) {
+    return ctx.Error("normalize_routing_weights must be 1 (onnxruntime normalizes anyway)");
+  }
   const ir::DType t = x.dtype();
   if ((t != ir::DType::kF32 && t != ir::DType::kF16 && t != ir::DType::kBF16) ||
       router.dtype() != t || (b1 != nullptr && b1->dtype() != t) ||
@@ -94,19 +108,14 @@ absl::StatusOr<QMoeLayout> ReadQMoeLayout(const KernelContext& ctx) {
   l.hidden = x.dim(x.rank() - 1);
   l.tokens = l.hidden > 0 ? x.num_elements() / l.hidden : 0;
   l.experts = w1.dim(0);
-  const int bits2 = BitsOf(node, 2);
-  l.inter = bits2 > 0 ? w2.dim(2) * 8 / bits2 : 0;
+  l.inter = w2.dim(2) * 8 / bits2;
+  // block_size 0 (or absent): one scale per row, as onnxruntime reads it.
   const int64_t block = node.attr_int("block_size", 0);
-  if (node.has_attr("block_size") && (block < 16 || (block & (block - 1)) != 0)) {
+  if (block > 0 && (block < 16 || (block & (block - 1)) != 0)) {
     return ctx.Error(absl::StrCat("block_size ", block, " must be a power of two, at least 16"));
   }
   TPC_ASSIGN_OR_RETURN(q.fc1, ReadFc(ctx, 1, l.experts, l.fc1_rows(), l.hidden, block, t));
   TPC_ASSIGN_OR_RETURN(q.fc2, ReadFc(ctx, 2, l.experts, l.hidden, l.inter, block, t));
-  if (q.fc1.bits != q.fc2.bits) {
-    return ctx.Error(absl::StrCat("FC1's ", q.fc1.bits, "-bit and FC2's ", q.fc2.bits,
-                                  "-bit weights: widths that differ are not supported (nor by "
-                                  "onnxruntime's CPU)"));
-  }
   if ((b1 != nullptr && b1->shape() != Shape{l.experts, l.fc1_rows()}) ||
       (b2 != nullptr && b2->shape() != Shape{l.experts, l.hidden}) ||
       router.shape() != Shape{l.tokens, l.experts}) {
@@ -138,8 +147,8 @@ absl::Status QMoE(KernelContext& ctx) {
         const uint8_t* c = codes.data<uint8_t>() + (e * rows + r) * row_bytes;
         const float* s = scales.data<float>() + (e * rows + r) * row_scales;
         for (int64_t j = 0; j < cols; ++j) {
-          scratch->data()[r * cols + j] =
-              math::MoeQuantWeight(fc, c, [s](int64_t b) { return s[b]; }, j);
+          scratch->data()[r * cols + j] = math::MoeQuantWeight(
+              fc, c, [s](int64_t b) { return s[b]; }, j);
         }
       }
       return static_cast<const float*>(scratch->data());

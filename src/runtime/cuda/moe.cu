@@ -5,9 +5,10 @@
 //  2. FC1 and FC2: one warp per (slot, output row) (warp w of block b: b · kMoeWarps + w, a
 //     warp past slots · rows returns whole, before any shuffle); its lanes stride along
 //     the row (math::MoeDotLane: lane l reads columns l, l + 32, ..., so a warp reads 32
-//     contiguous weights; QMoE's: 16 or 32 contiguous bytes of codes, and the row's block
-//     scales, each column's code and scale read by math::MoeQuantWeight inside the row's
-//     row_bytes and row_scales, which the host checked against the operands' shapes), a
+//     contiguous weights; QMoE's, through QuantWeights: 16 or 32 contiguous bytes of codes,
+//     and the row's block scales, each column's code and scale read by
+//     math::MoeQuantWeight inside the row's row_bytes and row_scales, which the host
+//     checked against the operands' shapes), a
 //     butterfly of __shfl_xor_sync over the full warp sums them,
 //     and lane 0 writes the one f32 output (bias added). The expert is the slot's, in
 //     [0, experts) (math::MoeRoute picks among them, k ≤ experts checked on the host; a
@@ -45,56 +46,48 @@ __global__ void MoeRouteKernel(math::MoeLayout l, const typename FloatIO<K>::Sto
   }
 }
 
-// out[s, r] = Σ_c W[e_s][r, c] · v_s[c] + bias[e_s][r]: W [experts, rows, cols] of kind K,
-// v_s row s / per_token of `vec` (V: K's storage or f32), bias [experts, rows] or null.
-template <FloatKind K, typename V>
-__global__ void MoeExpertGemvKernel(int64_t slots, int64_t rows, int64_t cols, int64_t per_token,
-                                    const int64_t* experts, const typename FloatIO<K>::Storage* w,
-                                    const V* vec, const typename FloatIO<K>::Storage* bias,
-                                    float* out) {
-  using IO = FloatIO<K>;
-  const int lane = static_cast<int>(threadIdx.x) % 32;
-  const int64_t item = static_cast<int64_t>(blockIdx.x) * kMoeWarps + threadIdx.x / 32;
-  if (item >= slots * rows) return;
-  const int64_t s = item / rows, r = item % rows;
-  const int64_t e = experts[s];
-  const typename IO::Storage* wr = w + (e * rows + r) * cols;
-  const V* v = vec + (s / per_token) * cols;
-  float acc = math::MoeDotLane(
-      cols, lane, 32, [wr](int64_t c) { return IO::Load(wr[c]); },
-      [v](int64_t c) {
-        if constexpr (std::is_same_v<V, float>) {
-          return v[c];
-        } else {
-          return IO::Load(v[c]);
-        }
-      });
-  for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-  if (lane == 0) out[item] = acc + (bias != nullptr ? IO::Load(bias[e * rows + r]) : 0.0f);
-}
+// MoE's float weights [experts · rows, cols] of kind K: weight c of row `row`.
+template <FloatKind K>
+struct FloatWeights {
+  const typename FloatIO<K>::Storage* w;
+  int64_t cols;
+  __device__ float operator()(int64_t row, int64_t c) const {
+    return FloatIO<K>::Load(w[row * cols + c]);
+  }
+};
 
-// MoeExpertGemvKernel with QMoE's weights: codes [experts, rows, q.row_bytes(cols)] and
-// scales [experts, rows, q.row_scales(cols)] of kind K.
-template <FloatKind K, typename V>
-__global__ void MoeExpertQGemvKernel(int64_t slots, int64_t rows, int64_t cols, int64_t per_token,
-                                     const int64_t* experts, math::MoeQuant q, const uint8_t* codes,
-                                     const typename FloatIO<K>::Storage* scales, const V* vec,
-                                     const typename FloatIO<K>::Storage* bias, float* out) {
+// QMoE's codes [experts · rows, q.row_bytes(cols)] and scales [experts · rows,
+// q.row_scales(cols)] of kind K: weight c of row `row` (math::MoeQuantWeight).
+template <FloatKind K>
+struct QuantWeights {
+  math::MoeQuant q;
+  const uint8_t* codes;
+  const typename FloatIO<K>::Storage* scales;
+  int64_t cols;
+  __device__ float operator()(int64_t row, int64_t c) const {
+    const typename FloatIO<K>::Storage* s = scales + row * q.row_scales(cols);
+    return math::MoeQuantWeight(
+        q, codes + row * q.row_bytes(cols), [s](int64_t b) { return FloatIO<K>::Load(s[b]); }, c);
+  }
+};
+
+// out[s, r] = Σ_c W[e_s][r, c] · v_s[c] + bias[e_s][r]: W's rows [experts · rows] of `cols`
+// (`weights`), v_s row s / per_token of `vec` (V: K's storage or f32), bias [experts, rows]
+// of kind K or null.
+template <FloatKind K, typename V, typename W>
+__global__ void MoeExpertGemvKernel(int64_t slots, int64_t rows, int64_t cols, int64_t per_token,
+                                    const int64_t* experts, W weights, const V* vec,
+                                    const typename FloatIO<K>::Storage* bias, float* out) {
   using IO = FloatIO<K>;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t item = static_cast<int64_t>(blockIdx.x) * kMoeWarps + threadIdx.x / 32;
   if (item >= slots * rows) return;
   const int64_t s = item / rows, r = item % rows;
   const int64_t e = experts[s];
-  const uint8_t* cr = codes + (e * rows + r) * q.row_bytes(cols);
-  const typename IO::Storage* sr = scales + (e * rows + r) * q.row_scales(cols);
+  const int64_t row = e * rows + r;
   const V* v = vec + (s / per_token) * cols;
   float acc = math::MoeDotLane(
-      cols, lane, 32,
-      [q, cr, sr](int64_t c) {
-        return math::MoeQuantWeight(
-            q, cr, [sr](int64_t b) { return IO::Load(sr[b]); }, c);
-      },
+      cols, lane, 32, [&weights, row](int64_t c) { return weights(row, c); },
       [v](int64_t c) {
         if constexpr (std::is_same_v<V, float>) {
           return v[c];
@@ -103,7 +96,7 @@ __global__ void MoeExpertQGemvKernel(int64_t slots, int64_t rows, int64_t cols, 
         }
       });
   for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-  if (lane == 0) out[item] = acc + (bias != nullptr ? IO::Load(bias[e * rows + r]) : 0.0f);
+  if (lane == 0) out[item] = acc + (bias != nullptr ? IO::Load(bias[row]) : 0.0f);
 }
 
 __global__ void MoeActivateKernel(math::MoeLayout l, int64_t slots, const float* hidden,
@@ -134,14 +127,17 @@ cudaError_t ExpertGemv(int64_t slots, int64_t rows, int64_t cols, int64_t per_to
   if (warps == 0) return cudaSuccess;
   const int64_t blocks = (warps + kMoeWarps - 1) / kMoeWarps;
   if (blocks > 0x7fffffff) return cudaErrorInvalidConfiguration;
+  const auto grid = static_cast<unsigned>(blocks);
+  const auto* b = static_cast<const S*>(bias);
   if (quant != nullptr) {
-    MoeExpertQGemvKernel<K, V><<<static_cast<unsigned>(blocks), kMoeWarps * 32, 0, stream>>>(
-        slots, rows, cols, per_token, experts, *quant, static_cast<const uint8_t*>(w),
-        static_cast<const S*>(scales), vec, static_cast<const S*>(bias), out);
+    const QuantWeights<K> q{*quant, static_cast<const uint8_t*>(w), static_cast<const S*>(scales),
+                            cols};
+    MoeExpertGemvKernel<K, V, QuantWeights<K>><<<grid, kMoeWarps * 32, 0, stream>>>(
+        slots, rows, cols, per_token, experts, q, vec, b, out);
   } else {
-    MoeExpertGemvKernel<K, V><<<static_cast<unsigned>(blocks), kMoeWarps * 32, 0, stream>>>(
-        slots, rows, cols, per_token, experts, static_cast<const S*>(w), vec,
-        static_cast<const S*>(bias), out);
+    const FloatWeights<K> f{static_cast<const S*>(w), cols};
+    MoeExpertGemvKernel<K, V, FloatWeights<K>><<<grid, kMoeWarps * 32, 0, stream>>>(
+        slots, rows, cols, per_token, experts, f, vec, b, out);
   }
   return cudaGetLastError();
 }

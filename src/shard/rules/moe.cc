@@ -8,6 +8,7 @@
 // its codes and scales with the weights they hold.
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "rules.h"
 
 namespace tpc::shard::rules {
@@ -20,10 +21,15 @@ struct MoeInputs {
   int fc1_scales = -1, fc2_scales = -1;  // QMoE
   int first_unsupported;                 // FC3 and what follows
 };
-constexpr MoeInputs kMoeInputs{.fc1 = 2, .fc1_bias = 3, .fc2 = 4, .fc2_bias = 5,
-                               .first_unsupported = 6};
-constexpr MoeInputs kQMoeInputs{.fc1 = 2, .fc1_bias = 4, .fc2 = 5, .fc2_bias = 7,
-                                .fc1_scales = 3, .fc2_scales = 6, .first_unsupported = 8};
+constexpr MoeInputs kMoeInputs{
+    .fc1 = 2, .fc1_bias = 3, .fc2 = 4, .fc2_bias = 5, .first_unsupported = 6};
+constexpr MoeInputs kQMoeInputs{.fc1 = 2,
+                                .fc1_bias = 4,
+                                .fc2 = 5,
+                                .fc2_bias = 7,
+                                .fc1_scales = 3,
+                                .fc2_scales = 6,
+                                .first_unsupported = 8};
 
 void AddMoeStrategies(const RuleContext& ctx, const MoeInputs& in, std::vector<Strategy>* out) {
   for (int i = in.first_unsupported; i < ctx.num_inputs(); ++i) {
@@ -52,8 +58,11 @@ void AddMoeStrategies(const RuleContext& ctx, const MoeInputs& in, std::vector<S
   if (!ctx.Divisible(ctx.input_dims(in.fc2)[2]) || !ctx.Divisible(ctx.input_dims(in.fc1)[1])) {
     return;
   }
-  const bool fc2_blocks = in.fc2_scales >= 0 && ctx.has_input(in.fc2_scales) &&
-                          ctx.input_rank(in.fc2_scales) == 3;
+  const int scales_rank = in.fc2_scales >= 0 && ctx.has_input(in.fc2_scales)
+                              ? static_cast<int>(ctx.input_rank(in.fc2_scales))
+                              : 0;
+  if (in.fc2_scales >= 0 && scales_rank != 2 && scales_rank != 3) return;
+  const bool fc2_blocks = scales_rank == 3;
   if (fc2_blocks && !ctx.Divisible(ctx.input_dims(in.fc2_scales)[2])) return;
   Strategy s = ReplicatedInputs(ctx, "split every expert's inner dim");
   s.inputs[in.fc1] = ir::Placement::Shard(1);  // FC1 [E, F·I, H]
@@ -90,12 +99,18 @@ double MoEFlops(const RuleContext& ctx) {
   const std::vector<ir::Dim>& w1 = ctx.input_dims(2);
   const std::vector<ir::Dim>& w2 = ctx.input_dims(fc2);
   if (ctx.Size(w2[1]) <= 0) return OutputElements(ctx);
-  const double per_byte =
-      quantized ? 8.0 / static_cast<double>(ctx.node().attr_int("expert_weight_bits", 4)) : 1.0;
+  // Weights a byte of FC `fc`'s codes (1 for float weights).
+  auto per_byte = [&](int fc) {
+    if (!quantized) return 1.0;
+    const int64_t bits = ctx.node().attr_int(absl::StrCat("fc", fc, "_expert_weight_bits"),
+                                             ctx.node().attr_int("expert_weight_bits", 4));
+    return 8.0 / static_cast<double>(bits);
+  };
   const double tokens = OutputElements(ctx) / ctx.Size(w2[1]);
   const double k = static_cast<double>(ctx.node().attr_int("k", 1));
-  return 2 * tokens * k * per_byte *
-         (ctx.Size(w1[1]) * ctx.Size(w1[2]) + ctx.Size(w2[1]) * ctx.Size(w2[2]));
+  return 2 * tokens * k *
+         (per_byte(1) * ctx.Size(w1[1]) * ctx.Size(w1[2]) +
+          per_byte(2) * ctx.Size(w2[1]) * ctx.Size(w2[2]));
 }
 
 }  // namespace tpc::shard::rules
