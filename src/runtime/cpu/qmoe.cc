@@ -52,8 +52,10 @@ absl::StatusOr<math::MoeQuant> ReadFc(const KernelContext& ctx, int fc, int64_t 
 // weights as codes and scales. Only integer quantization of 4 or 8 bits with the default
 // zero point 2^(bits - 1) and the raw layout (weights_prepacked -1 or 0); FC3, zero points,
 // router_weights and the FP4/FP8 inputs are refused at import (schema_extra.cc). The
-// experts compute in f32 whatever accuracy_level says (onnxruntime's CPU may quantize the
-// activations to int8 at level 4 with blocks; the builder's exports leave it unset).
+// experts compute exactly in f32 whatever accuracy_level says; onnxruntime 1.32's CPU,
+// given 8-bit block-wise codes as constants, prepacks them and quantizes the activations
+// to int8 per block (about 1% apart; with the codes as graph inputs, as the node tests
+// give them, it computes in f32 and equals this kernel).
 absl::StatusOr<QMoeLayout> ReadQMoeLayout(const KernelContext& ctx) {
   const ir::Node& node = ctx.node();
   const Tensor& x = ctx.input(0);
