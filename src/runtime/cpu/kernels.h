@@ -650,14 +650,16 @@ absl::StatusOr<math::MoeLayout> ReadMoeLayout(const KernelContext& ctx);
 // MoE's and QMoE's attributes into `l`: the activation (refusing what neither kernel has),
 // its alpha, beta and limit, the routing's normalization and k.
 absl::Status ReadMoeAttributes(const KernelContext& ctx, math::MoeLayout* l);
-// An expert's weights [rows, cols] in f32: a view of the operand, or dequantized into
-// `scratch` (QMoE).
-using ExpertWeights = std::function<const float*(int64_t expert, std::vector<float>* scratch)>;
+// out [n, rows] += in [n, cols] · Wᵀ for an expert's weights W [rows, cols] (a view of the
+// operand, or QMoE's codes, dequantized in `scratch`, the calling thread's, or read
+// directly for a few tokens).
+using ExpertProduct = std::function<void(int64_t expert, const float* in, int64_t n, float* out,
+                                         std::vector<float>* scratch)>;
 // The f32 MoE of `l` on the input and router (inputs 0 and 1) into output 0, the experts'
-// FC1 [fc1_rows, hidden] and FC2 [hidden, inter] from `fc1` and `fc2`, the biases
+// FC1 [fc1_rows, hidden] and FC2 [hidden, inter] products by `fc1` and `fc2`, the biases
 // [experts, rows] or null.
-absl::Status RunMoe(KernelContext& ctx, const math::MoeLayout& l, const ExpertWeights& fc1,
-                    const float* b1, const ExpertWeights& fc2, const float* b2);
+absl::Status RunMoe(KernelContext& ctx, const math::MoeLayout& l, const ExpertProduct& fc1,
+                    const float* b1, const ExpertProduct& fc2, const float* b2);
 absl::Status QMoE(KernelContext& ctx);  // qmoe.cc
 // QMoE's layout: the MoE's and each FC's quantization.
 struct QMoeLayout {

@@ -99,15 +99,20 @@ absl::Status MoE(KernelContext& ctx) {
   const float* w1 = ctx.input(2).data<float>();
   const float* w2 = ctx.input(4).data<float>();
   const int64_t rows = l.fc1_rows(), h = l.hidden, inter = l.inter;
-  return RunMoe(
-      ctx, l, [&](int64_t e, std::vector<float>*) { return w1 + e * rows * h; },
-      ctx.optional_input(3) ? ctx.optional_input(3)->data<float>() : nullptr,
-      [&](int64_t e, std::vector<float>*) { return w2 + e * h * inter; },
-      ctx.optional_input(5) ? ctx.optional_input(5)->data<float>() : nullptr);
+  auto product = [](const float* w, int64_t rows, int64_t cols) {
+    return [w, rows, cols](int64_t e, const float* in, int64_t n, float* out, std::vector<float>*) {
+      Gemm2D<float>(false, true, n, rows, cols, 1.0f, in, cols, w + e * rows * cols, cols, 1.0f,
+                    out, rows);
+    };
+  };
+  return RunMoe(ctx, l, product(w1, rows, h),
+                ctx.optional_input(3) ? ctx.optional_input(3)->data<float>() : nullptr,
+                product(w2, h, inter),
+                ctx.optional_input(5) ? ctx.optional_input(5)->data<float>() : nullptr);
 }
 
-absl::Status RunMoe(KernelContext& ctx, const math::MoeLayout& l, const ExpertWeights& fc1,
-                    const float* b1, const ExpertWeights& fc2, const float* b2) {
+absl::Status RunMoe(KernelContext& ctx, const math::MoeLayout& l, const ExpertProduct& fc1,
+                    const float* b1, const ExpertProduct& fc2, const float* b2) {
   const Tensor& x = ctx.input(0);
   const float* router = ctx.input(1).data<float>();
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), ir::DType::kF32));
@@ -130,7 +135,7 @@ absl::Status RunMoe(KernelContext& ctx, const math::MoeLayout& l, const ExpertWe
   ctx.pool().ParallelFor(l.experts, 1, [&](int64_t first, int64_t last) {
     // The expert's token rows, FC1's output, the activation, FC2's output, and its
     // weights when they are dequantized.
-    std::vector<float> in, fc1_out, act, fc2_out, w1_scratch, w2_scratch;
+    std::vector<float> in, fc1_out, act, fc2_out, scratch;
     for (int64_t e = first; e < last; ++e) {
       const std::vector<int64_t>& mine = slots[static_cast<size_t>(e)];
       const int64_t n = static_cast<int64_t>(mine.size());
@@ -146,8 +151,7 @@ absl::Status RunMoe(KernelContext& ctx, const math::MoeLayout& l, const ExpertWe
           fc1_out.data()[i * rows + c] = b1 ? b1[e * rows + c] : 0.0f;
         }
       }
-      Gemm2D<float>(false, true, n, rows, h, 1.0f, in.data(), h, fc1(e, &w1_scratch), h, 1.0f,
-                    fc1_out.data(), rows);
+      fc1(e, in.data(), n, fc1_out.data(), &scratch);
       act.resize(static_cast<size_t>(n * inter));
       for (int64_t i = 0; i < n; ++i) {
         for (int64_t c = 0; c < inter; ++c) {
@@ -158,8 +162,7 @@ absl::Status RunMoe(KernelContext& ctx, const math::MoeLayout& l, const ExpertWe
       for (int64_t i = 0; i < n; ++i) {
         for (int64_t c = 0; c < h; ++c) fc2_out.data()[i * h + c] = b2 ? b2[e * h + c] : 0.0f;
       }
-      Gemm2D<float>(false, true, n, h, inter, 1.0f, act.data(), inter, fc2(e, &w2_scratch),
-                    inter, 1.0f, fc2_out.data(), h);
+      fc2(e, act.data(), n, fc2_out.data(), &scratch);
       for (int64_t i = 0; i < n; ++i) {
         std::copy_n(fc2_out.data() + i * h, h, results.data() + mine[static_cast<size_t>(i)] * h);
       }

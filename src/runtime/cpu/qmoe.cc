@@ -45,6 +45,31 @@ absl::StatusOr<math::MoeQuant> ReadFc(const KernelContext& ctx, int fc, int64_t 
   return q;
 }
 
+// The weights an expert's product dequantizes at a time (128 KiB of f32).
+constexpr int64_t kChunkWeights = 32 * 1024;
+
+// Row `codes` of `cols` weights dequantized into `out`, as math::MoeQuantWeight reads each
+// (the same (code - zero) · scale in f32), a block at a time: no division per weight.
+void DequantizeRow(const math::MoeQuant& q, const uint8_t* codes, const float* scales, int64_t cols,
+                   float* out) {
+  const int zero = 1 << (q.bits - 1);
+  for (int64_t b = 0; b * q.block < cols; ++b) {
+    const float s = scales[b];
+    const int64_t first = b * q.block, last = std::min(cols, first + q.block);
+    if (q.bits == 8) {
+      for (int64_t c = first; c < last; ++c) {
+        out[c] = static_cast<float>(static_cast<int>(codes[c]) - zero) * s;
+      }
+    } else {  // 4 bits: first and last are even (blocks of 16 or more, or a whole even row)
+      for (int64_t c = first; c < last; c += 2) {
+        const uint8_t byte = codes[c / 2];
+        out[c] = static_cast<float>(static_cast<int>(byte & 0x0F) - zero) * s;
+        out[c + 1] = static_cast<float>(static_cast<int>(byte >> 4) - zero) * s;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 // QMoE(input, router_probs, fc1_experts_weights, fc1_scales, fc1_experts_bias,
@@ -139,21 +164,27 @@ absl::Status QMoE(KernelContext& ctx) {
     return ctx.Error("the CPU kernel takes float32 only");
   }
   const math::MoeLayout& l = q.moe;
-  // Expert e's [rows, cols] weights of FC `codes` / `scales`, dequantized into `scratch`.
+  // out [n, rows] += in [n, cols] · Wᵀ for expert e's [rows, cols] weights of FC `codes` /
+  // `scales`: a chunk of rows at a time dequantized into `scratch` (about kChunkWeights
+  // weights: it stays in cache) and multiplied by one GEMM.
   auto dequantized = [&](const math::MoeQuant& fc, const Tensor& codes, const Tensor& scales,
                          int64_t rows, int64_t cols) {
-    return [&fc, &codes, &scales, rows, cols](int64_t e, std::vector<float>* scratch) {
-      scratch->resize(static_cast<size_t>(rows * cols));
+    return [&fc, &codes, &scales, rows, cols](int64_t e, const float* in, int64_t n, float* out,
+                                              std::vector<float>* scratch) {
       const int64_t row_bytes = fc.row_bytes(cols), row_scales = fc.row_scales(cols);
-      for (int64_t r = 0; r < rows; ++r) {
-        const uint8_t* c = codes.data<uint8_t>() + (e * rows + r) * row_bytes;
-        const float* s = scales.data<float>() + (e * rows + r) * row_scales;
-        for (int64_t j = 0; j < cols; ++j) {
-          scratch->data()[r * cols + j] = math::MoeQuantWeight(
-              fc, c, [s](int64_t b) { return s[b]; }, j);
+      const uint8_t* c = codes.data<uint8_t>() + e * rows * row_bytes;
+      const float* s = scales.data<float>() + e * rows * row_scales;
+      const int64_t chunk = std::max<int64_t>(1, kChunkWeights / std::max<int64_t>(cols, 1));
+      scratch->resize(static_cast<size_t>(std::min(chunk, rows) * cols));
+      for (int64_t first = 0; first < rows; first += chunk) {
+        const int64_t m = std::min(chunk, rows - first);
+        for (int64_t r = 0; r < m; ++r) {
+          DequantizeRow(fc, c + (first + r) * row_bytes, s + (first + r) * row_scales, cols,
+                        scratch->data() + r * cols);
         }
+        Gemm2D<float>(false, true, n, m, cols, 1.0f, in, cols, scratch->data(), cols, 1.0f,
+                      out + first, rows);
       }
-      return static_cast<const float*>(scratch->data());
     };
   };
   return RunMoe(ctx, l, dequantized(q.fc1, ctx.input(2), ctx.input(3), l.fc1_rows(), l.hidden),
