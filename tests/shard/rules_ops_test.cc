@@ -518,17 +518,16 @@ TEST_CASE("one-hot rule: the indices' dims pass, the depth stays whole", "[shard
 // QMoE's inner split takes each rank's FC2 columns as whole bytes and whole blocks: with
 // one scale per row ([E, H]) the scales are every rank's; with one block of FC2's columns
 // (I = 16 in blocks of 16) no split keeps whole blocks.
-TEST_CASE("QMoE rule: FC2's codes split by whole blocks, per-row scales whole",
-          "[shard][rules]") {
+TEST_CASE("QMoE rule: FC2's codes split by whole blocks, per-row scales whole", "[shard][rules]") {
   auto qmoe = [](const std::string& s2, const std::string& w2) {
-    return RuleOf(absl::StrCat(
-        "  %x: f32[b, 32] = placeholder\n  %r: f32[b, 4] = placeholder\n"
-        "  %w1: u8[4, 32, 16] = placeholder\n  %s1: f32[4, 32] = placeholder\n"
-        "  %w2: ",
-        w2, " = placeholder\n  %s2: ", s2,
-        " = placeholder\n"
-        "  %y: f32[*] = com.microsoft::QMoE(%x, %r, %w1, %s1, _, %w2, %s2, _) {k=2, "
-        "normalize_routing_weights=1}"));
+    return RuleOf(
+        absl::StrCat("  %x: f32[b, 32] = placeholder\n  %r: f32[b, 4] = placeholder\n"
+                     "  %w1: u8[4, 32, 16] = placeholder\n  %s1: f32[4, 32] = placeholder\n"
+                     "  %w2: ",
+                     w2, " = placeholder\n  %s2: ", s2,
+                     " = placeholder\n"
+                     "  %y: f32[*] = com.microsoft::QMoE(%x, %r, %w1, %s1, _, %w2, %s2, _) {k=2, "
+                     "normalize_routing_weights=1}"));
   };
   const Rule per_row = qmoe("f32[4, 32]", "u8[4, 32, 16]");
   INFO(per_row.text);
