@@ -47,6 +47,24 @@ absl::StatusOr<math::MoeQuant> ReadFc(const KernelContext& ctx, int fc, int64_t 
 
 // The weights an expert's product dequantizes at a time (128 KiB of f32).
 constexpr int64_t kChunkWeights = 32 * 1024;
+// Up to this many of an expert's tokens, 4-bit codes in blocks of a multiple of 32 are
+// read straight into the vector lanes (Int4ColumnDot, MatMulNBits' decode path) instead.
+constexpr int64_t kDirectTokens = 3;
+
+// Token rows `in` [n, cols] rearranged per block of `block` values into its even-indexed
+// values, then its odd ones: the order of the low and high nibbles of the block's codes
+// (Int4ColumnDot's a_pairs).
+std::vector<float> EvenOddRows(const float* in, int64_t n, int64_t cols, int64_t block) {
+  std::vector<float> out(static_cast<size_t>(n * cols));
+  const int64_t half = block / 2;
+  for (int64_t i = 0; i < n * cols; i += block) {
+    for (int64_t j = 0; j < half; ++j) {
+      out[static_cast<size_t>(i + j)] = in[i + 2 * j];
+      out[static_cast<size_t>(i + half + j)] = in[i + 2 * j + 1];
+    }
+  }
+  return out;
+}
 
 // Row `codes` of `cols` weights dequantized into `out`, as math::MoeQuantWeight reads each
 // (the same (code - zero) · scale in f32), a block at a time: no division per weight.
@@ -174,6 +192,16 @@ absl::Status QMoE(KernelContext& ctx) {
       const int64_t row_bytes = fc.row_bytes(cols), row_scales = fc.row_scales(cols);
       const uint8_t* c = codes.data<uint8_t>() + e * rows * row_bytes;
       const float* s = scales.data<float>() + e * rows * row_scales;
+      if (n <= kDirectTokens && fc.bits == 4 && fc.block % 32 == 0 && cols % fc.block == 0) {
+        const std::vector<float> pairs = EvenOddRows(in, n, cols, fc.block);
+        float dots[kDirectTokens];
+        for (int64_t r = 0; r < rows; ++r) {
+          Int4ColumnDot(c + r * row_bytes, s + r * row_scales, nullptr, nullptr,
+                        fc.row_scales(cols), fc.block / 2, pairs.data(), cols, n, dots);
+          for (int64_t t = 0; t < n; ++t) out[t * rows + r] += dots[t];
+        }
+        return;
+      }
       const int64_t chunk = std::max<int64_t>(1, kChunkWeights / std::max<int64_t>(cols, 1));
       scratch->resize(static_cast<size_t>(std::min(chunk, rows) * cols));
       for (int64_t first = 0; first < rows; first += chunk) {
