@@ -43,22 +43,29 @@ if [ ${#extra[@]} -gt 0 ]; then
 fi
 
 # Python tools for the cross-checks (optional: the tests skip without them).
+# pip_install WHY PACKAGE...: installs quietly; on failure prints pip's messages and what
+# is skipped without the packages. (pip's status decides, not whether it printed.)
+pip_install() {
+  local why=$1 out
+  shift
+  if ! out=$(python3 -m pip install -q "$@" 2>&1); then
+    printf '%s\n' "$out" | grep -v -i "warning" >&2 || true
+    echo "deps: pip install $* failed; $why" >&2
+  fi
+}
 if command -v python3 >/dev/null; then
   if ! python3 -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
     echo "deps: installing onnx, onnxruntime, numpy from PyPI"
-    python3 -m pip install -q onnx onnxruntime numpy 2>&1 | grep -v -i "warning" ||
-      echo "deps: pip install failed; the onnxruntime cross-checks will be skipped" >&2
+    pip_install "the onnxruntime cross-checks will be skipped" onnx onnxruntime numpy
   fi
   # The Python API's tests.
   if ! python3 -c "import pytest" 2>/dev/null; then
-    python3 -m pip install -q pytest 2>&1 | grep -v -i "warning" ||
-      echo "deps: pip install pytest failed; the Python API test will be skipped" >&2
+    pip_install "the Python API test will be skipped" pytest
   fi
   # onnxruntime's int4 quantizer (MatMulNBitsQuantizer, what onnxruntime-genai's builder
   # uses) imports onnx_ir.
   if ! python3 -c "import onnx_ir" 2>/dev/null; then
-    python3 -m pip install -q onnx_ir 2>&1 | grep -v -i "warning" ||
-      echo "deps: pip install onnx_ir failed; the int4 checks will be skipped" >&2
+    pip_install "the int4 checks will be skipped" onnx_ir
   fi
 fi
 # ONNX backend node tests (model + inputs + expected outputs per operator) for the
