@@ -1,6 +1,6 @@
-// The int4 prefill loops of the CPU backend (runtime/cpu/isa_loops.h): the dequantized
-// tile in the order of A's even/odd pairs, and RowColumnDots in every vector width this
-// CPU has, against plain loops written here.
+// The int4 loops of the CPU backend (runtime/cpu/isa_loops.h): the decode loop on the
+// codes, the dequantized tile in the order of A's even/odd pairs, and RowColumnDots in
+// every vector width this CPU has, against plain loops written here.
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -108,6 +108,70 @@ TEST_CASE("Int4DequantizeColumns writes each block's even codes, then its odd on
           }
         }
         REQUIRE(w[static_cast<size_t>(col * ld + k)] == -1.0f);  // the padding: untouched
+      }
+    }
+  }
+}
+
+TEST_CASE("Int4ColumnsDot gives every column against every row of A", "[runtime][cpu][int4]") {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  // One row (pairs of columns, an odd one left), 2 to 5 rows (groups of 4 and the rest);
+  // blocks of 32 (compiled for that size) and 64; every kind of zero point.
+  for (int64_t half : {16, 32}) {
+    for (int zero_kind = 0; zero_kind < 3; ++zero_kind) {  // packed, float, none (8)
+      for (int64_t rows : {1, 2, 3, 5}) {
+        for (int64_t cols : {1, 2, 5}) {
+          const int64_t blocks = 3, k = blocks * 2 * half, a_stride = k + 16, out_ld = cols + 2;
+          const int64_t packed_stride = (blocks + 1) / 2;
+          std::vector<uint8_t> codes(static_cast<size_t>(cols * blocks * half));
+          for (uint8_t& b : codes) b = static_cast<uint8_t>(rng() & 255);
+          std::vector<float> scales(static_cast<size_t>(cols * blocks));
+          for (float& v : scales) v = uniform(rng);
+          std::vector<float> zeros(scales.size());
+          for (float& v : zeros) v = static_cast<float>(rng() % 16) + 0.5f;
+          std::vector<uint8_t> packed(static_cast<size_t>(cols * packed_stride));
+          for (uint8_t& b : packed) b = static_cast<uint8_t>(rng() & 255);
+          std::vector<float> a(static_cast<size_t>(rows * a_stride));
+          for (float& v : a) v = uniform(rng);
+          std::vector<float> out(static_cast<size_t>(rows * out_ld), 12345.0f);
+          Int4ColumnsDot(codes.data(), scales.data(), zero_kind == 1 ? zeros.data() : nullptr,
+                         zero_kind == 0 ? packed.data() : nullptr, packed_stride, cols, blocks,
+                         half, a.data(), a_stride, rows, out.data(), out_ld);
+          INFO("half " << half << ", zero points " << zero_kind << ", rows " << rows << ", cols "
+                       << cols);
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t c = 0; c < out_ld; ++c) {
+              const float got = out[static_cast<size_t>(r * out_ld + c)];
+              if (c >= cols) {
+                REQUIRE(got == 12345.0f);  // past the columns: untouched
+                continue;
+              }
+              double want = 0, size = 0;
+              for (int64_t b = 0; b < blocks; ++b) {
+                const size_t cb = static_cast<size_t>(c * blocks + b);
+                const float zero =
+                    zero_kind == 0 ? static_cast<float>(
+                                         (packed[static_cast<size_t>(c * packed_stride + b / 2)] >>
+                                          (4 * (b % 2))) &
+                                         15)
+                    : zero_kind == 1 ? zeros[cb]
+                                     : 8.0f;
+                for (int64_t j = 0; j < 2 * half; ++j) {  // code j of the block
+                  const uint8_t byte = codes[static_cast<size_t>((c * blocks + b) * half + j / 2)];
+                  const int code = j % 2 == 0 ? byte & 15 : byte >> 4;
+                  // A's pairs: the block's even values, then its odd ones.
+                  const float av = a[static_cast<size_t>(r * a_stride + b * 2 * half +
+                                                         (j % 2 == 0 ? j / 2 : half + j / 2))];
+                  const double x = (static_cast<double>(code) - zero) * scales[cb] * av;
+                  want += x;
+                  size += std::abs(x);
+                }
+              }
+              REQUIRE(std::abs(got - want) <= 1e-6 * size + 1e-7);
+            }
+          }
+        }
       }
     }
   }

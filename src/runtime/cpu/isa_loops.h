@@ -23,14 +23,17 @@ void SoftmaxRows(const float* x, float* y, int64_t rows, int64_t n, bool log);
 void ScaleMaskSoftmaxRows(float* s, int64_t rows, int64_t n, float divisor, const float* mask,
                           int64_t mask_row, int64_t mask_col);
 
-// One column of a 4-bit MatMulNBits against `rows` rows of A: out[r] = Σ_b scales[b] ·
-// Σ_j (code(b, j) - zero(b)) · a_r(b, j) over `blocks` blocks of 2·half codes (half a
-// multiple of 16). codes: the column's packed bytes (low nibble first); zero(b): zeros[b],
-// else the b-th nibble of packed_zeros, else 8. a_pairs: row r at r·a_stride, rearranged
-// per block as its `half` even-indexed values, then its `half` odd ones.
-void Int4ColumnDot(const uint8_t* codes, const float* scales, const float* zeros,
-                   const uint8_t* packed_zeros, int64_t blocks, int64_t half, const float* a_pairs,
-                   int64_t a_stride, int64_t rows, float* out);
+// `cols` columns of a 4-bit MatMulNBits against `rows` rows of A: out[r·out_ld + c] =
+// Σ_b scale(c, b) · Σ_j (code(c, b, j) - zero(c, b)) · a_r(b, j) over `blocks` blocks of
+// 2·half codes (half a multiple of 16). Column c's packed bytes (low nibble first) are at
+// codes + c·blocks·half, its scales at scales + c·blocks; zero(c, b): zeros[c·blocks + b],
+// else nibble b of packed_zeros + c·packed_stride, else 8. a_pairs: row r at r·a_stride,
+// rearranged per block as its `half` even-indexed values, then its `half` odd ones
+// (EvenOddPairs). One row (a decode step) takes two columns at a time, sharing A's loads.
+void Int4ColumnsDot(const uint8_t* codes, const float* scales, const float* zeros,
+                    const uint8_t* packed_zeros, int64_t packed_stride, int64_t cols,
+                    int64_t blocks, int64_t half, const float* a_pairs, int64_t a_stride,
+                    int64_t rows, float* out, int64_t out_ld);
 
 // dst[r·dst_ld + j] = src[r·src_ld + j] as f32 for r < rows, j < cols, src bf16 (`bf16`)
 // or f16: exactly HalfToFloat's and BFloat16ToFloat's values (NaN payloads kept), 16
@@ -38,7 +41,12 @@ void Int4ColumnDot(const uint8_t* codes, const float* scales, const float* zeros
 void HalfBlockToFloat(const uint16_t* src, int64_t src_ld, int64_t rows, int64_t cols, float* dst,
                       int64_t dst_ld, bool bf16);
 
-// Int4ColumnDot's column `cols` times, dequantized: w[c·ld + ...] = (code - zero) · scale
+// Rows of A (m × k, k a multiple of `block`) rearranged into `out` for Int4ColumnsDot's
+// a_pairs: per block of `block` values, its even-indexed values, then its odd ones (the
+// order of the low and high nibbles of the block's codes).
+void EvenOddPairs(const float* a, int64_t m, int64_t k, int64_t block, float* out);
+
+// Int4ColumnsDot's columns, dequantized: w[c·ld + ...] = (code - zero) · scale
 // for column c at codes + c·code_stride (its scales at scales + c·blocks, zero points
 // likewise, packed ones at packed_zeros + c·packed_stride), in the same per-block order
 // of even then odd codes that a_pairs has, so that a row of A rearranged so dots with it.

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "isa_loops.h"
+#include "line_aligned.h"
 #include "tpc/runtime/compare.h"
 #include "tpc/runtime/kernel.h"
 #include "tpc/runtime/math/causal_conv.h"
@@ -650,11 +651,24 @@ absl::StatusOr<math::MoeLayout> ReadMoeLayout(const KernelContext& ctx);
 // MoE's and QMoE's attributes into `l`: the activation (refusing what neither kernel has),
 // its alpha, beta and limit, the routing's normalization and k.
 absl::Status ReadMoeAttributes(const KernelContext& ctx, math::MoeLayout* l);
-// out [n, rows] += in [n, cols] · Wᵀ for an expert's weights W [rows, cols] (a view of the
-// operand, or QMoE's codes, dequantized in `scratch`, the calling thread's, or read
-// directly for a few tokens).
-using ExpertProduct = std::function<void(int64_t expert, const float* in, int64_t n, float* out,
-                                         std::vector<float>* scratch)>;
+// Weights an item of RunMoe's work reads: 64 K (256 KiB of f32, dequantized or not).
+constexpr int64_t kExpertItemWeights = int64_t{1} << 16;
+// One FC of the experts for RunMoe, whose work goes to the threads as (expert, a share of
+// its output columns) items, so that a decode step's few experts still spread over every
+// thread.
+struct ExpertProduct {
+  // out[i · ld + j] = Σ_c in[i · cols + c] · W[j, c] for the expert's n rows of input and
+  // its output columns j in [first, last) of W [rows, cols] (a view of MoE's operand, or
+  // QMoE's codes, dequantized into `scratch`, the calling thread's, or read directly).
+  std::function<void(int64_t expert, const float* in, int64_t n, int64_t first, int64_t last,
+                     float* out, int64_t ld, AlignedVector<float>* scratch)>
+      run;
+  // Output columns an item takes (about kExpertItemWeights weights).
+  int64_t columns = 64;
+  // When set: the FC's input rows (n × cols) rearranged into `out` before `run` reads
+  // them (QMoE's 4-bit codes read against each block's even then odd values).
+  std::function<void(const float* in, int64_t n, float* out)> arrange;
+};
 // The f32 MoE of `l` on the input and router (inputs 0 and 1) into output 0, the experts'
 // FC1 [fc1_rows, hidden] and FC2 [hidden, inter] products by `fc1` and `fc2`, the biases
 // [experts, rows] or null.

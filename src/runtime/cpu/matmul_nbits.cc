@@ -4,13 +4,12 @@
 // larger inputs dequantize it a tile of columns at a time and multiply A by the tile (in
 // registers for f32 and whole blocks of int4 codes, else by the BLAS).
 #include <algorithm>
-#include <new>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "isa_loops.h"
 #include "kernels.h"
+#include "line_aligned.h"
 #include "tpc/runtime/math/nbits.h"
 
 namespace tpc::runtime::cpu {
@@ -19,7 +18,7 @@ namespace {
 // Up to this many rows (tokens) the packed weight is read directly, not dequantized.
 constexpr int64_t kDirectRows = 4;
 // f32 rows against whole int4 blocks: up to this many read the codes directly
-// (Int4ColumnDot); from 4 rows the dequantized tiles (RowColumnDots) are faster. A decode
+// (Int4ColumnsDot); from 4 rows the dequantized tiles (RowColumnDots) are faster. A decode
 // step of the bench model (6-layer int4 Llama shape, 2 threads), direct against tiles:
 // 1 row 17 against 25 ms, 3 rows 27 against 33, 4 rows 38–41 against 31–32, 8 rows 73
 // against 41.
@@ -28,53 +27,9 @@ constexpr int64_t kDirectInt4Rows = 3;
 // 64 · K floats (512 KiB at K = 2048) stay in the core's cache beside the tile.
 constexpr int64_t kDotRows = 64;
 
-// Memory aligned to cache lines: a vector load of 16 floats that straddles two lines
-// costs two (RowColumnDots ran at 45 against 75 GMAC/s a core on the Xeon, K = 2048).
-template <typename T>
-struct LineAligned {
-  using value_type = T;
-  LineAligned() = default;
-  template <typename U>
-  explicit LineAligned(const LineAligned<U>&) {}
-  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kLine)); }
-  void deallocate(T* p, size_t) { ::operator delete(p, kLine); }
-  // Elements default-initialized (not zeroed): every buffer here is written before it is
-  // read, and a tile's 256 KiB of zeros per pass showed in the profile.
-  template <typename U>
-  void construct(U* p) {
-    ::new (static_cast<void*>(p)) U;
-  }
-  template <typename U, typename... Args>
-  void construct(U* p, Args&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-  }
-  bool operator==(const LineAligned&) const = default;
-  static constexpr std::align_val_t kLine{64};
-};
-template <typename T>
-using Buffer = std::vector<T, LineAligned<T>>;
-
 // The usual int4 layout: whole blocks of a multiple of 32 codes (16 bytes and more).
 bool Int4Blocks(const math::NBitsLayout& l) {
   return l.bits == 4 && l.block_size % 32 == 0 && l.k % l.block_size == 0;
-}
-
-// Rows of A (m × k) rearranged per block of `block` values: its even-indexed values, then
-// its odd ones, the order of the low and high nibbles of the block's codes.
-Buffer<float> EvenOddPairs(const float* a, int64_t m, int64_t k, int64_t block) {
-  const int64_t half = block / 2;
-  Buffer<float> pairs(static_cast<size_t>(m * k));
-  for (int64_t r = 0; r < m; ++r) {
-    for (int64_t k0 = 0; k0 < k; k0 += block) {
-      const float* src = a + r * k + k0;
-      float* dst = pairs.data() + r * k + k0;
-      for (int64_t j = 0; j < half; ++j) {
-        dst[j] = src[2 * j];
-        dst[half + j] = src[2 * j + 1];
-      }
-    }
-  }
-  return pairs;
 }
 
 }  // namespace
@@ -158,21 +113,22 @@ absl::Status MatMulNBits(KernelContext& ctx) {
       if constexpr (std::is_same_v<T, float>) {
         if (Int4Blocks(l)) {
           // The usual int4 layout: the codes go straight from their bytes into the vector
-          // lanes (Int4ColumnDot, compiled per ISA) against A's rows rearranged once into
+          // lanes (Int4ColumnsDot, compiled per ISA) against A's rows rearranged once into
           // each block's even and odd halves.
           const int64_t half = l.block_size / 2;
-          const Buffer<float> pairs = EvenOddPairs(pa, m, l.k, l.block_size);
+          AlignedVector<float> pairs(static_cast<size_t>(m * l.k));
+          EvenOddPairs(pa, m, l.k, l.block_size, pairs.data());
           ctx.pool().ParallelFor(
-              l.n, std::max<int64_t>(1, 4096 / l.k), [&](int64_t lo, int64_t hi) {
-                float dots[kDirectRows];
-                for (int64_t col = lo; col < hi; ++col) {
-                  Int4ColumnDot(pb + col * blocks * half, ps + col * blocks,
-                                pzf != nullptr ? pzf + col * blocks : nullptr,
-                                pz != nullptr ? pz + col * l.packed_zero_point_bytes() : nullptr,
-                                blocks, half, pairs.data(), l.k, m, dots);
-                  for (int64_t r = 0; r < m; ++r) {
-                    py[r * l.n + col] =
-                        dots[r] + (bias != nullptr ? bias->data<float>()[col] : 0.0f);
+              l.n, std::max<int64_t>(2, 4096 / l.k), [&](int64_t lo, int64_t hi) {
+                Int4ColumnsDot(pb + lo * blocks * half, ps + lo * blocks,
+                               pzf != nullptr ? pzf + lo * blocks : nullptr,
+                               pz != nullptr ? pz + lo * l.packed_zero_point_bytes() : nullptr,
+                               l.packed_zero_point_bytes(), hi - lo, blocks, half, pairs.data(),
+                               l.k, m, py + lo, l.n);
+                if (bias == nullptr) return;
+                for (int64_t r = 0; r < m; ++r) {
+                  for (int64_t col = lo; col < hi; ++col) {
+                    py[r * l.n + col] += bias->data<float>()[col];
                   }
                 }
               });
@@ -243,9 +199,10 @@ absl::Status MatMulNBits(KernelContext& ctx) {
         const int64_t half = l.block_size / 2;
         for (int64_t r0 = 0; r0 < m; r0 += kDotRows) {
           const int64_t rows = std::min(kDotRows, m - r0);
-          const Buffer<float> pairs = EvenOddPairs(pa + r0 * l.k, rows, l.k, l.block_size);
+          AlignedVector<float> pairs(static_cast<size_t>(rows * l.k));
+          EvenOddPairs(pa + r0 * l.k, rows, l.k, l.block_size, pairs.data());
           ctx.pool().ParallelFor(tiles, 1, [&](int64_t lo, int64_t hi) {
-            Buffer<float> w(static_cast<size_t>(tile * l.k));
+            AlignedVector<float> w(static_cast<size_t>(tile * l.k));
             for (int64_t t = lo; t < hi; ++t) {
               const int64_t first = t * tile, cols = std::min(tile, l.n - first);
               Int4DequantizeColumns(
@@ -265,7 +222,7 @@ absl::Status MatMulNBits(KernelContext& ctx) {
     // Otherwise (half precision, 2 and 8 bits, partial blocks) one single-threaded BLAS call
     // per tile.
     ctx.pool().ParallelFor(tiles, 1, [&](int64_t lo, int64_t hi) {
-      Buffer<T> w(static_cast<size_t>(tile * l.k));
+      AlignedVector<T> w(static_cast<size_t>(tile * l.k));
       for (int64_t t = lo; t < hi; ++t) {
         const int64_t first = t * tile, cols = std::min(tile, l.n - first);
         for (int64_t c = 0; c < cols; ++c) {

@@ -96,86 +96,157 @@ absl::Status MoE(KernelContext& ctx) {
   if (ctx.input(0).dtype() != ir::DType::kF32) {
     return ctx.Error("the CPU kernel takes float32 only");
   }
-  const float* w1 = ctx.input(2).data<float>();
-  const float* w2 = ctx.input(4).data<float>();
-  const int64_t rows = l.fc1_rows(), h = l.hidden, inter = l.inter;
   auto product = [](const float* w, int64_t rows, int64_t cols) {
-    return [w, rows, cols](int64_t e, const float* in, int64_t n, float* out, std::vector<float>*) {
-      Gemm2D<float>(false, true, n, rows, cols, 1.0f, in, cols, w + e * rows * cols, cols, 1.0f,
-                    out, rows);
+    ExpertProduct p;
+    p.run = [w, rows, cols](int64_t e, const float* in, int64_t n, int64_t first, int64_t last,
+                            float* out, int64_t ld, AlignedVector<float>*) {
+      Gemm2D<float>(false, true, n, last - first, cols, 1.0f, in, cols,
+                    w + (e * rows + first) * cols, cols, 0.0f, out + first, ld);
     };
+    p.columns = std::max<int64_t>(16, kExpertItemWeights / std::max<int64_t>(cols, 1));
+    return p;
   };
-  return RunMoe(ctx, l, product(w1, rows, h),
+  return RunMoe(ctx, l, product(ctx.input(2).data<float>(), l.fc1_rows(), l.hidden),
                 ctx.optional_input(3) ? ctx.optional_input(3)->data<float>() : nullptr,
-                product(w2, h, inter),
+                product(ctx.input(4).data<float>(), l.hidden, l.inter),
                 ctx.optional_input(5) ? ctx.optional_input(5)->data<float>() : nullptr);
 }
+
+namespace {
+
+// Floats of a pass's largest buffer ([tokens · k, max(hidden, FC1's rows)], 64 MiB): a
+// long prompt goes through in passes of tokens.
+constexpr int64_t kPassFloats = int64_t{16} << 20;
+
+// The slots of a pass (t · k + j: token t's j-th expert) grouped by expert, in token order
+// within each: expert e's rows are [begin[e], begin[e + 1]) of the grouped buffers.
+struct Grouping {
+  std::vector<int64_t> begin;   // [experts + 1]
+  std::vector<int64_t> slot;    // row -> slot
+  std::vector<int64_t> expert;  // row -> expert
+};
+
+Grouping GroupSlots(const std::vector<int64_t>& experts, int64_t num_experts) {
+  Grouping g;
+  g.begin.assign(static_cast<size_t>(num_experts + 1), 0);
+  for (const int64_t e : experts) ++g.begin[static_cast<size_t>(e + 1)];
+  for (size_t e = 0; e < static_cast<size_t>(num_experts); ++e) g.begin[e + 1] += g.begin[e];
+  std::vector<int64_t> next(g.begin.begin(), g.begin.end() - 1);
+  g.slot.resize(experts.size());
+  g.expert.resize(experts.size());
+  for (size_t s = 0; s < experts.size(); ++s) {
+    const int64_t row = next[static_cast<size_t>(experts[s])]++;
+    g.slot[static_cast<size_t>(row)] = static_cast<int64_t>(s);
+    g.expert[static_cast<size_t>(row)] = experts[s];
+  }
+  return g;
+}
+
+// out [rows of g, width] = fc's product of `in` (grouped rows) for every expert, as items
+// of (expert, fc.columns output columns) spread over the threads.
+void RunProduct(ThreadPool& pool, const ExpertProduct& fc, const Grouping& g, const float* in,
+                int64_t cols, int64_t width, float* out, AlignedVector<float>* arranged) {
+  if (fc.arrange) {
+    const int64_t n = g.begin.back();
+    arranged->resize(static_cast<size_t>(n * cols));
+    pool.ParallelFor(n, std::max<int64_t>(1, 4096 / std::max<int64_t>(cols, 1)),
+                     [&](int64_t lo, int64_t hi) {
+                       fc.arrange(in + lo * cols, hi - lo, arranged->data() + lo * cols);
+                     });
+    in = arranged->data();
+  }
+  struct Item {
+    int64_t expert, first, last;
+  };
+  std::vector<Item> items;
+  for (int64_t e = 0; e + 1 < static_cast<int64_t>(g.begin.size()); ++e) {
+    if (g.begin[static_cast<size_t>(e + 1)] == g.begin[static_cast<size_t>(e)]) continue;
+    for (int64_t c = 0; c < width; c += fc.columns) {
+      items.push_back({e, c, std::min(width, c + fc.columns)});
+    }
+  }
+  pool.ParallelFor(static_cast<int64_t>(items.size()), 1, [&](int64_t lo, int64_t hi) {
+    AlignedVector<float> scratch;
+    for (int64_t i = lo; i < hi; ++i) {
+      const Item& it = items[static_cast<size_t>(i)];
+      const int64_t row = g.begin[static_cast<size_t>(it.expert)];
+      const int64_t n = g.begin[static_cast<size_t>(it.expert + 1)] - row;
+      fc.run(it.expert, in + row * cols, n, it.first, it.last, out + row * width, width, &scratch);
+    }
+  });
+}
+
+}  // namespace
 
 absl::Status RunMoe(KernelContext& ctx, const math::MoeLayout& l, const ExpertProduct& fc1,
                     const float* b1, const ExpertProduct& fc2, const float* b2) {
   const Tensor& x = ctx.input(0);
   const float* router = ctx.input(1).data<float>();
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), ir::DType::kF32));
-  const int64_t tokens = l.tokens, k = l.k, h = l.hidden, inter = l.inter, rows = l.fc1_rows();
-  // The routing: token t's j-th expert and weight at t · k + j.
-  std::vector<int64_t> experts(static_cast<size_t>(tokens * k));
-  std::vector<float> weights(experts.size());
-  for (int64_t t = 0; t < tokens; ++t) {
-    const float* row = router + t * l.experts;
-    math::MoeRoute(
-        l, [&](int64_t e) { return row[e]; }, experts.data() + t * k, weights.data() + t * k);
-  }
-  // Each expert's slots (t · k + j), in token order.
-  std::vector<std::vector<int64_t>> slots(static_cast<size_t>(l.experts));
-  for (int64_t s = 0; s < tokens * k; ++s) {
-    slots[static_cast<size_t>(experts.data()[s])].push_back(s);
-  }
-  // Each slot's FC2 output (bias included), before its weight.
-  std::vector<float> results(static_cast<size_t>(tokens * k * h));
-  ctx.pool().ParallelFor(l.experts, 1, [&](int64_t first, int64_t last) {
-    // The expert's token rows, FC1's output, the activation, FC2's output, and its
-    // weights when they are dequantized.
-    std::vector<float> in, fc1_out, act, fc2_out, scratch;
-    for (int64_t e = first; e < last; ++e) {
-      const std::vector<int64_t>& mine = slots[static_cast<size_t>(e)];
-      const int64_t n = static_cast<int64_t>(mine.size());
-      if (n == 0) continue;
-      in.resize(static_cast<size_t>(n * h));
-      for (int64_t i = 0; i < n; ++i) {
-        const float* src = x.data<float>() + (mine[static_cast<size_t>(i)] / k) * h;
-        std::copy_n(src, h, in.data() + i * h);
-      }
-      fc1_out.resize(static_cast<size_t>(n * rows));
-      for (int64_t i = 0; i < n; ++i) {
-        for (int64_t c = 0; c < rows; ++c) {
-          fc1_out.data()[i * rows + c] = b1 ? b1[e * rows + c] : 0.0f;
+  const int64_t k = l.k, h = l.hidden, inter = l.inter, rows = l.fc1_rows();
+  ThreadPool& pool = ctx.pool();
+  const int64_t pass = std::max<int64_t>(1, kPassFloats / (k * std::max({h, rows, int64_t{1}})));
+  // A pass's buffers: the routing, its slots' inputs, FC1's outputs, the activations, FC2's
+  // outputs (grouped by expert), and FC2's outputs in slot order, biases added.
+  std::vector<int64_t> experts;
+  std::vector<float> weights;
+  std::vector<float> in, fc1_out, act, fc2_out, results;
+  AlignedVector<float> arranged;
+  for (int64_t t0 = 0; t0 < l.tokens; t0 += pass) {
+    const int64_t tokens = std::min(pass, l.tokens - t0), slots = tokens * k;
+    experts.resize(static_cast<size_t>(slots));
+    weights.resize(static_cast<size_t>(slots));
+    for (int64_t t = 0; t < tokens; ++t) {
+      const float* row = router + (t0 + t) * l.experts;
+      math::MoeRoute(
+          l, [&](int64_t e) { return row[e]; }, experts.data() + t * k, weights.data() + t * k);
+    }
+    const Grouping g = GroupSlots(experts, l.experts);
+    in.resize(static_cast<size_t>(slots * h));
+    pool.ParallelFor(slots, std::max<int64_t>(1, 4096 / std::max<int64_t>(h, 1)),
+                     [&](int64_t lo, int64_t hi) {
+                       for (int64_t r = lo; r < hi; ++r) {
+                         const int64_t t = t0 + g.slot[static_cast<size_t>(r)] / k;
+                         std::copy_n(x.data<float>() + t * h, h, in.data() + r * h);
+                       }
+                     });
+    fc1_out.resize(static_cast<size_t>(slots * rows));
+    RunProduct(pool, fc1, g, in.data(), h, rows, fc1_out.data(), &arranged);
+    act.resize(static_cast<size_t>(slots * inter));
+    pool.ParallelFor(slots, std::max<int64_t>(1, 4096 / std::max<int64_t>(rows, 1)),
+                     [&](int64_t lo, int64_t hi) {
+                       for (int64_t r = lo; r < hi; ++r) {
+                         float* f = fc1_out.data() + r * rows;
+                         if (b1 != nullptr) {
+                           const float* b = b1 + g.expert[static_cast<size_t>(r)] * rows;
+                           for (int64_t c = 0; c < rows; ++c) f[c] += b[c];
+                         }
+                         for (int64_t c = 0; c < inter; ++c) {
+                           act.data()[r * inter + c] = math::MoeActivate(l, f, c);
+                         }
+                       }
+                     });
+    fc2_out.resize(static_cast<size_t>(slots * h));
+    RunProduct(pool, fc2, g, act.data(), inter, h, fc2_out.data(), &arranged);
+    results.resize(static_cast<size_t>(slots * h));
+    pool.ParallelFor(
+        slots, std::max<int64_t>(1, 4096 / std::max<int64_t>(h, 1)), [&](int64_t lo, int64_t hi) {
+          for (int64_t r = lo; r < hi; ++r) {
+            const float* f = fc2_out.data() + r * h;
+            const float* b = b2 != nullptr ? b2 + g.expert[static_cast<size_t>(r)] * h : nullptr;
+            float* dst = results.data() + g.slot[static_cast<size_t>(r)] * h;
+            for (int64_t c = 0; c < h; ++c) dst[c] = f[c] + (b ? b[c] : 0.0f);
+          }
+        });
+    float* out = y->data<float>() + t0 * h;
+    pool.ParallelFor(tokens, 16, [&](int64_t first, int64_t last) {
+      for (int64_t t = first; t < last; ++t) {
+        for (int64_t c = 0; c < h; ++c) {
+          out[t * h + c] = math::MoeCombine(l, weights.data(), results.data(), t, c);
         }
       }
-      fc1(e, in.data(), n, fc1_out.data(), &scratch);
-      act.resize(static_cast<size_t>(n * inter));
-      for (int64_t i = 0; i < n; ++i) {
-        for (int64_t c = 0; c < inter; ++c) {
-          act.data()[i * inter + c] = math::MoeActivate(l, fc1_out.data() + i * rows, c);
-        }
-      }
-      fc2_out.resize(static_cast<size_t>(n * h));
-      for (int64_t i = 0; i < n; ++i) {
-        for (int64_t c = 0; c < h; ++c) fc2_out.data()[i * h + c] = b2 ? b2[e * h + c] : 0.0f;
-      }
-      fc2(e, act.data(), n, fc2_out.data(), &scratch);
-      for (int64_t i = 0; i < n; ++i) {
-        std::copy_n(fc2_out.data() + i * h, h, results.data() + mine[static_cast<size_t>(i)] * h);
-      }
-    }
-  });
-  float* out = y->data<float>();
-  ctx.pool().ParallelFor(tokens, 16, [&](int64_t first, int64_t last) {
-    for (int64_t t = first; t < last; ++t) {
-      for (int64_t c = 0; c < h; ++c) {
-        out[t * h + c] = math::MoeCombine(l, weights.data(), results.data(), t, c);
-      }
-    }
-  });
+    });
+  }
   return absl::OkStatus();
 }
 

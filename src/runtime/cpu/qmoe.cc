@@ -1,7 +1,9 @@
 // onnxruntime's QMoE (a mixture of experts with integer-quantized expert weights, as
 // onnxruntime-genai's builder writes its int4 exports of LFM2-MoE and the like) on the CPU:
-// MoE's routing and arithmetic (moe.cc's RunMoe), each expert's weights dequantized
-// (math::MoeQuantWeight) when a token chose it, into a scratch of the thread that runs it.
+// MoE's routing and arithmetic (moe.cc's RunMoe), each chosen expert's 4-bit codes read by
+// MatMulNBits' loops (a decode step's few tokens straight from the codes, more against
+// tiles dequantized in registers' order), other layouts dequantized a tile at a time for
+// the BLAS; each weight as math::MoeQuantWeight reads it.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -45,26 +47,12 @@ absl::StatusOr<math::MoeQuant> ReadFc(const KernelContext& ctx, int fc, int64_t 
   return q;
 }
 
-// The weights an expert's product dequantizes at a time (128 KiB of f32).
-constexpr int64_t kChunkWeights = 32 * 1024;
 // Up to this many of an expert's tokens, 4-bit codes in blocks of a multiple of 32 are
-// read straight into the vector lanes (Int4ColumnDot, MatMulNBits' decode path) instead.
+// read straight into the vector lanes (Int4ColumnsDot, MatMulNBits' decode path); more
+// multiply a dequantized tile of columns in registers (RowColumnDots, its prefill path).
 constexpr int64_t kDirectTokens = 3;
-
-// Token rows `in` [n, cols] rearranged per block of `block` values into its even-indexed
-// values, then its odd ones: the order of the low and high nibbles of the block's codes
-// (Int4ColumnDot's a_pairs).
-std::vector<float> EvenOddRows(const float* in, int64_t n, int64_t cols, int64_t block) {
-  std::vector<float> out(static_cast<size_t>(n * cols));
-  const int64_t half = block / 2;
-  for (int64_t i = 0; i < n * cols; i += block) {
-    for (int64_t j = 0; j < half; ++j) {
-      out[static_cast<size_t>(i + j)] = in[i + 2 * j];
-      out[static_cast<size_t>(i + half + j)] = in[i + 2 * j + 1];
-    }
-  }
-  return out;
-}
+// Rows of input multiplied by a dequantized tile in one pass (RowColumnDots).
+constexpr int64_t kDotRows = 64;
 
 // Row `codes` of `cols` weights dequantized into `out`, as math::MoeQuantWeight reads each
 // (the same (code - zero) · scale in f32), a block at a time: no division per weight.
@@ -182,42 +170,59 @@ absl::Status QMoE(KernelContext& ctx) {
     return ctx.Error("the CPU kernel takes float32 only");
   }
   const math::MoeLayout& l = q.moe;
-  // out [n, rows] += in [n, cols] · Wᵀ for expert e's [rows, cols] weights of FC `codes` /
-  // `scales`: a chunk of rows at a time dequantized into `scratch` (about kChunkWeights
-  // weights: it stays in cache) and multiplied by one GEMM.
-  auto dequantized = [&](const math::MoeQuant& fc, const Tensor& codes, const Tensor& scales,
-                         int64_t rows, int64_t cols) {
-    return [&fc, &codes, &scales, rows, cols](int64_t e, const float* in, int64_t n, float* out,
-                                              std::vector<float>* scratch) {
-      const int64_t row_bytes = fc.row_bytes(cols), row_scales = fc.row_scales(cols);
-      const uint8_t* c = codes.data<uint8_t>() + e * rows * row_bytes;
-      const float* s = scales.data<float>() + e * rows * row_scales;
-      if (n <= kDirectTokens && fc.bits == 4 && fc.block % 32 == 0 && cols % fc.block == 0) {
-        const std::vector<float> pairs = EvenOddRows(in, n, cols, fc.block);
-        float dots[kDirectTokens];
-        for (int64_t r = 0; r < rows; ++r) {
-          Int4ColumnDot(c + r * row_bytes, s + r * row_scales, nullptr, nullptr,
-                        fc.row_scales(cols), fc.block / 2, pairs.data(), cols, n, dots);
-          for (int64_t t = 0; t < n; ++t) out[t * rows + r] += dots[t];
+  // Expert e's product with FC `fc` ([rows, cols] weights as `codes` and `scales`).
+  auto product = [](const math::MoeQuant& fc, const Tensor& codes, const Tensor& scales,
+                    int64_t rows, int64_t cols) {
+    const int64_t row_bytes = fc.row_bytes(cols), row_scales = fc.row_scales(cols);
+    const uint8_t* c = codes.data<uint8_t>();
+    const float* s = scales.data<float>();
+    ExpertProduct p;
+    p.columns = std::max<int64_t>(16, kExpertItemWeights / std::max<int64_t>(cols, 1));
+    if (fc.bits == 4 && fc.block % 32 == 0 && cols % fc.block == 0) {
+      // The usual int4 layout: the input rows rearranged once into each block's even and
+      // odd values, the order of the codes' low and high nibbles.
+      const int64_t block = fc.block, half = fc.block / 2;
+      p.arrange = [cols, block](const float* in, int64_t n, float* out) {
+        EvenOddPairs(in, n, cols, block, out);
+      };
+      p.run = [=](int64_t e, const float* in, int64_t n, int64_t first, int64_t last, float* out,
+                  int64_t ld, AlignedVector<float>* scratch) {
+        const uint8_t* ce = c + (e * rows + first) * row_bytes;
+        const float* se = s + (e * rows + first) * row_scales;
+        if (n <= kDirectTokens) {
+          Int4ColumnsDot(ce, se, nullptr, nullptr, 0, last - first, row_scales, half, in, cols, n,
+                         out + first, ld);
+          return;
         }
-        return;
-      }
-      const int64_t chunk = std::max<int64_t>(1, kChunkWeights / std::max<int64_t>(cols, 1));
-      scratch->resize(static_cast<size_t>(std::min(chunk, rows) * cols));
-      for (int64_t first = 0; first < rows; first += chunk) {
-        const int64_t m = std::min(chunk, rows - first);
-        for (int64_t r = 0; r < m; ++r) {
-          DequantizeRow(fc, c + (first + r) * row_bytes, s + (first + r) * row_scales, cols,
-                        scratch->data() + r * cols);
+        // A tile of the item's columns dequantized once (in the order of the input's
+        // pairs) and every token multiplied by it in registers, kDotRows a pass.
+        scratch->resize(static_cast<size_t>((last - first) * cols));
+        Int4DequantizeColumns(ce, row_bytes, se, nullptr, nullptr, 0, row_scales, half,
+                              last - first, scratch->data(), cols);
+        for (int64_t r0 = 0; r0 < n; r0 += kDotRows) {
+          RowColumnDots(in + r0 * cols, cols, std::min(kDotRows, n - r0), scratch->data(), cols,
+                        last - first, cols, out + r0 * ld + first, ld);
         }
-        Gemm2D<float>(false, true, n, m, cols, 1.0f, in, cols, scratch->data(), cols, 1.0f,
-                      out + first, rows);
+      };
+      return p;
+    }
+    // Otherwise (8 bits, per-row scales of other widths) the item's rows dequantized and
+    // multiplied by one GEMM.
+    p.run = [=](int64_t e, const float* in, int64_t n, int64_t first, int64_t last, float* out,
+                int64_t ld, AlignedVector<float>* scratch) {
+      scratch->resize(static_cast<size_t>((last - first) * cols));
+      for (int64_t j = first; j < last; ++j) {
+        DequantizeRow(fc, c + (e * rows + j) * row_bytes, s + (e * rows + j) * row_scales, cols,
+                      scratch->data() + (j - first) * cols);
       }
+      Gemm2D<float>(false, true, n, last - first, cols, 1.0f, in, cols, scratch->data(), cols, 0.0f,
+                    out + first, ld);
     };
+    return p;
   };
-  return RunMoe(ctx, l, dequantized(q.fc1, ctx.input(2), ctx.input(3), l.fc1_rows(), l.hidden),
+  return RunMoe(ctx, l, product(q.fc1, ctx.input(2), ctx.input(3), l.fc1_rows(), l.hidden),
                 ctx.optional_input(4) ? ctx.optional_input(4)->data<float>() : nullptr,
-                dequantized(q.fc2, ctx.input(5), ctx.input(6), l.hidden, l.inter),
+                product(q.fc2, ctx.input(5), ctx.input(6), l.hidden, l.inter),
                 ctx.optional_input(7) ? ctx.optional_input(7)->data<float>() : nullptr);
 }
 
