@@ -651,11 +651,12 @@ absl::StatusOr<math::MoeLayout> ReadMoeLayout(const KernelContext& ctx);
 // MoE's and QMoE's attributes into `l`: the activation (refusing what neither kernel has),
 // its alpha, beta and limit, the routing's normalization and k.
 absl::Status ReadMoeAttributes(const KernelContext& ctx, math::MoeLayout* l);
-// Weights an item of RunMoe's work reads: 64 K (256 KiB of f32, dequantized or not).
-constexpr int64_t kExpertItemWeights = int64_t{1} << 16;
+// Weights of a tile an item of RunMoe's work dequantizes: 64 K (256 KiB of f32).
+constexpr int64_t kExpertTileWeights = int64_t{1} << 16;
 // One FC of the experts for RunMoe, whose work goes to the threads as (expert, a share of
-// its output columns) items, so that a decode step's few experts still spread over every
-// thread.
+// its output columns) items, about 32 in all, each expert's share of them that of
+// its tokens: a decode step's few experts still spread over every thread, and a prompt's
+// many experts take one GEMM each.
 struct ExpertProduct {
   // out[i · ld + j] = Σ_c in[i · cols + c] · W[j, c] for the expert's n rows of input and
   // its output columns j in [first, last) of W [rows, cols] (a view of MoE's operand, or
@@ -663,8 +664,8 @@ struct ExpertProduct {
   std::function<void(int64_t expert, const float* in, int64_t n, int64_t first, int64_t last,
                      float* out, int64_t ld, AlignedVector<float>* scratch)>
       run;
-  // Output columns an item takes (about kExpertItemWeights weights).
-  int64_t columns = 64;
+  // The most output columns an item may take (a tile that must stay in cache); 0: any.
+  int64_t max_columns = 0;
   // When set: the FC's input rows (n × cols) rearranged into `out` before `run` reads
   // them (QMoE's 4-bit codes read against each block's even then odd values).
   std::function<void(const float* in, int64_t n, float* out)> arrange;

@@ -103,7 +103,6 @@ absl::Status MoE(KernelContext& ctx) {
       Gemm2D<float>(false, true, n, last - first, cols, 1.0f, in, cols,
                     w + (e * rows + first) * cols, cols, 0.0f, out + first, ld);
     };
-    p.columns = std::max<int64_t>(16, kExpertItemWeights / std::max<int64_t>(cols, 1));
     return p;
   };
   return RunMoe(ctx, l, product(ctx.input(2).data<float>(), l.fc1_rows(), l.hidden),
@@ -114,12 +113,34 @@ absl::Status MoE(KernelContext& ctx) {
 
 namespace {
 
-// Floats of a pass's largest buffer ([tokens · k, max(hidden, FC1's rows)], 64 MiB): a
-// long prompt goes through in passes of tokens.
+// Floats of a pass's results ([tokens · k, hidden], 64 MiB): a long prompt goes through in
+// passes of tokens.
 constexpr int64_t kPassFloats = int64_t{16} << 20;
+// Floats of a group's largest buffer ([rows, max(hidden, FC1's rows)], 4 MiB): the experts
+// of a pass go through in groups of about that many rows, each expert's in one group (its
+// weights read once a pass).
+constexpr int64_t kGroupFloats = int64_t{1} << 20;
+// Items of a group's FC (RunProduct), whatever the threads: the same items, so the same
+// sums, on any number of threads.
+constexpr int64_t kMoeItems = 16;
+
+// RunMoe's buffers, kept by the thread between calls while they hold at most kKeptFloats
+// (16 MiB: a decode step's, a prompt's of several hundred tokens), so that each call does
+// not fault in fresh pages (the bench layer, 512 tokens, one thread: 5000 page faults and
+// 13 ms of 58 while they were fresh); a longer prompt's are freed after it.
+struct MoeBuffers {
+  std::vector<float> in, fc1_out, act, results;
+  AlignedVector<float> arranged;
+  size_t floats() const {
+    return in.capacity() + fc1_out.capacity() + act.capacity() + results.capacity() +
+           arranged.capacity();
+  }
+};
+constexpr size_t kKeptFloats = size_t{4} << 20;
+thread_local MoeBuffers tls_moe_buffers;
 
 // The slots of a pass (t · k + j: token t's j-th expert) grouped by expert, in token order
-// within each: expert e's rows are [begin[e], begin[e + 1]) of the grouped buffers.
+// within each: expert e's rows are [begin[e], begin[e + 1]).
 struct Grouping {
   std::vector<int64_t> begin;   // [experts + 1]
   std::vector<int64_t> slot;    // row -> slot
@@ -142,14 +163,18 @@ Grouping GroupSlots(const std::vector<int64_t>& experts, int64_t num_experts) {
   return g;
 }
 
-// out [rows of g, width] = fc's product of `in` (grouped rows) for every expert, as items
-// of (expert, fc.columns output columns) spread over the threads.
-void RunProduct(ThreadPool& pool, const ExpertProduct& fc, const Grouping& g, const float* in,
-                int64_t cols, int64_t width, float* out, AlignedVector<float>* arranged) {
+// out [rows, width] = fc's product of `in` [rows, cols] for experts [e0, e1) of g, whose
+// rows start at g.begin[e0] (row 0 of in and out), as items of (expert, a share of the
+// output columns) spread over the threads: kMoeItems in all, each expert's share of them
+// that of its rows.
+void RunProduct(ThreadPool& pool, const ExpertProduct& fc, const Grouping& g, int64_t e0,
+                int64_t e1, const float* in, int64_t cols, int64_t width, float* out,
+                AlignedVector<float>* arranged) {
+  const int64_t base = g.begin[static_cast<size_t>(e0)];
+  const int64_t rows = g.begin[static_cast<size_t>(e1)] - base;
   if (fc.arrange) {
-    const int64_t n = g.begin.back();
-    arranged->resize(static_cast<size_t>(n * cols));
-    pool.ParallelFor(n, std::max<int64_t>(1, 4096 / std::max<int64_t>(cols, 1)),
+    arranged->resize(static_cast<size_t>(rows * cols));
+    pool.ParallelFor(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(cols, 1)),
                      [&](int64_t lo, int64_t hi) {
                        fc.arrange(in + lo * cols, hi - lo, arranged->data() + lo * cols);
                      });
@@ -159,18 +184,24 @@ void RunProduct(ThreadPool& pool, const ExpertProduct& fc, const Grouping& g, co
     int64_t expert, first, last;
   };
   std::vector<Item> items;
-  for (int64_t e = 0; e + 1 < static_cast<int64_t>(g.begin.size()); ++e) {
-    if (g.begin[static_cast<size_t>(e + 1)] == g.begin[static_cast<size_t>(e)]) continue;
-    for (int64_t c = 0; c < width; c += fc.columns) {
-      items.push_back({e, c, std::min(width, c + fc.columns)});
+  for (int64_t e = e0; e < e1; ++e) {
+    const int64_t n = g.begin[static_cast<size_t>(e + 1)] - g.begin[static_cast<size_t>(e)];
+    if (n == 0) continue;
+    // The expert's share of the items, in columns rounded up to 16.
+    const int64_t shares = std::max<int64_t>(1, (kMoeItems * n + rows - 1) / rows);
+    int64_t columns = ((width + shares - 1) / shares + 15) / 16 * 16;
+    if (fc.max_columns > 0) columns = std::min(columns, fc.max_columns);
+    columns = std::max<int64_t>(columns, 1);
+    for (int64_t c = 0; c < width; c += columns) {
+      items.push_back({e, c, std::min(width, c + columns)});
     }
   }
   pool.ParallelFor(static_cast<int64_t>(items.size()), 1, [&](int64_t lo, int64_t hi) {
     AlignedVector<float> scratch;
     for (int64_t i = lo; i < hi; ++i) {
       const Item& it = items[static_cast<size_t>(i)];
-      const int64_t row = g.begin[static_cast<size_t>(it.expert)];
-      const int64_t n = g.begin[static_cast<size_t>(it.expert + 1)] - row;
+      const int64_t row = g.begin[static_cast<size_t>(it.expert)] - base;
+      const int64_t n = g.begin[static_cast<size_t>(it.expert + 1)] - base - row;
       fc.run(it.expert, in + row * cols, n, it.first, it.last, out + row * width, width, &scratch);
     }
   });
@@ -185,13 +216,16 @@ absl::Status RunMoe(KernelContext& ctx, const math::MoeLayout& l, const ExpertPr
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), ir::DType::kF32));
   const int64_t k = l.k, h = l.hidden, inter = l.inter, rows = l.fc1_rows();
   ThreadPool& pool = ctx.pool();
-  const int64_t pass = std::max<int64_t>(1, kPassFloats / (k * std::max({h, rows, int64_t{1}})));
-  // A pass's buffers: the routing, its slots' inputs, FC1's outputs, the activations, FC2's
-  // outputs (grouped by expert), and FC2's outputs in slot order, biases added.
+  const int64_t pass = std::max<int64_t>(1, kPassFloats / (k * std::max<int64_t>(h, 1)));
+  const int64_t group_rows = std::max<int64_t>(1, kGroupFloats / std::max({h, rows, int64_t{1}}));
+  // A pass's routing and its FC2 outputs in slot order, biases added; a group's slots'
+  // inputs, FC1's outputs, the activations and FC2's outputs (grouped by expert).
   std::vector<int64_t> experts;
   std::vector<float> weights;
-  std::vector<float> in, fc1_out, act, fc2_out, results;
-  AlignedVector<float> arranged;
+  MoeBuffers& b = tls_moe_buffers;
+  std::vector<float>&in = b.in, &fc1_out = b.fc1_out, &act = b.act, &results = b.results;
+  std::vector<float>& fc2_out = b.in;  // the slots' inputs are read by then
+  AlignedVector<float>& arranged = b.arranged;
   for (int64_t t0 = 0; t0 < l.tokens; t0 += pass) {
     const int64_t tokens = std::min(pass, l.tokens - t0), slots = tokens * k;
     experts.resize(static_cast<size_t>(slots));
@@ -202,42 +236,54 @@ absl::Status RunMoe(KernelContext& ctx, const math::MoeLayout& l, const ExpertPr
           l, [&](int64_t e) { return row[e]; }, experts.data() + t * k, weights.data() + t * k);
     }
     const Grouping g = GroupSlots(experts, l.experts);
-    in.resize(static_cast<size_t>(slots * h));
-    pool.ParallelFor(slots, std::max<int64_t>(1, 4096 / std::max<int64_t>(h, 1)),
-                     [&](int64_t lo, int64_t hi) {
-                       for (int64_t r = lo; r < hi; ++r) {
-                         const int64_t t = t0 + g.slot[static_cast<size_t>(r)] / k;
-                         std::copy_n(x.data<float>() + t * h, h, in.data() + r * h);
-                       }
-                     });
-    fc1_out.resize(static_cast<size_t>(slots * rows));
-    RunProduct(pool, fc1, g, in.data(), h, rows, fc1_out.data(), &arranged);
-    act.resize(static_cast<size_t>(slots * inter));
-    pool.ParallelFor(slots, std::max<int64_t>(1, 4096 / std::max<int64_t>(rows, 1)),
-                     [&](int64_t lo, int64_t hi) {
-                       for (int64_t r = lo; r < hi; ++r) {
-                         float* f = fc1_out.data() + r * rows;
-                         if (b1 != nullptr) {
-                           const float* b = b1 + g.expert[static_cast<size_t>(r)] * rows;
-                           for (int64_t c = 0; c < rows; ++c) f[c] += b[c];
-                         }
-                         for (int64_t c = 0; c < inter; ++c) {
-                           act.data()[r * inter + c] = math::MoeActivate(l, f, c);
-                         }
-                       }
-                     });
-    fc2_out.resize(static_cast<size_t>(slots * h));
-    RunProduct(pool, fc2, g, act.data(), inter, h, fc2_out.data(), &arranged);
     results.resize(static_cast<size_t>(slots * h));
-    pool.ParallelFor(
-        slots, std::max<int64_t>(1, 4096 / std::max<int64_t>(h, 1)), [&](int64_t lo, int64_t hi) {
-          for (int64_t r = lo; r < hi; ++r) {
-            const float* f = fc2_out.data() + r * h;
-            const float* b = b2 != nullptr ? b2 + g.expert[static_cast<size_t>(r)] * h : nullptr;
-            float* dst = results.data() + g.slot[static_cast<size_t>(r)] * h;
-            for (int64_t c = 0; c < h; ++c) dst[c] = f[c] + (b ? b[c] : 0.0f);
-          }
-        });
+    for (int64_t e0 = 0; e0 < l.experts;) {
+      // Experts [e0, e1): group_rows rows or fewer, or one expert with more.
+      const int64_t r0 = g.begin[static_cast<size_t>(e0)];
+      int64_t e1 = e0 + 1;
+      while (e1 < l.experts && g.begin[static_cast<size_t>(e1 + 1)] - r0 <= group_rows) ++e1;
+      const int64_t n = g.begin[static_cast<size_t>(e1)] - r0;
+      if (n > 0) {
+        in.resize(static_cast<size_t>(n * h));
+        pool.ParallelFor(n, std::max<int64_t>(1, 4096 / std::max<int64_t>(h, 1)),
+                         [&](int64_t lo, int64_t hi) {
+                           for (int64_t r = lo; r < hi; ++r) {
+                             const int64_t t = t0 + g.slot[static_cast<size_t>(r0 + r)] / k;
+                             std::copy_n(x.data<float>() + t * h, h, in.data() + r * h);
+                           }
+                         });
+        fc1_out.resize(static_cast<size_t>(n * rows));
+        RunProduct(pool, fc1, g, e0, e1, in.data(), h, rows, fc1_out.data(), &arranged);
+        act.resize(static_cast<size_t>(n * inter));
+        pool.ParallelFor(n, std::max<int64_t>(1, 4096 / std::max<int64_t>(rows, 1)),
+                         [&](int64_t lo, int64_t hi) {
+                           for (int64_t r = lo; r < hi; ++r) {
+                             float* f = fc1_out.data() + r * rows;
+                             if (b1 != nullptr) {
+                               const float* bias =
+                                   b1 + g.expert[static_cast<size_t>(r0 + r)] * rows;
+                               for (int64_t c = 0; c < rows; ++c) f[c] += bias[c];
+                             }
+                             for (int64_t c = 0; c < inter; ++c) {
+                               act.data()[r * inter + c] = math::MoeActivate(l, f, c);
+                             }
+                           }
+                         });
+        fc2_out.resize(static_cast<size_t>(n * h));
+        RunProduct(pool, fc2, g, e0, e1, act.data(), inter, h, fc2_out.data(), &arranged);
+        pool.ParallelFor(
+            n, std::max<int64_t>(1, 4096 / std::max<int64_t>(h, 1)), [&](int64_t lo, int64_t hi) {
+              for (int64_t r = lo; r < hi; ++r) {
+                const float* f = fc2_out.data() + r * h;
+                const float* bias =
+                    b2 != nullptr ? b2 + g.expert[static_cast<size_t>(r0 + r)] * h : nullptr;
+                float* dst = results.data() + g.slot[static_cast<size_t>(r0 + r)] * h;
+                for (int64_t c = 0; c < h; ++c) dst[c] = f[c] + (bias ? bias[c] : 0.0f);
+              }
+            });
+      }
+      e0 = e1;
+    }
     float* out = y->data<float>() + t0 * h;
     pool.ParallelFor(tokens, 16, [&](int64_t first, int64_t last) {
       for (int64_t t = first; t < last; ++t) {
@@ -247,6 +293,7 @@ absl::Status RunMoe(KernelContext& ctx, const math::MoeLayout& l, const ExpertPr
       }
     });
   }
+  if (b.floats() > kKeptFloats) b = MoeBuffers{};
   return absl::OkStatus();
 }
 

@@ -177,11 +177,12 @@ absl::Status QMoE(KernelContext& ctx) {
     const uint8_t* c = codes.data<uint8_t>();
     const float* s = scales.data<float>();
     ExpertProduct p;
-    p.columns = std::max<int64_t>(16, kExpertItemWeights / std::max<int64_t>(cols, 1));
     if (fc.bits == 4 && fc.block % 32 == 0 && cols % fc.block == 0) {
       // The usual int4 layout: the input rows rearranged once into each block's even and
       // odd values, the order of the codes' low and high nibbles.
       const int64_t block = fc.block, half = fc.block / 2;
+      // A tile of dequantized columns stays in the core's cache (MatMulNBits' tiles).
+      p.max_columns = std::max<int64_t>(16, kExpertTileWeights / std::max<int64_t>(cols, 1));
       p.arrange = [cols, block](const float* in, int64_t n, float* out) {
         EvenOddPairs(in, n, cols, block, out);
       };
@@ -206,8 +207,9 @@ absl::Status QMoE(KernelContext& ctx) {
       };
       return p;
     }
-    // Otherwise (8 bits, per-row scales of other widths) the item's rows dequantized and
-    // multiplied by one GEMM.
+    // Otherwise (8 bits, per-row scales of other widths) the item's rows dequantized, a
+    // cache's worth, and multiplied by one GEMM.
+    p.max_columns = std::max<int64_t>(16, kExpertTileWeights / std::max<int64_t>(cols, 1));
     p.run = [=](int64_t e, const float* in, int64_t n, int64_t first, int64_t last, float* out,
                 int64_t ld, AlignedVector<float>* scratch) {
       scratch->resize(static_cast<size_t>((last - first) * cols));
