@@ -107,7 +107,8 @@ fi
 contrib="$root/.cache/ort-contrib-node-tests"
 gen="$root/tests/runtime/generate_contrib_node_tests.py"
 if command -v python3 >/dev/null && { [ ! -d "$contrib" ] || [ "$gen" -nt "$contrib" ] ||
-  [ "$root/tools/unfuse_gqa_norms.py" -nt "$contrib" ]; }; then
+  [ "$root/tools/unfuse_gqa_norms.py" -nt "$contrib" ] ||
+  [ "$root/tools/unfuse_geglu_moe.py" -nt "$contrib" ]; }; then
   python3 "$gen" "$contrib" >/dev/null 2>&1 ||
     echo "deps: could not generate the com.microsoft node tests (onnxruntime missing?); those will skip" >&2
 fi

@@ -20,7 +20,9 @@ outputs (output_*.pb). onnxruntime's CPU refuses GroupQueryAttention's fused Q/K
 CUDA exports of Qwen 3): their outputs come from the unfused graph (tools/unfuse_gqa_norms.py).
 
 Needs torch, transformers >= 5, onnxruntime-genai (0.18 checked) and onnxruntime; `make
-test` never runs this, it reads the committed outputs.
+test` never runs this, it reads the committed outputs. Gemma 4 (--archs gemma4moe) needs a
+transformers whose Gemma 4 configuration has global_head_dim (5.10.4 checked): from 5.20
+it moved to per_layer_config, which the builder 0.18 cannot read.
 """
 import argparse
 import json
@@ -52,6 +54,7 @@ ARCHS = {
     "gptoss": "GptOssForCausalLM",
     "lfm2moe": "Lfm2MoeForCausalLM",
     "lfm2": "Lfm2ForCausalLM",
+    "gemma4moe": "Gemma4ForConditionalGeneration",
 }
 # Beyond SHAPE, by architecture: onnxruntime wants a windowed cache of at least the window's
 # rows (the test data's past is 3 rows), a rotary cache of a multiple of 8 (partial rotary:
@@ -75,7 +78,20 @@ CONFIG = {
                     num_dense_layers=0, layer_types=["full_attention", "conv"]),
     # LFM2 (dense): an attention layer and a short-convolution one.
     "lfm2": dict(layer_types=["full_attention", "conv"]),
+    # Gemma 4's MoE form (the builder's Gemma4MoEModel, text only): a windowed layer (head
+    # size 16) and a global one (32, partial rotary), Q/K/V norms, each layer's dense MLP
+    # and its 4 experts (2 a token, GeGLU, which onnxruntime's CPU refuses: the reference
+    # writes them out, tools/unfuse_geglu_moe.py) in parallel; no per-layer inputs (the
+    # builder writes none).
+    "gemma4moe": dict(sliding_window=3, pad_token_id=0, global_head_dim=32,
+                      num_global_key_value_heads=2, hidden_size_per_layer_input=0,
+                      vocab_size_per_layer_input=256, enable_moe_block=True, num_experts=4,
+                      top_k_experts=2, moe_intermediate_size=32,
+                      layer_types=["sliding_attention", "full_attention"]),
 }
+# Multimodal models whose builder reads only the text model: their configuration is the
+# text model's, under text_config.
+TEXT_CONFIG = {"gemma4moe": "Gemma4Config"}
 # Configuration classes not named after the model's.
 CONFIG_CLASS = {"gemma3": "Gemma3TextConfig"}
 
@@ -93,9 +109,13 @@ def save_hf(arch, folder):
     import transformers
     from tokenizers import Tokenizer, models, pre_tokenizers
     torch.manual_seed(0)
-    config_cls = getattr(transformers,
-                         CONFIG_CLASS.get(arch, ARCHS[arch].replace("ForCausalLM", "Config")))
-    model = getattr(transformers, ARCHS[arch])(config_cls(**config_of(arch))).eval()
+    if arch in TEXT_CONFIG:
+        config = getattr(transformers, TEXT_CONFIG[arch])(text_config=config_of(arch))
+        config.architectures = [ARCHS[arch]]
+    else:
+        config = getattr(transformers, CONFIG_CLASS.get(
+            arch, ARCHS[arch].replace("ForCausalLM", "Config")))(**config_of(arch))
+    model = getattr(transformers, ARCHS[arch])(config).eval()
     model.save_pretrained(folder)
     vocab = {f"t{i}": i for i in range(SHAPE["vocab_size"])}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="t0"))
@@ -121,9 +141,12 @@ def write_test_data(model_path, out_dir, config=SHAPE):
         elif i.name == "position_ids":  # Optimum's exports
             feeds[i.name] = np.tile(np.arange(PAST, PAST + SEQ, dtype=np.int64), (BATCH, 1))
         elif i.name.startswith("past_key_values"):
+            # [batch, K/V heads, past, head size]: the layer's own heads and size where the
+            # export names them (Gemma 4's global layers differ from its windowed ones).
             dtype = np.float16 if i.type == "tensor(float16)" else np.float32
-            feeds[i.name] = rng.standard_normal(
-                (BATCH, config["num_key_value_heads"], PAST, head_dim)).astype(dtype)
+            heads = i.shape[1] if isinstance(i.shape[1], int) else config["num_key_value_heads"]
+            size = i.shape[3] if isinstance(i.shape[3], int) else head_dim
+            feeds[i.name] = rng.standard_normal((BATCH, heads, PAST, size)).astype(dtype)
         elif i.name.startswith("past."):  # a convolution's state [batch, channels, k - 1]
             dtype = np.float16 if i.type == "tensor(float16)" else np.float32
             feeds[i.name] = rng.standard_normal(

@@ -34,12 +34,19 @@ def fused(model):
 
 
 def cpu_session(path):
-    """onnxruntime's CPU session of the model at `path`, its fused Q/K norms unfused."""
+    """onnxruntime's CPU session of the model at `path`, its fused Q/K norms unfused and its
+    GeGLU experts written out (unfuse_geglu_moe.py), the nodes its CPU refuses."""
     import onnx
     import onnxruntime as ort
+    import unfuse_geglu_moe
     model = onnx.load(path)
-    source = unfuse(model).SerializeToString() if fused(model) else path
-    return ort.InferenceSession(source, providers=["CPUExecutionProvider"])
+    if not fused(model) and not unfuse_geglu_moe.geglu(model):
+        return ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    if fused(model):
+        model = unfuse(model)
+    if unfuse_geglu_moe.geglu(model):
+        model = unfuse_geglu_moe.unfuse(model)
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
 
 
 def unfuse(model):

@@ -4,10 +4,11 @@ tools/make_genai_exports.py: Llama and Gemma, fp32 and int4, Gemma 2 in fp32, wh
 local layers keep a windowed cache, and Llama and Qwen 3 as the builder writes them for
 CUDA, in f16, Qwen 3's Q/K norms fused into GroupQueryAttention, and gpt-oss: MoE, attention
 sinks, a windowed cache on every other layer; LFM2-MoE: MoE, a short convolution and its
-carried state) and Hugging Face
+carried state; Gemma 4: a dense MLP beside GeGLU experts) and Hugging Face
 Optimum's (models/optimum/, tools/make_optimum_exports.py: Llama and Gemma, KV cache).
-onnxruntime's CPU refuses the fused Q/K norms: its side (the test data, the greedy
-decoding) runs the unfused graph (tools/unfuse_gqa_norms.py).
+onnxruntime's CPU refuses the fused Q/K norms and GeGLU experts: its side (the test data,
+the greedy decoding) runs the unfused graph (tools/unfuse_gqa_norms.py,
+tools/unfuse_geglu_moe.py).
 
 usage: check_real_exports.py --tp-compile PATH --tp-run PATH --models DIR --work DIR
                              [--min-models K] [--no-layout]
@@ -25,7 +26,9 @@ For each models/genai/*/model.onnx and models/optimum/*/model.onnx:
     (every op of the rank files is the original's kind or a tpc collective), the KV cache
     inputs and presents are split (plan.json; at N = 4, fewer K/V heads than ranks, each
     head on its group of ranks, S(1@2)), and at N = 2 the Megatron collectives: one all-reduce after each attention and each MLP (2
-    per layer), no other collective but the embedding's and the logits' all-gathers; the
+    per layer; 3 where a layer's dense MLP and experts each have their own norm, Gemma 4's),
+    no other collective but the embedding's and the logits' all-gathers (or, for a
+    vocab-parallel embedding, its all-reduce in place of its all-gather); the
     sharded prefill equals the unsharded one (--check-against, random inputs, past 3 +
     4 tokens, batch 2, a windowed cache of 4 rows) and onnxruntime's outputs as at N = 1;
   - `tp-run --generate 16` at N = 2 and 4 gives the unsharded run's token ids, and at
@@ -112,8 +115,8 @@ def main():
     ap.add_argument("--tp-run", required=True)
     ap.add_argument("--models", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--min-models", type=int, default=13,
-                    help="fewer exports under --models is a failure (default: the committed 13)")
+    ap.add_argument("--min-models", type=int, default=14,
+                    help="fewer exports under --models is a failure (default: the committed 14)")
     ap.add_argument("--no-layout", action="store_true",
                     help="report the layout checks as notes, not failures")
     args = ap.parse_args()
@@ -154,6 +157,11 @@ def main():
         if os.path.exists(config):  # the cache's head size
             head = json.load(open(config))["model"]["decoder"]["head_size"]
             dims = [f"kv_cache_dim={head}" if d.startswith("kv_cache_dim=") else d for d in dims]
+        # Only the dims the model names (Gemma 4's caches have their head sizes written out).
+        symbols = {d.dim_param for i in original.graph.input
+                   for d in i.type.tensor_type.shape.dim if d.dim_param}
+        dims = [x for pair in zip(dims[0::2], dims[1::2]) if pair[1].split("=")[0] in symbols
+                for x in pair]
         # A windowed cache's rows (its capacity; onnxruntime wants the window's at least).
         if any(d.dim_param == "past_sliding_length" for i in original.graph.input
                for d in i.type.tensor_type.shape.dim):
@@ -188,10 +196,17 @@ def main():
             # memory objective saves their bias, or their weight's rows, so).
             moe = ("com.microsoft", "MoE") in kinds or ("com.microsoft", "QMoE") in kinds or \
                 any("/experts." in node.name for node in original.graph.node)
+            # A vocab-parallel embedding (Megatron's: the table split by vocab, each rank's
+            # lookup masked to its rows, nodes "tp/..." after CheckIndices, then one
+            # all-reduce) in place of the embedding's all-gather.
+            vocab_parallel = any(node.op_type == "CheckIndices" and "input_ids" in node.input
+                                 for node in rank.graph.node)
             for node in rank.graph.node:
                 if node.domain == "tpc":
                     counts[node.op_type] = counts.get(node.op_type, 0) + 1
                 elif moe and node.op_type == "Mul" and node.input[1].startswith("tp/rank0_mask"):
+                    continue
+                elif vocab_parallel and node.name.startswith("tp/"):
                     continue
                 elif (node.domain, node.op_type) not in kinds and node.op_type != "Constant":
                     layout.append(f"{what}: rank0 has an operator the model has not: "
@@ -205,7 +220,12 @@ def main():
                         layout.append(f"{what}: the cache {io['value']} is not split "
                                         f"({io['placements'][0]})")
             if n == 2:
-                want_reduce = 2 * layers
+                # Gemma 4's layers run a dense MLP and the experts side by side, each through
+                # its own norm before their sum: one all-reduce each (3 a layer).
+                both = bool({("com.microsoft", "MoE"), ("com.microsoft", "QMoE")} & kinds) and \
+                    any(node.op_type in ("MatMul", "MatMulNBits") and "/mlp/" in node.name
+                        for node in original.graph.node)
+                want_reduce = (3 if both else 2) * layers + (1 if vocab_parallel else 0)
                 # Besides: the embedding's and the logits' all-gathers (and Optimum's rotary
                 # frequencies, gathered once per forward).
                 gathers = (2 if family == "genai" else 3) + (layers if moe else 0)

@@ -64,12 +64,13 @@ TEST_CASE("QMoE's CPU kernel equals MoE's on the weights its codes stand for",
   // 32 take the int4 loops too; 8 bits go through the BLAS.
   for (const Case& c :
        {Case{4, 32, "swiglu", 1, 4}, Case{4, 64, "silu", 3, 2}, Case{4, 32, "swiglu", 130, 4},
-        Case{4, 0, "gelu", 20, 2}, Case{8, 32, "swiglu", 2, 2}, Case{8, 0, "relu", 40, 3}}) {
+        Case{4, 0, "gelu", 20, 2}, Case{8, 32, "swiglu", 2, 2}, Case{8, 0, "relu", 40, 3},
+        Case{4, 32, "geglu", 9, 2}}) {
     INFO(c.bits << " bits, block " << c.block << ", " << c.activation << ", " << c.tokens
                 << " tokens, k " << c.k);
     const std::string act = c.activation;
     const int64_t experts = 6, hidden = 128, inter = 64;
-    const int64_t rows = act == "swiglu" ? 2 * inter : inter;
+    const int64_t rows = act == "swiglu" || act == "geglu" ? 2 * inter : inter;
     const Tensor x = testing::Random({c.tokens, hidden}, 1);
     const Tensor router = testing::Random({c.tokens, experts}, 2);
     const Tensor b1 = testing::Random({experts, rows}, 3);
@@ -82,7 +83,7 @@ TEST_CASE("QMoE's CPU kernel equals MoE's on the weights its codes stand for",
                             {"activation_alpha", 1.702f},
                             {"activation_beta", 1.0f},
                             {"swiglu_limit", 7.0f}};
-    if (act == "swiglu") attrs["swiglu_fusion"] = int64_t{1};
+    if (act == "swiglu" || act == "geglu") attrs["swiglu_fusion"] = int64_t{1};
     testing::OneOp moe;
     moe.Input("input", x);
     moe.Input("router_probs", router);

@@ -94,8 +94,9 @@ TEST_CASE("MoE composed from the device math equals the CPU kernel", "[runtime][
     bool normalize;
     int64_t hidden;  // above 32: several columns a lane
   };
-  for (const Case& c : {Case{"swiglu", 2, true, 40}, Case{"gelu", 1, false, 24},
-                        Case{"silu", 3, true, 70}, Case{"relu", 2, false, 33}}) {
+  for (const Case& c :
+       {Case{"swiglu", 2, true, 40}, Case{"gelu", 1, false, 24}, Case{"silu", 3, true, 70},
+        Case{"relu", 2, false, 33}, Case{"geglu", 2, true, 24}}) {
     INFO(c.activation);
     MoeLayout l;
     l.tokens = 5;
@@ -105,10 +106,11 @@ TEST_CASE("MoE composed from the device math equals the CPU kernel", "[runtime][
     l.k = c.k;
     l.normalize = c.normalize;
     const std::string act = c.activation;
-    l.activation = act == "swiglu" ? math::MoeActivation::kSwiGlu
-                   : act == "gelu" ? math::MoeActivation::kGelu
-                   : act == "silu" ? math::MoeActivation::kSilu
-                                   : math::MoeActivation::kRelu;
+    l.activation = act == "swiglu"  ? math::MoeActivation::kSwiGlu
+                   : act == "geglu" ? math::MoeActivation::kGeGlu
+                   : act == "gelu"  ? math::MoeActivation::kGelu
+                   : act == "silu"  ? math::MoeActivation::kSilu
+                                    : math::MoeActivation::kRelu;
     l.alpha = 1.702f;
     l.beta = 1.0f;
     l.has_limit = true;
@@ -132,7 +134,7 @@ TEST_CASE("MoE composed from the device math equals the CPU kernel", "[runtime][
                             {"activation_alpha", l.alpha},
                             {"activation_beta", l.beta},
                             {"swiglu_limit", l.limit}};
-    if (act == "swiglu") attrs["swiglu_fusion"] = int64_t{1};
+    if (l.gated()) attrs["swiglu_fusion"] = int64_t{1};
     auto want = o.TryRun("MoE", attrs, 1, "com.microsoft");
     INFO(want.status().ToString());
     REQUIRE(want.ok());

@@ -21,6 +21,7 @@ from onnx import helper, numpy_helper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
+import unfuse_geglu_moe  # noqa: E402
 import unfuse_gqa_norms  # noqa: E402
 MS = "com.microsoft"
 
@@ -190,6 +191,19 @@ def moe_cases(rng):
                   ("fc2_experts_weights", f32(experts, h, inter, scale=0.3)),
                   ("fc2_experts_bias", f32(experts, h) if bias else None)]
         out.append(Case(f"moe_{name}", "MoE", inputs, ["output"], k=k, **extra))
+    # GeGLU (Gemma 4's experts: gelu_tanh(gate) · linear, rows interleaved), which only
+    # onnxruntime's CUDA kernel has: the reference is the MoE written out densely.
+    for name, shape, k, bias, normalize in [("geglu_top2_3d", (2, 3, h), 2, True, 1),
+                                            ("geglu_top1_no_bias", (5, h), 1, False, 0)]:
+        tokens = int(np.prod(shape[:-1]))
+        inputs = [("input", f32(*shape)), ("router_probs", f32(tokens, experts)),
+                  ("fc1_experts_weights", f32(experts, 2 * inter, h, scale=0.3)),
+                  ("fc1_experts_bias", f32(experts, 2 * inter) if bias else None),
+                  ("fc2_experts_weights", f32(experts, h, inter, scale=0.3)),
+                  ("fc2_experts_bias", f32(experts, h) if bias else None)]
+        out.append(Case(f"moe_{name}", "MoE", inputs, ["output"], k=k,
+                        activation_type="geglu", swiglu_fusion=1,
+                        normalize_routing_weights=normalize, reference=unfuse_geglu_moe.unfuse))
     # Ties (onnxruntime's CPU ranks (probability, index) pairs: the higher index first): a
     # router row of zeros (a padded token's), and rows with equal pairs of logits.
     router = np.array([[0, 0, 0, 0], [1, 1, 0.5, 0.5], [0.5, 2, 0.5, 2], [0, 0, 0, 0]],

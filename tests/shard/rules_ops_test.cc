@@ -538,6 +538,27 @@ TEST_CASE("QMoE rule: FC2's codes split by whole blocks, per-row scales whole", 
   CHECK(Has(one_block, "(S(0), S(0), R, R, _, R, R, _)->(S(0))"));
 }
 
+// GeGLU's gate and linear rows are interleaved pairs, as SwiGLU's: the inner split keeps
+// whole pairs when they are interleaved (swiglu_fusion = 1), and is not offered otherwise.
+TEST_CASE("MoE rule: GeGLU experts split by inner dim only with interleaved pairs",
+          "[shard][rules]") {
+  auto moe = [](const std::string& fusion) {
+    return RuleOf(
+        "  %x: f32[b, 16] = placeholder\n  %r: f32[b, 4] = placeholder\n"
+        "  %w1: f32[4, 16, 16] = placeholder\n  %w2: f32[4, 16, 8] = placeholder\n"
+        "  %y: f32[*] = com.microsoft::MoE(%x, %r, %w1, _, %w2, _) {activation_type=\"geglu\", "
+        "k=2" +
+        fusion + "}");
+  };
+  const Rule interleaved = moe(", swiglu_fusion=1");
+  INFO(interleaved.text);
+  CHECK(Has(interleaved, "(R, R, S(1), _, S(2), _)->(P(sum))"));
+  const Rule halves = moe("");
+  INFO(halves.text);
+  CHECK_FALSE(Has(halves, "(R, R, S(1), _, S(2), _)->(P(sum))"));
+  CHECK(Has(halves, "(S(0), S(0), R, _, R, _)->(S(0))"));
+}
+
 TEST_CASE("pool rules: MaxPool with indices keeps everything whole", "[shard][rules]") {
   const std::string x = "  %x: f32[b, 4, 8, 8] = placeholder\n";
   CHECK(Has(RuleOf(x + "  %y: f32[*] = MaxPool(%x) {kernel_shape=[2, 2]}"), "(S(1))->(S(1))"));

@@ -15,8 +15,10 @@ namespace tpc::runtime::cpu {
 // MoE(input [tokens, H] or [B, S, H], router_probs [tokens, E] (logits: the kernel takes
 // their softmax), fc1_experts_weights [E, F·I, H], fc1_experts_bias [E, F·I],
 // fc2_experts_weights [E, H, I], fc2_experts_bias [E, H]) -> [input's shape]; F = 2 for
-// SwiGLU (gate and linear rows interleaved, swiglu_fusion = 1), else 1. What onnxruntime's
-// CPU refuses is refused here too: FC3 (inputs 6, 7), SwiGLU not interleaved.
+// SwiGLU and GeGLU (gate and linear rows interleaved, swiglu_fusion = 1), else 1. What
+// onnxruntime's CPU refuses is refused here too: FC3 (inputs 6, 7), SwiGLU not
+// interleaved. GeGLU (Gemma 4's experts, as onnxruntime-genai's builder writes them) only
+// onnxruntime's CUDA kernel has: gelu_tanh(gate) · linear.
 absl::Status ReadMoeAttributes(const KernelContext& ctx, math::MoeLayout* l) {
   const ir::Node& node = ctx.node();
   const std::string act = node.attr_string("activation_type", "relu");
@@ -28,15 +30,16 @@ absl::Status ReadMoeAttributes(const KernelContext& ctx, math::MoeLayout* l) {
     l->activation = math::MoeActivation::kSilu;
   } else if (act == "identity") {
     l->activation = math::MoeActivation::kIdentity;
-  } else if (act == "swiglu") {
-    l->activation = math::MoeActivation::kSwiGlu;
+  } else if (act == "swiglu" || act == "geglu") {
+    l->activation = act == "swiglu" ? math::MoeActivation::kSwiGlu : math::MoeActivation::kGeGlu;
     if (node.attr_int("swiglu_fusion", 0) != 1) {
       return ctx.Error(absl::StrCat("swiglu_fusion ", node.attr_int("swiglu_fusion", 0),
                                     " is not supported (only 1: gate and linear interleaved)"));
     }
   } else {
-    return ctx.Error(absl::StrCat("activation_type '", act,
-                                  "' is not supported (relu, gelu, silu, identity, swiglu)"));
+    return ctx.Error(
+        absl::StrCat("activation_type '", act,
+                     "' is not supported (relu, gelu, silu, identity, swiglu, geglu)"));
   }
   l->alpha = node.attr_float("activation_alpha", 1.0f);
   l->beta = node.attr_float("activation_beta", 0.0f);

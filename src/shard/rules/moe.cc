@@ -48,11 +48,13 @@ void AddMoeStrategies(const RuleContext& ctx, const MoeInputs& in, std::vector<S
     s.compute_fraction = 1.0 / n;
     AddNamedStrategy(ctx, std::move(s), out);
   }
-  // The activations the kernels have, each of one FC1 row (or, SwiGLU's, of a pair of
-  // adjacent rows: interleaved, swiglu_fusion = 1): a contiguous share of rows keeps them.
+  // The activations the kernels have, each of one FC1 row (or, SwiGLU's and GeGLU's, of a
+  // pair of adjacent rows: interleaved, swiglu_fusion = 1): a contiguous share of rows
+  // keeps them.
   const std::string act = ctx.node().attr_string("activation_type", "relu");
   const bool per_row = act == "relu" || act == "gelu" || act == "silu" || act == "identity";
-  if (!per_row && !(act == "swiglu" && ctx.node().attr_int("swiglu_fusion", 0) == 1)) return;
+  const bool gated = act == "swiglu" || act == "geglu";
+  if (!per_row && !(gated && ctx.node().attr_int("swiglu_fusion", 0) == 1)) return;
   // The inner dim I: FC2's columns (QMoE: their bytes, and whole blocks of them when the
   // scales are per block; one scale per row, [E, H], is every rank's).
   if (!ctx.Divisible(ctx.input_dims(in.fc2)[2]) || !ctx.Divisible(ctx.input_dims(in.fc1)[1])) {

@@ -14,7 +14,7 @@
 
 namespace tpc::runtime::math {
 
-enum class MoeActivation { kRelu, kGelu, kSilu, kIdentity, kSwiGlu };
+enum class MoeActivation { kRelu, kGelu, kSilu, kIdentity, kSwiGlu, kGeGlu };
 
 struct MoeLayout {
   int64_t tokens = 0, hidden = 0, inter = 0, experts = 0, k = 1;
@@ -25,10 +25,13 @@ struct MoeLayout {
   float alpha = 1.0f, beta = 0.0f;
   bool has_limit = false;
   float limit = 0.0f;
-  // FC1's rows per expert: 2 · inter for SwiGLU, else inter.
-  TPC_HOST_DEVICE int64_t fc1_rows() const {
-    return activation == MoeActivation::kSwiGlu ? 2 * inter : inter;
+  // GeGLU (Gemma 4's experts, rows interleaved as SwiGLU's): gelu_tanh(gate) · linear.
+  // Gated (SwiGLU, GeGLU): FC1's rows come in pairs.
+  TPC_HOST_DEVICE bool gated() const {
+    return activation == MoeActivation::kSwiGlu || activation == MoeActivation::kGeGlu;
   }
+  // FC1's rows per expert: 2 · inter when gated, else inter.
+  TPC_HOST_DEVICE int64_t fc1_rows() const { return gated() ? 2 * inter : inter; }
 };
 
 // Token t's top k experts (`experts[k]`, best first) and their weights (`weights[k]`:
@@ -64,15 +67,18 @@ TPC_HOST_DEVICE inline void MoeRoute(const MoeLayout& l, Load logit, int64_t* ex
   for (int64_t j = 0; j < l.k; ++j) weights[j] /= total;
 }
 
+// GELU's tanh approximation (onnxruntime's MoE gelu; transformers' gelu_pytorch_tanh).
+TPC_HOST_DEVICE inline float MoeGeluTanh(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+}
+
 // Element i (< inter) of the activation of FC1's output row `h` (fc1_rows() elements).
 TPC_HOST_DEVICE inline float MoeActivate(const MoeLayout& l, const float* h, int64_t i) {
   switch (l.activation) {
     case MoeActivation::kRelu:
       return h[i] > 0.0f ? h[i] : 0.0f;
-    case MoeActivation::kGelu: {  // onnxruntime's: the tanh approximation
-      const float x = h[i];
-      return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
-    }
+    case MoeActivation::kGelu:  // onnxruntime's: the tanh approximation
+      return MoeGeluTanh(h[i]);
     case MoeActivation::kSilu:
       return h[i] / (1.0f + expf(-h[i]));
     case MoeActivation::kIdentity:
@@ -85,6 +91,8 @@ TPC_HOST_DEVICE inline float MoeActivate(const MoeLayout& l, const float* h, int
       }
       return gate / (1.0f + expf(-l.alpha * gate)) * (linear + l.beta);
     }
+    case MoeActivation::kGeGlu:
+      return MoeGeluTanh(h[2 * i]) * h[2 * i + 1];
   }
   return 0.0f;
 }

@@ -1,0 +1,118 @@
+"""onnxruntime's MoE with GeGLU experts, written out in standard operators for its CPU.
+
+onnxruntime-genai's builder writes Gemma 4's experts as com.microsoft MoE (and QMoE) nodes
+with activation_type "geglu" (gelu_tanh(gate) · linear, FC1's gate and linear rows
+interleaved, swiglu_fusion = 1); onnxruntime implements it on CUDA only, and its CPU
+refuses the node. `unfuse(model)` returns the equivalent graph its CPU runs (opset 20):
+the router's softmax, its top k (renormalized when the node asks) scattered into a dense
+[tokens, experts] weight, every expert applied to every token (Einsum), the weighted sum.
+Exact for routers without ties (onnxruntime's MoE gives a tie to the higher index, TopK to
+the lower). The references of tpc's tests (the contrib node tests, the builder's Gemma 4
+export in tools/make_genai_exports.py, python.real_exports' greedy decoding) come from it,
+through unfuse_gqa_norms.cpu_session.
+"""
+import numpy as np
+from onnx import helper, numpy_helper
+
+MS = "com.microsoft"
+
+
+def geglu(model):
+    """Whether `model` has a GeGLU MoE node."""
+    return any(n.op_type == "MoE" and n.domain == MS and
+               any(a.name == "activation_type" and a.s == b"geglu" for a in n.attribute)
+               for n in model.graph.node)
+
+
+def _dims(graph, name):
+    for t in graph.initializer:
+        if t.name == name:
+            return list(t.dims)
+    for v in list(graph.input) + list(graph.value_info):
+        if v.name == name:
+            return [d.dim_value for d in v.type.tensor_type.shape.dim]
+    raise ValueError(f"no shape for {name}")
+
+
+def _written_out(graph, node, p):
+    """The nodes and constants of one GeGLU MoE node in standard operators, names prefixed p."""
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    ins = list(node.input) + [""] * (8 - len(node.input))
+    x, router, w1, b1, w2, b2 = ins[:6]
+    hidden = _dims(graph, w1)[2]
+    consts = []
+
+    def const(name, values):
+        consts.append(numpy_helper.from_array(np.array(values), p + name))
+        return p + name
+
+    nodes = [
+        helper.make_node("Shape", [x], [p + "shape"]),
+        helper.make_node("Reshape", [x, const("rows", np.array([-1, hidden], np.int64))],
+                         [p + "x"]),
+        helper.make_node("Softmax", [router], [p + "probs"], axis=-1),
+        helper.make_node("TopK", [p + "probs", const("k", np.array([attrs.get("k", 1)], np.int64))],
+                         [p + "top", p + "top_index"], axis=-1),
+    ]
+    top = p + "top"
+    if attrs.get("normalize_routing_weights", 0):
+        nodes += [helper.make_node("ReduceSum", [top, const("last", np.array([-1], np.int64))],
+                                   [p + "top_sum"], keepdims=1),
+                  helper.make_node("Div", [top, p + "top_sum"], [p + "top_normalized"])]
+        top = p + "top_normalized"
+    nodes += [
+        helper.make_node("Mul", [p + "probs", const("zero", np.zeros((), np.float32))],
+                         [p + "zeros"]),
+        helper.make_node("ScatterElements", [p + "zeros", p + "top_index", top], [p + "route"],
+                         axis=1),
+        helper.make_node("Einsum", [p + "x", w1], [p + "fc1"], equation="th,erh->ter"),
+    ]
+    fc1 = p + "fc1"
+    if b1:
+        nodes.append(helper.make_node("Add", [fc1, b1], [p + "fc1_bias"]))
+        fc1 = p + "fc1_bias"
+    end = const("end", np.array([1 << 30], np.int64))
+    axis = const("axis", np.array([2], np.int64))
+    step = const("step", np.array([2], np.int64))
+    nodes += [
+        helper.make_node("Slice", [fc1, const("even", np.array([0], np.int64)), end, axis, step],
+                         [p + "gate"]),
+        helper.make_node("Slice", [fc1, const("odd", np.array([1], np.int64)), end, axis, step],
+                         [p + "linear"]),
+        helper.make_node("Gelu", [p + "gate"], [p + "gate_gelu"], approximate="tanh"),
+        helper.make_node("Mul", [p + "gate_gelu", p + "linear"], [p + "act"]),
+        helper.make_node("Einsum", [p + "act", w2], [p + "fc2"], equation="tei,ehi->teh"),
+    ]
+    fc2 = p + "fc2"
+    if b2:
+        nodes.append(helper.make_node("Add", [fc2, b2], [p + "fc2_bias"]))
+        fc2 = p + "fc2_bias"
+    nodes += [helper.make_node("Einsum", [p + "route", fc2], [p + "y"], equation="te,teh->th"),
+              helper.make_node("Reshape", [p + "y", p + "shape"], [node.output[0]])]
+    return nodes, consts
+
+
+def unfuse(model):
+    """A copy of `model` whose GeGLU MoE nodes are written out in standard operators."""
+    out = type(model)()
+    out.CopyFrom(model)
+    g = out.graph
+    nodes, consts = [], []
+    for k, node in enumerate(g.node):
+        if node.op_type == "MoE" and node.domain == MS and \
+                helper.get_attribute_value(next((a for a in node.attribute
+                                                 if a.name == "activation_type"),
+                                                helper.make_attribute("a", "relu"))) == b"geglu":
+            written, c = _written_out(g, node, f"{node.name or node.output[0]}/geglu{k}/")
+            nodes += written
+            consts += c
+        else:
+            nodes.append(node)
+    del g.node[:]
+    g.node.extend(nodes)
+    g.initializer.extend(consts)
+    for o in out.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            o.version = max(o.version, 20)
+    out.ir_version = max(out.ir_version, 9)  # opset 20's
+    return out
