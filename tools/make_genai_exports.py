@@ -87,6 +87,8 @@ CONFIG = {
                       num_global_key_value_heads=2, hidden_size_per_layer_input=0,
                       vocab_size_per_layer_input=256, enable_moe_block=True, num_experts=4,
                       top_k_experts=2, moe_intermediate_size=32,
+                      # (the builder reads Gemma 4's logits weight from the embedding's)
+                      tie_word_embeddings=True,
                       layer_types=["sliding_attention", "full_attention"]),
 }
 # Multimodal models whose builder reads only the text model: their configuration is the
