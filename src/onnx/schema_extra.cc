@@ -40,6 +40,9 @@ constexpr ExtraSchema kExtra[] = {
      "state_length=0 state_update_capacity=0 state_window=0",
      4},
     {kMs, "FastGelu", "", "", 2},
+    // The builder's tied int4 embedding: a uint8 table gathered by rows.
+    {kMs, "GatherBlockQuantized", "bits:int block_size:int gather_axis:int quantize_axis:int",
+     "gather_axis=0", 4},
     {kMs, "Gelu", "", "", 1},
     {kMs, "GroupQueryAttention",
      "causal:int do_rotary:int k_norm_epsilon:float k_quant_type:string kv_cache_bit_width:int "

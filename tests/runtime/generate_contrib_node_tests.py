@@ -131,6 +131,7 @@ def cases():
     out += moe_cases(np.random.default_rng(5))
     out += qmoe_cases(np.random.default_rng(11))
     out += causal_conv_cases(np.random.default_rng(6))
+    out += gather_block_quantized_cases(np.random.default_rng(12))
     return out
 
 
@@ -216,6 +217,30 @@ def moe_cases(rng):
     for k in (1, 3):
         out.append(Case(f"moe_ties_top{k}", "MoE", inputs, ["output"], k=k,
                         activation_type="silu"))
+    return out
+
+
+def gather_block_quantized_cases(rng):
+    """GatherBlockQuantized as onnxruntime-genai's builder writes its tied int4 embedding: a
+    uint8 table [rows, K · bits / 8] (MatMulNBits' codes) gathered by rows: 4-bit in blocks
+    of 16 with packed zero points and 2-D indices, one negative; in blocks of 32 without
+    zero points (8) and int32 indices; 8-bit with zero points; f16 scales."""
+    out = []
+    rows, k = 6, 64
+    for name, bits, block, zero_points, indices, scale_type in [
+            ("int4_zero_points", 4, 16, True, np.array([[1, 5], [0, -2]], np.int64), np.float32),
+            ("int4_block32_int32", 4, 32, False, np.array([3, 3, 0], np.int32), np.float32),
+            ("int8_zero_points", 8, 16, True, np.array([[2], [4]], np.int64), np.float32),
+            ("int4_f16_scales", 4, 32, False, np.array([[5, 1, 2]], np.int64), np.float16)]:
+        blocks = k // block
+        inputs = [("data", rng.integers(0, 256, (rows, k * bits // 8)).astype(np.uint8)),
+                  ("indices", indices),
+                  ("scales", rng.uniform(0.01, 0.2, (rows, blocks)).astype(scale_type))]
+        if zero_points:
+            inputs.append(("zero_points", rng.integers(0, 256, (rows, (blocks * bits + 7) // 8))
+                           .astype(np.uint8)))
+        out.append(Case(f"gather_block_quantized_{name}", "GatherBlockQuantized", inputs,
+                        ["output"], bits=bits, block_size=block, gather_axis=0, quantize_axis=1))
     return out
 
 

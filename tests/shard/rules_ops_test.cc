@@ -559,6 +559,29 @@ TEST_CASE("MoE rule: GeGLU experts split by inner dim only with interleaved pair
   CHECK(Has(halves, "(S(0), S(0), R, _, R, _)->(S(0))"));
 }
 
+// GatherBlockQuantized's table splits along K only in whole blocks and whole bytes of
+// packed zero points: 4 blocks of 4-bit zero points at N = 2 are one byte each; 2 blocks
+// are half a byte each, so the table stays whole (the tokens still split).
+TEST_CASE("GatherBlockQuantized rule: K splits in whole blocks and zero-point bytes",
+          "[shard][rules]") {
+  auto gather = [](int64_t blocks) {
+    return RuleOf(absl::StrCat(
+        "  %t: u8[32, ", blocks * 16,
+        "] = placeholder\n  %i: i64[b, s] = placeholder\n  %s: f32[32, ", blocks,
+        "] = placeholder\n  %z: u8[32, ", (blocks + 1) / 2,
+        "] = placeholder\n  %y: f32[*] = com.microsoft::GatherBlockQuantized(%t, %i, %s, %z) "
+        "{bits=4, block_size=32}"));
+  };
+  const Rule four = gather(4);
+  INFO(four.text);
+  CHECK(Has(four, "(S(1), R, S(1), S(1))->(S(2))"));
+  CHECK(Has(four, "(R, S(0), R, R)->(S(0))"));
+  const Rule two = gather(2);
+  INFO(two.text);
+  CHECK_FALSE(Has(two, "(S(1), R, S(1), S(1))->(S(2))"));
+  CHECK(Has(two, "(R, S(0), R, R)->(S(0))"));
+}
+
 TEST_CASE("pool rules: MaxPool with indices keeps everything whole", "[shard][rules]") {
   const std::string x = "  %x: f32[b, 4, 8, 8] = placeholder\n";
   CHECK(Has(RuleOf(x + "  %y: f32[*] = MaxPool(%x) {kernel_shape=[2, 2]}"), "(S(1))->(S(1))"));

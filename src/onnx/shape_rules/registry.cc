@@ -148,6 +148,7 @@ constexpr Entry kRules[] = {
     {kMicrosoft, "BiasGelu", InferUnary},
     {kMicrosoft, "CausalConvWithState", InferCausalConvWithState},
     {kMicrosoft, "FastGelu", InferUnary},
+    {kMicrosoft, "GatherBlockQuantized", InferGatherBlockQuantized},
     {kMicrosoft, "Gelu", InferUnary},
     {kMicrosoft, "GroupQueryAttention", InferGroupQueryAttention},
     {kMicrosoft, "MatMulNBits", InferMatMulNBits},

@@ -164,6 +164,7 @@ absl::Status InferDropout(InferenceContext& ctx);
 // ---- Quantization (quantize.cc) ----
 absl::Status InferDequantizeLinear(InferenceContext& ctx);
 absl::Status InferQuantizeLinear(InferenceContext& ctx);
+absl::Status InferGatherBlockQuantized(InferenceContext& ctx);
 
 // ---- Losses (loss.cc) ----
 absl::Status InferSoftmaxCrossEntropyLoss(InferenceContext& ctx);

@@ -332,6 +332,10 @@ struct ShardGeometry {
 absl::StatusOr<ShardGeometry> ShardGeometryOf(const KernelContext& ctx, const Tensor& x);
 // MatMulNBits' layout from its attributes, its inputs checked against it (matmul_nbits.cc).
 absl::StatusOr<math::NBitsLayout> NBitsInputs(const KernelContext& ctx);
+// GatherBlockQuantized's table as MatMulNBits' layout (n rows of K values), its inputs
+// checked (gather_block_quantized.cc).
+absl::StatusOr<math::NBitsLayout> ReadBlockGather(const KernelContext& ctx);
+absl::Status GatherBlockQuantized(KernelContext& ctx);
 // Split's part sizes along `axis` (movement.cc).
 absl::StatusOr<std::vector<int64_t>> SplitSizes(const KernelContext& ctx, const Tensor& x,
                                                 int64_t axis);

@@ -200,6 +200,7 @@ const Entry kKernels[] = {
     {kMicrosoft, "FastGelu", {FastGelu}},
     {kMicrosoft, "BiasGelu", {BiasGelu}},
     {kMicrosoft, "CausalConvWithState", {CausalConvWithState}},
+    {kMicrosoft, "GatherBlockQuantized", {GatherBlockQuantized}},
     {kMicrosoft,
      "GroupQueryAttention",
      {.fn = GroupQueryAttention, .rows_from_start = true, .fixed_cache_rows = GqaCacheRows}},

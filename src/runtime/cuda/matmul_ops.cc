@@ -167,6 +167,28 @@ absl::Status Gemm(KernelContext& ctx) {
   return RunGemm(ctx, kind, g, a.raw(), b.raw(), y->raw());
 }
 
+// onnxruntime's GatherBlockQuantized (the builder's tied int4 embedding): the gathered
+// rows dequantized by one launch; an index out of range fails the run at its end, naming
+// this node, as the CPU kernel fails at once.
+absl::Status GatherBlockQuantized(KernelContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(const math::NBitsLayout l, cpu::ReadBlockGather(ctx));
+  const Tensor& indices = ctx.input(1);
+  const Tensor& scales = ctx.input(2);
+  TPC_ASSIGN_OR_RETURN(FloatKind kind, FloatKindOf(ctx, scales.dtype()));
+  const Tensor* zp = ctx.optional_input(3);
+  Shape out = indices.shape();
+  out.push_back(l.k);
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, scales.dtype()));
+  const int code = BackendOf(ctx).Expect(
+      std::string(ctx.Error(absl::StrCat("an index is out of range for the table's ", l.n, " rows"))
+                      .message()));
+  return Check(ctx,
+               LaunchNBitsGatherRows(kind, l, ctx.input(0).data<uint8_t>(), indices.raw(),
+                                     indices.dtype() == ir::DType::kI64, indices.num_elements(),
+                                     scales.raw(), zp != nullptr ? zp->data<uint8_t>() : nullptr,
+                                     y->raw(), BackendOf(ctx).flag(), code, StreamOf(ctx)));
+}
+
 // onnxruntime's MatMulNBits: for up to kGemvRows rows (a decode step) one GEMV reading the
 // codes once; otherwise the weight dequantized into device scratch [N, K], then
 // Y = A · Wᵀ (+ bias) by cuBLAS.

@@ -1,7 +1,8 @@
 // Launches of MatMulNBits: for a few rows (a decode step) a GEMV that reads the codes
 // once (GemvKernel, its mapping below); otherwise the weight dequantized, one thread per
 // element (n, k) in a grid-stride loop writing w[n · K + k], for cuBLAS's GEMM
-// (matmul_ops.cc). The arithmetic is math/nbits.h's.
+// (matmul_ops.cc). And GatherBlockQuantized's rows of such a weight (GatherRowsKernel). The
+// arithmetic is math/nbits.h's.
 #include <cuda_runtime.h>
 
 #include "grid.cuh"
@@ -116,7 +117,57 @@ cudaError_t GemvRows(int64_t rows, const math::NBitsLayout& l, const void* a, co
   }
 }
 
+// GatherBlockQuantized: one thread per output element i of [T, K] in a grid-stride loop
+// (math::NBitsGatherElement: the row indices[i / K], its value k = i % K); an index out of
+// range sets *flag to `code` (the first bad launch of a run names its node) and writes 0.
+// Reads: the index, one code byte, one scale, one packed zero point; writes y[i] only.
+template <FloatKind K, typename Index>
+__global__ void GatherRowsKernel(math::NBitsLayout l, const uint8_t* table, const Index* indices,
+                                 const typename FloatIO<K>::Storage* scales,
+                                 const uint8_t* zp_packed, int64_t total,
+                                 typename FloatIO<K>::Storage* y, int* flag, int code) {
+  using IO = FloatIO<K>;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float v;
+    if (!math::NBitsGatherElement(
+            l, table, indices, [scales](int64_t j) { return IO::Load(scales[j]); }, zp_packed, i,
+            &v)) {
+      atomicCAS(flag, 0, code);
+    }
+    y[i] = IO::Store(v);
+  }
+}
+
+template <FloatKind K, typename Index>
+cudaError_t GatherRows(const math::NBitsLayout& l, const uint8_t* table, const void* indices,
+                       int64_t n_indices, const void* scales, const uint8_t* zp_packed, void* y,
+                       int* flag, int code, cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  const int64_t total = n_indices * l.k;
+  const int64_t blocks = (total + kThreads - 1) / kThreads;
+  GatherRowsKernel<K, Index>
+      <<<static_cast<unsigned>(blocks > 65536 ? 65536 : blocks), kThreads, 0, stream>>>(
+          l, table, static_cast<const Index*>(indices), static_cast<const S*>(scales), zp_packed,
+          total, static_cast<S*>(y), flag, code);
+  return cudaGetLastError();
+}
+
 }  // namespace
+
+cudaError_t LaunchNBitsGatherRows(FloatKind k, const math::NBitsLayout& l, const uint8_t* table,
+                                  const void* indices, bool indices_i64, int64_t n_indices,
+                                  const void* scales, const uint8_t* zp_packed, void* y, int* flag,
+                                  int code, cudaStream_t stream) {
+  if (n_indices * l.k == 0) return cudaSuccess;
+  return ByKind(k, [&](auto kind) {
+    constexpr FloatKind kKind = decltype(kind)::value;
+    return indices_i64 ? GatherRows<kKind, int64_t>(l, table, indices, n_indices, scales, zp_packed,
+                                                    y, flag, code, stream)
+                       : GatherRows<kKind, int32_t>(l, table, indices, n_indices, scales, zp_packed,
+                                                    y, flag, code, stream);
+  });
+}
 
 cudaError_t LaunchNBitsGemv(FloatKind k, int64_t rows, const math::NBitsLayout& l, const void* a,
                             const uint8_t* b, const void* scales, const uint8_t* zp_packed,

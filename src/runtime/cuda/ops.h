@@ -285,6 +285,7 @@ absl::Status Shard(KernelContext& ctx);
 absl::Status MatMul(KernelContext& ctx);
 absl::Status Gemm(KernelContext& ctx);
 // onnxruntime's MatMulNBits (2/4/8-bit block-quantized weights).
+absl::Status GatherBlockQuantized(KernelContext& ctx);
 absl::Status MatMulNBits(KernelContext& ctx);
 // onnxruntime's CausalConvWithState (conv_ops.cc).
 absl::Status CausalConvWithState(KernelContext& ctx);

@@ -30,6 +30,7 @@ enum class Takes {
   kIntegerProduct,  // inputs 8- or 16-bit integers or f32 (input 0 an integer), outputs
                     // quantized
   kIntegers,        // every input and output an integer of one type (not bool)
+  kCodeTable,       // input 0 uint8 codes, input 2 float scales, output 0 of input 2's type
 };
 
 // The integer types of linear quantization that the kernels take.
@@ -114,6 +115,12 @@ bool Accepts(Takes takes, const ir::Node& node) {
         if (!IsQuantized(v)) return false;
       }
       return true;
+    }
+    case Takes::kCodeTable: {
+      const auto& in = node.inputs();
+      return in.size() >= 3 && in[0] != nullptr && in[0]->type().dtype == ir::DType::kU8 &&
+             in[2] != nullptr && IsDeviceFloat(in[2]->type().dtype) && node.outputs().size() == 1 &&
+             node.outputs()[0]->type().dtype == in[2]->type().dtype;
     }
     case Takes::kIntegers: {
       if (node.inputs().empty() || node.inputs()[0] == nullptr) return false;
@@ -431,6 +438,7 @@ const Entry kKernels[] = {
     {kMicrosoft, "BiasGelu", K(BiasGelu), Takes::kFloats},
     {kMicrosoft, "CausalConvWithState", K(CausalConvWithState), Takes::kFloats},
     {kMicrosoft, "FastGelu", K(FastGelu), Takes::kFloats},
+    {kMicrosoft, "GatherBlockQuantized", K(GatherBlockQuantized), Takes::kCodeTable},
     {kMicrosoft, "Gelu", K(Gelu), Takes::kFloats},
     {kMicrosoft, "GroupQueryAttention",
      FixedCache(RowsFromStart(K(GroupQueryAttention, In(6))), cpu::GqaCacheRows),
@@ -482,6 +490,8 @@ std::string_view TakesText(Takes t) {
       return "u8,i8,u16,i16>u8,i8,u16,i16,i32";
     case Takes::kIntegers:
       return "integers";
+    case Takes::kCodeTable:
+      return "u8>f32,f16,bf16";
     case Takes::kAnyData:
       return "any";
   }

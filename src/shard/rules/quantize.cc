@@ -3,6 +3,8 @@
 // is split with that axis. Blocked quantization (block_size > 0: a scale as large as x
 // with one dim divided into blocks) gets no split here (it runs replicated). Neither
 // op is linear (the zero point), so a partial x is never passed through.
+#include <string>
+
 #include "rules.h"
 
 namespace tpc::shard::rules {
@@ -24,6 +26,33 @@ void QuantizeLinear(const RuleContext& ctx, std::vector<Strategy>* out) {
   for (int64_t d = 0; d < rank; ++d) {
     const int64_t scale_dim = d == axis ? 0 : kNone;
     spec.Add(Kind::kPass, {d, scale_dim, scale_dim}, {d}, "d" + std::to_string(d));
+  }
+  AddFactorStrategies(ctx, spec.Build(), out);
+}
+
+// onnxruntime's GatherBlockQuantized (the builder's tied int4 embedding): rows of a table
+// of codes [rows, K · bits / 8], scales [rows, blocks] and packed zero points gathered by
+// `indices`. The indices' dims pass to the output; the table's K (its code bytes, scales
+// and zero points with it) splits the output's last dim when each rank's share is whole
+// blocks (and whole bytes of packed zero points). The rows are every rank's (no masked
+// lookup here).
+void GatherBlockQuantized(const RuleContext& ctx, std::vector<Strategy>* out) {
+  if (!OutputsTyped(ctx) || ctx.input_type(0).rank() != 2 || ctx.input_type(2).rank() != 2) {
+    return;
+  }
+  const std::vector<ir::Dim>& idx = ctx.input_dims(1);
+  const int64_t rank = static_cast<int64_t>(idx.size());
+  using Kind = FactorSpec::Kind;
+  FactorSpecBuilder spec(ctx);
+  for (int64_t d = 0; d < rank; ++d) {
+    spec.Add(Kind::kPass, {kNone, d}, {d}, "indices d" + std::to_string(d));
+  }
+  const ir::Dim& blocks = ctx.input_dims(2)[1];
+  const int64_t bits = ctx.node().attr_int("bits", 4);
+  const bool zero_points = ctx.has_input(3);
+  if (blocks.is_static() && ctx.Divisible(blocks) &&
+      (!zero_points || (blocks.value() / ctx.n() * bits) % 8 == 0)) {
+    spec.Add(Kind::kPass, {1, kNone, 1, zero_points ? 1 : kNone}, {rank}, "k (blocks)");
   }
   AddFactorStrategies(ctx, spec.Build(), out);
 }

@@ -143,6 +143,7 @@ constexpr OpRecord kRecords[] = {
     {kMicrosoft, "BiasGelu", Unary},
     {kMicrosoft, "CausalConvWithState", CausalConvWithState, {.join_axis = CausalConvJoinAxis}},
     {kMicrosoft, "FastGelu", Unary},
+    {kMicrosoft, "GatherBlockQuantized", GatherBlockQuantized},
     {kMicrosoft, "Gelu", Unary},
     {kMicrosoft,
      "GroupQueryAttention",

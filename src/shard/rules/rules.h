@@ -139,8 +139,9 @@ void ScatterND(const RuleContext& ctx, std::vector<Strategy>* out);
 void ScatterElements(const RuleContext& ctx, std::vector<Strategy>* out);
 void OneHot(const RuleContext& ctx, std::vector<Strategy>* out);
 void Tile(const RuleContext& ctx, std::vector<Strategy>* out);
-// QuantizeLinear and DequantizeLinear (quantize.cc).
+// QuantizeLinear and DequantizeLinear, GatherBlockQuantized (quantize.cc).
 void QuantizeLinear(const RuleContext& ctx, std::vector<Strategy>* out);
+void GatherBlockQuantized(const RuleContext& ctx, std::vector<Strategy>* out);
 void Pad(const RuleContext& ctx, std::vector<Strategy>* out);
 void Trilu(const RuleContext& ctx, std::vector<Strategy>* out);
 void Generator(const RuleContext& ctx, std::vector<Strategy>* out);  // Range, ConstantOfShape

@@ -227,6 +227,13 @@ cudaError_t LaunchNBitsGemv(FloatKind k, int64_t rows, const math::NBitsLayout& 
 cudaError_t LaunchDequantNBits(FloatKind k, const math::NBitsLayout& l, const uint8_t* b,
                                const void* scales, const uint8_t* zp_packed, const void* zp_float,
                                void* w, cudaStream_t stream);
+// GatherBlockQuantized: y [n_indices, K] (kind k) = the table's rows (MatMulNBits' layout
+// l: uint8 codes, scales of kind k, packed zero points or null) at `indices` (int64 or
+// int32), dequantized; an index out of range sets *flag to `code` as LaunchGather does.
+cudaError_t LaunchNBitsGatherRows(FloatKind k, const math::NBitsLayout& l, const uint8_t* table,
+                                  const void* indices, bool indices_i64, int64_t n_indices,
+                                  const void* scales, const uint8_t* zp_packed, void* y, int* flag,
+                                  int code, cudaStream_t stream);
 // y[i] = op(y[i] + bias[i % n]) in place over rows of n (bias of kind k, may be null): a
 // GEMM's epilogue.
 cudaError_t LaunchBiasActivation(FloatKind k, UnaryOp op, const void* bias, int64_t n, void* y,

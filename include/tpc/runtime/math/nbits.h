@@ -88,6 +88,27 @@ TPC_HOST_DEVICE inline float NBitsWeight(const NBitsLayout& l, const uint8_t* b,
   return (static_cast<float>(NBitsCode(l, b, n, k)) - zp) * scale;
 }
 
+// Element i of GatherBlockQuantized's output [T, K] (onnxruntime's, the builder's tied
+// int4 embedding: the table is MatMulNBits' weight of l.n rows of l.k values, K whole
+// blocks): row indices[i / K] (negative counting from the end), value k = i % K, from the
+// row's scales (`scale(j)` loads the j-th of the table's [n, blocks] as a float) and packed
+// zero points (or none). False for an index out of range, *value then 0.
+template <typename Index, typename LoadScale>
+TPC_HOST_DEVICE inline bool NBitsGatherElement(const NBitsLayout& l, const uint8_t* table,
+                                               const Index* indices, LoadScale scale,
+                                               const uint8_t* zp_packed, int64_t i, float* value) {
+  const int64_t t = i / l.k, k = i - t * l.k;
+  int64_t row = static_cast<int64_t>(indices[t]);
+  if (row < -l.n || row >= l.n) {
+    *value = 0.0f;
+    return false;
+  }
+  if (row < 0) row += l.n;
+  *value = NBitsWeight(l, table, row, k, scale(row * l.blocks() + k / l.block_size), zp_packed,
+                       false, 0.0f);
+  return true;
+}
+
 // Σ_i (code_i - zero) · a(i) over the 8 codes of a 32-bit word of 4-bit codes, read
 // little-endian (as x86 and GPUs load it) so that its nibbles from the lowest are the
 // codes in memory order: W[n, k .. k + 7] for the word at byte k / 2 of column n's codes,
