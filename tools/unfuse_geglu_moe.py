@@ -3,7 +3,8 @@
 onnxruntime-genai's builder writes Gemma 4's experts as com.microsoft MoE (and QMoE) nodes
 with activation_type "geglu" (gelu_tanh(gate) · linear, FC1's gate and linear rows
 interleaved, swiglu_fusion = 1); onnxruntime implements it on CUDA only, and its CPU
-refuses the node. `unfuse(model)` returns the equivalent graph its CPU runs (opset 20):
+refuses the node. `unfuse(model)` returns the equivalent graph its CPU runs (opset 20;
+QMoE's constant codes dequantized into f32 weights first, as tpc computes them):
 the router's softmax, its top k (renormalized when the node asks) scattered into a dense
 [tokens, experts] weight, every expert applied to every token (Einsum), the weighted sum.
 Exact for routers without ties (onnxruntime's MoE gives a tie to the higher index, TopK to
@@ -17,11 +18,30 @@ from onnx import helper, numpy_helper
 MS = "com.microsoft"
 
 
+def _is_geglu(node):
+    return node.op_type in ("MoE", "QMoE") and node.domain == MS and \
+        any(a.name == "activation_type" and a.s == b"geglu" for a in node.attribute)
+
+
 def geglu(model):
-    """Whether `model` has a GeGLU MoE node."""
-    return any(n.op_type == "MoE" and n.domain == MS and
-               any(a.name == "activation_type" and a.s == b"geglu" for a in n.attribute)
-               for n in model.graph.node)
+    """Whether `model` has a GeGLU MoE or QMoE node."""
+    return any(_is_geglu(n) for n in model.graph.node)
+
+
+def _dequantized(graph, codes, scales, bits, block):
+    """QMoE's expert weights [E, rows, cols] from their constant codes [E, rows, cols ·
+    bits / 8] (low nibble first) and scales [E, rows, cols / block] or [E, rows]:
+    (code - 2^(bits - 1)) · scale."""
+    init = {t.name: t for t in graph.initializer}
+    c = numpy_helper.to_array(init[codes]).astype(np.int32)
+    s = numpy_helper.to_array(init[scales]).astype(np.float32)
+    if bits == 4:
+        c = np.stack([c & 15, c >> 4], axis=-1).reshape(c.shape[0], c.shape[1], -1)
+    w = (c - (1 << (bits - 1))).astype(np.float32)
+    cols = w.shape[2]
+    per = block if block > 0 else cols
+    s = s.reshape(s.shape[0], s.shape[1], -1)
+    return w * np.repeat(s, per, axis=2)[:, :, :cols]
 
 
 def _dims(graph, name):
@@ -38,13 +58,21 @@ def _written_out(graph, node, p):
     """The nodes and constants of one GeGLU MoE node in standard operators, names prefixed p."""
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     ins = list(node.input) + [""] * (8 - len(node.input))
-    x, router, w1, b1, w2, b2 = ins[:6]
-    hidden = _dims(graph, w1)[2]
     consts = []
 
     def const(name, values):
         consts.append(numpy_helper.from_array(np.array(values), p + name))
         return p + name
+
+    if node.op_type == "QMoE":  # the codes dequantized into constant f32 weights
+        bits, block = attrs.get("expert_weight_bits", 4), attrs.get("block_size", 0)
+        x, router, b1, b2 = ins[0], ins[1], ins[4], ins[7]
+        w1 = const("fc1_weights", _dequantized(graph, ins[2], ins[3], bits, block))
+        w2 = const("fc2_weights", _dequantized(graph, ins[5], ins[6], bits, block))
+        hidden = consts[0].dims[2]
+    else:
+        x, router, w1, b1, w2, b2 = ins[:6]
+        hidden = _dims(graph, w1)[2]
 
     nodes = [
         helper.make_node("Shape", [x], [p + "shape"]),
@@ -99,10 +127,7 @@ def unfuse(model):
     g = out.graph
     nodes, consts = [], []
     for k, node in enumerate(g.node):
-        if node.op_type == "MoE" and node.domain == MS and \
-                helper.get_attribute_value(next((a for a in node.attribute
-                                                 if a.name == "activation_type"),
-                                                helper.make_attribute("a", "relu"))) == b"geglu":
+        if _is_geglu(node):
             written, c = _written_out(g, node, f"{node.name or node.output[0]}/geglu{k}/")
             nodes += written
             consts += c

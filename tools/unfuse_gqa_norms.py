@@ -33,14 +33,22 @@ def fused(model):
                n.input[14] for n in model.graph.node)
 
 
-def cpu_session(path):
+def cpu_session(path, exact=False):
     """onnxruntime's CPU session of the model at `path`, its fused Q/K norms unfused and its
-    GeGLU experts written out (unfuse_geglu_moe.py), the nodes its CPU refuses."""
+    GeGLU experts written out (unfuse_geglu_moe.py), the nodes its CPU refuses. `exact`:
+    MatMulNBits at accuracy_level 0 (f32 activations, as tpc computes), not the export's 4
+    (int8 activations)."""
     import onnx
     import onnxruntime as ort
     import unfuse_geglu_moe
     model = onnx.load(path)
-    if not fused(model) and not unfuse_geglu_moe.geglu(model):
+    if exact:
+        for node in model.graph.node:
+            if node.op_type == "MatMulNBits":
+                for a in node.attribute:
+                    if a.name == "accuracy_level":
+                        a.i = 0
+    elif not fused(model) and not unfuse_geglu_moe.geglu(model):
         return ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     if fused(model):
         model = unfuse(model)

@@ -117,8 +117,14 @@ absl::StatusOr<LocalGraph::Replacements> LowerMaskedGather(LocalGraph& rw, ir::N
     return absl::UnimplementedError("vocab-parallel embedding needs a static vocab size");
   LocalIndices li = Localize(rw, node, ids, part.value(), IndexKind::kGather);
   const ir::TensorType out_type = node->output(0)->type();
-  ir::Value* gathered =
-      rw.Op(node, "Gather", {data, li.safe}, out_type, kPartialSum, {{"axis", int64_t{0}}});
+  // Gather, or GatherBlockQuantized (its scales and zero points split by rows with the
+  // table): the op itself on each rank's rows, at the localized indices.
+  std::vector<ir::Value*> inputs = node->inputs();
+  inputs[1] = li.safe;
+  ir::Attributes attrs = node->attrs();
+  if (node->op_type() == "Gather") attrs = {{"axis", int64_t{0}}};
+  ir::Value* gathered = rw.Op(node, node->op_type(), inputs, out_type, kPartialSum,
+                              std::move(attrs), node->domain());
   // Rows of other ranks become zeros: the sum over ranks is the lookup.
   const int64_t ids_rank = ids->type().rank();
   ir::TensorType mask_type = WithDType(out_type, ir::DType::kBool);

@@ -34,8 +34,8 @@ void QuantizeLinear(const RuleContext& ctx, std::vector<Strategy>* out) {
 // of codes [rows, K · bits / 8], scales [rows, blocks] and packed zero points gathered by
 // `indices`. The indices' dims pass to the output; the table's K (its code bytes, scales
 // and zero points with it) splits the output's last dim when each rank's share is whole
-// blocks (and whole bytes of packed zero points). The rows are every rank's (no masked
-// lookup here).
+// blocks (and whole bytes of packed zero points); or its rows split, a masked lookup as
+// Gather's (embedding.cc).
 void GatherBlockQuantized(const RuleContext& ctx, std::vector<Strategy>* out) {
   if (!OutputsTyped(ctx) || ctx.input_type(0).rank() != 2 || ctx.input_type(2).rank() != 2) {
     return;
@@ -55,6 +55,19 @@ void GatherBlockQuantized(const RuleContext& ctx, std::vector<Strategy>* out) {
     spec.Add(Kind::kPass, {1, kNone, 1, zero_points ? 1 : kNone}, {rank}, "k (blocks)");
   }
   AddFactorStrategies(ctx, spec.Build(), out);
+  // The table's rows split (a tied embedding's vocab, as the logits' MatMulNBits splits its
+  // columns): Gather's masked lookup, each rank's rows with their scales and zero points.
+  const std::vector<ir::Dim>& table = ctx.input_dims(0);
+  if (ir::IsFloating(ctx.node().output(0)->type().dtype) && ctx.Divisible(table[0])) {
+    Strategy s;
+    s.name = "vocab-parallel (masked lookup)";
+    s.lowering = LowerMaskedGather;
+    s.inputs = {ir::Placement::Shard(0), ir::Placement::Replicate(), ir::Placement::Shard(0)};
+    if (zero_points) s.inputs.push_back(ir::Placement::Shard(0));
+    s.outputs = {ir::Placement::Partial(ir::ReduceOp::kSum)};
+    s.compute_fraction = 1.0;
+    AddNamedStrategy(ctx, std::move(s), out);
+  }
 }
 
 }  // namespace tpc::shard::rules
