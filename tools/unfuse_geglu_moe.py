@@ -15,6 +15,8 @@ through unfuse_gqa_norms.cpu_session.
 import numpy as np
 from onnx import helper, numpy_helper
 
+from unfuse_gqa_norms import shape_of
+
 MS = "com.microsoft"
 
 
@@ -44,16 +46,6 @@ def _dequantized(graph, codes, scales, bits, block):
     return w * np.repeat(s, per, axis=2)[:, :, :cols]
 
 
-def _dims(graph, name):
-    for t in graph.initializer:
-        if t.name == name:
-            return list(t.dims)
-    for v in list(graph.input) + list(graph.value_info):
-        if v.name == name:
-            return [d.dim_value for d in v.type.tensor_type.shape.dim]
-    raise ValueError(f"no shape for {name}")
-
-
 def _written_out(graph, node, p):
     """The nodes and constants of one GeGLU MoE node in standard operators, names prefixed p."""
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
@@ -72,7 +64,7 @@ def _written_out(graph, node, p):
         hidden = consts[0].dims[2]
     else:
         x, router, w1, b1, w2, b2 = ins[:6]
-        hidden = _dims(graph, w1)[2]
+        hidden = shape_of(graph, w1)[2]
 
     nodes = [
         helper.make_node("Shape", [x], [p + "shape"]),

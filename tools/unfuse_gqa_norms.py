@@ -17,7 +17,8 @@ MS = "com.microsoft"
 NORM_ATTRS = ("qk_norm_epsilon", "q_norm_epsilon", "k_norm_epsilon")
 
 
-def _shape_of(graph, name):
+def shape_of(graph, name):
+    """The dims of initializer or typed value `name` of `graph`."""
     for t in graph.initializer:
         if t.name == name:
             return list(t.dims)
@@ -72,7 +73,7 @@ def unfuse(model):
         both = attrs.get("qk_norm_epsilon", 1e-6)
         eps = {"q": attrs.get("q_norm_epsilon", both), "k": attrs.get("k_norm_epsilon", both)}
         weight = {"q": ins[14], "k": ins[15]}
-        hd = _shape_of(g, weight["q"])[0]
+        hd = shape_of(g, weight["q"])[0]
         hq, hkv = attrs["num_heads"], attrs["kv_num_heads"]
         p = node.name or node.output[0]
         heads_shape, flat_shape = f"{p}/unfuse/heads_shape", f"{p}/unfuse/flat_shape"
