@@ -123,8 +123,8 @@ absl::StatusOr<LocalGraph::Replacements> LowerMaskedGather(LocalGraph& rw, ir::N
   inputs[1] = li.safe;
   ir::Attributes attrs = node->attrs();
   if (node->op_type() == "Gather") attrs = {{"axis", int64_t{0}}};
-  ir::Value* gathered = rw.Op(node, node->op_type(), inputs, out_type, kPartialSum,
-                              std::move(attrs), node->domain());
+  ir::Value* gathered =
+      rw.Op(node, node->op_type(), inputs, out_type, kPartialSum, std::move(attrs), node->domain());
   // Rows of other ranks become zeros: the sum over ranks is the lookup.
   const int64_t ids_rank = ids->type().rank();
   ir::TensorType mask_type = WithDType(out_type, ir::DType::kBool);
