@@ -57,10 +57,13 @@ def _written_out(graph, node, p):
         return p + name
 
     if node.op_type == "QMoE":  # the codes dequantized into constant f32 weights
-        bits, block = attrs.get("expert_weight_bits", 4), attrs.get("block_size", 0)
+        bits = attrs.get("expert_weight_bits", 4)
+        block = attrs.get("block_size", 0)
         x, router, b1, b2 = ins[0], ins[1], ins[4], ins[7]
-        w1 = const("fc1_weights", _dequantized(graph, ins[2], ins[3], bits, block))
-        w2 = const("fc2_weights", _dequantized(graph, ins[5], ins[6], bits, block))
+        w1 = const("fc1_weights", _dequantized(graph, ins[2], ins[3],
+                                               attrs.get("fc1_expert_weight_bits", bits), block))
+        w2 = const("fc2_weights", _dequantized(graph, ins[5], ins[6],
+                                               attrs.get("fc2_expert_weight_bits", bits), block))
         hidden = consts[0].dims[2]
     else:
         x, router, w1, b1, w2, b2 = ins[:6]

@@ -57,6 +57,12 @@ DIMS = {
 }
 
 
+# The ops of tpc's masked lookup (a vocab-parallel embedding's lowering, shard/rules/
+# lowering.cc: each rank's ids localized, looked up, the other ranks' rows zeroed).
+LOOKUP_OPS = ("Sub", "GreaterOrEqual", "Less", "And", "Where", "Unsqueeze", "Gather",
+              "GatherBlockQuantized")
+
+
 def ort_greedy(model, prompt, steps):
     """onnxruntime's greedy decoding of `prompt` (rows of one length): the token ids of
     each row. The cache starts empty, or at a windowed cache's capacity (genai_config.json's
@@ -197,8 +203,8 @@ def main():
             moe = ("com.microsoft", "MoE") in kinds or ("com.microsoft", "QMoE") in kinds or \
                 any("/experts." in node.name for node in original.graph.node)
             # A vocab-parallel embedding (Megatron's: the table split by vocab, each rank's
-            # lookup masked to its rows, nodes "tp/..." after CheckIndices, then one
-            # all-reduce) in place of the embedding's all-gather.
+            # lookup masked to its rows, LOOKUP_OPS named "tp/..." after CheckIndices, then
+            # one all-reduce) in place of the embedding's all-gather.
             vocab_parallel = any(node.op_type == "CheckIndices" and "input_ids" in node.input
                                  for node in rank.graph.node)
             for node in rank.graph.node:
@@ -206,7 +212,8 @@ def main():
                     counts[node.op_type] = counts.get(node.op_type, 0) + 1
                 elif moe and node.op_type == "Mul" and node.input[1].startswith("tp/rank0_mask"):
                     continue
-                elif vocab_parallel and node.name.startswith("tp/"):
+                elif vocab_parallel and node.name.startswith("tp/") and \
+                        node.op_type in LOOKUP_OPS:
                     continue
                 elif (node.domain, node.op_type) not in kinds and node.op_type != "Constant":
                     layout.append(f"{what}: rank0 has an operator the model has not: "
@@ -228,11 +235,14 @@ def main():
                 want_reduce = (3 if both else 2) * layers + (1 if vocab_parallel else 0)
                 # Besides: the embedding's and the logits' all-gathers (and Optimum's rotary
                 # frequencies, gathered once per forward).
-                gathers = (2 if family == "genai" else 3) + (layers if moe else 0)
+                gathers = (2 if family == "genai" else 3) + (layers if moe else 0) - \
+                    (1 if vocab_parallel else 0)
                 if counts.get("AllReduce", 0) != want_reduce or \
                         counts.get("AllGather", 0) > gathers or counts.get("ReduceScatter", 0):
                     layout.append(f"{what}: collectives {counts}, expected {want_reduce} "
-                                    f"AllReduce (2 per layer) and at most {gathers} AllGather")
+                                    f"AllReduce ({3 if both else 2} per layer"
+                                    f"{', 1 for the embedding' if vocab_parallel else ''}) and "
+                                    f"at most {gathers} AllGather")
             if any(i.name.startswith("past.") for i in original.graph.input):
                 # A convolution state holds each row's last positions, padding included:
                 # rows of different lengths generate one at a time, each as onnxruntime's

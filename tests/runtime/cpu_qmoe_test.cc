@@ -127,5 +127,24 @@ TEST_CASE("QMoE's CPU kernel equals MoE's on the weights its codes stand for",
   }
 }
 
+TEST_CASE("MoE refuses GeGLU with SwiGLU's parameters, naming the node", "[runtime][cpu]") {
+  testing::OneOp o;
+  o.Input("input", testing::Random({2, 16}, 1));
+  o.Input("router_probs", testing::Random({2, 4}, 2));
+  o.Input("fc1", testing::Random({4, 16, 16}, 3));
+  o.None();
+  o.Input("fc2", testing::Random({4, 16, 8}, 4));
+  auto y = o.TryRun("MoE",
+                    {{"activation_type", std::string("geglu")},
+                     {"swiglu_fusion", int64_t{1}},
+                     {"k", int64_t{2}},
+                     {"activation_alpha", 1.702f}},
+                    1, "com.microsoft");
+  REQUIRE_FALSE(y.ok());
+  CHECK_THAT(std::string(y.status().message()), Catch::Contains("the_op") &&
+                                                    Catch::Contains("geglu") &&
+                                                    Catch::Contains("activation_alpha 1.702"));
+}
+
 }  // namespace
 }  // namespace tpc::runtime

@@ -580,6 +580,14 @@ TEST_CASE("GatherBlockQuantized rule: K splits in whole blocks and zero-point by
   INFO(two.text);
   CHECK_FALSE(Has(two, "(S(1), R, S(1), S(1))->(S(2))"));
   CHECK(Has(two, "(R, S(0), R, R)->(S(0))"));
+  CHECK(Has(two, "(S(0), R, S(0), S(0))->(P(sum))"));  // the vocab's masked lookup
+  // Without zero points, named absent: the masked lookup still offered.
+  const Rule absent = RuleOf(
+      "  %t: u8[32, 64] = placeholder\n  %i: i64[b, s] = placeholder\n"
+      "  %s: f32[32, 4] = placeholder\n"
+      "  %y: f32[*] = com.microsoft::GatherBlockQuantized(%t, %i, %s, _) {bits=4, block_size=32}");
+  INFO(absent.text);
+  CHECK(Has(absent, "(S(0), R, S(0), _)->(P(sum))"));
 }
 
 TEST_CASE("pool rules: MaxPool with indices keeps everything whole", "[shard][rules]") {

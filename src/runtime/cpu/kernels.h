@@ -658,7 +658,7 @@ absl::Status ReadMoeAttributes(const KernelContext& ctx, math::MoeLayout* l);
 // Weights of a tile an item of RunMoe's work dequantizes: 64 K (256 KiB of f32).
 constexpr int64_t kExpertTileWeights = int64_t{1} << 16;
 // One FC of the experts for RunMoe, whose work goes to the threads as (expert, a share of
-// its output columns) items, about 32 in all, each expert's share of them that of
+// its output columns) items, about 16 a group of experts, each expert's share that of
 // its tokens: a decode step's few experts still spread over every thread, and a prompt's
 // many experts take one GEMM each.
 struct ExpertProduct {

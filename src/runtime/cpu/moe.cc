@@ -45,6 +45,13 @@ absl::Status ReadMoeAttributes(const KernelContext& ctx, math::MoeLayout* l) {
   l->beta = node.attr_float("activation_beta", 0.0f);
   l->has_limit = node.has_attr("swiglu_limit");
   l->limit = node.attr_float("swiglu_limit", 0.0f);
+  // GeGLU takes none of SwiGLU's parameters: other values would be ignored.
+  if (l->activation == math::MoeActivation::kGeGlu &&
+      (l->alpha != 1.0f || l->beta != 0.0f || l->has_limit)) {
+    return ctx.Error(absl::StrCat("geglu with activation_alpha ", l->alpha, ", activation_beta ",
+                                  l->beta, l->has_limit ? " and a swiglu_limit" : "",
+                                  " is not supported (1, 0 and no limit)"));
+  }
   l->normalize = node.attr_int("normalize_routing_weights", 0) != 0;
   l->k = node.attr_int("k", 1);
   return absl::OkStatus();
@@ -124,7 +131,9 @@ constexpr int64_t kPassFloats = int64_t{16} << 20;
 // weights read once a pass).
 constexpr int64_t kGroupFloats = int64_t{1} << 20;
 // Items of a group's FC (RunProduct), whatever the threads: the same items, so the same
-// sums, on any number of threads.
+// sums, on any number of threads. (Not whatever the batch: a QMoE expert with up to 3
+// tokens reads its codes directly, with more it takes the tiles, and a group's size sets
+// the f32 GEMMs' shapes, so a token's last bits may depend on the tokens beside it.)
 constexpr int64_t kMoeItems = 16;
 
 // RunMoe's buffers, kept by the thread between calls while they hold at most kKeptFloats
@@ -168,8 +177,8 @@ Grouping GroupSlots(const std::vector<int64_t>& experts, int64_t num_experts) {
 
 // out [rows, width] = fc's product of `in` [rows, cols] for experts [e0, e1) of g, whose
 // rows start at g.begin[e0] (row 0 of in and out), as items of (expert, a share of the
-// output columns) spread over the threads: kMoeItems in all, each expert's share of them
-// that of its rows.
+// output columns) spread over the threads: about kMoeItems in all (each expert at least
+// one, and at most fc.max_columns columns an item), each expert's share that of its rows.
 void RunProduct(ThreadPool& pool, const ExpertProduct& fc, const Grouping& g, int64_t e0,
                 int64_t e1, const float* in, int64_t cols, int64_t width, float* out,
                 AlignedVector<float>* arranged) {

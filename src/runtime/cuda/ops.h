@@ -284,8 +284,9 @@ absl::Status Shard(KernelContext& ctx);
 // matmul_ops.cc
 absl::Status MatMul(KernelContext& ctx);
 absl::Status Gemm(KernelContext& ctx);
-// onnxruntime's MatMulNBits (2/4/8-bit block-quantized weights).
+// onnxruntime's GatherBlockQuantized (rows of MatMulNBits' codes, dequantized).
 absl::Status GatherBlockQuantized(KernelContext& ctx);
+// onnxruntime's MatMulNBits (2/4/8-bit block-quantized weights).
 absl::Status MatMulNBits(KernelContext& ctx);
 // onnxruntime's CausalConvWithState (conv_ops.cc).
 absl::Status CausalConvWithState(KernelContext& ctx);

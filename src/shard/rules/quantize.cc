@@ -3,6 +3,7 @@
 // is split with that axis. Blocked quantization (block_size > 0: a scale as large as x
 // with one dim divided into blocks) gets no split here (it runs replicated). Neither
 // op is linear (the zero point), so a partial x is never passed through.
+#include <optional>
 #include <string>
 
 #include "rules.h"
@@ -63,7 +64,10 @@ void GatherBlockQuantized(const RuleContext& ctx, std::vector<Strategy>* out) {
     s.name = "vocab-parallel (masked lookup)";
     s.lowering = LowerMaskedGather;
     s.inputs = {ir::Placement::Shard(0), ir::Placement::Replicate(), ir::Placement::Shard(0)};
-    if (zero_points) s.inputs.push_back(ir::Placement::Shard(0));
+    if (ctx.num_inputs() > 3) {  // zero points, or an explicitly absent fourth input
+      s.inputs.push_back(zero_points ? std::optional<ir::Placement>(ir::Placement::Shard(0))
+                                     : std::nullopt);
+    }
     s.outputs = {ir::Placement::Partial(ir::ReduceOp::kSum)};
     s.compute_fraction = 1.0;
     AddNamedStrategy(ctx, std::move(s), out);
