@@ -118,6 +118,12 @@ absl::StatusOr<shard::ShardOptions> ShardOptionsFor(const ir::Graph& graph,
                                                      kMaxTensorElements, ")"));
     }
     if (kv.first == kUnknownDimName) {
+      // As a named dim the model lacks: a typo or a wrong model, not a no-op.
+      if (!graph.HasDataSizedDim()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--dim ", kUnknownDimName, "=", kv.second,
+            ": the model has no dim sized by its data (NonZero's count, Compress's selection)"));
+      }
       unknown_size = kv.second;
     } else {
       out.dim_sizes[kv.first] = kv.second;

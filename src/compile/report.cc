@@ -35,19 +35,6 @@ bool IsDigits(const std::string& s) {
          std::all_of(s.begin(), s.end(), [](char c) { return absl::ascii_isdigit(c); });
 }
 
-// Whether a value of the graph has a dim the data sizes (Dim::SizedByData).
-bool HasDataSizedDim(const ir::Graph& graph) {
-  for (const ir::Node* node : graph.nodes()) {
-    for (const ir::Value* v : node->outputs()) {
-      if (!v->type().shape) continue;
-      for (const ir::Dim& d : *v->type().shape) {
-        if (d.is_sized_by_data()) return true;
-      }
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 std::string LayerOf(const std::string& name) {
@@ -83,7 +70,7 @@ void CollectShardReport(const ir::Graph& graph, const shard::ShardResult& result
   report.sequence_parallel = options.sequence_parallel;
   report.dims = options.dim_sizes;
   report.default_dim_size = options.default_dim_size;
-  if (HasDataSizedDim(graph)) report.data_sized_dim_size = options.data_sized_dim_size;
+  if (graph.HasDataSizedDim()) report.data_sized_dim_size = options.data_sized_dim_size;
   report.decisions = result.decisions;
   report.largest_table = result.largest_table;
   report.optimal = result.optimal;

@@ -266,4 +266,16 @@ std::string Graph::UniqueName(std::string_view base) const {
   }
 }
 
+bool Graph::HasDataSizedDim() const {
+  for (const Node* node : nodes()) {
+    for (const Value* v : node->outputs()) {
+      if (!v->type().shape) continue;
+      for (const Dim& d : *v->type().shape) {
+        if (d.is_sized_by_data()) return true;
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace tpc::ir

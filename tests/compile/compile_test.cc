@@ -155,6 +155,12 @@ TEST_CASE("compile: a dim the data sizes is priced as the largest input's rows",
   auto gpt2 = tpc::Compile(SourcePath("models/gpt2.onnx"), Tp(2));
   REQUIRE(gpt2.ok());
   CHECK_FALSE(gpt2->report().data_sized_dim_size.has_value());
+  // --dim ?=SIZE for a model with no such dim is refused, as a named dim it lacks.
+  tpc::CompileOptions q = Tp(2);
+  q.dims["?"] = 512;
+  auto typo = tpc::Compile(SourcePath("models/gpt2.onnx"), q);
+  REQUIRE_FALSE(typo.ok());
+  CHECK_THAT(std::string(typo.status().message()), Catch::Contains("no dim sized by its data"));
 }
 
 TEST_CASE("compile: the explanations come back and go to the callback first", "[compile]") {

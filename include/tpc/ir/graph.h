@@ -219,6 +219,10 @@ class Graph {
   // A name not used by any value yet, `base` itself when free, else `base.1`, `base.2`, ...
   std::string UniqueName(std::string_view base) const;
 
+  // Whether a value of the graph has a dim its data sizes (Dim::SizedByData: NonZero's
+  // count, Compress's selection, and dims computed from them).
+  bool HasDataSizedDim() const;
+
  private:
   Node* NewNode(NodeKind kind, NodeList::iterator pos);
   Value* NewOutput(Node* node, std::string name);
