@@ -54,6 +54,16 @@ void Int4DequantizeColumns(const uint8_t* codes, int64_t code_stride, const floa
                            const float* zeros, const uint8_t* packed_zeros, int64_t packed_stride,
                            int64_t blocks, int64_t half, int64_t cols, float* w, int64_t ld);
 
+// f32 rows against whole int4 blocks: up to this many read the codes directly
+// (Int4ColumnsDot); from 4 rows the dequantized tiles (RowColumnDots) are faster. A decode
+// step of the bench model (6-layer int4 Llama shape, 2 threads), direct against tiles:
+// 1 row 17 against 25 ms, 3 rows 27 against 33, 4 rows 38–41 against 31–32, 8 rows 73
+// against 41. MatMulNBits' rows, a QMoE expert's tokens.
+constexpr int64_t kInt4DirectRows = 3;
+// Rows of A multiplied by a tile of weights in one RowColumnDots pass: 64 · K floats
+// (512 KiB at K = 2048) stay in the core's cache beside the tile.
+constexpr int64_t kDotRows = 64;
+
 // c[i·ldc + j] = Σ_p a[i·lda + p] · w[j·ldw + p] over p < k, for i < m and j < n: rows of A
 // against rows of W, both contiguous along k (a multiple of 16), each product a register
 // tile of rows × columns with vectors along k (AVX-512: 4 × 4 of 16 lanes; AVX2: 2 × 4 of

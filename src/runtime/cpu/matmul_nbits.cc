@@ -17,15 +17,6 @@ namespace {
 
 // Up to this many rows (tokens) the packed weight is read directly, not dequantized.
 constexpr int64_t kDirectRows = 4;
-// f32 rows against whole int4 blocks: up to this many read the codes directly
-// (Int4ColumnsDot); from 4 rows the dequantized tiles (RowColumnDots) are faster. A decode
-// step of the bench model (6-layer int4 Llama shape, 2 threads), direct against tiles:
-// 1 row 17 against 25 ms, 3 rows 27 against 33, 4 rows 38–41 against 31–32, 8 rows 73
-// against 41.
-constexpr int64_t kDirectInt4Rows = 3;
-// Rows of A multiplied by a tile of dequantized int4 columns in one pass (RowColumnDots):
-// 64 · K floats (512 KiB at K = 2048) stay in the core's cache beside the tile.
-constexpr int64_t kDotRows = 64;
 
 // The usual int4 layout: whole blocks of a multiple of 32 codes (16 bytes and more).
 bool Int4Blocks(const math::NBitsLayout& l) {
@@ -107,7 +98,7 @@ absl::Status MatMulNBits(KernelContext& ctx) {
       return len;
     };
     const bool int4_f32 = std::is_same_v<T, float> && Int4Blocks(l);
-    if (m <= (int4_f32 ? kDirectInt4Rows : kDirectRows)) {
+    if (m <= (int4_f32 ? kInt4DirectRows : kDirectRows)) {
       // Decoding (a few rows): one pass over the packed weight, each block's codes unpacked
       // once and multiplied into every row; nothing the size of the weight is written.
       if constexpr (std::is_same_v<T, float>) {

@@ -101,13 +101,6 @@ absl::StatusOr<math::MoeLayout> ReadMoeLayout(const KernelContext& ctx) {
   return l;
 }
 
-// Up to this many of an expert's tokens multiply its weight rows in registers
-// (RowColumnDots: no packing); more go through the BLAS, whose packing of the expert's
-// weight then pays. The bench layer (16 experts, hidden 512), 128 tokens (about 32 an
-// expert), 1 and 2 threads: 16.5 -> 15.0 and 8.8 -> 7.6 ms; 512 tokens (128 an expert)
-// in 64-row passes of the registers: 26.3 against 23.2 ms at 2 threads.
-constexpr int64_t kDotTokens = 64;
-
 absl::Status MoE(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(const math::MoeLayout l, ReadMoeLayout(ctx));
   if (ctx.input(0).dtype() != ir::DType::kF32) {
@@ -117,7 +110,13 @@ absl::Status MoE(KernelContext& ctx) {
     ExpertProduct p;
     p.run = [w, rows, cols](int64_t e, const float* in, int64_t n, int64_t first, int64_t last,
                             float* out, int64_t ld, AlignedVector<float>*) {
-      if (n >= 4 && n <= kDotTokens && cols % 16 == 0) {
+      // An expert's 4 to kDotRows tokens (one pass) multiply its weight rows in registers
+      // (RowColumnDots: no packing); 1 to 3 keep the BLAS's GEMV, more its GEMM, whose
+      // packing of the expert's weight then pays. The bench layer (16 experts, hidden
+      // 512), 128 tokens (about 32 an expert), 1 and 2 threads: 16.5 -> 14.2 and 8.8 ->
+      // 7.3 ms; 512 tokens (128 an expert) in passes of kDotRows: 26.3 against 23.2 ms
+      // at 2 threads.
+      if (n >= 4 && n <= kDotRows && cols % 16 == 0) {
         RowColumnDots(in, cols, n, w + (e * rows + first) * cols, cols, last - first, cols,
                       out + first, ld);
         return;
@@ -262,52 +261,48 @@ absl::Status RunMoe(KernelContext& ctx, const math::MoeLayout& l, const ExpertPr
     }
     const Grouping g = GroupSlots(experts, l.experts);
     results.resize(static_cast<size_t>(slots * h));
-    for (int64_t e0 = 0; e0 < l.experts;) {
+    for (int64_t e0 = 0, e1 = 1; e0 < l.experts; e0 = e1, e1 = e0 + 1) {
       // Experts [e0, e1): group_rows rows or fewer, or one expert with more.
       const int64_t r0 = g.begin[static_cast<size_t>(e0)];
-      int64_t e1 = e0 + 1;
       while (e1 < l.experts && g.begin[static_cast<size_t>(e1 + 1)] - r0 <= group_rows) ++e1;
       const int64_t n = g.begin[static_cast<size_t>(e1)] - r0;
-      if (n > 0) {
-        in.resize(static_cast<size_t>(n * h));
-        pool.ParallelFor(n, std::max<int64_t>(1, 4096 / std::max<int64_t>(h, 1)),
-                         [&](int64_t lo, int64_t hi) {
-                           for (int64_t r = lo; r < hi; ++r) {
-                             const int64_t t = t0 + g.slot[static_cast<size_t>(r0 + r)] / k;
-                             std::copy_n(x.data<float>() + t * h, h, in.data() + r * h);
+      if (n == 0) continue;
+      in.resize(static_cast<size_t>(n * h));
+      pool.ParallelFor(n, std::max<int64_t>(1, 4096 / std::max<int64_t>(h, 1)),
+                       [&](int64_t lo, int64_t hi) {
+                         for (int64_t r = lo; r < hi; ++r) {
+                           const int64_t t = t0 + g.slot[static_cast<size_t>(r0 + r)] / k;
+                           std::copy_n(x.data<float>() + t * h, h, in.data() + r * h);
+                         }
+                       });
+      fc1_out.resize(static_cast<size_t>(n * rows));
+      RunProduct(pool, fc1, g, e0, e1, in.data(), h, rows, fc1_out.data(), &arranged);
+      act.resize(static_cast<size_t>(n * inter));
+      pool.ParallelFor(n, std::max<int64_t>(1, 4096 / std::max<int64_t>(rows, 1)),
+                       [&](int64_t lo, int64_t hi) {
+                         for (int64_t r = lo; r < hi; ++r) {
+                           float* f = fc1_out.data() + r * rows;
+                           if (b1 != nullptr) {
+                             const float* bias = b1 + g.expert[static_cast<size_t>(r0 + r)] * rows;
+                             for (int64_t c = 0; c < rows; ++c) f[c] += bias[c];
                            }
-                         });
-        fc1_out.resize(static_cast<size_t>(n * rows));
-        RunProduct(pool, fc1, g, e0, e1, in.data(), h, rows, fc1_out.data(), &arranged);
-        act.resize(static_cast<size_t>(n * inter));
-        pool.ParallelFor(n, std::max<int64_t>(1, 4096 / std::max<int64_t>(rows, 1)),
-                         [&](int64_t lo, int64_t hi) {
-                           for (int64_t r = lo; r < hi; ++r) {
-                             float* f = fc1_out.data() + r * rows;
-                             if (b1 != nullptr) {
-                               const float* bias =
-                                   b1 + g.expert[static_cast<size_t>(r0 + r)] * rows;
-                               for (int64_t c = 0; c < rows; ++c) f[c] += bias[c];
-                             }
-                             for (int64_t c = 0; c < inter; ++c) {
-                               act.data()[r * inter + c] = math::MoeActivate(l, f, c);
-                             }
+                           for (int64_t c = 0; c < inter; ++c) {
+                             act.data()[r * inter + c] = math::MoeActivate(l, f, c);
                            }
-                         });
-        fc2_out.resize(static_cast<size_t>(n * h));
-        RunProduct(pool, fc2, g, e0, e1, act.data(), inter, h, fc2_out.data(), &arranged);
-        pool.ParallelFor(
-            n, std::max<int64_t>(1, 4096 / std::max<int64_t>(h, 1)), [&](int64_t lo, int64_t hi) {
-              for (int64_t r = lo; r < hi; ++r) {
-                const float* f = fc2_out.data() + r * h;
-                const float* bias =
-                    b2 != nullptr ? b2 + g.expert[static_cast<size_t>(r0 + r)] * h : nullptr;
-                float* dst = results.data() + g.slot[static_cast<size_t>(r0 + r)] * h;
-                for (int64_t c = 0; c < h; ++c) dst[c] = f[c] + (bias ? bias[c] : 0.0f);
-              }
-            });
-      }
-      e0 = e1;
+                         }
+                       });
+      fc2_out.resize(static_cast<size_t>(n * h));
+      RunProduct(pool, fc2, g, e0, e1, act.data(), inter, h, fc2_out.data(), &arranged);
+      pool.ParallelFor(
+          n, std::max<int64_t>(1, 4096 / std::max<int64_t>(h, 1)), [&](int64_t lo, int64_t hi) {
+            for (int64_t r = lo; r < hi; ++r) {
+              const float* f = fc2_out.data() + r * h;
+              const float* bias =
+                  b2 != nullptr ? b2 + g.expert[static_cast<size_t>(r0 + r)] * h : nullptr;
+              float* dst = results.data() + g.slot[static_cast<size_t>(r0 + r)] * h;
+              for (int64_t c = 0; c < h; ++c) dst[c] = f[c] + (bias ? bias[c] : 0.0f);
+            }
+          });
     }
     float* out = y->data<float>() + t0 * h;
     pool.ParallelFor(tokens, 16, [&](int64_t first, int64_t last) {

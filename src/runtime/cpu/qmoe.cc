@@ -47,13 +47,6 @@ absl::StatusOr<math::MoeQuant> ReadFc(const KernelContext& ctx, int fc, int64_t 
   return q;
 }
 
-// Up to this many of an expert's tokens, 4-bit codes in blocks of a multiple of 32 are
-// read straight into the vector lanes (Int4ColumnsDot, MatMulNBits' decode path); more
-// multiply a dequantized tile of columns in registers (RowColumnDots, its prefill path).
-constexpr int64_t kDirectTokens = 3;
-// Rows of input multiplied by a dequantized tile in one pass (RowColumnDots).
-constexpr int64_t kDotRows = 64;
-
 // Row `codes` of `cols` weights dequantized into `out`, as math::MoeQuantWeight reads each
 // (the same (code - zero) · scale in f32), a block at a time: no division per weight.
 void DequantizeRow(const math::MoeQuant& q, const uint8_t* codes, const float* scales, int64_t cols,
@@ -177,12 +170,12 @@ absl::Status QMoE(KernelContext& ctx) {
     const uint8_t* c = codes.data<uint8_t>();
     const float* s = scales.data<float>();
     ExpertProduct p;
+    // An item's dequantized columns stay in the core's cache (MatMulNBits' tiles).
+    p.max_columns = std::max<int64_t>(16, kExpertTileWeights / std::max<int64_t>(cols, 1));
     if (fc.bits == 4 && fc.block % 32 == 0 && cols % fc.block == 0) {
       // The usual int4 layout: the input rows rearranged once into each block's even and
       // odd values, the order of the codes' low and high nibbles.
       const int64_t block = fc.block, half = fc.block / 2;
-      // A tile of dequantized columns stays in the core's cache (MatMulNBits' tiles).
-      p.max_columns = std::max<int64_t>(16, kExpertTileWeights / std::max<int64_t>(cols, 1));
       p.arrange = [cols, block](const float* in, int64_t n, float* out) {
         EvenOddPairs(in, n, cols, block, out);
       };
@@ -190,7 +183,8 @@ absl::Status QMoE(KernelContext& ctx) {
                   int64_t ld, AlignedVector<float>* scratch) {
         const uint8_t* ce = c + (e * rows + first) * row_bytes;
         const float* se = s + (e * rows + first) * row_scales;
-        if (n <= kDirectTokens) {
+        // A decode step's few tokens straight from the codes (MatMulNBits' decode path).
+        if (n <= kInt4DirectRows) {
           Int4ColumnsDot(ce, se, nullptr, nullptr, 0, last - first, row_scales, half, in, cols, n,
                          out + first, ld);
           return;
@@ -207,9 +201,8 @@ absl::Status QMoE(KernelContext& ctx) {
       };
       return p;
     }
-    // Otherwise (8 bits, per-row scales of other widths) the item's rows dequantized, a
-    // cache's worth, and multiplied by one GEMM.
-    p.max_columns = std::max<int64_t>(16, kExpertTileWeights / std::max<int64_t>(cols, 1));
+    // Otherwise (8 bits, per-row scales of other widths) the item's rows dequantized and
+    // multiplied by one GEMM.
     p.run = [=](int64_t e, const float* in, int64_t n, int64_t first, int64_t last, float* out,
                 int64_t ld, AlignedVector<float>* scratch) {
       scratch->resize(static_cast<size_t>((last - first) * cols));
