@@ -43,14 +43,13 @@ def cpu_session(path, exact=False):
     import onnxruntime as ort
     import unfuse_geglu_moe
     model = onnx.load(path)
-    if exact:
-        for node in model.graph.node:
-            if node.op_type == "MatMulNBits":
-                for a in node.attribute:
-                    if a.name == "accuracy_level":
-                        a.i = 0
-    elif not fused(model) and not unfuse_geglu_moe.geglu(model):
-        return ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    if not exact and not fused(model) and not unfuse_geglu_moe.geglu(model):
+        return ort.InferenceSession(path, providers=["CPUExecutionProvider"])  # as it is
+    for node in model.graph.node if exact else []:
+        if node.op_type == "MatMulNBits":
+            for a in node.attribute:
+                if a.name == "accuracy_level":
+                    a.i = 0
     if fused(model):
         model = unfuse(model)
     if unfuse_geglu_moe.geglu(model):
