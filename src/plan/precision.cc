@@ -26,6 +26,11 @@ const std::set<std::string> kRefused = {
 // Inputs that ONNX types as f32 whatever the data's type: (op, input index).
 const std::set<std::pair<std::string, int>> kF32Inputs = {{"Resize", 2}, {"Upsample", 1}};
 
+// Attributes whose absence means an f32 tensor (ConstantOfShape's `value`: one f32 zero):
+// a half plan states the default in the plan's type.
+const std::set<std::pair<std::string, std::string>> kF32DefaultValue = {
+    {"ConstantOfShape", "value"}};
+
 // Attributes naming an element type (ONNX's TensorProto codes): Cast's `to`, the
 // generators' `dtype`.
 const std::set<std::string> kTypeAttrs = {"to", "dtype"};
@@ -100,6 +105,12 @@ absl::Status ConvertFloatPrecision(ir::Graph& graph, DType to) {
     if (!n->is_call() || input_casts.count(n)) continue;
     for (ir::Value* out : n->outputs()) {
       if (out->type().dtype == DType::kF32) out->set_type(WithDType(out->type(), to));
+    }
+    for (const auto& [op, key] : kF32DefaultValue) {
+      if (n->op_type() == op && n->domain().empty() && !n->attrs().count(key) &&
+          n->output(0)->type().dtype == to) {
+        n->attrs()[key] = Converted(ir::Tensor::FromFloat({1}, {0.0f}), to);
+      }
     }
     for (auto& [key, value] : n->attrs()) {
       if (kTypeAttrs.count(key) && std::holds_alternative<int64_t>(value) &&
