@@ -55,6 +55,7 @@ ARCHS = {
     "lfm2moe": "Lfm2MoeForCausalLM",
     "lfm2": "Lfm2ForCausalLM",
     "gemma4moe": "Gemma4ForConditionalGeneration",
+    "qwen35": "Qwen3_5ForConditionalGeneration",
 }
 # Beyond SHAPE, by architecture: onnxruntime wants a windowed cache of at least the window's
 # rows (the test data's past is 3 rows), a rotary cache of a multiple of 8 (partial rotary:
@@ -92,9 +93,20 @@ CONFIG = {
                       tie_word_embeddings=True,
                       layer_types=["sliding_attention", "full_attention"]),
 }
+CONFIG["qwen35"] = dict(
+    # Qwen 3.5 (text): a Gated DeltaNet layer (its short-convolution state and its
+    # recurrent state carried: CausalConvWithState, LinearAttention) and a gated full
+    # attention layer (M-RoPE positions [3, batch, seq], partial rotary 1/4, Q/K norms);
+    # 2 key heads and 4 value heads of 16 in the linear layer.
+    pad_token_id=0, linear_conv_kernel_dim=4, linear_key_head_dim=16, linear_value_head_dim=16,
+    linear_num_key_heads=2, linear_num_value_heads=4,
+    layer_types=["linear_attention", "full_attention"],
+    rope_parameters={"rope_theta": 10000.0, "partial_rotary_factor": 0.25,
+                     "rope_type": "default", "mrope_section": [1, 1, 0],
+                     "mrope_interleaved": True})
 # Multimodal models whose builder reads only the text model: their configuration is the
 # text model's, under text_config.
-TEXT_CONFIG = {"gemma4moe": "Gemma4Config"}
+TEXT_CONFIG = {"gemma4moe": "Gemma4Config", "qwen35": "Qwen3_5Config"}
 # Configuration classes not named after the model's.
 CONFIG_CLASS = {"gemma3": "Gemma3TextConfig"}
 
@@ -130,7 +142,7 @@ def save_hf(arch, folder):
 # Exports whose int4 reference computes MatMulNBits exactly (accuracy_level 0, as tpc does):
 # Gemma 4's per-head Q/K/V norms scale onnxruntime's int8 activation quantization
 # (accuracy_level 4) up to about 1e-2 in the cache, past the int4 tolerance.
-EXACT_INT4 = {"gemma4moe"}
+EXACT_INT4 = {"gemma4moe", "qwen35"}
 
 
 def write_test_data(model_path, out_dir, config=SHAPE, exact=False):
@@ -147,8 +159,9 @@ def write_test_data(model_path, out_dir, config=SHAPE, exact=False):
             feeds[i.name] = rng.integers(0, SHAPE["vocab_size"], (BATCH, SEQ), dtype=np.int64)
         elif i.name == "attention_mask":
             feeds[i.name] = np.ones((BATCH, PAST + SEQ), dtype=np.int64)
-        elif i.name == "position_ids":  # Optimum's exports
-            feeds[i.name] = np.tile(np.arange(PAST, PAST + SEQ, dtype=np.int64), (BATCH, 1))
+        elif i.name == "position_ids":  # Optimum's exports; M-RoPE's [3, batch, seq]
+            ids = np.tile(np.arange(PAST, PAST + SEQ, dtype=np.int64), (BATCH, 1))
+            feeds[i.name] = np.stack([ids] * 3) if len(i.shape) == 3 else ids
         elif i.name.startswith("past_key_values"):
             # [batch, K/V heads, past, head size]: the layer's own heads and size where the
             # export names them (Gemma 4's global layers differ from its windowed ones).
@@ -156,7 +169,7 @@ def write_test_data(model_path, out_dir, config=SHAPE, exact=False):
             heads = i.shape[1] if isinstance(i.shape[1], int) else config["num_key_value_heads"]
             size = i.shape[3] if isinstance(i.shape[3], int) else head_dim
             feeds[i.name] = rng.standard_normal((BATCH, heads, PAST, size)).astype(dtype)
-        elif i.name.startswith("past."):  # a convolution's state [batch, channels, k - 1]
+        elif i.name.startswith("past."):  # a convolution's or a recurrence's state
             dtype = np.float16 if i.type == "tensor(float16)" else np.float32
             feeds[i.name] = rng.standard_normal(
                 [BATCH if isinstance(d, str) else d for d in i.shape]).astype(dtype)

@@ -40,6 +40,7 @@ constexpr ExtraSchema kExtra[] = {
      "state_length=0 state_update_capacity=0 state_window=0",
      4},
     {kMs, "FastGelu", "", "", 2},
+    {kMs, "GatedRMSNorm", "activation:string epsilon:float", "", 3},
     // The builder's tied int4 embedding: a uint8 table gathered by rows.
     {kMs, "GatherBlockQuantized", "bits:int block_size:int gather_axis:int quantize_axis:int",
      "gather_axis=0", 4},
@@ -51,6 +52,16 @@ constexpr ExtraSchema kExtra[] = {
      "sliding_window_cache:int smooth_softmax:int softcap:float v_quant_type:string",
      "causal=1 kv_cache_bit_width=0 k_quant_type=NONE v_quant_type=NONE qk_output=0", 17,
      "10 12 13 16"},
+    // Gated DeltaNet's recurrence (Qwen 3.5); one state per call, not per token.
+    {kMs, "LinearAttention",
+     "chunk_size:int kv_num_heads:int q_num_heads:int scale:float state_window:int "
+     "update_rule:string",
+     "state_window=0", 6},
+    {kMs, "LinearAttentionGate", "", "", 4},
+    {kMs, "MRotaryEmbedding",
+     "interleaved:int is_packed_batching:int mrope_layout:int mrope_section:ints num_heads:int "
+     "rotary_embedding_dim:int scale:float",
+     "is_packed_batching=0", 4},
     {kMs, "MatMulNBits",
      "K:int N:int accuracy_level:int bits:int block_size:int weight_prepacked:int",
      "weight_prepacked=0", 6, "4"},

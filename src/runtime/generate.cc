@@ -36,8 +36,8 @@ const IoSpec* Find(const std::vector<IoSpec>& specs, const std::string& name) {
 
 // The cache pair a past input belongs to: `past_key_values.3.key` → `present.3.key`,
 // `past_key_3` → `present_key_3` (KV caches), `past.1.conv` → `present.1.conv`
-// (onnxruntime-genai's convolution states, DecoderIo::Cache::state); nullopt when the name
-// is not a past.
+// (onnxruntime-genai's convolution and recurrent states, DecoderIo::Cache::state); nullopt when the
+// name is not a past.
 std::optional<DecoderIo::Cache> CacheOf(const std::string& past) {
   struct Form {
     const char *past, *present;
@@ -139,6 +139,14 @@ absl::StatusOr<DecoderIo> FindDecoderIo(const std::vector<IoSpec>& inputs,
       io.attention_mask = in.name;
     } else if (in.name == "position_ids") {
       io.position_ids = in.name;
+      if (in.type.shape && in.type.shape->size() == 3) {  // M-RoPE's [3, batch, seq]
+        const ir::Dim& streams = in.type.shape->front();
+        if (!streams.is_static() || streams.value() < 1) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "position_ids ", in.type.ToString(), ": a 3-D one must be [streams, batch, seq]"));
+        }
+        io.position_streams = streams.value();
+      }
     } else if (std::optional<DecoderIo::Cache> c = CacheOf(in.name)) {
       if (Find(outputs, c->present) == nullptr) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -151,7 +159,7 @@ absl::StatusOr<DecoderIo> FindDecoderIo(const std::vector<IoSpec>& inputs,
           absl::StrCat("input '", in.name,
                        "' is none of a decoder's: input_ids, attention_mask, position_ids, "
                        "past_key_values.{i}.key|value, past_key_{i}/past_value_{i} or "
-                       "past.{i}.conv"));
+                       "past.{i}.conv|recurrent"));
     }
   }
   if (io.input_ids.empty()) return absl::InvalidArgumentError("the model has no input_ids input");
@@ -254,8 +262,10 @@ absl::StatusOr<GenerateResult> Generate(const DecoderIo& io, const std::vector<I
       });
     }
     if (!io.position_ids.empty()) {  // from each row's first token (the padding's: 0)
-      feed[io.position_ids] = Ints(dtype_of(io.position_ids), {batch, seq}, [&](int64_t i) {
-        const int64_t b = i / seq, col = i % seq;
+      std::vector<int64_t> shape = {batch, seq};
+      if (io.position_streams > 0) shape.insert(shape.begin(), io.position_streams);
+      feed[io.position_ids] = Ints(dtype_of(io.position_ids), shape, [&](int64_t i) {
+        const int64_t b = i % (batch * seq) / seq, col = i % seq;  // each stream the same
         if (io.pad_right) return step == 0 ? col : tokens(b) - 1;
         return std::max<int64_t>(past + col - pad[static_cast<size_t>(b)], 0);
       });

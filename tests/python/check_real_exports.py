@@ -95,7 +95,9 @@ def ort_greedy(model, prompt, steps):
         feeds["input_ids"] = ids
         feeds["attention_mask"] = np.ones((batch, total), np.int64)
         if any(i.name == "position_ids" for i in session.get_inputs()):
-            feeds["position_ids"] = np.tile(np.arange(total - ids.shape[1], total), (batch, 1))
+            pos = np.tile(np.arange(total - ids.shape[1], total), (batch, 1))
+            rank = len(next(i for i in session.get_inputs() if i.name == "position_ids").shape)
+            feeds["position_ids"] = np.stack([pos] * 3) if rank == 3 else pos  # M-RoPE's
         out = dict(zip(names, session.run(None, feeds)))
         last = out["logits"][:, -1].argmax(-1)
         for b in range(batch):
@@ -121,8 +123,8 @@ def main():
     ap.add_argument("--tp-run", required=True)
     ap.add_argument("--models", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--min-models", type=int, default=15,
-                    help="fewer exports under --models is a failure (default: the committed 15)")
+    ap.add_argument("--min-models", type=int, default=17,
+                    help="fewer exports under --models is a failure (default: the committed 17)")
     ap.add_argument("--no-layout", action="store_true",
                     help="report the layout checks as notes, not failures")
     args = ap.parse_args()
@@ -154,9 +156,10 @@ def main():
                    for o in original.graph.output)
         tol = (["--rtol", "2e-2", "--atol", "1e-2"] if "int4" in name else
                [] if half else ["--rtol", "1e-3", "--atol", "1e-4"])
-        # Layers: those with a KV cache, and LFM2's with a convolution state.
-        layers = sum(1 for i in original.graph.input
-                     if i.name.endswith(".key") or i.name.startswith("past."))
+        # Layers: those with a KV cache, and LFM2's with a convolution state (Qwen 3.5's
+        # linear attention layers carry two states, past.{i}.conv and past.{i}.recurrent).
+        layers = len({i.name.split(".")[1] for i in original.graph.input
+                      if i.name.endswith(".key") or i.name.startswith("past.")})
         kinds = {(n.domain, n.op_type) for n in original.graph.node}
         dims = list(DIMS[family])
         config = os.path.join(folder, "genai_config.json")
@@ -235,8 +238,13 @@ def main():
                 want_reduce = (3 if both else 2) * layers + (1 if vocab_parallel else 0)
                 # Besides: the embedding's and the logits' all-gathers (and Optimum's rotary
                 # frequencies, gathered once per forward).
+                # Qwen 3.5's Gated DeltaNet layers gather their fused Q/K/V convolution's
+                # output (its channels hold the query, key and value heads one after the
+                # other: tpc does not yet cut the projection into parts through the
+                # convolution, as it does for a fused QKV feeding a Split).
+                linear = sum(1 for node in original.graph.node if node.op_type == "LinearAttention")
                 gathers = (2 if family == "genai" else 3) + (layers if moe else 0) - \
-                    (1 if vocab_parallel else 0)
+                    (1 if vocab_parallel else 0) + linear
                 if counts.get("AllReduce", 0) != want_reduce or \
                         counts.get("AllGather", 0) > gathers or counts.get("ReduceScatter", 0):
                     layout.append(f"{what}: collectives {counts}, expected {want_reduce} "

@@ -132,6 +132,89 @@ def cases():
     out += qmoe_cases(np.random.default_rng(11))
     out += causal_conv_cases(np.random.default_rng(6))
     out += gather_block_quantized_cases(np.random.default_rng(12))
+    out += gated_delta_net_cases(np.random.default_rng(13))
+    return out
+
+
+def gated_delta_net_cases(rng):
+    """Qwen 3.5's Gated DeltaNet layer as onnxruntime-genai's builder writes it:
+    LinearAttention under each update rule, inverse GQA (more value heads than query and key
+    heads: Qwen 3.5's) and GQA, a first prompt (no state), a decode step, per-key-row decay
+    and one rate per token; LinearAttentionGate with and without the rate (softplus past its
+    threshold of 20 included); GatedRMSNorm, silu and sigmoid; M-RoPE (MRotaryEmbedding) in
+    both layouts, 3-D and 4-D, partial rotary, interleaved pairs and a scale; and ONNX's
+    LpNormalization (p 1 and 2, a zero vector, an inner axis)."""
+    def f32(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    def sigmoid(x):
+        return (1 / (1 + np.exp(-x))).astype(np.float32)
+
+    out = []
+    b, t = 2, 5
+    for name, hq, hv, dk, dv, rule, extra in [
+            ("gated_delta_inverse_gqa", 2, 4, 8, 6, "gated_delta", {}),
+            ("gated_delta_gqa", 4, 2, 8, 6, "gated_delta", {"scale": 0.5}),
+            ("gated_delta_first_prompt", 2, 2, 8, 8, "gated_delta", {"no_past": 1}),
+            ("gated_delta_decode", 2, 4, 16, 16, "gated_delta", {"tokens": 1}),
+            ("gated_per_key_decay", 2, 2, 4, 6, "gated", {"per_key": 1}),
+            ("delta_rate_per_token", 2, 2, 4, 6, "delta", {"rate_one": 1}),
+            ("linear_default_scale", 3, 3, 4, 5, "linear", {"default_scale": 1})]:
+        extra = dict(extra)
+        tokens = extra.pop("tokens", t)
+        hk = min(hq, hv)
+        decay = None
+        if "gated" in rule:
+            width = hv * dk if extra.pop("per_key", 0) else hv
+            decay = -np.abs(f32(b, tokens, width))
+        rate = None
+        if "delta" in rule:
+            rate = sigmoid(f32(b, tokens, 1 if extra.pop("rate_one", 0) else hv))
+        key = f32(b, tokens, hk * dk)
+        key /= np.linalg.norm(key.reshape(b, tokens, hk, dk), axis=-1).repeat(dk, -1)
+        attrs = {"q_num_heads": hq, "kv_num_heads": hv, "update_rule": rule}
+        if not extra.pop("default_scale", 0):
+            attrs["scale"] = extra.pop("scale", 1.0 / np.sqrt(dk))
+        past = None if extra.pop("no_past", 0) else f32(b, hv, dk, dv) * 0.5
+        out.append(Case(f"linear_attention_{name}", "LinearAttention",
+                        [("query", f32(b, tokens, hq * dk)), ("key", key),
+                         ("value", f32(b, tokens, hv * dv)), ("past_state", past),
+                         ("decay", decay), ("beta", rate)],
+                        ["output", "present_state"], **attrs))
+    a = f32(2, 3, 4) * 8
+    a[0, 0] = [25.0, -25.0, 19.0, 0.0]
+    dt_bias, decay_scale = f32(4), -np.exp(f32(4))
+    out.append(Case("linear_attention_gate", "LinearAttentionGate",
+                    [("a", a), ("dt_bias", dt_bias), ("decay_scale", decay_scale),
+                     ("b", f32(2, 3, 4))], ["decay", "beta"]))
+    out.append(Case("linear_attention_gate_decay_only", "LinearAttentionGate",
+                    [("a", a), ("dt_bias", dt_bias), ("decay_scale", decay_scale)], ["decay"]))
+    for act in ("silu", "sigmoid"):
+        out.append(Case(f"gated_rms_norm_{act}", "GatedRMSNorm",
+                        [("X", f32(2, 3, 32)), ("scale", f32(8)), ("gate", f32(2, 3, 32))],
+                        ["Y"], activation=act, epsilon=1e-6))
+    angles = rng.random((16, 6)) * 3
+    cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+    for name, x, sections, attrs in [
+            ("interleaved_3d_partial", f32(2, 3, 2 * 16), [2, 1, 1],
+             {"num_heads": 2, "rotary_embedding_dim": 8, "mrope_layout": 1}),
+            ("chunked_3d", f32(2, 3, 2 * 12), [2, 2, 2], {"num_heads": 2}),
+            ("chunked_4d_pairs", f32(2, 2, 3, 12), [3, 2, 1], {"interleaved": 1}),
+            ("interleaved_4d_scale", f32(1, 2, 3, 12), [2, 2, 2],
+             {"mrope_layout": 1, "scale": 0.5})]:
+        half = sum(sections)
+        positions = rng.integers(0, 16, (3, x.shape[0], x.shape[-2] if x.ndim == 4 else
+                                         x.shape[1])).astype(np.int64)
+        out.append(Case(f"mrotary_embedding_{name}", "MRotaryEmbedding",
+                        [("input", x), ("position_ids", positions),
+                         ("cos_cache", np.ascontiguousarray(cos[:, :half])),
+                         ("sin_cache", np.ascontiguousarray(sin[:, :half]))],
+                        ["output"], mrope_section=sections, **attrs))
+    x = f32(2, 3, 8)
+    x[1, 2] = 0
+    for name, p, axis in [("l2", 2, -1), ("l1", 1, -1), ("l2_axis1", 2, 1)]:
+        out.append(Case(f"lp_normalization_{name}", "LpNormalization", [("input", x)],
+                        ["output"], domain="", p=p, axis=axis))
     return out
 
 

@@ -307,3 +307,49 @@ TEST_CASE("rt::Generate: with a state, rows of different lengths generate alone"
   CHECK(g->last_logits.data<float>()[0] == 1);      // row 0's last step read 4: argmax 0
   CHECK(g->last_logits.data<float>()[5 + 1] == 1);  // row 1's read 0: argmax 1
 }
+
+// Qwen 3.5's position_ids are M-RoPE's [3, batch, seq]: every stream holds the tokens'
+// positions (text only), the prefill's from 0 and a step's from the tokens so far.
+TEST_CASE("rt::Generate feeds M-RoPE's three position streams", "[tools][generate]") {
+  using tpc::ir::Dim;
+  using tpc::ir::DType;
+  using tpc::ir::TensorType;
+  const Dim batch = Dim::Symbol("batch"), seq = Dim::Symbol("seq");
+  const std::vector<rt::IoSpec> inputs = {
+      {"input_ids", TensorType(DType::kI64, {batch, seq})},
+      {"position_ids", TensorType(DType::kI64, {3, batch, seq})},
+      {"past.0.recurrent", TensorType(DType::kF32, {batch, 2, 4, 4})}};
+  const std::vector<rt::IoSpec> outputs = {
+      {"logits", TensorType(DType::kF32, {batch, seq, 5})},
+      {"present.0.recurrent", TensorType(DType::kF32, {batch, 2, 4, 4})}};
+  auto io = rt::FindDecoderIo(inputs, outputs);
+  REQUIRE(io.ok());
+  CHECK(io->position_streams == 3);
+  std::vector<std::vector<int64_t>> seen;
+  const rt::RankStep step =
+      [&](const std::map<std::string, rt::Tensor>& feed,
+          const rt::StepKind&) -> absl::StatusOr<std::map<std::string, rt::Tensor>> {
+    const rt::Tensor& pos = feed.at("position_ids");
+    const rt::Tensor& ids = feed.at("input_ids");
+    REQUIRE(pos.shape() == std::vector<int64_t>{3, ids.dim(0), ids.dim(1)});
+    seen.emplace_back(pos.data<int64_t>(), pos.data<int64_t>() + pos.num_elements());
+    const int64_t b = ids.dim(0), n = ids.dim(1);
+    rt::Tensor logits = rt::Tensor::Allocate(DType::kF32, {b, n, 5});
+    for (int64_t r = 0; r < b; ++r) logits.data<float>()[(r * n + n - 1) * 5 + 1] = 1;
+    return std::map<std::string, rt::Tensor>{
+        {"logits", logits},
+        {"present.0.recurrent", rt::Tensor::Allocate(DType::kF32, {b, 2, 4, 4})}};
+  };
+  rt::Tensor prompt = rt::Tensor::Allocate(DType::kI64, {2, 2});
+  auto g = rt::Generate(*io, inputs, outputs, prompt, 2, step);
+  INFO(g.status().ToString());
+  REQUIRE(g.ok());
+  REQUIRE(seen.size() == 2);
+  // [3, 2 rows, 2 tokens], then [3, 2 rows, 1 token] at position 2.
+  CHECK(seen[0] == std::vector<int64_t>{0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1});
+  CHECK(seen[1] == std::vector<int64_t>{2, 2, 2, 2, 2, 2});
+  auto symbolic = inputs;
+  symbolic[1].type = TensorType(DType::kI64, {Dim::Symbol("s"), batch, seq});
+  auto bad = rt::FindDecoderIo(symbolic, outputs);
+  CHECK_FALSE(bad.ok());
+}

@@ -21,14 +21,18 @@ struct DecoderIo {
   std::string input_ids;
   std::string attention_mask;  // empty: the model has none
   std::string position_ids;    // empty: none
+  // position_ids [streams, batch, seq] (M-RoPE's three: Qwen 3.5), each stream the
+  // tokens' positions; 0: [batch, seq].
+  int64_t position_streams = 0;
   struct Cache {
     std::string past, present;
     // A cache kept at a fixed capacity (Executor::FixedCacheRows; the caller sets it)
     // starts at it, zeros; 0: it starts empty and grows.
     int64_t fixed_rows = 0;
-    // A state that does not grow with the tokens (onnxruntime-genai's convolution states,
-    // `past.{i}.conv`): it holds the last positions of every row, padding included, so
-    // prompts of different lengths cannot share a batch (Generate runs them one by one).
+    // A state that does not grow with the tokens (onnxruntime-genai's convolution and recurrent
+    // states, `past.{i}.conv`, `past.{i}.recurrent`): it holds the last positions of every row,
+    // padding included, so prompts of different lengths cannot share a batch (Generate runs them
+    // one by one).
     bool state = false;
   };
   std::vector<Cache> cache;

@@ -40,7 +40,9 @@ using FeatureDimFn = std::optional<int64_t> (*)(
 // The axis along which the op joins its inputs whole (Concat), normalized; nullopt
 // when it does not (a KV cache is the past concatenated with the new keys). An op whose
 // outputs include such joins (GroupQueryAttention's presents: past and new keys on axis
-// 2) gives their axis too: each output is paired with the input of its shape.
+// 2) gives their axis too: each output is paired with the input of its shape. A state
+// carried between steps whole (CausalConvWithState's, LinearAttention's: the present has
+// the past's shape) gives an axis it is never split along, and is paired the same way.
 using JoinAxisFn = std::optional<int64_t> (*)(const ir::Node& node);
 
 // The symbolic dims the op folds a split dim into as blocks: a Reshape

@@ -172,4 +172,42 @@ absl::Status InferMsAttention(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// onnxruntime's LinearAttention: output [B, T, max(q_num_heads, kv_num_heads) · dv] (dv =
+// value's width / kv_num_heads); present_state [B, kv_num_heads, dk, dv] (dk = query's
+// width / q_num_heads).
+absl::Status InferLinearAttention(InferenceContext& ctx) {
+  TPC_RETURN_IF_ERROR(RequireInputs(ctx, 3));
+  TPC_ASSIGN_OR_RETURN(const Dims* q, RankedInput(ctx, 0));
+  TPC_ASSIGN_OR_RETURN(const Dims* v, RankedInput(ctx, 2));
+  const int64_t hq = ctx.node().attr_int("q_num_heads", 0);
+  const int64_t hv = ctx.node().attr_int("kv_num_heads", 0);
+  if (hq <= 0 || hv <= 0 || q->size() != 3 || v->size() != 3) {
+    return ctx.Error(
+        "q_num_heads and kv_num_heads must be positive, query and value [batch, "
+        "tokens, heads · size]");
+  }
+  auto per_head = [&](const Dim& width, int64_t heads) -> absl::StatusOr<Dim> {
+    if (!width.is_static()) return Dim();
+    if (width.value() % heads != 0) {
+      return ctx.Error(absl::StrCat("width ", width.value(), " is not ", heads, " heads"));
+    }
+    return Dim(width.value() / heads);
+  };
+  TPC_ASSIGN_OR_RETURN(const Dim dk, per_head((*q)[2], hq));
+  TPC_ASSIGN_OR_RETURN(const Dim dv, per_head((*v)[2], hv));
+  const ir::DType t = ctx.input_type(0).dtype;
+  const int64_t heads = std::max(hq, hv);
+  ctx.set_output_type(
+      0, TensorType(t, {(*q)[0], (*q)[1], dv.is_static() ? Dim(heads * dv.value()) : Dim()}));
+  if (ctx.num_outputs() > 1) ctx.set_output_type(1, TensorType(t, {(*q)[0], Dim(hv), dk, dv}));
+  return absl::OkStatus();
+}
+
+// onnxruntime's LinearAttentionGate: decay and beta of a's type.
+absl::Status InferLinearAttentionGate(InferenceContext& ctx) {
+  TPC_RETURN_IF_ERROR(RequireInputs(ctx, 3));
+  for (int i = 0; i < ctx.num_outputs(); ++i) ctx.set_output_type(i, ctx.input_type(0));
+  return absl::OkStatus();
+}
+
 }  // namespace tpc::onnx::shape_rules

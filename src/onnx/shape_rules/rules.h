@@ -112,6 +112,8 @@ absl::Status InferAttention(InferenceContext& ctx);
 absl::Status InferGroupQueryAttention(InferenceContext& ctx);
 absl::Status InferMultiHeadAttention(InferenceContext& ctx);
 absl::Status InferMsAttention(InferenceContext& ctx);
+absl::Status InferLinearAttention(InferenceContext& ctx);
+absl::Status InferLinearAttentionGate(InferenceContext& ctx);
 
 // ---- Convolutions and pools (conv.cc) ----
 absl::Status InferConv(InferenceContext& ctx);

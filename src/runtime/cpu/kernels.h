@@ -23,6 +23,7 @@
 #include "tpc/runtime/math/causal_conv.h"
 #include "tpc/runtime/math/gqa.h"
 #include "tpc/runtime/math/grid_sample.h"
+#include "tpc/runtime/math/linear_attention.h"
 #include "tpc/runtime/math/moe.h"
 #include "tpc/runtime/math/nbits.h"
 #include "tpc/runtime/math/pad.h"
@@ -754,6 +755,17 @@ absl::Status RotaryEmbedding(KernelContext& ctx);
 // onnxruntime's by the node's domain), for every backend's kernel; the position ids'
 // values are the kernels' to check.
 absl::StatusOr<math::RotaryLayout> ReadRotaryLayout(const KernelContext& ctx);
+// onnxruntime's MRotaryEmbedding: RotaryEmbedding's layout over the token-by-token caches
+// (mode 0, batch · seq rows) and the sections that make them from the caches' `positions`
+// rows, times `scale`.
+struct MRopeLayout {
+  math::RotaryLayout rotary;
+  math::MRopeSections sections;
+  int64_t positions = 0;
+  float scale = 1.0f;
+};
+absl::StatusOr<MRopeLayout> ReadMRopeLayout(const KernelContext& ctx);
+absl::Status MRotaryEmbedding(KernelContext& ctx);  // (rotary.cc)
 
 // ---- Convolutions and pools (conv.cc, pool.cc, deform_conv.cc) ----
 absl::Status AveragePool(KernelContext& ctx);
@@ -819,6 +831,30 @@ absl::Status RMSNormalization(KernelContext& ctx);
 // onnxruntime's SkipLayerNormalization and SkipSimplifiedLayerNormalization.
 absl::Status SkipLayerNormalization(KernelContext& ctx);
 absl::Status Softmax(KernelContext& ctx);
+
+// ---- Vector norms (vector_norms.cc) ----
+// GatedRMSNorm: `groups` groups of `size` (the scale's length).
+struct GatedRmsNormShape {
+  int64_t groups = 0, size = 0;
+  float epsilon = 1e-5f;
+  bool silu = true;
+};
+absl::StatusOr<GatedRmsNormShape> ReadGatedRmsNorm(const KernelContext& ctx);
+absl::Status GatedRMSNorm(KernelContext& ctx);
+// LpNormalization: `lines` lines of `count` elements `inner` apart.
+struct LpNormShape {
+  int64_t lines = 0, count = 0, inner = 1;
+  int p = 2;
+};
+absl::StatusOr<LpNormShape> ReadLpNorm(const KernelContext& ctx);
+absl::Status LpNormalization(KernelContext& ctx);
+
+// ---- Linear attention (linear_attention.cc) ----
+absl::StatusOr<math::LinearAttentionLayout> ReadLinearAttentionLayout(const KernelContext& ctx);
+absl::Status LinearAttention(KernelContext& ctx);
+// LinearAttentionGate's operands checked by shape and type.
+absl::Status CheckLinearGate(const KernelContext& ctx);
+absl::Status LinearAttentionGate(KernelContext& ctx);
 
 // ---- Shape and movement (movement.cc, indexing.cc) ----
 absl::Status CenterCropPad(KernelContext& ctx);

@@ -14,7 +14,7 @@ namespace {
 // angle_row(b · seq + s); x is [batch, heads, seq, hd] (4-D) or [batch, seq, heads · hd].
 template <typename T, typename RowFn>
 void RotateHeads(KernelContext& ctx, const Tensor& x, Tensor* y, int64_t heads, int64_t seq,
-                 int64_t hd, const Tensor& cos, const Tensor& sin, int64_t half, bool interleaved,
+                 int64_t hd, const T* cos, const T* sin, int64_t half, bool interleaved,
                  RowFn angle_row) {
   const T* px = x.data<T>();
   T* py = y->data<T>();
@@ -24,8 +24,8 @@ void RotateHeads(KernelContext& ctx, const Tensor& x, Tensor* y, int64_t heads, 
     for (int64_t bs = lo; bs < hi; ++bs) {
       const int64_t b = bs / seq, s = bs % seq;
       const int64_t row = angle_row(bs);
-      const T* c = cos.data<T>() + row * half;
-      const T* sn = sin.data<T>() + row * half;
+      const T* c = cos + row * half;
+      const T* sn = sin + row * half;
       for (int64_t h = 0; h < heads; ++h) {
         const int64_t off =
             x.rank() == 4 ? ((b * heads + h) * seq + s) * hd : (bs * heads + h) * hd;
@@ -159,7 +159,8 @@ absl::Status RotaryOnHost(KernelContext& ctx, const Tensor& x, const Tensor* pos
   }
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
   return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
-    RotateHeads<T>(ctx, x, y, l.heads, l.seq, l.hd, cos, sin, l.half, l.interleaved, row);
+    RotateHeads<T>(ctx, x, y, l.heads, l.seq, l.hd, cos.data<T>(), sin.data<T>(), l.half,
+                   l.interleaved, row);
     return absl::OkStatus();
   });
 }
@@ -176,6 +177,97 @@ absl::Status RotaryEmbedding(KernelContext& ctx) {
 // 3-D input is hidden / num_heads, or the rotary size when num_heads is 0.
 absl::Status MsRotaryEmbedding(KernelContext& ctx) {
   return RotaryOnHost(ctx, ctx.input(0), &ctx.input(1), ctx.input(2), ctx.input(3));
+}
+
+absl::StatusOr<MRopeLayout> ReadMRopeLayout(const KernelContext& ctx) {
+  const ir::Node& node = ctx.node();
+  const Tensor& x = ctx.input(0);
+  const Tensor& pos = ctx.input(1);
+  const Tensor& cos = ctx.input(2);
+  const Tensor& sin = ctx.input(3);
+  MRopeLayout m;
+  math::RotaryLayout& l = m.rotary;
+  if (x.rank() != 3 && x.rank() != 4) {
+    return ctx.Error(absl::StrCat("input must be 3-D or 4-D, got ", x.TypeString()));
+  }
+  if (node.attr_int("is_packed_batching", 0) != 0) {
+    return ctx.Error("is_packed_batching (ragged batches) is not implemented");
+  }
+  l.batch = x.dim(0);
+  l.four_d = x.rank() == 4;
+  l.seq = l.four_d ? x.dim(2) : x.dim(1);
+  l.heads = l.four_d ? x.dim(1) : node.attr_int("num_heads", 0);
+  int64_t rd = node.attr_int("rotary_embedding_dim", 0);
+  if (l.four_d) {
+    l.hd = x.dim(3);
+  } else if (l.heads > 0 && x.dim(2) % l.heads == 0) {
+    l.hd = x.dim(2) / l.heads;
+  } else {
+    return ctx.Error(absl::StrCat("a 3-D input needs num_heads dividing its last dim ", x.dim(2),
+                                  " (num_heads ", l.heads, ")"));
+  }
+  if (rd == 0) rd = l.hd;
+  const std::vector<int64_t> sections = node.attr_ints("mrope_section");
+  if (rd <= 0 || rd > l.hd || rd % 2 != 0 || cos.rank() != 2 || cos.dim(1) != rd / 2 ||
+      sin.shape() != cos.shape() || cos.dtype() != x.dtype() || sin.dtype() != x.dtype()) {
+    return ctx.Error(absl::StrCat("rotary size ", rd, ", cos_cache ", cos.TypeString(),
+                                  " and sin_cache ", sin.TypeString(), " do not fit heads of ",
+                                  l.hd, " (caches [positions, rotary / 2] of the input's type)"));
+  }
+  if (sections.size() != 3 || sections[0] < 0 || sections[1] < 0 || sections[2] < 0 ||
+      sections[0] + sections[1] + sections[2] != rd / 2) {
+    return ctx.Error(
+        absl::StrCat("mrope_section must be 3 sizes summing to rotary / 2 = ", rd / 2));
+  }
+  const int64_t layout = node.attr_int("mrope_layout", 0);
+  const int64_t interleaved = node.attr_int("interleaved", 0);
+  if ((layout != 0 && layout != 1) || (interleaved != 0 && interleaved != 1)) {
+    return ctx.Error("mrope_layout and interleaved must be 0 or 1");
+  }
+  if ((pos.dtype() != ir::DType::kI64 && pos.dtype() != ir::DType::kI32) ||
+      pos.shape() != Shape{3, l.batch, l.seq}) {
+    return ctx.Error(
+        absl::StrCat("position_ids ", pos.TypeString(), " must be [3, batch, seq] of integers"));
+  }
+  l.half = rd / 2;
+  l.interleaved = interleaved == 1;
+  l.pos_mode = 0;  // the token-by-token caches M-RoPE makes
+  l.cache_rows = l.batch * l.seq;
+  m.sections = {sections[0], sections[1], sections[2], layout == 1};
+  m.positions = cos.dim(0);
+  m.scale = node.attr_float("scale", 1.0f);  // multiplies the angles' cos and sin
+  return m;
+}
+
+// onnxruntime's MRotaryEmbedding(input, position_ids [3, batch, seq], cos_cache,
+// sin_cache): the caches of each token gathered from its three positions
+// (math::MRopeCacheRow), then RotaryEmbedding's rotation with them.
+absl::Status MRotaryEmbedding(KernelContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(const MRopeLayout m, ReadMRopeLayout(ctx));
+  const math::RotaryLayout& l = m.rotary;
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(std::vector<int64_t> ids, ReadInts(ctx, ctx.input(1)));
+  const int64_t tokens = l.batch * l.seq;
+  for (int64_t e = 0; e < tokens * l.half; ++e) {
+    const int64_t row = math::MRopeCacheRow(m.sections, ids.data(), tokens, l.half, e);
+    if (row < 0 || row >= m.positions) {
+      return ctx.Error(
+          absl::StrCat("position ", row, " is outside the caches' ", m.positions, " positions"));
+    }
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
+    std::vector<T> cos(static_cast<size_t>(tokens * l.half)), sin(cos.size());
+    for (int64_t e = 0; e < tokens * l.half; ++e) {
+      const int64_t at =
+          math::MRopeCacheRow(m.sections, ids.data(), tokens, l.half, e) * l.half + e % l.half;
+      cos[static_cast<size_t>(e)] = static_cast<T>(m.scale * ctx.input(2).data<T>()[at]);
+      sin[static_cast<size_t>(e)] = static_cast<T>(m.scale * ctx.input(3).data<T>()[at]);
+    }
+    RotateHeads<T>(ctx, x, y, l.heads, l.seq, l.hd, cos.data(), sin.data(), l.half, l.interleaved,
+                   [](int64_t bs) { return bs; });
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace tpc::runtime::cpu

@@ -229,6 +229,12 @@ absl::Status MaxUnpool(KernelContext& ctx);
 // rotary_ops.cc: RotaryEmbedding, ONNX's and onnxruntime's.
 absl::Status RotaryEmbedding(KernelContext& ctx);
 absl::Status MsRotaryEmbedding(KernelContext& ctx);
+absl::Status MRotaryEmbedding(KernelContext& ctx);
+// linear_attention_ops.cc: Gated DeltaNet's operators.
+absl::Status LinearAttention(KernelContext& ctx);
+absl::Status LinearAttentionGate(KernelContext& ctx);
+absl::Status GatedRMSNorm(KernelContext& ctx);
+absl::Status LpNormalization(KernelContext& ctx);
 
 // row_ops.cc
 absl::Status Softmax(KernelContext& ctx);

@@ -45,7 +45,54 @@ cudaError_t RotaryOfKind(const math::RotaryLayout& l, const void* x, const void*
                        : Rotary<K, int32_t>(l, x, positions, cos, sin, y, n, flag, code, stream);
 }
 
+// M-RoPE's token-by-token caches: one thread per element e of [tokens, half], writing
+// only cos_out[e] and sin_out[e] from the cache row its stream's position names
+// (math::MRopeCacheRow), checked against the caches' rows (a bad one sets the flag).
+template <FloatKind K, typename P>
+__global__ void MRopeCachesKernel(math::MRopeSections s, const P* positions,
+                                  const typename FloatIO<K>::Storage* cos,
+                                  const typename FloatIO<K>::Storage* sin, int64_t cache_rows,
+                                  float scale, typename FloatIO<K>::Storage* cos_out,
+                                  typename FloatIO<K>::Storage* sin_out, int64_t tokens,
+                                  int64_t half, int* flag, int code) {
+  using IO = FloatIO<K>;
+  const int64_t n = tokens * half;
+  for (int64_t e = First(); e < n; e += Step()) {
+    const int64_t row = math::MRopeCacheRow(s, positions, tokens, half, e);
+    if (row < 0 || row >= cache_rows) {
+      atomicCAS(flag, 0, code);
+      cos_out[e] = sin_out[e] = IO::Store(0.0f);
+      continue;
+    }
+    const int64_t at = row * half + e % half;
+    cos_out[e] = IO::Store(scale * IO::Load(cos[at]));
+    sin_out[e] = IO::Store(scale * IO::Load(sin[at]));
+  }
+}
+
 }  // namespace
+
+cudaError_t LaunchMRopeCaches(FloatKind k, const math::MRopeSections& s, const void* positions,
+                              bool positions_i64, const void* cos, const void* sin,
+                              int64_t cache_rows, float scale, void* cos_out, void* sin_out,
+                              int64_t tokens, int64_t half, int* flag, int code,
+                              cudaStream_t stream) {
+  const int64_t n = tokens * half;
+  if (n == 0) return cudaSuccess;
+  return ByKind(k, [&](auto kind) {
+    constexpr FloatKind K = decltype(kind)::value;
+    using S = typename FloatIO<K>::Storage;
+    auto launch = [&](auto* p) {
+      using P = std::remove_const_t<std::remove_pointer_t<decltype(p)>>;
+      MRopeCachesKernel<K, P><<<Blocks(n), kThreads, 0, stream>>>(
+          s, p, static_cast<const S*>(cos), static_cast<const S*>(sin), cache_rows, scale,
+          static_cast<S*>(cos_out), static_cast<S*>(sin_out), tokens, half, flag, code);
+      return cudaGetLastError();
+    };
+    return positions_i64 ? launch(static_cast<const int64_t*>(positions))
+                         : launch(static_cast<const int32_t*>(positions));
+  });
+}
 
 cudaError_t LaunchRotaryEmbedding(FloatKind k, const math::RotaryLayout& l, const void* x,
                                   const void* positions, bool positions_i64, const void* cos,

@@ -379,6 +379,34 @@ void MsRotaryEmbedding(const RuleContext& ctx, std::vector<Strategy>* out) {
   AddFactorStrategies(ctx, b.Build(), out);
 }
 
+// onnxruntime's MRotaryEmbedding(input, position_ids [3, batch, seq], cos_cache,
+// sin_cache): as its RotaryEmbedding, the three position streams of a token read with it
+// (batch and seq pass into the ids' dims 1 and 2, the streams' dim whole).
+void MRotaryEmbedding(const RuleContext& ctx, std::vector<Strategy>* out) {
+  const std::vector<ir::Dim>& x = ctx.input_dims(0);
+  const int64_t rank = static_cast<int64_t>(x.size());
+  if ((rank != 3 && rank != 4) || ctx.input_rank(1) != 3 || ctx.input_rank(2) != 2 ||
+      !OutputsTyped(ctx)) {
+    return;
+  }
+  const int64_t seq = rank == 4 ? 2 : 1;
+  FactorSpecBuilder b(ctx);
+  b.Add(Kind::kPass, {0, 1}, {0}, "batch");
+  b.Add(Kind::kPass, {seq, 2}, {seq}, "seq");
+  b.Add(Kind::kNeedWhole, {kNone, 0}, {}, "streams");
+  if (rank == 4) {
+    b.Add(Kind::kPass, {1}, {1}, "heads");
+    b.Add(Kind::kNeedWhole, {3}, {3}, "head");
+  } else {
+    const int64_t heads = ctx.node().attr_int("num_heads", 0);
+    const bool whole_heads = heads > 0 && heads % ctx.n() == 0;
+    b.Add(whole_heads ? Kind::kPass : Kind::kNeedWhole, {2}, {2}, "heads · head");
+  }
+  b.Add(Kind::kNeedWhole, {kNone, kNone, 0, 0}, {}, "positions");
+  b.Add(Kind::kNeedWhole, {kNone, kNone, 1, 1}, {}, "angles");
+  AddFactorStrategies(ctx, b.Build(), out);
+}
+
 // A 3-D RotaryEmbedding split by heads rotates num_heads / N heads on each rank.
 absl::Status MsRotaryHeads(LocalGraph& rw, ir::Node* node, const std::vector<ir::Placement>&,
                            const std::vector<std::optional<ir::Placement>>& inputs) {

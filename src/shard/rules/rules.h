@@ -59,6 +59,14 @@ void Where(const RuleContext& ctx, std::vector<Strategy>* out);
 void Cast(const RuleContext& ctx, std::vector<Strategy>* out);
 void CastLike(const RuleContext& ctx, std::vector<Strategy>* out);
 
+// linear_attention.cc
+void LinearAttention(const RuleContext& ctx, std::vector<Strategy>* out);
+double LinearAttentionFlops(const RuleContext& ctx);
+std::optional<int64_t> LinearAttentionStateAxis(const ir::Node& node);
+std::vector<int64_t> LinearAttentionGroupCounts(const ir::Node& node, int64_t n);
+void LinearAttentionGate(const RuleContext& ctx, std::vector<Strategy>* out);
+void GatedRMSNorm(const RuleContext& ctx, std::vector<Strategy>* out);
+
 // moe.cc
 void MoE(const RuleContext& ctx, std::vector<Strategy>* out);
 void QMoE(const RuleContext& ctx, std::vector<Strategy>* out);
@@ -71,6 +79,7 @@ double MatMulFlops(const RuleContext& ctx);
 void MatMulNBits(const RuleContext& ctx, std::vector<Strategy>* out);
 void GroupQueryAttention(const RuleContext& ctx, std::vector<Strategy>* out);
 void MsRotaryEmbedding(const RuleContext& ctx, std::vector<Strategy>* out);
+void MRotaryEmbedding(const RuleContext& ctx, std::vector<Strategy>* out);
 double GroupQueryAttentionFlops(const RuleContext& ctx);
 std::optional<int64_t> GroupQueryAttentionJoinAxis(const ir::Node& node);
 std::vector<int64_t> GroupQueryAttentionGroupCounts(const ir::Node& node, int64_t n);
@@ -197,6 +206,9 @@ absl::Status MsAttentionHeads(LocalGraph& g, ir::Node* node,
 absl::Status MultiHeadAttentionHeads(LocalGraph& g, ir::Node* node,
                                      const std::vector<ir::Placement>& outputs,
                                      const std::vector<std::optional<ir::Placement>>& inputs);
+absl::Status LinearAttentionHeads(LocalGraph& g, ir::Node* node,
+                                  const std::vector<ir::Placement>& outputs,
+                                  const std::vector<std::optional<ir::Placement>>& inputs);
 absl::Status MsRotaryHeads(LocalGraph& g, ir::Node* node, const std::vector<ir::Placement>& outputs,
                            const std::vector<std::optional<ir::Placement>>& inputs);
 absl::Status MatMulNBitsAttributes(LocalGraph& g, ir::Node* node,

@@ -15,6 +15,7 @@
 #include "tpc/runtime/math/gqa.h"
 #include "tpc/runtime/math/grid_sample.h"
 #include "tpc/runtime/math/indexing.h"
+#include "tpc/runtime/math/linear_attention.h"
 #include "tpc/runtime/math/logic.h"
 #include "tpc/runtime/math/loss.h"
 #include "tpc/runtime/math/moe.h"
@@ -188,6 +189,33 @@ cudaError_t LaunchRotaryEmbedding(FloatKind k, const math::RotaryLayout& l, cons
                                   const void* positions, bool positions_i64, const void* cos,
                                   const void* sin, void* y, int64_t n, int* flag, int code,
                                   cudaStream_t stream);
+// M-RoPE (MRotaryEmbedding)'s token-by-token caches cos_out, sin_out [tokens, half] (times
+// scale) from cos, sin [cache_rows, half] at the positions [3, tokens] (int64 or int32) of
+// each angle's stream; a position outside the caches sets *flag.
+cudaError_t LaunchMRopeCaches(FloatKind k, const math::MRopeSections& s, const void* positions,
+                              bool positions_i64, const void* cos, const void* sin,
+                              int64_t cache_rows, float scale, void* cos_out, void* sin_out,
+                              int64_t tokens, int64_t half, int* flag, int code,
+                              cudaStream_t stream);
+// LinearAttention (math/linear_attention.h): output and present state (not null: scratch
+// when the node does not want it); past, decay and rate null when absent.
+cudaError_t LaunchLinearAttention(FloatKind k, const math::LinearAttentionLayout& l, const void* q,
+                                  const void* key, const void* v, const void* past,
+                                  const void* decay, const void* rate, void* out, void* present,
+                                  cudaStream_t stream);
+// LinearAttentionGate over the n elements of a [.., h]: dt_bias and decay_scale f32 or of
+// kind k; b and beta null when beta is not wanted.
+cudaError_t LaunchLinearAttentionGate(FloatKind k, bool vectors_f32, const void* a,
+                                      const void* dt_bias, const void* decay_scale, const void* b,
+                                      void* decay, void* beta, int64_t n, int64_t h,
+                                      cudaStream_t stream);
+// GatedRMSNorm (math/vector_norms.h) of `groups` groups of c elements.
+cudaError_t LaunchGatedRmsNorm(FloatKind k, const void* x, const void* scale, const void* gate,
+                               void* y, int64_t groups, int64_t c, float epsilon, bool silu,
+                               cudaStream_t stream);
+// LpNormalization of `lines` lines of `count` elements `inner` apart.
+cudaError_t LaunchLpNormalize(FloatKind k, const void* x, void* y, int64_t lines, int64_t count,
+                              int64_t inner, int p, cudaStream_t stream);
 // For i in [begin, end): every out[j][i] = the ranks' in[k][i] combined (op 0 sum, 1 max,
 // 2 min; `average` divides the sum by n).
 cudaError_t LaunchReduceRanks(FloatKind k, int op, bool average, const math::RankPointers& p,

@@ -103,4 +103,31 @@ TPC_HOST_DEVICE inline bool RotaryEmbeddingElement(const RotaryLayout& l,
   return true;
 }
 
+// onnxruntime's MRotaryEmbedding (M-RoPE: Qwen2-VL, Qwen3-VL, Qwen 3.5): each token has
+// three positions (temporal, height, width: position_ids [3, batch, seq]) and each of the
+// `half` angles of a head takes its cos/sin from one of them: sections t, h, w of the half
+// in turn (chunked), or, interleaved, t everywhere but every third index from 1 below 3h
+// (height) and from 2 below 3w (width).
+struct MRopeSections {
+  int64_t t = 0, h = 0, w = 0;
+  bool interleaved = false;
+};
+
+// The position stream (0 t, 1 h, 2 w) of angle i.
+TPC_HOST_DEVICE inline int MRopeStream(const MRopeSections& s, int64_t i) {
+  if (!s.interleaved) return i < s.t ? 0 : (i < s.t + s.h ? 1 : 2);
+  if (i % 3 == 1 && i < 3 * s.h) return 1;
+  if (i % 3 == 2 && i < 3 * s.w) return 2;
+  return 0;
+}
+
+// Element e of the token-by-token caches [tokens, half] M-RoPE rotates with (RotaryLayout's
+// mode 0): the cache row angle e mod half of token e / half reads, its stream's position.
+template <typename P>
+TPC_HOST_DEVICE inline int64_t MRopeCacheRow(const MRopeSections& s, const P* positions,
+                                             int64_t tokens, int64_t half, int64_t e) {
+  const int64_t token = e / half;
+  return static_cast<int64_t>(positions[MRopeStream(s, e - token * half) * tokens + token]);
+}
+
 }  // namespace tpc::runtime::math

@@ -1,0 +1,184 @@
+// onnxruntime's LinearAttention and LinearAttentionGate on the CPU (Gated DeltaNet's layers
+// of Qwen 3.5): the recurrence a state column at a time, the gates an element at a time,
+// both from math/linear_attention.h.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "kernels.h"
+#include "tpc/runtime/math/linear_attention.h"
+
+namespace tpc::runtime::cpu {
+
+// LinearAttention(query [B, T, Hq · dk], key [B, T, Hk · dk], value [B, T, Hv · dv],
+// past_state [B, Hv, dk, dv]?, decay?, beta?) -> (output [B, T, max(Hq, Hv) · dv],
+// present_state [B, Hv, dk, dv]); Hv = kv_num_heads, Hq = q_num_heads, Hk = key's width /
+// dk (Hq or Hv). No state window.
+absl::StatusOr<math::LinearAttentionLayout> ReadLinearAttentionLayout(const KernelContext& ctx) {
+  const ir::Node& node = ctx.node();
+  const Tensor& q = ctx.input(0);
+  const Tensor& k = ctx.input(1);
+  const Tensor& v = ctx.input(2);
+  const Tensor* past = ctx.optional_input(3);
+  const Tensor* decay = ctx.optional_input(4);
+  const Tensor* rate = ctx.optional_input(5);
+  math::LinearAttentionLayout l;
+  const std::string rule = node.attr_string("update_rule", "gated_delta");
+  if (rule == "linear") {
+    l.rule = math::LinearRule::kLinear;
+  } else if (rule == "gated") {
+    l.rule = math::LinearRule::kGated;
+  } else if (rule == "delta") {
+    l.rule = math::LinearRule::kDelta;
+  } else if (rule == "gated_delta") {
+    l.rule = math::LinearRule::kGatedDelta;
+  } else {
+    return ctx.Error(
+        absl::StrCat("update_rule '", rule, "' is not one of linear, gated, delta, gated_delta"));
+  }
+  if (node.attr_int("state_window", 0) != 0) {
+    return ctx.Error("state_window (per-token states) is not implemented");
+  }
+  l.q_heads = node.attr_int("q_num_heads", 0);
+  l.v_heads = node.attr_int("kv_num_heads", 0);
+  const ir::DType t = q.dtype();
+  if (q.rank() != 3 || k.rank() != 3 || v.rank() != 3 || k.dtype() != t || v.dtype() != t ||
+      l.q_heads <= 0 || l.v_heads <= 0 || q.dim(2) % l.q_heads != 0 || v.dim(2) % l.v_heads != 0 ||
+      k.dim(0) != q.dim(0) || v.dim(0) != q.dim(0) || k.dim(1) != q.dim(1) ||
+      v.dim(1) != q.dim(1)) {
+    return ctx.Error(absl::StrCat("query ", q.TypeString(), ", key ", k.TypeString(), " and value ",
+                                  v.TypeString(),
+                                  " must be [batch, tokens, heads · size] of one type, with "
+                                  "q_num_heads and kv_num_heads dividing their widths"));
+  }
+  l.batch = q.dim(0);
+  l.tokens = q.dim(1);
+  l.dk = q.dim(2) / l.q_heads;
+  l.dv = v.dim(2) / l.v_heads;
+  l.k_heads = l.dk > 0 ? k.dim(2) / l.dk : 0;
+  const int64_t more = l.q_heads > l.v_heads ? l.q_heads : l.v_heads;
+  const int64_t fewer = l.q_heads > l.v_heads ? l.v_heads : l.q_heads;
+  if (l.dk <= 0 || k.dim(2) != l.k_heads * l.dk || more % fewer != 0 ||
+      (l.k_heads != l.v_heads && l.k_heads != l.q_heads) || l.v_heads % l.k_heads != 0) {
+    return ctx.Error(absl::StrCat("key ", k.TypeString(), " does not fit ", l.q_heads,
+                                  " query heads and ", l.v_heads,
+                                  " value heads (one head count must divide the other; the "
+                                  "key has the fewer heads of dk = ",
+                                  l.dk, ")"));
+  }
+  if (l.dk > math::kLinearAttentionMaxKeyDim) {
+    return ctx.Error(absl::StrCat("key head size ", l.dk, " is past the kernels' ",
+                                  math::kLinearAttentionMaxKeyDim));
+  }
+  const Shape state{l.batch, l.v_heads, l.dk, l.dv};
+  if (past != nullptr && (past->shape() != state || past->dtype() != t)) {
+    return ctx.Error(absl::StrCat("past_state ", past->TypeString(), " must be [", l.batch, ", ",
+                                  l.v_heads, ", ", l.dk, ", ", l.dv, "] of the query's type"));
+  }
+  l.has_past = past != nullptr;
+  if (l.gated()) {
+    const Shape head{l.batch, l.tokens, l.v_heads}, key{l.batch, l.tokens, l.v_heads * l.dk};
+    if (decay == nullptr || decay->dtype() != t ||
+        (decay->shape() != head && decay->shape() != key)) {
+      return ctx.Error(absl::StrCat("update_rule ", rule, " needs decay [batch, tokens, ",
+                                    l.v_heads, "] or [.., ", l.v_heads * l.dk,
+                                    "] of the query's type",
+                                    decay ? absl::StrCat(", got ", decay->TypeString()) : ""));
+    }
+    l.decay_per_key = decay->shape() == key && key != head;
+  }
+  if (l.delta()) {
+    const Shape head{l.batch, l.tokens, l.v_heads}, one{l.batch, l.tokens, 1};
+    if (rate == nullptr || rate->dtype() != t || (rate->shape() != head && rate->shape() != one)) {
+      return ctx.Error(absl::StrCat("update_rule ", rule, " needs beta [batch, tokens, ", l.v_heads,
+                                    "] or [.., 1] of the query's type",
+                                    rate ? absl::StrCat(", got ", rate->TypeString()) : ""));
+    }
+    l.rate_per_head = rate->shape() == head;
+  }
+  const float scale = node.attr_float("scale", 0.0f);
+  l.scale = scale != 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(l.dk));
+  return l;
+}
+
+absl::Status LinearAttention(KernelContext& ctx) {
+  TPC_ASSIGN_OR_RETURN(const math::LinearAttentionLayout l, ReadLinearAttentionLayout(ctx));
+  if (ctx.input(0).dtype() != ir::DType::kF32)
+    return ctx.Error("the CPU kernel takes float32 only");
+  auto load = [](const Tensor* t) {
+    const float* p = t != nullptr ? t->data<float>() : nullptr;
+    return [p](int64_t i) { return p[i]; };
+  };
+  const auto lq = load(&ctx.input(0)), lk = load(&ctx.input(1)), lv = load(&ctx.input(2));
+  const auto lp = load(ctx.optional_input(3)), ld = load(ctx.optional_input(4)),
+             lr = load(ctx.optional_input(5));
+  TPC_ASSIGN_OR_RETURN(Tensor * y,
+                       ctx.Output(0, {l.batch, l.tokens, l.out_heads() * l.dv}, ir::DType::kF32));
+  float* out = y->data<float>();
+  std::vector<float> unwanted;
+  float* state = nullptr;
+  if (ctx.wants_output(1)) {
+    TPC_ASSIGN_OR_RETURN(Tensor * p,
+                         ctx.Output(1, {l.batch, l.v_heads, l.dk, l.dv}, ir::DType::kF32));
+    state = p->data<float>();
+  } else {
+    unwanted.resize(static_cast<size_t>(l.batch * l.v_heads * l.dk * l.dv));
+    state = unwanted.data();
+  }
+  auto store_out = [out](int64_t i, float f) { out[i] = f; };
+  auto store_state = [state](int64_t i, float f) { state[i] = f; };
+  // A task is one state head of one batch entry: its dv columns, each over every token.
+  ctx.pool().ParallelFor(l.batch * l.v_heads, 1, [&](int64_t first, int64_t last) {
+    for (int64_t bh = first; bh < last; ++bh) {
+      for (int64_t j = 0; j < l.dv; ++j) {
+        math::LinearAttentionColumn(l, lq, lk, lv, lp, ld, lr, store_out, store_state,
+                                    bh / l.v_heads, bh % l.v_heads, j);
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
+// LinearAttentionGate(a [.., H], dt_bias [H], decay_scale [H], b [.., H]?) -> (decay,
+// beta). The two vectors are f32 (onnxruntime's) or, in a half plan, a's type.
+absl::Status CheckLinearGate(const KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& dt = ctx.input(1);
+  const Tensor& ds = ctx.input(2);
+  const Tensor* b = ctx.optional_input(3);
+  const int64_t h = a.rank() > 0 ? a.dim(a.rank() - 1) : 0;
+  if (a.rank() < 1 || dt.shape() != Shape{h} || ds.shape() != Shape{h} ||
+      (dt.dtype() != ir::DType::kF32 && dt.dtype() != a.dtype()) || ds.dtype() != dt.dtype() ||
+      (b != nullptr && (b->shape() != a.shape() || b->dtype() != a.dtype()))) {
+    return ctx.Error(absl::StrCat("a ", a.TypeString(), ", dt_bias ", dt.TypeString(),
+                                  ", decay_scale ", ds.TypeString(),
+                                  b ? absl::StrCat(" and b ", b->TypeString()) : "",
+                                  ": dt_bias and decay_scale must be [heads] of a's last dim, "
+                                  "both f32 or a's type, b a's shape and type"));
+  }
+  if (ctx.wants_output(1) && b == nullptr) return ctx.Error("output beta needs input b");
+  return absl::OkStatus();
+}
+
+absl::Status LinearAttentionGate(KernelContext& ctx) {
+  TPC_RETURN_IF_ERROR(CheckLinearGate(ctx));
+  const Tensor& a = ctx.input(0);
+  if (a.dtype() != ir::DType::kF32) return ctx.Error("the CPU kernel takes float32 only");
+  const int64_t n = a.num_elements(), h = a.dim(a.rank() - 1);
+  const float* pa = a.data<float>();
+  const float* dt = ctx.input(1).data<float>();
+  const float* ds = ctx.input(2).data<float>();
+  TPC_ASSIGN_OR_RETURN(Tensor * decay, ctx.Output(0, a.shape(), a.dtype()));
+  float* pd = decay->data<float>();
+  for (int64_t i = 0; i < n; ++i) pd[i] = math::LinearGateDecay(pa[i], dt[i % h], ds[i % h]);
+  if (ctx.wants_output(1)) {
+    const float* pb = ctx.optional_input(3)->data<float>();
+    TPC_ASSIGN_OR_RETURN(Tensor * beta, ctx.Output(1, a.shape(), a.dtype()));
+    float* pr = beta->data<float>();
+    for (int64_t i = 0; i < n; ++i) pr[i] = math::LinearGateRate(pb[i]);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tpc::runtime::cpu
