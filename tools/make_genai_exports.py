@@ -56,6 +56,7 @@ ARCHS = {
     "lfm2": "Lfm2ForCausalLM",
     "gemma4moe": "Gemma4ForConditionalGeneration",
     "qwen35": "Qwen3_5ForConditionalGeneration",
+    "qwen35moe": "Qwen3_5MoeForConditionalGeneration",
 }
 # Beyond SHAPE, by architecture: onnxruntime wants a windowed cache of at least the window's
 # rows (the test data's past is 3 rows), a rotary cache of a multiple of 8 (partial rotary:
@@ -104,9 +105,15 @@ CONFIG["qwen35"] = dict(
     rope_parameters={"rope_theta": 10000.0, "partial_rotary_factor": 0.25,
                      "rope_type": "default", "mrope_section": [1, 1, 0],
                      "mrope_interleaved": True})
+# Qwen 3.5's mixture of experts: the same layers, each MLP 4 experts of inner size 64 (top
+# 2) beside a shared expert with its sigmoid gate.
+CONFIG["qwen35moe"] = dict(CONFIG["qwen35"], moe_intermediate_size=64,
+                           shared_expert_intermediate_size=64, num_experts=4,
+                           num_experts_per_tok=2)
 # Multimodal models whose builder reads only the text model: their configuration is the
 # text model's, under text_config.
-TEXT_CONFIG = {"gemma4moe": "Gemma4Config", "qwen35": "Qwen3_5Config"}
+TEXT_CONFIG = {"gemma4moe": "Gemma4Config", "qwen35": "Qwen3_5Config",
+               "qwen35moe": "Qwen3_5MoeConfig"}
 # Configuration classes not named after the model's.
 CONFIG_CLASS = {"gemma3": "Gemma3TextConfig"}
 
@@ -142,7 +149,7 @@ def save_hf(arch, folder):
 # Exports whose int4 reference computes MatMulNBits exactly (accuracy_level 0, as tpc does):
 # Gemma 4's per-head Q/K/V norms scale onnxruntime's int8 activation quantization
 # (accuracy_level 4) up to about 1e-2 in the cache, past the int4 tolerance.
-EXACT_INT4 = {"gemma4moe", "qwen35"}
+EXACT_INT4 = {"gemma4moe", "qwen35", "qwen35moe"}
 
 
 def write_test_data(model_path, out_dir, config=SHAPE, exact=False):

@@ -40,6 +40,8 @@ constexpr ExtraSchema kExtra[] = {
      "state_length=0 state_update_capacity=0 state_window=0",
      4},
     {kMs, "FastGelu", "", "", 2},
+    // The plain mode only (the projected one, gate_weight, is onnxruntime's CUDA bf16's).
+    {kMs, "GatedAdd", "", "", 4, "3"},
     {kMs, "GatedRMSNorm", "activation:string epsilon:float", "", 3},
     // The builder's tied int4 embedding: a uint8 table gathered by rows.
     {kMs, "GatherBlockQuantized", "bits:int block_size:int gather_axis:int quantize_axis:int",

@@ -132,18 +132,19 @@ def cases():
     out += qmoe_cases(np.random.default_rng(11))
     out += causal_conv_cases(np.random.default_rng(6))
     out += gather_block_quantized_cases(np.random.default_rng(12))
-    out += gated_delta_net_cases(np.random.default_rng(13))
+    out += qwen35_cases(np.random.default_rng(13))
     return out
 
 
-def gated_delta_net_cases(rng):
-    """Qwen 3.5's Gated DeltaNet layer as onnxruntime-genai's builder writes it:
+def qwen35_cases(rng):
+    """Qwen 3.5's operators as onnxruntime-genai's builder writes them. Its Gated DeltaNet layer:
     LinearAttention under each update rule, inverse GQA (more value heads than query and key
     heads: Qwen 3.5's) and GQA, a first prompt (no state), a decode step, per-key-row decay
     and one rate per token; LinearAttentionGate with and without the rate (softplus past its
     threshold of 20 included); GatedRMSNorm, silu and sigmoid; M-RoPE (MRotaryEmbedding) in
     both layouts, 3-D and 4-D, partial rotary, interleaved pairs and a scale; and ONNX's
-    LpNormalization (p 1 and 2, a zero vector, an inner axis)."""
+    LpNormalization (p 1 and 2, a zero vector, an inner axis). Its MoE's GatedAdd (plain
+    mode: the shared expert joined to the routed experts, a gate per row)."""
     def f32(*shape):
         return rng.standard_normal(shape).astype(np.float32)
 
@@ -210,6 +211,10 @@ def gated_delta_net_cases(rng):
                          ("cos_cache", np.ascontiguousarray(cos[:, :half])),
                          ("sin_cache", np.ascontiguousarray(sin[:, :half]))],
                         ["output"], mrope_section=sections, **attrs))
+    out.append(Case("gated_add", "GatedAdd", [("X", f32(2, 3, 8)), ("Y", f32(2, 3, 8)),
+                                              ("gate", sigmoid(f32(2, 3, 1)))], ["output"]))
+    out.append(Case("gated_add_2d", "GatedAdd", [("X", f32(5, 6)), ("Y", f32(5, 6)),
+                                                 ("gate", f32(5, 1))], ["output"]))
     x = f32(2, 3, 8)
     x[1, 2] = 0
     for name, p, axis in [("l2", 2, -1), ("l1", 1, -1), ("l2_axis1", 2, 1)]:

@@ -149,6 +149,7 @@ constexpr Entry kRules[] = {
     {kMicrosoft, "BiasGelu", InferUnary},
     {kMicrosoft, "CausalConvWithState", InferCausalConvWithState},
     {kMicrosoft, "FastGelu", InferUnary},
+    {kMicrosoft, "GatedAdd", InferUnary},
     {kMicrosoft, "GatedRMSNorm", InferUnary},
     {kMicrosoft, "GatherBlockQuantized", InferGatherBlockQuantized},
     {kMicrosoft, "Gelu", InferUnary},

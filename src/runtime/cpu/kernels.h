@@ -832,27 +832,25 @@ absl::Status RMSNormalization(KernelContext& ctx);
 absl::Status SkipLayerNormalization(KernelContext& ctx);
 absl::Status Softmax(KernelContext& ctx);
 
-// ---- Vector norms (vector_norms.cc) ----
-// GatedRMSNorm: `groups` groups of `size` (the scale's length).
-struct GatedRmsNormShape {
+// ---- Vector norms, GatedAdd, linear attention (vector_norms.cc, gated_add.cc,
+// linear_attention.cc): each Read/Check gives the operands checked by shape and type ----
+struct GatedRmsNormShape {  // `groups` groups of `size` (the scale's length)
   int64_t groups = 0, size = 0;
   float epsilon = 1e-5f;
   bool silu = true;
 };
 absl::StatusOr<GatedRmsNormShape> ReadGatedRmsNorm(const KernelContext& ctx);
 absl::Status GatedRMSNorm(KernelContext& ctx);
-// LpNormalization: `lines` lines of `count` elements `inner` apart.
-struct LpNormShape {
+struct LpNormShape {  // `lines` lines of `count` elements `inner` apart
   int64_t lines = 0, count = 0, inner = 1;
   int p = 2;
 };
 absl::StatusOr<LpNormShape> ReadLpNorm(const KernelContext& ctx);
 absl::Status LpNormalization(KernelContext& ctx);
-
-// ---- Linear attention (linear_attention.cc) ----
+absl::StatusOr<int64_t> GatedAddRows(const KernelContext& ctx);  // one gate value a row
+absl::Status GatedAdd(KernelContext& ctx);
 absl::StatusOr<math::LinearAttentionLayout> ReadLinearAttentionLayout(const KernelContext& ctx);
 absl::Status LinearAttention(KernelContext& ctx);
-// LinearAttentionGate's operands checked by shape and type.
 absl::Status CheckLinearGate(const KernelContext& ctx);
 absl::Status LinearAttentionGate(KernelContext& ctx);
 

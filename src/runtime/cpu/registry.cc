@@ -202,6 +202,7 @@ const Entry kKernels[] = {
     {kMicrosoft, "BiasGelu", {BiasGelu}},
     {kMicrosoft, "CausalConvWithState", {CausalConvWithState}},
     {kMicrosoft, "GatherBlockQuantized", {GatherBlockQuantized}},
+    {kMicrosoft, "GatedAdd", {GatedAdd}},
     {kMicrosoft, "GatedRMSNorm", {GatedRMSNorm}},
     {kMicrosoft,
      "GroupQueryAttention",

@@ -77,6 +77,8 @@ absl::Status RunBinary(KernelContext& ctx, BinaryOp op);
 // y = op(x) element by element, x and y of one float type.
 absl::Status RunUnary(KernelContext& ctx, UnaryOp op, UnaryParams params = {});
 absl::Status Div(KernelContext& ctx);
+// onnxruntime's GatedAdd (plain mode): Y · gate, then X + that, each rounded to the type.
+absl::Status GatedAdd(KernelContext& ctx);
 absl::Status Pow(KernelContext& ctx);
 absl::Status Max(KernelContext& ctx);
 absl::Status Min(KernelContext& ctx);

@@ -113,6 +113,28 @@ absl::Status Add(KernelContext& ctx) { return RunBinary(ctx, BinaryOp::kAdd); }
 absl::Status Sub(KernelContext& ctx) { return RunBinary(ctx, BinaryOp::kSub); }
 absl::Status Mul(KernelContext& ctx) { return RunBinary(ctx, BinaryOp::kMul); }
 absl::Status Div(KernelContext& ctx) { return RunBinary(ctx, BinaryOp::kDiv); }
+
+absl::Status GatedAdd(KernelContext& ctx) {
+  TPC_RETURN_IF_ERROR(cpu::GatedAddRows(ctx).status());
+  const Tensor& x = ctx.input(0);
+  TPC_ASSIGN_OR_RETURN(FloatKind k, FloatKindOf(ctx, x.dtype()));
+  if (x.rank() > math::kMaxDims) {
+    return ctx.Error(
+        absl::StrCat("rank ", x.rank(), " is over the CUDA kernels' ", math::kMaxDims));
+  }
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
+  const int64_t count = y->num_elements();
+  const StridedView vo = math::ContiguousView(x.shape());
+  StridedView vy = vo, vg = math::BroadcastView(ctx.input(2).shape(), x.shape()), vout = vo;
+  math::Simplify({&vy, &vg, &vout});
+  TPC_RETURN_IF_ERROR(
+      Check(ctx, LaunchBinary(k, BinaryOp::kMul, ctx.input(1).raw(), vy, ctx.input(2).raw(), vg,
+                              y->raw(), count, StreamOf(ctx))));
+  StridedView vx = vo, vs = vo, vo2 = vo;  // y = X + y, element by element in place
+  math::Simplify({&vx, &vs, &vo2});
+  return Check(ctx, LaunchBinary(k, BinaryOp::kAdd, x.raw(), vx, y->raw(), vs, y->raw(), count,
+                                 StreamOf(ctx)));
+}
 absl::Status Pow(KernelContext& ctx) { return RunBinary(ctx, BinaryOp::kPow); }
 absl::Status Max(KernelContext& ctx) { return RunBinary(ctx, BinaryOp::kMax); }
 absl::Status Min(KernelContext& ctx) { return RunBinary(ctx, BinaryOp::kMin); }

@@ -439,6 +439,7 @@ const Entry kKernels[] = {
     {kMicrosoft, "BiasGelu", K(BiasGelu), Takes::kFloats},
     {kMicrosoft, "CausalConvWithState", K(CausalConvWithState), Takes::kFloats},
     {kMicrosoft, "FastGelu", K(FastGelu), Takes::kFloats},
+    {kMicrosoft, "GatedAdd", K(GatedAdd), Takes::kFloats},
     {kMicrosoft, "GatedRMSNorm", K(GatedRMSNorm), Takes::kFloats},
     {kMicrosoft, "GatherBlockQuantized", K(GatherBlockQuantized), Takes::kCodeTable},
     {kMicrosoft, "Gelu", K(Gelu), Takes::kFloats},

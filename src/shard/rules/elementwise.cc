@@ -40,6 +40,14 @@ void AddSub(const RuleContext& ctx, std::vector<Strategy>* out) {
   if (FloatOutputs(ctx)) AddPartialStrategy(ctx, AllInputs(ctx), out);
 }
 
+// onnxruntime's GatedAdd, X + Y · gate (the gate [..., 1] broadcast along the rows): P + P
+// · R → P, linear in X and Y together (the routed experts' and the shared expert's
+// partial sums joined before one all-reduce).
+void GatedAdd(const RuleContext& ctx, std::vector<Strategy>* out) {
+  Binary(ctx, out);
+  if (FloatOutputs(ctx)) AddPartialStrategy(ctx, {0, 1}, out);
+}
+
 // P × R → P, R × P → P.
 void Mul(const RuleContext& ctx, std::vector<Strategy>* out) {
   Binary(ctx, out);

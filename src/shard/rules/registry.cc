@@ -144,6 +144,7 @@ constexpr OpRecord kRecords[] = {
     {kMicrosoft, "BiasGelu", Unary},
     {kMicrosoft, "CausalConvWithState", CausalConvWithState, {.join_axis = CausalConvJoinAxis}},
     {kMicrosoft, "FastGelu", Unary},
+    {kMicrosoft, "GatedAdd", GatedAdd},
     {kMicrosoft, "GatedRMSNorm", GatedRMSNorm},
     {kMicrosoft, "GatherBlockQuantized", GatherBlockQuantized},
     {kMicrosoft, "Gelu", Unary},

@@ -58,6 +58,7 @@ void Div(const RuleContext& ctx, std::vector<Strategy>* out);
 void Where(const RuleContext& ctx, std::vector<Strategy>* out);
 void Cast(const RuleContext& ctx, std::vector<Strategy>* out);
 void CastLike(const RuleContext& ctx, std::vector<Strategy>* out);
+void GatedAdd(const RuleContext& ctx, std::vector<Strategy>* out);
 
 // linear_attention.cc
 void LinearAttention(const RuleContext& ctx, std::vector<Strategy>* out);
