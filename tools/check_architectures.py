@@ -7,6 +7,7 @@ does tpc shard them with no annotation, and run them right?
     pip install torch transformers onnx onnxscript onnxruntime   # a venv of its own
     python3 tools/check_architectures.py --bin build [--only qwen2 gemma2] [--tp 2 4]
         [--backend cuda --tp-run build/tests/tp_run_cuda_host] [--dtype f16]
+        [--ranks processes] [--compile-args "--objective time"]
 
 Not part of make test (it needs torch). Prints one line per export and N, and the
 exports that failed; exit status 1 when one did. An export that torch itself refuses is
@@ -88,6 +89,56 @@ ARCHITECTURES = {
     "cohere": decoder("CohereConfig", num_key_value_heads=2),
     "gpt_bigcode": ("causal", "GPTBigCodeConfig",
                     dict(n_embd=64, n_head=4, n_layer=2, vocab_size=512, n_positions=64)),
+    # Added 2026-12: the newer decoders of transformers 5.
+    "deepseek_v3": decoder("DeepseekV3Config", num_key_value_heads=4, q_lora_rank=32,
+                           kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=16,
+                           v_head_dim=16, moe_intermediate_size=64, n_routed_experts=4,
+                           num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1,
+                           n_group=1, topk_group=1),
+    "glm4": decoder("Glm4Config", num_key_value_heads=2, head_dim=16, pad_token_id=0),
+    "glm4_moe": decoder("Glm4MoeConfig", num_key_value_heads=2, head_dim=16,
+                        moe_intermediate_size=64, n_routed_experts=4, num_experts_per_tok=2,
+                        n_shared_experts=1, first_k_dense_replace=1, n_group=1, topk_group=1),
+    "smollm3": decoder("SmolLM3Config", num_key_value_heads=2, pad_token_id=0),
+    "ministral": decoder("MinistralConfig", num_key_value_heads=2, head_dim=16),
+    "qwen2_moe": decoder("Qwen2MoeConfig", num_key_value_heads=2, moe_intermediate_size=64,
+                         shared_expert_intermediate_size=64, num_experts=4,
+                         num_experts_per_tok=2, decoder_sparse_step=1, mlp_only_layers=[]),
+    "phimoe": decoder("PhimoeConfig", num_key_value_heads=2, num_local_experts=4,
+                      num_experts_per_tok=2),
+    "granitemoe": decoder("GraniteMoeConfig", num_key_value_heads=2, num_local_experts=4,
+                          num_experts_per_tok=2),
+    "granitemoeshared": decoder("GraniteMoeSharedConfig", num_key_value_heads=2,
+                                num_local_experts=4, num_experts_per_tok=2,
+                                shared_intermediate_size=64),
+    "ernie4_5": decoder("Ernie4_5Config", num_key_value_heads=2, head_dim=16),
+    "ernie4_5_moe": decoder("Ernie4_5_MoeConfig", num_key_value_heads=2,
+                            moe_intermediate_size=64, moe_num_experts=4, moe_k=2,
+                            moe_num_shared_experts=1, moe_layer_start_index=0),
+    "exaone4": decoder("Exaone4Config", num_key_value_heads=2, head_dim=16),
+    "olmo3": decoder("Olmo3Config", num_key_value_heads=2),
+    "cohere2": decoder("Cohere2Config", num_key_value_heads=2),
+    "helium": decoder("HeliumConfig", num_key_value_heads=2, head_dim=16),
+    "hunyuan_dense": decoder("HunYuanDenseV1Config", num_key_value_heads=2, head_dim=16),
+    "seed_oss": decoder("SeedOssConfig", num_key_value_heads=2, head_dim=16),
+    "apertus": decoder("ApertusConfig", num_key_value_heads=2),
+    "nemotron": decoder("NemotronConfig", num_key_value_heads=2, head_dim=16),
+    "arcee": decoder("ArceeConfig", num_key_value_heads=2),
+    "bitnet": decoder("BitNetConfig", num_key_value_heads=2),
+    "diffllama": decoder("DiffLlamaConfig", num_key_value_heads=2),
+    "vaultgemma": decoder("VaultGemmaConfig", num_key_value_heads=2, head_dim=16),
+    "nanochat": decoder("NanoChatConfig", num_key_value_heads=2),
+    "gpt_neo": ("causal", "GPTNeoConfig",
+                dict(hidden_size=64, num_layers=2, num_heads=4, window_size=4, vocab_size=512,
+                     attention_types=[[["global", "local"], 1]], intermediate_size=128,
+                     max_position_embeddings=64)),
+    "biogpt": decoder("BioGptConfig"),
+    "xglm": ("causal", "XGLMConfig", dict(d_model=64, num_layers=2, attention_heads=4,
+                                          ffn_dim=128, vocab_size=512,
+                                          max_position_embeddings=64)),
+    "persimmon": decoder("PersimmonConfig"),
+    "modernbert": ("masked", "ModernBertConfig",
+                   dict(BASE, global_attn_every_n_layers=2, local_attention=8, pad_token_id=0)),
     "roberta": ("masked", "RobertaConfig", dict(BASE, max_position_embeddings=80)),
     "distilbert": ("masked", "DistilBertConfig",
                    dict(dim=64, n_heads=4, n_layers=2, hidden_dim=128, vocab_size=512,
@@ -127,6 +178,27 @@ ARCHITECTURES = {
                    dict(num_encoder_blocks=2, hidden_sizes=[32, 64], depths=[1, 1],
                         patch_sizes=[7, 3], strides=[4, 2], padding=[2, 1], num_labels=10)),
     # Speech: wav2vec2-style CTC on raw samples [batch, samples]; Whisper on mel frames.
+    "siglip": ("image", "SiglipConfig",
+               dict(vision_config=dict(image_size=32, patch_size=8, hidden_size=64,
+                                       num_hidden_layers=2, num_attention_heads=4,
+                                       intermediate_size=128), num_labels=10)),
+    "clip": ("image", "CLIPConfig",
+             dict(vision_config=dict(image_size=32, patch_size=8, hidden_size=64,
+                                     num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=128), num_labels=10)),
+    "swinv2": ("image", "Swinv2Config", dict(image_size=32, patch_size=4, embed_dim=32,
+                                             depths=[1, 1], num_heads=[2, 4], window_size=4,
+                                             num_labels=10)),
+    "levit": ("image", "LevitConfig", dict(image_size=32, hidden_sizes=[32, 64, 96],
+                                           num_attention_heads=[2, 4, 4], depths=[1, 1, 1],
+                                           key_dim=[8, 8, 8], num_labels=10,
+                                           architectures=["LevitForImageClassification"])),
+    "pvt_v2": ("image", "PvtV2Config", dict(image_size=32, hidden_sizes=[16, 32, 48, 64],
+                                            depths=[1, 1, 1, 1], num_attention_heads=[1, 2, 4, 8],
+                                            num_labels=10)),
+    "focalnet": ("image", "FocalNetConfig", dict(image_size=32, patch_size=4, embed_dim=16,
+                                                 depths=[1, 1], num_labels=10)),
+    "mobilevit": ("image", "MobileViTConfig", dict(image_size=32, num_labels=10)),
     "wav2vec2": ("audio", "Wav2Vec2Config", dict(WAV2VEC, vocab_size=32)),
     "hubert": ("audio", "HubertConfig", dict(WAV2VEC, vocab_size=32)),
     "whisper": ("whisper", "WhisperConfig",
@@ -293,6 +365,9 @@ def main():
     ap.add_argument("--tp", type=int, nargs="+", default=[2, 4])
     ap.add_argument("--only", nargs="+", choices=sorted(ARCHITECTURES))
     ap.add_argument("--work", help="where exports and plans go (default: a temporary folder)")
+    ap.add_argument("--ranks", default="threads", choices=["threads", "processes"])
+    ap.add_argument("--compile-args", default="",
+                    help="more tp-compile flags, e.g. '--objective time' or '--sequence-parallel'")
     args = ap.parse_args()
     compile_bin = os.path.join(args.bin, "tp-compile")
     run_bin = args.tp_run or os.path.join(args.bin, "tp-run")
@@ -321,10 +396,10 @@ def main():
                 plan = os.path.join(work, f"{key}_tp{n}")
                 outputs = plan + "_outputs"
                 rc, out = run([compile_bin, path, "--tp", str(n), "-o", plan, "--force",
-                               "--quiet", "--dtype", args.dtype])
+                               "--quiet", "--dtype", args.dtype] + args.compile_args.split())
                 if rc == 0:
                     rc, out = run([run_bin, plan, "--backend", args.backend, "--ranks",
-                                   "threads", "--check-against", path, "--input-dir", inputs,
+                                   args.ranks, "--check-against", path, "--input-dir", inputs,
                                    "--output-dir", outputs, "--quiet", "--no-verify"] + tol)
                 if rc == 0:  # the sharded run equals the unsharded one; both equal ort?
                     out = against_ort(path, feeds, outputs, *ort_tol)
