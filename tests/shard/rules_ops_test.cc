@@ -590,6 +590,36 @@ TEST_CASE("GatherBlockQuantized rule: K splits in whole blocks and zero-point by
   CHECK(Has(absent, "(S(0), R, S(0), _)->(P(sum))"));
 }
 
+// LinearAttention with fewer query (or value) heads than ranks puts each of those heads
+// on its group of ranks; a key of the value's heads (which onnxruntime takes too) splits
+// with the value.
+TEST_CASE("LinearAttention rule: the fewer heads on groups of ranks", "[shard][rules]") {
+  auto linear = [](int64_t hq, int64_t hk, int64_t hv) {
+    return RuleOf(
+        absl::StrCat("  %q: f32[b, s, ", hq * 8, "] = placeholder\n  %k: f32[b, s, ", hk * 8,
+                     "] = placeholder\n  %v: f32[b, s, ", hv * 4, "] = placeholder\n  %p: f32[b, ",
+                     hv, ", 8, 4] = placeholder\n  %g: f32[b, s, ", hv,
+                     "] = placeholder\n  %r: f32[b, s, ", hv,
+                     "] = placeholder\n  %y: f32[*], %z: f32[*] = "
+                     "com.microsoft::LinearAttention(%q, %k, %v, %p, %g, %r) {kv_num_heads=",
+                     hv, ", q_num_heads=", hq, "}"),
+        4, {}, {2});
+  };
+  const Rule inverse = linear(2, 2, 4);
+  INFO(inverse.text);
+  CHECK(Has(inverse, "(S(2@2), S(2@2), S(2), S(1), S(2), S(2))->(S(2), S(1))"));
+  const Rule value_keys = linear(2, 4, 4);
+  INFO(value_keys.text);
+  CHECK(Has(value_keys, "(S(2@2), S(2), S(2), S(1), S(2), S(2))->(S(2), S(1))"));
+  CHECK_FALSE(Has(value_keys, "(S(2@2), S(2@2), S(2), S(1), S(2), S(2))->(S(2), S(1))"));
+  const Rule gqa = linear(4, 2, 2);
+  INFO(gqa.text);
+  CHECK(Has(gqa, "(S(2), S(2@2), S(2@2), S(1@2), S(2@2), S(2@2))->(S(2), S(1@2))"));
+  const Rule even = linear(4, 4, 4);
+  CHECK(Has(even, "(S(2), S(2), S(2), S(1), S(2), S(2))->(S(2), S(1))"));
+  CHECK(Has(even, "(S(0), S(0), S(0), S(0), S(0), S(0))->(S(0), S(0))"));
+}
+
 TEST_CASE("pool rules: MaxPool with indices keeps everything whole", "[shard][rules]") {
   const std::string x = "  %x: f32[b, 4, 8, 8] = placeholder\n";
   CHECK(Has(RuleOf(x + "  %y: f32[*] = MaxPool(%x) {kernel_shape=[2, 2]}"), "(S(1))->(S(1))"));

@@ -202,7 +202,7 @@ absl::StatusOr<MRopeLayout> ReadMRopeLayout(const KernelContext& ctx) {
     l.hd = x.dim(3);
   } else if (l.heads > 0 && x.dim(2) % l.heads == 0) {
     l.hd = x.dim(2) / l.heads;
-  } else {
+  } else {  // (onnxruntime refuses num_heads 0 here too)
     return ctx.Error(absl::StrCat("a 3-D input needs num_heads dividing its last dim ", x.dim(2),
                                   " (num_heads ", l.heads, ")"));
   }

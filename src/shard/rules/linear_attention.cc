@@ -66,13 +66,21 @@ void LinearAttention(const RuleContext& ctx, std::vector<Strategy>* out) {
   }
   const int64_t fewer = std::min(hq, hv);
   if (fewer >= n || n % fewer != 0 || std::max(hq, hv) % n != 0) return;
+  // The key's heads (its width / dk): the fewer heads (Qwen 3.5's), or Hv, which
+  // onnxruntime takes too (key head = value head); unknown widths offer nothing here.
+  const ir::Dim& qw = ctx.input_dims(0)[2];
+  const ir::Dim& kw = ctx.input_dims(1)[2];
+  if (!qw.is_static() || !kw.is_static() || qw.value() % hq != 0 || qw.value() < hq) return;
+  const int64_t dk = qw.value() / hq;
+  const int64_t hk = kw.value() % dk == 0 ? kw.value() / dk : 0;
+  if (hk != fewer && hk != hv) return;
   // Each of the fewer heads on its group of N / fewer ranks (one head: every rank's).
   auto grouped = [&](int64_t d) {
     return fewer == 1 ? ir::Placement::Replicate() : ir::Placement::ShardInGroups(d, fewer);
   };
   if (hv > hq) {  // inverse GQA (Qwen 3.5): value heads split, query and key heads grouped
-    strategy("split value heads, each query/key head on its group of ranks", grouped(2), grouped(2),
-             heads, state, heads, share);
+    strategy("split value heads, each query/key head on its group of ranks", grouped(2),
+             hk == hv ? heads : grouped(2), heads, state, heads, share);
   } else {  // GQA: query heads split, key/value heads and their states grouped
     strategy("split query heads, each key/value head on its group of ranks", heads, grouped(2),
              grouped(2), grouped(1), heads, share);
