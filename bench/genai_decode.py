@@ -13,6 +13,11 @@ the prompt appended, then one token per step), tp-run --generate on the tp=1 pla
 the tp=2 plan as 2 processes; every run with 2 threads in total (the 2 ranks 1 each).
 Reports the medians of decode tokens/s (prefill excluded) and whether the three generated
 the same ids. Needs onnxruntime-genai, onnxruntime, onnx_ir, numpy.
+
+--model DIR takes an onnxruntime-genai folder instead (model.onnx, genai_config.json: an
+export of the builder, e.g. Qwen 3.5 from tools/make_genai_exports.py --archs qwen35
+--precisions int4 --set hidden_size=1024 ...); its decoder's session threads are set to
+--threads in a copy of the folder's config.
 """
 import argparse
 import json
@@ -32,6 +37,21 @@ def run(cmd):
     if p.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{p.stdout}{p.stderr}")
     return p.stdout + p.stderr
+
+
+def given_model(a):
+    """The --model folder, its genai_config.json's threads set to --threads (the original
+    kept as genai_config.json.orig)."""
+    folder = a.model
+    config_path = os.path.join(folder, "genai_config.json")
+    if not os.path.exists(config_path + ".orig"):
+        os.replace(config_path, config_path + ".orig")
+    config = json.load(open(config_path + ".orig"))
+    options = config["model"]["decoder"].setdefault("session_options", {})
+    options["intra_op_num_threads"] = a.threads
+    with open(config_path, "w") as f:
+        json.dump(config, f, indent=1)
+    return folder, os.path.join(folder, "model.onnx")
 
 
 def write_model(a):
@@ -111,14 +131,17 @@ def main():
     ap.add_argument("--new", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--model", help="an onnxruntime-genai folder to time instead of the Llama")
     a = ap.parse_args()
-    folder, model = write_model(a)
-    size = os.path.getsize(model) / 2**20
+    folder, model = given_model(a) if a.model else write_model(a)
+    size = sum(os.path.getsize(model + ext) for ext in ("", ".data")
+               if os.path.exists(model + ext)) / 2**20
     plans = {}
     for n in (1, 2):
         plans[n] = os.path.join(folder, f"tp{n}")
         run([a.tp_compile, model, "--tp", str(n), "-o", plans[n], "--quiet", "--force"])
-    prompt = [(7 * i + 3) % a.vocab for i in range(a.prompt_len)]
+    vocab = json.load(open(os.path.join(folder, "genai_config.json")))["model"]["vocab_size"]
+    prompt = [(7 * i + 3) % vocab for i in range(a.prompt_len)]
     rows = {"onnxruntime-genai (unsharded)": [], "tp-run N=1": [], "tp-run N=2 (processes)": []}
     ids = {}
     for _ in range(a.rounds):
@@ -129,9 +152,10 @@ def main():
             got, tps, prefill = fn()
             rows[name].append((tps, prefill))
             ids[name] = got
-    print(f"\nmodel: {a.layers} layers, hidden {a.hidden}, {a.heads} heads, "
-          f"{a.kv_heads} K/V heads, "
-          f"MLP {a.intermediate}, vocab {a.vocab}, int4 blocks of 32: {size:.0f} MiB; prompt "
+    shape = (f"{a.model}" if a.model else
+             f"{a.layers} layers, hidden {a.hidden}, {a.heads} heads, {a.kv_heads} K/V heads, "
+             f"MLP {a.intermediate}, vocab {a.vocab}, int4 blocks of 32")
+    print(f"\nmodel: {shape}: {size:.0f} MiB; prompt "
           f"{a.prompt_len}, {a.new} new tokens, {a.threads} threads in total, {a.rounds} rounds "
           f"interleaved; load average {os.getloadavg()[0]:.2f}")
     base = statistics.median(t for t, _ in rows["onnxruntime-genai (unsharded)"])

@@ -118,8 +118,12 @@ TEXT_CONFIG = {"gemma4moe": "Gemma4Config", "qwen35": "Qwen3_5Config",
 CONFIG_CLASS = {"gemma3": "Gemma3TextConfig"}
 
 
+# --set KEY=VALUE: a larger shape for a benchmark (bench/genai_decode.py --model).
+OVERRIDES = {}
+
+
 def config_of(arch):
-    return dict(SHAPE, **CONFIG.get(arch, {}))
+    return {**SHAPE, **CONFIG.get(arch, {}), **OVERRIDES}
 SHAPE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
              num_key_value_heads=2, vocab_size=256, max_position_embeddings=128,
              head_dim=16, tie_word_embeddings=False)
@@ -139,7 +143,7 @@ def save_hf(arch, folder):
             arch, ARCHS[arch].replace("ForCausalLM", "Config")))(**config_of(arch))
     model = getattr(transformers, ARCHS[arch])(config).eval()
     model.save_pretrained(folder)
-    vocab = {f"t{i}": i for i in range(SHAPE["vocab_size"])}
+    vocab = {f"t{i}": i for i in range(config_of(arch)["vocab_size"])}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="t0"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="t0", bos_token="t1",
@@ -163,7 +167,7 @@ def write_test_data(model_path, out_dir, config=SHAPE, exact=False):
     feeds = {}
     for i in sess.get_inputs():
         if i.name == "input_ids":
-            feeds[i.name] = rng.integers(0, SHAPE["vocab_size"], (BATCH, SEQ), dtype=np.int64)
+            feeds[i.name] = rng.integers(0, config["vocab_size"], (BATCH, SEQ), dtype=np.int64)
         elif i.name == "attention_mask":
             feeds[i.name] = np.ones((BATCH, PAST + SEQ), dtype=np.int64)
         elif i.name == "position_ids":  # Optimum's exports; M-RoPE's [3, batch, seq]
@@ -201,7 +205,13 @@ def main():
     ap.add_argument("--ep", default="cpu",
                     help="the builder's execution provider; other than cpu, the folders are "
                          "<arch>_<precision>_<ep>")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a configuration value over the small shape (VALUE as JSON), e.g. "
+                         "hidden_size=1024: a benchmark's model, not a committed one")
     args = ap.parse_args()
+    for kv in args.set:
+        key, value = kv.split("=", 1)
+        OVERRIDES[key] = json.loads(value)
     for arch in args.archs.split(","):
         with tempfile.TemporaryDirectory() as tmp:
             hf = os.path.join(tmp, "hf")

@@ -1,6 +1,7 @@
 // onnxruntime's LinearAttention and LinearAttentionGate on the CPU (Gated DeltaNet's layers
-// of Qwen 3.5): the recurrence a state column at a time, the gates an element at a time,
-// both from math/linear_attention.h.
+// of Qwen 3.5): the recurrence a state head at a time, row by row; the gates an element at a
+// time (math/linear_attention.h).
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -102,17 +103,66 @@ absl::StatusOr<math::LinearAttentionLayout> ReadLinearAttentionLayout(const Kern
   return l;
 }
 
+namespace {
+
+// State head h of batch entry b over every token, its [dk, dv] state a row at a time (the
+// rows contiguous: each step's sums run along a row, vectorized), in `state` (the present,
+// the past copied in first). The same sums, in the same order of the key rows, as
+// math::LinearAttentionColumn, which the GPU runs a column a thread.
+void LinearAttentionHead(const math::LinearAttentionLayout& l, const float* q, const float* k,
+                         const float* v, const float* decay, const float* rate, float* out,
+                         float* state, int64_t b, int64_t h, float* mem) {
+  const int64_t dk = l.dk, dv = l.dv, oh = l.out_heads();
+  const int64_t kh = l.key_head(h), q0 = l.first_query(h), qn = l.query_count();
+  for (int64_t t = 0; t < l.tokens; ++t) {
+    const int64_t bt = b * l.tokens + t;
+    const float* kr = k + (bt * l.k_heads + kh) * dk;
+    const float* vr = v + (bt * l.v_heads + h) * dv;
+    const float* g =
+        l.gated() ? decay + (l.decay_per_key ? (bt * l.v_heads + h) * dk : bt * l.v_heads + h)
+                  : nullptr;
+    // One pass over the rows: the decay, and Sᵀk of the decayed state (delta rules).
+    std::fill(mem, mem + dv, 0.0f);
+    for (int64_t i = 0; i < dk; ++i) {
+      float* row = state + i * dv;
+      if (g != nullptr) {
+        const float e = expf(g[l.decay_per_key ? i : 0]);
+        for (int64_t j = 0; j < dv; ++j) row[j] *= e;
+      }
+      if (l.delta()) {
+        for (int64_t j = 0; j < dv; ++j) mem[j] += row[j] * kr[i];
+      }
+    }
+    if (l.delta()) {  // mem becomes the update, β · (v − Sᵀk)
+      const float beta = rate[l.rate_per_head ? bt * l.v_heads + h : bt];
+      for (int64_t j = 0; j < dv; ++j) mem[j] = (vr[j] - mem[j]) * beta;
+    } else {
+      std::copy_n(vr, dv, mem);
+    }
+    // Another: the update, and Sᵀq of the updated state for each query head reading it.
+    float* first = out + (bt * oh + (l.q_heads > l.v_heads ? q0 : h)) * dv;
+    std::fill(first, first + qn * dv, 0.0f);  // the query heads of state h are adjacent
+    for (int64_t i = 0; i < dk; ++i) {
+      float* row = state + i * dv;
+      for (int64_t j = 0; j < dv; ++j) row[j] += kr[i] * mem[j];
+      for (int64_t qi = 0; qi < qn; ++qi) {
+        const float qv = q[(bt * l.q_heads + q0 + qi) * dk + i];
+        float* o = first + qi * dv;
+        for (int64_t j = 0; j < dv; ++j) o[j] += row[j] * qv;
+      }
+    }
+    for (int64_t j = 0; j < qn * dv; ++j) first[j] *= l.scale;
+  }
+}
+
+}  // namespace
+
 absl::Status LinearAttention(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(const math::LinearAttentionLayout l, ReadLinearAttentionLayout(ctx));
-  if (ctx.input(0).dtype() != ir::DType::kF32)
+  if (ctx.input(0).dtype() != ir::DType::kF32) {
     return ctx.Error("the CPU kernel takes float32 only");
-  auto load = [](const Tensor* t) {
-    const float* p = t != nullptr ? t->data<float>() : nullptr;
-    return [p](int64_t i) { return p[i]; };
-  };
-  const auto lq = load(&ctx.input(0)), lk = load(&ctx.input(1)), lv = load(&ctx.input(2));
-  const auto lp = load(ctx.optional_input(3)), ld = load(ctx.optional_input(4)),
-             lr = load(ctx.optional_input(5));
+  }
+  auto data = [](const Tensor* t) { return t != nullptr ? t->data<float>() : nullptr; };
   TPC_ASSIGN_OR_RETURN(Tensor * y,
                        ctx.Output(0, {l.batch, l.tokens, l.out_heads() * l.dv}, ir::DType::kF32));
   float* out = y->data<float>();
@@ -126,15 +176,21 @@ absl::Status LinearAttention(KernelContext& ctx) {
     unwanted.resize(static_cast<size_t>(l.batch * l.v_heads * l.dk * l.dv));
     state = unwanted.data();
   }
-  auto store_out = [out](int64_t i, float f) { out[i] = f; };
-  auto store_state = [state](int64_t i, float f) { state[i] = f; };
-  // A task is one state head of one batch entry: its dv columns, each over every token.
+  const float* past = data(ctx.optional_input(3));
+  const int64_t head = l.dk * l.dv;
+  // A task is one state head of one batch entry, over every token.
   ctx.pool().ParallelFor(l.batch * l.v_heads, 1, [&](int64_t first, int64_t last) {
+    std::vector<float> mem(static_cast<size_t>(l.dv));
     for (int64_t bh = first; bh < last; ++bh) {
-      for (int64_t j = 0; j < l.dv; ++j) {
-        math::LinearAttentionColumn(l, lq, lk, lv, lp, ld, lr, store_out, store_state,
-                                    bh / l.v_heads, bh % l.v_heads, j);
+      float* s = state + bh * head;
+      if (past != nullptr) {
+        std::copy_n(past + bh * head, head, s);
+      } else {
+        std::fill(s, s + head, 0.0f);
       }
+      LinearAttentionHead(l, data(&ctx.input(0)), data(&ctx.input(1)), data(&ctx.input(2)),
+                          data(ctx.optional_input(4)), data(ctx.optional_input(5)), out, s,
+                          bh / l.v_heads, bh % l.v_heads, mem.data());
     }
   });
   return absl::OkStatus();
