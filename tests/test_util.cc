@@ -2,7 +2,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "tpc/onnx/exporter.h"
 #include "tpc/onnx/importer.h"
+#include "tpc/onnx/shape_inference.h"
 #include "tpc/partition/partition.h"
 #include "tpc/runtime/plan_runner.h"
 
@@ -182,6 +184,16 @@ absl::StatusOr<std::vector<std::vector<runtime::Tensor>>> RunRanks(
 
 std::string SourcePath(const std::string& relative) {
   return std::string(TPC_SOURCE_DIR) + "/" + relative;
+}
+
+std::string SaveModel(ir::Graph& g, const std::string& path) {
+  const absl::Status inferred = onnx::InferShapes(g);
+  INFO(inferred.ToString());
+  REQUIRE(inferred.ok());
+  const absl::Status written = onnx::ExportModel(g, path);
+  INFO(written.ToString());
+  REQUIRE(written.ok());
+  return path;
 }
 
 std::string TempDir(const std::string& tag) {

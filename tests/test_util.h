@@ -53,6 +53,9 @@ CommandResult RunTpRun(const std::string& args);
 // True when `dir` holds no leftover temporary folder of tp-compile.
 bool NoTemporaries(const std::string& dir);
 
+// `g` with its shapes inferred, exported to `path` (the test fails when either fails);
+// returns `path`.
+std::string SaveModel(ir::Graph& g, const std::string& path);
 // models/<name>.onnx, imported (the test fails when it does not import).
 std::unique_ptr<ir::Graph> ImportCommitted(const std::string& name);
 // Shard options for `n` ranks on the `tp` axis, with sequence parallelism when `sp`.

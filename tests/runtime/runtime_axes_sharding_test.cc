@@ -58,14 +58,7 @@ std::string WriteAxesModel(const std::string& dir) {
   ir::Value* squeezed = call("Squeeze", {unsqueezed, axes}, {"squeezed"})->output(0);
   ir::Value* padded = call("Pad", {h, ints("pads", {2, 1}), nullptr, axes}, {"padded"})->output(0);
   g.SetOutputs({sliced, split->output(0), split->output(1), squeezed, padded});
-  const absl::Status inferred = onnx::InferShapes(g);
-  INFO(inferred.ToString());
-  REQUIRE(inferred.ok());
-  const std::string path = dir + "/model.onnx";
-  const absl::Status s = onnx::ExportModel(g, path);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  return path;
+  return tpc::testing::SaveModel(g, dir + "/model.onnx");
 }
 
 TEST_CASE("axes and split sizes given at run time: the ops take their input whole, sharded",

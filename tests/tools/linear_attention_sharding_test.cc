@@ -10,8 +10,6 @@
 
 #include "test_util.h"
 #include "tpc/ir/graph.h"
-#include "tpc/onnx/exporter.h"
-#include "tpc/onnx/shape_inference.h"
 
 namespace {
 
@@ -44,14 +42,7 @@ std::string WriteLinearAttentionModel(const std::string& dir, int64_t hq, int64_
   auto* node = g.AddCall("com.microsoft", "LinearAttention", std::move(in),
                          {"output", "present_state"}, std::move(attrs), "/linear");
   g.SetOutputs({node->output(0), node->output(1)});
-  const absl::Status inferred = tpc::onnx::InferShapes(g);
-  INFO(inferred.ToString());
-  REQUIRE(inferred.ok());
-  const std::string path = dir + "/model.onnx";
-  const absl::Status written = tpc::onnx::ExportModel(g, path);
-  INFO(written.ToString());
-  REQUIRE(written.ok());
-  return path;
+  return tpc::testing::SaveModel(g, dir + "/model.onnx");
 }
 
 }  // namespace

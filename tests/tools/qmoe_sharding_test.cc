@@ -9,8 +9,6 @@
 
 #include "test_util.h"
 #include "tpc/ir/graph.h"
-#include "tpc/onnx/exporter.h"
-#include "tpc/onnx/shape_inference.h"
 
 namespace {
 
@@ -62,14 +60,7 @@ std::string WriteQMoeModel(const std::string& dir, int bits, int64_t block) {
   tpc::ir::Value* y =
       g.AddCall("com.microsoft", "QMoE", std::move(in), {"y"}, std::move(attrs), "/moe")->output(0);
   g.SetOutputs({y});
-  const absl::Status inferred = tpc::onnx::InferShapes(g);
-  INFO(inferred.ToString());
-  REQUIRE(inferred.ok());
-  const std::string path = dir + "/model.onnx";
-  const absl::Status written = tpc::onnx::ExportModel(g, path);
-  INFO(written.ToString());
-  REQUIRE(written.ok());
-  return path;
+  return tpc::testing::SaveModel(g, dir + "/model.onnx");
 }
 
 }  // namespace

@@ -8,8 +8,6 @@
 
 #include "test_util.h"
 #include "tpc/ir/graph.h"
-#include "tpc/onnx/exporter.h"
-#include "tpc/onnx/shape_inference.h"
 
 namespace {
 
@@ -46,14 +44,7 @@ std::string WriteQuantizeModel(const std::string& dir) {
   tpc::ir::Value* q2 = call("QuantizeLinear", {h, s2, zp2}, "q2", {{"axis", int64_t{1}}});
   tpc::ir::Value* y2 = call("DequantizeLinear", {q2, s, zp}, "y2");
   g.SetOutputs({y, y2});
-  const absl::Status inferred = tpc::onnx::InferShapes(g);
-  INFO(inferred.ToString());
-  REQUIRE(inferred.ok());
-  const std::string path = dir + "/model.onnx";
-  const absl::Status written = tpc::onnx::ExportModel(g, path);
-  INFO(written.ToString());
-  REQUIRE(written.ok());
-  return path;
+  return tpc::testing::SaveModel(g, dir + "/model.onnx");
 }
 
 }  // namespace
