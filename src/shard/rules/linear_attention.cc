@@ -37,8 +37,8 @@ void LinearAttention(const RuleContext& ctx, std::vector<Strategy>* out) {
   const bool rate_per_head =
       ctx.has_input(5) && ctx.input_rank(5) == 3 &&
       !(ctx.input_dims(5)[2].is_static() && ctx.input_dims(5)[2].value() == 1);
-  // q: the query; kv: key and value split alike (GQA) or the key with the query (inverse);
-  // per_value: value, decay, rate and state heads; state: the state's placement.
+  // The placements of the query, the key, the value (and the decay and a per-head rate
+  // with it), the state (past and present) and the output.
   auto strategy = [&](std::string name, const ir::Placement& q, const ir::Placement& k,
                       const ir::Placement& v, const ir::Placement& state,
                       const ir::Placement& output, double fraction) {
@@ -48,7 +48,9 @@ void LinearAttention(const RuleContext& ctx, std::vector<Strategy>* out) {
     s.inputs[2] = v;
     if (ctx.has_input(3)) s.inputs[3] = state;
     if (ctx.has_input(4)) s.inputs[4] = v;
-    if (ctx.has_input(5) && (rate_per_head || v.dim == 0)) s.inputs[5] = v;
+    // A rate of one value per token splits with the batch only.
+    const bool by_batch = v.kind == ir::Placement::Kind::kShard && v.dim == 0;
+    if (ctx.has_input(5) && (rate_per_head || by_batch)) s.inputs[5] = v;
     s.outputs.assign(static_cast<size_t>(node.num_outputs()), state);
     s.outputs[0] = output;
     s.compute_fraction = fraction;
