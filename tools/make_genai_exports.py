@@ -9,7 +9,9 @@ sqrt(hidden), RMSNorm with its weight + 1; Gemma 2, with --archs gemma2: a slidi
 and softcapped scores and logits; gpt-oss, --archs gptoss: a mixture of 4 experts, 2 a
 token (MoE, SwiGLU), attention sinks and Gemma 2's windows; LFM2-MoE, --archs lfm2moe:
 an attention layer and a short-convolution one, whose state is carried between steps
-(CausalConvWithState), each with 4 experts) and
+(CausalConvWithState), each with 4 experts; Qwen 3.5, --archs qwen35 or qwen35moe: a
+Gated DeltaNet layer, its convolution and recurrent states carried, beside a gated
+attention layer with M-RoPE, and in the MoE form 4 experts beside a shared one) and
 precision (fp32, int4: MatMulNBits with block 32), this saves a random-weight
 transformers model (and a small WordLevel tokenizer, which the builder wants) to a temporary
 folder, runs `python -m onnxruntime_genai.models.builder -e cpu` (--ep cuda: the builder's
