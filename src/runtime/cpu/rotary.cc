@@ -248,21 +248,22 @@ absl::Status MRotaryEmbedding(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   TPC_ASSIGN_OR_RETURN(std::vector<int64_t> ids, ReadInts(ctx, ctx.input(1)));
   const int64_t tokens = l.batch * l.seq;
+  // Element e of the token-by-token caches: its offset in the caches, its row checked.
+  std::vector<int64_t> at(static_cast<size_t>(tokens * l.half));
   for (int64_t e = 0; e < tokens * l.half; ++e) {
     const int64_t row = math::MRopeCacheRow(m.sections, ids.data(), tokens, l.half, e);
     if (row < 0 || row >= m.positions) {
       return ctx.Error(
           absl::StrCat("position ", row, " is outside the caches' ", m.positions, " positions"));
     }
+    at[static_cast<size_t>(e)] = row * l.half + e % l.half;
   }
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
   return VisitFloat(ctx, x.dtype(), [&]<typename T>() -> absl::Status {
-    std::vector<T> cos(static_cast<size_t>(tokens * l.half)), sin(cos.size());
-    for (int64_t e = 0; e < tokens * l.half; ++e) {
-      const int64_t at =
-          math::MRopeCacheRow(m.sections, ids.data(), tokens, l.half, e) * l.half + e % l.half;
-      cos[static_cast<size_t>(e)] = static_cast<T>(m.scale * ctx.input(2).data<T>()[at]);
-      sin[static_cast<size_t>(e)] = static_cast<T>(m.scale * ctx.input(3).data<T>()[at]);
+    std::vector<T> cos(at.size()), sin(at.size());
+    for (size_t e = 0; e < at.size(); ++e) {
+      cos[e] = static_cast<T>(m.scale * ctx.input(2).data<T>()[at[e]]);
+      sin[e] = static_cast<T>(m.scale * ctx.input(3).data<T>()[at[e]]);
     }
     RotateHeads<T>(ctx, x, y, l.heads, l.seq, l.hd, cos.data(), sin.data(), l.half, l.interleaved,
                    [](int64_t bs) { return bs; });

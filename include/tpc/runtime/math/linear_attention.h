@@ -1,7 +1,9 @@
 // onnxruntime's LinearAttention (the recurrent form of linear attention: Gated DeltaNet's
 // layers in Qwen 3.5 and Qwen3-Next, DeltaNet, RetNet, GLA) and LinearAttentionGate (the
-// decay and update rate that feed it). Per state column and per element, as the CPU and
-// the CUDA kernels compute them (checked against onnxruntime by the contrib node tests).
+// decay and update rate that feed it): the layout both backends read, the recurrence a
+// state column at a time (the CUDA kernel's: a column a thread; the CPU kernel runs the
+// same sums, in the same order of the key rows, a state head's rows at a time, and the
+// contrib node tests check both against onnxruntime), and the gates per element.
 #pragma once
 
 #include <cmath>
