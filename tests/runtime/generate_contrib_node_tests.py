@@ -55,7 +55,9 @@ class Case:
         feeds = {n: a for n, a in self.inputs if a is not None}
         run = self.reference(model) if self.reference else model
         sess = ort.InferenceSession(run.SerializeToString(), providers=["CPUExecutionProvider"])
-        results = sess.run(None, feeds)
+        # (A reference may hold some inputs as initializers: those are not fed.)
+        names = {i.name for i in sess.get_inputs()}
+        results = sess.run(None, {n: a for n, a in feeds.items() if n in names})
         # Declare the output types onnxruntime produced (tpc reads typed outputs).
         del model.graph.output[:]
         for name, r in zip([o for o in self.outputs if o], results):
@@ -727,6 +729,57 @@ def matmul_nbits_cases(rng):
             inputs += [("g_idx", None), ("bias", rng.standard_normal(n).astype(np.float32))]
         out.append(Case(f"matmul_nbits_{name}", "MatMulNBits", inputs, ["Y"], K=k, N=n,
                         bits=bits, block_size=block))
+    # accuracy_level 4: onnxruntime's CPU rounds A to int8 per block, where B is a constant
+    # (prepacked; given B as a graph input it computes in f32): the reference holds B, the
+    # scales and the zero points as initializers. tpc's integer kernel (AVX-512 VNNI, f32,
+    # up to 16 rows, int4 blocks of 32 and more, K a multiple of 64): 1 row against 4
+    # columns at a time and 2 left, 2 to 4 rows, 16; blocks of 32 (a step spans two), 64
+    # and 128; 20 and 64 blocks (the zero points' share 16 blocks a vector, the last partial);
+    # packed and no zero points. Its other paths, A rounded: 17 and 70 rows (the dequantized
+    # tiles), K = 96 (not a multiple of 64), 8 and 2 bits, a partial block.
+    for name, m_shape, k, n, bits, block, zp_kind, bias in [
+            ("row", (1, 1), 256, 42, 4, 32, "packed", True),
+            ("rows_3_block_64", (3,), 256, 24, 4, 64, None, True),
+            ("rows_2_float_zero_points", (2,), 256, 18, 4, 32, "float", False),
+            ("row_block_128", (1,), 512, 16, 4, 128, "packed", False),
+            ("row_20_blocks", (1,), 640, 12, 4, 32, "packed", True),
+            ("row_64_blocks", (1,), 2048, 10, 4, 32, None, False),
+            ("rows_4_20_blocks_float_zero_points", (2, 2), 640, 10, 4, 32, "float", True),
+            ("rows_16", (2, 8), 128, 21, 4, 32, "packed", True),
+            ("rows_17", (17,), 128, 21, 4, 32, "packed", True),
+            ("rows_70", (2, 35), 256, 39, 4, 64, "float", False),
+            ("row_k_96", (1,), 96, 16, 4, 32, "packed", False),
+            ("8bit", (2, 3), 64, 16, 8, 32, "packed", False),
+            ("2bit", (3,), 64, 8, 2, 32, None, True),
+            # f32 in onnxruntime (no int8 kernel): float zero points (above), 2 bits in
+            # blocks of 16
+            ("2bit_block_16", (3,), 64, 8, 2, 16, "packed", True),
+            ("partial_block", (2, 2), 40, 8, 4, 16, "packed", False)]:
+        b, scales, zp = quantize_blocks(rng, n, k, bits, block, zp_kind == "packed")
+        if zp_kind == "float":
+            zp = (rng.random(scales.shape) * (1 << bits)).astype(np.float32)
+        a = rng.standard_normal(m_shape + (k,)).astype(np.float32)
+        constants = {"B": b, "scales": scales, "zero_points": zp}
+        inputs = [("A", a), ("B", b), ("scales", scales), ("zero_points", zp)]
+        if bias:
+            inputs += [("g_idx", None), ("bias", rng.standard_normal(n).astype(np.float32))]
+        out.append(Case(f"matmul_nbits_int8_{name}", "MatMulNBits", inputs, ["Y"], K=k, N=n,
+                        bits=bits, block_size=block, accuracy_level=4,
+                        reference=lambda model, c=constants: with_initializers(model, c)))
+    return out
+
+
+def with_initializers(model, arrays):
+    """A copy of `model` whose graph inputs named in `arrays` are initializers of those
+    values (None: left as they are)."""
+    out = type(model)()
+    out.CopyFrom(model)
+    keep = [i for i in out.graph.input if arrays.get(i.name) is None]
+    for name, a in arrays.items():
+        if a is not None:
+            out.graph.initializer.append(numpy_helper.from_array(a, name))
+    del out.graph.input[:]
+    out.graph.input.extend(keep)
     return out
 
 

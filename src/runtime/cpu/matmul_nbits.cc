@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "int8_blocks.h"
 #include "isa_loops.h"
 #include "kernels.h"
 #include "line_aligned.h"
@@ -87,6 +88,38 @@ absl::Status MatMulNBits(KernelContext& ctx) {
     const T* pzf = zero_points != nullptr && !packed ? zero_points->data<T>() : nullptr;
     T* py = y->data<T>();
     const T* pa = a.data<T>();
+    // bias[col] added to Y's columns [lo, hi) (every row).
+    auto add_bias_columns = [&](int64_t lo, int64_t hi) {
+      if (bias == nullptr) return;
+      const T* pbias = bias->data<T>();
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t col = lo; col < hi; ++col) py[r * l.n + col] += pbias[col];
+      }
+    };
+    // accuracy_level 4: A rounded to int8 per block (math::Int8Rounded), as onnxruntime's
+    // CPU computes it; with AVX-512 VNNI, a few f32 rows of the usual int4 layout multiply
+    // as integers (Int8Int4ColumnsDot), else the rounded A goes through the paths below.
+    AlignedVector<T> rounded;
+    if (math::NBitsInt8Activations(l, ctx.node().attr_int("accuracy_level", 0), pzf != nullptr)) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (m <= kInt8DotRows && Int8DotApplies(l) && HasInt8Dot()) {
+          Int8Rows rows;
+          QuantizeInt8Rows(pa, m, l.k, l.block_size, &rows);
+          ctx.pool().ParallelFor(
+              l.n, std::max<int64_t>(4, 4096 / l.k), [&](int64_t lo, int64_t hi) {
+                Int8Int4ColumnsDot(pb + lo * (l.k / 2), ps + lo * blocks,
+                                   pzf != nullptr ? pzf + lo * blocks : nullptr,
+                                   pz != nullptr ? pz + lo * l.packed_zero_point_bytes() : nullptr,
+                                   l.packed_zero_point_bytes(), hi - lo, rows, py + lo, l.n);
+                add_bias_columns(lo, hi);
+              });
+          return absl::OkStatus();
+        }
+      }
+      rounded.resize(static_cast<size_t>(a.num_elements()));
+      Int8RoundRows(pa, m, l.k, l.block_size, rounded.data());
+      pa = rounded.data();
+    }
     // The codes of block `blk` of column `col` into `out` (its length returned), with the
     // block's scale and zero point.
     auto unpack = [&](int64_t col, int64_t blk, T* out, T* scale, T* zero) {
@@ -116,12 +149,7 @@ absl::Status MatMulNBits(KernelContext& ctx) {
                                pz != nullptr ? pz + lo * l.packed_zero_point_bytes() : nullptr,
                                l.packed_zero_point_bytes(), hi - lo, blocks, half, pairs.data(),
                                l.k, m, py + lo, l.n);
-                if (bias == nullptr) return;
-                for (int64_t r = 0; r < m; ++r) {
-                  for (int64_t col = lo; col < hi; ++col) {
-                    py[r * l.n + col] += bias->data<float>()[col];
-                  }
-                }
+                add_bias_columns(lo, hi);
               });
           return absl::OkStatus();
         }
@@ -172,13 +200,6 @@ absl::Status MatMulNBits(KernelContext& ctx) {
     const int64_t tile = std::min<int64_t>(
         std::max<int64_t>((int64_t{1} << 16) / std::max<int64_t>(l.k, 1), 16), l.n);
     const int64_t tiles = (l.n + tile - 1) / tile;
-    auto add_bias = [&] {
-      if (bias == nullptr) return;
-      const T* pbias = bias->data<T>();
-      for (int64_t r = 0; r < m; ++r) {
-        for (int64_t col = 0; col < l.n; ++col) py[r * l.n + col] += pbias[col];
-      }
-    };
     if constexpr (std::is_same_v<T, float>) {
       if (Int4Blocks(l)) {
         // f32 rows and the usual int4 layout: each tile dequantized in vectors, in the
@@ -206,7 +227,7 @@ absl::Status MatMulNBits(KernelContext& ctx) {
             }
           });
         }
-        add_bias();
+        add_bias_columns(0, l.n);
         return absl::OkStatus();
       }
     }
@@ -227,7 +248,7 @@ absl::Status MatMulNBits(KernelContext& ctx) {
         Gemm2D<T>(false, true, m, cols, l.k, T(1), pa, l.k, w.data(), l.k, T(0), py + first, l.n);
       }
     });
-    add_bias();
+    add_bias_columns(0, l.n);
     return absl::OkStatus();
   });
 }

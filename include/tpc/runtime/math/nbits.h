@@ -10,6 +10,7 @@
 // without zero points 2^(bits - 1).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -107,6 +108,64 @@ TPC_HOST_DEVICE inline bool NBitsGatherElement(const NBitsLayout& l, const uint8
   *value = NBitsWeight(l, table, row, k, scale(row * l.blocks() + k / l.block_size), zp_packed,
                        false, 0.0f);
   return true;
+}
+
+// onnxruntime's accuracy_level 4 (its CPU's "int8 compute", MLAS's CompInt8): each block
+// of `block_size` activations along K is rounded to int8 codes q = round-half-even(a · 127 /
+// amax) with the scale amax / 127 (amax: the block's largest magnitude; both quotients as
+// MLAS computes them, so that the codes are its codes), and the block's products are
+// scale_a · scale_w · Σ q · (code - zero). tpc states the result as the exact product of the
+// weight with the activations q · scale_a ("fake-quantized"), which both backends can
+// compute on any path; the CPU's integer kernel (cpu/int8_blocks.h) is the same sum in
+// another order. A block holding a NaN or an infinity gets the scale NaN, so that the
+// output is NaN as the exact product's would be (MLAS's would not).
+struct Int8Block {
+  float scale = 0.0f;    // amax / 127 (NaN for a non-finite block)
+  float inverse = 0.0f;  // 127 / amax (0 for a block of zeros or a non-finite one)
+};
+
+// Whether MatMulNBits rounds its activations to int8: accuracy_level 4 where onnxruntime
+// 1.32's CPU has an int8 kernel (MLAS's), i.e. with packed or no zero points (float ones:
+// f32), 4 and 8 bits, and 2 bits in blocks of 32 to 128 (checked against it for 2, 4, 8
+// bits, blocks of 16 to 256, each kind of zero point). Elsewhere it computes in f32, as
+// every other level does.
+TPC_HOST_DEVICE inline bool NBitsInt8Activations(const NBitsLayout& l, int64_t accuracy_level,
+                                                 bool float_zero_points) {
+  if (accuracy_level != 4 || float_zero_points) return false;
+  return l.bits != 2 || (l.block_size >= 32 && l.block_size <= 128);
+}
+
+// The int8 scale of the `len` activations a(0 .. len - 1).
+template <typename A>
+TPC_HOST_DEVICE inline Int8Block Int8BlockOf(A a, int64_t len) {
+  float amax = 0.0f;
+  bool finite = true;
+  for (int64_t i = 0; i < len; ++i) {
+    const float v = a(i);
+    const float m = v < 0.0f ? -v : v;
+    finite = finite && m <= 3.4028234663852886e38f;  // false for NaN and infinities
+    amax = m > amax ? m : amax;
+  }
+  Int8Block b;
+  if (!finite) {
+    b.scale = __builtin_nanf("");
+    return b;
+  }
+  b.scale = amax / 127.0f;
+  b.inverse = amax != 0.0f ? 127.0f / amax : 0.0f;
+  return b;
+}
+
+// The int8 code of the activation v in a block of that scale: |v · inverse| <= 127.
+TPC_HOST_DEVICE inline int Int8Code(float v, const Int8Block& b) {
+  const float q = rintf(v * b.inverse);  // the default rounding mode: half to even
+  if (!(q == q)) return 0;               // a NaN or an infinity in a non-finite block
+  return static_cast<int>(q > 127.0f ? 127.0f : q < -127.0f ? -127.0f : q);
+}
+
+// The activation v as accuracy_level 4 uses it: its int8 code times the block's scale.
+TPC_HOST_DEVICE inline float Int8Rounded(float v, const Int8Block& b) {
+  return static_cast<float>(Int8Code(v, b)) * b.scale;
 }
 
 // Σ_i (code_i - zero) · a(i) over the 8 codes of a 32-bit word of 4-bit codes, read

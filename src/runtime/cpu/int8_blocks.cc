@@ -1,0 +1,274 @@
+#include "int8_blocks.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#if defined(__x86_64__)
+// gcc 12 warns falsely of the intrinsics' undefined pass-through operands once inlined at
+// -O3 (the warning's location is the header: ignored there only).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
+
+#include "tpc/util/status_macros.h"
+
+namespace tpc::runtime::cpu {
+
+template <typename T>
+void Int8RoundRows(const T* a, int64_t m, int64_t k, int64_t block, T* rounded) {
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t k0 = 0; k0 < k; k0 += block) {
+      const T* src = a + r * k + k0;
+      T* dst = rounded + r * k + k0;
+      const int64_t len = std::min(block, k - k0);
+      const math::Int8Block b =
+          math::Int8BlockOf([src](int64_t i) { return static_cast<float>(src[i]); }, len);
+      for (int64_t i = 0; i < len; ++i) {
+        dst[i] = static_cast<T>(math::Int8Rounded(static_cast<float>(src[i]), b));
+      }
+    }
+  }
+}
+template void Int8RoundRows(const float*, int64_t, int64_t, int64_t, float*);
+template void Int8RoundRows(const double*, int64_t, int64_t, int64_t, double*);
+
+bool Int8DotApplies(const math::NBitsLayout& l) {
+  return l.bits == 4 && l.block_size % 32 == 0 && l.k % l.block_size == 0;
+}
+
+void QuantizeInt8Rows(const float* a, int64_t m, int64_t k, int64_t block, Int8Rows* out) {
+  TPC_CHECK(block % 32 == 0 && k % block == 0);
+  const int64_t blocks = k / block;
+  out->m = m;
+  out->k = k;
+  out->block = block;
+  out->stride = (k + 127) / 128 * 128;
+  out->padded_blocks = (blocks + 15) / 16 * 16;
+  const int64_t steps = out->stride / 128;
+  out->q.assign(static_cast<size_t>(m * out->stride), 0);
+  out->lane_scales.resize(static_cast<size_t>(m * steps * 16));
+  out->sums.resize(static_cast<size_t>(m * out->padded_blocks));
+  std::vector<float> scale(static_cast<size_t>(blocks));
+  for (int64_t r = 0; r < m; ++r) {
+    const float* row = a + r * k;
+    int8_t* q = out->q.data() + r * out->stride;
+    float* sums = out->sums.data() + r * out->padded_blocks;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* src = row + b * block;
+      const math::Int8Block blk = math::Int8BlockOf([src](int64_t i) { return src[i]; }, block);
+      int sum = 0;
+      for (int64_t i = 0; i < block; ++i) {
+        const int64_t j = b * block + i;
+        const int code = math::Int8Code(src[i], blk);
+        // Code j of its step: even or odd, then its run of 32, then its place in the run.
+        const int64_t in_step = j % 128, in_run = in_step % 32;
+        q[j - in_step + (in_run % 2) * 64 + (in_step / 32) * 16 + in_run / 2] =
+            static_cast<int8_t>(code);
+        sum += code;
+      }
+      scale[static_cast<size_t>(b)] = blk.scale;
+      sums[b] = blk.scale * static_cast<float>(sum);
+    }
+    std::fill(sums + blocks, sums + out->padded_blocks, 0.0f);
+    float* lanes = out->lane_scales.data() + r * steps * 16;
+    for (int64_t t = 0; t < steps; ++t) {
+      for (int64_t lane = 0; lane < 16; ++lane) {
+        const int64_t first = 128 * t + 32 * (lane / 4);  // the lane's run of 32 codes
+        lanes[t * 16 + lane] = first < k ? scale[static_cast<size_t>(first / block)] : 0.0f;
+      }
+    }
+  }
+}
+
+#if defined(__x86_64__)
+#define TPC_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+
+namespace {
+
+enum ZeroKind { kZero8, kZeroFloats, kZeroNibbles };
+
+struct Int4Weight {
+  const uint8_t* codes;
+  const float* scales;
+  const float* zeros;
+  const uint8_t* packed_zeros;
+  int64_t packed_stride;
+  int64_t blocks;
+};
+
+// Rows r0 .. r0 + R - 1 of `a` against columns c0 .. c0 + C - 1 of `w`.
+template <int R, int C, ZeroKind ZK>
+TPC_VNNI inline void Int8Tile(const Int4Weight& w, int64_t c0, const Int8Rows& a, int64_t r0,
+                              float* out, int64_t out_ld) {
+  const int64_t steps = a.stride / 128, column_bytes = a.k / 2;
+  // A step's block scales: its runs of 32 codes (lane / 4) in blocks of a.block, from the
+  // step's first block (Int8DotApplies: blocks of 32, 64, 128, ...: 4, 2 or 1 scales).
+  const int64_t step_blocks = std::max<int64_t>(1, 128 / a.block);
+  const __m512i pick =
+      a.block == 32   ? _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0)
+      : a.block == 64 ? _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0)
+                      : _mm512_setzero_si512();
+  const __m512i low = _mm512_set1_epi8(15);
+  const uint8_t* codes[C];
+  const float* scales[C];
+#pragma GCC unroll 4
+  for (int c = 0; c < C; ++c) {
+    codes[c] = w.codes + (c0 + c) * column_bytes;
+    scales[c] = w.scales + (c0 + c) * w.blocks;
+  }
+  __m512 acc[R][C];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  }
+  // The last step may hold 1 to 3 runs of 32 codes: its bytes and scales past K masked.
+  int block_shift = 0;  // a.block = 2^block_shift
+  while ((int64_t{1} << block_shift) < a.block) ++block_shift;
+  const int64_t full_steps = column_bytes / 64, tail_bytes = column_bytes % 64;
+  const __mmask16 full_scales = static_cast<__mmask16>((1u << step_blocks) - 1);
+  const __mmask16 tail_scales =
+      static_cast<__mmask16>((1u << std::max<int64_t>(1, tail_bytes * 2 / a.block)) - 1);
+  for (int64_t t = 0; t < steps; ++t) {
+    const bool tail = t == full_steps;
+    const __mmask64 code_mask = tail ? (__mmask64{1} << tail_bytes) - 1 : ~__mmask64{0};
+    const __mmask16 scale_mask = tail ? tail_scales : full_scales;
+    const int64_t first_block = (128 * t) >> block_shift;
+    __m512i even[R], odd[R];
+    __m512 as[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const int8_t* q = a.q.data() + (r0 + r) * a.stride + 128 * t;
+      even[r] = _mm512_load_si512(q);
+      odd[r] = _mm512_load_si512(q + 64);
+      as[r] = _mm512_load_ps(a.lane_scales.data() + ((r0 + r) * steps + t) * 16);
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      const uint8_t* p = codes[c] + 64 * t;
+      __builtin_prefetch(p + 2048);  // 2 KiB ahead, as Int4ColumnsDot
+      const __m512i x = _mm512_maskz_loadu_epi8(code_mask, p);
+      const __m512i lo = _mm512_and_si512(x, low);
+      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(x, 4), low);
+      const __m512 sb =
+          _mm512_permutexvar_ps(pick, _mm512_maskz_loadu_ps(scale_mask, scales[c] + first_block));
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const __m512i d = _mm512_dpbusd_epi32(
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, even[r]), hi, odd[r]);
+        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(as[r], sb), acc[r][c]);
+      }
+    }
+  }
+// The zero points' share: Σ_b sums(r, b) · scale(c, b) · zero(c, b), 16 blocks a vector.
+#pragma GCC unroll 4
+  for (int c = 0; c < C; ++c) {
+    const int64_t col = c0 + c;
+    for (int64_t b0 = 0; b0 < w.blocks; b0 += 16) {
+      const int64_t n = std::min<int64_t>(16, w.blocks - b0);
+      const __mmask16 mask = static_cast<__mmask16>(n == 16 ? 0xffff : (1u << n) - 1);
+      __m512 z;
+      if constexpr (ZK == kZeroFloats) {
+        z = _mm512_maskz_loadu_ps(mask, w.zeros + col * w.blocks + b0);
+      } else if constexpr (ZK == kZeroNibbles) {
+        const int64_t bytes = (n + 1) / 2;
+        const __m128i raw = _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << bytes) - 1),
+                                                 w.packed_zeros + col * w.packed_stride + b0 / 2);
+        const __m128i nibble = _mm_set1_epi8(15);
+        const __m128i ordered = _mm_unpacklo_epi8(_mm_and_si128(raw, nibble),
+                                                  _mm_and_si128(_mm_srli_epi16(raw, 4), nibble));
+        z = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(ordered));
+      } else {
+        z = _mm512_set1_ps(8.0f);
+      }
+      const __m512 sz =
+          _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, w.scales + col * w.blocks + b0), z);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const __m512 sums = _mm512_load_ps(a.sums.data() + (r0 + r) * a.padded_blocks + b0);
+        acc[r][c] = _mm512_fnmadd_ps(sums, sz, acc[r][c]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) out[(r0 + r) * out_ld + col] = _mm512_reduce_add_ps(acc[r][c]);
+  }
+}
+
+// Columns [0, cols) against rows r0 .. r0 + R - 1: C columns at a time (R = 1, a decode
+// step: 4, so that four chains of dot products are in flight; more rows: 2), then one.
+template <int R, ZeroKind ZK>
+TPC_VNNI void Int8RowGroup(const Int4Weight& w, int64_t cols, const Int8Rows& a, int64_t r0,
+                           float* out, int64_t out_ld) {
+  constexpr int C = R == 1 ? 4 : 2;
+  int64_t c = 0;
+  for (; c + C <= cols; c += C) Int8Tile<R, C, ZK>(w, c, a, r0, out, out_ld);
+  for (; c < cols; ++c) Int8Tile<R, 1, ZK>(w, c, a, r0, out, out_ld);
+}
+
+template <ZeroKind ZK>
+TPC_VNNI void Int8Columns(const Int4Weight& w, int64_t cols, const Int8Rows& a, float* out,
+                          int64_t out_ld) {
+  for (int64_t r0 = 0; r0 < a.m; r0 += 4) {
+    switch (std::min<int64_t>(4, a.m - r0)) {
+      case 1:
+        Int8RowGroup<1, ZK>(w, cols, a, r0, out, out_ld);
+        break;
+      case 2:
+        Int8RowGroup<2, ZK>(w, cols, a, r0, out, out_ld);
+        break;
+      case 3:
+        Int8RowGroup<3, ZK>(w, cols, a, r0, out, out_ld);
+        break;
+      default:
+        Int8RowGroup<4, ZK>(w, cols, a, r0, out, out_ld);
+        break;
+    }
+  }
+}
+
+TPC_VNNI void Int8ColumnsAnyZero(const Int4Weight& w, int64_t cols, const Int8Rows& a, float* out,
+                                 int64_t out_ld) {
+  if (w.zeros != nullptr) {
+    Int8Columns<kZeroFloats>(w, cols, a, out, out_ld);
+  } else if (w.packed_zeros != nullptr) {
+    Int8Columns<kZeroNibbles>(w, cols, a, out, out_ld);
+  } else {
+    Int8Columns<kZero8>(w, cols, a, out, out_ld);
+  }
+}
+
+}  // namespace
+#endif  // __x86_64__
+
+bool HasInt8Dot() {
+#if defined(__x86_64__)
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vnni");
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
+void Int8Int4ColumnsDot(const uint8_t* codes, const float* scales, const float* zeros,
+                        const uint8_t* packed_zeros, int64_t packed_stride, int64_t cols,
+                        const Int8Rows& a, float* out, int64_t out_ld) {
+  TPC_CHECK(HasInt8Dot());
+#if defined(__x86_64__)
+  const Int4Weight w{codes, scales, zeros, packed_zeros, packed_stride, a.k / a.block};
+  Int8ColumnsAnyZero(w, cols, a, out, out_ld);
+#else
+  (void)codes, (void)scales, (void)zeros, (void)packed_zeros, (void)packed_stride, (void)cols,
+      (void)a, (void)out, (void)out_ld;
+#endif
+}
+
+}  // namespace tpc::runtime::cpu

@@ -1,0 +1,162 @@
+// MatMulNBits' accuracy_level 4 on the CPU (runtime/cpu/int8_blocks.h, math/nbits.h's
+// int8 rounding): the rounding against values worked out by hand, the integer kernel
+// against a plain double loop over the same codes, and what a NaN does.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "one_op.h"
+#include "runtime/cpu/int8_blocks.h"
+#include "tpc/runtime/backend.h"
+#include "tpc/runtime/math/nbits.h"
+
+namespace tpc::runtime::cpu {
+namespace {
+
+TEST_CASE("Int8 rounding takes amax / 127 and rounds half to even", "[runtime][cpu][int8]") {
+  // amax 127: the codes are the values rounded, halves to the even code.
+  const std::vector<float> a = {2.5f, 3.5f, -2.5f, -0.5f, 127.0f, 1.49f, -126.5f, 0.0f};
+  const auto at = [&](int64_t i) { return a[static_cast<size_t>(i)]; };
+  const math::Int8Block b = math::Int8BlockOf(at, static_cast<int64_t>(a.size()));
+  REQUIRE(b.scale == 1.0f);
+  const std::vector<int> want = {2, 4, -2, 0, 127, 1, -126, 0};
+  for (size_t i = 0; i < a.size(); ++i) REQUIRE(math::Int8Code(a[i], b) == want[i]);
+  // amax 2: each value times 63.5, rounded; the rounded activation is the code times 2/127.
+  const std::vector<float> c = {1.0f, -2.0f, 0.3f};
+  const math::Int8Block cb =
+      math::Int8BlockOf([&](int64_t i) { return c[static_cast<size_t>(i)]; }, 3);
+  REQUIRE(cb.scale == 2.0f / 127.0f);
+  REQUIRE(math::Int8Code(1.0f, cb) == 64);  // 63.5: the even one
+  REQUIRE(math::Int8Code(-2.0f, cb) == -127);
+  REQUIRE(math::Int8Code(0.3f, cb) == 19);  // 19.05
+  REQUIRE(math::Int8Rounded(0.3f, cb) == 19.0f * (2.0f / 127.0f));
+  // A block of zeros: scale 0, codes 0. A NaN or an infinity: scale NaN, codes 0.
+  const math::Int8Block zero = math::Int8BlockOf([](int64_t) { return 0.0f; }, 4);
+  REQUIRE(zero.scale == 0.0f);
+  REQUIRE(math::Int8Code(0.0f, zero) == 0);
+  for (float bad :
+       {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    const std::vector<float> v = {1.0f, bad, -3.0f};
+    const math::Int8Block nb =
+        math::Int8BlockOf([&](int64_t i) { return v[static_cast<size_t>(i)]; }, 3);
+    REQUIRE(std::isnan(nb.scale));
+    REQUIRE(math::Int8Code(bad, nb) == 0);
+    REQUIRE(std::isnan(math::Int8Rounded(1.0f, nb)));
+  }
+}
+
+TEST_CASE("Int8Int4ColumnsDot gives every column against every rounded row",
+          "[runtime][cpu][int8]") {
+  if (!HasInt8Dot()) {
+    WARN(
+        "skipped: this CPU has no AVX-512 VNNI (MatMulNBits then rounds A and multiplies in f32, "
+        "which the node tests check)");
+    return;
+  }
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  // Blocks of 32 (a step of 128 codes spans four), 64, 128 and 256; 1 row (4 columns at a
+  // time, then the rest one by one) to 6 (a group of 4, then 2); 18 blocks of 32 (the zero
+  // points' share: a vector of 16, then 2; the last step half full) and 5 of 64 (the last
+  // step half full); every kind of zero point.
+  for (int64_t block : {32, 64, 128, 256}) {
+    for (int zero_kind = 0; zero_kind < 3; ++zero_kind) {  // packed, float, none (8)
+      for (int64_t rows : {1, 2, 3, 6}) {
+        for (int64_t cols : {1, 6}) {
+          const int64_t k = block == 32 ? 18 * 32 : block == 64 ? 5 * 64 : 2 * block;
+          const int64_t blocks = k / block;
+          const int64_t packed_stride = (blocks + 1) / 2, out_ld = cols + 1;
+          std::vector<uint8_t> codes(static_cast<size_t>(cols * k / 2));
+          for (uint8_t& b : codes) b = static_cast<uint8_t>(rng() & 255);
+          std::vector<float> scales(static_cast<size_t>(cols * blocks));
+          for (float& v : scales) v = uniform(rng);
+          std::vector<float> zeros(scales.size());
+          for (float& v : zeros) v = static_cast<float>(rng() % 16) + 0.25f;
+          std::vector<uint8_t> packed(static_cast<size_t>(cols * packed_stride));
+          for (uint8_t& b : packed) b = static_cast<uint8_t>(rng() & 255);
+          std::vector<float> a(static_cast<size_t>(rows * k));
+          for (float& v : a) v = uniform(rng) * (1 + static_cast<float>(rng() % 4));
+          Int8Rows q;
+          QuantizeInt8Rows(a.data(), rows, k, block, &q);
+          std::vector<float> out(static_cast<size_t>(rows * out_ld), 12345.0f);
+          Int8Int4ColumnsDot(codes.data(), scales.data(), zero_kind == 1 ? zeros.data() : nullptr,
+                             zero_kind == 0 ? packed.data() : nullptr, packed_stride, cols, q,
+                             out.data(), out_ld);
+          // The rounded rows, as MatMulNBits' other paths take them.
+          std::vector<float> rounded(a.size());
+          Int8RoundRows(a.data(), rows, k, block, rounded.data());
+          INFO("block " << block << ", zero points " << zero_kind << ", rows " << rows << ", cols "
+                        << cols);
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t c = 0; c < out_ld; ++c) {
+              const float got = out[static_cast<size_t>(r * out_ld + c)];
+              if (c >= cols) {
+                REQUIRE(got == 12345.0f);  // past the columns: untouched
+                continue;
+              }
+              double want = 0, size = 0;
+              for (int64_t j = 0; j < k; ++j) {
+                const int64_t b = j / block;
+                const size_t cb = static_cast<size_t>(c * blocks + b);
+                const double zero = zero_kind == 0
+                                        ? (packed[static_cast<size_t>(c * packed_stride + b / 2)] >>
+                                           (4 * (b % 2))) &
+                                              15
+                                    : zero_kind == 1 ? zeros[cb]
+                                                     : 8.0;
+                const uint8_t byte = codes[static_cast<size_t>(c * k / 2 + j / 2)];
+                const int code = j % 2 == 0 ? byte & 15 : byte >> 4;
+                const double x =
+                    (code - zero) * scales[cb] * rounded[static_cast<size_t>(r * k + j)];
+                want += x;
+                size += std::abs(x);
+              }
+              REQUIRE(std::abs(got - want) <= 1e-6 * size + 1e-7);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("MatMulNBits at accuracy_level 4: a NaN in a row makes that row's outputs NaN",
+          "[runtime][cpu][int8]") {
+  // 1 row (the integer kernel where the CPU has it) and 20 (A rounded, then the f32 tiles).
+  for (int64_t m : {1, 20}) {
+    const int64_t k = 128, n = 8, block = 32, blocks = k / block;
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    Tensor a = Tensor::Allocate(ir::DType::kF32, {m, k});
+    for (int64_t i = 0; i < a.num_elements(); ++i) a.data<float>()[i] = uniform(rng);
+    a.data<float>()[(m - 1) * k + 70] = std::numeric_limits<float>::quiet_NaN();
+    Tensor b = Tensor::Allocate(ir::DType::kU8, {n, blocks, block / 2});
+    for (int64_t i = 0; i < b.num_elements(); ++i) b.data<uint8_t>()[i] = rng() & 255;
+    Tensor scales = Tensor::Allocate(ir::DType::kF32, {n * blocks});
+    for (int64_t i = 0; i < scales.num_elements(); ++i) scales.data<float>()[i] = uniform(rng);
+    auto backend = MakeCpuBackend(1);
+    testing::OneOp o;
+    o.Input("A", a);
+    o.Input("B", b);
+    o.Input("scales", scales);
+    auto y =
+        o.TryRun("MatMulNBits",
+                 {{"K", k}, {"N", n}, {"bits", 4}, {"block_size", block}, {"accuracy_level", 4}}, 1,
+                 "com.microsoft", backend.get());
+    INFO(y.status().ToString());
+    REQUIRE(y.ok());
+    const float* p = (*y)[0].data<float>();
+    for (int64_t r = 0; r < m; ++r) {
+      for (int64_t c = 0; c < n; ++c) {
+        INFO("rows " << m << ", row " << r << ", column " << c);
+        REQUIRE(std::isnan(p[r * n + c]) == (r == m - 1));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tpc::runtime::cpu
