@@ -189,7 +189,8 @@ absl::Status GatherBlockQuantized(KernelContext& ctx) {
                                      y->raw(), BackendOf(ctx).flag(), code, StreamOf(ctx)));
 }
 
-// onnxruntime's MatMulNBits: for up to kGemvRows rows (a decode step) one GEMV reading the
+// onnxruntime's MatMulNBits (at accuracy_level 4 A first rounded to int8 per block, as on
+// the CPU): for up to kGemvRows rows (a decode step) one GEMV reading the
 // codes once; otherwise the weight dequantized into device scratch [N, K], then
 // Y = A · Wᵀ (+ bias) by cuBLAS.
 absl::Status MatMulNBits(KernelContext& ctx) {
@@ -199,16 +200,26 @@ absl::Status MatMulNBits(KernelContext& ctx) {
   const Tensor* zp = ctx.optional_input(3);
   const bool packed = zp != nullptr && zp->dtype() == ir::DType::kU8;
   const int64_t rows = a.num_elements() / l.k;
+  // accuracy_level 4: A rounded to int8 per block first (as the CPU kernel: onnxruntime's).
+  const void* pa = a.raw();
+  Tensor rounded;
+  if (math::NBitsInt8Activations(l, ctx.node().attr_int("accuracy_level", 0),
+                                 zp != nullptr && !packed)) {
+    TPC_ASSIGN_OR_RETURN(rounded, Scratch(ctx, a.dtype(), a.shape()));
+    TPC_RETURN_IF_ERROR(
+        Check(ctx, LaunchNBitsInt8Round(kind, l, rows, a.raw(), rounded.raw(), StreamOf(ctx))));
+    pa = rounded.raw();
+  }
   if (rows <= kGemvRows) {
     Shape out = a.shape();
     out.back() = l.n;
     TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, a.dtype()));
     const Tensor* bias = ctx.optional_input(5);
-    return Check(ctx,
-                 LaunchNBitsGemv(kind, rows, l, a.raw(), ctx.input(1).data<uint8_t>(),
-                                 ctx.input(2).raw(), packed ? zp->data<uint8_t>() : nullptr,
-                                 zp != nullptr && !packed ? zp->raw() : nullptr,
-                                 bias != nullptr ? bias->raw() : nullptr, y->raw(), StreamOf(ctx)));
+    return Check(
+        ctx, LaunchNBitsGemv(kind, rows, l, pa, ctx.input(1).data<uint8_t>(), ctx.input(2).raw(),
+                             packed ? zp->data<uint8_t>() : nullptr,
+                             zp != nullptr && !packed ? zp->raw() : nullptr,
+                             bias != nullptr ? bias->raw() : nullptr, y->raw(), StreamOf(ctx)));
   }
   TPC_ASSIGN_OR_RETURN(Tensor w, Scratch(ctx, a.dtype(), {l.n, l.k}));
   TPC_RETURN_IF_ERROR(Check(
@@ -228,7 +239,7 @@ absl::Status MatMulNBits(KernelContext& ctx) {
   g.lda = l.k;
   g.ldb = l.k;
   g.ldc = l.n;
-  TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, g, a.raw(), w.raw(), y->raw()));
+  TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, g, pa, w.raw(), y->raw()));
   if (const Tensor* bias = ctx.optional_input(5)) {
     StridedView vy = math::ContiguousView(out), vb = math::BroadcastView({l.n}, out), vo = vy;
     math::Simplify({&vy, &vb, &vo});

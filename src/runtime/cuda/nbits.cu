@@ -1,4 +1,5 @@
-// Launches of MatMulNBits: for a few rows (a decode step) a GEMV that reads the codes
+// Launches of MatMulNBits: at accuracy_level 4 first A rounded to int8 per block
+// (Int8RoundKernel); then for a few rows (a decode step) a GEMV that reads the codes
 // once (GemvKernel, its mapping below); otherwise the weight dequantized, one thread per
 // element (n, k) in a grid-stride loop writing w[n · K + k], for cuBLAS's GEMM
 // (matmul_ops.cc). And GatherBlockQuantized's rows of such a weight (GatherRowsKernel). The
@@ -40,6 +41,42 @@ cudaError_t Dequant(const math::NBitsLayout& l, const uint8_t* b, const void* sc
   DequantKernel<K><<<static_cast<unsigned>(blocks > 65536 ? 65536 : blocks), kThreads, 0, stream>>>(
       l, b, static_cast<const S*>(scales), zp_packed, static_cast<const S*>(zp_float),
       static_cast<S*>(w));
+  return cudaGetLastError();
+}
+
+// accuracy_level 4's rounding: one thread per (row, block) of A in a grid-stride loop
+// (i = row · blocks + block), reading the block's values twice (its largest magnitude, then
+// each value rounded: math::Int8BlockOf, math::Int8Rounded) and writing its own block of
+// `rounded` only. K's last block may be partial (len). Decode steps have a few rows: the
+// threads' strided reads are not coalesced, which this small pass can afford.
+template <FloatKind K>
+__global__ void Int8RoundKernel(math::NBitsLayout l, int64_t rows,
+                                const typename FloatIO<K>::Storage* a,
+                                typename FloatIO<K>::Storage* rounded) {
+  using IO = FloatIO<K>;
+  const int64_t blocks = l.blocks(), total = rows * blocks;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = i / blocks, blk = i - row * blocks;
+    const int64_t first = row * l.k + blk * l.block_size;
+    const int64_t len = (blk + 1) * l.block_size <= l.k ? l.block_size : l.k - blk * l.block_size;
+    const typename IO::Storage* src = a + first;
+    const math::Int8Block b = math::Int8BlockOf([src](int64_t j) { return IO::Load(src[j]); }, len);
+    for (int64_t j = 0; j < len; ++j) {
+      rounded[first + j] = IO::Store(math::Int8Rounded(IO::Load(src[j]), b));
+    }
+  }
+}
+
+template <FloatKind K>
+cudaError_t Int8Round(const math::NBitsLayout& l, int64_t rows, const void* a, void* rounded,
+                      cudaStream_t stream) {
+  using S = typename FloatIO<K>::Storage;
+  const int64_t total = rows * l.blocks();
+  const int64_t blocks = (total + kThreads - 1) / kThreads;
+  Int8RoundKernel<K>
+      <<<static_cast<unsigned>(blocks > 65536 ? 65536 : blocks), kThreads, 0, stream>>>(
+          l, rows, static_cast<const S*>(a), static_cast<S*>(rounded));
   return cudaGetLastError();
 }
 
@@ -178,6 +215,13 @@ cudaError_t LaunchNBitsGemv(FloatKind k, int64_t rows, const math::NBitsLayout& 
     return GemvRows<decltype(kind)::value>(rows, l, a, b, scales, zp_packed, zp_float, bias, y,
                                            stream);
   });
+}
+
+cudaError_t LaunchNBitsInt8Round(FloatKind k, const math::NBitsLayout& l, int64_t rows,
+                                 const void* a, void* rounded, cudaStream_t stream) {
+  if (rows * l.k == 0) return cudaSuccess;
+  return ByKind(
+      k, [&](auto kind) { return Int8Round<decltype(kind)::value>(l, rows, a, rounded, stream); });
 }
 
 cudaError_t LaunchDequantNBits(FloatKind k, const math::NBitsLayout& l, const uint8_t* b,
