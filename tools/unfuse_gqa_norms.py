@@ -34,22 +34,15 @@ def fused(model):
                n.input[14] for n in model.graph.node)
 
 
-def cpu_session(path, exact=False):
+def cpu_session(path):
     """onnxruntime's CPU session of the model at `path`, its fused Q/K norms unfused and its
-    GeGLU experts written out (unfuse_geglu_moe.py), the nodes its CPU refuses. `exact`:
-    MatMulNBits at accuracy_level 0 (f32 activations, as tpc computes), not the export's 4
-    (int8 activations)."""
+    GeGLU experts written out (unfuse_geglu_moe.py), the nodes its CPU refuses."""
     import onnx
     import onnxruntime as ort
     import unfuse_geglu_moe
     model = onnx.load(path)
-    if not exact and not fused(model) and not unfuse_geglu_moe.geglu(model):
+    if not fused(model) and not unfuse_geglu_moe.geglu(model):
         return ort.InferenceSession(path, providers=["CPUExecutionProvider"])  # as it is
-    for node in model.graph.node if exact else []:
-        if node.op_type == "MatMulNBits":
-            for a in node.attribute:
-                if a.name == "accuracy_level":
-                    a.i = 0
     if fused(model):
         model = unfuse(model)
     if unfuse_geglu_moe.geglu(model):

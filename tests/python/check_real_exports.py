@@ -19,9 +19,10 @@ other architectures' correctness with it, and prints their layouts' differences 
 
 For each models/genai/*/model.onnx and models/optimum/*/model.onnx:
   - N = 1: tpc's unsharded run equals onnxruntime's outputs (test_data_set_0; fp32 rtol
-    1e-3 atol 1e-4; int4 rtol 2e-2 atol 1e-2, as onnxruntime's MatMulNBits with the
-    builder's accuracy_level 4 quantizes activations to int8 and tpc computes in f32; f16
-    tp-run's default for f16 outputs, rtol 1e-2 atol 1e-2, here and below);
+    1e-3 atol 1e-4; int4 rtol 1e-2 atol 5e-3, here and below: the builder's accuracy_level
+    4 rounds MatMulNBits' activations to int8 per block, in tpc as in onnxruntime, and an
+    activation a last bit apart may take the next code; f16 tp-run's default for f16
+    outputs, rtol 1e-2 atol 1e-2, here and below);
   - N = 2 (`--objective memory`) and 4 (the default objective): the plan has no fallback
     (every op of the rank files is the original's kind or a tpc collective), the KV cache
     inputs and presents are split (plan.json; at N = 4, fewer K/V heads than ranks, each
@@ -154,8 +155,13 @@ def main():
         half = any(o.type.tensor_type.elem_type in (onnx.TensorProto.FLOAT16,
                                                     onnx.TensorProto.BFLOAT16)
                    for o in original.graph.output)
-        tol = (["--rtol", "2e-2", "--atol", "1e-2"] if "int4" in name else
-               [] if half else ["--rtol", "1e-3", "--atol", "1e-4"])
+        # The int4 exports' MatMulNBits (the builder's accuracy_level 4) round activations to
+        # int8 per block, in tpc as in onnxruntime: where an activation upstream differs in
+        # its last bit (another order of a sum: another ISA, another split), its block may
+        # take the next code, 1/127 of the block's largest value; the logits show that at
+        # about 1e-3. Those exports are compared at rtol 1e-2 atol 5e-3, here and below.
+        int8 = ["--rtol", "1e-2", "--atol", "5e-3"] if "int4" in name else []
+        tol = int8 or ([] if half else ["--rtol", "1e-3", "--atol", "1e-4"])
         # Layers: those with a KV cache, and LFM2's with a convolution state (Qwen 3.5's
         # linear attention layers carry two states, past.{i}.conv and past.{i}.recurrent).
         layers = len({i.name.split(".")[1] for i in original.graph.input
@@ -194,7 +200,8 @@ def main():
                 continue
             code, out = run([args.tp_run, plan, "--ranks", "threads", "--quiet",
                              "--check-against", model] +
-                            ([] if half else ["--rtol", "1e-4", "--atol", "1e-5"]) + dims)
+                            (int8 or ([] if half else ["--rtol", "1e-4", "--atol", "1e-5"])) +
+                            dims)
             if code != 0:
                 failures.append(f"{what}: sharded != unsharded: {out.strip()[-800:]}")
             rank = onnx.load(os.path.join(plan, "rank0.onnx"), load_external_data=False)
@@ -265,7 +272,8 @@ def main():
                                     f"{code}, {got} against onnxruntime's rows alone {want}: "
                                     f"{out.strip()[-300:]}")
             code, out = run([args.tp_run, plan, "--generate", "16", "--prompt",
-                             "5 6 7 8; 9 10 11 12", "--check-against", model, "--ranks", "threads"])
+                             "5 6 7 8; 9 10 11 12", "--check-against", model, "--ranks",
+                             "threads"] + int8)
             if code != 0 or "token ids equal" not in out:
                 failures.append(f"{what}: --generate 16: {out.strip()[-800:]}")
             elif n == 2 and "int4" not in name:  # (onnxruntime's int4 quantizes activations)

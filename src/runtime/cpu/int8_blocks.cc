@@ -1,6 +1,7 @@
 #include "int8_blocks.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -40,56 +41,41 @@ bool Int8DotApplies(const math::NBitsLayout& l) {
   return l.bits == 4 && l.block_size % 32 == 0 && l.k % l.block_size == 0;
 }
 
-void QuantizeInt8Rows(const float* a, int64_t m, int64_t k, int64_t block, Int8Rows* out) {
-  TPC_CHECK(block % 32 == 0 && k % block == 0);
-  const int64_t blocks = k / block;
-  out->m = m;
-  out->k = k;
-  out->block = block;
-  out->stride = (k + 127) / 128 * 128;
-  out->padded_blocks = (blocks + 15) / 16 * 16;
-  const int64_t steps = out->stride / 128;
-  out->q.assign(static_cast<size_t>(m * out->stride), 0);
-  out->lane_scales.resize(static_cast<size_t>(m * steps * 16));
-  out->sums.resize(static_cast<size_t>(m * out->padded_blocks));
-  std::vector<float> scale(static_cast<size_t>(blocks));
-  for (int64_t r = 0; r < m; ++r) {
-    const float* row = a + r * k;
-    int8_t* q = out->q.data() + r * out->stride;
-    float* sums = out->sums.data() + r * out->padded_blocks;
-    for (int64_t b = 0; b < blocks; ++b) {
-      const float* src = row + b * block;
-      const math::Int8Block blk = math::Int8BlockOf([src](int64_t i) { return src[i]; }, block);
-      int sum = 0;
-      for (int64_t i = 0; i < block; ++i) {
-        const int64_t j = b * block + i;
-        const int code = math::Int8Code(src[i], blk);
-        // Code j of its step: even or odd, then its run of 32, then its place in the run.
-        const int64_t in_step = j % 128, in_run = in_step % 32;
-        q[j - in_step + (in_run % 2) * 64 + (in_step / 32) * 16 + in_run / 2] =
-            static_cast<int8_t>(code);
-        sum += code;
-      }
-      scale[static_cast<size_t>(b)] = blk.scale;
-      sums[b] = blk.scale * static_cast<float>(sum);
-    }
-    std::fill(sums + blocks, sums + out->padded_blocks, 0.0f);
-    float* lanes = out->lane_scales.data() + r * steps * 16;
-    for (int64_t t = 0; t < steps; ++t) {
-      for (int64_t lane = 0; lane < 16; ++lane) {
-        const int64_t first = 128 * t + 32 * (lane / 4);  // the lane's run of 32 codes
-        lanes[t * 16 + lane] = first < k ? scale[static_cast<size_t>(first / block)] : 0.0f;
-      }
-    }
-  }
-}
-
 #if defined(__x86_64__)
 #define TPC_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 
 namespace {
 
 enum ZeroKind { kZero8, kZeroFloats, kZeroNibbles };
+
+// The int8 codes of a row of k values (blocks of `block`, a multiple of 16) in their own
+// order into `codes`, each block's scale into scale[b] and scale · Σ codes into sums[b]:
+// math::Int8BlockOf's and math::Int8Code's values, 16 lanes at a time (vcvtps2dq rounds
+// half to even, as rintf does; a non-finite block's codes come out 0, as Int8Code's).
+TPC_VNNI void QuantizeRow(const float* row, int64_t k, int64_t block, int8_t* codes, float* scale,
+                          float* sums) {
+  const __m512 limit = _mm512_set1_ps(3.4028234663852886e38f);
+  for (int64_t b = 0; b * block < k; ++b) {
+    const float* src = row + b * block;
+    __m512 vmax = _mm512_setzero_ps();
+    __mmask16 bad = 0;
+    for (int64_t i = 0; i < block; i += 16) {
+      const __m512 v = _mm512_abs_ps(_mm512_loadu_ps(src + i));
+      bad |= _mm512_cmp_ps_mask(v, limit, _CMP_NLE_UQ);  // NaN or infinity
+      vmax = _mm512_max_ps(vmax, v);
+    }
+    const math::Int8Block blk = math::Int8BlockFromMax(_mm512_reduce_max_ps(vmax), bad == 0);
+    const __m512 inverse = _mm512_set1_ps(blk.inverse);
+    __m512i sum = _mm512_setzero_si512();
+    for (int64_t i = 0; i < block; i += 16) {
+      const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(src + i), inverse));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + b * block + i), _mm512_cvtepi32_epi8(q));
+      sum = _mm512_add_epi32(sum, q);
+    }
+    scale[b] = blk.scale;
+    sums[b] = blk.scale * static_cast<float>(_mm512_reduce_add_epi32(sum));
+  }
+}
 
 struct Int4Weight {
   const uint8_t* codes;
@@ -256,6 +242,48 @@ bool HasInt8Dot() {
 #else
   return false;
 #endif
+}
+
+void QuantizeInt8Rows(const float* a, int64_t m, int64_t k, int64_t block, Int8Rows* out) {
+  TPC_CHECK(HasInt8Dot() && block % 32 == 0 && k % block == 0);
+  const int64_t blocks = k / block;
+  out->m = m;
+  out->k = k;
+  out->block = block;
+  out->stride = (k + 127) / 128 * 128;
+  out->padded_blocks = (blocks + 15) / 16 * 16;
+  const int64_t steps = out->stride / 128;
+  out->q.resize(static_cast<size_t>(m * out->stride));
+  out->lane_scales.resize(static_cast<size_t>(m * steps * 16));
+  out->sums.resize(static_cast<size_t>(m * out->padded_blocks));
+  // Where code i of a step goes: even or odd, then its run of 32, then its place in the run.
+  static const auto place = [] {
+    std::array<uint8_t, 128> p{};
+    for (int i = 0; i < 128; ++i)
+      p[i] = static_cast<uint8_t>((i % 2) * 64 + (i / 32) * 16 + (i % 32) / 2);
+    return p;
+  }();
+  std::vector<int8_t> codes(static_cast<size_t>(out->stride), 0);
+  std::vector<float> scale(static_cast<size_t>(blocks));
+  for (int64_t r = 0; r < m; ++r) {
+    float* sums = out->sums.data() + r * out->padded_blocks;
+#if defined(__x86_64__)
+    QuantizeRow(a + r * k, k, block, codes.data(), scale.data(), sums);
+#endif
+    std::fill(sums + blocks, sums + out->padded_blocks, 0.0f);
+    int8_t* q = out->q.data() + r * out->stride;
+    for (int64_t t = 0; t < steps; ++t) {
+      for (int i = 0; i < 128; ++i)
+        q[128 * t + place[static_cast<size_t>(i)]] = codes[static_cast<size_t>(128 * t + i)];
+    }
+    float* lanes = out->lane_scales.data() + r * steps * 16;
+    for (int64_t t = 0; t < steps; ++t) {
+      for (int64_t lane = 0; lane < 16; ++lane) {
+        const int64_t first = 128 * t + 32 * (lane / 4);  // the lane's run of 32 codes
+        lanes[t * 16 + lane] = first < k ? scale[static_cast<size_t>(first / block)] : 0.0f;
+      }
+    }
+  }
 }
 
 void Int8Int4ColumnsDot(const uint8_t* codes, const float* scales, const float* zeros,

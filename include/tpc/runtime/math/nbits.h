@@ -135,6 +135,19 @@ TPC_HOST_DEVICE inline bool NBitsInt8Activations(const NBitsLayout& l, int64_t a
   return l.bits != 2 || (l.block_size >= 32 && l.block_size <= 128);
 }
 
+// The int8 scale of a block whose largest magnitude is amax (`finite`: no NaN or infinity
+// in the block).
+TPC_HOST_DEVICE inline Int8Block Int8BlockFromMax(float amax, bool finite) {
+  Int8Block b;
+  if (!finite) {
+    b.scale = __builtin_nanf("");
+    return b;
+  }
+  b.scale = amax / 127.0f;
+  b.inverse = amax != 0.0f ? 127.0f / amax : 0.0f;
+  return b;
+}
+
 // The int8 scale of the `len` activations a(0 .. len - 1).
 template <typename A>
 TPC_HOST_DEVICE inline Int8Block Int8BlockOf(A a, int64_t len) {
@@ -146,14 +159,7 @@ TPC_HOST_DEVICE inline Int8Block Int8BlockOf(A a, int64_t len) {
     finite = finite && m <= 3.4028234663852886e38f;  // false for NaN and infinities
     amax = m > amax ? m : amax;
   }
-  Int8Block b;
-  if (!finite) {
-    b.scale = __builtin_nanf("");
-    return b;
-  }
-  b.scale = amax / 127.0f;
-  b.inverse = amax != 0.0f ? 127.0f / amax : 0.0f;
-  return b;
+  return Int8BlockFromMax(amax, finite);
 }
 
 // The int8 code of the activation v in a block of that scale: |v · inverse| <= 127.
