@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -19,24 +20,6 @@
 
 namespace tpc::runtime::cpu {
 
-template <typename T>
-void Int8RoundRows(const T* a, int64_t m, int64_t k, int64_t block, T* rounded) {
-  for (int64_t r = 0; r < m; ++r) {
-    for (int64_t k0 = 0; k0 < k; k0 += block) {
-      const T* src = a + r * k + k0;
-      T* dst = rounded + r * k + k0;
-      const int64_t len = std::min(block, k - k0);
-      const math::Int8Block b =
-          math::Int8BlockOf([src](int64_t i) { return static_cast<float>(src[i]); }, len);
-      for (int64_t i = 0; i < len; ++i) {
-        dst[i] = static_cast<T>(math::Int8Rounded(static_cast<float>(src[i]), b));
-      }
-    }
-  }
-}
-template void Int8RoundRows(const float*, int64_t, int64_t, int64_t, float*);
-template void Int8RoundRows(const double*, int64_t, int64_t, int64_t, double*);
-
 bool Int8DotApplies(const math::NBitsLayout& l) {
   return l.bits == 4 && l.block_size % 32 == 0 && l.k % l.block_size == 0;
 }
@@ -47,6 +30,27 @@ bool Int8DotApplies(const math::NBitsLayout& l) {
 namespace {
 
 enum ZeroKind { kZero8, kZeroFloats, kZeroNibbles };
+
+// Int8RoundRows' row of k values (blocks of `block`, a multiple of 16), 16 lanes at a time:
+// each value's code (as QuantizeRow's) times its block's scale.
+TPC_VNNI void RoundRow512(const float* row, int64_t k, int64_t block, float* out) {
+  const __m512 limit = _mm512_set1_ps(3.4028234663852886e38f);
+  for (int64_t k0 = 0; k0 < k; k0 += block) {
+    __m512 vmax = _mm512_setzero_ps();
+    __mmask16 bad = 0;
+    for (int64_t i = k0; i < k0 + block; i += 16) {
+      const __m512 v = _mm512_abs_ps(_mm512_loadu_ps(row + i));
+      bad |= _mm512_cmp_ps_mask(v, limit, _CMP_NLE_UQ);  // NaN or infinity
+      vmax = _mm512_max_ps(vmax, v);
+    }
+    const math::Int8Block blk = math::Int8BlockFromMax(_mm512_reduce_max_ps(vmax), bad == 0);
+    const __m512 inverse = _mm512_set1_ps(blk.inverse), scale = _mm512_set1_ps(blk.scale);
+    for (int64_t i = k0; i < k0 + block; i += 16) {
+      const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(row + i), inverse));
+      _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_cvtepi32_ps(q), scale));
+    }
+  }
+}
 
 // The int8 codes of a row of k values (blocks of `block`, a multiple of 16) in their own
 // order into `codes`, each block's scale into scale[b] and scale · Σ codes into sums[b]:
@@ -298,5 +302,31 @@ void Int8Int4ColumnsDot(const uint8_t* codes, const float* scales, const float* 
       (void)a, (void)out, (void)out_ld;
 #endif
 }
+
+template <typename T>
+void Int8RoundRows(const T* a, int64_t m, int64_t k, int64_t block, T* rounded) {
+#if defined(__x86_64__)
+  if constexpr (std::is_same_v<T, float>) {
+    if (HasInt8Dot() && block % 16 == 0 && k % block == 0) {
+      for (int64_t r = 0; r < m; ++r) RoundRow512(a + r * k, k, block, rounded + r * k);
+      return;
+    }
+  }
+#endif
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t k0 = 0; k0 < k; k0 += block) {
+      const T* src = a + r * k + k0;
+      T* dst = rounded + r * k + k0;
+      const int64_t len = std::min(block, k - k0);
+      const math::Int8Block b =
+          math::Int8BlockOf([src](int64_t i) { return static_cast<float>(src[i]); }, len);
+      for (int64_t i = 0; i < len; ++i) {
+        dst[i] = static_cast<T>(math::Int8Rounded(static_cast<float>(src[i]), b));
+      }
+    }
+  }
+}
+template void Int8RoundRows(const float*, int64_t, int64_t, int64_t, float*);
+template void Int8RoundRows(const double*, int64_t, int64_t, int64_t, double*);
 
 }  // namespace tpc::runtime::cpu

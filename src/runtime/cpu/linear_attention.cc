@@ -106,12 +106,13 @@ absl::StatusOr<math::LinearAttentionLayout> ReadLinearAttentionLayout(const Kern
 namespace {
 
 // State head h of batch entry b over every token, its [dk, dv] state a row at a time (the
-// rows contiguous: each step's sums run along a row, vectorized), in `state` (the present,
-// the past copied in first). The same sums, in the same order of the key rows, as
+// rows contiguous: each step's sums run along a row, vectorized), in `state` (the present),
+// starting from `past` (this head's past state; null: zeros), which the first token's first
+// pass reads in place of a copy. The same sums, in the same order of the key rows, as
 // math::LinearAttentionColumn, which the GPU runs a column a thread.
 void LinearAttentionHead(const math::LinearAttentionLayout& l, const float* q, const float* k,
                          const float* v, const float* decay, const float* rate, float* out,
-                         float* state, int64_t b, int64_t h, float* mem) {
+                         const float* past, float* state, int64_t b, int64_t h, float* mem) {
   const int64_t dk = l.dk, dv = l.dv, oh = l.out_heads();
   const int64_t kh = l.key_head(h), q0 = l.first_query(h), qn = l.query_count();
   for (int64_t t = 0; t < l.tokens; ++t) {
@@ -125,9 +126,15 @@ void LinearAttentionHead(const math::LinearAttentionLayout& l, const float* q, c
     std::fill(mem, mem + dv, 0.0f);
     for (int64_t i = 0; i < dk; ++i) {
       float* row = state + i * dv;
-      if (g != nullptr) {
+      // The row as the last token left it (the first token: the past's, or zeros).
+      const float* from = t > 0 ? row : past != nullptr ? past + i * dv : nullptr;
+      if (from == nullptr) {
+        std::fill(row, row + dv, 0.0f);
+      } else if (g != nullptr) {
         const float e = expf(g[l.decay_per_key ? i : 0]);
-        for (int64_t j = 0; j < dv; ++j) row[j] *= e;
+        for (int64_t j = 0; j < dv; ++j) row[j] = from[j] * e;
+      } else if (from != row) {
+        std::copy_n(from, dv, row);
       }
       if (l.delta()) {
         for (int64_t j = 0; j < dv; ++j) mem[j] += row[j] * kr[i];
@@ -182,14 +189,18 @@ absl::Status LinearAttention(KernelContext& ctx) {
   ctx.pool().ParallelFor(l.batch * l.v_heads, 1, [&](int64_t first, int64_t last) {
     std::vector<float> mem(static_cast<size_t>(l.dv));
     for (int64_t bh = first; bh < last; ++bh) {
-      float* s = state + bh * head;
-      if (past != nullptr) {
-        std::copy_n(past + bh * head, head, s);
-      } else {
-        std::fill(s, s + head, 0.0f);
+      if (l.tokens == 0) {  // no token: the present is the past
+        float* s = state + bh * head;
+        if (past != nullptr) {
+          std::copy_n(past + bh * head, head, s);
+        } else {
+          std::fill(s, s + head, 0.0f);
+        }
+        continue;
       }
       LinearAttentionHead(l, data(&ctx.input(0)), data(&ctx.input(1)), data(&ctx.input(2)),
-                          data(ctx.optional_input(4)), data(ctx.optional_input(5)), out, s,
+                          data(ctx.optional_input(4)), data(ctx.optional_input(5)), out,
+                          past != nullptr ? past + bh * head : nullptr, state + bh * head,
                           bh / l.v_heads, bh % l.v_heads, mem.data());
     }
   });
