@@ -90,6 +90,22 @@ struct Int4Weight {
   int64_t blocks;
 };
 
+// The lane sums of four vectors: {Σ a, Σ b, Σ c, Σ d}.
+TPC_VNNI inline __m128 Sum4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  // Quarters (4 lanes) of a and b folded in two: [a0 + a2, a1 + a3, b0 + b2, b1 + b3].
+  const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(3, 2, 3, 2)));
+  // Quarter i: vector i's four lanes' partial sums; then each quarter's lanes added.
+  __m512 t = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
+  t = _mm512_add_ps(t, _mm512_permute_ps(t, _MM_SHUFFLE(2, 3, 0, 1)));
+  t = _mm512_add_ps(t, _mm512_permute_ps(t, _MM_SHUFFLE(1, 0, 3, 2)));
+  return _mm512_castps512_ps128(
+      _mm512_permutexvar_ps(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), t));
+}
+
 // Rows r0 .. r0 + R - 1 of `a` against columns c0 .. c0 + C - 1 of `w`.
 template <int R, int C, ZeroKind ZK>
 TPC_VNNI inline void Int8Tile(const Int4Weight& w, int64_t c0, const Int8Rows& a, int64_t r0,
@@ -129,13 +145,16 @@ TPC_VNNI inline void Int8Tile(const Int4Weight& w, int64_t c0, const Int8Rows& a
     const __mmask16 scale_mask = tail ? tail_scales : full_scales;
     const int64_t first_block = (128 * t) >> block_shift;
     __m512i even[R], odd[R];
-    __m512 as[R];
+    __m512 as[R], zs[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const int8_t* q = a.q.data() + (r0 + r) * a.stride + 128 * t;
       even[r] = _mm512_load_si512(q);
       odd[r] = _mm512_load_si512(q + 64);
       as[r] = _mm512_load_ps(a.lane_scales.data() + ((r0 + r) * steps + t) * 16);
+      if constexpr (ZK == kZero8) {
+        zs[r] = _mm512_load_ps(a.lane_zero_share.data() + ((r0 + r) * steps + t) * 16);
+      }
     }
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) {
@@ -150,41 +169,56 @@ TPC_VNNI inline void Int8Tile(const Int4Weight& w, int64_t c0, const Int8Rows& a
       for (int r = 0; r < R; ++r) {
         const __m512i d = _mm512_dpbusd_epi32(
             _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, even[r]), hi, odd[r]);
-        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(as[r], sb), acc[r][c]);
+        if constexpr (ZK == kZero8) {  // (scale_a · d - the zero point's share) · scale_w
+          acc[r][c] =
+              _mm512_fmadd_ps(_mm512_fmsub_ps(as[r], _mm512_cvtepi32_ps(d), zs[r]), sb, acc[r][c]);
+        } else {
+          acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(as[r], sb), acc[r][c]);
+        }
       }
     }
   }
-// The zero points' share: Σ_b sums(r, b) · scale(c, b) · zero(c, b), 16 blocks a vector.
+  // The zero points' share (packed or float ones): Σ_b sums(r, b) · scale(c, b) ·
+  // zero(c, b), 16 blocks a vector.
+  if constexpr (ZK != kZero8) {
 #pragma GCC unroll 4
-  for (int c = 0; c < C; ++c) {
-    const int64_t col = c0 + c;
-    for (int64_t b0 = 0; b0 < w.blocks; b0 += 16) {
-      const int64_t n = std::min<int64_t>(16, w.blocks - b0);
-      const __mmask16 mask = static_cast<__mmask16>(n == 16 ? 0xffff : (1u << n) - 1);
-      __m512 z;
-      if constexpr (ZK == kZeroFloats) {
-        z = _mm512_maskz_loadu_ps(mask, w.zeros + col * w.blocks + b0);
-      } else if constexpr (ZK == kZeroNibbles) {
-        const int64_t bytes = (n + 1) / 2;
-        const __m128i raw = _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << bytes) - 1),
-                                                 w.packed_zeros + col * w.packed_stride + b0 / 2);
-        const __m128i nibble = _mm_set1_epi8(15);
-        const __m128i ordered = _mm_unpacklo_epi8(_mm_and_si128(raw, nibble),
-                                                  _mm_and_si128(_mm_srli_epi16(raw, 4), nibble));
-        z = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(ordered));
-      } else {
-        z = _mm512_set1_ps(8.0f);
-      }
-      const __m512 sz =
-          _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, w.scales + col * w.blocks + b0), z);
+    for (int c = 0; c < C; ++c) {
+      const int64_t col = c0 + c;
+      for (int64_t b0 = 0; b0 < w.blocks; b0 += 16) {
+        const int64_t n = std::min<int64_t>(16, w.blocks - b0);
+        const __mmask16 mask = static_cast<__mmask16>(n == 16 ? 0xffff : (1u << n) - 1);
+        __m512 z;
+        if constexpr (ZK == kZeroFloats) {
+          z = _mm512_maskz_loadu_ps(mask, w.zeros + col * w.blocks + b0);
+        } else {
+          const int64_t bytes = (n + 1) / 2;
+          const __m128i raw = _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << bytes) - 1),
+                                                   w.packed_zeros + col * w.packed_stride + b0 / 2);
+          const __m128i nibble = _mm_set1_epi8(15);
+          const __m128i ordered = _mm_unpacklo_epi8(_mm_and_si128(raw, nibble),
+                                                    _mm_and_si128(_mm_srli_epi16(raw, 4), nibble));
+          z = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(ordered));
+        }
+        const __m512 sz =
+            _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, w.scales + col * w.blocks + b0), z);
 #pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) {
-        const __m512 sums = _mm512_load_ps(a.sums.data() + (r0 + r) * a.padded_blocks + b0);
-        acc[r][c] = _mm512_fnmadd_ps(sums, sz, acc[r][c]);
+        for (int r = 0; r < R; ++r) {
+          const __m512 sums = _mm512_load_ps(a.sums.data() + (r0 + r) * a.padded_blocks + b0);
+          acc[r][c] = _mm512_fnmadd_ps(sums, sz, acc[r][c]);
+        }
       }
     }
+  }
+  // One horizontal sum per row and column; four columns at once (adjacent outputs).
 #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) out[(r0 + r) * out_ld + col] = _mm512_reduce_add_ps(acc[r][c]);
+  for (int r = 0; r < R; ++r) {
+    float* y = out + (r0 + r) * out_ld + c0;
+    if constexpr (C == 4) {
+      _mm_storeu_ps(y, Sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
+    } else {
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) y[c] = _mm512_reduce_add_ps(acc[r][c]);
+    }
   }
 }
 
@@ -259,6 +293,7 @@ void QuantizeInt8Rows(const float* a, int64_t m, int64_t k, int64_t block, Int8R
   const int64_t steps = out->stride / 128;
   out->q.resize(static_cast<size_t>(m * out->stride));
   out->lane_scales.resize(static_cast<size_t>(m * steps * 16));
+  out->lane_zero_share.resize(static_cast<size_t>(m * steps * 16));
   out->sums.resize(static_cast<size_t>(m * out->padded_blocks));
   // Where code i of a step goes: even or odd, then its run of 32, then its place in the run.
   static const auto place = [] {
@@ -281,10 +316,14 @@ void QuantizeInt8Rows(const float* a, int64_t m, int64_t k, int64_t block, Int8R
         q[128 * t + place[static_cast<size_t>(i)]] = codes[static_cast<size_t>(128 * t + i)];
     }
     float* lanes = out->lane_scales.data() + r * steps * 16;
+    float* shares = out->lane_zero_share.data() + r * steps * 16;
+    const float per_lane = 64.0f / static_cast<float>(block);  // 8 · 8 / block
     for (int64_t t = 0; t < steps; ++t) {
       for (int64_t lane = 0; lane < 16; ++lane) {
         const int64_t first = 128 * t + 32 * (lane / 4);  // the lane's run of 32 codes
-        lanes[t * 16 + lane] = first < k ? scale[static_cast<size_t>(first / block)] : 0.0f;
+        const bool in = first < k;
+        lanes[t * 16 + lane] = in ? scale[static_cast<size_t>(first / block)] : 0.0f;
+        shares[t * 16 + lane] = in ? sums[first / block] * per_lane : 0.0f;
       }
     }
   }

@@ -32,6 +32,10 @@ struct Int8Rows {
   // [m][padded_blocks]: scale · Σ codes of each block (0 past the last): the zero points'
   // share, Σ_b sums[b] · scale_w(b) · zero(b).
   AlignedVector<float> sums;
+  // [m][stride / 128][16]: that share for the default zero point 8 spread over the block's
+  // lanes (block / 8 of them, 8 codes each): sums[b] · 8 · 8 / block (powers of two:
+  // exact), so that a weight without zero points subtracts it in the step's own FMA.
+  AlignedVector<float> lane_zero_share;
 };
 
 // Up to this many rows MatMulNBits multiplies rounded rows as integers (Int8Int4ColumnsDot);
