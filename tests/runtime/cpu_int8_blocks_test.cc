@@ -3,14 +3,19 @@
 // against a plain double loop over the same codes, and what a NaN does.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
 
 #include "catch2/catch.hpp"
 #include "one_op.h"
+#include "runtime/cpu/huge_pages.h"
 #include "runtime/cpu/int8_blocks.h"
+#include "tpc/ir/graph.h"
+#include "tpc/onnx/shape_inference.h"
 #include "tpc/runtime/backend.h"
+#include "tpc/runtime/executor.h"
 #include "tpc/runtime/math/nbits.h"
 
 namespace tpc::runtime::cpu {
@@ -154,6 +159,55 @@ TEST_CASE("MatMulNBits at accuracy_level 4: a NaN in a row makes that row's outp
         INFO("rows " << m << ", row " << r << ", column " << c);
         REQUIRE(std::isnan(p[r * n + c]) == (r == m - 1));
       }
+    }
+  }
+}
+
+TEST_CASE("MatMulNBits over constant codes (copied onto huge pages) gives the inputs' result",
+          "[runtime][cpu][int8]") {
+  // B 1 MiB and scales 256 KiB: both copied (kHugePageCopyBytes); the same node fed the
+  // same bytes as graph inputs (read where they are) must give the same bits, on the first
+  // run (the copies made) and the second (the copies kept), at both accuracy levels.
+  const int64_t k = 2048, n = 1024, block = 32, blocks = k / block;
+  static_assert(int64_t{2048} * 1024 / 2 >= kHugePageCopyBytes);
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::string codes(static_cast<size_t>(n * k / 2), '\0');
+  for (char& c : codes) c = static_cast<char>(rng() & 255);
+  std::vector<float> scales(static_cast<size_t>(n * blocks));
+  for (float& v : scales) v = uniform(rng) * 0.05f;
+  Tensor a = Tensor::Allocate(ir::DType::kF32, {1, k});
+  for (int64_t i = 0; i < k; ++i) a.data<float>()[i] = uniform(rng);
+  for (int64_t level : {0, 4}) {
+    const ir::Attributes attrs = {
+        {"K", k}, {"N", n}, {"bits", int64_t{4}}, {"block_size", block}, {"accuracy_level", level}};
+    ir::Graph g;
+    g.opsets()[""] = 18;
+    g.opsets()["com.microsoft"] = 1;
+    ir::Value* x = g.AddPlaceholder("A", ir::TensorType(ir::DType::kF32, {ir::Dim(1), ir::Dim(k)}));
+    ir::Value* b =
+        g.AddConstant("B", ir::Tensor::FromBytes(ir::DType::kU8, {n, blocks, block / 2}, codes));
+    ir::Value* s = g.AddConstant("scales", ir::Tensor::FromFloat({n * blocks}, scales));
+    g.SetOutputs({g.AddCall("com.microsoft", "MatMulNBits", {x, b, s}, {"Y"}, attrs)->output()});
+    REQUIRE(onnx::InferShapes(g).ok());
+    auto backend = MakeCpuBackend(1);
+    auto ex = Executor::Create(g, *backend, nullptr);
+    REQUIRE(ex.ok());
+    Tensor tb = Tensor::Allocate(ir::DType::kU8, {n, blocks, block / 2});
+    std::memcpy(tb.raw(), codes.data(), codes.size());
+    Tensor ts = Tensor::Allocate(ir::DType::kF32, {n * blocks});
+    std::memcpy(ts.raw(), scales.data(), scales.size() * sizeof(float));
+    testing::OneOp o;
+    o.Input("A", a);
+    o.Input("B", tb);
+    o.Input("scales", ts);
+    auto want = o.TryRun("MatMulNBits", attrs, 1, "com.microsoft", backend.get());
+    REQUIRE(want.ok());
+    for (int run = 0; run < 2; ++run) {
+      auto got = (*ex)->Run({{"A", a}});
+      INFO("accuracy_level " << level << ", run " << run);
+      REQUIRE(got.ok());
+      REQUIRE(std::memcmp((*got)[0].raw(), (*want)[0].raw(), (*want)[0].nbytes()) == 0);
     }
   }
 }

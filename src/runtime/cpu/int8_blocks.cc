@@ -106,77 +106,99 @@ TPC_VNNI inline __m128 Sum4(__m512 a, __m512 b, __m512 c, __m512 d) {
       _mm512_permutexvar_ps(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), t));
 }
 
-// Rows r0 .. r0 + R - 1 of `a` against columns c0 .. c0 + C - 1 of `w`.
-template <int R, int C, ZeroKind ZK>
-TPC_VNNI inline void Int8Tile(const Int4Weight& w, int64_t c0, const Int8Rows& a, int64_t r0,
-                              float* out, int64_t out_ld) {
-  const int64_t steps = a.stride / 128, column_bytes = a.k / 2;
+// What every step of a column reads the same: the scale pattern, the masks of the last step.
+struct StepShape {
+  int64_t steps, column_bytes, full_steps;
+  int block_shift;  // a.block = 2^block_shift
+  __m512i pick;     // lane -> the step's block (0 to 3) of its scale
+  __mmask16 full_scales, tail_scales;
+  int64_t tail_bytes;
+};
+
+TPC_VNNI inline StepShape ShapeOf(const Int8Rows& a) {
+  StepShape s;
+  s.steps = a.stride / 128;
+  s.column_bytes = a.k / 2;
+  s.full_steps = s.column_bytes / 64;
+  s.tail_bytes = s.column_bytes % 64;
+  s.block_shift = 0;
+  while ((int64_t{1} << s.block_shift) < a.block) ++s.block_shift;
   // A step's block scales: its runs of 32 codes (lane / 4) in blocks of a.block, from the
   // step's first block (Int8DotApplies: blocks of 32, 64, 128, ...: 4, 2 or 1 scales).
   const int64_t step_blocks = std::max<int64_t>(1, 128 / a.block);
-  const __m512i pick =
-      a.block == 32   ? _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0)
-      : a.block == 64 ? _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0)
-                      : _mm512_setzero_si512();
+  s.pick = a.block == 32   ? _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0)
+           : a.block == 64 ? _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0)
+                           : _mm512_setzero_si512();
+  s.full_scales = static_cast<__mmask16>((1u << step_blocks) - 1);
+  // The last step may hold 1 to 3 runs of 32 codes: its bytes and scales past K masked.
+  s.tail_scales =
+      static_cast<__mmask16>((1u << std::max<int64_t>(1, s.tail_bytes * 2 / a.block)) - 1);
+  return s;
+}
+
+// Step t of one column (its codes and scales) against rows r0 .. r0 + R - 1, into acc.
+template <int R, ZeroKind ZK>
+TPC_VNNI __attribute__((always_inline)) inline void Int8Step(const StepShape& s,
+                                                             const uint8_t* codes,
+                                                             const float* scales, const Int8Rows& a,
+                                                             int64_t r0, int64_t t,
+                                                             __m512 (&acc)[R]) {
+  const bool tail = t == s.full_steps;
+  const __mmask64 code_mask = tail ? (__mmask64{1} << s.tail_bytes) - 1 : ~__mmask64{0};
+  const uint8_t* p = codes + 64 * t;
+  __builtin_prefetch(p + 2048);  // 2 KiB ahead, as Int4ColumnsDot
   const __m512i low = _mm512_set1_epi8(15);
-  const uint8_t* codes[C];
-  const float* scales[C];
-#pragma GCC unroll 4
-  for (int c = 0; c < C; ++c) {
-    codes[c] = w.codes + (c0 + c) * column_bytes;
-    scales[c] = w.scales + (c0 + c) * w.blocks;
-  }
-  __m512 acc[R][C];
+  const __m512i x = _mm512_maskz_loadu_epi8(code_mask, p);
+  const __m512i lo = _mm512_and_si512(x, low);
+  const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(x, 4), low);
+  const __m512 sb =
+      _mm512_permutexvar_ps(s.pick, _mm512_maskz_loadu_ps(tail ? s.tail_scales : s.full_scales,
+                                                          scales + ((128 * t) >> s.block_shift)));
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+    const int8_t* q = a.q.data() + (r0 + r) * a.stride + 128 * t;
+    const int64_t lanes = ((r0 + r) * s.steps + t) * 16;
+    const __m512i d =
+        _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_load_si512(q)),
+                            hi, _mm512_load_si512(q + 64));
+    const __m512 as = _mm512_load_ps(a.lane_scales.data() + lanes);
+    if constexpr (ZK == kZero8) {  // (scale_a · d - the zero point's share) · scale_w
+      const __m512 zs = _mm512_load_ps(a.lane_zero_share.data() + lanes);
+      acc[r] = _mm512_fmadd_ps(_mm512_fmsub_ps(as, _mm512_cvtepi32_ps(d), zs), sb, acc[r]);
+    } else {
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(as, sb), acc[r]);
+    }
   }
-  // The last step may hold 1 to 3 runs of 32 codes: its bytes and scales past K masked.
-  int block_shift = 0;  // a.block = 2^block_shift
-  while ((int64_t{1} << block_shift) < a.block) ++block_shift;
-  const int64_t full_steps = column_bytes / 64, tail_bytes = column_bytes % 64;
-  const __mmask16 full_scales = static_cast<__mmask16>((1u << step_blocks) - 1);
-  const __mmask16 tail_scales =
-      static_cast<__mmask16>((1u << std::max<int64_t>(1, tail_bytes * 2 / a.block)) - 1);
-  for (int64_t t = 0; t < steps; ++t) {
-    const bool tail = t == full_steps;
-    const __mmask64 code_mask = tail ? (__mmask64{1} << tail_bytes) - 1 : ~__mmask64{0};
-    const __mmask16 scale_mask = tail ? tail_scales : full_scales;
-    const int64_t first_block = (128 * t) >> block_shift;
-    __m512i even[R], odd[R];
-    __m512 as[R], zs[R];
+}
+
+// Rows r0 .. r0 + R - 1 of `a` against columns c0 .. c0 + C - 1 of `w`, a column after
+// the other: the codes are read in their order, one stream. Four columns at once (512
+// bytes apart at K = 1024, sharing A's loads) ran at 12 GB/s from memory on one core of
+// the 2-vCPU EPYC, one at a time at 21 (bench_nbits --copies=48 --huge: 91 MiB of
+// weights, more than the 32 MiB L3); with weights that stay in L3 (--copies=8) four at
+// once were faster, 0.060 against 0.080 ms a call. A decode step streams the whole model's
+// weights: one at a time. Each column's steps alternate between two accumulators, its
+// sums then added; the tile's columns' sums together (Sum4).
+template <int R, int C, ZeroKind ZK>
+TPC_VNNI inline void Int8Tile(const Int4Weight& w, int64_t c0, const Int8Rows& a, int64_t r0,
+                              float* out, int64_t out_ld) {
+  const StepShape s = ShapeOf(a);
+  __m512 acc[R][C];
 #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      const int8_t* q = a.q.data() + (r0 + r) * a.stride + 128 * t;
-      even[r] = _mm512_load_si512(q);
-      odd[r] = _mm512_load_si512(q + 64);
-      as[r] = _mm512_load_ps(a.lane_scales.data() + ((r0 + r) * steps + t) * 16);
-      if constexpr (ZK == kZero8) {
-        zs[r] = _mm512_load_ps(a.lane_zero_share.data() + ((r0 + r) * steps + t) * 16);
-      }
+  for (int c = 0; c < C; ++c) {
+    const uint8_t* codes = w.codes + (c0 + c) * s.column_bytes;
+    const float* scales = w.scales + (c0 + c) * w.blocks;
+    __m512 even[R], odd[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) even[r] = odd[r] = _mm512_setzero_ps();
+    int64_t t = 0;
+    for (; t + 1 < s.steps; t += 2) {
+      Int8Step<R, ZK>(s, codes, scales, a, r0, t, even);
+      Int8Step<R, ZK>(s, codes, scales, a, r0, t + 1, odd);
     }
+    if (t < s.steps) Int8Step<R, ZK>(s, codes, scales, a, r0, t, even);
 #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) {
-      const uint8_t* p = codes[c] + 64 * t;
-      __builtin_prefetch(p + 2048);  // 2 KiB ahead, as Int4ColumnsDot
-      const __m512i x = _mm512_maskz_loadu_epi8(code_mask, p);
-      const __m512i lo = _mm512_and_si512(x, low);
-      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(x, 4), low);
-      const __m512 sb =
-          _mm512_permutexvar_ps(pick, _mm512_maskz_loadu_ps(scale_mask, scales[c] + first_block));
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) {
-        const __m512i d = _mm512_dpbusd_epi32(
-            _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, even[r]), hi, odd[r]);
-        if constexpr (ZK == kZero8) {  // (scale_a · d - the zero point's share) · scale_w
-          acc[r][c] =
-              _mm512_fmadd_ps(_mm512_fmsub_ps(as[r], _mm512_cvtepi32_ps(d), zs[r]), sb, acc[r][c]);
-        } else {
-          acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(as[r], sb), acc[r][c]);
-        }
-      }
-    }
+    for (int r = 0; r < R; ++r) acc[r][c] = _mm512_add_ps(even[r], odd[r]);
   }
   // The zero points' share (packed or float ones): Σ_b sums(r, b) · scale(c, b) ·
   // zero(c, b), 16 blocks a vector.
@@ -222,12 +244,12 @@ TPC_VNNI inline void Int8Tile(const Int4Weight& w, int64_t c0, const Int8Rows& a
   }
 }
 
-// Columns [0, cols) against rows r0 .. r0 + R - 1: C columns at a time (R = 1, a decode
-// step: 4, so that four chains of dot products are in flight; more rows: 2), then one.
+// Columns [0, cols) against rows r0 .. r0 + R - 1: 4 columns a tile (their sums together),
+// then one by one.
 template <int R, ZeroKind ZK>
 TPC_VNNI void Int8RowGroup(const Int4Weight& w, int64_t cols, const Int8Rows& a, int64_t r0,
                            float* out, int64_t out_ld) {
-  constexpr int C = R == 1 ? 4 : 2;
+  constexpr int C = 4;
   int64_t c = 0;
   for (; c + C <= cols; c += C) Int8Tile<R, C, ZK>(w, c, a, r0, out, out_ld);
   for (; c < cols; ++c) Int8Tile<R, 1, ZK>(w, c, a, r0, out, out_ld);

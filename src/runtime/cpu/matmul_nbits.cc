@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "huge_pages.h"
 #include "int8_blocks.h"
 #include "isa_loops.h"
 #include "kernels.h"
@@ -71,8 +72,6 @@ absl::StatusOr<math::NBitsLayout> NBitsInputs(const KernelContext& ctx) {
 absl::Status MatMulNBits(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(const math::NBitsLayout l, NBitsInputs(ctx));
   const Tensor& a = ctx.input(0);
-  const Tensor& b = ctx.input(1);
-  const Tensor& scales = ctx.input(2);
   const Tensor* zero_points = ctx.optional_input(3);
   const Tensor* bias = ctx.optional_input(5);
   const int64_t blocks = l.blocks();
@@ -82,8 +81,9 @@ absl::Status MatMulNBits(KernelContext& ctx) {
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, out, a.dtype()));
   const int64_t m = l.k == 0 ? 0 : a.num_elements() / l.k;
   return VisitFloat(ctx, a.dtype(), [&]<typename T>() -> absl::Status {
-    const uint8_t* pb = b.data<uint8_t>();
-    const T* ps = scales.data<T>();
+    // The codes and scales a decode step streams: from huge pages where constant.
+    const auto* pb = static_cast<const uint8_t*>(StreamedConstant(ctx, 1));
+    const auto* ps = static_cast<const T*>(StreamedConstant(ctx, 2));
     const uint8_t* pz = packed ? zero_points->data<uint8_t>() : nullptr;
     const T* pzf = zero_points != nullptr && !packed ? zero_points->data<T>() : nullptr;
     T* py = y->data<T>();

@@ -1,0 +1,109 @@
+#include "huge_pages.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "tpc/ir/tensor.h"
+#include "tpc/runtime/backend.h"
+#include "tpc/util/mapped_file.h"
+
+namespace tpc::runtime::cpu {
+namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+
+constexpr size_t kChunk = size_t{64} << 20;
+
+// A node's copies, by input index; each remembers its source, so that a constant that is
+// not the one copied (another plan's, after a reload) is copied again.
+struct NodeCopies {
+  struct Copy {
+    const void* source = nullptr;
+    size_t bytes = 0;
+    const void* data = nullptr;
+    std::shared_ptr<void> chunk;  // keeps the copy's chunk
+  };
+  std::map<int, Copy> by_input;
+};
+
+// The backend's chunks: copies are cut from the last one while it has room.
+struct Chunks {
+  std::shared_ptr<void> last;
+  uint8_t* next = nullptr;
+  size_t left = 0;
+};
+
+// `bytes` of anonymous memory on 2 MiB boundaries, advised onto huge pages; null when it
+// cannot be allocated.
+std::shared_ptr<void> HugeBuffer(size_t bytes) {
+  const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = nullptr;
+  if (posix_memalign(&p, kHugePage, rounded) != 0) return nullptr;
+  // Advice only: without transparent huge pages the copy is on 4 KiB pages, as the
+  // original was.
+  (void)madvise(p, rounded, MADV_HUGEPAGE);
+  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+// Room for `bytes` on a cache line: in the last chunk, or a new one; null when none can be
+// allocated.
+uint8_t* Carve(Chunks& chunks, size_t bytes, std::shared_ptr<void>* chunk) {
+  const size_t lines = (bytes + 63) / 64 * 64;
+  if (chunks.left < lines) {
+    const size_t size = std::max(kChunk, (lines + kHugePage - 1) / kHugePage * kHugePage);
+    std::shared_ptr<void> fresh = HugeBuffer(size);
+    if (fresh == nullptr) return nullptr;
+    chunks = {fresh, static_cast<uint8_t*>(fresh.get()), size};
+  }
+  uint8_t* p = chunks.next;
+  chunks.next += lines;
+  chunks.left -= lines;
+  *chunk = chunks.last;
+  return p;
+}
+
+}  // namespace
+
+const void* StreamedConstant(KernelContext& ctx, int input) {
+  const Tensor& t = ctx.input(input);
+  const void* own = t.raw();
+  Backend::KernelStates* states = ctx.backend().kernel_states();
+  const ir::Value* value = ctx.node().input(input);
+  const size_t bytes = static_cast<size_t>(t.nbytes());
+  if (states == nullptr || value == nullptr || value->producer() == nullptr ||
+      value->producer()->kind() != ir::NodeKind::kConstant ||
+      bytes < static_cast<size_t>(kHugePageCopyBytes)) {
+    return own;
+  }
+  std::shared_ptr<void>& slot = (*states)[&ctx.node()];
+  if (!slot) slot = std::make_shared<NodeCopies>();
+  NodeCopies::Copy& copy = std::static_pointer_cast<NodeCopies>(slot)->by_input[input];
+  if (copy.data != nullptr && copy.source == own && copy.bytes == bytes) return copy.data;
+  std::shared_ptr<void>& backend_chunks = (*states)[nullptr];
+  if (!backend_chunks) backend_chunks = std::make_shared<Chunks>();
+  std::shared_ptr<void> chunk;
+  uint8_t* data = Carve(*std::static_pointer_cast<Chunks>(backend_chunks), bytes, &chunk);
+  if (data == nullptr) return own;
+  const ir::Tensor& source = value->producer()->tensor();
+  const bool mapped = source.is_mapped() && source.data() == own;
+#ifdef MADV_POPULATE_READ
+  // The mapped pages read in one call rather than a fault each (Linux 5.14; advice).
+  if (mapped) {
+    const auto page = static_cast<uintptr_t>(4096);
+    const auto begin = reinterpret_cast<uintptr_t>(own) / page * page;
+    (void)madvise(reinterpret_cast<void*>(begin), reinterpret_cast<uintptr_t>(own) + bytes - begin,
+                  MADV_POPULATE_READ);
+  }
+#endif
+  std::memcpy(data, own, bytes);
+  if (mapped) source.mapped_file()->DropPages(own, bytes);
+  copy = {own, bytes, data, std::move(chunk)};
+  return data;
+}
+
+}  // namespace tpc::runtime::cpu

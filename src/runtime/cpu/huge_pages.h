@@ -1,0 +1,27 @@
+// Constant inputs a kernel streams whole on every call (a decode step's int4 codes and
+// their scales), copied once into anonymous memory on 2 MiB pages. A mapped weights file
+// sits on 4 KiB pages: reading 80 MiB of int4 codes from them took 10.4 ms a call on one
+// core of the 2-vCPU EPYC, from huge pages 8.0 (bench/nbits_bench.cc --huge: fewer TLB
+// misses, prefetchers not stopped at every 4 KiB); a plain sum read 17 GB/s from the file's
+// pages and 30 from a huge-page copy.
+#pragma once
+
+#include "tpc/runtime/kernel.h"
+
+namespace tpc::runtime::cpu {
+
+// Constants under this size are read where they are.
+constexpr int64_t kHugePageCopyBytes = int64_t{256} << 10;
+
+// The bytes a kernel should read for its input `input`: when it is a constant of at least
+// kHugePageCopyBytes and the backend keeps kernel states, a copy on huge pages (madvise
+// MADV_HUGEPAGE; transparent huge pages in their "madvise" or "always" mode), made at the
+// first call; otherwise, or when the copy cannot be made, the input's own bytes. The copy
+// equals the input byte for byte. Copies are cut one after the other (on cache lines) from
+// chunks of 64 MiB, which the backend keeps (its kernel states: the node's entry names its
+// copies, the chunks sit under the null node); a chunk's pages are touched only where a
+// copy lies. The mapped original's pages are given back: the process's resident memory
+// holds the copy instead.
+const void* StreamedConstant(KernelContext& ctx, int input);
+
+}  // namespace tpc::runtime::cpu
