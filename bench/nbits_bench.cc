@@ -8,8 +8,12 @@
 // larger than the last-level cache (--n 65536) measures memory, a small one (--n 512) the
 // loop.
 //
+// --copies=W cycles through W different weights (a decode step's layers, read from memory
+// when they exceed the caches); --huge puts them on 2 MiB pages, as MatMulNBits' copies are
+// (cpu/huge_pages.h).
+//
 //   build/bench/bench_nbits [--k=1024] [--n=3072] [--rows=1] [--block=32] [--rounds=9]
-//                           [--calls=200] [--zero-points]
+//                           [--calls=200] [--copies=1] [--huge] [--zero-points]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -57,10 +61,12 @@ int main(int argc, char** argv) {
   const bool zero_points = Has(argc, argv, "zero-points");
   // Distinct weights called in turn (a decode step's layers: each comes from memory).
   const int64_t copies = Flag(argc, argv, "copies", 1);
-  if (k % block != 0 || block % 32 != 0 || rows < 1 || rows > cpu::kInt4DirectRows) {
+  if (k % block != 0 || block % 32 != 0 || rows < 1 || rows > cpu::kInt8DotRows || copies < 1 ||
+      rounds < 1 || calls < 1) {
     std::fprintf(stderr,
-                 "bench_nbits: K a multiple of --block (a multiple of 32), --rows 1 to %lld\n",
-                 static_cast<long long>(cpu::kInt4DirectRows));
+                 "bench_nbits: K a multiple of --block (a multiple of 32), --rows 1 to %lld, "
+                 "--copies, --rounds and --calls at least 1\n",
+                 static_cast<long long>(cpu::kInt8DotRows));
     return 2;
   }
   if (!cpu::HasInt8Dot()) {
@@ -131,8 +137,7 @@ int main(int argc, char** argv) {
     codes = all_codes[static_cast<size_t>(turn % copies)];
     scales = all_scales[static_cast<size_t>(turn++ % copies)];
     cpu::QuantizeInt8Rows(a.data(), rows, k, block, &q);
-    cpu::Int8Int4ColumnsDot(codes.data(), scales.data(), nullptr, zp, packed_stride, n, q,
-                            int8.data(), n);
+    cpu::Int8Int4ColumnsDot(codes.data(), scales.data(), zp, packed_stride, n, q, int8.data(), n);
   };
   // Per call, in seconds, over `calls` calls after one untimed.
   auto time = [&](auto&& call) {

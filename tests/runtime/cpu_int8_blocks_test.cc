@@ -38,6 +38,12 @@ TEST_CASE("Int8 rounding takes amax / 127 and rounds half to even", "[runtime][c
   REQUIRE(math::Int8Code(-2.0f, cb) == -127);
   REQUIRE(math::Int8Code(0.3f, cb) == 19);  // 19.05
   REQUIRE(math::Int8Rounded(0.3f, cb) == 19.0f * (2.0f / 127.0f));
+  // Values under 127 / FLT_MAX: the inverse would overflow; codes 0, as MLAS's.
+  const math::Int8Block tiny =
+      math::Int8BlockOf([](int64_t i) { return i == 0 ? 1e-38f : -2e-39f; }, 2);
+  REQUIRE(tiny.scale == 1e-38f / 127.0f);
+  REQUIRE(math::Int8Code(1e-38f, tiny) == 0);
+  REQUIRE(math::Int8Rounded(-2e-39f, tiny) == 0.0f);
   // A block of zeros: scale 0, codes 0. A NaN or an infinity: scale NaN, codes 0.
   const math::Int8Block zero = math::Int8BlockOf([](int64_t) { return 0.0f; }, 4);
   REQUIRE(zero.scale == 0.0f);
@@ -64,22 +70,21 @@ TEST_CASE("Int8Int4ColumnsDot gives every column against every rounded row",
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   // Blocks of 32 (a step of 128 codes spans four), 64, 128 and 256; 1 row (4 columns at a
-  // time, then the rest one by one) to 6 (a group of 4, then 2); 18 blocks of 32 (the zero
-  // points' share: a vector of 16, then 2; the last step half full) and 5 of 64 (the last
-  // step half full); every kind of zero point.
+  // time, then the rest one by one) to 6 (a group of 4, then 2); 17, 18 and 19 blocks of 32
+  // (the last step 1, 2 or 3 runs of 32; the packed zero points' share a vector of 16, then
+  // the rest, odd counts ending in half a byte) and 5 of 64 (the last step half full);
+  // packed zero points and none (8).
   for (int64_t block : {32, 64, 128, 256}) {
-    for (int zero_kind = 0; zero_kind < 3; ++zero_kind) {  // packed, float, none (8)
+    for (int zero_kind = 0; zero_kind < 2; ++zero_kind) {  // packed, none (8)
       for (int64_t rows : {1, 2, 3, 6}) {
         for (int64_t cols : {1, 6}) {
-          const int64_t k = block == 32 ? 18 * 32 : block == 64 ? 5 * 64 : 2 * block;
+          const int64_t k = block == 32 ? (17 + rows % 3) * 32 : block == 64 ? 5 * 64 : 2 * block;
           const int64_t blocks = k / block;
           const int64_t packed_stride = (blocks + 1) / 2, out_ld = cols + 1;
           std::vector<uint8_t> codes(static_cast<size_t>(cols * k / 2));
           for (uint8_t& b : codes) b = static_cast<uint8_t>(rng() & 255);
           std::vector<float> scales(static_cast<size_t>(cols * blocks));
           for (float& v : scales) v = uniform(rng);
-          std::vector<float> zeros(scales.size());
-          for (float& v : zeros) v = static_cast<float>(rng() % 16) + 0.25f;
           std::vector<uint8_t> packed(static_cast<size_t>(cols * packed_stride));
           for (uint8_t& b : packed) b = static_cast<uint8_t>(rng() & 255);
           std::vector<float> a(static_cast<size_t>(rows * k));
@@ -87,9 +92,8 @@ TEST_CASE("Int8Int4ColumnsDot gives every column against every rounded row",
           Int8Rows q;
           QuantizeInt8Rows(a.data(), rows, k, block, &q);
           std::vector<float> out(static_cast<size_t>(rows * out_ld), 12345.0f);
-          Int8Int4ColumnsDot(codes.data(), scales.data(), zero_kind == 1 ? zeros.data() : nullptr,
-                             zero_kind == 0 ? packed.data() : nullptr, packed_stride, cols, q,
-                             out.data(), out_ld);
+          Int8Int4ColumnsDot(codes.data(), scales.data(), zero_kind == 0 ? packed.data() : nullptr,
+                             packed_stride, cols, q, out.data(), out_ld);
           // The rounded rows, as MatMulNBits' other paths take them.
           std::vector<float> rounded(a.size());
           Int8RoundRows(a.data(), rows, k, block, rounded.data());
@@ -110,8 +114,7 @@ TEST_CASE("Int8Int4ColumnsDot gives every column against every rounded row",
                                         ? (packed[static_cast<size_t>(c * packed_stride + b / 2)] >>
                                            (4 * (b % 2))) &
                                               15
-                                    : zero_kind == 1 ? zeros[cb]
-                                                     : 8.0;
+                                        : 8.0;
                 const uint8_t byte = codes[static_cast<size_t>(c * k / 2 + j / 2)];
                 const int code = j % 2 == 0 ? byte & 15 : byte >> 4;
                 const double x =
@@ -209,6 +212,9 @@ TEST_CASE("MatMulNBits over constant codes (copied onto huge pages) gives the in
       REQUIRE(got.ok());
       REQUIRE(std::memcmp((*got)[0].raw(), (*want)[0].raw(), (*want)[0].nbytes()) == 0);
     }
+    // The copies were made: the backend's chunks (under the null node) and the node's entry.
+    REQUIRE(backend->kernel_states()->count(nullptr) == 1);
+    REQUIRE(backend->kernel_states()->size() == 2);
   }
 }
 

@@ -732,11 +732,12 @@ def matmul_nbits_cases(rng):
     # accuracy_level 4: onnxruntime's CPU rounds A to int8 per block, where B is a constant
     # (prepacked; given B as a graph input it computes in f32): the reference holds B, the
     # scales and the zero points as initializers. tpc's integer kernel (AVX-512 VNNI, f32,
-    # up to 16 rows, int4 blocks of 32 and more, K a multiple of 64): 1 row against 4
-    # columns at a time and 2 left, 2 to 4 rows, 16; blocks of 32 (a step spans two), 64
-    # and 128; 20 and 64 blocks (the zero points' share 16 blocks a vector, the last partial);
-    # packed and no zero points. Its other paths, A rounded: 17 and 70 rows (the dequantized
-    # tiles), K = 96 (not a multiple of 64), 8 and 2 bits, a partial block.
+    # up to 16 rows, whole int4 blocks of 32 and more, no float zero points): 1 row against
+    # tiles of 4 columns and 2 left, 2 to 4 rows, 16; blocks of 32 (a step of 128 codes
+    # spans four), 64 and 128; 20 and 64 blocks (the packed zero points' share 16 blocks a
+    # vector, the last partial); K = 96 (a last step of 3 runs of 32); packed and no zero
+    # points. Its other paths, A rounded: 17 and 70 rows (the dequantized tiles), 8 and 2
+    # bits, a partial block. Float zero points: f32 in onnxruntime, and so in tpc.
     for name, m_shape, k, n, bits, block, zp_kind, bias in [
             ("row", (1, 1), 256, 42, 4, 32, "packed", True),
             ("rows_3_block_64", (3,), 256, 24, 4, 64, None, True),

@@ -25,6 +25,9 @@ struct NodeCopies {
   struct Copy {
     const void* source = nullptr;
     size_t bytes = 0;
+    // The constant copied, kept alive with its copy: its bytes then cannot come back at
+    // the same address as another constant's (a node of a later graph at a reused address).
+    ir::Tensor source_tensor;
     const void* data = nullptr;
     std::shared_ptr<void> chunk;  // keeps the copy's chunk
   };
@@ -110,7 +113,7 @@ const void* StreamedConstant(KernelContext& ctx, int input) {
     std::memcpy(data + begin, from + begin, end - begin);
   });
   if (mapped) source.mapped_file()->DropPages(own, bytes);
-  copy = {own, bytes, data, std::move(chunk)};
+  copy = {own, bytes, source, data, std::move(chunk)};
   return data;
 }
 

@@ -20,16 +20,12 @@
 
 namespace tpc::runtime::cpu {
 
-bool Int8DotApplies(const math::NBitsLayout& l) {
-  return l.bits == 4 && l.block_size % 32 == 0 && l.k % l.block_size == 0;
-}
-
 #if defined(__x86_64__)
 #define TPC_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 
 namespace {
 
-enum ZeroKind { kZero8, kZeroFloats, kZeroNibbles };
+enum ZeroKind { kZero8, kZeroNibbles };
 
 // Int8RoundRows' row of k values (blocks of `block`, a multiple of 16), 16 lanes at a time:
 // each value's code (as QuantizeRow's) times its block's scale.
@@ -84,7 +80,6 @@ TPC_VNNI void QuantizeRow(const float* row, int64_t k, int64_t block, int8_t* co
 struct Int4Weight {
   const uint8_t* codes;
   const float* scales;
-  const float* zeros;
   const uint8_t* packed_zeros;
   int64_t packed_stride;
   int64_t blocks;
@@ -124,7 +119,7 @@ TPC_VNNI inline StepShape ShapeOf(const Int8Rows& a) {
   s.block_shift = 0;
   while ((int64_t{1} << s.block_shift) < a.block) ++s.block_shift;
   // A step's block scales: its runs of 32 codes (lane / 4) in blocks of a.block, from the
-  // step's first block (Int8DotApplies: blocks of 32, 64, 128, ...: 4, 2 or 1 scales).
+  // step's first block (blocks of 32, 64, 128, ...: 4, 2 or 1 scales).
   const int64_t step_blocks = std::max<int64_t>(1, 128 / a.block);
   s.pick = a.block == 32   ? _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0)
            : a.block == 64 ? _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0)
@@ -200,27 +195,22 @@ TPC_VNNI inline void Int8Tile(const Int4Weight& w, int64_t c0, const Int8Rows& a
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) acc[r][c] = _mm512_add_ps(even[r], odd[r]);
   }
-  // The zero points' share (packed or float ones): Σ_b sums(r, b) · scale(c, b) ·
-  // zero(c, b), 16 blocks a vector.
-  if constexpr (ZK != kZero8) {
+  // Packed zero points' share: Σ_b sums(r, b) · scale(c, b) · zero(c, b), 16 blocks a
+  // vector.
+  if constexpr (ZK == kZeroNibbles) {
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) {
       const int64_t col = c0 + c;
       for (int64_t b0 = 0; b0 < w.blocks; b0 += 16) {
         const int64_t n = std::min<int64_t>(16, w.blocks - b0);
         const __mmask16 mask = static_cast<__mmask16>(n == 16 ? 0xffff : (1u << n) - 1);
-        __m512 z;
-        if constexpr (ZK == kZeroFloats) {
-          z = _mm512_maskz_loadu_ps(mask, w.zeros + col * w.blocks + b0);
-        } else {
-          const int64_t bytes = (n + 1) / 2;
-          const __m128i raw = _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << bytes) - 1),
-                                                   w.packed_zeros + col * w.packed_stride + b0 / 2);
-          const __m128i nibble = _mm_set1_epi8(15);
-          const __m128i ordered = _mm_unpacklo_epi8(_mm_and_si128(raw, nibble),
-                                                    _mm_and_si128(_mm_srli_epi16(raw, 4), nibble));
-          z = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(ordered));
-        }
+        const int64_t bytes = (n + 1) / 2;
+        const __m128i raw = _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << bytes) - 1),
+                                                 w.packed_zeros + col * w.packed_stride + b0 / 2);
+        const __m128i nibble = _mm_set1_epi8(15);
+        const __m128i ordered = _mm_unpacklo_epi8(_mm_and_si128(raw, nibble),
+                                                  _mm_and_si128(_mm_srli_epi16(raw, 4), nibble));
+        const __m512 z = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(ordered));
         const __m512 sz =
             _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, w.scales + col * w.blocks + b0), z);
 #pragma GCC unroll 4
@@ -244,47 +234,37 @@ TPC_VNNI inline void Int8Tile(const Int4Weight& w, int64_t c0, const Int8Rows& a
   }
 }
 
-// Columns [0, cols) against rows r0 .. r0 + R - 1: 4 columns a tile (their sums together),
-// then one by one.
-template <int R, ZeroKind ZK>
-TPC_VNNI void Int8RowGroup(const Int4Weight& w, int64_t cols, const Int8Rows& a, int64_t r0,
-                           float* out, int64_t out_ld) {
-  constexpr int C = 4;
-  int64_t c = 0;
-  for (; c + C <= cols; c += C) Int8Tile<R, C, ZK>(w, c, a, r0, out, out_ld);
-  for (; c < cols; ++c) Int8Tile<R, 1, ZK>(w, c, a, r0, out, out_ld);
-}
-
-template <ZeroKind ZK>
-TPC_VNNI void Int8Columns(const Int4Weight& w, int64_t cols, const Int8Rows& a, float* out,
-                          int64_t out_ld) {
+// Columns c0 .. c0 + C - 1 against every row, 4 rows at a time: the tile's codes stay in
+// the core's caches while the groups of rows read them (more rows than 4 read the weight
+// from memory once, not once per group).
+template <int C, ZeroKind ZK>
+TPC_VNNI void Int8ColumnsAllRows(const Int4Weight& w, int64_t c0, const Int8Rows& a, float* out,
+                                 int64_t out_ld) {
   for (int64_t r0 = 0; r0 < a.m; r0 += 4) {
     switch (std::min<int64_t>(4, a.m - r0)) {
       case 1:
-        Int8RowGroup<1, ZK>(w, cols, a, r0, out, out_ld);
+        Int8Tile<1, C, ZK>(w, c0, a, r0, out, out_ld);
         break;
       case 2:
-        Int8RowGroup<2, ZK>(w, cols, a, r0, out, out_ld);
+        Int8Tile<2, C, ZK>(w, c0, a, r0, out, out_ld);
         break;
       case 3:
-        Int8RowGroup<3, ZK>(w, cols, a, r0, out, out_ld);
+        Int8Tile<3, C, ZK>(w, c0, a, r0, out, out_ld);
         break;
       default:
-        Int8RowGroup<4, ZK>(w, cols, a, r0, out, out_ld);
+        Int8Tile<4, C, ZK>(w, c0, a, r0, out, out_ld);
         break;
     }
   }
 }
 
-TPC_VNNI void Int8ColumnsAnyZero(const Int4Weight& w, int64_t cols, const Int8Rows& a, float* out,
-                                 int64_t out_ld) {
-  if (w.zeros != nullptr) {
-    Int8Columns<kZeroFloats>(w, cols, a, out, out_ld);
-  } else if (w.packed_zeros != nullptr) {
-    Int8Columns<kZeroNibbles>(w, cols, a, out, out_ld);
-  } else {
-    Int8Columns<kZero8>(w, cols, a, out, out_ld);
-  }
+// Columns [0, cols): 4 a tile (their sums together), then one by one.
+template <ZeroKind ZK>
+TPC_VNNI void Int8Columns(const Int4Weight& w, int64_t cols, const Int8Rows& a, float* out,
+                          int64_t out_ld) {
+  int64_t c = 0;
+  for (; c + 4 <= cols; c += 4) Int8ColumnsAllRows<4, ZK>(w, c, a, out, out_ld);
+  for (; c < cols; ++c) Int8ColumnsAllRows<1, ZK>(w, c, a, out, out_ld);
 }
 
 }  // namespace
@@ -351,16 +331,20 @@ void QuantizeInt8Rows(const float* a, int64_t m, int64_t k, int64_t block, Int8R
   }
 }
 
-void Int8Int4ColumnsDot(const uint8_t* codes, const float* scales, const float* zeros,
-                        const uint8_t* packed_zeros, int64_t packed_stride, int64_t cols,
-                        const Int8Rows& a, float* out, int64_t out_ld) {
+void Int8Int4ColumnsDot(const uint8_t* codes, const float* scales, const uint8_t* packed_zeros,
+                        int64_t packed_stride, int64_t cols, const Int8Rows& a, float* out,
+                        int64_t out_ld) {
   TPC_CHECK(HasInt8Dot());
 #if defined(__x86_64__)
-  const Int4Weight w{codes, scales, zeros, packed_zeros, packed_stride, a.k / a.block};
-  Int8ColumnsAnyZero(w, cols, a, out, out_ld);
+  const Int4Weight w{codes, scales, packed_zeros, packed_stride, a.k / a.block};
+  if (packed_zeros != nullptr) {
+    Int8Columns<kZeroNibbles>(w, cols, a, out, out_ld);
+  } else {
+    Int8Columns<kZero8>(w, cols, a, out, out_ld);
+  }
 #else
-  (void)codes, (void)scales, (void)zeros, (void)packed_zeros, (void)packed_stride, (void)cols,
-      (void)a, (void)out, (void)out_ld;
+  (void)codes, (void)scales, (void)packed_zeros, (void)packed_stride, (void)cols, (void)a,
+      (void)out, (void)out_ld;
 #endif
 }
 

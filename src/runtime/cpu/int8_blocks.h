@@ -1,7 +1,7 @@
 // onnxruntime's accuracy_level 4 on the CPU (math/nbits.h: activations rounded to int8 per
 // block): rows of A rounded in place of A (any layout, any ISA), and, where the CPU has
 // AVX-512 VNNI, the rounded rows' products with whole int4 blocks as integer dot products
-// (vpdpbusd: 64 codes by 64 int8 activations a step), which is what makes level 4 fast.
+// (vpdpbusd: a step of 128 codes is two of them), which is what makes level 4 fast.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +12,8 @@
 namespace tpc::runtime::cpu {
 
 // rounded[r · k + j] = math::Int8Rounded(a[r · k + j]) for r < m, j < k, each row cut into
-// blocks of `block` along k (the last may be partial). Float-like T (f32, f16, bf16): the
-// values are read and rounded as f32 and stored as T.
+// blocks of `block` along k (the last may be partial). T f32 or f64 (MatMulNBits'
+// VisitFloat): the values are read and rounded as f32 and stored as T.
 template <typename T>
 void Int8RoundRows(const T* a, int64_t m, int64_t k, int64_t block, T* rounded);
 
@@ -42,27 +42,26 @@ struct Int8Rows {
 // more go through its f32 paths with A rounded.
 constexpr int64_t kInt8DotRows = 16;
 
-// Whether Int8Int4ColumnsDot takes this layout: 4-bit codes in whole blocks of a multiple of
-// 32.
-bool Int8DotApplies(const math::NBitsLayout& l);
 // Whether this CPU has AVX-512 VNNI (Int8Int4ColumnsDot's instructions).
 bool HasInt8Dot();
 
-// The m rows of A (m × k, k and block as Int8DotApplies) rounded into `out`.
+// The m rows of A (m × k, whole blocks of `block`, a multiple of 32) rounded into `out`.
 void QuantizeInt8Rows(const float* a, int64_t m, int64_t k, int64_t block, Int8Rows* out);
 
 // out[r · out_ld + c] = Σ_b scale_a(r, b) · scale(c, b) · Σ_j q(r, b, j) · (code(c, b, j) -
-// zero(c, b)) for r < a.m, c < cols: `cols` columns of a MatMulNBits weight of a.k / block
-// blocks (Int4ColumnsDot's arguments: column c's packed codes at codes + c · k / 2, its
-// scales at scales + c · blocks, its zero points zeros[c · blocks + b], else nibble b of
-// packed_zeros + c · packed_stride, else 8) against the rounded rows. Only where
+// zero(c, b)) for r < a.m, c < cols: `cols` columns of a MatMulNBits weight of whole int4
+// blocks of a.block (a multiple of 32; column c's packed codes at codes + c · k / 2, its
+// scales at scales + c · blocks, its zero points nibble b of packed_zeros + c ·
+// packed_stride, or 8 without them; float zero points never come here: onnxruntime
+// computes those in f32, math::NBitsInt8Activations) against the rounded rows. Only where
 // HasInt8Dot(). A step of 128 codes (64 bytes: their low nibbles and their high ones, two
-// vectors of 64 codes) is two vpdpbusd per row and column into one vector of int32 lanes,
-// 4 per run of 32 codes, converted and scaled (the lanes' block scales, A's times the
-// column's) into an f32 accumulator; the zero points' share is subtracted from it once per
-// column, 16 blocks a vector; one horizontal sum per row and column.
-void Int8Int4ColumnsDot(const uint8_t* codes, const float* scales, const float* zeros,
-                        const uint8_t* packed_zeros, int64_t packed_stride, int64_t cols,
-                        const Int8Rows& a, float* out, int64_t out_ld);
+// vectors of 64 codes) is two vpdpbusd per row into one vector of int32 lanes, 4 per run
+// of 32 codes, converted and scaled (the lanes' block scales, A's times the column's) into
+// an f32 accumulator; the default zero point's share rides in the same FMA (A's
+// lane_zero_share), packed ones are subtracted once per column, 16 blocks a vector; one
+// horizontal sum per row and column, four columns' at once.
+void Int8Int4ColumnsDot(const uint8_t* codes, const float* scales, const uint8_t* packed_zeros,
+                        int64_t packed_stride, int64_t cols, const Int8Rows& a, float* out,
+                        int64_t out_ld);
 
 }  // namespace tpc::runtime::cpu

@@ -128,11 +128,15 @@ void LinearAttentionHead(const math::LinearAttentionLayout& l, const float* q, c
       float* row = state + i * dv;
       // The row as the last token left it (the first token: the past's, or zeros).
       const float* from = t > 0 ? row : past != nullptr ? past + i * dv : nullptr;
-      if (from == nullptr) {
-        std::fill(row, row + dv, 0.0f);
-      } else if (g != nullptr) {
+      if (g != nullptr) {  // (zeros decayed too: 0 · e, NaN for an e of NaN or infinity)
         const float e = expf(g[l.decay_per_key ? i : 0]);
-        for (int64_t j = 0; j < dv; ++j) row[j] = from[j] * e;
+        if (from == nullptr) {
+          std::fill(row, row + dv, 0.0f * e);
+        } else {
+          for (int64_t j = 0; j < dv; ++j) row[j] = from[j] * e;
+        }
+      } else if (from == nullptr) {
+        std::fill(row, row + dv, 0.0f);
       } else if (from != row) {
         std::copy_n(from, dv, row);
       }

@@ -102,13 +102,12 @@ absl::Status MatMulNBits(KernelContext& ctx) {
     AlignedVector<T> rounded;
     if (math::NBitsInt8Activations(l, ctx.node().attr_int("accuracy_level", 0), pzf != nullptr)) {
       if constexpr (std::is_same_v<T, float>) {
-        if (m <= kInt8DotRows && Int8DotApplies(l) && HasInt8Dot()) {
+        if (m <= kInt8DotRows && Int4Blocks(l) && pzf == nullptr && HasInt8Dot()) {
           Int8Rows rows;
           QuantizeInt8Rows(pa, m, l.k, l.block_size, &rows);
           ctx.pool().ParallelFor(
               l.n, std::max<int64_t>(4, 4096 / l.k), [&](int64_t lo, int64_t hi) {
                 Int8Int4ColumnsDot(pb + lo * (l.k / 2), ps + lo * blocks,
-                                   pzf != nullptr ? pzf + lo * blocks : nullptr,
                                    pz != nullptr ? pz + lo * l.packed_zero_point_bytes() : nullptr,
                                    l.packed_zero_point_bytes(), hi - lo, rows, py + lo, l.n);
                 add_bias_columns(lo, hi);
@@ -117,7 +116,10 @@ absl::Status MatMulNBits(KernelContext& ctx) {
         }
       }
       rounded.resize(static_cast<size_t>(a.num_elements()));
-      Int8RoundRows(pa, m, l.k, l.block_size, rounded.data());
+      const T* source = pa;
+      ctx.pool().ParallelFor(m, 16, [&](int64_t lo, int64_t hi) {
+        Int8RoundRows(source + lo * l.k, hi - lo, l.k, l.block_size, rounded.data() + lo * l.k);
+      });
       pa = rounded.data();
     }
     // The codes of block `blk` of column `col` into `out` (its length returned), with the

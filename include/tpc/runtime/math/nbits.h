@@ -145,6 +145,9 @@ TPC_HOST_DEVICE inline Int8Block Int8BlockFromMax(float amax, bool finite) {
   }
   b.scale = amax / 127.0f;
   b.inverse = amax != 0.0f ? 127.0f / amax : 0.0f;
+  // Under 127 / FLT_MAX (about 3.7e-37) the inverse overflows: every code 0, as MLAS's
+  // conversion of an infinite or NaN product gives.
+  if (!(b.inverse <= 3.4028234663852886e38f)) b.inverse = 0.0f;
   return b;
 }
 
