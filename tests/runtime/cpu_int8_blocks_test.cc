@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
+#include "column_checks.h"
 #include "one_op.h"
 #include "runtime/cpu/huge_pages.h"
 #include "runtime/cpu/int8_blocks.h"
@@ -91,7 +92,7 @@ TEST_CASE("Int8Int4ColumnsDot gives every column against every rounded row",
           for (float& v : a) v = uniform(rng) * (1 + static_cast<float>(rng() % 4));
           Int8Rows q;
           QuantizeInt8Rows(a.data(), rows, k, block, &q);
-          std::vector<float> out(static_cast<size_t>(rows * out_ld), 12345.0f);
+          std::vector<float> out(static_cast<size_t>(rows * out_ld), testing::kUntouched);
           Int8Int4ColumnsDot(codes.data(), scales.data(), zero_kind == 0 ? packed.data() : nullptr,
                              packed_stride, cols, q, out.data(), out_ld);
           // The rounded rows, as MatMulNBits' other paths take them.
@@ -99,32 +100,24 @@ TEST_CASE("Int8Int4ColumnsDot gives every column against every rounded row",
           Int8RoundRows(a.data(), rows, k, block, rounded.data());
           INFO("block " << block << ", zero points " << zero_kind << ", rows " << rows << ", cols "
                         << cols);
-          for (int64_t r = 0; r < rows; ++r) {
-            for (int64_t c = 0; c < out_ld; ++c) {
-              const float got = out[static_cast<size_t>(r * out_ld + c)];
-              if (c >= cols) {
-                REQUIRE(got == 12345.0f);  // past the columns: untouched
-                continue;
-              }
-              double want = 0, size = 0;
-              for (int64_t j = 0; j < k; ++j) {
-                const int64_t b = j / block;
-                const size_t cb = static_cast<size_t>(c * blocks + b);
-                const double zero = zero_kind == 0
-                                        ? (packed[static_cast<size_t>(c * packed_stride + b / 2)] >>
-                                           (4 * (b % 2))) &
-                                              15
-                                        : 8.0;
-                const uint8_t byte = codes[static_cast<size_t>(c * k / 2 + j / 2)];
-                const int code = j % 2 == 0 ? byte & 15 : byte >> 4;
-                const double x =
-                    (code - zero) * scales[cb] * rounded[static_cast<size_t>(r * k + j)];
-                want += x;
-                size += std::abs(x);
-              }
-              REQUIRE(std::abs(got - want) <= 1e-6 * size + 1e-7);
+          testing::RequireColumns(out, rows, cols, out_ld, [&](int64_t r, int64_t c) {
+            double want = 0, size = 0;
+            for (int64_t j = 0; j < k; ++j) {
+              const int64_t b = j / block;
+              const size_t cb = static_cast<size_t>(c * blocks + b);
+              const double zero =
+                  zero_kind == 0
+                      ? (packed[static_cast<size_t>(c * packed_stride + b / 2)] >> (4 * (b % 2))) &
+                            15
+                      : 8.0;
+              const uint8_t byte = codes[static_cast<size_t>(c * k / 2 + j / 2)];
+              const int code = j % 2 == 0 ? byte & 15 : byte >> 4;
+              const double x = (code - zero) * scales[cb] * rounded[static_cast<size_t>(r * k + j)];
+              want += x;
+              size += std::abs(x);
             }
-          }
+            return std::pair{want, size};
+          });
         }
       }
     }

@@ -15,9 +15,9 @@
 namespace tpc::runtime::cpu {
 namespace {
 
-constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kHugePageBytes = size_t{2} << 20;
 
-constexpr size_t kChunk = size_t{64} << 20;
+constexpr size_t kChunkBytes = size_t{64} << 20;
 
 // A node's copies, by input index; each remembers its source, so that a constant that is
 // not the one copied (another plan's, after a reload) is copied again.
@@ -44,9 +44,9 @@ struct Chunks {
 // `bytes` of anonymous memory on 2 MiB boundaries, advised onto huge pages; null when it
 // cannot be allocated.
 std::shared_ptr<void> HugeBuffer(size_t bytes) {
-  const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  const size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
   void* p = nullptr;
-  if (posix_memalign(&p, kHugePage, rounded) != 0) return nullptr;
+  if (posix_memalign(&p, kHugePageBytes, rounded) != 0) return nullptr;
   // Advice only: without transparent huge pages the copy is on 4 KiB pages, as the
   // original was.
   (void)madvise(p, rounded, MADV_HUGEPAGE);
@@ -58,7 +58,8 @@ std::shared_ptr<void> HugeBuffer(size_t bytes) {
 uint8_t* Carve(Chunks& chunks, size_t bytes, std::shared_ptr<void>* chunk) {
   const size_t lines = (bytes + 63) / 64 * 64;
   if (chunks.left < lines) {
-    const size_t size = std::max(kChunk, (lines + kHugePage - 1) / kHugePage * kHugePage);
+    const size_t size =
+        std::max(kChunkBytes, (lines + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
     std::shared_ptr<void> fresh = HugeBuffer(size);
     if (fresh == nullptr) return nullptr;
     chunks = {fresh, static_cast<uint8_t*>(fresh.get()), size};
@@ -98,10 +99,10 @@ const void* StreamedConstant(KernelContext& ctx, int input) {
   // part read in one call rather than a fault each (MADV_POPULATE_READ, Linux 5.14;
   // advice): the first run of the bench model (84 MiB) took 30 ms more than the next.
   const auto* from = static_cast<const uint8_t*>(own);
-  const int64_t parts = static_cast<int64_t>((bytes + kHugePage - 1) / kHugePage);
+  const int64_t parts = static_cast<int64_t>((bytes + kHugePageBytes - 1) / kHugePageBytes);
   ctx.pool().ParallelFor(parts, 1, [&](int64_t lo, int64_t hi) {
-    const size_t begin = static_cast<size_t>(lo) * kHugePage;
-    const size_t end = std::min(bytes, static_cast<size_t>(hi) * kHugePage);
+    const size_t begin = static_cast<size_t>(lo) * kHugePageBytes;
+    const size_t end = std::min(bytes, static_cast<size_t>(hi) * kHugePageBytes);
 #ifdef MADV_POPULATE_READ
     if (mapped) {
       const auto page = static_cast<uintptr_t>(4096);

@@ -25,7 +25,7 @@ namespace tpc::runtime::cpu {
 
 namespace {
 
-enum ZeroKind { kZero8, kZeroNibbles };
+enum Int8Zero { kInt8Zero8, kInt8ZeroNibbles };
 
 // Int8RoundRows' row of k values (blocks of `block`, a multiple of 16), 16 lanes at a time:
 // each value's code (as QuantizeRow's) times its block's scale.
@@ -132,7 +132,7 @@ TPC_VNNI inline StepShape ShapeOf(const Int8Rows& a) {
 }
 
 // Step t of one column (its codes and scales) against rows r0 .. r0 + R - 1, into acc.
-template <int R, ZeroKind ZK>
+template <int R, Int8Zero ZK>
 TPC_VNNI __attribute__((always_inline)) inline void Int8Step(const StepShape& s,
                                                              const uint8_t* codes,
                                                              const float* scales, const Int8Rows& a,
@@ -157,7 +157,7 @@ TPC_VNNI __attribute__((always_inline)) inline void Int8Step(const StepShape& s,
         _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_load_si512(q)),
                             hi, _mm512_load_si512(q + 64));
     const __m512 as = _mm512_load_ps(a.lane_scales.data() + lanes);
-    if constexpr (ZK == kZero8) {  // (scale_a · d - the zero point's share) · scale_w
+    if constexpr (ZK == kInt8Zero8) {  // (scale_a · d - the zero point's share) · scale_w
       const __m512 zs = _mm512_load_ps(a.lane_zero_share.data() + lanes);
       acc[r] = _mm512_fmadd_ps(_mm512_fmsub_ps(as, _mm512_cvtepi32_ps(d), zs), sb, acc[r]);
     } else {
@@ -174,7 +174,7 @@ TPC_VNNI __attribute__((always_inline)) inline void Int8Step(const StepShape& s,
 // once were faster, 0.060 against 0.080 ms a call. A decode step streams the whole model's
 // weights: one at a time. Each column's steps alternate between two accumulators, its
 // sums then added; the tile's columns' sums together (Sum4).
-template <int R, int C, ZeroKind ZK>
+template <int R, int C, Int8Zero ZK>
 TPC_VNNI inline void Int8Tile(const Int4Weight& w, int64_t c0, const Int8Rows& a, int64_t r0,
                               float* out, int64_t out_ld) {
   const StepShape s = ShapeOf(a);
@@ -197,7 +197,7 @@ TPC_VNNI inline void Int8Tile(const Int4Weight& w, int64_t c0, const Int8Rows& a
   }
   // Packed zero points' share: Σ_b sums(r, b) · scale(c, b) · zero(c, b), 16 blocks a
   // vector.
-  if constexpr (ZK == kZeroNibbles) {
+  if constexpr (ZK == kInt8ZeroNibbles) {
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) {
       const int64_t col = c0 + c;
@@ -237,7 +237,7 @@ TPC_VNNI inline void Int8Tile(const Int4Weight& w, int64_t c0, const Int8Rows& a
 // Columns c0 .. c0 + C - 1 against every row, 4 rows at a time: the tile's codes stay in
 // the core's caches while the groups of rows read them (more rows than 4 read the weight
 // from memory once, not once per group).
-template <int C, ZeroKind ZK>
+template <int C, Int8Zero ZK>
 TPC_VNNI void Int8ColumnsAllRows(const Int4Weight& w, int64_t c0, const Int8Rows& a, float* out,
                                  int64_t out_ld) {
   for (int64_t r0 = 0; r0 < a.m; r0 += 4) {
@@ -259,7 +259,7 @@ TPC_VNNI void Int8ColumnsAllRows(const Int4Weight& w, int64_t c0, const Int8Rows
 }
 
 // Columns [0, cols): 4 a tile (their sums together), then one by one.
-template <ZeroKind ZK>
+template <Int8Zero ZK>
 TPC_VNNI void Int8Columns(const Int4Weight& w, int64_t cols, const Int8Rows& a, float* out,
                           int64_t out_ld) {
   int64_t c = 0;
@@ -338,9 +338,9 @@ void Int8Int4ColumnsDot(const uint8_t* codes, const float* scales, const uint8_t
 #if defined(__x86_64__)
   const Int4Weight w{codes, scales, packed_zeros, packed_stride, a.k / a.block};
   if (packed_zeros != nullptr) {
-    Int8Columns<kZeroNibbles>(w, cols, a, out, out_ld);
+    Int8Columns<kInt8ZeroNibbles>(w, cols, a, out, out_ld);
   } else {
-    Int8Columns<kZero8>(w, cols, a, out, out_ld);
+    Int8Columns<kInt8Zero8>(w, cols, a, out, out_ld);
   }
 #else
   (void)codes, (void)scales, (void)packed_zeros, (void)packed_stride, (void)cols, (void)a,
