@@ -2,6 +2,7 @@
 # Generates the synthetic Llama-shaped models and runs the import and compile-time
 # benchmarks (each time as a ratio of the bare protobuf parse of the same file), the
 # executor benchmark against onnxruntime, the communicators (Gloo, in-process, memcpy),
+# MatMulNBits' int4 decode paths (bench_nbits),
 # tp-run's rank processes against its rank threads on GPT-2-small, and, with BENCH_BIG=1,
 # the weight-slicing throughput of tp-compile against cp on a generated ~2.3 GB model
 # (needs ~5 GB of disk: the model and two copies of its weights, under BUILD_DIR/bench/big/).
@@ -80,6 +81,11 @@ python3 bench/executor_bench.py --build "$build" --threads "$(nproc)" --batch 1 
 # Communicators: AllReduce and AllGather bus bandwidth of the Gloo communicator (ranks as
 # threads over 127.0.0.1) against the in-process one and memcpy, at GPT-2-small's sizes.
 "$build/bench/bench_comm" --ranks=2,4 --rounds=7 --target-ms=50
+
+# MatMulNBits' decode paths on one thread (f32 against accuracy_level 4's int8): one weight
+# that stays in cache, 48 read from memory on 2 MiB pages as tp-run keeps them.
+"$build/bench/bench_nbits"
+"$build/bench/bench_nbits" --copies=48 --calls=96 --huge
 
 # Rank processes (tp-run) vs rank threads (tp-run --ranks threads) vs the unsharded model on
 # GPT-2-small, N = 2, and each process's peak resident memory (skipped, with a line saying
