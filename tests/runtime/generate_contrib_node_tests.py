@@ -354,8 +354,9 @@ def quantize(w, bits, block):
 
 def qmoe_cases(rng):
     """onnxruntime's QMoE as its CPU runs it (integer codes, the default zero points,
-    fp32 activations): 4-bit in blocks of 16 with SwiGLU (the builder's int4 LFM2-MoE),
-    8-bit in blocks, 4-bit with one scale per row, gelu with top 1, identity with top 3,
+    fp32 activations; 8-bit codes in blocks round each FC's input to int8 per block):
+    4-bit in blocks of 16 with SwiGLU (the builder's int4 LFM2-MoE), 8-bit in blocks and
+    with one scale per row, 4-bit with one scale per row, gelu with top 1, identity with top 3,
     and no biases with a 3-D input; the routing weights normalized (its CPU normalizes them
     whatever normalize_routing_weights says, and refuses FC1 and FC2 of different
     widths)."""
@@ -368,6 +369,7 @@ def qmoe_cases(rng):
             ("int4_block16_swiglu", (5, h), 4, 4, 16,
              {"activation_type": "swiglu", "swiglu_fusion": 1}),
             ("int8_block16_silu", (4, h), 8, 8, 16, {"activation_type": "silu"}),
+            ("int8_per_row_silu", (4, h), 8, 8, None, {"activation_type": "silu"}),
             ("int4_per_row_relu", (5, h), 4, 4, None, {"activation_type": "relu"}),
             ("int4_gelu_top1", (3, h), 4, 4, 16, {"activation_type": "gelu", "k": 1}),
             ("int4_identity_top3", (3, h), 4, 4, 16, {"activation_type": "identity", "k": 3}),
@@ -390,7 +392,14 @@ def qmoe_cases(rng):
             extra["expert_weight_bits"] = 8
         extra.setdefault("k", 2)
         extra["normalize_routing_weights"] = 1  # (onnxruntime's CPU normalizes anyway)
-        out.append(Case(f"qmoe_{name}", "QMoE", inputs, ["output"], **extra))
+        # The codes, scales and biases as constants, as in an export: given 8-bit codes in
+        # blocks so, onnxruntime's CPU rounds each FC's input rows to int8 per block (as
+        # graph inputs it multiplies in f32); 4-bit codes and a scale per row it multiplies
+        # in f32 either way.
+        constants = {n: a for n, a in inputs if n.startswith("fc")}
+        out.append(Case(f"qmoe_{name}", "QMoE", inputs, ["output"],
+                        reference=lambda model, c=constants: with_initializers(model, c),
+                        **extra))
     return out
 
 

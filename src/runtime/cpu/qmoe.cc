@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "int8_blocks.h"
 #include "kernels.h"
 #include "tpc/runtime/math/moe.h"
 
@@ -31,6 +32,7 @@ absl::StatusOr<math::MoeQuant> ReadFc(const KernelContext& ctx, int fc, int64_t 
   math::MoeQuant q;
   q.bits = BitsOf(ctx.node(), fc);
   q.block = block > 0 ? block : std::max<int64_t>(cols, 1);
+  q.per_row = block <= 0;
   const std::string name = absl::StrCat("fc", fc);
   if (scales == nullptr) return ctx.Error(absl::StrCat(name, "_scales are missing"));
   const Shape want_scales = block > 0 ? Shape{experts, rows, cols / block} : Shape{experts, rows};
@@ -76,10 +78,10 @@ void DequantizeRow(const math::MoeQuant& q, const uint8_t* codes, const float* s
 // weights as codes and scales. Only integer quantization of 4 or 8 bits with the default
 // zero point 2^(bits - 1) and the raw layout (weights_prepacked -1 or 0); FC3, zero points,
 // router_weights and the FP4/FP8 inputs are refused at import (schema_extra.cc). The
-// experts compute exactly in f32 whatever accuracy_level says; onnxruntime 1.32's CPU,
-// given 8-bit block-wise codes as constants, prepacks them and quantizes the activations
-// to int8 per block (about 1% apart; with the codes as graph inputs, as the node tests
-// give them, it computes in f32 and equals this kernel).
+// experts compute in f32, but with 8-bit codes in blocks each FC's input rows are first
+// rounded to int8 per block, as onnxruntime 1.32's CPU does with such codes as constants
+// (math::MoeInt8Activations; given them as graph inputs it computes in f32: the node
+// tests hold them as initializers), whatever accuracy_level says.
 absl::StatusOr<QMoeLayout> ReadQMoeLayout(const KernelContext& ctx) {
   const ir::Node& node = ctx.node();
   const Tensor& x = ctx.input(0);
@@ -200,6 +202,14 @@ absl::Status QMoE(KernelContext& ctx) {
         }
       };
       return p;
+    }
+    // 8-bit codes in blocks: the input rows rounded to int8 per block first (onnxruntime's
+    // CPU: math::MoeInt8Activations).
+    if (math::MoeInt8Activations(fc)) {
+      const int64_t block = fc.block;
+      p.arrange = [cols, block](const float* in, int64_t n, float* out) {
+        Int8RoundRows(in, n, cols, block, out);
+      };
     }
     // Otherwise (8 bits, per-row scales of other widths) the item's rows dequantized and
     // multiplied by one GEMM.

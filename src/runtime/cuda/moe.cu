@@ -159,6 +159,16 @@ cudaError_t Moe(const math::MoeLayout& l, const MoeOperands& o, cudaStream_t str
   }
   MoeActivateKernel<<<Blocks(slots * l.inter), kThreads, 0, stream>>>(l, slots, o.hidden, o.act);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  if (o.fc2_round_block > 0) {  // in place: each thread reads its block before it writes it
+    math::NBitsLayout rows;
+    rows.n = 1;
+    rows.k = l.inter;
+    rows.block_size = o.fc2_round_block;
+    if (cudaError_t e = LaunchNBitsInt8Round(FloatKind::kF32, rows, slots, o.act, o.act, stream);
+        e != cudaSuccess) {
+      return e;
+    }
+  }
   if (cudaError_t e = ExpertGemv<K, float>(slots, l.hidden, l.inter, 1, o.experts, o.fc2,
                                            o.quantized ? &o.fc2_quant : nullptr, o.fc2_scales,
                                            o.act, o.fc2_bias, o.slots, stream);

@@ -15,7 +15,10 @@ constexpr int64_t kMoeScratchBytes = int64_t{64} << 20;
 
 // The MoE of `l` on the input and router (inputs 0 and 1) into output 0, the experts'
 // weights and biases as `base` holds them (its scratch and chunk pointers filled here).
-absl::Status RunMoe(KernelContext& ctx, const math::MoeLayout& l, MoeOperands base) {
+// fc1_round_block > 0: the input rows rounded to int8 per block of that many first
+// (math::MoeInt8Activations).
+absl::Status RunMoe(KernelContext& ctx, const math::MoeLayout& l, MoeOperands base,
+                    int64_t fc1_round_block = 0) {
   const Tensor& x = ctx.input(0);
   TPC_ASSIGN_OR_RETURN(FloatKind kind, FloatKindOf(ctx, x.dtype()));
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
@@ -31,12 +34,25 @@ absl::Status RunMoe(KernelContext& ctx, const math::MoeLayout& l, MoeOperands ba
   TPC_ASSIGN_OR_RETURN(Tensor hidden, Scratch(ctx, ir::DType::kF32, {slots, l.fc1_rows()}));
   TPC_ASSIGN_OR_RETURN(Tensor act, Scratch(ctx, ir::DType::kF32, {slots, l.inter}));
   TPC_ASSIGN_OR_RETURN(Tensor outs, Scratch(ctx, ir::DType::kF32, {slots, l.hidden}));
+  Tensor rounded;
+  if (fc1_round_block > 0) {
+    TPC_ASSIGN_OR_RETURN(rounded, Scratch(ctx, x.dtype(), {chunk, l.hidden}));
+  }
   const size_t es = static_cast<size_t>(ir::DTypeSize(x.dtype()));
   for (int64_t first = 0; first < l.tokens; first += chunk) {
     math::MoeLayout part = l;
     part.tokens = std::min(chunk, l.tokens - first);
     MoeOperands o = base;
     o.input = static_cast<const uint8_t*>(x.raw()) + static_cast<size_t>(first * l.hidden) * es;
+    if (fc1_round_block > 0) {
+      math::NBitsLayout rows;
+      rows.n = 1;
+      rows.k = l.hidden;
+      rows.block_size = fc1_round_block;
+      TPC_RETURN_IF_ERROR(Check(ctx, LaunchNBitsInt8Round(kind, rows, part.tokens, o.input,
+                                                          rounded.raw(), StreamOf(ctx))));
+      o.input = rounded.raw();
+    }
     o.router = static_cast<const uint8_t*>(ctx.input(1).raw()) +
                static_cast<size_t>(first * l.experts) * es;
     o.output = static_cast<uint8_t*>(y->raw()) + static_cast<size_t>(first * l.hidden) * es;
@@ -74,7 +90,9 @@ absl::Status QMoE(KernelContext& ctx) {
   o.fc2_bias = RawOrNull(ctx.optional_input(7));
   o.fc1_quant = q.fc1;
   o.fc2_quant = q.fc2;
-  return RunMoe(ctx, q.moe, o);
+  // 8-bit codes in blocks: each FC's input rounded to int8 per block (as the CPU kernel).
+  if (math::MoeInt8Activations(q.fc2)) o.fc2_round_block = q.fc2.block;
+  return RunMoe(ctx, q.moe, o, math::MoeInt8Activations(q.fc1) ? q.fc1.block : 0);
 }
 
 }  // namespace tpc::runtime::cuda

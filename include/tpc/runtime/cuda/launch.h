@@ -232,6 +232,9 @@ cudaError_t LaunchCausalConv(FloatKind k, const math::CausalConvLayout& l, const
 // of kind k, dequantized as math::MoeQuantWeight reads them.
 struct MoeOperands {
   const void *input = nullptr, *router = nullptr, *fc1 = nullptr, *fc1_bias = nullptr;
+  // FC2's input rows (the activations) rounded to int8 per block of this many first
+  // (math::MoeInt8Activations; 0: not). FC1's the caller rounds (RunMoe).
+  int64_t fc2_round_block = 0;
   const void *fc2 = nullptr, *fc2_bias = nullptr;
   void* output = nullptr;
   int64_t* experts = nullptr;

@@ -114,11 +114,20 @@ TPC_HOST_DEVICE inline float MoeDotLane(int64_t cols, int lane, int lanes, LoadW
 struct MoeQuant {
   int bits = 4;
   int64_t block = 0;
+  bool per_row = false;  // no block_size: one scale per row (block = the row's width)
   // Bytes of a row of `cols` codes.
   TPC_HOST_DEVICE int64_t row_bytes(int64_t cols) const { return cols * bits / 8; }
   // Scales of a row of `cols` codes.
   TPC_HOST_DEVICE int64_t row_scales(int64_t cols) const { return cols / block; }
 };
+
+// Whether QMoE rounds this FC's input rows to int8 per block of q.block (math/nbits.h's
+// Int8Rounded) before multiplying: onnxruntime 1.32's CPU does for 8-bit codes in blocks
+// (given them as constants; checked against it), whatever accuracy_level says; 4-bit codes
+// and 8-bit ones with a scale per row it multiplies in f32.
+TPC_HOST_DEVICE inline bool MoeInt8Activations(const MoeQuant& q) {
+  return q.bits == 8 && !q.per_row;
+}
 
 // Weight c of a row: `codes` its packed bytes, `scale(b)` the scale of its block b.
 template <typename LoadScale>
