@@ -61,12 +61,11 @@ int main(int argc, char** argv) {
   const bool zero_points = Has(argc, argv, "zero-points");
   // Distinct weights called in turn (a decode step's layers: each comes from memory).
   const int64_t copies = Flag(argc, argv, "copies", 1);
-  if (k % block != 0 || block % 32 != 0 || rows < 1 || rows > cpu::kInt8DotRows || copies < 1 ||
-      rounds < 1 || calls < 1) {
+  if (k % block != 0 || block % 32 != 0 || rows < 1 || rows > 64 || copies < 1 || rounds < 1 ||
+      calls < 1) {
     std::fprintf(stderr,
-                 "bench_nbits: K a multiple of --block (a multiple of 32), --rows 1 to %lld, "
-                 "--copies, --rounds and --calls at least 1\n",
-                 static_cast<long long>(cpu::kInt8DotRows));
+                 "bench_nbits: K a multiple of --block (a multiple of 32), --rows 1 to 64, "
+                 "--copies, --rounds and --calls at least 1\n");
     return 2;
   }
   if (!cpu::HasInt8Dot()) {

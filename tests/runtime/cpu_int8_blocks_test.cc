@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "catch2/catch.hpp"
@@ -71,13 +72,13 @@ TEST_CASE("Int8Int4ColumnsDot gives every column against every rounded row",
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   // Blocks of 32 (a step of 128 codes spans four), 64, 128 and 256; 1 row (4 columns at a
-  // time, then the rest one by one) to 6 (a group of 4, then 2); 17, 18 and 19 blocks of 32
+  // time, then the rest one by one) to 9 (groups of 4, then 2 or 1); 17, 18 and 19 blocks of 32
   // (the last step 1, 2 or 3 runs of 32; the packed zero points' share a vector of 16, then
   // the rest, odd counts ending in half a byte) and 5 of 64 (the last step half full);
   // packed zero points and none (8).
   for (int64_t block : {32, 64, 128, 256}) {
     for (int zero_kind = 0; zero_kind < 2; ++zero_kind) {  // packed, none (8)
-      for (int64_t rows : {1, 2, 3, 6}) {
+      for (int64_t rows : {1, 2, 3, 6, 9}) {
         for (int64_t cols : {1, 6}) {
           const int64_t k = block == 32 ? (17 + rows % 3) * 32 : block == 64 ? 5 * 64 : 2 * block;
           const int64_t blocks = k / block;
@@ -126,9 +127,10 @@ TEST_CASE("Int8Int4ColumnsDot gives every column against every rounded row",
 
 TEST_CASE("MatMulNBits at accuracy_level 4: a NaN in a row makes that row's outputs NaN",
           "[runtime][cpu][int8]") {
-  // 1 row (the integer kernel where the CPU has it) and 20 (A rounded, then the f32 tiles).
-  for (int64_t m : {1, 20}) {
-    const int64_t k = 128, n = 8, block = 32, blocks = k / block;
+  // 1 and 20 rows in blocks of 32 (the integer kernel where the CPU has it), 20 in blocks
+  // of 16 (A rounded, then the f32 tiles).
+  for (auto [m, block] : {std::pair<int64_t, int64_t>{1, 32}, {20, 32}, {20, 16}}) {
+    const int64_t k = 128, n = 8, blocks = k / block;
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
     Tensor a = Tensor::Allocate(ir::DType::kF32, {m, k});
@@ -152,7 +154,7 @@ TEST_CASE("MatMulNBits at accuracy_level 4: a NaN in a row makes that row's outp
     const float* p = (*y)[0].data<float>();
     for (int64_t r = 0; r < m; ++r) {
       for (int64_t c = 0; c < n; ++c) {
-        INFO("rows " << m << ", row " << r << ", column " << c);
+        INFO("rows " << m << ", blocks of " << block << ", row " << r << ", column " << c);
         REQUIRE(std::isnan(p[r * n + c]) == (r == m - 1));
       }
     }

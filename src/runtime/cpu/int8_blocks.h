@@ -38,10 +38,6 @@ struct Int8Rows {
   AlignedVector<float> lane_zero_share;
 };
 
-// Up to this many rows MatMulNBits multiplies rounded rows as integers (Int8Int4ColumnsDot);
-// more go through its f32 paths with A rounded.
-constexpr int64_t kInt8DotRows = 16;
-
 // Whether this CPU has AVX-512 VNNI (Int8Int4ColumnsDot's instructions).
 bool HasInt8Dot();
 
