@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "tpc/ir/tensor.h"
 #include "tpc/runtime/backend.h"
@@ -19,24 +20,18 @@ constexpr size_t kHugePageBytes = size_t{2} << 20;
 
 constexpr size_t kChunkBytes = size_t{64} << 20;
 
-// A node's copies, by input index; each remembers its source, so that a constant that is
-// not the one copied (another plan's, after a reload) is copied again.
-struct NodeCopies {
+// The backend's copies, by the address of the bytes copied (a constant read by several
+// nodes is copied once), and the chunk they are cut from while it has room. Each copy keeps
+// its constant alive: its bytes then cannot come back at that address as another's.
+struct Copies {
   struct Copy {
-    const void* source = nullptr;
+    Tensor read;        // the bytes copied as the kernel read them (an owned copy kept too)
+    ir::Tensor source;  // their constant (a mapped file kept mapped)
     size_t bytes = 0;
-    // The constant copied, kept alive with its copy: its bytes then cannot come back at
-    // the same address as another constant's (a node of a later graph at a reused address).
-    ir::Tensor source_tensor;
     const void* data = nullptr;
-    std::shared_ptr<void> chunk;  // keeps the copy's chunk
   };
-  std::map<int, Copy> by_input;
-};
-
-// The backend's chunks: copies are cut from the last one while it has room.
-struct Chunks {
-  std::shared_ptr<void> last;
+  std::map<const void*, Copy> by_source;
+  std::vector<std::shared_ptr<void>> chunks;
   uint8_t* next = nullptr;
   size_t left = 0;
 };
@@ -55,20 +50,30 @@ std::shared_ptr<void> HugeBuffer(size_t bytes) {
 
 // Room for `bytes` on a cache line: in the last chunk, or a new one; null when none can be
 // allocated.
-uint8_t* Carve(Chunks& chunks, size_t bytes, std::shared_ptr<void>* chunk) {
+uint8_t* Carve(Copies& copies, size_t bytes) {
   const size_t lines = (bytes + 63) / 64 * 64;
-  if (chunks.left < lines) {
+  if (copies.left < lines) {
     const size_t size =
         std::max(kChunkBytes, (lines + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
     std::shared_ptr<void> fresh = HugeBuffer(size);
     if (fresh == nullptr) return nullptr;
-    chunks = {fresh, static_cast<uint8_t*>(fresh.get()), size};
+    copies.next = static_cast<uint8_t*>(fresh.get());
+    copies.left = size;
+    copies.chunks.push_back(std::move(fresh));
   }
-  uint8_t* p = chunks.next;
-  chunks.next += lines;
-  chunks.left -= lines;
-  *chunk = chunks.last;
+  uint8_t* p = copies.next;
+  copies.next += lines;
+  copies.left -= lines;
   return p;
+}
+
+// The backend's copies (its kernel states' entry under the null node); null without states.
+Copies* CopiesOf(Backend& backend) {
+  Backend::KernelStates* states = backend.kernel_states();
+  if (states == nullptr) return nullptr;
+  std::shared_ptr<void>& slot = (*states)[nullptr];
+  if (!slot) slot = std::make_shared<Copies>();
+  return static_cast<Copies*>(slot.get());
 }
 
 }  // namespace
@@ -76,22 +81,18 @@ uint8_t* Carve(Chunks& chunks, size_t bytes, std::shared_ptr<void>* chunk) {
 const void* StreamedConstant(KernelContext& ctx, int input) {
   const Tensor& t = ctx.input(input);
   const void* own = t.raw();
-  Backend::KernelStates* states = ctx.backend().kernel_states();
   const ir::Value* value = ctx.node().input(input);
   const size_t bytes = static_cast<size_t>(t.nbytes());
-  if (states == nullptr || value == nullptr || value->producer() == nullptr ||
+  if (value == nullptr || value->producer() == nullptr ||
       value->producer()->kind() != ir::NodeKind::kConstant ||
       bytes < static_cast<size_t>(kHugePageCopyBytes)) {
     return own;
   }
-  std::shared_ptr<void>& slot = (*states)[&ctx.node()];
-  if (!slot) slot = std::make_shared<NodeCopies>();
-  NodeCopies::Copy& copy = std::static_pointer_cast<NodeCopies>(slot)->by_input[input];
-  if (copy.data != nullptr && copy.source == own && copy.bytes == bytes) return copy.data;
-  std::shared_ptr<void>& backend_chunks = (*states)[nullptr];
-  if (!backend_chunks) backend_chunks = std::make_shared<Chunks>();
-  std::shared_ptr<void> chunk;
-  uint8_t* data = Carve(*std::static_pointer_cast<Chunks>(backend_chunks), bytes, &chunk);
+  Copies* copies = CopiesOf(ctx.backend());
+  if (copies == nullptr) return own;
+  auto found = copies->by_source.find(own);
+  if (found != copies->by_source.end() && found->second.bytes == bytes) return found->second.data;
+  uint8_t* data = Carve(*copies, bytes);
   if (data == nullptr) return own;
   const ir::Tensor& source = value->producer()->tensor();
   const bool mapped = source.is_mapped() && source.data() == own;
@@ -114,8 +115,13 @@ const void* StreamedConstant(KernelContext& ctx, int input) {
     std::memcpy(data + begin, from + begin, end - begin);
   });
   if (mapped) source.mapped_file()->DropPages(own, bytes);
-  copy = {own, bytes, source, data, std::move(chunk)};
+  copies->by_source[own] = {t, source, bytes, data};
   return data;
+}
+
+size_t StreamedConstantCopies(Backend& backend) {
+  Copies* copies = CopiesOf(backend);
+  return copies != nullptr ? copies->by_source.size() : 0;
 }
 
 }  // namespace tpc::runtime::cpu

@@ -16,12 +16,14 @@ constexpr int64_t kHugePageCopyBytes = int64_t{256} << 10;
 // The bytes a kernel should read for its input `input`: when it is a constant of at least
 // kHugePageCopyBytes and the backend keeps kernel states, a copy on huge pages (madvise
 // MADV_HUGEPAGE; transparent huge pages in their "madvise" or "always" mode), made at the
-// first call; otherwise, or when the copy cannot be made, the input's own bytes. The copy
-// equals the input byte for byte. Copies are cut one after the other (on cache lines) from
-// chunks of 64 MiB, which the backend keeps (its kernel states: the node's entry names its
-// copies, the chunks sit under the null node); a chunk's pages are touched only where a
-// copy lies. The mapped original's pages are given back: the process's resident memory
-// holds the copy instead.
+// first call that reads those bytes (from any node) and kept by the backend (its kernel
+// states, under the null node); otherwise, or when the copy cannot be made, the input's
+// own bytes. The copy equals the input byte for byte. Copies are cut one after the other
+// (on cache lines) from chunks of 64 MiB; a chunk's pages are touched only where a copy
+// lies. The mapped original's pages are given back: the process's resident memory holds
+// the copy instead.
 const void* StreamedConstant(KernelContext& ctx, int input);
+// How many constants `backend` holds copies of.
+size_t StreamedConstantCopies(Backend& backend);
 
 }  // namespace tpc::runtime::cpu

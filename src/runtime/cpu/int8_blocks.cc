@@ -29,17 +29,22 @@ enum Int8Zero { kInt8Zero8, kInt8ZeroNibbles };
 
 // Int8RoundRows' row of k values (blocks of `block`, a multiple of 16), 16 lanes at a time:
 // each value's code (as QuantizeRow's) times its block's scale.
-TPC_VNNI void RoundRow512(const float* row, int64_t k, int64_t block, float* out) {
+// math::Int8BlockOf of the `block` values at src (a multiple of 16), 16 lanes at a time.
+TPC_VNNI inline math::Int8Block Int8Block512(const float* src, int64_t block) {
   const __m512 limit = _mm512_set1_ps(3.4028234663852886e38f);
+  __m512 vmax = _mm512_setzero_ps();
+  __mmask16 bad = 0;
+  for (int64_t i = 0; i < block; i += 16) {
+    const __m512 v = _mm512_abs_ps(_mm512_loadu_ps(src + i));
+    bad |= _mm512_cmp_ps_mask(v, limit, _CMP_NLE_UQ);  // NaN or infinity
+    vmax = _mm512_max_ps(vmax, v);
+  }
+  return math::Int8BlockFromMax(_mm512_reduce_max_ps(vmax), bad == 0);
+}
+
+TPC_VNNI void RoundRow512(const float* row, int64_t k, int64_t block, float* out) {
   for (int64_t k0 = 0; k0 < k; k0 += block) {
-    __m512 vmax = _mm512_setzero_ps();
-    __mmask16 bad = 0;
-    for (int64_t i = k0; i < k0 + block; i += 16) {
-      const __m512 v = _mm512_abs_ps(_mm512_loadu_ps(row + i));
-      bad |= _mm512_cmp_ps_mask(v, limit, _CMP_NLE_UQ);  // NaN or infinity
-      vmax = _mm512_max_ps(vmax, v);
-    }
-    const math::Int8Block blk = math::Int8BlockFromMax(_mm512_reduce_max_ps(vmax), bad == 0);
+    const math::Int8Block blk = Int8Block512(row + k0, block);
     const __m512 inverse = _mm512_set1_ps(blk.inverse), scale = _mm512_set1_ps(blk.scale);
     for (int64_t i = k0; i < k0 + block; i += 16) {
       const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(row + i), inverse));
@@ -54,17 +59,9 @@ TPC_VNNI void RoundRow512(const float* row, int64_t k, int64_t block, float* out
 // half to even, as rintf does; a non-finite block's codes come out 0, as Int8Code's).
 TPC_VNNI void QuantizeRow(const float* row, int64_t k, int64_t block, int8_t* codes, float* scale,
                           float* sums) {
-  const __m512 limit = _mm512_set1_ps(3.4028234663852886e38f);
   for (int64_t b = 0; b * block < k; ++b) {
     const float* src = row + b * block;
-    __m512 vmax = _mm512_setzero_ps();
-    __mmask16 bad = 0;
-    for (int64_t i = 0; i < block; i += 16) {
-      const __m512 v = _mm512_abs_ps(_mm512_loadu_ps(src + i));
-      bad |= _mm512_cmp_ps_mask(v, limit, _CMP_NLE_UQ);  // NaN or infinity
-      vmax = _mm512_max_ps(vmax, v);
-    }
-    const math::Int8Block blk = math::Int8BlockFromMax(_mm512_reduce_max_ps(vmax), bad == 0);
+    const math::Int8Block blk = Int8Block512(src, block);
     const __m512 inverse = _mm512_set1_ps(blk.inverse);
     __m512i sum = _mm512_setzero_si512();
     for (int64_t i = 0; i < block; i += 16) {

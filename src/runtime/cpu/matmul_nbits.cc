@@ -105,7 +105,7 @@ absl::Status MatMulNBits(KernelContext& ctx) {
     AlignedVector<T> rounded;
     if (math::NBitsInt8Activations(l, ctx.node().attr_int("accuracy_level", 0), pzf != nullptr)) {
       if constexpr (std::is_same_v<T, float>) {
-        if (Int4Blocks(l) && pzf == nullptr && HasInt8Dot()) {
+        if (Int4Blocks(l) && HasInt8Dot()) {  // (float zero points never round)
           Int8Rows rows;
           QuantizeInt8Rows(pa, m, l.k, l.block_size, &rows);
           ctx.pool().ParallelFor(

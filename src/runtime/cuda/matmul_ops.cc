@@ -206,8 +206,8 @@ absl::Status MatMulNBits(KernelContext& ctx) {
   if (math::NBitsInt8Activations(l, ctx.node().attr_int("accuracy_level", 0),
                                  zp != nullptr && !packed)) {
     TPC_ASSIGN_OR_RETURN(rounded, Scratch(ctx, a.dtype(), a.shape()));
-    TPC_RETURN_IF_ERROR(
-        Check(ctx, LaunchNBitsInt8Round(kind, l, rows, a.raw(), rounded.raw(), StreamOf(ctx))));
+    TPC_RETURN_IF_ERROR(Check(ctx, LaunchInt8RoundRows(kind, rows, l.k, l.block_size, a.raw(),
+                                                       rounded.raw(), StreamOf(ctx))));
     pa = rounded.raw();
   }
   if (rows <= kGemvRows) {

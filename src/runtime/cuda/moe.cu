@@ -160,11 +160,8 @@ cudaError_t Moe(const math::MoeLayout& l, const MoeOperands& o, cudaStream_t str
   MoeActivateKernel<<<Blocks(slots * l.inter), kThreads, 0, stream>>>(l, slots, o.hidden, o.act);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   if (o.fc2_round_block > 0) {  // in place: each thread reads its block before it writes it
-    math::NBitsLayout rows;
-    rows.n = 1;
-    rows.k = l.inter;
-    rows.block_size = o.fc2_round_block;
-    if (cudaError_t e = LaunchNBitsInt8Round(FloatKind::kF32, rows, slots, o.act, o.act, stream);
+    if (cudaError_t e = LaunchInt8RoundRows(FloatKind::kF32, slots, l.inter, o.fc2_round_block,
+                                            o.act, o.act, stream);
         e != cudaSuccess) {
       return e;
     }

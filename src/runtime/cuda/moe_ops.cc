@@ -45,12 +45,9 @@ absl::Status RunMoe(KernelContext& ctx, const math::MoeLayout& l, MoeOperands ba
     MoeOperands o = base;
     o.input = static_cast<const uint8_t*>(x.raw()) + static_cast<size_t>(first * l.hidden) * es;
     if (fc1_round_block > 0) {
-      math::NBitsLayout rows;
-      rows.n = 1;
-      rows.k = l.hidden;
-      rows.block_size = fc1_round_block;
-      TPC_RETURN_IF_ERROR(Check(ctx, LaunchNBitsInt8Round(kind, rows, part.tokens, o.input,
-                                                          rounded.raw(), StreamOf(ctx))));
+      TPC_RETURN_IF_ERROR(
+          Check(ctx, LaunchInt8RoundRows(kind, part.tokens, l.hidden, fc1_round_block, o.input,
+                                         rounded.raw(), StreamOf(ctx))));
       o.input = rounded.raw();
     }
     o.router = static_cast<const uint8_t*>(ctx.input(1).raw()) +

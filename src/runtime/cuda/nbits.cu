@@ -50,16 +50,16 @@ cudaError_t Dequant(const math::NBitsLayout& l, const uint8_t* b, const void* sc
 // `rounded` only. K's last block may be partial (len). Decode steps have a few rows: the
 // threads' strided reads are not coalesced, which this small pass can afford.
 template <FloatKind K>
-__global__ void Int8RoundKernel(math::NBitsLayout l, int64_t rows,
+__global__ void Int8RoundKernel(int64_t rows, int64_t cols, int64_t block,
                                 const typename FloatIO<K>::Storage* a,
                                 typename FloatIO<K>::Storage* rounded) {
   using IO = FloatIO<K>;
-  const int64_t blocks = l.blocks(), total = rows * blocks;
+  const int64_t blocks = (cols + block - 1) / block, total = rows * blocks;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t row = i / blocks, blk = i - row * blocks;
-    const int64_t first = row * l.k + blk * l.block_size;
-    const int64_t len = (blk + 1) * l.block_size <= l.k ? l.block_size : l.k - blk * l.block_size;
+    const int64_t first = row * cols + blk * block;
+    const int64_t len = (blk + 1) * block <= cols ? block : cols - blk * block;
     const typename IO::Storage* src = a + first;
     const math::Int8Block b = math::Int8BlockOf([src](int64_t j) { return IO::Load(src[j]); }, len);
     for (int64_t j = 0; j < len; ++j) {
@@ -69,14 +69,14 @@ __global__ void Int8RoundKernel(math::NBitsLayout l, int64_t rows,
 }
 
 template <FloatKind K>
-cudaError_t Int8Round(const math::NBitsLayout& l, int64_t rows, const void* a, void* rounded,
+cudaError_t Int8Round(int64_t rows, int64_t cols, int64_t block, const void* a, void* rounded,
                       cudaStream_t stream) {
   using S = typename FloatIO<K>::Storage;
-  const int64_t total = rows * l.blocks();
+  const int64_t total = rows * ((cols + block - 1) / block);
   const int64_t blocks = (total + kThreads - 1) / kThreads;
   Int8RoundKernel<K>
       <<<static_cast<unsigned>(blocks > 65536 ? 65536 : blocks), kThreads, 0, stream>>>(
-          l, rows, static_cast<const S*>(a), static_cast<S*>(rounded));
+          rows, cols, block, static_cast<const S*>(a), static_cast<S*>(rounded));
   return cudaGetLastError();
 }
 
@@ -217,11 +217,13 @@ cudaError_t LaunchNBitsGemv(FloatKind k, int64_t rows, const math::NBitsLayout& 
   });
 }
 
-cudaError_t LaunchNBitsInt8Round(FloatKind k, const math::NBitsLayout& l, int64_t rows,
-                                 const void* a, void* rounded, cudaStream_t stream) {
-  if (rows * l.k == 0) return cudaSuccess;
-  return ByKind(
-      k, [&](auto kind) { return Int8Round<decltype(kind)::value>(l, rows, a, rounded, stream); });
+cudaError_t LaunchInt8RoundRows(FloatKind k, int64_t rows, int64_t cols, int64_t block,
+                                const void* a, void* rounded, cudaStream_t stream) {
+  if (rows * cols == 0) return cudaSuccess;
+  if (block <= 0) return cudaErrorInvalidValue;
+  return ByKind(k, [&](auto kind) {
+    return Int8Round<decltype(kind)::value>(rows, cols, block, a, rounded, stream);
+  });
 }
 
 cudaError_t LaunchDequantNBits(FloatKind k, const math::NBitsLayout& l, const uint8_t* b,

@@ -252,11 +252,12 @@ constexpr int64_t kGemvRows = 8;
 cudaError_t LaunchNBitsGemv(FloatKind k, int64_t rows, const math::NBitsLayout& l, const void* a,
                             const uint8_t* b, const void* scales, const uint8_t* zp_packed,
                             const void* zp_float, const void* bias, void* y, cudaStream_t stream);
-// MatMulNBits' activations at accuracy_level 4 (math::NBitsInt8Activations): rounded [rows,
-// K] (kind k) = a [rows, K] rounded to int8 per block of l.block_size along K, times the
-// block's scale (math::Int8Rounded), for the GEMV or the GEMM to take in A's place.
-cudaError_t LaunchNBitsInt8Round(FloatKind k, const math::NBitsLayout& l, int64_t rows,
-                                 const void* a, void* rounded, cudaStream_t stream);
+// Activations rounded to int8 per block (MatMulNBits at accuracy_level 4, QMoE's 8-bit
+// block codes): rounded [rows, cols] (kind k) = a [rows, cols] rounded per block of `block`
+// along cols (the last may be partial), times the block's scale (math::Int8Rounded), for
+// the GEMV or the GEMM to take in A's place. `rounded` may be `a`.
+cudaError_t LaunchInt8RoundRows(FloatKind k, int64_t rows, int64_t cols, int64_t block,
+                                const void* a, void* rounded, cudaStream_t stream);
 // MatMulNBits' weight dequantized: w [N, K] (kind k) = (code - zero point) · scale; the
 // scales (and float zero points, when `zp_float`) of kind k, one per (n, block); packed
 // uint8 zero points in `zp_packed` (either may be null).
