@@ -1,6 +1,7 @@
 // One MatMulNBits decode step on one thread, its two CPU paths side by side: the exact f32
 // one (EvenOddPairs + Int4ColumnsDot: accuracy_level 0) and accuracy_level 4's (A rounded
-// to int8 per block, QuantizeInt8Rows + Int8Int4ColumnsDot: AVX-512 VNNI). Random int4
+// to int8 per block, QuantizeInt8Activations + Int8Int4PanelsDot on the weight rearranged
+// once by PackInt4Panels, whose time is reported too: AVX-512 VNNI). Random int4
 // codes in blocks of --block, K × N, no zero points (the builder's int4) or packed ones
 // (--zero-points), --rows rows of A. Every round times each path once, K calls each, in
 // an order that alternates; reported: the median and the minimum over --rounds of the time
@@ -9,8 +10,8 @@
 // loop.
 //
 // --copies=W cycles through W different weights (a decode step's layers, read from memory
-// when they exceed the caches); --huge puts them on 2 MiB pages, as MatMulNBits' copies are
-// (cpu/huge_pages.h).
+// when they exceed the caches); --huge puts them on 2 MiB pages, as MatMulNBits' copies and
+// panels are (cpu/huge_pages.h).
 //
 //   build/bench/bench_nbits [--k=1024] [--n=3072] [--rows=1] [--block=32] [--rounds=9]
 //                           [--calls=200] [--copies=1] [--huge] [--zero-points]
@@ -113,17 +114,29 @@ int main(int argc, char** argv) {
     all_codes.push_back(codes);
     all_scales.push_back(scales);
   }
-  int64_t turn = 0;
-  Buf codes = all_codes[0];
-  FBuf scales = all_scales[0];
   std::vector<uint8_t> packed(static_cast<size_t>(n * packed_stride));
   for (auto& b : packed) b = static_cast<uint8_t>(rng());
   const uint8_t* zp = zero_points ? packed.data() : nullptr;
+  cpu::Int4Panels layout{n, k, block, zero_points};
+  std::vector<uint8_t*> all_panels;
+  std::vector<double> pack_times;
+  for (int64_t c = 0; c < copies; ++c) {
+    auto* panels = static_cast<uint8_t*>(alloc(static_cast<size_t>(layout.bytes())));
+    std::memset(panels, 0, static_cast<size_t>(layout.bytes()));  // pages faulted in
+    const auto t = Clock::now();
+    cpu::PackInt4Panels(all_codes[static_cast<size_t>(c)].data(),
+                        all_scales[static_cast<size_t>(c)].data(), zp, packed_stride, layout, 0,
+                        layout.panels(), panels);
+    pack_times.push_back(std::chrono::duration<double>(Clock::now() - t).count());
+    all_panels.push_back(panels);
+  }
+  int64_t turn = 0;
+  Buf codes = all_codes[0];
+  FBuf scales = all_scales[0];
   std::vector<float> a(static_cast<size_t>(rows * k));
   for (auto& v : a) v = uniform(rng);
   cpu::AlignedVector<float> pairs(static_cast<size_t>(rows * k));
-  std::vector<float> exact(static_cast<size_t>(rows * n)), int8(exact.size());
-  cpu::Int8Rows q;
+  std::vector<float> exact(static_cast<size_t>(rows * n));
 
   auto f32_call = [&] {
     codes = all_codes[static_cast<size_t>(turn % copies)];
@@ -132,11 +145,13 @@ int main(int argc, char** argv) {
     cpu::Int4ColumnsDot(codes.data(), scales.data(), nullptr, zp, packed_stride, n, blocks, half,
                         pairs.data(), k, rows, exact.data(), n);
   };
+  std::vector<float> int8(exact.size());
+  cpu::Int8Activations qa;
   auto int8_call = [&] {
-    codes = all_codes[static_cast<size_t>(turn % copies)];
-    scales = all_scales[static_cast<size_t>(turn++ % copies)];
-    cpu::QuantizeInt8Rows(a.data(), rows, k, block, &q);
-    cpu::Int8Int4ColumnsDot(codes.data(), scales.data(), zp, packed_stride, n, q, int8.data(), n);
+    const uint8_t* panels = all_panels[static_cast<size_t>(turn++ % copies)];
+    qa.Resize(rows, k, block);
+    cpu::QuantizeInt8Activations(a.data(), 0, rows, &qa);
+    cpu::Int8Int4PanelsDot(panels, layout, 0, layout.panels(), qa, int8.data(), n);
   };
   // Per call, in seconds, over `calls` calls after one untimed.
   auto time = [&](auto&& call) {
@@ -184,5 +199,9 @@ int main(int argc, char** argv) {
   const double i8 = report("int8 activations (accuracy_level 4)", int8_times);
   std::printf("  int8 / f32 time: %.2f; max |f32 - int8| %.3g of max |y| %.3g\n", i8 / f32, err,
               size);
+  std::sort(pack_times.begin(), pack_times.end());
+  std::printf("  rearranging a weight into panels (once per constant): median %.3f ms, %.2f GB/s\n",
+              pack_times[pack_times.size() / 2] * 1e3,
+              bytes / pack_times[pack_times.size() / 2] / 1e9);
   return 0;
 }

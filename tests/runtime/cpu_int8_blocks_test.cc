@@ -61,7 +61,7 @@ TEST_CASE("Int8 rounding takes amax / 127 and rounds half to even", "[runtime][c
   }
 }
 
-TEST_CASE("Int8Int4ColumnsDot gives every column against every rounded row",
+TEST_CASE("Int8Int4PanelsDot gives every column against every rounded row",
           "[runtime][cpu][int8]") {
   if (!HasInt8Dot()) {
     WARN(
@@ -71,16 +71,15 @@ TEST_CASE("Int8Int4ColumnsDot gives every column against every rounded row",
   }
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  // Blocks of 32 (a step of 128 codes spans four), 64, 128 and 256; 1 row (4 columns at a
-  // time, then the rest one by one) to 9 (groups of 4, then 2 or 1); 17, 18 and 19 blocks of 32
-  // (the last step 1, 2 or 3 runs of 32; the packed zero points' share a vector of 16, then
-  // the rest, odd counts ending in half a byte) and 5 of 64 (the last step half full);
-  // packed zero points and none (8).
+  // Blocks of 32 (64 bytes of a panel's codes hold a quarter), 64, 128 and 256; 1 row to 19
+  // (8 at a time, then the rest together: 1, 2, 3 or 7 rows); 1, 6 and 17 columns (a
+  // partial panel, one whole and a partial one), 33 (two whole ones and one column); odd
+  // block counts (packed zero points ending in half a byte); packed zero points and none (8).
   for (int64_t block : {32, 64, 128, 256}) {
     for (int zero_kind = 0; zero_kind < 2; ++zero_kind) {  // packed, none (8)
-      for (int64_t rows : {1, 2, 3, 6, 9}) {
-        for (int64_t cols : {1, 6}) {
-          const int64_t k = block == 32 ? (17 + rows % 3) * 32 : block == 64 ? 5 * 64 : 2 * block;
+      for (int64_t rows : {1, 2, 3, 8, 11, 19}) {
+        for (int64_t cols : {1, 6, 17, 33}) {
+          const int64_t k = block == 32 ? (17 + rows % 3) * 32 : block == 64 ? 5 * 64 : 3 * block;
           const int64_t blocks = k / block;
           const int64_t packed_stride = (blocks + 1) / 2, out_ld = cols + 1;
           std::vector<uint8_t> codes(static_cast<size_t>(cols * k / 2));
@@ -91,11 +90,23 @@ TEST_CASE("Int8Int4ColumnsDot gives every column against every rounded row",
           for (uint8_t& b : packed) b = static_cast<uint8_t>(rng() & 255);
           std::vector<float> a(static_cast<size_t>(rows * k));
           for (float& v : a) v = uniform(rng) * (1 + static_cast<float>(rng() % 4));
-          Int8Rows q;
-          QuantizeInt8Rows(a.data(), rows, k, block, &q);
+          const Int4Panels layout{cols, k, block, zero_kind == 0};
+          AlignedVector<uint8_t> panels(static_cast<size_t>(layout.bytes()));
+          PackInt4Panels(codes.data(), scales.data(), zero_kind == 0 ? packed.data() : nullptr,
+                         packed_stride, layout, 0, layout.panels(), panels.data());
+          Int8Activations q;
+          q.Resize(rows, k, block);
+          QuantizeInt8Activations(a.data(), 0, rows, &q);
           std::vector<float> out(static_cast<size_t>(rows * out_ld), testing::kUntouched);
-          Int8Int4ColumnsDot(codes.data(), scales.data(), zero_kind == 0 ? packed.data() : nullptr,
-                             packed_stride, cols, q, out.data(), out_ld);
+          // The panels after the first, then the first: each call writes its own columns.
+          if (layout.panels() > 1) {
+            Int8Int4PanelsDot(panels.data(), layout, 1, layout.panels() - 1, q, out.data(), out_ld);
+            for (int64_t r = 0; r < rows; ++r) {
+              for (int64_t c = 0; c < Int4Panels::kColumns; ++c)
+                REQUIRE(out[static_cast<size_t>(r * out_ld + c)] == testing::kUntouched);
+            }
+          }
+          Int8Int4PanelsDot(panels.data(), layout, 0, 1, q, out.data(), out_ld);
           // The rounded rows, as MatMulNBits' other paths take them.
           std::vector<float> rounded(a.size());
           Int8RoundRows(a.data(), rows, k, block, rounded.data());
@@ -161,11 +172,14 @@ TEST_CASE("MatMulNBits at accuracy_level 4: a NaN in a row makes that row's outp
   }
 }
 
-TEST_CASE("MatMulNBits over constant codes (copied onto huge pages) gives the inputs' result",
-          "[runtime][cpu][int8]") {
-  // B 1 MiB and scales 256 KiB: both copied (kHugePageCopyBytes); the same node fed the
-  // same bytes as graph inputs (read where they are) must give the same bits, on the first
-  // run (the copies made) and the second (the copies kept), at both accuracy levels.
+TEST_CASE(
+    "MatMulNBits over constant codes (copied onto huge pages, or into panels) gives the inputs' "
+    "result",
+    "[runtime][cpu][int8]") {
+  // B 1 MiB and scales 256 KiB: both copied (kHugePageCopyBytes) at level 0, rearranged
+  // into panels once at level 4 (where the CPU has VNNI); the same node fed the same bytes
+  // as graph inputs (read where they are, rearranged at each call) must give the same
+  // bits, on the first run (the copies made) and the second (the copies kept).
   const int64_t k = 2048, n = 1024, block = 32, blocks = k / block;
   static_assert(int64_t{2048} * 1024 / 2 >= kHugePageCopyBytes);
   std::mt19937 rng(13);
@@ -207,8 +221,11 @@ TEST_CASE("MatMulNBits over constant codes (copied onto huge pages) gives the in
       REQUIRE(got.ok());
       REQUIRE(std::memcmp((*got)[0].raw(), (*want)[0].raw(), (*want)[0].nbytes()) == 0);
     }
-    // The copies were made: the codes and the scales, once each.
-    REQUIRE(StreamedConstantCopies(*backend) == 2);
+    // Level 0 copies the codes and the scales (once each); level 4 rearranges them into
+    // panels instead.
+    const bool panels = level == 4 && HasInt8Dot();
+    REQUIRE(StreamedConstantCopies(*backend) == (panels ? 0 : 2));
+    REQUIRE(ConstantForms(*backend) == (panels ? 1 : 0));
   }
 }
 

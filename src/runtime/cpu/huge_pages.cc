@@ -31,6 +31,13 @@ struct Copies {
     const void* data = nullptr;
   };
   std::map<const void*, Copy> by_source;
+  // ConstantForm's forms, by the bytes of their inputs and the form.
+  struct Form {
+    std::vector<Tensor> read;
+    std::vector<ir::Tensor> sources;
+    const void* data = nullptr;
+  };
+  std::map<std::pair<std::vector<const void*>, int>, Form> forms;
   std::vector<std::shared_ptr<void>> chunks;
   uint8_t* next = nullptr;
   size_t left = 0;
@@ -119,9 +126,47 @@ const void* StreamedConstant(KernelContext& ctx, int input) {
   return data;
 }
 
+const void* ConstantForm(KernelContext& ctx, std::initializer_list<int> inputs, int form,
+                         int64_t bytes, absl::FunctionRef<void(uint8_t* out)> make) {
+  std::pair<std::vector<const void*>, int> key{{}, form};
+  Copies::Form made;
+  for (int input : inputs) {
+    const ir::Value* value = ctx.node().input(input);
+    if (value == nullptr || value->producer() == nullptr ||
+        value->producer()->kind() != ir::NodeKind::kConstant) {
+      return nullptr;
+    }
+    key.first.push_back(ctx.input(input).raw());
+    made.read.push_back(ctx.input(input));
+    made.sources.push_back(value->producer()->tensor());
+  }
+  Copies* copies = CopiesOf(ctx.backend());
+  if (copies == nullptr) return nullptr;
+  auto found = copies->forms.find(key);
+  if (found != copies->forms.end()) return found->second.data;
+  uint8_t* data = Carve(*copies, static_cast<size_t>(bytes));
+  if (data == nullptr) return nullptr;
+  make(data);
+  made.data = data;
+  for (size_t i = 0; i < made.read.size(); ++i) {
+    const ir::Tensor& source = made.sources[i];
+    if (source.is_mapped() && source.data() == made.read[i].raw()) {
+      source.mapped_file()->DropPages(made.read[i].raw(),
+                                      static_cast<size_t>(made.read[i].nbytes()));
+    }
+  }
+  copies->forms.emplace(std::move(key), std::move(made));
+  return data;
+}
+
 size_t StreamedConstantCopies(Backend& backend) {
   Copies* copies = CopiesOf(backend);
   return copies != nullptr ? copies->by_source.size() : 0;
+}
+
+size_t ConstantForms(Backend& backend) {
+  Copies* copies = CopiesOf(backend);
+  return copies != nullptr ? copies->forms.size() : 0;
 }
 
 }  // namespace tpc::runtime::cpu

@@ -6,6 +6,10 @@
 // pages and 30 from a huge-page copy.
 #pragma once
 
+#include <cstdint>
+#include <initializer_list>
+
+#include "absl/functional/function_ref.h"
 #include "tpc/runtime/kernel.h"
 
 namespace tpc::runtime::cpu {
@@ -23,7 +27,18 @@ constexpr int64_t kHugePageCopyBytes = int64_t{256} << 10;
 // lies. The mapped original's pages are given back: the process's resident memory holds
 // the copy instead.
 const void* StreamedConstant(KernelContext& ctx, int input);
-// How many constants `backend` holds copies of.
+// A form of constant inputs that a kernel makes once and reads on every call (MatMulNBits'
+// int4 codes rearranged into panels): `bytes` on huge pages (cut as the copies are, on a
+// cache line), written by make(out) at the first call of any node reading the same bytes
+// of `inputs` with the same `form` (make may use ctx's pool), and kept by the backend with
+// the copies; the inputs' mapped pages are given back. Null when one of `inputs` is not a
+// constant, the backend keeps no kernel states or the memory cannot be had: the caller
+// then makes the form itself.
+const void* ConstantForm(KernelContext& ctx, std::initializer_list<int> inputs, int form,
+                         int64_t bytes, absl::FunctionRef<void(uint8_t* out)> make);
+// How many constants `backend` holds copies of (ConstantForm's forms not counted), and how
+// many forms.
 size_t StreamedConstantCopies(Backend& backend);
+size_t ConstantForms(Backend& backend);
 
 }  // namespace tpc::runtime::cpu

@@ -1,7 +1,6 @@
 #include "int8_blocks.h"
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -25,10 +24,12 @@ namespace tpc::runtime::cpu {
 
 namespace {
 
-enum Int8Zero { kInt8Zero8, kInt8ZeroNibbles };
+// Rows multiplied into a panel's codes at once (each 64 bytes of codes split into nibbles
+// once for all of them): 8 rows' int32 and f32 lanes take 16 of the 32 vector registers.
+// bench_nbits, 1 thread, K 3072, N 1024, 32 rows: 4 rows at once 0.92 ms, 6 0.79, 8 0.64,
+// 10 0.68, 12 0.79.
+constexpr int kPanelRows = 8;
 
-// Int8RoundRows' row of k values (blocks of `block`, a multiple of 16), 16 lanes at a time:
-// each value's code (as QuantizeRow's) times its block's scale.
 // math::Int8BlockOf of the `block` values at src (a multiple of 16), 16 lanes at a time.
 TPC_VNNI inline math::Int8Block Int8Block512(const float* src, int64_t block) {
   const __m512 limit = _mm512_set1_ps(3.4028234663852886e38f);
@@ -54,11 +55,11 @@ TPC_VNNI void RoundRow512(const float* row, int64_t k, int64_t block, float* out
 }
 
 // The int8 codes of a row of k values (blocks of `block`, a multiple of 16) in their own
-// order into `codes`, each block's scale into scale[b] and scale · Σ codes into sums[b]:
+// order into `codes`, each block's scale into scale[b] and its Σ codes into sums[b]:
 // math::Int8BlockOf's and math::Int8Code's values, 16 lanes at a time (vcvtps2dq rounds
 // half to even, as rintf does; a non-finite block's codes come out 0, as Int8Code's).
 TPC_VNNI void QuantizeRow(const float* row, int64_t k, int64_t block, int8_t* codes, float* scale,
-                          float* sums) {
+                          int32_t* sums) {
   for (int64_t b = 0; b * block < k; ++b) {
     const float* src = row + b * block;
     const math::Int8Block blk = Int8Block512(src, block);
@@ -70,198 +71,141 @@ TPC_VNNI void QuantizeRow(const float* row, int64_t k, int64_t block, int8_t* co
       sum = _mm512_add_epi32(sum, q);
     }
     scale[b] = blk.scale;
-    sums[b] = blk.scale * static_cast<float>(_mm512_reduce_add_epi32(sum));
+    sums[b] = _mm512_reduce_add_epi32(sum);
   }
 }
 
-struct Int4Weight {
-  const uint8_t* codes;
-  const float* scales;
-  const uint8_t* packed_zeros;
-  int64_t packed_stride;
-  int64_t blocks;
-};
-
-// The lane sums of four vectors: {Σ a, Σ b, Σ c, Σ d}.
-TPC_VNNI inline __m128 Sum4(__m512 a, __m512 b, __m512 c, __m512 d) {
-  // Quarters (4 lanes) of a and b folded in two: [a0 + a2, a1 + a3, b0 + b2, b1 + b3].
-  const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                                  _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-  const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(1, 0, 1, 0)),
-                                  _mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(3, 2, 3, 2)));
-  // Quarter i: vector i's four lanes' partial sums; then each quarter's lanes added.
-  __m512 t = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)),
-                           _mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
-  t = _mm512_add_ps(t, _mm512_permute_ps(t, _MM_SHUFFLE(2, 3, 0, 1)));
-  t = _mm512_add_ps(t, _mm512_permute_ps(t, _MM_SHUFFLE(1, 0, 3, 2)));
-  return _mm512_castps512_ps128(
-      _mm512_permutexvar_ps(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), t));
-}
-
-// What every step of a column reads the same: the scale pattern, the masks of the last step.
-struct StepShape {
-  int64_t steps, column_bytes, full_steps;
-  int block_shift;  // a.block = 2^block_shift
-  __m512i pick;     // lane -> the step's block (0 to 3) of its scale
-  __mmask16 full_scales, tail_scales;
-  int64_t tail_bytes;
-};
-
-TPC_VNNI inline StepShape ShapeOf(const Int8Rows& a) {
-  StepShape s;
-  s.steps = a.stride / 128;
-  s.column_bytes = a.k / 2;
-  s.full_steps = s.column_bytes / 64;
-  s.tail_bytes = s.column_bytes % 64;
-  s.block_shift = 0;
-  while ((int64_t{1} << s.block_shift) < a.block) ++s.block_shift;
-  // A step's block scales: its runs of 32 codes (lane / 4) in blocks of a.block, from the
-  // step's first block (blocks of 32, 64, 128, ...: 4, 2 or 1 scales).
-  const int64_t step_blocks = std::max<int64_t>(1, 128 / a.block);
-  s.pick = a.block == 32   ? _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0)
-           : a.block == 64 ? _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0)
-                           : _mm512_setzero_si512();
-  s.full_scales = static_cast<__mmask16>((1u << step_blocks) - 1);
-  // The last step may hold 1 to 3 runs of 32 codes: its bytes and scales past K masked.
-  s.tail_scales =
-      static_cast<__mmask16>((1u << std::max<int64_t>(1, s.tail_bytes * 2 / a.block)) - 1);
-  return s;
-}
-
-// Step t of one column (its codes and scales) against rows r0 .. r0 + R - 1, into acc.
-template <int R, Int8Zero ZK>
-TPC_VNNI __attribute__((always_inline)) inline void Int8Step(const StepShape& s,
-                                                             const uint8_t* codes,
-                                                             const float* scales, const Int8Rows& a,
-                                                             int64_t r0, int64_t t,
-                                                             __m512 (&acc)[R]) {
-  const bool tail = t == s.full_steps;
-  const __mmask64 code_mask = tail ? (__mmask64{1} << s.tail_bytes) - 1 : ~__mmask64{0};
-  const uint8_t* p = codes + 64 * t;
-  __builtin_prefetch(p + 2048);  // 2 KiB ahead, as Int4ColumnsDot
+// Rows r0 .. r0 + R - 1 of `a` against one panel (16 columns, Int4Panels): per block, each
+// 64 bytes of codes split into their low and high nibbles (codes 8g to 8g + 3 and 8g + 4
+// to 8g + 7 of the 16 columns) and multiplied by the row's four codes there, broadcast
+// (vpdpbusd: unsigned weight codes times signed activation codes), into one int32 lane
+// per column that starts at the zero point's share, -zero · Σ codes of the block; then
+// converted and scaled (the columns' scales times the row's) into an f32 lane per column.
+template <int R, bool kZeros>
+TPC_VNNI inline void PanelRows(const uint8_t* panel, const Int4Panels& p, const Int8Activations& a,
+                               int64_t r0, float* out, int64_t out_ld, __mmask16 columns) {
   const __m512i low = _mm512_set1_epi8(15);
-  const __m512i x = _mm512_maskz_loadu_epi8(code_mask, p);
-  const __m512i lo = _mm512_and_si512(x, low);
-  const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(x, 4), low);
-  const __m512 sb =
-      _mm512_permutexvar_ps(s.pick, _mm512_maskz_loadu_ps(tail ? s.tail_scales : s.full_scales,
-                                                          scales + ((128 * t) >> s.block_shift)));
-#pragma GCC unroll 4
+  const int64_t blocks = p.blocks(), code_bytes = p.block * 8, block_bytes = p.block_bytes();
+  const int8_t* q[R];
+  const float* sa[R];
+  const int32_t* sums[R];
+  __m512 acc[R];
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
-    const int8_t* q = a.q.data() + (r0 + r) * a.stride + 128 * t;
-    const int64_t lanes = ((r0 + r) * s.steps + t) * 16;
-    const __m512i d =
-        _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_load_si512(q)),
-                            hi, _mm512_load_si512(q + 64));
-    const __m512 as = _mm512_load_ps(a.lane_scales.data() + lanes);
-    if constexpr (ZK == kInt8Zero8) {  // (scale_a · d - the zero point's share) · scale_w
-      const __m512 zs = _mm512_load_ps(a.lane_zero_share.data() + lanes);
-      acc[r] = _mm512_fmadd_ps(_mm512_fmsub_ps(as, _mm512_cvtepi32_ps(d), zs), sb, acc[r]);
+    q[r] = a.q.data() + (r0 + r) * a.stride;
+    sa[r] = a.scales.data() + (r0 + r) * blocks;
+    sums[r] = a.sums.data() + (r0 + r) * blocks;
+    acc[r] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* codes = panel + b * block_bytes;
+    __builtin_prefetch(codes + 2048);
+    __m512i d[R];
+    if constexpr (kZeros) {
+      const __m512i z = _mm512_load_si512(codes + code_bytes + 64);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) d[r] = _mm512_mullo_epi32(z, _mm512_set1_epi32(-sums[r][b]));
     } else {
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(as, sb), acc[r]);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) d[r] = _mm512_set1_epi32(-8 * sums[r][b]);
+    }
+    for (int64_t g = 0; g < p.block / 8; ++g) {
+      const __m512i x = _mm512_load_si512(codes + 64 * g);
+      const __m512i lo = _mm512_and_si512(x, low);
+      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(x, 4), low);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        int32_t a0, a1;
+        std::memcpy(&a0, q[r] + b * p.block + 8 * g, 4);
+        std::memcpy(&a1, q[r] + b * p.block + 8 * g + 4, 4);
+        d[r] = _mm512_dpbusd_epi32(d[r], lo, _mm512_set1_epi32(a0));
+        d[r] = _mm512_dpbusd_epi32(d[r], hi, _mm512_set1_epi32(a1));
+      }
+    }
+    const __m512 sw = _mm512_load_ps(codes + code_bytes);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d[r]),
+                               _mm512_mul_ps(sw, _mm512_set1_ps(sa[r][b])), acc[r]);
     }
   }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(out + (r0 + r) * out_ld, columns, acc[r]);
 }
 
-// Rows r0 .. r0 + R - 1 of `a` against columns c0 .. c0 + C - 1 of `w`, a column after
-// the other: the codes are read in their order, one stream. Four columns at once (512
-// bytes apart at K = 1024, sharing A's loads) ran at 12 GB/s from memory on one core of
-// the 2-vCPU EPYC, one at a time at 21 (bench_nbits --copies=48 --huge: 91 MiB of
-// weights, more than the 32 MiB L3); with weights that stay in L3 (--copies=8) four at
-// once were faster, 0.060 against 0.080 ms a call. A decode step streams the whole model's
-// weights: one at a time. Each column's steps alternate between two accumulators, its
-// sums then added; the tile's columns' sums together (Sum4).
-template <int R, int C, Int8Zero ZK>
-TPC_VNNI inline void Int8Tile(const Int4Weight& w, int64_t c0, const Int8Rows& a, int64_t r0,
-                              float* out, int64_t out_ld) {
-  const StepShape s = ShapeOf(a);
-  __m512 acc[R][C];
-#pragma GCC unroll 4
-  for (int c = 0; c < C; ++c) {
-    const uint8_t* codes = w.codes + (c0 + c) * s.column_bytes;
-    const float* scales = w.scales + (c0 + c) * w.blocks;
-    __m512 even[R], odd[R];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) even[r] = odd[r] = _mm512_setzero_ps();
-    int64_t t = 0;
-    for (; t + 1 < s.steps; t += 2) {
-      Int8Step<R, ZK>(s, codes, scales, a, r0, t, even);
-      Int8Step<R, ZK>(s, codes, scales, a, r0, t + 1, odd);
-    }
-    if (t < s.steps) Int8Step<R, ZK>(s, codes, scales, a, r0, t, even);
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) acc[r][c] = _mm512_add_ps(even[r], odd[r]);
-  }
-  // Packed zero points' share: Σ_b sums(r, b) · scale(c, b) · zero(c, b), 16 blocks a
-  // vector.
-  if constexpr (ZK == kInt8ZeroNibbles) {
-#pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) {
-      const int64_t col = c0 + c;
-      for (int64_t b0 = 0; b0 < w.blocks; b0 += 16) {
-        const int64_t n = std::min<int64_t>(16, w.blocks - b0);
-        const __mmask16 mask = static_cast<__mmask16>(n == 16 ? 0xffff : (1u << n) - 1);
-        const int64_t bytes = (n + 1) / 2;
-        const __m128i raw = _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << bytes) - 1),
-                                                 w.packed_zeros + col * w.packed_stride + b0 / 2);
-        const __m128i nibble = _mm_set1_epi8(15);
-        const __m128i ordered = _mm_unpacklo_epi8(_mm_and_si128(raw, nibble),
-                                                  _mm_and_si128(_mm_srli_epi16(raw, 4), nibble));
-        const __m512 z = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(ordered));
-        const __m512 sz =
-            _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, w.scales + col * w.blocks + b0), z);
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-          const __m512 sums = _mm512_load_ps(a.sums.data() + (r0 + r) * a.padded_blocks + b0);
-          acc[r][c] = _mm512_fnmadd_ps(sums, sz, acc[r][c]);
+// The low 16 bits of each lane (four codes) into the low nibbles of its four bytes.
+TPC_VNNI inline __m512i SpreadNibbles(__m512i v) {
+  v = _mm512_and_si512(v, _mm512_set1_epi32(0xffff));
+  v = _mm512_and_si512(_mm512_or_si512(v, _mm512_slli_epi32(v, 8)), _mm512_set1_epi32(0x00ff00ff));
+  return _mm512_and_si512(_mm512_or_si512(v, _mm512_slli_epi32(v, 4)),
+                          _mm512_set1_epi32(0x0f0f0f0f));
+}
+
+// PackInt4Panels: each 64 bytes of a panel's block gathered from its 16 columns (4 bytes,
+// codes 8g to 8g + 7, of each), their nibbles reordered in the lanes: the codes' low
+// nibbles (codes 8g + 2i in byte i) and high ones spread into byte j's low nibble (code 8g
+// + j) and high nibble (code 8g + 4 + j).
+TPC_VNNI void PackPanels(const uint8_t* codes, const float* scales, const uint8_t* packed_zeros,
+                         int64_t packed_stride, const Int4Panels& p, int64_t first, int64_t count,
+                         uint8_t* out) {
+  const int64_t half = p.k / 2, blocks = p.blocks();
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i byte_offsets = _mm512_mullo_epi32(lane, _mm512_set1_epi32(static_cast<int>(half)));
+  const __m512i scale_offsets =
+      _mm512_mullo_epi32(lane, _mm512_set1_epi32(static_cast<int>(blocks)));
+  for (int64_t i = first; i < first + count; ++i) {
+    const int64_t c0 = i * Int4Panels::kColumns;
+    const int64_t cols = std::min(Int4Panels::kColumns, p.n - c0);
+    const auto in = static_cast<__mmask16>(cols == 16 ? 0xffff : (1u << cols) - 1);
+    uint8_t* panel = out + i * p.panel_bytes();
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* dst = panel + b * p.block_bytes();
+      const uint8_t* src = codes + c0 * half + b * p.block / 2;
+      for (int64_t g = 0; g < p.block / 8; ++g) {
+        const __m512i v =
+            _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), in, byte_offsets, src + 4 * g, 1);
+        const __m512i packed = _mm512_or_si512(
+            SpreadNibbles(v), _mm512_slli_epi32(SpreadNibbles(_mm512_srli_epi32(v, 16)), 4));
+        _mm512_store_si512(dst + 64 * g, packed);
+      }
+      _mm512_store_ps(dst + p.block * 8,
+                      _mm512_mask_i32gather_ps(_mm512_setzero_ps(), in, scale_offsets,
+                                               scales + c0 * blocks + b, 4));
+      if (p.zero_points) {  // (a byte each: a gather of 4 would read past the last)
+        auto* zeros = reinterpret_cast<int32_t*>(dst + p.block * 8 + 64);
+        for (int64_t l = 0; l < Int4Panels::kColumns; ++l) {
+          zeros[l] =
+              l < cols ? (packed_zeros[(c0 + l) * packed_stride + b / 2] >> (4 * (b % 2))) & 15 : 0;
         }
       }
     }
   }
-  // One horizontal sum per row and column; four columns at once (adjacent outputs).
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
-    float* y = out + (r0 + r) * out_ld + c0;
-    if constexpr (C == 4) {
-      _mm_storeu_ps(y, Sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
-    } else {
-#pragma GCC unroll 4
-      for (int c = 0; c < C; ++c) y[c] = _mm512_reduce_add_ps(acc[r][c]);
-    }
+}
+
+// The last rows of a panel (fewer than kPanelRows): PanelRows at their count.
+template <bool kZeros, int R = kPanelRows - 1>
+TPC_VNNI void PanelTail(const uint8_t* panel, const Int4Panels& p, const Int8Activations& a,
+                        int64_t r0, float* out, int64_t out_ld, __mmask16 columns) {
+  if constexpr (R > 0) {
+    if (a.m - r0 == R) return PanelRows<R, kZeros>(panel, p, a, r0, out, out_ld, columns);
+    PanelTail<kZeros, R - 1>(panel, p, a, r0, out, out_ld, columns);
   }
 }
 
-// Columns c0 .. c0 + C - 1 against every row, 4 rows at a time: the tile's codes stay in
-// the core's caches while the groups of rows read them (more rows than 4 read the weight
-// from memory once, not once per group).
-template <int C, Int8Zero ZK>
-TPC_VNNI void Int8ColumnsAllRows(const Int4Weight& w, int64_t c0, const Int8Rows& a, float* out,
-                                 int64_t out_ld) {
-  for (int64_t r0 = 0; r0 < a.m; r0 += 4) {
-    switch (std::min<int64_t>(4, a.m - r0)) {
-      case 1:
-        Int8Tile<1, C, ZK>(w, c0, a, r0, out, out_ld);
-        break;
-      case 2:
-        Int8Tile<2, C, ZK>(w, c0, a, r0, out, out_ld);
-        break;
-      case 3:
-        Int8Tile<3, C, ZK>(w, c0, a, r0, out, out_ld);
-        break;
-      default:
-        Int8Tile<4, C, ZK>(w, c0, a, r0, out, out_ld);
-        break;
-    }
+template <bool kZeros>
+TPC_VNNI void PanelsDot(const uint8_t* panels, const Int4Panels& p, int64_t first, int64_t count,
+                        const Int8Activations& a, float* out, int64_t out_ld) {
+  for (int64_t i = first; i < first + count; ++i) {
+    const uint8_t* panel = panels + i * p.panel_bytes();
+    const int64_t c0 = i * Int4Panels::kColumns;
+    const int64_t cols = std::min(Int4Panels::kColumns, p.n - c0);
+    const auto columns = static_cast<__mmask16>(cols == 16 ? 0xffff : (1u << cols) - 1);
+    float* y = out + c0;
+    int64_t r0 = 0;
+    for (; r0 + kPanelRows <= a.m; r0 += kPanelRows)
+      PanelRows<kPanelRows, kZeros>(panel, p, a, r0, y, out_ld, columns);
+    if (r0 < a.m) PanelTail<kZeros>(panel, p, a, r0, y, out_ld, columns);
   }
-}
-
-// Columns [0, cols): 4 a tile (their sums together), then one by one.
-template <Int8Zero ZK>
-TPC_VNNI void Int8Columns(const Int4Weight& w, int64_t cols, const Int8Rows& a, float* out,
-                          int64_t out_ld) {
-  int64_t c = 0;
-  for (; c + 4 <= cols; c += 4) Int8ColumnsAllRows<4, ZK>(w, c, a, out, out_ld);
-  for (; c < cols; ++c) Int8ColumnsAllRows<1, ZK>(w, c, a, out, out_ld);
 }
 
 }  // namespace
@@ -281,67 +225,53 @@ bool HasInt8Dot() {
 #endif
 }
 
-void QuantizeInt8Rows(const float* a, int64_t m, int64_t k, int64_t block, Int8Rows* out) {
-  TPC_CHECK(HasInt8Dot() && block % 32 == 0 && k % block == 0);
-  const int64_t blocks = k / block;
-  out->m = m;
-  out->k = k;
-  out->block = block;
-  out->stride = (k + 127) / 128 * 128;
-  out->padded_blocks = (blocks + 15) / 16 * 16;
-  const int64_t steps = out->stride / 128;
-  out->q.resize(static_cast<size_t>(m * out->stride));
-  out->lane_scales.resize(static_cast<size_t>(m * steps * 16));
-  out->lane_zero_share.resize(static_cast<size_t>(m * steps * 16));
-  out->sums.resize(static_cast<size_t>(m * out->padded_blocks));
-  // Where code i of a step goes: even or odd, then its run of 32, then its place in the run.
-  static const auto place = [] {
-    std::array<uint8_t, 128> p{};
-    for (int i = 0; i < 128; ++i)
-      p[i] = static_cast<uint8_t>((i % 2) * 64 + (i / 32) * 16 + (i % 32) / 2);
-    return p;
-  }();
-  std::vector<int8_t> codes(static_cast<size_t>(out->stride), 0);
-  std::vector<float> scale(static_cast<size_t>(blocks));
-  for (int64_t r = 0; r < m; ++r) {
-    float* sums = out->sums.data() + r * out->padded_blocks;
-#if defined(__x86_64__)
-    QuantizeRow(a + r * k, k, block, codes.data(), scale.data(), sums);
-#endif
-    std::fill(sums + blocks, sums + out->padded_blocks, 0.0f);
-    int8_t* q = out->q.data() + r * out->stride;
-    for (int64_t t = 0; t < steps; ++t) {
-      for (int i = 0; i < 128; ++i)
-        q[128 * t + place[static_cast<size_t>(i)]] = codes[static_cast<size_t>(128 * t + i)];
-    }
-    float* lanes = out->lane_scales.data() + r * steps * 16;
-    float* shares = out->lane_zero_share.data() + r * steps * 16;
-    const float per_lane = 64.0f / static_cast<float>(block);  // 8 · 8 / block
-    for (int64_t t = 0; t < steps; ++t) {
-      for (int64_t lane = 0; lane < 16; ++lane) {
-        const int64_t first = 128 * t + 32 * (lane / 4);  // the lane's run of 32 codes
-        const bool in = first < k;
-        lanes[t * 16 + lane] = in ? scale[static_cast<size_t>(first / block)] : 0.0f;
-        shares[t * 16 + lane] = in ? sums[first / block] * per_lane : 0.0f;
-      }
-    }
-  }
+void Int8Activations::Resize(int64_t rows, int64_t cols, int64_t block_size) {
+  TPC_CHECK(block_size % 32 == 0 && cols % block_size == 0);
+  m = rows;
+  k = cols;
+  block = block_size;
+  stride = (k + 63) / 64 * 64;
+  q.resize(static_cast<size_t>(m * stride));
+  scales.resize(static_cast<size_t>(m * (k / block)));
+  sums.resize(scales.size());
 }
 
-void Int8Int4ColumnsDot(const uint8_t* codes, const float* scales, const uint8_t* packed_zeros,
-                        int64_t packed_stride, int64_t cols, const Int8Rows& a, float* out,
-                        int64_t out_ld) {
+void QuantizeInt8Activations(const float* a, int64_t first, int64_t count, Int8Activations* out) {
   TPC_CHECK(HasInt8Dot());
+  const int64_t blocks = out->k / out->block;
 #if defined(__x86_64__)
-  const Int4Weight w{codes, scales, packed_zeros, packed_stride, a.k / a.block};
-  if (packed_zeros != nullptr) {
-    Int8Columns<kInt8ZeroNibbles>(w, cols, a, out, out_ld);
-  } else {
-    Int8Columns<kInt8Zero8>(w, cols, a, out, out_ld);
+  for (int64_t r = first; r < first + count; ++r) {
+    QuantizeRow(a + r * out->k, out->k, out->block, out->q.data() + r * out->stride,
+                out->scales.data() + r * blocks, out->sums.data() + r * blocks);
   }
 #else
-  (void)codes, (void)scales, (void)packed_zeros, (void)packed_stride, (void)cols, (void)a,
-      (void)out, (void)out_ld;
+  (void)a, (void)first, (void)count, (void)blocks;
+#endif
+}
+
+void PackInt4Panels(const uint8_t* codes, const float* scales, const uint8_t* packed_zeros,
+                    int64_t packed_stride, const Int4Panels& p, int64_t first, int64_t count,
+                    uint8_t* out) {
+  TPC_CHECK(HasInt8Dot() && p.block % 32 == 0 && p.k % p.block == 0);
+#if defined(__x86_64__)
+  PackPanels(codes, scales, packed_zeros, packed_stride, p, first, count, out);
+#else
+  (void)codes, (void)scales, (void)packed_zeros, (void)packed_stride, (void)p, (void)first,
+      (void)count, (void)out;
+#endif
+}
+
+void Int8Int4PanelsDot(const uint8_t* panels, const Int4Panels& layout, int64_t first,
+                       int64_t count, const Int8Activations& a, float* out, int64_t out_ld) {
+  TPC_CHECK(HasInt8Dot());
+#if defined(__x86_64__)
+  if (layout.zero_points) {
+    PanelsDot<true>(panels, layout, first, count, a, out, out_ld);
+  } else {
+    PanelsDot<false>(panels, layout, first, count, a, out, out_ld);
+  }
+#else
+  (void)panels, (void)layout, (void)first, (void)count, (void)a, (void)out, (void)out_ld;
 #endif
 }
 

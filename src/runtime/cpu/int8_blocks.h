@@ -1,7 +1,8 @@
 // onnxruntime's accuracy_level 4 on the CPU (math/nbits.h: activations rounded to int8 per
 // block): rows of A rounded in place of A (any layout, any ISA), and, where the CPU has
 // AVX-512 VNNI, the rounded rows' products with whole int4 blocks as integer dot products
-// (vpdpbusd: a step of 128 codes is two of them), which is what makes level 4 fast.
+// (vpdpbusd) against the weight rearranged once into panels of 16 columns, which is what
+// makes level 4 fast.
 #pragma once
 
 #include <cstdint>
@@ -17,47 +18,59 @@ namespace tpc::runtime::cpu {
 template <typename T>
 void Int8RoundRows(const T* a, int64_t m, int64_t k, int64_t block, T* rounded);
 
-// Rows of A as Int8Int4ColumnsDot reads them (QuantizeInt8Rows writes them).
-struct Int8Rows {
-  int64_t m = 0, k = 0, block = 0;
-  int64_t stride = 0;         // k rounded up to 128: a row's codes
-  int64_t padded_blocks = 0;  // k / block rounded up to 16
-  // [m][stride] int8 codes, each 128 of a row (a step) as the even codes of its four runs of
-  // 32 (16 each, in order), then their odd codes: the order of the low nibbles, then the
-  // high ones, of the 64 bytes holding the step's int4 codes. Zeros past k.
-  AlignedVector<int8_t> q;
-  // [m][stride / 128][16]: the scale of the block of each int32 lane of a step's dot
-  // product (lane l sums codes of the step's run l / 4 of 32); 0 past k.
-  AlignedVector<float> lane_scales;
-  // [m][padded_blocks]: scale · Σ codes of each block (0 past the last): the zero points'
-  // share, Σ_b sums[b] · scale_w(b) · zero(b).
-  AlignedVector<float> sums;
-  // [m][stride / 128][16]: that share for the default zero point 8 spread over the block's
-  // lanes (block / 8 of them, 8 codes each): sums[b] · 8 · 8 / block (powers of two:
-  // exact), so that a weight without zero points subtracts it in the step's own FMA.
-  AlignedVector<float> lane_zero_share;
-};
-
-// Whether this CPU has AVX-512 VNNI (Int8Int4ColumnsDot's instructions).
+// Whether this CPU has AVX-512 VNNI (Int8Int4PanelsDot's instructions).
 bool HasInt8Dot();
 
-// The m rows of A (m × k, whole blocks of `block`, a multiple of 32) rounded into `out`.
-void QuantizeInt8Rows(const float* a, int64_t m, int64_t k, int64_t block, Int8Rows* out);
+// Rows of A rounded to int8 per block, as Int8Int4PanelsDot reads them.
+struct Int8Activations {
+  int64_t m = 0, k = 0, block = 0;
+  int64_t stride = 0;           // k rounded up to 64: a row's codes
+  AlignedVector<int8_t> q;      // [m][stride]: the codes in A's order (math::Int8Code)
+  AlignedVector<float> scales;  // [m][k / block]: each block's scale
+  AlignedVector<int32_t> sums;  // [m][k / block]: each block's Σ codes
+
+  // Room for m rows of k values in blocks of `block` (a multiple of 32 that divides k).
+  void Resize(int64_t rows, int64_t cols, int64_t block_size);
+};
+
+// Rows [first, first + count) of A (`a` its first row; out->k values a row) rounded into
+// `out` (Resize()d for A). Only where HasInt8Dot().
+void QuantizeInt8Activations(const float* a, int64_t first, int64_t count, Int8Activations* out);
+
+// A MatMulNBits weight of whole int4 blocks rearranged for Int8Int4PanelsDot: panels of 16
+// columns (the last padded with columns of zeros), each its blocks one after the other; a
+// block is its codes, 8 · block bytes (each 64 bytes hold codes 8g to 8g + 7 of the block
+// for the 16 columns: column l in bytes 4l to 4l + 3, byte j with code 8g + j in its low
+// nibble and 8g + 4 + j in its high one), then the 16 columns' scales (f32), then, with
+// zero points, their zero points (int32). A decode step reads it as one stream; each
+// vector of codes multiplies 16 columns at once.
+struct Int4Panels {
+  static constexpr int64_t kColumns = 16;
+  int64_t n = 0, k = 0, block = 0;
+  bool zero_points = false;
+  int64_t panels() const { return (n + kColumns - 1) / kColumns; }
+  int64_t blocks() const { return k / block; }
+  int64_t block_bytes() const { return block * 8 + 64 + (zero_points ? 64 : 0); }
+  int64_t panel_bytes() const { return blocks() * block_bytes(); }
+  int64_t bytes() const { return panels() * panel_bytes(); }
+};
+
+// Panels [first, first + count) of `layout` (k a multiple of block, a multiple of 32) from
+// MatMulNBits' codes (n × k / 2 bytes), scales (n × k / block) and packed zero points (n ×
+// packed_stride bytes; null: none, 8) into out + first · panel_bytes() (64-byte aligned).
+void PackInt4Panels(const uint8_t* codes, const float* scales, const uint8_t* packed_zeros,
+                    int64_t packed_stride, const Int4Panels& layout, int64_t first, int64_t count,
+                    uint8_t* out);
 
 // out[r · out_ld + c] = Σ_b scale_a(r, b) · scale(c, b) · Σ_j q(r, b, j) · (code(c, b, j) -
-// zero(c, b)) for r < a.m, c < cols: `cols` columns of a MatMulNBits weight of whole int4
-// blocks of a.block (a multiple of 32; column c's packed codes at codes + c · k / 2, its
-// scales at scales + c · blocks, its zero points nibble b of packed_zeros + c ·
-// packed_stride, or 8 without them; float zero points never come here: onnxruntime
-// computes those in f32, math::NBitsInt8Activations) against the rounded rows. Only where
-// HasInt8Dot(). A step of 128 codes (64 bytes: their low nibbles and their high ones, two
-// vectors of 64 codes) is two vpdpbusd per row into one vector of int32 lanes, 4 per run
-// of 32 codes, converted and scaled (the lanes' block scales, A's times the column's) into
-// an f32 accumulator; the default zero point's share rides in the same FMA (A's
-// lane_zero_share), packed ones are subtracted once per column, 16 blocks a vector; one
-// horizontal sum per row and column, four columns' at once.
-void Int8Int4ColumnsDot(const uint8_t* codes, const float* scales, const uint8_t* packed_zeros,
-                        int64_t packed_stride, int64_t cols, const Int8Rows& a, float* out,
-                        int64_t out_ld);
+// zero(c, b)) for r < a.m and the columns c of panels [first, first + count) of `panels`
+// (PackInt4Panels; 64-byte aligned), against A's rounded rows (a.block = layout.block,
+// a.k = layout.k). Only where HasInt8Dot(). Per block and up to 8 rows: each 64 bytes of
+// codes split into low and high nibbles (two vectors: 4 codes of each of 16 columns), each
+// multiplied by the row's 4 codes there, broadcast (vpdpbusd), into one int32 lane per
+// column that starts at the zero point's share (-zero · Σ codes); then converted and scaled
+// into the column's f32 lane. No horizontal sums: lane c is column c's output.
+void Int8Int4PanelsDot(const uint8_t* panels, const Int4Panels& layout, int64_t first,
+                       int64_t count, const Int8Activations& a, float* out, int64_t out_ld);
 
 }  // namespace tpc::runtime::cpu
