@@ -229,5 +229,56 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("MatMulNBits in f16 copies its constants once, though it reads f32 copies made per call",
+          "[runtime][cpu][int8]") {
+  // A and the scales in f16: the executor hands the kernel f32 copies of both, made afresh
+  // at every call (MatMulNBits has no half-precision loops). The scales' copy is 256 KiB
+  // (kHugePageCopyBytes): copied onto huge pages (level 0) or rearranged with the codes into
+  // panels (level 4) once, not at every run (each run's copy at a new address was once
+  // taken for a new constant: a copy more per run, kept for good).
+  const int64_t k = 2048, n = 1024, block = 32, blocks = k / block;
+  static_assert(int64_t{1024} * (2048 / 32) * 4 >= kHugePageCopyBytes);
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::string codes(static_cast<size_t>(n * k / 2), '\0');
+  for (char& c : codes) c = static_cast<char>(rng() & 255);
+  std::vector<double> scales(static_cast<size_t>(n * blocks));
+  for (double& v : scales) v = uniform(rng) * 0.05;
+  std::vector<double> a_values(static_cast<size_t>(k));
+  for (double& v : a_values) v = uniform(rng);
+  const ir::Tensor a_half = ir::Tensor::FromDoubles(ir::DType::kF16, {1, k}, a_values);
+  Tensor a = Tensor::Allocate(ir::DType::kF16, {1, k});
+  std::memcpy(a.raw(), a_half.data(), a_half.nbytes());
+  for (int64_t level : {0, 4}) {
+    const ir::Attributes attrs = {
+        {"K", k}, {"N", n}, {"bits", int64_t{4}}, {"block_size", block}, {"accuracy_level", level}};
+    ir::Graph g;
+    g.opsets()[""] = 18;
+    g.opsets()["com.microsoft"] = 1;
+    ir::Value* x = g.AddPlaceholder("A", ir::TensorType(ir::DType::kF16, {ir::Dim(1), ir::Dim(k)}));
+    ir::Value* b =
+        g.AddConstant("B", ir::Tensor::FromBytes(ir::DType::kU8, {n, blocks, block / 2}, codes));
+    ir::Value* s =
+        g.AddConstant("scales", ir::Tensor::FromDoubles(ir::DType::kF16, {n * blocks}, scales));
+    g.SetOutputs({g.AddCall("com.microsoft", "MatMulNBits", {x, b, s}, {"Y"}, attrs)->output()});
+    REQUIRE(onnx::InferShapes(g).ok());
+    auto backend = MakeCpuBackend(1);
+    auto ex = Executor::Create(g, *backend, nullptr);
+    REQUIRE(ex.ok());
+    std::vector<uint8_t> first;
+    for (int run = 0; run < 3; ++run) {
+      auto got = (*ex)->Run({{"A", a}});
+      INFO("accuracy_level " << level << ", run " << run);
+      REQUIRE(got.ok());
+      const auto* bytes = static_cast<const uint8_t*>((*got)[0].raw());
+      if (run == 0) first.assign(bytes, bytes + (*got)[0].nbytes());
+      REQUIRE(std::memcmp(bytes, first.data(), first.size()) == 0);
+      const bool panels = level == 4 && HasInt8Dot();
+      REQUIRE(StreamedConstantCopies(*backend) == (panels ? 0 : 2));
+      REQUIRE(ConstantForms(*backend) == (panels ? 1 : 0));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tpc::runtime::cpu

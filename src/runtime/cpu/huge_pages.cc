@@ -20,28 +20,41 @@ constexpr size_t kHugePageBytes = size_t{2} << 20;
 
 constexpr size_t kChunkBytes = size_t{64} << 20;
 
-// The backend's copies, by the address of the bytes copied (a constant read by several
-// nodes is copied once), and the chunk they are cut from while it has room. Each copy keeps
-// its constant alive: its bytes then cannot come back at that address as another's.
+// What a kernel reads for a constant input: the constant's bytes, in the type the kernel
+// reads them (the executor hands a kernel without half-precision support f32 copies of f16
+// constants, made afresh at every call: their addresses say nothing).
+using ConstantKey = std::pair<const void*, ir::DType>;
+
+// The backend's copies, by the constant copied (a constant read by several nodes is copied
+// once), and the chunk they are cut from while it has room. Each copy keeps its constant
+// alive: its bytes then cannot come back at that address as another's.
 struct Copies {
   struct Copy {
-    Tensor read;        // the bytes copied as the kernel read them (an owned copy kept too)
-    ir::Tensor source;  // their constant (a mapped file kept mapped)
+    ir::Tensor source;  // the constant (a mapped file kept mapped)
     size_t bytes = 0;
     const void* data = nullptr;
   };
-  std::map<const void*, Copy> by_source;
-  // ConstantForm's forms, by the bytes of their inputs and the form.
+  std::map<ConstantKey, Copy> by_source;
+  // ConstantForm's forms, by the constants of their inputs and the form.
   struct Form {
-    std::vector<Tensor> read;
     std::vector<ir::Tensor> sources;
     const void* data = nullptr;
   };
-  std::map<std::pair<std::vector<const void*>, int>, Form> forms;
+  std::map<std::pair<std::vector<ConstantKey>, int>, Form> forms;
   std::vector<std::shared_ptr<void>> chunks;
   uint8_t* next = nullptr;
   size_t left = 0;
 };
+
+// The constant behind input `input` of ctx's node; null when the input is not a constant.
+const ir::Tensor* ConstantOf(const KernelContext& ctx, int input) {
+  const ir::Value* value = ctx.node().input(input);
+  if (value == nullptr || value->producer() == nullptr ||
+      value->producer()->kind() != ir::NodeKind::kConstant) {
+    return nullptr;
+  }
+  return &value->producer()->tensor();
+}
 
 // `bytes` of anonymous memory on 2 MiB boundaries, advised onto huge pages; null when it
 // cannot be allocated.
@@ -88,20 +101,17 @@ Copies* CopiesOf(Backend& backend) {
 const void* StreamedConstant(KernelContext& ctx, int input) {
   const Tensor& t = ctx.input(input);
   const void* own = t.raw();
-  const ir::Value* value = ctx.node().input(input);
+  const ir::Tensor* constant = ConstantOf(ctx, input);
   const size_t bytes = static_cast<size_t>(t.nbytes());
-  if (value == nullptr || value->producer() == nullptr ||
-      value->producer()->kind() != ir::NodeKind::kConstant ||
-      bytes < static_cast<size_t>(kHugePageCopyBytes)) {
-    return own;
-  }
+  if (constant == nullptr || bytes < static_cast<size_t>(kHugePageCopyBytes)) return own;
   Copies* copies = CopiesOf(ctx.backend());
   if (copies == nullptr) return own;
-  auto found = copies->by_source.find(own);
+  const ConstantKey key{constant->data(), t.dtype()};
+  auto found = copies->by_source.find(key);
   if (found != copies->by_source.end() && found->second.bytes == bytes) return found->second.data;
   uint8_t* data = Carve(*copies, bytes);
   if (data == nullptr) return own;
-  const ir::Tensor& source = value->producer()->tensor();
+  const ir::Tensor& source = *constant;
   const bool mapped = source.is_mapped() && source.data() == own;
   // The pool's threads copy a part each (2 MiB at a time), the mapped source pages of each
   // part read in one call rather than a fault each (MADV_POPULATE_READ, Linux 5.14;
@@ -122,23 +132,19 @@ const void* StreamedConstant(KernelContext& ctx, int input) {
     std::memcpy(data + begin, from + begin, end - begin);
   });
   if (mapped) source.mapped_file()->DropPages(own, bytes);
-  copies->by_source[own] = {t, source, bytes, data};
+  copies->by_source[key] = {source, bytes, data};
   return data;
 }
 
 const void* ConstantForm(KernelContext& ctx, std::initializer_list<int> inputs, int form,
                          int64_t bytes, absl::FunctionRef<void(uint8_t* out)> make) {
-  std::pair<std::vector<const void*>, int> key{{}, form};
+  std::pair<std::vector<ConstantKey>, int> key{{}, form};
   Copies::Form made;
   for (int input : inputs) {
-    const ir::Value* value = ctx.node().input(input);
-    if (value == nullptr || value->producer() == nullptr ||
-        value->producer()->kind() != ir::NodeKind::kConstant) {
-      return nullptr;
-    }
-    key.first.push_back(ctx.input(input).raw());
-    made.read.push_back(ctx.input(input));
-    made.sources.push_back(value->producer()->tensor());
+    const ir::Tensor* constant = ConstantOf(ctx, input);
+    if (constant == nullptr) return nullptr;
+    key.first.emplace_back(constant->data(), ctx.input(input).dtype());
+    made.sources.push_back(*constant);
   }
   Copies* copies = CopiesOf(ctx.backend());
   if (copies == nullptr) return nullptr;
@@ -148,11 +154,11 @@ const void* ConstantForm(KernelContext& ctx, std::initializer_list<int> inputs, 
   if (data == nullptr) return nullptr;
   make(data);
   made.data = data;
-  for (size_t i = 0; i < made.read.size(); ++i) {
-    const ir::Tensor& source = made.sources[i];
-    if (source.is_mapped() && source.data() == made.read[i].raw()) {
-      source.mapped_file()->DropPages(made.read[i].raw(),
-                                      static_cast<size_t>(made.read[i].nbytes()));
+  for (int input : inputs) {  // the mapped pages the kernel would have read
+    const ir::Tensor& source = *ConstantOf(ctx, input);
+    const Tensor& read = ctx.input(input);
+    if (source.is_mapped() && source.data() == read.raw()) {
+      source.mapped_file()->DropPages(read.raw(), static_cast<size_t>(read.nbytes()));
     }
   }
   copies->forms.emplace(std::move(key), std::move(made));
