@@ -152,6 +152,7 @@ absl::Status Executor::Build() {
   }
   TPC_RETURN_IF_ERROR(FoldConstantSteps());
   if (device_) TPC_RETURN_IF_ERROR(UploadConstants());
+  TPC_RETURN_IF_ERROR(PrepareSteps());
   std::set<std::string> seen;
   for (const ir::Value* v : slot_values_) {
     if (!v->type().shape) continue;
@@ -228,6 +229,48 @@ absl::Status Executor::FoldConstantSteps() {
     }
   }
   steps_ = std::move(kept);
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Kernel::prepare's contexts have no outputs.
+class NoOutputs : public OutputAllocator {
+ public:
+  absl::StatusOr<Tensor> AllocateOutput(int, ir::DType, const std::vector<int64_t>&) override {
+    return absl::InternalError("a kernel's prepare allocated an output");
+  }
+};
+
+}  // namespace
+
+absl::Status Executor::PrepareSteps() {
+  // Each constant where a step reads it: the backend's memory, or the host's for a host
+  // step (a device backend's constants may have only one of the two).
+  std::vector<const Tensor*> mem(slot_values_.size(), nullptr), host(slot_values_.size(), nullptr);
+  for (const Constant& c : constants_) {
+    const auto s = static_cast<size_t>(c.slot);
+    if (c.mem.dtype() != ir::DType::kUndefined) mem[s] = &c.mem;
+    if (c.host.dtype() != ir::DType::kUndefined) host[s] = &c.host;
+  }
+  NoOutputs no_outputs;
+  for (const Step& step : steps_) {
+    if (step.kernel->prepare == nullptr) continue;
+    std::vector<const Tensor*> ins;
+    std::vector<Tensor> converted;  // f32 stand-ins of half constants, as RunStep's
+    converted.reserve(step.in_slots.size());
+    for (const int s : step.in_slots) {
+      const Tensor* t = s < 0 ? nullptr : (step.on_host ? host : mem)[static_cast<size_t>(s)];
+      if (t != nullptr && !step.kernel->any_float && IsHalfType(t->dtype())) {
+        converted.push_back(ConvertFloats(*t, ir::DType::kF32));
+        t = &converted.back();
+      }
+      ins.push_back(t);
+    }
+    KernelContext ctx(*step.node, std::move(ins), {}, no_outputs, comm_,
+                      step.on_host ? backend_.host_backend() : backend_, graph_.onnx_opset());
+    TPC_RETURN_IF_ERROR(step.kernel->prepare(ctx));
+  }
   return absl::OkStatus();
 }
 

@@ -205,6 +205,10 @@ TEST_CASE(
     auto backend = MakeCpuBackend(1);
     auto ex = Executor::Create(g, *backend, nullptr);
     REQUIRE(ex.ok());
+    // Made when the executor was created (Kernel::prepare), before the first run.
+    const bool panels = level == 4 && HasInt8Dot();
+    REQUIRE(StreamedConstantCopies(*backend) == (panels ? 0 : 2));
+    REQUIRE(ConstantForms(*backend) == (panels ? 1 : 0));
     Tensor tb = Tensor::Allocate(ir::DType::kU8, {n, blocks, block / 2});
     std::memcpy(tb.raw(), codes.data(), codes.size());
     Tensor ts = Tensor::Allocate(ir::DType::kF32, {n * blocks});
@@ -223,7 +227,6 @@ TEST_CASE(
     }
     // Level 0 copies the codes and the scales (once each); level 4 rearranges them into
     // panels instead.
-    const bool panels = level == 4 && HasInt8Dot();
     REQUIRE(StreamedConstantCopies(*backend) == (panels ? 0 : 2));
     REQUIRE(ConstantForms(*backend) == (panels ? 1 : 0));
   }
@@ -265,6 +268,9 @@ TEST_CASE("MatMulNBits in f16 copies its constants once, though it reads f32 cop
     auto backend = MakeCpuBackend(1);
     auto ex = Executor::Create(g, *backend, nullptr);
     REQUIRE(ex.ok());
+    const bool panels = level == 4 && HasInt8Dot();
+    REQUIRE(StreamedConstantCopies(*backend) == (panels ? 0 : 2));  // prepared
+    REQUIRE(ConstantForms(*backend) == (panels ? 1 : 0));
     std::vector<uint8_t> first;
     for (int run = 0; run < 3; ++run) {
       auto got = (*ex)->Run({{"A", a}});
@@ -273,7 +279,6 @@ TEST_CASE("MatMulNBits in f16 copies its constants once, though it reads f32 cop
       const auto* bytes = static_cast<const uint8_t*>((*got)[0].raw());
       if (run == 0) first.assign(bytes, bytes + (*got)[0].nbytes());
       REQUIRE(std::memcmp(bytes, first.data(), first.size()) == 0);
-      const bool panels = level == 4 && HasInt8Dot();
       REQUIRE(StreamedConstantCopies(*backend) == (panels ? 0 : 2));
       REQUIRE(ConstantForms(*backend) == (panels ? 1 : 0));
     }

@@ -153,6 +153,8 @@ class Executor {
   Executor(const ir::Graph& graph, Backend& backend, Communicator* comm, ExecutorOptions options);
   absl::Status Build();
   absl::Status FoldConstantSteps();
+  // Kernel::prepare of every step that has one, with its constant inputs.
+  absl::Status PrepareSteps();
   absl::StatusOr<Plan*> PlanFor(const SymbolBindings& bindings);
   struct Capture;
   // One run's steps, queued (or recorded: `capture`); the device values' tensors go to

@@ -116,6 +116,12 @@ struct Kernel {
   // Generation starts a cache input of a fixed capacity at this capacity (zeros), not
   // empty (null: none is).
   CacheRowsFn fixed_cache_rows = nullptr;
+  // Called once per node when the executor is created, before any run: makes what the
+  // kernel derives from its constant inputs (MatMulNBits' int4 panels on the CPU), so that
+  // the first run does not pay for it. Its context holds the node's constant inputs only
+  // (as a run hands them: f32 copies of f16 ones where the kernel is not any_float; the
+  // others absent) and no outputs. Null: nothing to prepare.
+  KernelFn prepare = nullptr;
 };
 
 }  // namespace tpc::runtime

@@ -645,6 +645,7 @@ absl::StatusOr<GroupNormShape> ReadGroupNorm(const KernelContext& ctx);
 // broadcast to x's shape. Returns d.
 absl::StatusOr<int64_t> RotaryHalfInputs(const KernelContext& ctx);
 absl::Status MatMulNBits(KernelContext& ctx);          // matmul_nbits.cc
+absl::Status PrepareMatMulNBits(KernelContext& ctx);   // matmul_nbits.cc
 absl::Status MoE(KernelContext& ctx);                  // moe.cc
 absl::Status CausalConvWithState(KernelContext& ctx);  // causal_conv.cc
 // CausalConvWithState's operands checked by shape and type, and its layout, for every

@@ -28,48 +28,117 @@ bool Int4Blocks(const math::NBitsLayout& l) {
   return l.bits == 4 && l.block_size % 32 == 0 && l.k % l.block_size == 0;
 }
 
+math::NBitsLayout NBitsLayoutOf(const ir::Node& node) {
+  math::NBitsLayout l;
+  l.k = node.attr_int("K", 0);
+  l.n = node.attr_int("N", 0);
+  l.bits = node.attr_int("bits", 4);
+  l.block_size = node.attr_int("block_size", 0);
+  return l;
+}
+
+// B, the scales, the zero points and the bias (those present) against the layout, the
+// scales, float zero points and bias in `float_type` (A's).
+absl::Status CheckWeights(const KernelContext& ctx, const math::NBitsLayout& l,
+                          ir::DType float_type) {
+  const Tensor& b = ctx.input(1);
+  const Tensor& scales = ctx.input(2);
+  const Tensor* zero_points = ctx.optional_input(3);
+  const Tensor* bias = ctx.optional_input(5);
+  const int64_t blocks = l.blocks();
+  if (b.dtype() != ir::DType::kU8 || b.num_elements() != l.n * blocks * l.blob_bytes()) {
+    return ctx.Error(absl::StrCat("B ", b.TypeString(), " is not uint8 [", l.n, ", ", blocks, ", ",
+                                  l.blob_bytes(), "]"));
+  }
+  if (scales.dtype() != float_type || scales.num_elements() != l.n * blocks) {
+    return ctx.Error(absl::StrCat("scales ", scales.TypeString(), " do not hold ", l.n * blocks,
+                                  " values of A's type"));
+  }
+  const bool packed = zero_points != nullptr && zero_points->dtype() == ir::DType::kU8;
+  if (zero_points != nullptr &&
+      (packed
+           ? zero_points->num_elements() != l.n * l.packed_zero_point_bytes()
+           : zero_points->dtype() != float_type || zero_points->num_elements() != l.n * blocks)) {
+    return ctx.Error(absl::StrCat("zero_points ", zero_points->TypeString(),
+                                  " are neither packed uint8 nor one per block in A's type"));
+  }
+  if (bias != nullptr && (bias->dtype() != float_type || bias->num_elements() != l.n)) {
+    return ctx.Error(absl::StrCat("bias ", bias->TypeString(), " does not hold N = ", l.n,
+                                  " values of A's type"));
+  }
+  return absl::OkStatus();
+}
+
+// Whether accuracy_level 4's integer kernel multiplies A (f32) by this weight.
+bool Int8PanelsApply(const KernelContext& ctx, const math::NBitsLayout& l, bool float_zeros) {
+  return math::NBitsInt8Activations(l, ctx.node().attr_int("accuracy_level", 0), float_zeros) &&
+         Int4Blocks(l) && HasInt8Dot();
+}
+
+// The weight in Int4Panels: made once for constant codes, scales and zero points
+// (ConstantForm), else into `own` (null: not made).
+const uint8_t* Int8PanelsOf(KernelContext& ctx, const math::NBitsLayout& l,
+                            AlignedVector<uint8_t>* own) {
+  const Tensor* zero_points = ctx.optional_input(3);
+  const uint8_t* pz = zero_points != nullptr ? zero_points->data<uint8_t>() : nullptr;
+  const Int4Panels layout{l.n, l.k, l.block_size, pz != nullptr};
+  auto pack = [&](uint8_t* out) {
+    ctx.pool().ParallelFor(layout.panels(), 1, [&](int64_t lo, int64_t hi) {
+      PackInt4Panels(ctx.input(1).data<uint8_t>(), ctx.input(2).data<float>(), pz,
+                     l.packed_zero_point_bytes(), layout, lo, hi - lo, out);
+    });
+  };
+  const void* made = pz != nullptr
+                         ? ConstantForm(ctx, {1, 2, 3}, kInt4PanelsForm, layout.bytes(), pack)
+                         : ConstantForm(ctx, {1, 2}, kInt4PanelsForm, layout.bytes(), pack);
+  if (made != nullptr || own == nullptr) return static_cast<const uint8_t*>(made);
+  own->resize(static_cast<size_t>(layout.bytes()));
+  pack(own->data());
+  return own->data();
+}
+
 }  // namespace
 
 absl::StatusOr<math::NBitsLayout> NBitsInputs(const KernelContext& ctx) {
-  math::NBitsLayout l;
-  l.k = ctx.node().attr_int("K", 0);
-  l.n = ctx.node().attr_int("N", 0);
-  l.bits = ctx.node().attr_int("bits", 4);
-  l.block_size = ctx.node().attr_int("block_size", 0);
+  const math::NBitsLayout l = NBitsLayoutOf(ctx.node());
   if (!l.valid()) {
     return ctx.Error(absl::StrCat("K = ", l.k, ", N = ", l.n, ", bits = ", l.bits,
                                   ", block_size = ", l.block_size, " is not a supported layout"));
   }
   if (ctx.optional_input(4) != nullptr) return ctx.Error("g_idx is not supported");
   const Tensor& a = ctx.input(0);
-  const Tensor& b = ctx.input(1);
-  const Tensor& scales = ctx.input(2);
-  const Tensor* zero_points = ctx.optional_input(3);
-  const Tensor* bias = ctx.optional_input(5);
-  const int64_t blocks = l.blocks();
   if (a.rank() < 1 || a.dim(a.rank() - 1) != l.k) {
     return ctx.Error(absl::StrCat("A ", a.TypeString(), " does not end in K = ", l.k));
   }
-  if (b.dtype() != ir::DType::kU8 || b.num_elements() != l.n * blocks * l.blob_bytes()) {
-    return ctx.Error(absl::StrCat("B ", b.TypeString(), " is not uint8 [", l.n, ", ", blocks, ", ",
-                                  l.blob_bytes(), "]"));
-  }
-  if (scales.dtype() != a.dtype() || scales.num_elements() != l.n * blocks) {
-    return ctx.Error(absl::StrCat("scales ", scales.TypeString(), " do not hold ", l.n * blocks,
-                                  " values of A's type"));
-  }
-  const bool packed = zero_points != nullptr && zero_points->dtype() == ir::DType::kU8;
-  if (zero_points != nullptr &&
-      (packed ? zero_points->num_elements() != l.n * l.packed_zero_point_bytes()
-              : zero_points->dtype() != a.dtype() || zero_points->num_elements() != l.n * blocks)) {
-    return ctx.Error(absl::StrCat("zero_points ", zero_points->TypeString(),
-                                  " are neither packed uint8 nor one per block in A's type"));
-  }
-  if (bias != nullptr && (bias->dtype() != a.dtype() || bias->num_elements() != l.n)) {
-    return ctx.Error(absl::StrCat("bias ", bias->TypeString(), " does not hold N = ", l.n,
-                                  " values of A's type"));
-  }
+  TPC_RETURN_IF_ERROR(CheckWeights(ctx, l, a.dtype()));
   return l;
+}
+
+absl::Status PrepareMatMulNBits(KernelContext& ctx) {
+  // Constant codes and scales (and zero points, where the node has them) only; bad ones
+  // are left to the run, which names them.
+  const math::NBitsLayout l = NBitsLayoutOf(ctx.node());
+  const ir::Node& node = ctx.node();
+  const bool has_zeros = node.num_inputs() > 3 && node.input(3) != nullptr;
+  if (!l.valid() || !ctx.has_input(1) || !ctx.has_input(2) || (has_zeros && !ctx.has_input(3)) ||
+      node.input(0) == nullptr) {
+    return absl::OkStatus();
+  }
+  // A as the run gets it: f32 copies of f16 and bf16.
+  ir::DType a_type = node.input(0)->type().dtype;
+  if (IsHalfType(a_type)) a_type = ir::DType::kF32;
+  if ((a_type != ir::DType::kF32 && a_type != ir::DType::kF64) ||
+      !CheckWeights(ctx, l, a_type).ok()) {
+    return absl::OkStatus();
+  }
+  const bool float_zeros = has_zeros && ctx.input(3).dtype() != ir::DType::kU8;
+  if (a_type == ir::DType::kF32 && Int8PanelsApply(ctx, l, float_zeros)) {
+    Int8PanelsOf(ctx, l, nullptr);
+  } else {
+    StreamedConstant(ctx, 1);
+    StreamedConstant(ctx, 2);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status MatMulNBits(KernelContext& ctx) {
@@ -107,23 +176,10 @@ absl::Status MatMulNBits(KernelContext& ctx) {
     AlignedVector<T> rounded;
     if (math::NBitsInt8Activations(l, ctx.node().attr_int("accuracy_level", 0), pzf != nullptr)) {
       if constexpr (std::is_same_v<T, float>) {
-        if (Int4Blocks(l) && HasInt8Dot()) {  // (float zero points never round)
-          const Int4Panels layout{l.n, l.k, l.block_size, pz != nullptr};
-          auto pack = [&](uint8_t* out) {
-            ctx.pool().ParallelFor(layout.panels(), 1, [&](int64_t lo, int64_t hi) {
-              PackInt4Panels(ctx.input(1).data<uint8_t>(), ctx.input(2).data<float>(), pz,
-                             l.packed_zero_point_bytes(), layout, lo, hi - lo, out);
-            });
-          };
-          const auto* panels = static_cast<const uint8_t*>(
-              pz != nullptr ? ConstantForm(ctx, {1, 2, 3}, kInt4PanelsForm, layout.bytes(), pack)
-                            : ConstantForm(ctx, {1, 2}, kInt4PanelsForm, layout.bytes(), pack));
+        if (Int8PanelsApply(ctx, l, false)) {  // (float zero points never round)
           AlignedVector<uint8_t> own;
-          if (panels == nullptr) {
-            own.resize(static_cast<size_t>(layout.bytes()));
-            pack(own.data());
-            panels = own.data();
-          }
+          const uint8_t* panels = Int8PanelsOf(ctx, l, &own);
+          const Int4Panels layout{l.n, l.k, l.block_size, pz != nullptr};
           Int8Activations rows;
           rows.Resize(m, l.k, l.block_size);
           ctx.pool().ParallelFor(m, 16, [&](int64_t lo, int64_t hi) {

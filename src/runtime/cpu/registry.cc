@@ -210,7 +210,7 @@ const Entry kKernels[] = {
     {kMicrosoft, "LinearAttention", {LinearAttention}},
     {kMicrosoft, "LinearAttentionGate", {LinearAttentionGate}},
     {kMicrosoft, "MRotaryEmbedding", {MRotaryEmbedding}},
-    {kMicrosoft, "MatMulNBits", {MatMulNBits}},
+    {kMicrosoft, "MatMulNBits", {.fn = MatMulNBits, .prepare = PrepareMatMulNBits}},
     {kMicrosoft, "MoE", {MoE}},
     {kMicrosoft, "MultiHeadAttention", {MultiHeadAttention}},
     {kMicrosoft, "QMoE", {QMoE}},
