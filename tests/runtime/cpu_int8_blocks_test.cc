@@ -72,12 +72,14 @@ TEST_CASE("Int8Int4PanelsDot gives every column against every rounded row",
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   // Blocks of 32 (64 bytes of a panel's codes hold a quarter), 64, 128 and 256; 1 row to 19
-  // (8 at a time, then the rest together: 1, 2, 3 or 7 rows); 1, 6 and 17 columns (a
+  // (8 at a time, then the rest together: 1 to 7 rows, or none); 1, 6 and 17 columns (a
   // partial panel, one whole and a partial one), 33 (two whole ones and one column); odd
-  // block counts (packed zero points ending in half a byte); packed zero points and none (8).
+  // block counts (packed zero points ending in half a byte); packed zero points and none
+  // (8). The panels are packed in two calls (the first panel last), as the pool's threads
+  // pack them.
   for (int64_t block : {32, 64, 128, 256}) {
     for (int zero_kind = 0; zero_kind < 2; ++zero_kind) {  // packed, none (8)
-      for (int64_t rows : {1, 2, 3, 8, 11, 19}) {
+      for (int64_t rows : {1, 2, 3, 5, 8, 12, 14, 15, 19}) {
         for (int64_t cols : {1, 6, 17, 33}) {
           const int64_t k = block == 32 ? (17 + rows % 3) * 32 : block == 64 ? 5 * 64 : 3 * block;
           const int64_t blocks = k / block;
@@ -92,8 +94,11 @@ TEST_CASE("Int8Int4PanelsDot gives every column against every rounded row",
           for (float& v : a) v = uniform(rng) * (1 + static_cast<float>(rng() % 4));
           const Int4Panels layout{cols, k, block, zero_kind == 0};
           AlignedVector<uint8_t> panels(static_cast<size_t>(layout.bytes()));
-          PackInt4Panels(codes.data(), scales.data(), zero_kind == 0 ? packed.data() : nullptr,
-                         packed_stride, layout, 0, layout.panels(), panels.data());
+          const uint8_t* zeros = zero_kind == 0 ? packed.data() : nullptr;
+          PackInt4Panels(codes.data(), scales.data(), zeros, packed_stride, layout, 1,
+                         layout.panels() - 1, panels.data());
+          PackInt4Panels(codes.data(), scales.data(), zeros, packed_stride, layout, 0, 1,
+                         panels.data());
           Int8Activations q;
           q.Resize(rows, k, block);
           QuantizeInt8Activations(a.data(), 0, rows, &q);
@@ -188,9 +193,16 @@ TEST_CASE(
   for (char& c : codes) c = static_cast<char>(rng() & 255);
   std::vector<float> scales(static_cast<size_t>(n * blocks));
   for (float& v : scales) v = uniform(rng) * 0.05f;
+  std::string zeros(static_cast<size_t>(n * blocks / 2), '\0');
+  for (char& c : zeros) c = static_cast<char>(rng() & 255);
+  std::vector<float> bias(static_cast<size_t>(n));
+  for (float& v : bias) v = uniform(rng);
   Tensor a = Tensor::Allocate(ir::DType::kF32, {1, k});
   for (int64_t i = 0; i < k; ++i) a.data<float>()[i] = uniform(rng);
-  for (int64_t level : {0, 4}) {
+  // Without zero points and bias, then with both (the panels keyed by three constants).
+  for (int64_t level : {0, 4, 40}) {
+    const bool extras = level == 40;
+    if (extras) level = 4;
     const ir::Attributes attrs = {
         {"K", k}, {"N", n}, {"bits", int64_t{4}}, {"block_size", block}, {"accuracy_level", level}};
     ir::Graph g;
@@ -200,7 +212,14 @@ TEST_CASE(
     ir::Value* b =
         g.AddConstant("B", ir::Tensor::FromBytes(ir::DType::kU8, {n, blocks, block / 2}, codes));
     ir::Value* s = g.AddConstant("scales", ir::Tensor::FromFloat({n * blocks}, scales));
-    g.SetOutputs({g.AddCall("com.microsoft", "MatMulNBits", {x, b, s}, {"Y"}, attrs)->output()});
+    std::vector<ir::Value*> ins = {x, b, s};
+    if (extras) {
+      ins.push_back(g.AddConstant("zero_points",
+                                  ir::Tensor::FromBytes(ir::DType::kU8, {n, blocks / 2}, zeros)));
+      ins.push_back(nullptr);  // g_idx
+      ins.push_back(g.AddConstant("bias", ir::Tensor::FromFloat({n}, bias)));
+    }
+    g.SetOutputs({g.AddCall("com.microsoft", "MatMulNBits", ins, {"Y"}, attrs)->output()});
     REQUIRE(onnx::InferShapes(g).ok());
     auto backend = MakeCpuBackend(1);
     auto ex = Executor::Create(g, *backend, nullptr);
@@ -217,6 +236,15 @@ TEST_CASE(
     o.Input("A", a);
     o.Input("B", tb);
     o.Input("scales", ts);
+    if (extras) {
+      Tensor tz = Tensor::Allocate(ir::DType::kU8, {n, blocks / 2});
+      std::memcpy(tz.raw(), zeros.data(), zeros.size());
+      Tensor tbias = Tensor::Allocate(ir::DType::kF32, {n});
+      std::memcpy(tbias.raw(), bias.data(), bias.size() * sizeof(float));
+      o.Input("zero_points", tz);
+      o.None();
+      o.Input("bias", tbias);
+    }
     auto want = o.TryRun("MatMulNBits", attrs, 1, "com.microsoft", backend.get());
     REQUIRE(want.ok());
     for (int run = 0; run < 2; ++run) {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "tpc/ir/tensor.h"
@@ -35,12 +36,12 @@ struct Copies {
     const void* data = nullptr;
   };
   std::map<ConstantKey, Copy> by_source;
-  // ConstantForm's forms, by the constants of their inputs and the form.
+  // ConstantForm's forms, by the constants of their inputs, the form and its size.
   struct Form {
     std::vector<ir::Tensor> sources;
     const void* data = nullptr;
   };
-  std::map<std::pair<std::vector<ConstantKey>, int>, Form> forms;
+  std::map<std::tuple<std::vector<ConstantKey>, int, int64_t>, Form> forms;
   std::vector<std::shared_ptr<void>> chunks;
   uint8_t* next = nullptr;
   size_t left = 0;
@@ -138,12 +139,13 @@ const void* StreamedConstant(KernelContext& ctx, int input) {
 
 const void* ConstantForm(KernelContext& ctx, std::initializer_list<int> inputs, int form,
                          int64_t bytes, absl::FunctionRef<void(uint8_t* out)> make) {
-  std::pair<std::vector<ConstantKey>, int> key{{}, form};
+  // (the size too: a form of the same constants in another layout is another form)
+  std::tuple<std::vector<ConstantKey>, int, int64_t> key{{}, form, bytes};
   Copies::Form made;
   for (int input : inputs) {
     const ir::Tensor* constant = ConstantOf(ctx, input);
     if (constant == nullptr) return nullptr;
-    key.first.emplace_back(constant->data(), ctx.input(input).dtype());
+    std::get<0>(key).emplace_back(constant->data(), ctx.input(input).dtype());
     made.sources.push_back(*constant);
   }
   Copies* copies = CopiesOf(ctx.backend());

@@ -1,6 +1,7 @@
 #include "int8_blocks.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -57,12 +58,19 @@ TPC_VNNI void RoundRow512(const float* row, int64_t k, int64_t block, float* out
 // The int8 codes of a row of k values (blocks of `block`, a multiple of 16) in their own
 // order into `codes`, each block's scale into scale[b] and its Σ codes into sums[b]:
 // math::Int8BlockOf's and math::Int8Code's values, 16 lanes at a time (vcvtps2dq rounds
-// half to even, as rintf does; a non-finite block's codes come out 0, as Int8Code's).
+// half to even, as rintf does; a non-finite block's codes are 0, as Int8Code's, and its
+// scale NaN).
 TPC_VNNI void QuantizeRow(const float* row, int64_t k, int64_t block, int8_t* codes, float* scale,
                           int32_t* sums) {
   for (int64_t b = 0; b * block < k; ++b) {
     const float* src = row + b * block;
     const math::Int8Block blk = Int8Block512(src, block);
+    scale[b] = blk.scale;
+    if (std::isnan(blk.scale)) {  // a NaN or an infinity: codes 0 (vcvtps2dq gives INT_MIN)
+      std::memset(codes + b * block, 0, static_cast<size_t>(block));
+      sums[b] = 0;
+      continue;
+    }
     const __m512 inverse = _mm512_set1_ps(blk.inverse);
     __m512i sum = _mm512_setzero_si512();
     for (int64_t i = 0; i < block; i += 16) {
@@ -70,7 +78,6 @@ TPC_VNNI void QuantizeRow(const float* row, int64_t k, int64_t block, int8_t* co
       _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + b * block + i), _mm512_cvtepi32_epi8(q));
       sum = _mm512_add_epi32(sum, q);
     }
-    scale[b] = blk.scale;
     sums[b] = _mm512_reduce_add_epi32(sum);
   }
 }
