@@ -1,7 +1,7 @@
 // One MatMulNBits decode step on one thread, its two CPU paths side by side: the exact f32
 // one (EvenOddPairs + Int4ColumnsDot: accuracy_level 0) and accuracy_level 4's (A rounded
-// to int8 per block, QuantizeInt8Activations + Int8Int4PanelsDot on the weight rearranged
-// once by PackInt4Panels, whose time is reported too: AVX-512 VNNI). Random int4
+// to int8 per block, QuantizeInt8Activations + Int8PanelsDot on the weight rearranged
+// once by PackCodePanels, whose time is reported too: AVX-512 VNNI). Random int4
 // codes in blocks of --block, K × N, no zero points (the builder's int4) or packed ones
 // (--zero-points), --rows rows of A. Every round times each path once, K calls each, in
 // an order that alternates; reported: the median and the minimum over --rounds of the time
@@ -117,14 +117,14 @@ int main(int argc, char** argv) {
   std::vector<uint8_t> packed(static_cast<size_t>(n * packed_stride));
   for (auto& b : packed) b = static_cast<uint8_t>(rng());
   const uint8_t* zp = zero_points ? packed.data() : nullptr;
-  cpu::Int4Panels layout{n, k, block, zero_points};
+  cpu::CodePanels layout{n, k, 4, block, zero_points};
   std::vector<uint8_t*> all_panels;
   std::vector<double> pack_times;
   for (int64_t c = 0; c < copies; ++c) {
     auto* panels = static_cast<uint8_t*>(alloc(static_cast<size_t>(layout.bytes())));
     std::memset(panels, 0, static_cast<size_t>(layout.bytes()));  // pages faulted in
     const auto t = Clock::now();
-    cpu::PackInt4Panels(all_codes[static_cast<size_t>(c)].data(),
+    cpu::PackCodePanels(all_codes[static_cast<size_t>(c)].data(),
                         all_scales[static_cast<size_t>(c)].data(), zp, packed_stride, layout, 0,
                         layout.panels(), panels);
     pack_times.push_back(std::chrono::duration<double>(Clock::now() - t).count());
@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
     const uint8_t* panels = all_panels[static_cast<size_t>(turn++ % copies)];
     qa.Resize(rows, k, block);
     cpu::QuantizeInt8Activations(a.data(), 0, rows, &qa);
-    cpu::Int8Int4PanelsDot(panels, layout, 0, layout.panels(), qa, int8.data(), n);
+    cpu::Int8PanelsDot(panels, layout, 0, layout.panels(), qa, int8.data(), n);
   };
   // Per call, in seconds, over `calls` calls after one untimed.
   auto time = [&](auto&& call) {

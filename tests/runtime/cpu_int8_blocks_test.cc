@@ -1,6 +1,7 @@
 // MatMulNBits' accuracy_level 4 on the CPU (runtime/cpu/int8_blocks.h, math/nbits.h's
 // int8 rounding): the rounding against values worked out by hand, the integer kernel
 // against a plain double loop over the same codes, and what a NaN does.
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -61,8 +62,7 @@ TEST_CASE("Int8 rounding takes amax / 127 and rounds half to even", "[runtime][c
   }
 }
 
-TEST_CASE("Int8Int4PanelsDot gives every column against every rounded row",
-          "[runtime][cpu][int8]") {
+TEST_CASE("Int8PanelsDot gives every column against every rounded row", "[runtime][cpu][int8]") {
   if (!HasInt8Dot()) {
     WARN(
         "skipped: this CPU has no AVX-512 VNNI (MatMulNBits then rounds A and multiplies in f32, "
@@ -71,70 +71,74 @@ TEST_CASE("Int8Int4PanelsDot gives every column against every rounded row",
   }
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  // Blocks of 32 (64 bytes of a panel's codes hold a quarter), 64, 128 and 256; 1 row to 19
-  // (8 at a time, then the rest together: 1 to 7 rows, or none); 1, 6 and 17 columns (a
-  // partial panel, one whole and a partial one), 33 (two whole ones and one column); odd
-  // block counts (packed zero points ending in half a byte); packed zero points and none
-  // (8). The panels are packed in two calls (the first panel last), as the pool's threads
-  // pack them.
-  for (int64_t block : {32, 64, 128, 256}) {
-    for (int zero_kind = 0; zero_kind < 2; ++zero_kind) {  // packed, none (8)
-      for (int64_t rows : {1, 2, 3, 5, 8, 12, 14, 15, 19}) {
-        for (int64_t cols : {1, 6, 17, 33}) {
-          const int64_t k = block == 32 ? (17 + rows % 3) * 32 : block == 64 ? 5 * 64 : 3 * block;
-          const int64_t blocks = k / block;
-          const int64_t packed_stride = (blocks + 1) / 2, out_ld = cols + 1;
-          std::vector<uint8_t> codes(static_cast<size_t>(cols * k / 2));
-          for (uint8_t& b : codes) b = static_cast<uint8_t>(rng() & 255);
-          std::vector<float> scales(static_cast<size_t>(cols * blocks));
-          for (float& v : scales) v = uniform(rng);
-          std::vector<uint8_t> packed(static_cast<size_t>(cols * packed_stride));
-          for (uint8_t& b : packed) b = static_cast<uint8_t>(rng() & 255);
-          std::vector<float> a(static_cast<size_t>(rows * k));
-          for (float& v : a) v = uniform(rng) * (1 + static_cast<float>(rng() % 4));
-          const Int4Panels layout{cols, k, block, zero_kind == 0};
-          AlignedVector<uint8_t> panels(static_cast<size_t>(layout.bytes()));
-          const uint8_t* zeros = zero_kind == 0 ? packed.data() : nullptr;
-          PackInt4Panels(codes.data(), scales.data(), zeros, packed_stride, layout, 1,
-                         layout.panels() - 1, panels.data());
-          PackInt4Panels(codes.data(), scales.data(), zeros, packed_stride, layout, 0, 1,
-                         panels.data());
-          Int8Activations q;
-          q.Resize(rows, k, block);
-          QuantizeInt8Activations(a.data(), 0, rows, &q);
-          std::vector<float> out(static_cast<size_t>(rows * out_ld), testing::kUntouched);
-          // The panels after the first, then the first: each call writes its own columns.
-          if (layout.panels() > 1) {
-            Int8Int4PanelsDot(panels.data(), layout, 1, layout.panels() - 1, q, out.data(), out_ld);
-            for (int64_t r = 0; r < rows; ++r) {
-              for (int64_t c = 0; c < Int4Panels::kColumns; ++c)
-                REQUIRE(out[static_cast<size_t>(r * out_ld + c)] == testing::kUntouched);
+  // 4- and 8-bit codes; blocks of 16 (64 bytes of a panel's codes hold all 4-bit codes of
+  // a block of 8, a quarter of 8-bit ones), 32, 64, 128 and 256; 1 row to 19 (8 at a time,
+  // then the rest together: 1 to 7 rows, or none); 1, 6 and 17 columns (a partial panel,
+  // one whole and a partial one), 33 (two whole ones and one column); odd block counts
+  // (4-bit zero points ending in half a byte); packed zero points and none (2^(bits - 1)).
+  // The panels are packed in two calls (the first panel last), as the pool's threads pack
+  // them.
+  for (int64_t bits : {4, 8}) {
+    for (int64_t block : {16, 32, 64, 128, 256}) {
+      for (int zero_kind = 0; zero_kind < 2; ++zero_kind) {  // packed, none
+        for (int64_t rows : {1, 2, 3, 5, 8, 12, 14, 15, 19}) {
+          for (int64_t cols : {1, 6, 17, 33}) {
+            const int64_t k = block <= 32   ? (17 + rows % 3) * block
+                              : block == 64 ? 5 * 64
+                                            : 3 * block;
+            const int64_t blocks = k / block, column_bytes = k * bits / 8;
+            const int64_t packed_stride = (blocks * bits + 7) / 8, out_ld = cols + 1;
+            std::vector<uint8_t> codes(static_cast<size_t>(cols * column_bytes));
+            for (uint8_t& b : codes) b = static_cast<uint8_t>(rng() & 255);
+            std::vector<float> scales(static_cast<size_t>(cols * blocks));
+            for (float& v : scales) v = uniform(rng);
+            std::vector<uint8_t> packed(static_cast<size_t>(cols * packed_stride));
+            for (uint8_t& b : packed) b = static_cast<uint8_t>(rng() & 255);
+            std::vector<float> a(static_cast<size_t>(rows * k));
+            for (float& v : a) v = uniform(rng) * (1 + static_cast<float>(rng() % 4));
+            const CodePanels layout{cols, k, bits, block, zero_kind == 0};
+            AlignedVector<uint8_t> panels(static_cast<size_t>(layout.bytes()));
+            const uint8_t* zeros = zero_kind == 0 ? packed.data() : nullptr;
+            PackCodePanels(codes.data(), scales.data(), zeros, packed_stride, layout, 1,
+                           layout.panels() - 1, panels.data());
+            PackCodePanels(codes.data(), scales.data(), zeros, packed_stride, layout, 0, 1,
+                           panels.data());
+            Int8Activations q;
+            q.Resize(rows, k, block);
+            QuantizeInt8Activations(a.data(), 0, rows, &q);
+            std::vector<float> out(static_cast<size_t>(rows * out_ld), testing::kUntouched);
+            // The panels after the first, then the first: each call writes its own columns.
+            if (layout.panels() > 1) {
+              Int8PanelsDot(panels.data(), layout, 1, layout.panels() - 1, q, out.data(), out_ld);
+              for (int64_t r = 0; r < rows; ++r) {
+                for (int64_t c = 0; c < CodePanels::kColumns; ++c)
+                  REQUIRE(out[static_cast<size_t>(r * out_ld + c)] == testing::kUntouched);
+              }
             }
+            Int8PanelsDot(panels.data(), layout, 0, 1, q, out.data(), out_ld);
+            // The rounded rows, as MatMulNBits' other paths take them.
+            std::vector<float> rounded(a.size());
+            Int8RoundRows(a.data(), rows, k, block, rounded.data());
+            INFO(bits << " bits, block " << block << ", zero points " << zero_kind << ", rows "
+                      << rows << ", cols " << cols);
+            const auto code_of = [&](const uint8_t* run, int64_t j) {
+              return bits == 8 ? run[j] : (run[j / 2] >> (4 * (j % 2))) & 15;
+            };
+            testing::RequireColumns(out, rows, cols, out_ld, [&](int64_t r, int64_t c) {
+              double want = 0, size = 0;
+              for (int64_t j = 0; j < k; ++j) {
+                const int64_t b = j / block;
+                const double zero = zero_kind == 0 ? code_of(packed.data() + c * packed_stride, b)
+                                                   : static_cast<double>(1 << (bits - 1));
+                const int code = code_of(codes.data() + c * column_bytes, j);
+                const double x = (code - zero) * scales[static_cast<size_t>(c * blocks + b)] *
+                                 rounded[static_cast<size_t>(r * k + j)];
+                want += x;
+                size += std::abs(x);
+              }
+              return std::pair{want, size};
+            });
           }
-          Int8Int4PanelsDot(panels.data(), layout, 0, 1, q, out.data(), out_ld);
-          // The rounded rows, as MatMulNBits' other paths take them.
-          std::vector<float> rounded(a.size());
-          Int8RoundRows(a.data(), rows, k, block, rounded.data());
-          INFO("block " << block << ", zero points " << zero_kind << ", rows " << rows << ", cols "
-                        << cols);
-          testing::RequireColumns(out, rows, cols, out_ld, [&](int64_t r, int64_t c) {
-            double want = 0, size = 0;
-            for (int64_t j = 0; j < k; ++j) {
-              const int64_t b = j / block;
-              const size_t cb = static_cast<size_t>(c * blocks + b);
-              const double zero =
-                  zero_kind == 0
-                      ? (packed[static_cast<size_t>(c * packed_stride + b / 2)] >> (4 * (b % 2))) &
-                            15
-                      : 8.0;
-              const uint8_t byte = codes[static_cast<size_t>(c * k / 2 + j / 2)];
-              const int code = j % 2 == 0 ? byte & 15 : byte >> 4;
-              const double x = (code - zero) * scales[cb] * rounded[static_cast<size_t>(r * k + j)];
-              want += x;
-              size += std::abs(x);
-            }
-            return std::pair{want, size};
-          });
         }
       }
     }
@@ -143,16 +147,17 @@ TEST_CASE("Int8Int4PanelsDot gives every column against every rounded row",
 
 TEST_CASE("MatMulNBits at accuracy_level 4: a NaN in a row makes that row's outputs NaN",
           "[runtime][cpu][int8]") {
-  // 1 and 20 rows in blocks of 32 (the integer kernel where the CPU has it), 20 in blocks
-  // of 16 (A rounded, then the f32 tiles).
-  for (auto [m, block] : {std::pair<int64_t, int64_t>{1, 32}, {20, 32}, {20, 16}}) {
+  // 4 bits: 1 and 20 rows in blocks of 32, 20 in blocks of 16 (the integer kernel where
+  // the CPU has it); 2 bits in blocks of 32 (A rounded, then the f32 tiles).
+  for (auto [m, bits, block] :
+       {std::array<int64_t, 3>{1, 4, 32}, {20, 4, 32}, {20, 4, 16}, {20, 2, 32}}) {
     const int64_t k = 128, n = 8, blocks = k / block;
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
     Tensor a = Tensor::Allocate(ir::DType::kF32, {m, k});
     for (int64_t i = 0; i < a.num_elements(); ++i) a.data<float>()[i] = uniform(rng);
     a.data<float>()[(m - 1) * k + 70] = std::numeric_limits<float>::quiet_NaN();
-    Tensor b = Tensor::Allocate(ir::DType::kU8, {n, blocks, block / 2});
+    Tensor b = Tensor::Allocate(ir::DType::kU8, {n, blocks, block * bits / 8});
     for (int64_t i = 0; i < b.num_elements(); ++i) b.data<uint8_t>()[i] = rng() & 255;
     Tensor scales = Tensor::Allocate(ir::DType::kF32, {n * blocks});
     for (int64_t i = 0; i < scales.num_elements(); ++i) scales.data<float>()[i] = uniform(rng);
@@ -163,14 +168,15 @@ TEST_CASE("MatMulNBits at accuracy_level 4: a NaN in a row makes that row's outp
     o.Input("scales", scales);
     auto y =
         o.TryRun("MatMulNBits",
-                 {{"K", k}, {"N", n}, {"bits", 4}, {"block_size", block}, {"accuracy_level", 4}}, 1,
-                 "com.microsoft", backend.get());
+                 {{"K", k}, {"N", n}, {"bits", bits}, {"block_size", block}, {"accuracy_level", 4}},
+                 1, "com.microsoft", backend.get());
     INFO(y.status().ToString());
     REQUIRE(y.ok());
     const float* p = (*y)[0].data<float>();
     for (int64_t r = 0; r < m; ++r) {
       for (int64_t c = 0; c < n; ++c) {
-        INFO("rows " << m << ", blocks of " << block << ", row " << r << ", column " << c);
+        INFO("rows " << m << ", " << bits << " bits in blocks of " << block << ", row " << r
+                     << ", column " << c);
         REQUIRE(std::isnan(p[r * n + c]) == (r == m - 1));
       }
     }

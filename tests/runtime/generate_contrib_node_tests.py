@@ -142,7 +142,7 @@ def qwen35_cases(rng):
     """Qwen 3.5's operators as onnxruntime-genai's builder writes them. Its Gated DeltaNet layer:
     LinearAttention under each update rule, inverse GQA (more value heads than query and key
     heads: Qwen 3.5's) and GQA, a first prompt (no state), a decode step, per-key-row decay
-    and one rate per token; LinearAttentionGate with and without the rate (softplus past its
+    and one rate per token, large heads; LinearAttentionGate with and without the rate (softplus past its
     threshold of 20 included); GatedRMSNorm, silu and sigmoid; M-RoPE (MRotaryEmbedding) in
     both layouts, 3-D and 4-D, partial rotary, interleaved pairs and a scale; and ONNX's
     LpNormalization (p 1 and 2, a zero vector, an inner axis). Its MoE's GatedAdd (plain
@@ -162,7 +162,13 @@ def qwen35_cases(rng):
             ("gated_delta_decode", 2, 4, 16, 16, "gated_delta", {"tokens": 1}),
             ("gated_per_key_decay", 2, 2, 4, 6, "gated", {"per_key": 1}),
             ("delta_rate_per_token", 2, 2, 4, 6, "delta", {"rate_one": 1}),
-            ("linear_default_scale", 3, 3, 4, 5, "linear", {"default_scale": 1})]:
+            ("linear_default_scale", 3, 3, 4, 5, "linear", {"default_scale": 1}),
+            # heads as large as Qwen 3.5's (dk 128) and wide rows of odd widths (80, 72 and
+            # 48 columns: vectors of 16 and a rest)
+            ("gated_delta_wide_heads", 2, 4, 128, 80, "gated_delta", {}),
+            ("gated_per_key_decay_wide_heads", 2, 2, 64, 72, "gated", {"per_key": 1}),
+            ("gated_delta_first_prompt_wide_heads", 2, 2, 128, 48, "gated_delta",
+             {"no_past": 1})]:
         extra = dict(extra)
         tokens = extra.pop("tokens", t)
         hk = min(hq, hv)
@@ -741,12 +747,12 @@ def matmul_nbits_cases(rng):
     # accuracy_level 4: onnxruntime's CPU rounds A to int8 per block, where B is a constant
     # (prepacked; given B as a graph input it computes in f32): the reference holds B, the
     # scales and the zero points as initializers. tpc's integer kernel (AVX-512 VNNI, f32,
-    # up to 16 rows, whole int4 blocks of 32 and more, no float zero points): 1 row against
-    # tiles of 4 columns and 2 left, 2 to 4 rows, 16; blocks of 32 (a step of 128 codes
-    # spans four), 64 and 128; 20 and 64 blocks (the packed zero points' share 16 blocks a
-    # vector, the last partial); K = 96 (a last step of 3 runs of 32); packed and no zero
-    # points. Its other paths, A rounded: 17 and 70 rows (the dequantized tiles), 8 and 2
-    # bits, a partial block. Float zero points: f32 in onnxruntime, and so in tpc.
+    # 4- and 8-bit codes in whole blocks of 16 and more, no float zero points; panels of 16
+    # columns, 8 rows at a time): 1 row against 2 panels and 10 columns, 2 to 4 rows, 16
+    # and 17 (8, 8 and 1); blocks of 16, 32, 64 and 128; 20 and 64 blocks; packed and no
+    # zero points; 8 bits. Its other paths, A rounded: 70 rows with float zero points (the
+    # dequantized tiles), 2 bits, a partial block. Float zero points: f32 in onnxruntime,
+    # and so in tpc.
     for name, m_shape, k, n, bits, block, zp_kind, bias in [
             ("row", (1, 1), 256, 42, 4, 32, "packed", True),
             ("rows_3_block_64", (3,), 256, 24, 4, 64, None, True),
@@ -760,6 +766,10 @@ def matmul_nbits_cases(rng):
             ("rows_70", (2, 35), 256, 39, 4, 64, "float", False),
             ("row_k_96", (1,), 96, 16, 4, 32, "packed", False),
             ("8bit", (2, 3), 64, 16, 8, 32, "packed", False),
+            ("8bit_row", (1,), 256, 40, 8, 32, None, True),
+            ("8bit_rows_9_block_64", (9,), 256, 20, 8, 64, "packed", False),
+            ("8bit_rows_5_block_16", (5,), 64, 17, 8, 16, None, False),
+            ("row_block_16", (1,), 128, 24, 4, 16, "packed", True),
             ("2bit", (3,), 64, 8, 2, 32, None, True),
             # f32 in onnxruntime (no int8 kernel): float zero points (above), 2 bits in
             # blocks of 16

@@ -68,8 +68,9 @@ absl::Status CausalConvWithState(KernelContext& ctx) {
   }
   ctx.pool().ParallelFor(l.batch * l.channels, 16, [&](int64_t first, int64_t last) {
     for (int64_t r = first; r < last; ++r) {
-      for (int64_t i = r * l.length; i < (r + 1) * l.length; ++i) {
-        out[i] = math::CausalConvElement(l, lx, lp, past != nullptr, lw, lb, bias != nullptr, i);
+      for (int64_t t = 0; t < l.length; ++t) {  // (no division per element)
+        out[r * l.length + t] =
+            math::CausalConvAt(l, lx, lp, past != nullptr, lw, lb, bias != nullptr, r, t);
       }
       for (int64_t i = r * l.state(); state != nullptr && i < (r + 1) * l.state(); ++i) {
         state[i] = math::CausalConvStateElement(l, lx, lp, past != nullptr, i);

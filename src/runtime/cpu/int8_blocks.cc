@@ -82,17 +82,20 @@ TPC_VNNI void QuantizeRow(const float* row, int64_t k, int64_t block, int8_t* co
   }
 }
 
-// Rows r0 .. r0 + R - 1 of `a` against one panel (16 columns, Int4Panels): per block, each
-// 64 bytes of codes split into their low and high nibbles (codes 8g to 8g + 3 and 8g + 4
-// to 8g + 7 of the 16 columns) and multiplied by the row's four codes there, broadcast
-// (vpdpbusd: unsigned weight codes times signed activation codes), into one int32 lane
-// per column that starts at the zero point's share, -zero · Σ codes of the block; then
-// converted and scaled (the columns' scales times the row's) into an f32 lane per column.
-template <int R, bool kZeros>
-TPC_VNNI inline void PanelRows(const uint8_t* panel, const Int4Panels& p, const Int8Activations& a,
+// Rows r0 .. r0 + R - 1 of `a` against one panel (16 columns, CodePanels) of kBits codes:
+// per block, each 64 bytes of codes (4 bits: split into low and high nibbles, codes 8g to
+// 8g + 3 and 8g + 4 to 8g + 7 of the 16 columns; 8 bits: codes 4g to 4g + 3) multiplied by
+// the row's four codes there, broadcast (vpdpbusd: unsigned weight codes times signed
+// activation codes, whose products fit the instruction's 16-bit intermediates: 255 · 127),
+// into one int32 lane per column that starts at the zero point's share, -zero · Σ codes of
+// the block; then converted and scaled (the columns' scales times the row's) into an f32
+// lane per column.
+template <int R, bool kZeros, int kBits>
+TPC_VNNI inline void PanelRows(const uint8_t* panel, const CodePanels& p, const Int8Activations& a,
                                int64_t r0, float* out, int64_t out_ld, __mmask16 columns) {
   const __m512i low = _mm512_set1_epi8(15);
-  const int64_t blocks = p.blocks(), code_bytes = p.block * 8, block_bytes = p.block_bytes();
+  const int64_t blocks = p.blocks(), code_bytes = 2 * kBits * p.block;
+  const int64_t block_bytes = p.block_bytes();
   const int8_t* q[R];
   const float* sa[R];
   const int32_t* sums[R];
@@ -112,21 +115,30 @@ TPC_VNNI inline void PanelRows(const uint8_t* panel, const Int4Panels& p, const 
       const __m512i z = _mm512_load_si512(codes + code_bytes + 64);
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) d[r] = _mm512_mullo_epi32(z, _mm512_set1_epi32(-sums[r][b]));
-    } else {
+    } else {  // 2^(bits - 1)
 #pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) d[r] = _mm512_set1_epi32(-8 * sums[r][b]);
+      for (int r = 0; r < R; ++r) d[r] = _mm512_set1_epi32(-(1 << (kBits - 1)) * sums[r][b]);
     }
-    for (int64_t g = 0; g < p.block / 8; ++g) {
+    for (int64_t g = 0; g < code_bytes / 64; ++g) {
       const __m512i x = _mm512_load_si512(codes + 64 * g);
-      const __m512i lo = _mm512_and_si512(x, low);
-      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(x, 4), low);
+      if constexpr (kBits == 4) {
+        const __m512i lo = _mm512_and_si512(x, low);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(x, 4), low);
 #pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) {
-        int32_t a0, a1;
-        std::memcpy(&a0, q[r] + b * p.block + 8 * g, 4);
-        std::memcpy(&a1, q[r] + b * p.block + 8 * g + 4, 4);
-        d[r] = _mm512_dpbusd_epi32(d[r], lo, _mm512_set1_epi32(a0));
-        d[r] = _mm512_dpbusd_epi32(d[r], hi, _mm512_set1_epi32(a1));
+        for (int r = 0; r < R; ++r) {
+          int32_t a0, a1;
+          std::memcpy(&a0, q[r] + b * p.block + 8 * g, 4);
+          std::memcpy(&a1, q[r] + b * p.block + 8 * g + 4, 4);
+          d[r] = _mm512_dpbusd_epi32(d[r], lo, _mm512_set1_epi32(a0));
+          d[r] = _mm512_dpbusd_epi32(d[r], hi, _mm512_set1_epi32(a1));
+        }
+      } else {
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+          int32_t a0;
+          std::memcpy(&a0, q[r] + b * p.block + 4 * g, 4);
+          d[r] = _mm512_dpbusd_epi32(d[r], x, _mm512_set1_epi32(a0));
+        }
       }
     }
     const __m512 sw = _mm512_load_ps(codes + code_bytes);
@@ -148,41 +160,45 @@ TPC_VNNI inline __m512i SpreadNibbles(__m512i v) {
                           _mm512_set1_epi32(0x0f0f0f0f));
 }
 
-// PackInt4Panels: each 64 bytes of a panel's block gathered from its 16 columns (4 bytes,
-// codes 8g to 8g + 7, of each), their nibbles reordered in the lanes: the codes' low
+// PackCodePanels: each 64 bytes of a panel's block gathered from its 16 columns (4 bytes of
+// each: 4 bits, codes 8g to 8g + 7, their nibbles reordered in the lanes: the codes' low
 // nibbles (codes 8g + 2i in byte i) and high ones spread into byte j's low nibble (code 8g
-// + j) and high nibble (code 8g + 4 + j).
+// + j) and high nibble (code 8g + 4 + j); 8 bits, codes 4g to 4g + 3 as they are).
 TPC_VNNI void PackPanels(const uint8_t* codes, const float* scales, const uint8_t* packed_zeros,
-                         int64_t packed_stride, const Int4Panels& p, int64_t first, int64_t count,
+                         int64_t packed_stride, const CodePanels& p, int64_t first, int64_t count,
                          uint8_t* out) {
-  const int64_t half = p.k / 2, blocks = p.blocks();
+  const int64_t column_bytes = p.k * p.bits / 8, blocks = p.blocks();
+  const int64_t code_bytes = 2 * p.bits * p.block;
   const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-  const __m512i byte_offsets = _mm512_mullo_epi32(lane, _mm512_set1_epi32(static_cast<int>(half)));
+  const __m512i byte_offsets =
+      _mm512_mullo_epi32(lane, _mm512_set1_epi32(static_cast<int>(column_bytes)));
   const __m512i scale_offsets =
       _mm512_mullo_epi32(lane, _mm512_set1_epi32(static_cast<int>(blocks)));
   for (int64_t i = first; i < first + count; ++i) {
-    const int64_t c0 = i * Int4Panels::kColumns;
-    const int64_t cols = std::min(Int4Panels::kColumns, p.n - c0);
+    const int64_t c0 = i * CodePanels::kColumns;
+    const int64_t cols = std::min(CodePanels::kColumns, p.n - c0);
     const auto in = static_cast<__mmask16>(cols == 16 ? 0xffff : (1u << cols) - 1);
     uint8_t* panel = out + i * p.panel_bytes();
     for (int64_t b = 0; b < blocks; ++b) {
       uint8_t* dst = panel + b * p.block_bytes();
-      const uint8_t* src = codes + c0 * half + b * p.block / 2;
-      for (int64_t g = 0; g < p.block / 8; ++g) {
-        const __m512i v =
+      const uint8_t* src = codes + c0 * column_bytes + b * p.block * p.bits / 8;
+      for (int64_t g = 0; g < code_bytes / 64; ++g) {
+        __m512i v =
             _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), in, byte_offsets, src + 4 * g, 1);
-        const __m512i packed = _mm512_or_si512(
-            SpreadNibbles(v), _mm512_slli_epi32(SpreadNibbles(_mm512_srli_epi32(v, 16)), 4));
-        _mm512_store_si512(dst + 64 * g, packed);
+        if (p.bits == 4) {
+          v = _mm512_or_si512(SpreadNibbles(v),
+                              _mm512_slli_epi32(SpreadNibbles(_mm512_srli_epi32(v, 16)), 4));
+        }
+        _mm512_store_si512(dst + 64 * g, v);
       }
-      _mm512_store_ps(dst + p.block * 8,
+      _mm512_store_ps(dst + code_bytes,
                       _mm512_mask_i32gather_ps(_mm512_setzero_ps(), in, scale_offsets,
                                                scales + c0 * blocks + b, 4));
       if (p.zero_points) {  // (a byte each: a gather of 4 would read past the last)
-        auto* zeros = reinterpret_cast<int32_t*>(dst + p.block * 8 + 64);
-        for (int64_t l = 0; l < Int4Panels::kColumns; ++l) {
-          zeros[l] =
-              l < cols ? (packed_zeros[(c0 + l) * packed_stride + b / 2] >> (4 * (b % 2))) & 15 : 0;
+        auto* zeros = reinterpret_cast<int32_t*>(dst + code_bytes + 64);
+        for (int64_t l = 0; l < CodePanels::kColumns; ++l) {
+          const uint8_t* z = packed_zeros + (c0 + l) * packed_stride;
+          zeros[l] = l >= cols ? 0 : p.bits == 8 ? z[b] : (z[b / 2] >> (4 * (b % 2))) & 15;
         }
       }
     }
@@ -190,28 +206,28 @@ TPC_VNNI void PackPanels(const uint8_t* codes, const float* scales, const uint8_
 }
 
 // The last rows of a panel (fewer than kPanelRows): PanelRows at their count.
-template <bool kZeros, int R = kPanelRows - 1>
-TPC_VNNI void PanelTail(const uint8_t* panel, const Int4Panels& p, const Int8Activations& a,
+template <bool kZeros, int kBits, int R = kPanelRows - 1>
+TPC_VNNI void PanelTail(const uint8_t* panel, const CodePanels& p, const Int8Activations& a,
                         int64_t r0, float* out, int64_t out_ld, __mmask16 columns) {
   if constexpr (R > 0) {
-    if (a.m - r0 == R) return PanelRows<R, kZeros>(panel, p, a, r0, out, out_ld, columns);
-    PanelTail<kZeros, R - 1>(panel, p, a, r0, out, out_ld, columns);
+    if (a.m - r0 == R) return PanelRows<R, kZeros, kBits>(panel, p, a, r0, out, out_ld, columns);
+    PanelTail<kZeros, kBits, R - 1>(panel, p, a, r0, out, out_ld, columns);
   }
 }
 
-template <bool kZeros>
-TPC_VNNI void PanelsDot(const uint8_t* panels, const Int4Panels& p, int64_t first, int64_t count,
+template <bool kZeros, int kBits>
+TPC_VNNI void PanelsDot(const uint8_t* panels, const CodePanels& p, int64_t first, int64_t count,
                         const Int8Activations& a, float* out, int64_t out_ld) {
   for (int64_t i = first; i < first + count; ++i) {
     const uint8_t* panel = panels + i * p.panel_bytes();
-    const int64_t c0 = i * Int4Panels::kColumns;
-    const int64_t cols = std::min(Int4Panels::kColumns, p.n - c0);
+    const int64_t c0 = i * CodePanels::kColumns;
+    const int64_t cols = std::min(CodePanels::kColumns, p.n - c0);
     const auto columns = static_cast<__mmask16>(cols == 16 ? 0xffff : (1u << cols) - 1);
     float* y = out + c0;
     int64_t r0 = 0;
     for (; r0 + kPanelRows <= a.m; r0 += kPanelRows)
-      PanelRows<kPanelRows, kZeros>(panel, p, a, r0, y, out_ld, columns);
-    if (r0 < a.m) PanelTail<kZeros>(panel, p, a, r0, y, out_ld, columns);
+      PanelRows<kPanelRows, kZeros, kBits>(panel, p, a, r0, y, out_ld, columns);
+    if (r0 < a.m) PanelTail<kZeros, kBits>(panel, p, a, r0, y, out_ld, columns);
   }
 }
 
@@ -233,7 +249,7 @@ bool HasInt8Dot() {
 }
 
 void Int8Activations::Resize(int64_t rows, int64_t cols, int64_t block_size) {
-  TPC_CHECK(block_size % 32 == 0 && cols % block_size == 0);
+  TPC_CHECK(block_size % 16 == 0 && cols % block_size == 0);
   m = rows;
   k = cols;
   block = block_size;
@@ -256,10 +272,11 @@ void QuantizeInt8Activations(const float* a, int64_t first, int64_t count, Int8A
 #endif
 }
 
-void PackInt4Panels(const uint8_t* codes, const float* scales, const uint8_t* packed_zeros,
-                    int64_t packed_stride, const Int4Panels& p, int64_t first, int64_t count,
+void PackCodePanels(const uint8_t* codes, const float* scales, const uint8_t* packed_zeros,
+                    int64_t packed_stride, const CodePanels& p, int64_t first, int64_t count,
                     uint8_t* out) {
-  TPC_CHECK(HasInt8Dot() && p.block % 32 == 0 && p.k % p.block == 0);
+  TPC_CHECK(HasInt8Dot() && (p.bits == 4 || p.bits == 8) && p.block % 16 == 0 &&
+            p.k % p.block == 0);
 #if defined(__x86_64__)
   PackPanels(codes, scales, packed_zeros, packed_stride, p, first, count, out);
 #else
@@ -268,14 +285,16 @@ void PackInt4Panels(const uint8_t* codes, const float* scales, const uint8_t* pa
 #endif
 }
 
-void Int8Int4PanelsDot(const uint8_t* panels, const Int4Panels& layout, int64_t first,
-                       int64_t count, const Int8Activations& a, float* out, int64_t out_ld) {
-  TPC_CHECK(HasInt8Dot());
+void Int8PanelsDot(const uint8_t* panels, const CodePanels& layout, int64_t first, int64_t count,
+                   const Int8Activations& a, float* out, int64_t out_ld) {
+  TPC_CHECK(HasInt8Dot() && (layout.bits == 4 || layout.bits == 8));
 #if defined(__x86_64__)
+  const bool eight = layout.bits == 8;
   if (layout.zero_points) {
-    PanelsDot<true>(panels, layout, first, count, a, out, out_ld);
+    (eight ? PanelsDot<true, 8> : PanelsDot<true, 4>)(panels, layout, first, count, a, out, out_ld);
   } else {
-    PanelsDot<false>(panels, layout, first, count, a, out, out_ld);
+    (eight ? PanelsDot<false, 8> : PanelsDot<false, 4>)(panels, layout, first, count, a, out,
+                                                        out_ld);
   }
 #else
   (void)panels, (void)layout, (void)first, (void)count, (void)a, (void)out, (void)out_ld;

@@ -17,8 +17,8 @@
 namespace tpc::runtime::cpu {
 namespace {
 
-// ConstantForm's form of MatMulNBits' weights: int4 panels (Int4Panels).
-constexpr int kInt4PanelsForm = 1;
+// ConstantForm's form of MatMulNBits' weights: panels of codes (CodePanels).
+constexpr int kCodePanelsForm = 1;
 
 // Up to this many rows (tokens) the packed weight is read directly, not dequantized.
 constexpr int64_t kDirectRows = 4;
@@ -69,28 +69,30 @@ absl::Status CheckWeights(const KernelContext& ctx, const math::NBitsLayout& l,
   return absl::OkStatus();
 }
 
-// Whether accuracy_level 4's integer kernel multiplies A (f32) by this weight.
+// Whether accuracy_level 4's integer kernel multiplies A (f32) by this weight: 4 or 8
+// bits in whole blocks of a multiple of 16.
 bool Int8PanelsApply(const KernelContext& ctx, const math::NBitsLayout& l, bool float_zeros) {
   return math::NBitsInt8Activations(l, ctx.node().attr_int("accuracy_level", 0), float_zeros) &&
-         Int4Blocks(l) && HasInt8Dot();
+         (l.bits == 4 || l.bits == 8) && l.block_size % 16 == 0 && l.k % l.block_size == 0 &&
+         HasInt8Dot();
 }
 
-// The weight in Int4Panels: made once for constant codes, scales and zero points
+// The weight in CodePanels: made once for constant codes, scales and zero points
 // (ConstantForm), else into `own` (null: not made).
 const uint8_t* Int8PanelsOf(KernelContext& ctx, const math::NBitsLayout& l,
                             AlignedVector<uint8_t>* own) {
   const Tensor* zero_points = ctx.optional_input(3);
   const uint8_t* pz = zero_points != nullptr ? zero_points->data<uint8_t>() : nullptr;
-  const Int4Panels layout{l.n, l.k, l.block_size, pz != nullptr};
+  const CodePanels layout{l.n, l.k, l.bits, l.block_size, pz != nullptr};
   auto pack = [&](uint8_t* out) {
     ctx.pool().ParallelFor(layout.panels(), 1, [&](int64_t lo, int64_t hi) {
-      PackInt4Panels(ctx.input(1).data<uint8_t>(), ctx.input(2).data<float>(), pz,
+      PackCodePanels(ctx.input(1).data<uint8_t>(), ctx.input(2).data<float>(), pz,
                      l.packed_zero_point_bytes(), layout, lo, hi - lo, out);
     });
   };
   const void* made = pz != nullptr
-                         ? ConstantForm(ctx, {1, 2, 3}, kInt4PanelsForm, layout.bytes(), pack)
-                         : ConstantForm(ctx, {1, 2}, kInt4PanelsForm, layout.bytes(), pack);
+                         ? ConstantForm(ctx, {1, 2, 3}, kCodePanelsForm, layout.bytes(), pack)
+                         : ConstantForm(ctx, {1, 2}, kCodePanelsForm, layout.bytes(), pack);
   if (made != nullptr || own == nullptr) return static_cast<const uint8_t*>(made);
   own->resize(static_cast<size_t>(layout.bytes()));
   pack(own->data());
@@ -166,28 +168,28 @@ absl::Status MatMulNBits(KernelContext& ctx) {
       }
     };
     // accuracy_level 4: A rounded to int8 per block (math::Int8Rounded), as onnxruntime's
-    // CPU computes it; with AVX-512 VNNI, f32 rows of the usual int4 layout multiply as
-    // integers against the weight rearranged into panels of 16 columns (once per constant
-    // weight; a weight fed as an input is rearranged at every call), else the rounded A goes
-    // through the paths below. bench_nbits, 1 thread, K 1024, N 3072: one row 0.057 ms
-    // (L2) and 0.071 (from memory, 28 GB/s), 32 rows 0.84 ms, against 0.13, 0.10 and 2.30
-    // for the integer kernel on the original layout (a column at a time, four runs of 32
-    // codes a vector, a conversion and two FMAs per row every 128 codes).
+    // CPU computes it; with AVX-512 VNNI, f32 rows times 4- or 8-bit codes in whole blocks
+    // multiply as integers against the weight rearranged into panels of 16 columns (once per
+    // constant weight; a weight fed as an input is rearranged at every call), else the
+    // rounded A goes through the paths below. bench_nbits, 1 thread, K 1024, N 3072: one row 0.057
+    // ms (L2) and 0.071 (from memory, 28 GB/s), 32 rows 0.84 ms, against 0.13, 0.10 and 2.30 for
+    // the integer kernel on the original layout (a column at a time, four runs of 32 codes a
+    // vector, a conversion and two FMAs per row every 128 codes).
     AlignedVector<T> rounded;
     if (math::NBitsInt8Activations(l, ctx.node().attr_int("accuracy_level", 0), pzf != nullptr)) {
       if constexpr (std::is_same_v<T, float>) {
         if (Int8PanelsApply(ctx, l, false)) {  // (float zero points never round)
           AlignedVector<uint8_t> own;
           const uint8_t* panels = Int8PanelsOf(ctx, l, &own);
-          const Int4Panels layout{l.n, l.k, l.block_size, pz != nullptr};
+          const CodePanels layout{l.n, l.k, l.bits, l.block_size, pz != nullptr};
           Int8Activations rows;
           rows.Resize(m, l.k, l.block_size);
           ctx.pool().ParallelFor(m, 16, [&](int64_t lo, int64_t hi) {
             QuantizeInt8Activations(pa, lo, hi - lo, &rows);
           });
           ctx.pool().ParallelFor(layout.panels(), 1, [&](int64_t lo, int64_t hi) {
-            Int8Int4PanelsDot(panels, layout, lo, hi - lo, rows, py, l.n);
-            add_bias_columns(lo * Int4Panels::kColumns, std::min(l.n, hi * Int4Panels::kColumns));
+            Int8PanelsDot(panels, layout, lo, hi - lo, rows, py, l.n);
+            add_bias_columns(lo * CodePanels::kColumns, std::min(l.n, hi * CodePanels::kColumns));
           });
           return absl::OkStatus();
         }

@@ -30,18 +30,26 @@ TPC_HOST_DEVICE inline float CausalConvPadded(const CausalConvLayout& l, Load x,
   return has_past ? past(r * s + u) : 0.0f;
 }
 
-// Output element i (of [batch, channels, length]): bias + Σ_j w[c, j] · padded(t + j ·
+// Output element (r, t) (of [batch · channels, length]): bias + Σ_j w[c, j] · padded(t + j ·
 // dilation), then SiLU when asked.
 template <typename Load>
-TPC_HOST_DEVICE inline float CausalConvElement(const CausalConvLayout& l, Load x, Load past,
-                                               bool has_past, Load w, Load bias, bool has_bias,
-                                               int64_t i) {
-  const int64_t t = i % l.length, r = i / l.length, c = r % l.channels;
+TPC_HOST_DEVICE inline float CausalConvAt(const CausalConvLayout& l, Load x, Load past,
+                                          bool has_past, Load w, Load bias, bool has_bias,
+                                          int64_t r, int64_t t) {
+  const int64_t c = r % l.channels;
   float acc = has_bias ? bias(c) : 0.0f;
   for (int64_t j = 0; j < l.k; ++j) {
     acc += w(c * l.k + j) * CausalConvPadded(l, x, past, has_past, r, t + j * l.dilation);
   }
   return l.silu ? acc / (1.0f + expf(-acc)) : acc;
+}
+
+// Output element i (of [batch, channels, length]): CausalConvAt's (r, t).
+template <typename Load>
+TPC_HOST_DEVICE inline float CausalConvElement(const CausalConvLayout& l, Load x, Load past,
+                                               bool has_past, Load w, Load bias, bool has_bias,
+                                               int64_t i) {
+  return CausalConvAt(l, x, past, has_past, w, bias, has_bias, i / l.length, i % l.length);
 }
 
 // Present state element i (of [batch, channels, state], so state() > 0): the last
