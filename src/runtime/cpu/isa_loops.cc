@@ -9,12 +9,6 @@
 #include "tpc/util/status_macros.h"
 #include "vector_math.h"
 
-#if defined(__x86_64__) && !defined(TPC_NO_TARGET_CLONES)
-#define TPC_ISA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define TPC_ISA_CLONES
-#endif
-
 namespace tpc::runtime::cpu {
 namespace {
 

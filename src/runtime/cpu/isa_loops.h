@@ -7,6 +7,14 @@
 
 #include <cstdint>
 
+// A function compiled for each of the three (gcc's target_clones); also for a kernel's own
+// hot loop that lives with its kernel (LinearAttention's recurrence).
+#if defined(__x86_64__) && !defined(TPC_NO_TARGET_CLONES)
+#define TPC_ISA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define TPC_ISA_CLONES
+#endif
+
 namespace tpc::runtime::cpu {
 
 enum class Activation { kNone, kGelu, kGeluTanh, kRelu, kTanh, kSigmoid, kSiLU };
