@@ -20,6 +20,10 @@ namespace {
 // ConstantForm's form of MatMulNBits' weights: panels of codes (CodePanels).
 constexpr int kCodePanelsForm = 1;
 
+// From this many rows of A on, a weight that is not a constant is rearranged into panels
+// at every call (CodePanels; constant ones once).
+constexpr int64_t kPackPerCallRows = 8;
+
 // Up to this many rows (tokens) the packed weight is read directly, not dequantized.
 constexpr int64_t kDirectRows = 4;
 
@@ -170,17 +174,21 @@ absl::Status MatMulNBits(KernelContext& ctx) {
     // accuracy_level 4: A rounded to int8 per block (math::Int8Rounded), as onnxruntime's
     // CPU computes it; with AVX-512 VNNI, f32 rows times 4- or 8-bit codes in whole blocks
     // multiply as integers against the weight rearranged into panels of 16 columns (once per
-    // constant weight; a weight fed as an input is rearranged at every call), else the
-    // rounded A goes through the paths below. bench_nbits, 1 thread, K 1024, N 3072: one row 0.057
-    // ms (L2) and 0.071 (from memory, 28 GB/s), 32 rows 0.84 ms, against 0.13, 0.10 and 2.30 for
-    // the integer kernel on the original layout (a column at a time, four runs of 32 codes a
-    // vector, a conversion and two FMAs per row every 128 codes).
+    // constant weight), else the rounded A goes through the paths below. bench_nbits, 1 thread, K
+    // 1024, N 3072: one row 0.057 ms (L2) and 0.071 (from memory, 28 GB/s), 32 rows 0.84 ms,
+    // against 0.13, 0.10 and 2.30 for the integer kernel on the original layout (a column at a
+    // time, four runs of 32 codes a vector, a conversion and two FMAs per row every 128 codes).
     AlignedVector<T> rounded;
     if (math::NBitsInt8Activations(l, ctx.node().attr_int("accuracy_level", 0), pzf != nullptr)) {
       if constexpr (std::is_same_v<T, float>) {
-        if (Int8PanelsApply(ctx, l, false)) {  // (float zero points never round)
-          AlignedVector<uint8_t> own;
-          const uint8_t* panels = Int8PanelsOf(ctx, l, &own);
+        // (Float zero points never round.) A weight fed as an input is rearranged for
+        // prompts only: a few rows would spend longer rearranging it (2.6-2.9 GB/s a
+        // thread) than the f32 loops take to read it in place, A rounded.
+        AlignedVector<uint8_t> own;
+        const uint8_t* panels = Int8PanelsApply(ctx, l, false)
+                                    ? Int8PanelsOf(ctx, l, m >= kPackPerCallRows ? &own : nullptr)
+                                    : nullptr;
+        if (panels != nullptr) {
           const CodePanels layout{l.n, l.k, l.bits, l.block_size, pz != nullptr};
           Int8Activations rows;
           rows.Resize(m, l.k, l.block_size);
