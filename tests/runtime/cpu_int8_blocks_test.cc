@@ -71,8 +71,8 @@ TEST_CASE("Int8PanelsDot gives every column against every rounded row", "[runtim
   }
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  // 4- and 8-bit codes; blocks of 16 (64 bytes of a panel's codes hold all 4-bit codes of
-  // a block of 8, a quarter of 8-bit ones), 32, 64, 128 and 256; 1 row to 19 (8 at a time,
+  // 4- and 8-bit codes; blocks of 16 (64 bytes of a panel's codes hold half of a block's
+  // 4-bit codes, a quarter of its 8-bit ones), 32, 64, 128 and 256; 1 row to 19 (8 at a time,
   // then the rest together: 1 to 7 rows, or none); 1, 6 and 17 columns (a partial panel,
   // one whole and a partial one), 33 (two whole ones and one column); odd block counts
   // (4-bit zero points ending in half a byte); packed zero points and none (2^(bits - 1)).
@@ -147,8 +147,9 @@ TEST_CASE("Int8PanelsDot gives every column against every rounded row", "[runtim
 
 TEST_CASE("MatMulNBits at accuracy_level 4: a NaN in a row makes that row's outputs NaN",
           "[runtime][cpu][int8]") {
-  // 4 bits: 1 and 20 rows in blocks of 32, 20 in blocks of 16 (the integer kernel where
-  // the CPU has it); 2 bits in blocks of 32 (A rounded, then the f32 tiles).
+  // 4 bits: 20 rows in blocks of 32 and of 16 (the integer kernel where the CPU has it:
+  // B is an input, rearranged at the call); 1 row (A rounded, then the f32 decode loop); 2
+  // bits in blocks of 32 (A rounded, then the f32 tiles).
   for (auto [m, bits, block] :
        {std::array<int64_t, 3>{1, 4, 32}, {20, 4, 32}, {20, 4, 16}, {20, 2, 32}}) {
     const int64_t k = 128, n = 8, blocks = k / block;
@@ -207,18 +208,25 @@ TEST_CASE(
   for (float& v : bias) v = uniform(rng);
   Tensor a = Tensor::Allocate(ir::DType::kF32, {m, k});
   for (int64_t i = 0; i < m * k; ++i) a.data<float>()[i] = uniform(rng);
-  // Without zero points and bias, then with both (the panels keyed by three constants).
-  for (int64_t level : {0, 4, 40}) {
-    const bool extras = level == 40;
-    if (extras) level = 4;
+  std::string codes8(static_cast<size_t>(n * k), '\0');  // 8-bit codes
+  for (char& c : codes8) c = static_cast<char>(rng() & 255);
+  // Levels 0 and 4 without zero points and bias; level 4 with both (the panels keyed by
+  // three constants); 8-bit codes at level 4 (their own layout of panels).
+  struct Case {
+    int64_t level, bits;
+    bool extras;
+  };
+  for (const auto [level, bits, extras] :
+       {Case{0, 4, false}, Case{4, 4, false}, Case{4, 4, true}, Case{4, 8, false}}) {
     const ir::Attributes attrs = {
-        {"K", k}, {"N", n}, {"bits", int64_t{4}}, {"block_size", block}, {"accuracy_level", level}};
+        {"K", k}, {"N", n}, {"bits", bits}, {"block_size", block}, {"accuracy_level", level}};
+    const std::string& weight = bits == 8 ? codes8 : codes;
+    const std::vector<int64_t> b_shape = {n, blocks, block * bits / 8};
     ir::Graph g;
     g.opsets()[""] = 18;
     g.opsets()["com.microsoft"] = 1;
     ir::Value* x = g.AddPlaceholder("A", ir::TensorType(ir::DType::kF32, {ir::Dim(m), ir::Dim(k)}));
-    ir::Value* b =
-        g.AddConstant("B", ir::Tensor::FromBytes(ir::DType::kU8, {n, blocks, block / 2}, codes));
+    ir::Value* b = g.AddConstant("B", ir::Tensor::FromBytes(ir::DType::kU8, b_shape, weight));
     ir::Value* s = g.AddConstant("scales", ir::Tensor::FromFloat({n * blocks}, scales));
     std::vector<ir::Value*> ins = {x, b, s};
     if (extras) {
@@ -236,8 +244,8 @@ TEST_CASE(
     const bool panels = level == 4 && HasInt8Dot();
     REQUIRE(StreamedConstantCopies(*backend) == (panels ? 0 : 2));
     REQUIRE(ConstantForms(*backend) == (panels ? 1 : 0));
-    Tensor tb = Tensor::Allocate(ir::DType::kU8, {n, blocks, block / 2});
-    std::memcpy(tb.raw(), codes.data(), codes.size());
+    Tensor tb = Tensor::Allocate(ir::DType::kU8, b_shape);
+    std::memcpy(tb.raw(), weight.data(), weight.size());
     Tensor ts = Tensor::Allocate(ir::DType::kF32, {n * blocks});
     std::memcpy(ts.raw(), scales.data(), scales.size() * sizeof(float));
     testing::OneOp o;
@@ -257,7 +265,8 @@ TEST_CASE(
     REQUIRE(want.ok());
     for (int run = 0; run < 2; ++run) {
       auto got = (*ex)->Run({{"A", a}});
-      INFO("accuracy_level " << level << ", run " << run);
+      INFO("accuracy_level " << level << ", " << bits << " bits, zero points and bias " << extras
+                             << ", run " << run);
       REQUIRE(got.ok());
       REQUIRE(std::memcmp((*got)[0].raw(), (*want)[0].raw(), (*want)[0].nbytes()) == 0);
     }

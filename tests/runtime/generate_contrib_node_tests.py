@@ -748,11 +748,12 @@ def matmul_nbits_cases(rng):
     # (prepacked; given B as a graph input it computes in f32): the reference holds B, the
     # scales and the zero points as initializers. tpc's integer kernel (AVX-512 VNNI, f32,
     # 4- and 8-bit codes in whole blocks of 16 and more, no float zero points; panels of 16
-    # columns, 8 rows at a time): 1 row against 2 panels and 10 columns, 2 to 4 rows, 16
-    # and 17 (8, 8 and 1); blocks of 16, 32, 64 and 128; 20 and 64 blocks; packed and no
-    # zero points; 8 bits. Its other paths, A rounded: 70 rows with float zero points (the
-    # dequantized tiles), 2 bits, a partial block. Float zero points: f32 in onnxruntime,
-    # and so in tpc.
+    # columns, 8 rows at a time) takes B as a graph input (as these tests feed it) from 8
+    # rows on: 8 rows against 2 panels and 8 columns (8 bits), 9 (8 and 1) in blocks of 16
+    # and 64, 12 (8 and 4) of 8-bit codes in blocks of 16, 16 and 17 rows; packed and no
+    # zero points. Fewer rows (1 to 6; the same kernel when B is a constant: the unit
+    # tests), 70 rows with float zero points, 2 bits and a partial block: A rounded, then
+    # the f32 loops. Float zero points: f32 in onnxruntime, and so in tpc.
     for name, m_shape, k, n, bits, block, zp_kind, bias in [
             ("row", (1, 1), 256, 42, 4, 32, "packed", True),
             ("rows_3_block_64", (3,), 256, 24, 4, 64, None, True),
@@ -770,6 +771,9 @@ def matmul_nbits_cases(rng):
             ("8bit_rows_9_block_64", (9,), 256, 20, 8, 64, "packed", False),
             ("8bit_rows_5_block_16", (5,), 64, 17, 8, 16, None, False),
             ("row_block_16", (1,), 128, 24, 4, 16, "packed", True),
+            ("8bit_rows_8", (8,), 256, 40, 8, 32, None, True),
+            ("8bit_rows_12_block_16", (12,), 64, 17, 8, 16, None, False),
+            ("rows_9_block_16", (9,), 128, 24, 4, 16, "packed", True),
             ("2bit", (3,), 64, 8, 2, 32, None, True),
             # f32 in onnxruntime (no int8 kernel): float zero points (above), 2 bits in
             # blocks of 16

@@ -41,7 +41,7 @@ struct Copies {
     std::vector<ir::Tensor> sources;
     const void* data = nullptr;
   };
-  std::map<std::tuple<std::vector<ConstantKey>, int, int64_t>, Form> forms;
+  std::map<std::tuple<std::vector<ConstantKey>, std::vector<int64_t>, int64_t>, Form> forms;
   std::vector<std::shared_ptr<void>> chunks;
   uint8_t* next = nullptr;
   size_t left = 0;
@@ -137,10 +137,11 @@ const void* StreamedConstant(KernelContext& ctx, int input) {
   return data;
 }
 
-const void* ConstantForm(KernelContext& ctx, std::initializer_list<int> inputs, int form,
-                         int64_t bytes, absl::FunctionRef<void(uint8_t* out)> make) {
+const void* ConstantForm(KernelContext& ctx, std::initializer_list<int> inputs,
+                         std::initializer_list<int64_t> form, int64_t bytes,
+                         absl::FunctionRef<void(uint8_t* out)> make) {
   // (the size too: a form of the same constants in another layout is another form)
-  std::tuple<std::vector<ConstantKey>, int, int64_t> key{{}, form, bytes};
+  std::tuple<std::vector<ConstantKey>, std::vector<int64_t>, int64_t> key{{}, form, bytes};
   Copies::Form made;
   for (int input : inputs) {
     const ir::Tensor* constant = ConstantOf(ctx, input);

@@ -31,13 +31,14 @@ const void* StreamedConstant(KernelContext& ctx, int input);
 // A form of constant inputs that a kernel makes once and reads on every call (MatMulNBits'
 // int4 codes rearranged into panels): `bytes` on huge pages (cut as the copies are, on a
 // cache line), written by make(out) at the first call of any node reading the same
-// constants for `inputs`, in the same types, with the same `form` (make may use ctx's
-// pool), and kept by the backend with
+// constants for `inputs`, in the same types, with the same `form` (which form, and the
+// numbers of its layout; make may use ctx's pool), and kept by the backend with
 // the copies; the inputs' mapped pages are given back. Null when one of `inputs` is not a
 // constant, the backend keeps no kernel states or the memory cannot be had: the caller
 // then makes the form itself.
-const void* ConstantForm(KernelContext& ctx, std::initializer_list<int> inputs, int form,
-                         int64_t bytes, absl::FunctionRef<void(uint8_t* out)> make);
+const void* ConstantForm(KernelContext& ctx, std::initializer_list<int> inputs,
+                         std::initializer_list<int64_t> form, int64_t bytes,
+                         absl::FunctionRef<void(uint8_t* out)> make);
 // How many constants `backend` holds copies of (ConstantForm's forms not counted), and how
 // many forms.
 size_t StreamedConstantCopies(Backend& backend);

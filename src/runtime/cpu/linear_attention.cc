@@ -110,10 +110,11 @@ namespace {
 // rows contiguous: each step's sums run along a row, vectorized), in `state` (the present),
 // starting from `past` (this head's past state; null: zeros), which the first token's first
 // pass reads in place of a copy. The same sums, in the same order of the key rows, as
-// math::LinearAttentionColumn, which the GPU runs a column a thread. Compiled per ISA
-// (TPC_ISA_CLONES): the bench's Qwen 3.5 32-token prefill spent 4.8-5.4 ms here against
-// 7.2 in the baseline build's 4-wide loops. (Blocks of 32 columns kept in L1 were slower,
-// 8.8-9.3: the sums along a row's 2 vectors wait on their FMAs' latency.)
+// math::LinearAttentionColumn, which the GPU runs a column a thread (the AVX-512 clone
+// contracts them into FMAs, so its last bits differ). Compiled per ISA (TPC_ISA_CLONES): the
+// bench's Qwen 3.5 32-token prefill spent 4.8-5.4 ms here against 7.2 in the baseline build's
+// 4-wide loops. (Blocks of 32 columns kept in L1 were slower, 8.8-9.3: the sums along a row's 2
+// vectors wait on their FMAs' latency.)
 TPC_ISA_CLONES void LinearAttentionHead(const math::LinearAttentionLayout& l, const float* q,
                                         const float* k, const float* v, const float* decay,
                                         const float* rate, float* out, const float* past,

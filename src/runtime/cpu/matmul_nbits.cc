@@ -74,11 +74,12 @@ absl::Status CheckWeights(const KernelContext& ctx, const math::NBitsLayout& l,
 }
 
 // Whether accuracy_level 4's integer kernel multiplies A (f32) by this weight: 4 or 8
-// bits in whole blocks of a multiple of 16.
+// bits in whole blocks of a multiple of 16, up to 2048 (a block's int32 sums, up to 255 ·
+// 127 · block and zero · 127 · block, stay far from overflowing).
 bool Int8PanelsApply(const KernelContext& ctx, const math::NBitsLayout& l, bool float_zeros) {
   return math::NBitsInt8Activations(l, ctx.node().attr_int("accuracy_level", 0), float_zeros) &&
-         (l.bits == 4 || l.bits == 8) && l.block_size % 16 == 0 && l.k % l.block_size == 0 &&
-         HasInt8Dot();
+         (l.bits == 4 || l.bits == 8) && l.block_size % 16 == 0 && l.block_size <= 2048 &&
+         l.k % l.block_size == 0 && HasInt8Dot();
 }
 
 // The weight in CodePanels: made once for constant codes, scales and zero points
@@ -94,9 +95,11 @@ const uint8_t* Int8PanelsOf(KernelContext& ctx, const math::NBitsLayout& l,
                      l.packed_zero_point_bytes(), layout, lo, hi - lo, out);
     });
   };
-  const void* made = pz != nullptr
-                         ? ConstantForm(ctx, {1, 2, 3}, kCodePanelsForm, layout.bytes(), pack)
-                         : ConstantForm(ctx, {1, 2}, kCodePanelsForm, layout.bytes(), pack);
+  // (the layout's numbers in the form's name: the same constants read as another layout
+  // are another form)
+  const std::initializer_list<int64_t> form = {kCodePanelsForm, l.n, l.k, l.bits, l.block_size};
+  const void* made = pz != nullptr ? ConstantForm(ctx, {1, 2, 3}, form, layout.bytes(), pack)
+                                   : ConstantForm(ctx, {1, 2}, form, layout.bytes(), pack);
   if (made != nullptr || own == nullptr) return static_cast<const uint8_t*>(made);
   own->resize(static_cast<size_t>(layout.bytes()));
   pack(own->data());
