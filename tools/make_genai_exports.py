@@ -11,7 +11,9 @@ token (MoE, SwiGLU), attention sinks and Gemma 2's windows; LFM2-MoE, --archs lf
 an attention layer and a short-convolution one, whose state is carried between steps
 (CausalConvWithState), each with 4 experts; Qwen 3.5, --archs qwen35 or qwen35moe: a
 Gated DeltaNet layer, its convolution and recurrent states carried, beside a gated
-attention layer with M-RoPE, and in the MoE form 4 experts beside a shared one) and
+attention layer with M-RoPE, and in the MoE form 4 experts beside a shared one; Gemma 4's
+dense form, --archs gemma4: windowed and global layers of different head sizes, Q/K/V
+norms, a scalar per layer) and
 precision (fp32, int4: MatMulNBits with block 32), this saves a random-weight
 transformers model (and a small WordLevel tokenizer, which the builder wants) to a temporary
 folder, runs `python -m onnxruntime_genai.models.builder -e cpu` (--ep cuda: the builder's
@@ -24,7 +26,8 @@ CUDA exports of Qwen 3): their outputs come from the unfused graph (tools/unfuse
 Needs torch, transformers >= 5, onnxruntime-genai (0.18 checked) and onnxruntime; `make
 test` never runs this, it reads the committed outputs. Gemma 4 (--archs gemma4moe) needs a
 transformers whose Gemma 4 configuration has global_head_dim (5.10.4 checked): from 5.20
-it moved to per_layer_config, which the builder 0.18 cannot read.
+it moved to per_layer_config, which the builder 0.18 cannot read; its dense form (--archs
+gemma4, Gemma4Unified) a transformers that has it (5.11 to 5.14; 5.14.1 checked).
 """
 import argparse
 import json
@@ -57,6 +60,7 @@ ARCHS = {
     "lfm2moe": "Lfm2MoeForCausalLM",
     "lfm2": "Lfm2ForCausalLM",
     "gemma4moe": "Gemma4ForConditionalGeneration",
+    "gemma4": "Gemma4UnifiedForConditionalGeneration",
     "qwen35": "Qwen3_5ForConditionalGeneration",
     "qwen35moe": "Qwen3_5MoeForConditionalGeneration",
 }
@@ -96,6 +100,14 @@ CONFIG = {
                       tie_word_embeddings=True,
                       layer_types=["sliding_attention", "full_attention"]),
 }
+# Gemma 4's dense form (the builder's Gemma4Model, text only): a windowed layer (head size
+# 16) and a global one (32, partial rotary), Q/K norms and a V norm without a scale, the
+# layer's output scaled by its layer_scalar, tied embeddings (the int4 export's logits
+# weight its GatherBlockQuantized embedding). KV-shared layers (num_kv_shared_layers > 0)
+# have no K/V projections, which the builder 0.18 cannot export ("no attribute k_proj").
+CONFIG["gemma4"] = dict(sliding_window=3, pad_token_id=0, global_head_dim=32,
+                        num_global_key_value_heads=2, tie_word_embeddings=True,
+                        layer_types=["sliding_attention", "full_attention"])
 CONFIG["qwen35"] = dict(
     # Qwen 3.5 (text): a Gated DeltaNet layer (its short-convolution state and its
     # recurrent state carried: CausalConvWithState, LinearAttention) and a gated full
@@ -114,8 +126,10 @@ CONFIG["qwen35moe"] = dict(CONFIG["qwen35"], moe_intermediate_size=64,
                            num_experts_per_tok=2)
 # Multimodal models whose builder reads only the text model: their configuration is the
 # text model's, under text_config.
-TEXT_CONFIG = {"gemma4moe": "Gemma4Config", "qwen35": "Qwen3_5Config",
+TEXT_CONFIG = {"gemma4moe": "Gemma4Config", "gemma4": "Gemma4UnifiedConfig", "qwen35": "Qwen3_5Config",
                "qwen35moe": "Qwen3_5MoeConfig"}
+# Architectures whose norm weights are drawn at random (save_hf).
+RANDOM_NORMS = {"gemma4"}
 # Configuration classes not named after the model's.
 CONFIG_CLASS = {"gemma3": "Gemma3TextConfig"}
 
@@ -144,6 +158,14 @@ def save_hf(arch, folder):
         config = getattr(transformers, CONFIG_CLASS.get(
             arch, ARCHS[arch].replace("ForCausalLM", "Config")))(**config_of(arch))
     model = getattr(transformers, ARCHS[arch])(config).eval()
+    if arch in RANDOM_NORMS:
+        # Norm weights off their initial ones: after the int4 embedding (codes times a
+        # block's scale) unit weights put activations exactly halfway between two int8
+        # codes (127 · 4/8 = 63.5), where a last bit decides accuracy_level 4's rounding.
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if "norm" in name:
+                    p.add_(0.1 * torch.randn_like(p))
     model.save_pretrained(folder)
     vocab = {f"t{i}": i for i in range(config_of(arch)["vocab_size"])}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="t0"))

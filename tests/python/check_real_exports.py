@@ -124,8 +124,8 @@ def main():
     ap.add_argument("--tp-run", required=True)
     ap.add_argument("--models", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--min-models", type=int, default=19,
-                    help="fewer exports under --models is a failure (default: the committed 19)")
+    ap.add_argument("--min-models", type=int, default=21,
+                    help="fewer exports under --models is a failure (default: the committed 21)")
     ap.add_argument("--no-layout", action="store_true",
                     help="report the layout checks as notes, not failures")
     args = ap.parse_args()
