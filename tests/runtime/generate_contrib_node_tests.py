@@ -168,7 +168,13 @@ def qwen35_cases(rng):
             ("gated_delta_wide_heads", 2, 4, 128, 80, "gated_delta", {}),
             ("gated_per_key_decay_wide_heads", 2, 2, 64, 72, "gated", {"per_key": 1}),
             ("gated_delta_first_prompt_wide_heads", 2, 2, 128, 48, "gated_delta",
-             {"no_past": 1})]:
+             {"no_past": 1}),
+            # tpc's CPU kernel keeps a row of 16 to 128 value columns in registers (AVX-512,
+            # one query head per state head): every rule, per-key decay, a rate per token
+            ("gated_per_key_decay_dv_32", 2, 2, 16, 32, "gated", {"per_key": 1}),
+            ("delta_rate_per_token_dv_16", 2, 2, 8, 16, "delta", {"rate_one": 1}),
+            ("linear_dv_16", 3, 3, 4, 16, "linear", {"default_scale": 1}),
+            ("gated_delta_dv_128", 2, 4, 32, 128, "gated_delta", {})]:
         extra = dict(extra)
         tokens = extra.pop("tokens", t)
         hk = min(hq, hv)

@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "absl/strings/str_cat.h"
 #include "isa_loops.h"
 #include "kernels.h"
@@ -172,6 +176,113 @@ TPC_ISA_CLONES void LinearAttentionHead(const math::LinearAttentionLayout& l, co
   }
 }
 
+#if defined(__x86_64__)
+#define TPC_AVX512 __attribute__((target("avx512f")))
+
+// LinearAttentionHead for V · 16 value columns and one query head per state head (Qwen
+// 3.5's inverse GQA), with AVX-512: the delta rule's Sᵀk, the update and the output row
+// stay in registers over the key rows (the generic loop loads and stores them at every
+// row), so each pass reads and writes only the state. The same sums in the same order of
+// the key rows. The bench's Qwen 3.5 32-token prefill (heads of 128 × 128): 2.6-3.1 ms in
+// LinearAttention against 4.8-5.4 through the generic loop's AVX-512 clone.
+template <int V>
+TPC_AVX512 void LinearAttentionHeadRegisters(const math::LinearAttentionLayout& l, const float* q,
+                                             const float* k, const float* v, const float* decay,
+                                             const float* rate, float* out, const float* past,
+                                             float* state, int64_t b, int64_t h) {
+  const int64_t dk = l.dk, dv = l.dv, oh = l.out_heads();
+  const int64_t kh = l.key_head(h), q0 = l.first_query(h);
+  for (int64_t t = 0; t < l.tokens; ++t) {
+    const int64_t bt = b * l.tokens + t;
+    const float* kr = k + (bt * l.k_heads + kh) * dk;
+    const float* qr = q + (bt * l.q_heads + q0) * dk;
+    const float* vr = v + (bt * l.v_heads + h) * dv;
+    const float* g =
+        l.gated() ? decay + (l.decay_per_key ? (bt * l.v_heads + h) * dk : bt * l.v_heads + h)
+                  : nullptr;
+    __m512 mem[V];
+#pragma GCC unroll 8
+    for (int j = 0; j < V; ++j) mem[j] = _mm512_setzero_ps();
+    // One pass over the rows: the decay, and Sᵀk of the decayed state (delta rules).
+    for (int64_t i = 0; i < dk; ++i) {
+      float* row = state + i * dv;
+      const float* from = t > 0 ? row : past != nullptr ? past + i * dv : nullptr;
+      const __m512 e = _mm512_set1_ps(g != nullptr ? expf(g[l.decay_per_key ? i : 0]) : 1.0f);
+      const __m512 ki = _mm512_set1_ps(kr[i]);
+#pragma GCC unroll 8
+      for (int j = 0; j < V; ++j) {
+        // (zeros decayed too: 0 · e, NaN for an e of NaN or infinity)
+        const __m512 x = from != nullptr ? _mm512_loadu_ps(from + 16 * j) : _mm512_setzero_ps();
+        const __m512 r = g != nullptr ? _mm512_mul_ps(x, e) : x;
+        _mm512_storeu_ps(row + 16 * j, r);
+        if (l.delta()) mem[j] = _mm512_fmadd_ps(r, ki, mem[j]);
+      }
+    }
+    // The update: β · (v − Sᵀk), or v.
+    const __m512 beta =
+        _mm512_set1_ps(l.delta() ? rate[l.rate_per_head ? bt * l.v_heads + h : bt] : 1.0f);
+#pragma GCC unroll 8
+    for (int j = 0; j < V; ++j) {
+      const __m512 vj = _mm512_loadu_ps(vr + 16 * j);
+      mem[j] = l.delta() ? _mm512_mul_ps(_mm512_sub_ps(vj, mem[j]), beta) : vj;
+    }
+    // Another: the update, and Sᵀq of the updated state.
+    __m512 o[V];
+#pragma GCC unroll 8
+    for (int j = 0; j < V; ++j) o[j] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < dk; ++i) {
+      float* row = state + i * dv;
+      const __m512 ki = _mm512_set1_ps(kr[i]), qi = _mm512_set1_ps(qr[i]);
+#pragma GCC unroll 8
+      for (int j = 0; j < V; ++j) {
+        const __m512 r = _mm512_fmadd_ps(ki, mem[j], _mm512_loadu_ps(row + 16 * j));
+        _mm512_storeu_ps(row + 16 * j, r);
+        o[j] = _mm512_fmadd_ps(r, qi, o[j]);
+      }
+    }
+    float* first = out + (bt * oh + (l.q_heads > l.v_heads ? q0 : h)) * dv;
+    const __m512 scale = _mm512_set1_ps(l.scale);
+#pragma GCC unroll 8
+    for (int j = 0; j < V; ++j) _mm512_storeu_ps(first + 16 * j, _mm512_mul_ps(o[j], scale));
+  }
+}
+
+// LinearAttentionHeadRegisters<dv / 16>, where the CPU has AVX-512 and the head fits;
+// false otherwise.
+bool LinearAttentionHeadFast(const math::LinearAttentionLayout& l, const float* q, const float* k,
+                             const float* v, const float* decay, const float* rate, float* out,
+                             const float* past, float* state, int64_t b, int64_t h) {
+  static const bool avx512 = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+  }();
+  if (!avx512 || l.query_count() != 1 || l.dv % 16 != 0) return false;
+  switch (l.dv / 16) {
+#define TPC_HEAD_CASE(V)                                                              \
+  case V:                                                                             \
+    LinearAttentionHeadRegisters<V>(l, q, k, v, decay, rate, out, past, state, b, h); \
+    return true;
+    TPC_HEAD_CASE(1)
+    TPC_HEAD_CASE(2)
+    TPC_HEAD_CASE(3)
+    TPC_HEAD_CASE(4)
+    TPC_HEAD_CASE(5)
+    TPC_HEAD_CASE(6)
+    TPC_HEAD_CASE(7)
+    TPC_HEAD_CASE(8)
+#undef TPC_HEAD_CASE
+    default:
+      return false;
+  }
+}
+#else
+bool LinearAttentionHeadFast(const math::LinearAttentionLayout&, const float*, const float*,
+                             const float*, const float*, const float*, float*, const float*, float*,
+                             int64_t, int64_t) {
+  return false;
+}
+#endif
+
 }  // namespace
 
 absl::Status LinearAttention(KernelContext& ctx) {
@@ -208,10 +319,15 @@ absl::Status LinearAttention(KernelContext& ctx) {
         }
         continue;
       }
+      const float* head_past = past != nullptr ? past + bh * head : nullptr;
+      if (LinearAttentionHeadFast(l, data(&ctx.input(0)), data(&ctx.input(1)), data(&ctx.input(2)),
+                                  data(ctx.optional_input(4)), data(ctx.optional_input(5)), out,
+                                  head_past, state + bh * head, bh / l.v_heads, bh % l.v_heads)) {
+        continue;
+      }
       LinearAttentionHead(l, data(&ctx.input(0)), data(&ctx.input(1)), data(&ctx.input(2)),
-                          data(ctx.optional_input(4)), data(ctx.optional_input(5)), out,
-                          past != nullptr ? past + bh * head : nullptr, state + bh * head,
-                          bh / l.v_heads, bh % l.v_heads, mem.data());
+                          data(ctx.optional_input(4)), data(ctx.optional_input(5)), out, head_past,
+                          state + bh * head, bh / l.v_heads, bh % l.v_heads, mem.data());
     }
   });
   return absl::OkStatus();
