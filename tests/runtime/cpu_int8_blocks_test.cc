@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,13 @@
 
 namespace tpc::runtime::cpu {
 namespace {
+
+// `n` random bytes (a weight's codes or packed zero points) as a constant's bytes.
+std::string RandomBytes(std::mt19937& rng, int64_t n) {
+  std::string bytes(static_cast<size_t>(n), '\0');
+  for (char& c : bytes) c = static_cast<char>(rng() & 255);
+  return bytes;
+}
 
 TEST_CASE("Int8 rounding takes amax / 127 and rounds half to even", "[runtime][cpu][int8]") {
   // amax 127: the codes are the values rounded, halves to the even code.
@@ -198,18 +206,15 @@ TEST_CASE(
   static_assert(int64_t{2048} * 1024 / 2 >= kHugePageCopyBytes);
   std::mt19937 rng(13);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::string codes(static_cast<size_t>(n * k / 2), '\0');
-  for (char& c : codes) c = static_cast<char>(rng() & 255);
+  const std::string codes = RandomBytes(rng, n * k / 2);
   std::vector<float> scales(static_cast<size_t>(n * blocks));
   for (float& v : scales) v = uniform(rng) * 0.05f;
-  std::string zeros(static_cast<size_t>(n * blocks / 2), '\0');
-  for (char& c : zeros) c = static_cast<char>(rng() & 255);
+  const std::string zeros = RandomBytes(rng, n * blocks / 2);
   std::vector<float> bias(static_cast<size_t>(n));
   for (float& v : bias) v = uniform(rng);
   Tensor a = Tensor::Allocate(ir::DType::kF32, {m, k});
   for (int64_t i = 0; i < m * k; ++i) a.data<float>()[i] = uniform(rng);
-  std::string codes8(static_cast<size_t>(n * k), '\0');  // 8-bit codes
-  for (char& c : codes8) c = static_cast<char>(rng() & 255);
+  const std::string codes8 = RandomBytes(rng, n * k);  // 8-bit codes
   // Levels 0 and 4 without zero points and bias; level 4 with both (the panels keyed by
   // three constants); 8-bit codes at level 4 (their own layout of panels).
   struct Case {
@@ -288,8 +293,7 @@ TEST_CASE("MatMulNBits in f16 copies its constants once, though it reads f32 cop
   static_assert(int64_t{1024} * (2048 / 32) * 4 >= kHugePageCopyBytes);
   std::mt19937 rng(21);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::string codes(static_cast<size_t>(n * k / 2), '\0');
-  for (char& c : codes) c = static_cast<char>(rng() & 255);
+  const std::string codes = RandomBytes(rng, n * k / 2);
   std::vector<double> scales(static_cast<size_t>(n * blocks));
   for (double& v : scales) v = uniform(rng) * 0.05;
   std::vector<double> a_values(static_cast<size_t>(k));

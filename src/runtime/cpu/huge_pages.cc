@@ -26,17 +26,11 @@ constexpr size_t kChunkBytes = size_t{64} << 20;
 // constants, made afresh at every call: their addresses say nothing).
 using ConstantKey = std::pair<const void*, ir::DType>;
 
-// The backend's copies, by the constant copied (a constant read by several nodes is copied
-// once), and the chunk they are cut from while it has room. Each copy keeps its constant
-// alive: its bytes then cannot come back at that address as another's.
+// The backend's forms, by the constants of their inputs, the form's name and its size
+// (StreamedConstant's copies are the form kCopyForm), and the chunk they are cut from
+// while it has room. Each form keeps its constants alive: their bytes then cannot come
+// back at that address as another's.
 struct Copies {
-  struct Copy {
-    ir::Tensor source;  // the constant (a mapped file kept mapped)
-    size_t bytes = 0;
-    const void* data = nullptr;
-  };
-  std::map<ConstantKey, Copy> by_source;
-  // ConstantForm's forms, by the constants of their inputs, the form and its size.
   struct Form {
     std::vector<ir::Tensor> sources;
     const void* data = nullptr;
@@ -46,6 +40,12 @@ struct Copies {
   uint8_t* next = nullptr;
   size_t left = 0;
 };
+
+// StreamedConstant's form: the bytes as they are (other kernels' forms are named by
+// positive numbers).
+constexpr int64_t kCopyForm = -1;
+
+bool IsCopy(const std::vector<int64_t>& form) { return form.size() == 1 && form[0] == kCopyForm; }
 
 // The constant behind input `input` of ctx's node; null when the input is not a constant.
 const ir::Tensor* ConstantOf(const KernelContext& ctx, int input) {
@@ -101,40 +101,32 @@ Copies* CopiesOf(Backend& backend) {
 
 const void* StreamedConstant(KernelContext& ctx, int input) {
   const Tensor& t = ctx.input(input);
-  const void* own = t.raw();
-  const ir::Tensor* constant = ConstantOf(ctx, input);
   const size_t bytes = static_cast<size_t>(t.nbytes());
-  if (constant == nullptr || bytes < static_cast<size_t>(kHugePageCopyBytes)) return own;
-  Copies* copies = CopiesOf(ctx.backend());
-  if (copies == nullptr) return own;
-  const ConstantKey key{constant->data(), t.dtype()};
-  auto found = copies->by_source.find(key);
-  if (found != copies->by_source.end() && found->second.bytes == bytes) return found->second.data;
-  uint8_t* data = Carve(*copies, bytes);
-  if (data == nullptr) return own;
-  const ir::Tensor& source = *constant;
-  const bool mapped = source.is_mapped() && source.data() == own;
+  if (bytes < static_cast<size_t>(kHugePageCopyBytes)) return t.raw();
+  const ir::Tensor* constant = ConstantOf(ctx, input);
+  const auto* from = static_cast<const uint8_t*>(t.raw());
+  const bool mapped = constant != nullptr && constant->is_mapped() && constant->data() == from;
   // The pool's threads copy a part each (2 MiB at a time), the mapped source pages of each
   // part read in one call rather than a fault each (MADV_POPULATE_READ, Linux 5.14;
   // advice): the first run of the bench model (84 MiB) took 30 ms more than the next.
-  const auto* from = static_cast<const uint8_t*>(own);
-  const int64_t parts = static_cast<int64_t>((bytes + kHugePageBytes - 1) / kHugePageBytes);
-  ctx.pool().ParallelFor(parts, 1, [&](int64_t lo, int64_t hi) {
-    const size_t begin = static_cast<size_t>(lo) * kHugePageBytes;
-    const size_t end = std::min(bytes, static_cast<size_t>(hi) * kHugePageBytes);
+  const void* copy =
+      ConstantForm(ctx, {input}, {kCopyForm}, static_cast<int64_t>(bytes), [&](uint8_t* data) {
+        const int64_t parts = static_cast<int64_t>((bytes + kHugePageBytes - 1) / kHugePageBytes);
+        ctx.pool().ParallelFor(parts, 1, [&](int64_t lo, int64_t hi) {
+          const size_t begin = static_cast<size_t>(lo) * kHugePageBytes;
+          const size_t end = std::min(bytes, static_cast<size_t>(hi) * kHugePageBytes);
 #ifdef MADV_POPULATE_READ
-    if (mapped) {
-      const auto page = static_cast<uintptr_t>(4096);
-      const auto first = reinterpret_cast<uintptr_t>(from + begin) / page * page;
-      (void)madvise(reinterpret_cast<void*>(first), reinterpret_cast<uintptr_t>(from + end) - first,
-                    MADV_POPULATE_READ);
-    }
+          if (mapped) {
+            const auto page = static_cast<uintptr_t>(4096);
+            const auto first = reinterpret_cast<uintptr_t>(from + begin) / page * page;
+            (void)madvise(reinterpret_cast<void*>(first),
+                          reinterpret_cast<uintptr_t>(from + end) - first, MADV_POPULATE_READ);
+          }
 #endif
-    std::memcpy(data + begin, from + begin, end - begin);
-  });
-  if (mapped) source.mapped_file()->DropPages(own, bytes);
-  copies->by_source[key] = {source, bytes, data};
-  return data;
+          std::memcpy(data + begin, from + begin, end - begin);
+        });
+      });
+  return copy != nullptr ? copy : t.raw();
 }
 
 const void* ConstantForm(KernelContext& ctx, std::initializer_list<int> inputs,
@@ -142,40 +134,46 @@ const void* ConstantForm(KernelContext& ctx, std::initializer_list<int> inputs,
                          absl::FunctionRef<void(uint8_t* out)> make) {
   // (the size too: a form of the same constants in another layout is another form)
   std::tuple<std::vector<ConstantKey>, std::vector<int64_t>, int64_t> key{{}, form, bytes};
-  Copies::Form made;
+  std::vector<const ir::Tensor*> constants;
   for (int input : inputs) {
     const ir::Tensor* constant = ConstantOf(ctx, input);
     if (constant == nullptr) return nullptr;
     std::get<0>(key).emplace_back(constant->data(), ctx.input(input).dtype());
-    made.sources.push_back(*constant);
+    constants.push_back(constant);
   }
   Copies* copies = CopiesOf(ctx.backend());
   if (copies == nullptr) return nullptr;
   auto found = copies->forms.find(key);
-  if (found != copies->forms.end()) return found->second.data;
+  if (found != copies->forms.end()) return found->second.data;  // (every call but the first)
   uint8_t* data = Carve(*copies, static_cast<size_t>(bytes));
   if (data == nullptr) return nullptr;
   make(data);
+  Copies::Form made;
   made.data = data;
-  for (int input : inputs) {  // the mapped pages the kernel would have read
-    const ir::Tensor& source = *ConstantOf(ctx, input);
+  size_t i = 0;
+  for (int input : inputs) {  // the constants kept; the mapped pages the kernel would have read
+    const ir::Tensor& source = *constants[i++];
     const Tensor& read = ctx.input(input);
     if (source.is_mapped() && source.data() == read.raw()) {
       source.mapped_file()->DropPages(read.raw(), static_cast<size_t>(read.nbytes()));
     }
+    made.sources.push_back(source);
   }
   copies->forms.emplace(std::move(key), std::move(made));
   return data;
 }
 
-size_t StreamedConstantCopies(Backend& backend) {
-  Copies* copies = CopiesOf(backend);
-  return copies != nullptr ? copies->by_source.size() : 0;
+// The backend's forms that are copies (or, `copies` false, that are not).
+size_t CountForms(Backend& backend, bool copies) {
+  Copies* all = CopiesOf(backend);
+  if (all == nullptr) return 0;
+  size_t count = 0;
+  for (const auto& [key, form] : all->forms) count += IsCopy(std::get<1>(key)) == copies;
+  return count;
 }
 
-size_t ConstantForms(Backend& backend) {
-  Copies* copies = CopiesOf(backend);
-  return copies != nullptr ? copies->forms.size() : 0;
-}
+size_t StreamedConstantCopies(Backend& backend) { return CountForms(backend, true); }
+
+size_t ConstantForms(Backend& backend) { return CountForms(backend, false); }
 
 }  // namespace tpc::runtime::cpu

@@ -22,17 +22,18 @@ constexpr int64_t kHugePageCopyBytes = int64_t{256} << 10;
 // MADV_HUGEPAGE; transparent huge pages in their "madvise" or "always" mode), made at the
 // first call that reads that constant in that type (from any node: the executor hands a
 // kernel without half-precision loops f32 copies of f16 constants, made at every call)
-// and kept by the backend (its kernel states, under the null node); otherwise, or when the
-// copy cannot be made, the input's own bytes. The copy equals the input byte for byte. Copies are
-// cut one after the other (on cache lines) from chunks of 64 MiB; a chunk's pages are touched only
-// where a copy lies. The mapped original's pages are given back: the process's resident memory
-// holds the copy instead.
+// and kept by the backend (its kernel states, under the null node: ConstantForm's form of
+// the bytes as they are); otherwise, or when the copy cannot be made, the input's own
+// bytes. The copy equals the input byte for byte. Copies are cut one after the other (on
+// cache lines) from chunks of 64 MiB; a chunk's pages are touched only where a copy lies.
+// The mapped original's pages are given back: the process's resident memory holds the copy
+// instead.
 const void* StreamedConstant(KernelContext& ctx, int input);
 // A form of constant inputs that a kernel makes once and reads on every call (MatMulNBits'
 // int4 codes rearranged into panels): `bytes` on huge pages (cut as the copies are, on a
 // cache line), written by make(out) at the first call of any node reading the same
 // constants for `inputs`, in the same types, with the same `form` (which form, and the
-// numbers of its layout; make may use ctx's pool), and kept by the backend with
+// numbers of its layout, positive; make may use ctx's pool), and kept by the backend with
 // the copies; the inputs' mapped pages are given back. Null when one of `inputs` is not a
 // constant, the backend keeps no kernel states or the memory cannot be had: the caller
 // then makes the form itself.

@@ -152,6 +152,12 @@ TPC_VNNI inline void PanelRows(const uint8_t* panel, const CodePanels& p, const 
   for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(out + (r0 + r) * out_ld, columns, acc[r]);
 }
 
+// The lanes of panel i's columns that exist (the last panel's may be fewer than 16).
+inline __mmask16 PanelColumns(const CodePanels& p, int64_t i) {
+  const int64_t cols = std::min(CodePanels::kColumns, p.n - i * CodePanels::kColumns);
+  return static_cast<__mmask16>(cols == 16 ? 0xffff : (1u << cols) - 1);
+}
+
 // The low 16 bits of each lane (four codes) into the low nibbles of its four bytes.
 TPC_VNNI inline __m512i SpreadNibbles(__m512i v) {
   v = _mm512_and_si512(v, _mm512_set1_epi32(0xffff));
@@ -176,8 +182,7 @@ TPC_VNNI void PackPanels(const uint8_t* codes, const float* scales, const uint8_
       _mm512_mullo_epi32(lane, _mm512_set1_epi32(static_cast<int>(blocks)));
   for (int64_t i = first; i < first + count; ++i) {
     const int64_t c0 = i * CodePanels::kColumns;
-    const int64_t cols = std::min(CodePanels::kColumns, p.n - c0);
-    const auto in = static_cast<__mmask16>(cols == 16 ? 0xffff : (1u << cols) - 1);
+    const __mmask16 in = PanelColumns(p, i);
     uint8_t* panel = out + i * p.panel_bytes();
     for (int64_t b = 0; b < blocks; ++b) {
       uint8_t* dst = panel + b * p.block_bytes();
@@ -198,7 +203,9 @@ TPC_VNNI void PackPanels(const uint8_t* codes, const float* scales, const uint8_
         auto* zeros = reinterpret_cast<int32_t*>(dst + code_bytes + 64);
         for (int64_t l = 0; l < CodePanels::kColumns; ++l) {
           const uint8_t* z = packed_zeros + (c0 + l) * packed_stride;
-          zeros[l] = l >= cols ? 0 : p.bits == 8 ? z[b] : (z[b / 2] >> (4 * (b % 2))) & 15;
+          zeros[l] = ((in >> l) & 1) == 0 ? 0
+                     : p.bits == 8        ? z[b]
+                                          : (z[b / 2] >> (4 * (b % 2))) & 15;
         }
       }
     }
@@ -220,10 +227,8 @@ TPC_VNNI void PanelsDot(const uint8_t* panels, const CodePanels& p, int64_t firs
                         const Int8Activations& a, float* out, int64_t out_ld) {
   for (int64_t i = first; i < first + count; ++i) {
     const uint8_t* panel = panels + i * p.panel_bytes();
-    const int64_t c0 = i * CodePanels::kColumns;
-    const int64_t cols = std::min(CodePanels::kColumns, p.n - c0);
-    const auto columns = static_cast<__mmask16>(cols == 16 ? 0xffff : (1u << cols) - 1);
-    float* y = out + c0;
+    const __mmask16 columns = PanelColumns(p, i);
+    float* y = out + i * CodePanels::kColumns;
     int64_t r0 = 0;
     for (; r0 + kPanelRows <= a.m; r0 += kPanelRows)
       PanelRows<kPanelRows, kZeros, kBits>(panel, p, a, r0, y, out_ld, columns);

@@ -82,13 +82,18 @@ bool Int8PanelsApply(const KernelContext& ctx, const math::NBitsLayout& l, bool 
          l.k % l.block_size == 0 && HasInt8Dot();
 }
 
+// The panels of this weight, with or without zero points.
+CodePanels PanelLayout(const math::NBitsLayout& l, bool zero_points) {
+  return CodePanels{l.n, l.k, l.bits, l.block_size, zero_points};
+}
+
 // The weight in CodePanels: made once for constant codes, scales and zero points
 // (ConstantForm), else into `own` (null: not made).
 const uint8_t* Int8PanelsOf(KernelContext& ctx, const math::NBitsLayout& l,
                             AlignedVector<uint8_t>* own) {
   const Tensor* zero_points = ctx.optional_input(3);
   const uint8_t* pz = zero_points != nullptr ? zero_points->data<uint8_t>() : nullptr;
-  const CodePanels layout{l.n, l.k, l.bits, l.block_size, pz != nullptr};
+  const CodePanels layout = PanelLayout(l, pz != nullptr);
   auto pack = [&](uint8_t* out) {
     ctx.pool().ParallelFor(layout.panels(), 1, [&](int64_t lo, int64_t hi) {
       PackCodePanels(ctx.input(1).data<uint8_t>(), ctx.input(2).data<float>(), pz,
@@ -176,11 +181,12 @@ absl::Status MatMulNBits(KernelContext& ctx) {
     };
     // accuracy_level 4: A rounded to int8 per block (math::Int8Rounded), as onnxruntime's
     // CPU computes it; with AVX-512 VNNI, f32 rows times 4- or 8-bit codes in whole blocks
-    // multiply as integers against the weight rearranged into panels of 16 columns (once per
-    // constant weight), else the rounded A goes through the paths below. bench_nbits, 1 thread, K
-    // 1024, N 3072: one row 0.057 ms (L2) and 0.071 (from memory, 28 GB/s), 32 rows 0.84 ms,
-    // against 0.13, 0.10 and 2.30 for the integer kernel on the original layout (a column at a
-    // time, four runs of 32 codes a vector, a conversion and two FMAs per row every 128 codes).
+    // multiply as integers against the weight rearranged into panels of 16 columns (once
+    // per constant weight), else the rounded A goes through the paths below. bench_nbits,
+    // 1 thread, K 1024, N 3072: one row 0.057 ms (L2) and 0.071 (from memory, 28 GB/s), 32
+    // rows 0.84 ms, against 0.13, 0.10 and 2.30 for the integer kernel on the original
+    // layout (a column at a time, four runs of 32 codes a vector, a conversion and two
+    // FMAs per row every 128 codes).
     AlignedVector<T> rounded;
     if (math::NBitsInt8Activations(l, ctx.node().attr_int("accuracy_level", 0), pzf != nullptr)) {
       if constexpr (std::is_same_v<T, float>) {
@@ -192,7 +198,7 @@ absl::Status MatMulNBits(KernelContext& ctx) {
                                     ? Int8PanelsOf(ctx, l, m >= kPackPerCallRows ? &own : nullptr)
                                     : nullptr;
         if (panels != nullptr) {
-          const CodePanels layout{l.n, l.k, l.bits, l.block_size, pz != nullptr};
+          const CodePanels layout = PanelLayout(l, pz != nullptr);
           Int8Activations rows;
           rows.Resize(m, l.k, l.block_size);
           ctx.pool().ParallelFor(m, 16, [&](int64_t lo, int64_t hi) {
