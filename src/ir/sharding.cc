@@ -1,6 +1,8 @@
 #include "tpc/ir/sharding.h"
 
+#include <algorithm>
 #include <charconv>
+#include <numeric>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
@@ -30,6 +32,43 @@ std::optional<ReduceOp> ReduceOpFromName(std::string_view name) {
   return std::nullopt;
 }
 
+Placement Placement::ShardInWeightedBlocks(int64_t d, std::vector<int64_t> weights) {
+  int64_t g = 0;
+  for (int64_t w : weights) g = std::gcd(g, w);
+  if (g > 1) {
+    for (int64_t& w : weights) w /= g;
+  }
+  const int64_t k = static_cast<int64_t>(weights.size());
+  if (k <= 1) return Shard(d);
+  if (std::all_of(weights.begin(), weights.end(), [&](int64_t w) { return w == weights[0]; })) {
+    return Shard(d, k);
+  }
+  return {Kind::kShard, d, k, ReduceOp::kSum, {}, 0, std::move(weights)};
+}
+
+int64_t Placement::BlockUnits() const {
+  if (block_weights.empty()) return blocks;
+  return std::accumulate(block_weights.begin(), block_weights.end(), int64_t{0});
+}
+
+std::vector<DimRun> PartRuns(const Placement& p, int64_t size, int64_t part, int64_t parts) {
+  const int64_t units = p.BlockUnits();
+  if (p.kind != Placement::Kind::kShard || p.has_symbolic_blocks() || units < 1 || parts < 1 ||
+      part < 0 || part >= parts || size < 0 || size % (units * parts) != 0) {
+    return {};
+  }
+  const int64_t unit = size / units;
+  std::vector<DimRun> runs;
+  int64_t begin = 0;
+  for (int64_t b = 0; b < p.blocks; ++b) {
+    const int64_t block =
+        unit * (p.block_weights.empty() ? 1 : p.block_weights[static_cast<size_t>(b)]);
+    runs.push_back({begin + part * (block / parts), block / parts});
+    begin += block;
+  }
+  return runs;
+}
+
 std::string Placement::ToString() const {
   switch (kind) {
     case Kind::kReplicate:
@@ -37,6 +76,9 @@ std::string Placement::ToString() const {
     case Kind::kShard:
       if (!symbolic_blocks.empty()) return absl::StrCat("S(", dim, "/", symbolic_blocks, ")");
       if (groups > 0) return absl::StrCat("S(", dim, "@", groups, ")");
+      if (!block_weights.empty()) {
+        return absl::StrCat("S(", dim, "/", absl::StrJoin(block_weights, ":"), ")");
+      }
       return blocks == 1 ? absl::StrCat("S(", dim, ")") : absl::StrCat("S(", dim, "/", blocks, ")");
     case Kind::kPartial:
       return absl::StrCat("P(", ReduceOpName(reduce), ")");
@@ -72,8 +114,24 @@ std::optional<Placement> Placement::Parse(std::string_view text, bool symbolic) 
     }
     if (ptr != end && *ptr == '/') {
       auto [p2, ec2] = std::from_chars(ptr + 1, end, blocks);
-      if (ec2 != std::errc() || blocks < 2) return std::nullopt;
+      if (ec2 != std::errc() || blocks < 1) return std::nullopt;
       ptr = p2;
+      if (ptr != end && *ptr == ':') {  // unequal blocks, `S(2/1:1:2)`
+        std::vector<int64_t> weights = {blocks};
+        while (ptr != end && *ptr == ':') {
+          int64_t w = 0;
+          auto [p3, ec3] = std::from_chars(ptr + 1, end, w);
+          if (ec3 != std::errc() || w < 1) return std::nullopt;
+          weights.push_back(w);
+          ptr = p3;
+        }
+        if (ptr != end) return std::nullopt;
+        Placement p = ShardInWeightedBlocks(d, weights);
+        // Only the normalized form reads back (equal weights are written `S(d/k)`).
+        if (p.block_weights != weights) return std::nullopt;
+        return p;
+      }
+      if (blocks < 2) return std::nullopt;
     }
     if (ptr != end) return std::nullopt;
     return Shard(d, blocks);

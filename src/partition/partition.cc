@@ -168,6 +168,13 @@ class Partitioner {
     const CollectiveFactory& f = rw_.factory();
     ir::Value* out = nullptr;
     if (from.has_groups() || to.has_groups()) return GroupTransition(original, x, from, to, before);
+    if (from.has_weighted_blocks() || to.has_weighted_blocks()) {
+      // No collective or local slice knows unequal blocks (the shard stage's
+      // TransitionPossible allows none).
+      return absl::InternalError(absl::StrCat("partition: no transition from ", from.ToString(),
+                                              " to ", to.ToString(), " for ", original->name(),
+                                              " (unequal blocks)"));
+    }
     const bool collective = shard::TransitionCollective(from, to).has_value();
     if (from.kind == PKind::kShard && to.kind == PKind::kReplicate) {
       out = f.all_gather(graph_, before, x, from.dim, from.blocks, n());

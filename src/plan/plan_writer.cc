@@ -75,6 +75,7 @@ proto::Placement ToProto(const ir::Placement& p) {
       if (p.has_groups()) out.set_groups(p.groups);
       TPC_CHECK(!p.has_symbolic_blocks());  // graph inputs and outputs take none
       if (p.blocks > 1) out.set_blocks(p.blocks);
+      for (int64_t w : p.block_weights) out.add_block_weights(w);
       break;
     case ir::Placement::Kind::kPartial: {
       out.set_kind(proto::Placement::PARTIAL);

@@ -65,8 +65,11 @@ bool GroupSlice(const Placement& from, const Placement& to) {
 
 bool TransitionPossible(const Placement& from, const Placement& to) {
   if (from == to) return true;
-  // Blocks counted only at run time: no collective or local slice knows them.
+  // Blocks counted only at run time, or unequal blocks: no collective or local slice
+  // knows them (unequal blocks come from weights and graph inputs, sliced when the plan
+  // is written or the run starts, and end at the Split that cuts them).
   if (from.has_symbolic_blocks() || to.has_symbolic_blocks()) return false;
+  if (from.has_weighted_blocks() || to.has_weighted_blocks()) return false;
   if (to.kind == Kind::kPartial) {
     // R → P(sum): keep the value on one rank; R → P(max|min|avg): the value itself.
     // S → P(sum): zero-pad the local block. Nothing else becomes partial locally (a

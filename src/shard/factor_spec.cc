@@ -23,17 +23,26 @@ int FactorSpec::AddFactor(Kind kind, ir::Dim size, std::string name) {
 
 namespace {
 
-// How a factor is split: in blocks (static, 1 for a plain split, or symbolic), or in
-// groups of ranks.
+// How a factor is split: in blocks (static, 1 for a plain split, or symbolic, or
+// unequal ones of relative sizes `weights`), or in groups of ranks.
 struct Blocks {
   int64_t count = 1;
   std::optional<ir::Dim> symbolic;
   int64_t groups = 0;
-  bool plain() const { return !symbolic && count == 1 && groups == 0; }
-  std::string ToString() const { return symbolic ? symbolic->ToString() : absl::StrCat(count); }
-  // Whether `d` splits so.
+  std::vector<int64_t> weights;
+  bool plain() const { return !symbolic && count == 1 && groups == 0 && weights.empty(); }
+  std::string ToString() const {
+    if (!weights.empty()) return absl::StrJoin(weights, ":");
+    return symbolic ? symbolic->ToString() : absl::StrCat(count);
+  }
+  // Whether `d` splits so (unequal blocks: into units of the weights' sum, each split).
   bool Fits(const RuleContext& ctx, const ir::Dim& d) const {
     if (groups > 0) return ctx.DivisibleInGroups(d, groups);
+    if (!weights.empty()) {
+      int64_t units = 0;
+      for (int64_t w : weights) units += w;
+      return ctx.DivisibleInBlocks(d, units);
+    }
     return symbolic ? ctx.DivisibleInBlocks(d, *symbolic) : ctx.DivisibleInBlocks(d, count);
   }
 };
@@ -46,6 +55,9 @@ std::optional<Placement> PlacementFor(const std::vector<int>& dims, int factor,
       return Placement::ShardInSymbolicBlocks(static_cast<int64_t>(d), blocks.symbolic->ToString());
     }
     if (blocks.groups > 0) return Placement::ShardInGroups(static_cast<int64_t>(d), blocks.groups);
+    if (!blocks.weights.empty()) {
+      return Placement::ShardInWeightedBlocks(static_cast<int64_t>(d), blocks.weights);
+    }
     return Placement::Shard(static_cast<int64_t>(d), blocks.count);
   }
   return std::nullopt;
@@ -59,9 +71,14 @@ void AddFactorStrategies(const RuleContext& ctx, const FactorSpec& spec,
   const ir::Node& node = ctx.node();
   if (ctx.noting()) ctx.Note(spec.ToString());
   std::vector<Blocks> block_counts = {Blocks{}};
-  for (int64_t k : ctx.options().block_counts) block_counts.push_back({k, std::nullopt, 0});
-  for (const ir::Dim& d : ctx.options().symbolic_block_counts) block_counts.push_back({0, d, 0});
-  for (int64_t g : ctx.options().group_counts) block_counts.push_back({1, std::nullopt, g});
+  for (int64_t k : ctx.options().block_counts) block_counts.push_back({k, std::nullopt, 0, {}});
+  for (const ir::Dim& d : ctx.options().symbolic_block_counts) {
+    block_counts.push_back({0, d, 0, {}});
+  }
+  for (int64_t g : ctx.options().group_counts) block_counts.push_back({1, std::nullopt, g, {}});
+  for (const std::vector<int64_t>& w : ctx.options().block_weights) {
+    block_counts.push_back({static_cast<int64_t>(w.size()), std::nullopt, 0, w});
+  }
   for (int f = 0; f < static_cast<int>(spec.factors.size()); ++f) {
     for (const Blocks& blocks : block_counts) {
       const FactorSpec::Factor& factor = spec.factors[static_cast<size_t>(f)];

@@ -248,6 +248,9 @@ absl::Status ProblemBuilder::AddPlaceholder(const ir::Node* node) {
       if (dim == axis->second) continue;
       const ir::Dim& size = (*v->type().shape)[static_cast<size_t>(dim)];
       if (ctx.Divisible(size)) d.placements.push_back(Placement::Shard(dim));
+      // A state whose channels are a fused projection's parts (a convolution's over
+      // [q | k | v]): each rank its part of each.
+      for (const Placement& p : ctx.BlockedSplits(dim, size)) d.placements.push_back(p);
       // Fewer K/V heads than ranks: each head's cache on its group of ranks.
       for (int64_t groups : options_.group_counts) {
         if (ctx.DivisibleInGroups(size, groups) && !ctx.Divisible(size)) {
@@ -293,7 +296,7 @@ absl::Status ProblemBuilder::CheckSplit(const ir::Value& v, const Placement& p,
     }
     return absl::OkStatus();
   }
-  if (!RuleContext(*v.producer(), options_).DivisibleInBlocks(d, p.blocks)) {
+  if (!RuleContext(*v.producer(), options_).DivisibleInBlocks(d, p.BlockUnits())) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": dim ", p.dim, " of ", v.name(), " (",
                                                    d.ToString(), ") does not split into ", n(),
                                                    " equal parts"));
@@ -316,10 +319,7 @@ void ProblemBuilder::AddConstant(const ir::Node* node) {
     for (int64_t dim = 0; dim < t.rank(); ++dim) {
       const ir::Dim& size = (*t.shape)[static_cast<size_t>(dim)];
       if (ctx.Divisible(size)) d.placements.push_back(Placement::Shard(dim));
-      for (int64_t blocks : options_.block_counts) {
-        if (ctx.DivisibleInBlocks(size, blocks))
-          d.placements.push_back(Placement::Shard(dim, blocks));
-      }
+      for (const Placement& p : ctx.BlockedSplits(dim, size)) d.placements.push_back(p);
       for (int64_t groups : options_.group_counts) {
         if (ctx.DivisibleInGroups(size, groups))
           d.placements.push_back(Placement::ShardInGroups(dim, groups));

@@ -29,7 +29,7 @@ std::vector<std::string> RewriteBeforeSolving(ir::Graph& graph, const ShardOptio
 }
 
 // Block counts worth trying: the equal parts of ops that cut or join float values
-// (Split, Concat).
+// (Split, Concat), and the relative sizes of unequal ones (Split).
 ShardOptions WithBlockCounts(const ir::Graph& graph, const ShardOptions& options) {
   ShardOptions out = options;
   for (ir::Node* n : graph.nodes()) {
@@ -39,6 +39,11 @@ ShardOptions WithBlockCounts(const ir::Graph& graph, const ShardOptions& options
     if (record->hooks.block_count != nullptr) {
       const int64_t k = record->hooks.block_count(*n);
       if (k >= 2) out.block_counts.insert(k);
+    }
+    if (record->hooks.block_weights != nullptr) {
+      const std::vector<int64_t> sizes = record->hooks.block_weights(*n);
+      const ir::Placement p = ir::Placement::ShardInWeightedBlocks(0, sizes);
+      if (p.has_weighted_blocks()) out.block_weights.insert(p.block_weights);
     }
     if (record->hooks.group_counts != nullptr) {
       for (int64_t g : record->hooks.group_counts(*n, options.mesh.tp())) {

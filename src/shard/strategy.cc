@@ -59,6 +59,18 @@ bool RuleContext::DivisibleInBlocks(const ir::Dim& d, const ir::Dim& blocks) con
   return block && block->is_static() && block->value() > 0 && Divisible(*block);
 }
 
+std::vector<ir::Placement> RuleContext::BlockedSplits(int64_t dim, const ir::Dim& d) const {
+  std::vector<ir::Placement> out;
+  for (int64_t k : options_.block_counts) {
+    if (k > 1 && DivisibleInBlocks(d, k)) out.push_back(ir::Placement::Shard(dim, k));
+  }
+  for (const std::vector<int64_t>& weights : options_.block_weights) {
+    const ir::Placement p = ir::Placement::ShardInWeightedBlocks(dim, weights);
+    if (DivisibleInBlocks(d, p.BlockUnits())) out.push_back(p);
+  }
+  return out;
+}
+
 bool RuleContext::DivisibleInGroups(const ir::Dim& d, int64_t groups) const {
   if (d.is_static()) return d.value() > 0 && groups > 0 && d.value() % groups == 0;
   return Divisible(d);

@@ -245,13 +245,11 @@ def main():
                 want_reduce = (3 if both else 2) * layers + (1 if vocab_parallel else 0)
                 # Besides: the embedding's and the logits' all-gathers (and Optimum's rotary
                 # frequencies, gathered once per forward).
-                # Qwen 3.5's Gated DeltaNet layers gather their fused Q/K/V convolution's
-                # output (its channels hold the query, key and value heads one after the
-                # other: tpc does not yet cut the projection into parts through the
-                # convolution, as it does for a fused QKV feeding a Split).
-                linear = sum(1 for node in original.graph.node if node.op_type == "LinearAttention")
+                # (Qwen 3.5's Gated DeltaNet layers run their fused Q/K/V projection through
+                # a convolution before the Split: split in unequal blocks, S(d/1:1:2), from
+                # the weight's columns through the convolution and its state, no gather.)
                 gathers = (2 if family == "genai" else 3) + (layers if moe else 0) - \
-                    (1 if vocab_parallel else 0) + linear
+                    (1 if vocab_parallel else 0)
                 if counts.get("AllReduce", 0) != want_reduce or \
                         counts.get("AllGather", 0) > gathers or counts.get("ReduceScatter", 0):
                     layout.append(f"{what}: collectives {counts}, expected {want_reduce} "

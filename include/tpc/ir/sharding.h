@@ -34,20 +34,34 @@ struct Placement {
   // for fewer K/V heads than ranks: each K/V head on its group of N/KV ranks, whose
   // query heads use it. Never with blocks or symbolic blocks.
   int64_t groups = 0;
+  // For kShard: empty, or the relative sizes of `blocks` unequal blocks (at least two,
+  // not all equal, their gcd 1), each split N ways: a fused projection whose parts
+  // differ, `[q | k | v]` of 32, 32 and 64 columns, is `S(2/1:1:2)`; rank r holds its
+  // part of each. Values so placed are sliced from weights and graph inputs and cut by a
+  // Split; no collective moves them (the shard stage allows no transition from or to
+  // them).
+  std::vector<int64_t> block_weights;
 
   static Placement Replicate() { return {}; }
   static Placement Shard(int64_t d, int64_t blocks = 1) {
-    return {Kind::kShard, d, blocks, ReduceOp::kSum, {}, 0};
+    return {Kind::kShard, d, blocks, ReduceOp::kSum, {}, 0, {}};
   }
-  static Placement Partial(ReduceOp op) { return {Kind::kPartial, 0, 1, op, {}, 0}; }
+  // Blocks of the relative sizes `weights` (divided by their gcd): S(d/k) when they are
+  // k equal ones, S(d) for one.
+  static Placement ShardInWeightedBlocks(int64_t d, std::vector<int64_t> weights);
+  static Placement Partial(ReduceOp op) { return {Kind::kPartial, 0, 1, op, {}, 0, {}}; }
   static Placement ShardInSymbolicBlocks(int64_t d, std::string blocks) {
-    return {Kind::kShard, d, 0, ReduceOp::kSum, std::move(blocks), 0};
+    return {Kind::kShard, d, 0, ReduceOp::kSum, std::move(blocks), 0, {}};
   }
   static Placement ShardInGroups(int64_t d, int64_t groups) {
-    return {Kind::kShard, d, 1, ReduceOp::kSum, {}, groups};
+    return {Kind::kShard, d, 1, ReduceOp::kSum, {}, groups, {}};
   }
   bool has_symbolic_blocks() const { return !symbolic_blocks.empty(); }
   bool has_groups() const { return kind == Kind::kShard && groups > 0; }
+  bool has_weighted_blocks() const { return !block_weights.empty(); }
+  // The units the split dim is cut into before each is split: the sum of the weights of
+  // unequal blocks, else `blocks` (the dim must be a multiple of units · parts).
+  int64_t BlockUnits() const;
   // How many distinct parts of the split dim there are over `n` ranks (each block's, for
   // a blocked split): g for a split in groups, else n. 1 when not split.
   int64_t Parts(int64_t n) const {
@@ -60,11 +74,20 @@ struct Placement {
     return groups > 0 ? rank / (n / groups) : rank;
   }
   bool operator==(const Placement&) const = default;
-  // `R`, `S(2)`, `S(2/3)`, `S(0/batch)`, `S(1@2)`, `P(sum)`.
+  // `R`, `S(2)`, `S(2/3)`, `S(2/1:1:2)`, `S(0/batch)`, `S(1@2)`, `P(sum)`.
   std::string ToString() const;
   // `symbolic`: also `S(0/batch)` (the IR text reads it back; users never write one).
   static std::optional<Placement> Parse(std::string_view text, bool symbolic = false);
 };
+
+// The runs [begin, begin + length) of a split dim of `size` that part `part` of `parts`
+// holds under `p` (a kShard placement without symbolic blocks; parts = p.Parts(n), part
+// = p.PartOf(rank, n)), in order: one for a plain split or a split in groups, one per
+// block for a blocked one. Empty when `size` is not a multiple of units · parts.
+struct DimRun {
+  int64_t begin = 0, length = 0;
+};
+std::vector<DimRun> PartRuns(const Placement& p, int64_t size, int64_t part, int64_t parts);
 
 // Placements in the order of the mesh axes (one axis, `tp`, for now).
 struct Sharding {

@@ -40,23 +40,19 @@ absl::Status ForEachSliceRun(const ir::Tensor& full, const ir::Placement& p, int
   }
   const auto& shape = full.shape();
   const int64_t d = p.dim;
-  const int64_t k = p.blocks;
-  const int64_t parts = p.Parts(n);
-  const int64_t index = p.PartOf(rank, n);
-  if (d < 0 || d >= static_cast<int64_t>(shape.size()) || k < 1 || parts < 1 ||
-      shape[static_cast<size_t>(d)] % (k * parts) != 0) {
+  if (d < 0 || d >= static_cast<int64_t>(shape.size())) {
     return absl::InvalidArgumentError("a constant's split does not fit its shape");
   }
+  const std::vector<ir::DimRun> runs =
+      ir::PartRuns(p, shape[static_cast<size_t>(d)], p.PartOf(rank, n), p.Parts(n));
+  if (runs.empty()) return absl::InvalidArgumentError("a constant's split does not fit its shape");
   int64_t outer = 1;
   for (int64_t i = 0; i < d; ++i) outer *= shape[static_cast<size_t>(i)];
   int64_t inner = ir::DTypeSize(full.dtype());
   for (size_t i = static_cast<size_t>(d) + 1; i < shape.size(); ++i) inner *= shape[i];
-  const int64_t block = shape[static_cast<size_t>(d)] / k;  // rows per block
-  const int64_t part = block / parts;                       // rows per rank per block
   for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t b = 0; b < k; ++b) {
-      const int64_t row = b * block + index * part;
-      write(base + (o * shape[static_cast<size_t>(d)] + row) * inner, part * inner);
+    for (const ir::DimRun& run : runs) {
+      write(base + (o * shape[static_cast<size_t>(d)] + run.begin) * inner, run.length * inner);
     }
   }
   return absl::OkStatus();

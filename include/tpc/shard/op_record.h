@@ -29,6 +29,12 @@ using FlopsFn = double (*)(const RuleContext& ctx);
 // the values around it. 0 when none.
 using BlockCountFn = int64_t (*)(const ir::Node& node);
 
+// The sizes of the unequal parts the op cuts its split axis into (a Split of a fused
+// Q/K/V into 32, 32 and 64 columns): the solver then also considers the split of the
+// values before it in blocks of those relative sizes, S(d/1:1:2). Empty when the parts
+// are equal or unknown.
+using BlockWeightsFn = std::vector<int64_t> (*)(const ir::Node& node);
+
 // DTensor's colwise / rowwise styles: the dim of the value the op reads at `input` that
 // holds the op's output features (colwise) or input features (rowwise); nullopt when the
 // op does not tell. `of_output(v)` answers the same question for a value the op
@@ -62,6 +68,7 @@ struct OpHooks {
   // Null: one FLOP per output element.
   FlopsFn flops = nullptr;
   BlockCountFn block_count = nullptr;
+  BlockWeightsFn block_weights = nullptr;
   FoldedBlocksFn folded_blocks = nullptr;
   GroupCountsFn group_counts = nullptr;
   FeatureDimFn feature_dim = nullptr;

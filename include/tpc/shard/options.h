@@ -61,6 +61,10 @@ struct ShardOptions {
   // Filled by the shard pass, not by users: block counts of equal Splits/Concats on
   // float values (3 for a fused QKV), tried as blocked splits `S(d/k)`.
   std::set<int64_t> block_counts;
+  // Filled by the shard pass: the relative sizes of unequal Splits' parts on float
+  // values (1:1:2 for a fused Q/K/V of 2 query, 2 key and 4 value heads), tried as
+  // splits in unequal blocks `S(d/1:1:2)`.
+  std::set<std::vector<int64_t>> block_weights;
   // Filled by the shard pass: symbolic block counts, the batch dims that ops fold heads
   // into (`[batch·heads, s, d]`), tried as `S(d/batch)`.
   std::vector<ir::Dim> symbolic_block_counts;

@@ -74,6 +74,10 @@ class RuleContext {
   // Whether `d` splits into `groups` equal parts (S(d@g)): static and divisible, or
   // divisible by N (which g divides).
   bool DivisibleInGroups(const ir::Dim& d, int64_t groups) const;
+  // The blocked splits of dim `dim` (of size `d`) worth trying: S(dim/k) for the
+  // options' equal block counts and S(dim/1:1:2) for their unequal blocks, those `d`
+  // splits into.
+  std::vector<ir::Placement> BlockedSplits(int64_t dim, const ir::Dim& d) const;
   // Whether `d` splits N ways or into one of the options' group counts.
   bool Splittable(const ir::Dim& d) const;
   // Modelled size of `d` (symbols take their --dim size).

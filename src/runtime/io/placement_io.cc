@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "tpc/util/status_macros.h"
 
 namespace tpc::runtime {
@@ -17,12 +18,12 @@ int64_t NormalizeDim(int64_t d, int64_t rank) {
 }
 
 // A shape as [outer, dim, inner] around dim `d`, inner in bytes.
-struct Blocks {
+struct Around {
   int64_t outer = 1, dim = 1, inner_bytes = 1;
 };
 
-Blocks BlocksAround(const Tensor& t, int64_t d) {
-  Blocks b;
+Around AroundDim(const Tensor& t, int64_t d) {
+  Around b;
   for (int64_t i = 0; i < d; ++i) b.outer *= t.dim(i);
   b.dim = t.dim(d);
   b.inner_bytes = ir::DTypeSize(t.dtype());
@@ -30,23 +31,27 @@ Blocks BlocksAround(const Tensor& t, int64_t d) {
   return b;
 }
 
-// A blocked split S(d/k) is k splits of dim `dim / k` side by side: the same
-// [outer, dim, inner] view with the blocks moved into `outer` (dim % k == 0).
-Blocks InBlocks(Blocks b, int64_t k) {
-  b.outer *= k;
-  b.dim /= k;
-  return b;
-}
-
 absl::StatusOr<ir::Placement> FromProto(const proto::Placement& p, const std::string& what) {
   switch (p.kind()) {
     case proto::Placement::REPLICATE:
       return ir::Placement::Replicate();
-    case proto::Placement::SHARD:
+    case proto::Placement::SHARD: {
       if (p.blocks() < 0 || (p.blocks() > 1 && p.groups() != 0)) {
         return absl::InvalidArgumentError(absl::StrCat("plan.json: ", what, ": blocks ", p.blocks(),
                                                        " (0, 1, or more than 1 ",
                                                        "without groups)"));
+      }
+      if (p.block_weights_size() > 0) {
+        const std::vector<int64_t> weights(p.block_weights().begin(), p.block_weights().end());
+        const ir::Placement w = ir::Placement::ShardInWeightedBlocks(p.dim(), weights);
+        if (p.groups() != 0 || p.blocks() != p.block_weights_size() ||
+            w.block_weights != weights) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "plan.json: ", what, ": block_weights [", absl::StrJoin(weights, ", "),
+              "] (at least 2, positive, not all equal, without a common factor; blocks their ",
+              "count; never with groups)"));
+        }
+        return w;
       }
       if (p.groups() == 0) return ir::Placement::Shard(p.dim(), std::max<int64_t>(p.blocks(), 1));
       if (p.groups() < 2) {
@@ -54,6 +59,7 @@ absl::StatusOr<ir::Placement> FromProto(const proto::Placement& p, const std::st
             absl::StrCat("plan.json: ", what, ": groups ", p.groups(), " (0, or at least 2)"));
       }
       return ir::Placement::ShardInGroups(p.dim(), p.groups());
+    }
     case proto::Placement::PARTIAL: {
       auto op = ir::ReduceOpFromName(p.reduce());
       if (!op) {
@@ -141,24 +147,26 @@ absl::StatusOr<Tensor> SliceForRank(const std::string& name, const Tensor& full,
         ") but the tensor given has ", full.rank(), " dims (", full.TypeString(), ")"));
   }
   const int64_t parts = p.Parts(ranks);
-  const int64_t k = std::max<int64_t>(p.blocks, 1);
-  if (full.dim(d) % (parts * k) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("input '", name, "': dim ", d, " is ", full.dim(d), ", not a multiple of ",
-                     parts * k, ": the plan splits it in ", parts, " parts over ", ranks, " ranks",
-                     k > 1 ? absl::StrCat(", in each of ", k, " blocks") : "", " (", p.ToString(),
-                     "; given ", full.TypeString(), ")"));
+  const int64_t units = p.BlockUnits();
+  const std::vector<ir::DimRun> runs = ir::PartRuns(p, full.dim(d), p.PartOf(rank, ranks), parts);
+  if (runs.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input '", name, "': dim ", d, " is ", full.dim(d), ", not a multiple of ", parts * units,
+        ": the plan splits it in ", parts, " parts over ", ranks, " ranks",
+        p.blocks > 1 ? absl::StrCat(", in each of ", p.blocks, " blocks") : "", " (", p.ToString(),
+        "; given ", full.TypeString(), ")"));
   }
-  const Blocks b = InBlocks(BlocksAround(full, d), k);
-  const int64_t part = b.dim / parts;
-  const int64_t index = p.PartOf(rank, ranks);
+  const Around b = AroundDim(full, d);
   std::vector<int64_t> shape = full.shape();
-  shape[static_cast<size_t>(d)] = part * k;
+  shape[static_cast<size_t>(d)] = full.dim(d) / parts;
   Tensor out = Tensor::Allocate(full.dtype(), shape);
-  const size_t chunk = static_cast<size_t>(part * b.inner_bytes);
+  uint8_t* dst = out.raw();
   for (int64_t o = 0; o < b.outer; ++o) {
-    const uint8_t* src = full.raw() + (o * b.dim + index * part) * b.inner_bytes;
-    if (chunk > 0) std::memcpy(out.raw() + static_cast<size_t>(o) * chunk, src, chunk);
+    for (const ir::DimRun& run : runs) {
+      const size_t bytes = static_cast<size_t>(run.length * b.inner_bytes);
+      if (bytes > 0) std::memcpy(dst, full.raw() + (o * b.dim + run.begin) * b.inner_bytes, bytes);
+      dst += bytes;
+    }
   }
   return out;
 }
@@ -199,28 +207,28 @@ absl::StatusOr<Tensor> AssembleOutput(const std::string& name, const Tensor& loc
     return absl::Status(s.code(), absl::StrCat("assembling output '", name, "' (", p.ToString(),
                                                "): ", std::string(s.message())));
   }
-  // Block k of `gathered` is rank k's part; its slabs go to part k's span of dim d (of
-  // each block of it, S(d/b)). In groups (S(d@g)) part k is held by ranks k·n/g, ...,
+  // Block k of `gathered` is rank k's part; its runs go to part k's runs of dim d (one
+  // per block of it, S(d/b)). In groups (S(d@g)) part k is held by ranks k·n/g, ...,
   // (k+1)·n/g - 1: the first one's.
   const int64_t parts = p.Parts(n);
-  const int64_t blocks = std::max<int64_t>(p.blocks, 1);
-  if (local.dim(d) % blocks != 0) {
+  std::vector<int64_t> shape = local.shape();
+  shape[static_cast<size_t>(d)] *= parts;
+  if (ir::PartRuns(p, shape[static_cast<size_t>(d)], 0, parts).empty()) {
     return absl::InternalError(absl::StrCat("output '", name, "' is placed ", p.ToString(),
                                             " but its dim ", d, " is ", local.dim(d)));
   }
-  const Blocks b = InBlocks(BlocksAround(local, d), blocks);
-  std::vector<int64_t> shape = local.shape();
-  shape[static_cast<size_t>(d)] *= parts;
   Tensor out = Tensor::Allocate(local.dtype(), shape);
-  const size_t chunk = static_cast<size_t>(b.dim * b.inner_bytes);
-  const size_t block = static_cast<size_t>(b.outer) * chunk;
+  const Around b = AroundDim(out, d);
   for (int64_t k = 0; k < parts; ++k) {
-    const int64_t holder = k * (n / parts);
+    const uint8_t* src =
+        gathered.raw() + static_cast<size_t>(k * (n / parts)) * static_cast<size_t>(local.nbytes());
+    const std::vector<ir::DimRun> runs = ir::PartRuns(p, b.dim, k, parts);
     for (int64_t o = 0; o < b.outer; ++o) {
-      const uint8_t* src =
-          gathered.raw() + static_cast<size_t>(holder) * block + static_cast<size_t>(o) * chunk;
-      uint8_t* dst = out.raw() + static_cast<size_t>((o * parts + k) * b.dim * b.inner_bytes);
-      if (chunk > 0) std::memcpy(dst, src, chunk);
+      for (const ir::DimRun& run : runs) {
+        const size_t bytes = static_cast<size_t>(run.length * b.inner_bytes);
+        if (bytes > 0) std::memcpy(out.raw() + (o * b.dim + run.begin) * b.inner_bytes, src, bytes);
+        src += bytes;
+      }
     }
   }
   return out;

@@ -151,21 +151,27 @@ void GlobalPool(const RuleContext& ctx, std::vector<Strategy>* out) {
 void CausalConvWithState(const RuleContext& ctx, std::vector<Strategy>* out) {
   if (ctx.input_rank(0) != 3 || ctx.input_rank(1) != 3 || !OutputsTyped(ctx)) return;
   const std::vector<ir::Dim>& x = ctx.input_dims(0);
-  auto strategy = [&](std::string name, int64_t dim) {
+  auto strategy = [&](std::string name, const ir::Placement& split) {
     Strategy s = ReplicatedInputs(ctx, std::move(name));
-    const ir::Placement split = ir::Placement::Shard(dim);
     s.inputs[0] = split;
-    if (dim == 1) {
-      s.inputs[1] = ir::Placement::Shard(0);
-      if (ctx.has_input(2)) s.inputs[2] = ir::Placement::Shard(0);
+    if (split.dim == 1) {  // the weight's and bias's channels alike
+      ir::Placement channels = split;
+      channels.dim = 0;
+      s.inputs[1] = channels;
+      if (ctx.has_input(2)) s.inputs[2] = channels;
     }
     if (ctx.has_input(3)) s.inputs[3] = split;
     s.outputs.assign(static_cast<size_t>(ctx.node().num_outputs()), split);
     s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
     AddNamedStrategy(ctx, std::move(s), out);
   };
-  if (ctx.Divisible(x[0])) strategy("split batch", 0);
-  if (ctx.Divisible(x[1])) strategy("split channels", 1);
+  if (ctx.Divisible(x[0])) strategy("split batch", ir::Placement::Shard(0));
+  if (ctx.Divisible(x[1])) strategy("split channels", ir::Placement::Shard(1));
+  // Channels that are a fused projection's parts ([q | k | v] before their Split): each
+  // rank its part of each, the state alike.
+  for (const ir::Placement& p : ctx.BlockedSplits(1, x[1])) {
+    strategy(absl::StrCat("split channels in blocks ", p.ToString()), p);
+  }
 }
 
 std::optional<int64_t> CausalConvJoinAxis(const ir::Node&) { return 2; }

@@ -184,6 +184,8 @@ struct SliceBlock {
 std::optional<SliceBlock> FindSliceBlock(const ir::Node& node);
 int64_t SliceBlockCount(const ir::Node& node);
 int64_t SplitBlockCount(const ir::Node& node);   // k equal outputs
+// The relative sizes of a Split's unequal outputs (empty: equal or unknown).
+std::vector<int64_t> SplitBlockWeights(const ir::Node& node);
 int64_t ConcatBlockCount(const ir::Node& node);  // k equal inputs
 // Symbolic dims a split is folded into as blocks (op_record.h's folded_blocks).
 std::vector<ir::Dim> ReshapeFoldedBlocks(const ir::Node& node);

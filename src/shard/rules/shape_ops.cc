@@ -203,18 +203,27 @@ void Split(const RuleContext& ctx, std::vector<Strategy>* out) {
   AddFactorStrategies(ctx, FactorSpecBuilder(ctx).Along({0}, kinds).Build(), out);
   AddPartialStrategy(ctx, {0}, out);
   // Equal parts of a blocked split: rank r holds its slice of every part (a fused QKV
-  // projection split Megatron's way).
+  // projection split Megatron's way); unequal ones, of a split in unequal blocks.
   const int k = ctx.node().num_outputs();
   if (k < 2) return;
-  const ir::Dim part = ctx.output_dims(0)[static_cast<size_t>(axis)];
-  for (int o = 1; o < k; ++o) {
-    if (!(ctx.output_dims(o)[static_cast<size_t>(axis)] == part)) return;
+  std::vector<ir::Dim> parts;
+  for (int o = 0; o < k; ++o) parts.push_back(ctx.output_dims(o)[static_cast<size_t>(axis)]);
+  for (const ir::Dim& part : parts) {
+    if (!ctx.Divisible(part)) return;
   }
-  if (!ctx.Divisible(part) || !ctx.DivisibleInBlocks(in[static_cast<size_t>(axis)], k)) return;
+  const bool equal = std::all_of(parts.begin(), parts.end(),
+                                 [&](const ir::Dim& part) { return part == parts[0]; });
+  ir::Placement blocked = ir::Placement::Shard(axis, k);
+  if (!equal) {
+    const std::vector<int64_t> sizes = SplitBlockWeights(ctx.node());
+    if (sizes.empty()) return;
+    blocked = ir::Placement::ShardInWeightedBlocks(axis, sizes);
+  }
+  if (!ctx.DivisibleInBlocks(in[static_cast<size_t>(axis)], blocked.BlockUnits())) return;
   Strategy s;
   s.name = "split each part";
   s.inputs.assign(static_cast<size_t>(ctx.num_inputs()), ir::Placement::Replicate());
-  s.inputs[0] = ir::Placement::Shard(axis, k);
+  s.inputs[0] = blocked;
   s.outputs.assign(static_cast<size_t>(k), ir::Placement::Shard(axis));
   s.compute_fraction = 1.0 / static_cast<double>(ctx.n());
   AddNamedStrategy(ctx, std::move(s), out);
@@ -343,6 +352,21 @@ std::optional<int64_t> TransposeFeatureDim(
 
 int64_t SplitBlockCount(const ir::Node& node) {
   return node.num_outputs() >= 2 ? node.num_outputs() : 0;
+}
+
+std::vector<int64_t> SplitBlockWeights(const ir::Node& node) {
+  if (node.num_outputs() < 2) return {};
+  std::vector<int64_t> sizes;
+  if (node.has_attr("split")) {
+    sizes = node.attr_ints("split");
+  } else if (auto known = KnownInts(node.optional_input(1))) {
+    sizes = *known;
+  }
+  if (static_cast<int>(sizes.size()) != node.num_outputs() ||
+      std::any_of(sizes.begin(), sizes.end(), [](int64_t s) { return s < 1; })) {
+    return {};
+  }
+  return ir::Placement::ShardInWeightedBlocks(0, sizes).block_weights;  // empty when equal
 }
 
 std::optional<int64_t> ConcatAxis(const ir::Node& node) {
