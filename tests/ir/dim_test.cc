@@ -1,4 +1,7 @@
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <utility>
+#include <vector>
 
 #include "tpc/ir/dim.h"
 #include "tpc/ir/parser.h"
@@ -140,6 +143,19 @@ TEST_CASE("Placement and Sharding text", "[ir]") {
   CHECK_FALSE(Placement::Parse("S(1@1)").has_value());
   CHECK_FALSE(Placement::Parse("S(1@)").has_value());
   CHECK_FALSE(Placement::Parse("S(1@2x)").has_value());
+  // Unequal blocks: S(2/1:1:2) is dim 2 in blocks of relative sizes 1, 1, 2, each split.
+  const Placement unequal = Placement::ShardInWeightedBlocks(2, {32, 32, 64});
+  CHECK(unequal.ToString() == "S(2/1:1:2)");
+  CHECK(unequal.blocks == 3);
+  CHECK(unequal.BlockUnits() == 4);
+  CHECK(Placement::Parse("S(2/1:1:2)") == unequal);
+  CHECK(Placement::ShardInWeightedBlocks(2, {5, 5}) == Placement::Shard(2, 2));
+  CHECK(Placement::ShardInWeightedBlocks(2, {7}) == Placement::Shard(2));
+  CHECK_FALSE(Placement::Parse("S(2/2:2:4)").has_value());  // only the reduced form
+  CHECK_FALSE(Placement::Parse("S(2/1:1)").has_value());    // equal: S(2/2)
+  CHECK_FALSE(Placement::Parse("S(2/1:0)").has_value());
+  CHECK_FALSE(Placement::Parse("S(2/1:)").has_value());
+  CHECK_FALSE(Placement::Parse("S(2/1)").has_value());
   // Parts and which part a rank holds: 8 ranks in 2 groups of 4.
   CHECK(grouped.Parts(8) == 2);
   CHECK(Placement::Shard(1).Parts(8) == 8);
@@ -170,4 +186,40 @@ TEST_CASE("ParseDim reads the text form of a dim, and only that", "[ir][dim]") {
   CHECK_FALSE(ParseDim("seq seq").ok());
   CHECK_FALSE(ParseDim("seq/0").ok());
   CHECK_FALSE(ParseDim("").ok());
+}
+
+// The runs of a split dim a part holds: one for a plain split or a group's part, one
+// per block (equal or not), each that block's part-th of `parts`.
+TEST_CASE("PartRuns: the runs of a split dim each part holds", "[ir]") {
+  using tpc::ir::Placement;
+  using Runs = std::vector<std::pair<int64_t, int64_t>>;
+  auto runs = [](const Placement& p, int64_t size, int64_t part, int64_t parts) {
+    Runs out;
+    for (const tpc::ir::DimRun& r : tpc::ir::PartRuns(p, size, part, parts)) {
+      out.emplace_back(r.begin, r.length);
+    }
+    return out;
+  };
+  CHECK(runs(Placement::Shard(0), 12, 1, 3) == Runs{{4, 4}});
+  CHECK(runs(Placement::Shard(0, 3), 12, 1, 2) == Runs{{2, 2}, {6, 2}, {10, 2}});
+  // [q 32 | k 32 | v 64] over 2 ranks: rank 1 holds q 16-31, k 48-63, v 96-127.
+  const Placement unequal = Placement::ShardInWeightedBlocks(1, {1, 1, 2});
+  CHECK(runs(unequal, 128, 1, 2) == Runs{{16, 16}, {48, 16}, {96, 32}});
+  CHECK(runs(unequal, 128, 0, 4) == Runs{{0, 8}, {32, 8}, {64, 16}});
+  // Every part's runs together cover the dim once.
+  for (int64_t parts : {1, 2, 4}) {
+    std::vector<int> seen(128, 0);
+    for (int64_t part = 0; part < parts; ++part) {
+      int64_t total = 0;
+      for (auto [begin, length] : runs(unequal, 128, part, parts)) {
+        for (int64_t i = begin; i < begin + length; ++i) ++seen[static_cast<size_t>(i)];
+        total += length;
+      }
+      CHECK(total == 128 / parts);
+    }
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
+  }
+  CHECK(runs(unequal, 120, 0, 4).empty());  // 120 is not 4 units of a multiple of 4
+  CHECK(runs(Placement::Replicate(), 8, 0, 2).empty());
+  CHECK(runs(Placement::Shard(0), 8, 2, 2).empty());
 }

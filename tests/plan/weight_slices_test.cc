@@ -16,9 +16,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,7 @@
 #include "tpc/ir/graph.h"
 #include "tpc/onnx/importer.h"
 #include "tpc/partition/partition.h"
+#include "tpc/partition/weight_slice.h"
 #include "tpc/plan/plan_writer.h"
 #include "tpc/proto/plan.pb.h"
 #include "tpc/shard/shard_pass.h"
@@ -108,8 +111,9 @@ std::map<std::string, RankTensor> RankTensors(const std::string& dir, int64_t ra
   return out;
 }
 
-// The whole tensor from the ranks' slices along dim `d` split as `k` blocks: for each
-// index of the dims before d, for each block, the ranks' parts in rank order.
+// The whole tensor from the ranks' slices along dim `d` split in blocks (equal ones, or
+// of the relative sizes p.block_weights): for each index of the dims before d, for each
+// block, the ranks' parts in rank order.
 std::string Reassemble(const std::vector<const RankTensor*>& parts,
                        const std::vector<int64_t>& whole_shape, int64_t elem_size,
                        const Placement& p) {
@@ -119,16 +123,21 @@ std::string Reassemble(const std::vector<const RankTensor*>& parts,
   for (size_t i = 0; i < d; ++i) outer *= whole_shape[i];
   int64_t inner = elem_size;
   for (size_t i = d + 1; i < whole_shape.size(); ++i) inner *= whole_shape[i];
-  const int64_t part_rows = whole_shape[d] / p.blocks / n;  // rows per rank per block
-  const int64_t run = part_rows * inner;                    // bytes of one part
+  std::vector<int64_t> weights = p.block_weights;
+  if (weights.empty()) weights.assign(static_cast<size_t>(p.blocks), 1);
+  int64_t units = 0;
+  for (int64_t w : weights) units += w;
+  const int64_t unit_rows = whole_shape[d] / units;
+  std::vector<size_t> at(static_cast<size_t>(n), 0);  // bytes of each rank's slice taken
   std::string out;
   for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t b = 0; b < p.blocks; ++b) {
+    for (int64_t w : weights) {
+      const size_t run = static_cast<size_t>(unit_rows * w / n * inner);  // one rank's part
       for (int64_t r = 0; r < n; ++r) {
         const std::string& slice = parts[static_cast<size_t>(r)]->bytes;
-        const int64_t at = (o * p.blocks + b) * run;
-        REQUIRE(at + run <= static_cast<int64_t>(slice.size()));
-        out.append(slice, static_cast<size_t>(at), static_cast<size_t>(run));
+        REQUIRE(at[static_cast<size_t>(r)] + run <= slice.size());
+        out.append(slice, at[static_cast<size_t>(r)], run);
+        at[static_cast<size_t>(r)] += run;
       }
     }
   }
@@ -233,7 +242,7 @@ TEST_CASE("weight slices reassemble into the original weights", "[plan][weights]
             split_from_model += orig != original.end() ? 1 : 0;
             blocked += p.blocks > 1 ? 1 : 0;
             std::vector<int64_t> local = whole.shape();
-            REQUIRE(local[static_cast<size_t>(p.dim)] % (n * p.blocks) == 0);
+            REQUIRE(local[static_cast<size_t>(p.dim)] % (n * p.BlockUnits()) == 0);
             local[static_cast<size_t>(p.dim)] /= n;
             for (const RankTensor* part : parts) {
               CHECK(part->dims == local);
@@ -366,4 +375,37 @@ TEST_CASE("tp-compile writes the library's rank files, plan.json and report.json
             static_cast<double>(c.ranks[0].weight_bytes));
     }
   }
+}
+
+// A fused [q | k | v] weight of unequal parts, S(1/1:1:2) (Qwen 3.5's Q/K/V projection
+// before its convolution): each rank's file holds its columns of each part, in order.
+TEST_CASE("a weight split in unequal blocks: each rank writes its part of each",
+          "[plan][weights]") {
+  // [2, 8] f32, columns as q 0-1, k 2-3, v 4-7.
+  std::string bytes;
+  for (int i = 0; i < 16; ++i) {
+    const float f = static_cast<float>(i);
+    bytes.append(reinterpret_cast<const char*>(&f), sizeof f);
+  }
+  const tpc::ir::Tensor w = tpc::ir::Tensor::FromBytes(tpc::ir::DType::kF32, {2, 8}, bytes);
+  const Placement p = Placement::ShardInWeightedBlocks(1, {1, 1, 2});
+  auto floats = [](const std::string& s) {
+    std::vector<float> out(s.size() / sizeof(float));
+    std::memcpy(out.data(), s.data(), s.size());
+    return out;
+  };
+  std::vector<const RankTensor*> parts;
+  RankTensor files[2];
+  for (int64_t r = 0; r < 2; ++r) {
+    std::ostringstream out;
+    REQUIRE(tpc::partition::WriteSlice(w, p, r, 2, out).ok());
+    files[r].bytes = out.str();
+    CHECK(static_cast<int64_t>(files[r].bytes.size()) == tpc::partition::SliceBytes(w, p, 2));
+    parts.push_back(&files[r]);
+  }
+  CHECK(floats(files[0].bytes) == std::vector<float>{0, 2, 4, 5, 8, 10, 12, 13});
+  CHECK(floats(files[1].bytes) == std::vector<float>{1, 3, 6, 7, 9, 11, 14, 15});
+  CHECK(Reassemble(parts, {2, 8}, 4, p) == bytes);
+  std::ostringstream out;
+  CHECK_FALSE(tpc::partition::WriteSlice(w, p, 0, 4, out).ok());  // 8 is not 4 units of 4
 }

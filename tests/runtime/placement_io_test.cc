@@ -134,6 +134,64 @@ TEST_CASE("a tensor split in blocks: each rank holds its part of every block",
                                                       Catch::Contains("in each of 2 blocks"));
 }
 
+// S(d/1:1:2), a fused [q | k | v] of unequal parts (Qwen 3.5's convolution state):
+// each rank holds its part of each part.
+TEST_CASE("a tensor split in unequal blocks: each rank holds its part of each",
+          "[runtime][placement_io]") {
+  // 2 ranks, dim 1 (8) as blocks of 2, 2 and 4: rank 1 holds columns 1, 3 and 6, 7.
+  const rt::Tensor full = Iota({3, 8});
+  const Placement unequal = Placement::ShardInWeightedBlocks(1, {1, 1, 2});
+  auto part = rt::SliceForRank("conv", full, unequal, 1, 2);
+  REQUIRE(part.ok());
+  REQUIRE(part->shape() == std::vector<int64_t>{3, 4});
+  CHECK(std::vector<float>(part->data<float>(), part->data<float>() + 8) ==
+        std::vector<float>{1, 3, 6, 7, 9, 11, 14, 15});
+  for (int n : {1, 2, 4}) {
+    for (const std::vector<int64_t>& weights :
+         std::vector<std::vector<int64_t>>{{1, 1, 2}, {3, 1}, {1, 2, 3}}) {
+      for (int64_t d : {0, 1, -1}) {
+        const Placement p = Placement::ShardInWeightedBlocks(d, weights);
+        INFO("n=" << n << " " << p.ToString());
+        const rt::Tensor t = Iota({48, 48, 48});  // every dim a multiple of 6·4 and 4·4
+        for (const rt::Tensor& back : RoundTrip(t, p, n)) CHECK(SameBytes(back, t));
+      }
+    }
+  }
+  auto odd = rt::SliceForRank("conv", Iota({2, 12}), unequal, 0, 4);
+  REQUIRE_FALSE(odd.ok());
+  CHECK_THAT(std::string(odd.status().message()),
+             Catch::Contains("conv") && Catch::Contains("multiple of 16"));
+}
+
+TEST_CASE("plan.json's unequal blocks are read back in their reduced form",
+          "[runtime][placement_io]") {
+  tpc::proto::Plan plan;
+  for (int r = 0; r < 2; ++r) plan.add_ranks();
+  auto* in = plan.add_inputs();
+  in->set_value("past.0.conv");
+  auto* p = in->add_placements();
+  p->set_kind(tpc::proto::Placement::SHARD);
+  p->set_dim(1);
+  p->set_blocks(3);
+  for (int64_t w : {1, 1, 2}) p->add_block_weights(w);
+  auto io = rt::IoPlacementsFromPlan(plan);
+  REQUIRE(io.ok());
+  CHECK(io->inputs.at("past.0.conv") == Placement::ShardInWeightedBlocks(1, {1, 1, 2}));
+  p->set_blocks(2);  // not their count
+  CHECK_FALSE(rt::IoPlacementsFromPlan(plan).ok());
+  p->set_blocks(3);
+  p->set_block_weights(2, 4);  // 1:1:4 is fine
+  CHECK(rt::IoPlacementsFromPlan(plan).ok());
+  p->clear_block_weights();
+  for (int64_t w : {2, 2, 4}) p->add_block_weights(w);  // not reduced
+  io = rt::IoPlacementsFromPlan(plan);
+  REQUIRE_FALSE(io.ok());
+  CHECK_THAT(std::string(io.status().message()), Catch::Contains("past.0.conv"));
+  p->clear_block_weights();
+  for (int64_t w : {1, 1, 1}) p->add_block_weights(w);  // equal: written as blocks alone
+  CHECK_FALSE(rt::IoPlacementsFromPlan(plan).ok());
+}
+
 TEST_CASE("plan.json's blocks are read back, never with groups", "[runtime][placement_io]") {
   tpc::proto::Plan plan;
   for (int r = 0; r < 4; ++r) plan.add_ranks();
