@@ -16,7 +16,13 @@ if freed again. Both exclude weights (ORT has already mapped/loaded them at sess
 creation); the ratio is tpc / ort.
 
     bench/executor_bench.py --build build [--threads 1,2] [--shapes 1x128,4x512] [--rounds 3]
-        [--repeat 10] [--unfused] [--profile] MODEL.onnx...
+        [--repeat 10] [--unfused] [--profile] [--dim NAME=SIZE ...] MODEL.onnx...
+
+`--dim` sizes other symbolic dims (unnamed ones are 1; `batch` and `seq` come from
+--shapes): an onnxruntime-genai export's prompt is
+    --shapes 1x32 --dim batch_size=1 --dim sequence_length=32 --dim past_sequence_length=0
+        --dim total_sequence_length=32
+(its caches empty, its convolution and recurrent states drawn like any float input).
 """
 import argparse
 import json
@@ -59,7 +65,7 @@ print(json.dumps({"median_s": sorted(times)[len(times) // 2], "mem_bytes": hwm -
 """
 
 
-def make_inputs(model_path, batch, seq, out_dir):
+def make_inputs(model_path, batch, seq, out_dir, sizes=None):
     import numpy as np
     import onnx
     m = onnx.load(model_path, load_external_data=False)
@@ -68,8 +74,8 @@ def make_inputs(model_path, batch, seq, out_dir):
     files = {}
     for k, inp in enumerate(x for x in m.graph.input if x.name not in inits):
         tt = inp.type.tensor_type
-        dims = [d.dim_value if d.HasField("dim_value") else {"batch": batch, "seq": seq}.get(d.dim_param, 1)
-                for d in tt.shape.dim]
+        named = {"batch": batch, "seq": seq, **(sizes or {})}
+        dims = [d.dim_value if d.HasField("dim_value") else named.get(d.dim_param, 1) for d in tt.shape.dim]
         if tt.elem_type == onnx.TensorProto.INT64:
             a = np.ones(dims, np.int64) if "mask" in inp.name else rng.integers(0, 32, dims).astype(np.int64)
         else:
@@ -119,8 +125,16 @@ def main():
     ap.add_argument("--repeat", type=int, default=10, help="timed runs per process (the median is kept)")
     ap.add_argument("--unfused", action="store_true", help="also time tp-run --no-fuse")
     ap.add_argument("--profile", action="store_true", help="per-op-type profiles side by side")
+    ap.add_argument("--dim", action="append", default=[], metavar="NAME=SIZE",
+                    help="the size of a symbolic dim of the inputs (repeatable)")
     ap.add_argument("models", nargs="*")
     args = ap.parse_args()
+    sizes = {}
+    for d in args.dim:
+        name, _, size = d.partition("=")
+        if not size.isdigit():
+            ap.error(f"--dim {d}: expected NAME=SIZE")
+        sizes[name] = int(size)
     try:
         import onnxruntime  # noqa: F401
     except ImportError:
@@ -143,7 +157,7 @@ def main():
             for batch, seq in shapes:
                 shape_dir = os.path.join(work, f"{name}_{batch}x{seq}")
                 os.makedirs(shape_dir)
-                inputs = make_inputs(m, batch, seq, shape_dir)
+                inputs = make_inputs(m, batch, seq, shape_dir, sizes)
                 for t in threads:
                     runs = {"tpc": [], "ort": [], "unfused": []}
                     tm = om = 0
