@@ -21,7 +21,7 @@ creation); the ratio is tpc / ort.
 `--dim` sizes other symbolic dims (unnamed ones are 1; `batch` and `seq` come from
 --shapes): an onnxruntime-genai export's prompt is
     --shapes 1x32 --dim batch_size=1 --dim sequence_length=32 --dim past_sequence_length=0
-        --dim total_sequence_length=32
+        --dim total_sequence_length=32 --dim kv_cache_dim=HEAD_SIZE
 (its caches empty, its convolution and recurrent states drawn like any float input).
 """
 import argparse

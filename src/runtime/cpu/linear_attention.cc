@@ -134,12 +134,14 @@ TPC_ISA_CLONES void LinearAttentionHead(const math::LinearAttentionLayout& l, co
                   : nullptr;
     // One pass over the rows: the decay, and Sᵀk of the decayed state (delta rules).
     std::fill(mem, mem + dv, 0.0f);
+    // (A head's decay once, not per row: expf may set errno, so it is not hoisted for us.)
+    const float head_decay = g != nullptr && !l.decay_per_key ? expf(g[0]) : 1.0f;
     for (int64_t i = 0; i < dk; ++i) {
       float* row = state + i * dv;
       // The row as the last token left it (the first token: the past's, or zeros).
       const float* from = t > 0 ? row : past != nullptr ? past + i * dv : nullptr;
       if (g != nullptr) {  // (zeros decayed too: 0 · e, NaN for an e of NaN or infinity)
-        const float e = expf(g[l.decay_per_key ? i : 0]);
+        const float e = l.decay_per_key ? expf(g[i]) : head_decay;
         if (from == nullptr) {
           std::fill(row, row + dv, 0.0f * e);
         } else {
@@ -180,11 +182,16 @@ TPC_ISA_CLONES void LinearAttentionHead(const math::LinearAttentionLayout& l, co
 #define TPC_AVX512 __attribute__((target("avx512f")))
 
 // LinearAttentionHead for V · 16 value columns and one query head per state head (Qwen
-// 3.5's inverse GQA), with AVX-512: the delta rule's Sᵀk, the update and the output row
-// stay in registers over the key rows (the generic loop loads and stores them at every
-// row), so each pass reads and writes only the state. The same sums in the same order of
-// the key rows. The bench's Qwen 3.5 32-token prefill (heads of 128 × 128): 2.6-3.1 ms in
-// LinearAttention against 4.8-5.4 through the generic loop's AVX-512 clone.
+// 3.5's inverse GQA), with AVX-512, in one pass over the state per token: the delta rule's
+// Sᵀk, the update and the output row stay in registers over the key rows, and the pass
+// that writes token t's state also sums the next token's Sᵀk from it (decayed by the next
+// token's decay, as the generic loop's first pass decays it), so each token reads and
+// writes the state once. The same products and sums in the same order of the key rows as
+// the generic loop's AVX-512 clone (its outputs bit-identical to the two-pass form's). A
+// head's decay is one expf per token, not one per key row (expf may set errno, so the
+// compiler keeps a call in the loop). The bench's Qwen 3.5 32-token prefill (heads of
+// 128 × 128, 2 threads, interleaved medians of 8): 3.7 ms in LinearAttention with two
+// passes and an expf per row, 1.95 now; onnxruntime's 2.2 (bench/executor_bench.py).
 template <int V>
 TPC_AVX512 void LinearAttentionHeadRegisters(const math::LinearAttentionLayout& l, const float* q,
                                              const float* k, const float* v, const float* decay,
@@ -192,58 +199,84 @@ TPC_AVX512 void LinearAttentionHeadRegisters(const math::LinearAttentionLayout& 
                                              float* state, int64_t b, int64_t h) {
   const int64_t dk = l.dk, dv = l.dv, oh = l.out_heads();
   const int64_t kh = l.key_head(h), q0 = l.first_query(h);
-  for (int64_t t = 0; t < l.tokens; ++t) {
+  auto key_row = [&](int64_t t) { return k + ((b * l.tokens + t) * l.k_heads + kh) * dk; };
+  // Token t's decay of key row i, through `e` (expf of each row's, or of the head's).
+  auto decays = [&](int64_t t, float* e) {
+    if (!l.gated()) return;
     const int64_t bt = b * l.tokens + t;
-    const float* kr = k + (bt * l.k_heads + kh) * dk;
-    const float* qr = q + (bt * l.q_heads + q0) * dk;
-    const float* vr = v + (bt * l.v_heads + h) * dv;
-    const float* g =
-        l.gated() ? decay + (l.decay_per_key ? (bt * l.v_heads + h) * dk : bt * l.v_heads + h)
-                  : nullptr;
-    __m512 mem[V];
+    const float* g = decay + (l.decay_per_key ? (bt * l.v_heads + h) * dk : bt * l.v_heads + h);
+    if (l.decay_per_key) {
+      for (int64_t i = 0; i < dk; ++i) e[i] = expf(g[i]);
+    } else {
+      std::fill(e, e + dk, expf(g[0]));
+    }
+  };
+  float e_now[math::kLinearAttentionMaxKeyDim], e_next[math::kLinearAttentionMaxKeyDim];
+  decays(0, e_now);
+  // Sᵀk of the first token's decayed past (zeros decayed too: 0 · e, NaN for an e of NaN
+  // or infinity).
+  __m512 u[V];
 #pragma GCC unroll 8
-    for (int j = 0; j < V; ++j) mem[j] = _mm512_setzero_ps();
-    // One pass over the rows: the decay, and Sᵀk of the decayed state (delta rules).
+  for (int j = 0; j < V; ++j) u[j] = _mm512_setzero_ps();
+  if (l.delta()) {
+    const float* k0 = key_row(0);
     for (int64_t i = 0; i < dk; ++i) {
-      float* row = state + i * dv;
-      const float* from = t > 0 ? row : past != nullptr ? past + i * dv : nullptr;
-      const __m512 e = _mm512_set1_ps(g != nullptr ? expf(g[l.decay_per_key ? i : 0]) : 1.0f);
-      const __m512 ki = _mm512_set1_ps(kr[i]);
+      const __m512 e = _mm512_set1_ps(l.gated() ? e_now[i] : 1.0f), ki = _mm512_set1_ps(k0[i]);
 #pragma GCC unroll 8
       for (int j = 0; j < V; ++j) {
-        // (zeros decayed too: 0 · e, NaN for an e of NaN or infinity)
-        const __m512 x = from != nullptr ? _mm512_loadu_ps(from + 16 * j) : _mm512_setzero_ps();
-        const __m512 r = g != nullptr ? _mm512_mul_ps(x, e) : x;
-        _mm512_storeu_ps(row + 16 * j, r);
-        if (l.delta()) mem[j] = _mm512_fmadd_ps(r, ki, mem[j]);
+        const __m512 x =
+            past != nullptr ? _mm512_loadu_ps(past + i * dv + 16 * j) : _mm512_setzero_ps();
+        u[j] = _mm512_fmadd_ps(l.gated() ? _mm512_mul_ps(x, e) : x, ki, u[j]);
       }
     }
+  }
+  for (int64_t t = 0; t < l.tokens; ++t) {
+    const int64_t bt = b * l.tokens + t;
+    const float* kr = key_row(t);
+    const float* qr = q + (bt * l.q_heads + q0) * dk;
+    const float* vr = v + (bt * l.v_heads + h) * dv;
     // The update: β · (v − Sᵀk), or v.
     const __m512 beta =
         _mm512_set1_ps(l.delta() ? rate[l.rate_per_head ? bt * l.v_heads + h : bt] : 1.0f);
+    __m512 d[V];
 #pragma GCC unroll 8
     for (int j = 0; j < V; ++j) {
       const __m512 vj = _mm512_loadu_ps(vr + 16 * j);
-      mem[j] = l.delta() ? _mm512_mul_ps(_mm512_sub_ps(vj, mem[j]), beta) : vj;
+      d[j] = l.delta() ? _mm512_mul_ps(_mm512_sub_ps(vj, u[j]), beta) : vj;
     }
-    // Another: the update, and Sᵀq of the updated state.
+    // The pass: decay and update each row, Sᵀq of the updated state, and the next
+    // token's Sᵀk of its decay of it.
+    const bool later = t + 1 < l.tokens, next = l.delta() && later;
+    const float* kn = next ? key_row(t + 1) : nullptr;
+    if (later) decays(t + 1, e_next);
     __m512 o[V];
 #pragma GCC unroll 8
-    for (int j = 0; j < V; ++j) o[j] = _mm512_setzero_ps();
+    for (int j = 0; j < V; ++j) {
+      o[j] = _mm512_setzero_ps();
+      u[j] = _mm512_setzero_ps();
+    }
     for (int64_t i = 0; i < dk; ++i) {
       float* row = state + i * dv;
+      // The row as the last token left it (the first token: the past's, or zeros).
+      const float* from = t > 0 ? row : past != nullptr ? past + i * dv : nullptr;
+      const __m512 e = _mm512_set1_ps(l.gated() ? e_now[i] : 1.0f);
       const __m512 ki = _mm512_set1_ps(kr[i]), qi = _mm512_set1_ps(qr[i]);
+      const __m512 en = _mm512_set1_ps(next && l.gated() ? e_next[i] : 1.0f);
+      const __m512 kni = _mm512_set1_ps(next ? kn[i] : 0.0f);
 #pragma GCC unroll 8
       for (int j = 0; j < V; ++j) {
-        const __m512 r = _mm512_fmadd_ps(ki, mem[j], _mm512_loadu_ps(row + 16 * j));
+        const __m512 x = from != nullptr ? _mm512_loadu_ps(from + 16 * j) : _mm512_setzero_ps();
+        const __m512 r = _mm512_fmadd_ps(ki, d[j], l.gated() ? _mm512_mul_ps(x, e) : x);
         _mm512_storeu_ps(row + 16 * j, r);
         o[j] = _mm512_fmadd_ps(r, qi, o[j]);
+        if (next) u[j] = _mm512_fmadd_ps(l.gated() ? _mm512_mul_ps(r, en) : r, kni, u[j]);
       }
     }
     float* first = out + (bt * oh + (l.q_heads > l.v_heads ? q0 : h)) * dv;
     const __m512 scale = _mm512_set1_ps(l.scale);
 #pragma GCC unroll 8
     for (int j = 0; j < V; ++j) _mm512_storeu_ps(first + 16 * j, _mm512_mul_ps(o[j], scale));
+    if (later && l.gated()) std::copy_n(e_next, dk, e_now);
   }
 }
 
