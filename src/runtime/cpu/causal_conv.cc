@@ -1,5 +1,6 @@
-// onnxruntime's CausalConvWithState on the CPU: each output and state element from
-// math/causal_conv.h, a row (batch entry and channel) at a time.
+// onnxruntime's CausalConvWithState on the CPU: math/causal_conv.h's sums, a row (batch
+// entry and channel) at a time.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -12,22 +13,37 @@
 namespace tpc::runtime::cpu {
 namespace {
 
-// One row (batch entry and channel) of the output: `padded` is the row's sequence
-// (CausalConvPadded's: the state, then the input), w its k weights. The same sums in the
-// same order as math::CausalConvAt, a position per lane; SiLU through vector_math.h's
-// exp (CausalConvAt's expf differs from it by an ulp or two). Compiled per ISA: the
-// bench's Qwen 3.5 32-token prefill spent 2.0 ms in this op element by element (an expf
-// call each), against onnxruntime's 1.7.
-TPC_ISA_CLONES void CausalConvRow(const float* padded, const float* w, int64_t k, int64_t dilation,
-                                  float bias, bool silu, float* out, int64_t length) {
-  for (int64_t t = 0; t < length; ++t) out[t] = bias;
-  for (int64_t j = 0; j < k; ++j) {  // (positions innermost: they vectorize)
-    const float wj = w[j];
-    const float* x = padded + j * dilation;
-    for (int64_t t = 0; t < length; ++t) out[t] += wj * x[t];
+// Rows [first, last) (batch entry and channel) of the output, and of the present state
+// when `state` is not null. A row's sequence (CausalConvPadded's: the past state, or
+// zeros, then the input) is laid out in `padded` (state + length floats), then the same
+// sums in the same order as math::CausalConvAt, positions innermost (they vectorize); SiLU
+// through vector_math.h's exp (CausalConvAt's expf differs from it by an ulp or two) over
+// the rows' outputs at once (contiguous: a decode step's one position per row vectorizes
+// too). Compiled per ISA: the bench's Qwen 3.5 32-token prefill spent 2.0 ms in this op
+// element by element (an expf call each), against onnxruntime's 1.7.
+TPC_ISA_CLONES void CausalConvRows(const math::CausalConvLayout& l, const float* x,
+                                   const float* past, const float* w, const float* bias, float* out,
+                                   float* state, int64_t first, int64_t last, float* padded) {
+  const int64_t s = l.state(), n = l.length;
+  for (int64_t r = first; r < last; ++r) {
+    if (past != nullptr) {
+      std::copy_n(past + r * s, s, padded);
+    } else {
+      std::fill(padded, padded + s, 0.0f);
+    }
+    std::copy_n(x + r * n, n, padded + s);
+    const int64_t c = r % l.channels;
+    float* y = out + r * n;
+    std::fill(y, y + n, bias != nullptr ? bias[c] : 0.0f);
+    for (int64_t j = 0; j < l.k; ++j) {
+      const float wj = w[c * l.k + j];
+      const float* from = padded + j * l.dilation;
+      for (int64_t t = 0; t < n; ++t) y[t] += wj * from[t];
+    }
+    if (state != nullptr) std::copy_n(padded + n, s, state + r * s);  // the last s positions
   }
-  if (silu) {
-    for (int64_t t = 0; t < length; ++t) out[t] = out[t] * Sigmoid(out[t]);
+  if (l.silu) {
+    for (int64_t i = first * n; i < last * n; ++i) out[i] = out[i] * Sigmoid(out[i]);
   }
 }
 
@@ -79,11 +95,6 @@ absl::Status CausalConvWithState(KernelContext& ctx) {
   if (x.dtype() != ir::DType::kF32) return ctx.Error("the CPU kernel takes float32 only");
   const Tensor* bias = ctx.optional_input(2);
   const Tensor* past = ctx.optional_input(3);
-  auto load = [](const Tensor* t) {
-    const float* p = t != nullptr ? t->data<float>() : nullptr;
-    return [p](int64_t i) { return p[i]; };
-  };
-  const auto lx = load(&x), lp = load(past);
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, x.shape(), x.dtype()));
   float* out = y->data<float>();
   float* state = nullptr;
@@ -93,19 +104,10 @@ absl::Status CausalConvWithState(KernelContext& ctx) {
   }
   const float* w = ctx.input(1).data<float>();
   const float* b = bias != nullptr ? bias->data<float>() : nullptr;
+  const float* pp = past != nullptr ? past->data<float>() : nullptr;
   ctx.pool().ParallelFor(l.batch * l.channels, 16, [&](int64_t first, int64_t last) {
     std::vector<float> padded(static_cast<size_t>(l.state() + l.length));
-    for (int64_t r = first; r < last; ++r) {
-      for (int64_t u = 0; u < l.state() + l.length; ++u) {
-        padded[static_cast<size_t>(u)] = math::CausalConvPadded(l, lx, lp, past != nullptr, r, u);
-      }
-      const int64_t c = r % l.channels;
-      CausalConvRow(padded.data(), w + c * l.k, l.k, l.dilation, b != nullptr ? b[c] : 0.0f, l.silu,
-                    out + r * l.length, l.length);
-      for (int64_t i = r * l.state(); state != nullptr && i < (r + 1) * l.state(); ++i) {
-        state[i] = math::CausalConvStateElement(l, lx, lp, past != nullptr, i);
-      }
-    }
+    CausalConvRows(l, x.data<float>(), pp, w, b, out, state, first, last, padded.data());
   });
   return absl::OkStatus();
 }
