@@ -320,6 +320,19 @@ TPC_ISA_CLONES void Int4ColumnsDot(const uint8_t* codes, const float* scales, co
   }
 }
 
+TPC_ISA_CLONES void SmallGemm(const float* a, const float* b, float* c, int64_t m, int64_t n,
+                              int64_t k) {
+  for (int64_t i = 0; i < m; ++i) {
+    float* row = c + i * n;
+    std::fill(row, row + n, 0.0f);
+    for (int64_t p = 0; p < k; ++p) {
+      const float x = a[i * k + p];
+      const float* w = b + p * n;
+      for (int64_t j = 0; j < n; ++j) row[j] += x * w[j];
+    }
+  }
+}
+
 TPC_ISA_CLONES void HalfBlockToFloat(const uint16_t* src, int64_t src_ld, int64_t rows,
                                      int64_t cols, float* dst, int64_t dst_ld, bool bf16) {
   typedef uint16_t U16x16 __attribute__((vector_size(32)));

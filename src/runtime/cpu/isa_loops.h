@@ -43,6 +43,11 @@ void Int4ColumnsDot(const uint8_t* codes, const float* scales, const float* zero
                     int64_t blocks, int64_t half, const float* a_pairs, int64_t a_stride,
                     int64_t rows, float* out, int64_t out_ld);
 
+// c[i·n + j] = Σ_p a[i·k + p] · b[p·n + j] for i < m, j < n: a product too small for a
+// BLAS call's set-up to pay (a decode step's [1, 1024] · [1024, 8] gate projections:
+// OpenBLAS took 18-30 µs a call), the columns of a row of b a vector at a time.
+void SmallGemm(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k);
+
 // dst[r·dst_ld + j] = src[r·src_ld + j] as f32 for r < rows, j < cols, src bf16 (`bf16`)
 // or f16: exactly HalfToFloat's and BFloat16ToFloat's values (NaN payloads kept), 16
 // lanes at a time.

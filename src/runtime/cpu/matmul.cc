@@ -1,10 +1,12 @@
-// MatMul (numpy batching) and Gemm; f32 and f64 through BLAS, integers by loops.
+// MatMul (numpy batching) and Gemm; f32 and f64 through BLAS (a few rows of f32 against a
+// small B through isa_loops.h's SmallGemm), integers by loops.
 #include <cblas.h>
 
 #include <algorithm>
 #include <memory>
 #include <vector>
 
+#include "isa_loops.h"
 #include "kernels.h"
 
 namespace tpc::runtime::cpu {
@@ -223,6 +225,14 @@ absl::Status MatMul(KernelContext& ctx) {
   if (IsHalfType(a.dtype())) return HalfMatMul(ctx, nullptr, Activation::kNone);
   TPC_ASSIGN_OR_RETURN(const MatMulShape g, MatMulShapes(ctx, a, b));
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, g.out, a.dtype()));
+  if (b.rank() == 2 && a.rank() >= 2 && a.dtype() == ir::DType::kF32) {
+    // A few rows against a small B (under 2^16 multiply-adds): a loop of our own.
+    const int64_t rows = g.k > 0 ? a.num_elements() / g.k : 0;
+    if (rows <= 4 && rows * g.n * g.k <= (int64_t{1} << 16)) {
+      SmallGemm(a.data<float>(), b.data<float>(), y->data<float>(), rows, g.n, g.k);
+      return absl::OkStatus();
+    }
+  }
   if (b.rank() == 2 && a.rank() >= 2) {
     TPC_ASSIGN_OR_RETURN(const bool packed, PackedMatMul(ctx, a, b, y));
     if (packed) return absl::OkStatus();
