@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <numeric>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
@@ -33,6 +32,9 @@ std::optional<ReduceOp> ReduceOpFromName(std::string_view name) {
 }
 
 Placement Placement::ShardInWeightedBlocks(int64_t d, std::vector<int64_t> weights) {
+  if (std::any_of(weights.begin(), weights.end(), [](int64_t w) { return w < 1; })) {
+    return Shard(d);  // not blocks (callers check BlockUnits against the dim)
+  }
   int64_t g = 0;
   for (int64_t w : weights) g = std::gcd(g, w);
   if (g > 1) {
@@ -48,13 +50,21 @@ Placement Placement::ShardInWeightedBlocks(int64_t d, std::vector<int64_t> weigh
 
 int64_t Placement::BlockUnits() const {
   if (block_weights.empty()) return blocks;
-  return std::accumulate(block_weights.begin(), block_weights.end(), int64_t{0});
+  // (Saturating: weights read from a file may be anything; PartRuns refuses the result.)
+  int64_t units = 0;
+  for (int64_t w : block_weights) {
+    if (w < 1 || w > kMaxBlockUnits || units + w > kMaxBlockUnits) return kMaxBlockUnits + 1;
+    units += w;
+  }
+  return units;
 }
 
 std::vector<DimRun> PartRuns(const Placement& p, int64_t size, int64_t part, int64_t parts) {
   const int64_t units = p.BlockUnits();
-  if (p.kind != Placement::Kind::kShard || p.has_symbolic_blocks() || units < 1 || parts < 1 ||
-      part < 0 || part >= parts || size < 0 || size % (units * parts) != 0) {
+  if (p.kind != Placement::Kind::kShard || p.has_symbolic_blocks() || units < 1 ||
+      units > Placement::kMaxBlockUnits || parts < 1 || parts > Placement::kMaxBlockUnits ||
+      part < 0 || part >= parts || size < 0 || size % (units * parts) != 0 ||
+      (!p.block_weights.empty() && p.blocks != static_cast<int64_t>(p.block_weights.size()))) {
     return {};
   }
   const int64_t unit = size / units;

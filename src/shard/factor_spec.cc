@@ -39,9 +39,7 @@ struct Blocks {
   bool Fits(const RuleContext& ctx, const ir::Dim& d) const {
     if (groups > 0) return ctx.DivisibleInGroups(d, groups);
     if (!weights.empty()) {
-      int64_t units = 0;
-      for (int64_t w : weights) units += w;
-      return ctx.DivisibleInBlocks(d, units);
+      return ctx.DivisibleInBlocks(d, Placement::ShardInWeightedBlocks(0, weights).BlockUnits());
     }
     return symbolic ? ctx.DivisibleInBlocks(d, *symbolic) : ctx.DivisibleInBlocks(d, count);
   }

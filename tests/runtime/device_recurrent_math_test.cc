@@ -23,7 +23,7 @@ using testing::OneOp;
 using testing::Random;
 using testing::RequireClose;
 
-struct Case {
+struct RecurrentCase {
   std::string op;
   CellKind cell;
   int64_t seq, batch, input, hidden, dirs;
@@ -46,7 +46,7 @@ void GemmNT(const float* a, const float* b, float* c, int64_t m, int64_t n, int6
 
 // The device's Y, Y_h (and Y_c) from X, W, R, B, P, initial states (layout 0 inputs only
 // but X, which follows the case's layout).
-std::vector<std::vector<float>> DeviceRun(const Case& c, const Tensor& x, const Tensor& w,
+std::vector<std::vector<float>> DeviceRun(const RecurrentCase& c, const Tensor& x, const Tensor& w,
                                           const Tensor& r, const Tensor& b, const Tensor& p,
                                           const Tensor& h0, const Tensor& c0) {
   math::CellParams cp;
@@ -155,7 +155,7 @@ std::vector<std::vector<float>> DeviceRun(const Case& c, const Tensor& x, const 
 
 TEST_CASE("Recurrent steps as the CUDA kernels run them equal the CPU kernels",
           "[runtime][device-math]") {
-  const std::vector<Case> cases = {
+  const std::vector<RecurrentCase> cases = {
       {"LSTM", CellKind::kLstm, 5, 3, 4, 6, 1, false, true, false, true, true, {5, 2, 0}},
       {"GRU", CellKind::kGru, 4, 2, 3, 5, 2, false, false, false, false, true, {}},
       {"GRU", CellKind::kGru, 4, 2, 3, 5, 2, false, false, true, false, false, {3, 4}},
@@ -164,7 +164,7 @@ TEST_CASE("Recurrent steps as the CUDA kernels run them equal the CPU kernels",
       {"LSTM", CellKind::kLstm, 4, 2, 3, 4, 1, false, false, false, false, true, {}, 0.6f, true},
   };
   for (size_t ci = 0; ci < cases.size(); ++ci) {
-    const Case& c = cases[ci];
+    const RecurrentCase& c = cases[ci];
     INFO("case " << ci << ": " << c.op);
     const int64_t gates = c.cell == CellKind::kRnn ? 1 : c.cell == CellKind::kGru ? 3 : 4;
     const int64_t gh = gates * c.hidden;

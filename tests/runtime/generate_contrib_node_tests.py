@@ -174,7 +174,12 @@ def qwen35_cases(rng):
             ("gated_per_key_decay_dv_32", 2, 2, 16, 32, "gated", {"per_key": 1}),
             ("delta_rate_per_token_dv_16", 2, 2, 8, 16, "delta", {"rate_one": 1}),
             ("linear_dv_16", 3, 3, 4, 16, "linear", {"default_scale": 1}),
-            ("gated_delta_dv_128", 2, 4, 32, 128, "gated_delta", {})]:
+            ("gated_delta_dv_128", 2, 4, 32, 128, "gated_delta", {}),
+            # its one pass a token sums the next token's Sᵀk under that token's decay of
+            # each key row
+            ("gated_delta_per_key_decay_dv_32", 2, 2, 16, 32, "gated_delta", {"per_key": 1}),
+            ("gated_delta_per_key_first_prompt_dv_16", 2, 2, 8, 16, "gated_delta",
+             {"per_key": 1, "no_past": 1})]:
         extra = dict(extra)
         tokens = extra.pop("tokens", t)
         hk = min(hq, hv)

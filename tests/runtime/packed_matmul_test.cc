@@ -1,7 +1,9 @@
 // MatMul by a constant weight packed once (oneDNN, src/runtime/cpu/packed_matmul.cc):
 // the same products as the plain loops, across runs of different row counts (a new
 // primitive each, one packed weight), with a batch of rows folded into M.
+#include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "catch2/catch.hpp"
@@ -69,6 +71,47 @@ TEST_CASE("MatMul by a packed constant weight equals the plain product", "[runti
   CHECK(backend->kernel_states()->size() == 1);  // one packed weight for every run
 #endif
   CHECK(backend->kernel_states() != nullptr);
+}
+
+// Up to 4 rows against a small B (SmallGemm, not BLAS): the same products, a batched A
+// folded into rows; an empty inner dim gives zeros (the output comes from the arena).
+TEST_CASE("MatMul of a few rows by a small weight equals the plain product", "[runtime][matmul]") {
+  const int64_t k = GENERATE(int64_t{0}, int64_t{3}, int64_t{1024});
+  constexpr int64_t n = 8;
+  INFO("k " << k);
+  std::vector<float> w(static_cast<size_t>(k * n));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(0.29f * static_cast<float>(i));
+  ir::Graph g;
+  g.opsets()[""] = 18;
+  ir::Value* x = g.AddPlaceholder(
+      "x", ir::TensorType(DType::kF32, {Dim::Symbol("batch"), Dim::Symbol("seq"), Dim(k)}));
+  ir::Value* wv = g.AddConstant("w", ir::Tensor::FromFloat({k, n}, w));
+  ir::Value* y = g.AddCall("", "MatMul", {x, wv}, {"y"})->output();
+  g.SetOutputs({y});
+  REQUIRE(onnx::InferShapes(g).ok());
+  auto backend = MakeCpuBackend(2);
+  auto ex = Executor::Create(g, *backend, nullptr);
+  REQUIRE(ex.ok());
+  for (const auto& [batch, seq] :
+       std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {1, 3}, {2, 2}, {1, 5}, {2, 2}, {1, 1}}) {
+    Tensor in = Tensor::Allocate(DType::kF32, {batch, seq, k});
+    for (int64_t i = 0; i < in.num_elements(); ++i)
+      in.data<float>()[i] = std::cos(0.13f * static_cast<float>(i + seq));
+    auto out = (*ex)->Run({{"x", in}});
+    REQUIRE(out.ok());
+    const Tensor& got = (*out)[0];
+    REQUIRE(got.shape() == std::vector<int64_t>{batch, seq, n});
+    double worst = 0;
+    for (int64_t r = 0; r < batch * seq; ++r) {
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0;
+        for (int64_t p = 0; p < k; ++p) want += double(in.data<float>()[r * k + p]) * w[p * n + j];
+        worst = std::max(worst, std::abs(got.data<float>()[r * n + j] - want));
+      }
+    }
+    INFO("batch " << batch << " seq " << seq << ": worst error " << worst);
+    CHECK(worst < 1e-4);
+  }
 }
 
 }  // namespace

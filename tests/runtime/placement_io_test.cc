@@ -190,6 +190,24 @@ TEST_CASE("plan.json's unequal blocks are read back in their reduced form",
   p->clear_block_weights();
   for (int64_t w : {1, 1, 1}) p->add_block_weights(w);  // equal: written as blocks alone
   CHECK_FALSE(rt::IoPlacementsFromPlan(plan).ok());
+  // Weights below 1 or summing past 2^31 (a file's, not tpc's) would place runs outside
+  // the dim: refused.
+  for (const std::vector<int64_t>& bad : std::vector<std::vector<int64_t>>{
+           {3, -1}, {-1, 2}, {0, 1}, {1, int64_t{1} << 31}, {int64_t{1} << 62, 1}}) {
+    p->clear_block_weights();
+    for (int64_t w : bad) p->add_block_weights(w);
+    p->set_blocks(static_cast<int64_t>(bad.size()));
+    INFO(bad[0] << ", " << bad[1]);
+    CHECK_FALSE(rt::IoPlacementsFromPlan(plan).ok());
+  }
+  // Nor does a placement built by hand with such weights place any run.
+  Placement by_hand = Placement::Shard(1);
+  by_hand.blocks = 2;
+  by_hand.block_weights = {3, -1};
+  CHECK(tpc::ir::PartRuns(by_hand, 4, 1, 2).empty());
+  by_hand.block_weights = {int64_t{1} << 62, int64_t{1} << 62, 2};
+  by_hand.blocks = 3;
+  CHECK(tpc::ir::PartRuns(by_hand, 4, 0, 2).empty());
 }
 
 TEST_CASE("plan.json's blocks are read back, never with groups", "[runtime][placement_io]") {

@@ -29,12 +29,12 @@ ShardOptions Options(int n, Objective objective, double slack, bool sp = false) 
 }
 
 // A plan and the graph its values point into.
-struct Sharded {
+struct ShardedGraph {
   std::unique_ptr<Graph> graph;
   ShardResult result;
 };
 
-Sharded Solve(const std::string& model, const ShardOptions& options) {
+ShardedGraph Solve(const std::string& model, const ShardOptions& options) {
   auto graph = tpc::testing::ImportCommitted(model);
   auto r = tpc::shard::ShardGraph(*graph, options);
   INFO(r.status().ToString());
@@ -61,8 +61,8 @@ std::map<std::string, std::string> WeightPlacements(const std::string& model,
 bool Contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
 void CheckWithinSlack(const char* model, int n, bool sp) {
-  const Sharded memory_plan = Solve(model, Options(n, Objective::kMemory, 0, sp));
-  const Sharded balanced_plan = Solve(model, Options(n, Objective::kBalanced, 0.05, sp));
+  const ShardedGraph memory_plan = Solve(model, Options(n, Objective::kMemory, 0, sp));
+  const ShardedGraph balanced_plan = Solve(model, Options(n, Objective::kBalanced, 0.05, sp));
   const ShardResult& memory = memory_plan.result;
   const ShardResult& balanced = balanced_plan.result;
   REQUIRE(balanced.slack.has_value());
@@ -104,7 +104,7 @@ TEST_CASE("balanced objective: no slack is the memory objective", "[shard][balan
       DYNAMIC_SECTION(model << " N=" << n) {
         CHECK(WeightPlacements(model, Options(n, Objective::kBalanced, 0)) ==
               WeightPlacements(model, Options(n, Objective::kMemory, 0)));
-        const Sharded plan = Solve(model, Options(n, Objective::kBalanced, 0));
+        const ShardedGraph plan = Solve(model, Options(n, Objective::kBalanced, 0));
         const ShardResult& r = plan.result;
         REQUIRE(r.slack.has_value());
         CHECK(r.slack->weight_bytes_added == 0);
@@ -147,7 +147,7 @@ TEST_CASE("balanced objective: each K/V head on its group of ranks when fewer th
   REQUIRE(r->slack.has_value());
   CHECK(r->slack->weight_bytes_added > 0);
   CHECK(r->slack->time_us_saved > 0);
-  const Sharded memory_plan = Solve("llama", Options(4, Objective::kMemory, 0, sp));
+  const ShardedGraph memory_plan = Solve("llama", Options(4, Objective::kMemory, 0, sp));
   const ShardResult& memory = memory_plan.result;
   CHECK(r->weight_bytes_per_rank > memory.weight_bytes_per_rank);
   CHECK(r->weight_bytes_per_rank - memory.weight_bytes_per_rank <=

@@ -30,7 +30,7 @@ using tpc::testing::RunTpCompile;
 using tpc::testing::RunTpRun;
 
 constexpr int64_t kVocab = 50257;
-constexpr int64_t kHidden = 16;
+constexpr int64_t kPaddedHidden = 16;
 
 std::vector<float> Normal(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -46,19 +46,21 @@ std::string WriteVocabModel(const std::string& dir) {
   g.opsets()[""] = 17;
   tpc::ir::Value* ids = g.AddPlaceholder(
       "input_ids", TensorType(DType::kI64, {Dim::Symbol("batch"), Dim::Symbol("seq")}));
-  const std::vector<float> wte = Normal(kVocab * kHidden, 1);
+  const std::vector<float> wte = Normal(kVocab * kPaddedHidden, 1);
   std::vector<float> head(wte.size());
   for (int64_t v = 0; v < kVocab; ++v) {
-    for (int64_t h = 0; h < kHidden; ++h) {
-      head[static_cast<size_t>(h * kVocab + v)] = wte[static_cast<size_t>(v * kHidden + h)];
+    for (int64_t h = 0; h < kPaddedHidden; ++h) {
+      head[static_cast<size_t>(h * kVocab + v)] = wte[static_cast<size_t>(v * kPaddedHidden + h)];
     }
   }
-  tpc::ir::Value* table = g.AddConstant("wte", Tensor::FromFloat({kVocab, kHidden}, wte));
-  tpc::ir::Value* lm = g.AddConstant("lm_head", Tensor::FromFloat({kHidden, kVocab}, head));
-  tpc::ir::Value* w1 = g.AddConstant(
-      "fc", Tensor::FromFloat({kHidden, 4 * kHidden}, Normal(4 * kHidden * kHidden, 2)));
-  tpc::ir::Value* w2 = g.AddConstant(
-      "proj", Tensor::FromFloat({4 * kHidden, kHidden}, Normal(4 * kHidden * kHidden, 3)));
+  tpc::ir::Value* table = g.AddConstant("wte", Tensor::FromFloat({kVocab, kPaddedHidden}, wte));
+  tpc::ir::Value* lm = g.AddConstant("lm_head", Tensor::FromFloat({kPaddedHidden, kVocab}, head));
+  tpc::ir::Value* w1 =
+      g.AddConstant("fc", Tensor::FromFloat({kPaddedHidden, 4 * kPaddedHidden},
+                                            Normal(4 * kPaddedHidden * kPaddedHidden, 2)));
+  tpc::ir::Value* w2 =
+      g.AddConstant("proj", Tensor::FromFloat({4 * kPaddedHidden, kPaddedHidden},
+                                              Normal(4 * kPaddedHidden * kPaddedHidden, 3)));
   auto call = [&](const std::string& op, std::vector<tpc::ir::Value*> in, const std::string& out,
                   tpc::ir::Attributes attrs = {}) {
     return g.AddCall("", op, std::move(in), {out}, std::move(attrs), "/" + out + "/" + op)

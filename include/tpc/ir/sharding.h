@@ -47,7 +47,7 @@ struct Placement {
     return {Kind::kShard, d, blocks, ReduceOp::kSum, {}, 0, {}};
   }
   // Blocks of the relative sizes `weights` (divided by their gcd): S(d/k) when they are
-  // k equal ones, S(d) for one.
+  // k equal ones, S(d) for one (or for a weight below 1).
   static Placement ShardInWeightedBlocks(int64_t d, std::vector<int64_t> weights);
   static Placement Partial(ReduceOp op) { return {Kind::kPartial, 0, 1, op, {}, 0, {}}; }
   static Placement ShardInSymbolicBlocks(int64_t d, std::string blocks) {
@@ -60,8 +60,10 @@ struct Placement {
   bool has_groups() const { return kind == Kind::kShard && groups > 0; }
   bool has_weighted_blocks() const { return !block_weights.empty(); }
   // The units the split dim is cut into before each is split: the sum of the weights of
-  // unequal blocks, else `blocks` (the dim must be a multiple of units · parts).
+  // unequal blocks, else `blocks` (the dim must be a multiple of units · parts); past
+  // kMaxBlockUnits (a weight below 1 or a sum past it) kMaxBlockUnits + 1.
   int64_t BlockUnits() const;
+  static constexpr int64_t kMaxBlockUnits = int64_t{1} << 31;
   // How many distinct parts of the split dim there are over `n` ranks (each block's, for
   // a blocked split): g for a split in groups, else n. 1 when not split.
   int64_t Parts(int64_t n) const {

@@ -47,6 +47,9 @@ TPC_ISA_CLONES void CausalConvRows(const math::CausalConvLayout& l, const float*
   }
 }
 
+// The longest row sequence (state + length floats) CausalConvRows lays out per task.
+constexpr int64_t kMaxPaddedRow = int64_t{1} << 20;
+
 }  // namespace
 
 // CausalConvWithState(input [B, C, L], weight [C, 1, k], bias [C], past_state [B, C, S])
@@ -105,6 +108,24 @@ absl::Status CausalConvWithState(KernelContext& ctx) {
   const float* w = ctx.input(1).data<float>();
   const float* b = bias != nullptr ? bias->data<float>() : nullptr;
   const float* pp = past != nullptr ? past->data<float>() : nullptr;
+  if (l.state() + l.length > kMaxPaddedRow) {
+    // A sequence too long to lay out per task (a dilation of millions): element by
+    // element, as the GPU computes them.
+    auto load = [](const float* p) { return [p](int64_t i) { return p[i]; }; };
+    const auto lx = load(x.data<float>()), lp = load(pp), lw = load(w), lb = load(b);
+    ctx.pool().ParallelFor(l.batch * l.channels, 16, [&](int64_t first, int64_t last) {
+      for (int64_t r = first; r < last; ++r) {
+        for (int64_t t = 0; t < l.length; ++t) {
+          out[r * l.length + t] =
+              math::CausalConvAt(l, lx, lp, pp != nullptr, lw, lb, b != nullptr, r, t);
+        }
+        for (int64_t i = r * l.state(); state != nullptr && i < (r + 1) * l.state(); ++i) {
+          state[i] = math::CausalConvStateElement(l, lx, lp, pp != nullptr, i);
+        }
+      }
+    });
+    return absl::OkStatus();
+  }
   ctx.pool().ParallelFor(l.batch * l.channels, 16, [&](int64_t first, int64_t last) {
     std::vector<float> padded(static_cast<size_t>(l.state() + l.length));
     CausalConvRows(l, x.data<float>(), pp, w, b, out, state, first, last, padded.data());

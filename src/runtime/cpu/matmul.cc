@@ -228,7 +228,7 @@ absl::Status MatMul(KernelContext& ctx) {
   if (b.rank() == 2 && a.rank() >= 2 && a.dtype() == ir::DType::kF32) {
     // A few rows against a small B (under 2^16 multiply-adds): a loop of our own.
     const int64_t rows = g.k > 0 ? a.num_elements() / g.k : 0;
-    if (rows <= 4 && rows * g.n * g.k <= (int64_t{1} << 16)) {
+    if (rows > 0 && rows <= 4 && g.n > 0 && rows * g.n * g.k <= (int64_t{1} << 16)) {
       SmallGemm(a.data<float>(), b.data<float>(), y->data<float>(), rows, g.n, g.k);
       return absl::OkStatus();
     }

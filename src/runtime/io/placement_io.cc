@@ -44,12 +44,12 @@ absl::StatusOr<ir::Placement> FromProto(const proto::Placement& p, const std::st
       if (p.block_weights_size() > 0) {
         const std::vector<int64_t> weights(p.block_weights().begin(), p.block_weights().end());
         const ir::Placement w = ir::Placement::ShardInWeightedBlocks(p.dim(), weights);
-        if (p.groups() != 0 || p.blocks() != p.block_weights_size() ||
-            w.block_weights != weights) {
+        if (p.groups() != 0 || p.blocks() != p.block_weights_size() || w.block_weights != weights ||
+            w.BlockUnits() > ir::Placement::kMaxBlockUnits) {
           return absl::InvalidArgumentError(absl::StrCat(
               "plan.json: ", what, ": block_weights [", absl::StrJoin(weights, ", "),
-              "] (at least 2, positive, not all equal, without a common factor; blocks their ",
-              "count; never with groups)"));
+              "] (at least 2, positive, summing to at most 2^31, not all equal, without a ",
+              "common factor; blocks their count; never with groups)"));
         }
         return w;
       }
