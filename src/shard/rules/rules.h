@@ -183,7 +183,7 @@ struct SliceBlock {
 };
 std::optional<SliceBlock> FindSliceBlock(const ir::Node& node);
 int64_t SliceBlockCount(const ir::Node& node);
-int64_t SplitBlockCount(const ir::Node& node);   // k equal outputs
+int64_t SplitBlockCount(const ir::Node& node);  // k equal outputs
 // The relative sizes of a Split's unequal outputs (empty: equal or unknown).
 std::vector<int64_t> SplitBlockWeights(const ir::Node& node);
 int64_t ConcatBlockCount(const ir::Node& node);  // k equal inputs
