@@ -1,6 +1,7 @@
 #include "tpc/shard/factor_spec.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -38,8 +39,8 @@ struct Blocks {
   // Whether `d` splits so (unequal blocks: into units of the weights' sum, each split).
   bool Fits(const RuleContext& ctx, const ir::Dim& d) const {
     if (groups > 0) return ctx.DivisibleInGroups(d, groups);
-    if (!weights.empty()) {
-      return ctx.DivisibleInBlocks(d, Placement::ShardInWeightedBlocks(0, weights).BlockUnits());
+    if (!weights.empty()) {  // (the options' weights are reduced: their sum is the units)
+      return ctx.DivisibleInBlocks(d, std::accumulate(weights.begin(), weights.end(), int64_t{0}));
     }
     return symbolic ? ctx.DivisibleInBlocks(d, *symbolic) : ctx.DivisibleInBlocks(d, count);
   }

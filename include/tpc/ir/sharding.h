@@ -91,6 +91,17 @@ struct DimRun {
 };
 std::vector<DimRun> PartRuns(const Placement& p, int64_t size, int64_t part, int64_t parts);
 
+// Calls f(at, length) for each contiguous run of a part (`runs`, PartRuns') in a tensor
+// seen as [outer, size, inner], in the part's own order: `at` and `length` count inner
+// slices (at from the tensor's start). Slicing a weight, an input, or assembling an
+// output walk the same runs.
+template <typename F>
+void ForEachPartRun(const std::vector<DimRun>& runs, int64_t outer, int64_t size, F&& f) {
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const DimRun& run : runs) f(o * size + run.begin, run.length);
+  }
+}
+
 // Placements in the order of the mesh axes (one axis, `tp`, for now).
 struct Sharding {
   std::vector<Placement> placements;

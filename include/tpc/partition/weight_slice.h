@@ -50,11 +50,8 @@ absl::Status ForEachSliceRun(const ir::Tensor& full, const ir::Placement& p, int
   for (int64_t i = 0; i < d; ++i) outer *= shape[static_cast<size_t>(i)];
   int64_t inner = ir::DTypeSize(full.dtype());
   for (size_t i = static_cast<size_t>(d) + 1; i < shape.size(); ++i) inner *= shape[i];
-  for (int64_t o = 0; o < outer; ++o) {
-    for (const ir::DimRun& run : runs) {
-      write(base + (o * shape[static_cast<size_t>(d)] + run.begin) * inner, run.length * inner);
-    }
-  }
+  ir::ForEachPartRun(runs, outer, shape[static_cast<size_t>(d)],
+                     [&](int64_t at, int64_t length) { write(base + at * inner, length * inner); });
   return absl::OkStatus();
 }
 

@@ -29,10 +29,9 @@ using FlopsFn = double (*)(const RuleContext& ctx);
 // the values around it. 0 when none.
 using BlockCountFn = int64_t (*)(const ir::Node& node);
 
-// The sizes of the unequal parts the op cuts its split axis into (a Split of a fused
-// Q/K/V into 32, 32 and 64 columns): the solver then also considers the split of the
-// values before it in blocks of those relative sizes, S(d/1:1:2). Empty when the parts
-// are equal or unknown.
+// The sizes of the parts the op cuts its split axis into (a Split of a fused Q/K/V into
+// 32, 32 and 64 columns): when they differ, the solver also considers the split of the
+// values before it in blocks of those relative sizes, S(d/1:1:2). Empty when unknown.
 using BlockWeightsFn = std::vector<int64_t> (*)(const ir::Node& node);
 
 // DTensor's colwise / rowwise styles: the dim of the value the op reads at `input` that

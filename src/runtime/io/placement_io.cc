@@ -161,13 +161,11 @@ absl::StatusOr<Tensor> SliceForRank(const std::string& name, const Tensor& full,
   shape[static_cast<size_t>(d)] = full.dim(d) / parts;
   Tensor out = Tensor::Allocate(full.dtype(), shape);
   uint8_t* dst = out.raw();
-  for (int64_t o = 0; o < b.outer; ++o) {
-    for (const ir::DimRun& run : runs) {
-      const size_t bytes = static_cast<size_t>(run.length * b.inner_bytes);
-      if (bytes > 0) std::memcpy(dst, full.raw() + (o * b.dim + run.begin) * b.inner_bytes, bytes);
-      dst += bytes;
-    }
-  }
+  ir::ForEachPartRun(runs, b.outer, b.dim, [&](int64_t at, int64_t length) {
+    const size_t bytes = static_cast<size_t>(length * b.inner_bytes);
+    if (bytes > 0) std::memcpy(dst, full.raw() + at * b.inner_bytes, bytes);
+    dst += bytes;
+  });
   return out;
 }
 
@@ -222,14 +220,12 @@ absl::StatusOr<Tensor> AssembleOutput(const std::string& name, const Tensor& loc
   for (int64_t k = 0; k < parts; ++k) {
     const uint8_t* src =
         gathered.raw() + static_cast<size_t>(k * (n / parts)) * static_cast<size_t>(local.nbytes());
-    const std::vector<ir::DimRun> runs = ir::PartRuns(p, b.dim, k, parts);
-    for (int64_t o = 0; o < b.outer; ++o) {
-      for (const ir::DimRun& run : runs) {
-        const size_t bytes = static_cast<size_t>(run.length * b.inner_bytes);
-        if (bytes > 0) std::memcpy(out.raw() + (o * b.dim + run.begin) * b.inner_bytes, src, bytes);
-        src += bytes;
-      }
-    }
+    ir::ForEachPartRun(ir::PartRuns(p, b.dim, k, parts), b.outer, b.dim,
+                       [&](int64_t at, int64_t length) {
+                         const size_t bytes = static_cast<size_t>(length * b.inner_bytes);
+                         if (bytes > 0) std::memcpy(out.raw() + at * b.inner_bytes, src, bytes);
+                         src += bytes;
+                       });
   }
   return out;
 }

@@ -184,7 +184,7 @@ struct SliceBlock {
 std::optional<SliceBlock> FindSliceBlock(const ir::Node& node);
 int64_t SliceBlockCount(const ir::Node& node);
 int64_t SplitBlockCount(const ir::Node& node);  // k equal outputs
-// The relative sizes of a Split's unequal outputs (empty: equal or unknown).
+// The sizes of a Split's outputs when known (op_record.h's block_weights).
 std::vector<int64_t> SplitBlockWeights(const ir::Node& node);
 int64_t ConcatBlockCount(const ir::Node& node);  // k equal inputs
 // Symbolic dims a split is folded into as blocks (op_record.h's folded_blocks).

@@ -215,9 +215,8 @@ void Split(const RuleContext& ctx, std::vector<Strategy>* out) {
                                  [&](const ir::Dim& part) { return part == parts[0]; });
   ir::Placement blocked = ir::Placement::Shard(axis, k);
   if (!equal) {
-    const std::vector<int64_t> sizes = SplitBlockWeights(ctx.node());
-    if (sizes.empty()) return;
-    blocked = ir::Placement::ShardInWeightedBlocks(axis, sizes);
+    blocked = ir::Placement::ShardInWeightedBlocks(axis, SplitBlockWeights(ctx.node()));
+    if (!blocked.has_weighted_blocks()) return;  // sizes unknown (or not positive)
   }
   if (!ctx.DivisibleInBlocks(in[static_cast<size_t>(axis)], blocked.BlockUnits())) return;
   Strategy s;
@@ -362,11 +361,8 @@ std::vector<int64_t> SplitBlockWeights(const ir::Node& node) {
   } else if (auto known = KnownInts(node.optional_input(1))) {
     sizes = *known;
   }
-  if (static_cast<int>(sizes.size()) != node.num_outputs() ||
-      std::any_of(sizes.begin(), sizes.end(), [](int64_t s) { return s < 1; })) {
-    return {};
-  }
-  return ir::Placement::ShardInWeightedBlocks(0, sizes).block_weights;  // empty when equal
+  if (static_cast<int>(sizes.size()) != node.num_outputs()) return {};
+  return sizes;  // (ShardInWeightedBlocks reduces them, and gives equal ones no weights)
 }
 
 std::optional<int64_t> ConcatAxis(const ir::Node& node) {
