@@ -310,16 +310,22 @@ def export(name, dynamo, path):
                           output_names=["logits"], dynamic_axes=axes, opset_version=17)
 
 
-def write_inputs(kind, folder):
-    """Draws the check's inputs, writes them as input_K.pb, returns {name: array}."""
+def write_inputs(kind, folder, path):
+    """Draws the check's inputs, writes them as input_K.pb, returns {name: array}. A dim
+    the export at `path` fixed (torch specialized it: a loop over the sequence unrolled)
+    keeps the export's size."""
     import numpy as np
+    import onnx
     import onnx.numpy_helper
 
+    fixed = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim]
+             for i in onnx.load(path, load_external_data=False).graph.input}
     rng = np.random.default_rng(0)
     os.makedirs(folder, exist_ok=True)
     feeds = {}
     for k, (name, (shape, dtype)) in enumerate(INPUTS[kind].items()):
         dims = [DIMS[d] if isinstance(d, str) else d for d in shape]
+        dims = [f if f > 0 else d for d, f in zip(dims, fixed.get(name, [0] * len(dims)))]
         if dtype == "int64":
             a = rng.integers(0, 32, dims).astype(np.int64)
         else:
@@ -391,7 +397,7 @@ def main():
                 continue
             kind = ARCHITECTURES[name][0]
             inputs = os.path.join(work, key + "_inputs")
-            feeds = write_inputs(kind, inputs)
+            feeds = write_inputs(kind, inputs, path)
             for n in args.tp:
                 plan = os.path.join(work, f"{key}_tp{n}")
                 outputs = plan + "_outputs"

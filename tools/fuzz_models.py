@@ -87,7 +87,7 @@ def build(seed):
             "linear", "act", "norm", "softmax", "heads", "split", "rotate", "broadcast",
             "residual", "reduce_seq", "center", "where", "flatten", "seq_first", "tied",
             "einsum", "gemm", "columns", "expand", "seq_slice", "gqa", "folded", "mask",
-            "squeeze"])
+            "squeeze", "if_squeeze"])
         if kind == "linear":
             out = int(rng.choice([hidden, 2 * hidden, 3 * hidden, max(8, hidden // 2)]))
             x = m.op("MatMul", [x, m.weight([hidden, out], 1.0 / np.sqrt(hidden))])
@@ -225,6 +225,20 @@ def build(seed):
         elif kind == "squeeze":  # a summary of the hidden dim, squeezed and unsqueezed
             r = m.op("ReduceSum", [x, m.ints([-1])], keepdims=0)  # [b, s]
             x = m.op("Mul", [x, m.op("Tanh", [m.op("Unsqueeze", [r, m.ints([-1])])])])
+        elif kind == "if_squeeze":  # TorchScript's squeeze(-1): an If on a dim known to be 1
+            r = m.op("ReduceSum", [x, m.ints([-1])], keepdims=1)  # [b, s, 1]
+            last = m.op("Gather", [m.op("Shape", [r]), m.ints(-1)], axis=0)
+            axes, t, e = m.name("axes"), m.name("then_out"), m.name("else_out")
+            then = helper.make_graph(  # (its axes an initializer of the branch)
+                [helper.make_node("Squeeze", [r, axes], [t])], m.name("then"), [],
+                [helper.make_tensor_value_info(t, TensorProto.FLOAT, None)],
+                [numpy_helper.from_array(np.array([-1], dtype=np.int64), axes)])
+            other = helper.make_graph(
+                [helper.make_node("Identity", [r], [e])], m.name("else"), [],
+                [helper.make_tensor_value_info(e, TensorProto.FLOAT, None)])
+            squeezed = m.op("If", [m.op("Equal", [last, m.ints(1)])], then_branch=then,
+                            else_branch=other)  # [b, s]
+            x = m.op("Mul", [x, m.op("Tanh", [m.op("Unsqueeze", [squeezed, m.ints([-1])])])])
         saved.append((x, hidden))
         if rng.random() < 0.15 and not outputs:
             outputs.append((x, hidden))

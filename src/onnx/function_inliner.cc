@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "subgraph_names.h"
 #include "tpc/util/status_macros.h"
 
 namespace tpc::onnx {
@@ -15,7 +16,7 @@ constexpr int kMaxDepth = 64;
 
 class Inliner {
  public:
-  explicit Inliner(const ::onnx::ModelProto& model) {
+  Inliner(const ::onnx::ModelProto& model, std::string scope) : scope_(std::move(scope)) {
     for (const auto& f : model.functions()) functions_[{f.domain(), f.name()}] = &f;
   }
 
@@ -32,8 +33,8 @@ class Inliner {
                                                      "' nests too deeply (recursion?)"));
     }
     const ::onnx::FunctionProto& fn = *it->second;
-    const std::string prefix =
-        absl::StrCat(node.name().empty() ? fn.name() : node.name(), "/", counter_++, "/");
+    const std::string prefix = absl::StrCat(scope_, node.name().empty() ? fn.name() : node.name(),
+                                            "/", counter_++, "/");
     // Formal → actual names; names internal to the body get the prefix.
     std::map<std::string, std::string> rename;
     for (int i = 0; i < fn.input_size(); ++i) {
@@ -60,7 +61,11 @@ class Inliner {
       copy.clear_attribute();
       for (const auto& a : body.attribute()) {
         if (a.ref_attr_name().empty()) {
-          *copy.add_attribute() = a;
+          ::onnx::AttributeProto* kept = copy.add_attribute();
+          *kept = a;
+          // A branch or body reads the function's values under their new names.
+          if (kept->has_g()) internal::RenameOuterNames(kept->mutable_g(), map_name);
+          for (auto& g : *kept->mutable_graphs()) internal::RenameOuterNames(&g, map_name);
           continue;
         }
         auto ref = actual.find(a.ref_attr_name());
@@ -76,6 +81,7 @@ class Inliner {
 
  private:
   std::map<std::pair<std::string, std::string>, const ::onnx::FunctionProto*> functions_;
+  std::string scope_;  // before every prefix: apart from other inliners' names
   int counter_ = 0;
 };
 
@@ -83,10 +89,16 @@ class Inliner {
 
 absl::StatusOr<std::vector<::onnx::NodeProto>> InlineLocalFunctions(
     const ::onnx::ModelProto& model) {
+  return InlineLocalFunctions(model, model.graph().node(), "");
+}
+
+absl::StatusOr<std::vector<::onnx::NodeProto>> InlineLocalFunctions(
+    const ::onnx::ModelProto& model, const google::protobuf::RepeatedPtrField<::onnx::NodeProto>& nodes,
+    const std::string& scope) {
   std::vector<::onnx::NodeProto> out;
-  out.reserve(static_cast<size_t>(model.graph().node_size()));
-  Inliner inliner(model);
-  for (const auto& node : model.graph().node()) TPC_RETURN_IF_ERROR(inliner.Expand(node, 0, &out));
+  out.reserve(static_cast<size_t>(nodes.size()));
+  Inliner inliner(model, scope);
+  for (const auto& node : nodes) TPC_RETURN_IF_ERROR(inliner.Expand(node, 0, &out));
   return out;
 }
 

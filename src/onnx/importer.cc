@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "schema_check.h"
+#include "subgraph_names.h"
 #include "tpc/ir/parser.h"
 #include "tpc/ir/verifier.h"
 #include "tpc/onnx/function_inliner.h"
@@ -169,7 +170,18 @@ class Importer {
     std::vector<std::vector<int>> users(nodes.size());
     for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
       std::set<int> deps;
-      for (const auto& in : nodes[i].input()) {
+      // A node holding subgraphs (an If's branches) comes after the values they read.
+      std::vector<std::string> reads(nodes[i].input().begin(), nodes[i].input().end());
+      for (const auto& a : nodes[i].attribute()) {
+        std::vector<std::string> outer;
+        if (a.has_g()) outer = internal::OuterNames(a.g());
+        for (const auto& g : a.graphs()) {
+          std::vector<std::string> more = internal::OuterNames(g);
+          outer.insert(outer.end(), more.begin(), more.end());
+        }
+        reads.insert(reads.end(), outer.begin(), outer.end());
+      }
+      for (const auto& in : reads) {
         if (in.empty() || env_.contains(in)) continue;
         auto it = producer.find(in);
         if (it == producer.end()) {
@@ -280,13 +292,20 @@ class Importer {
     return absl::OkStatus();
   }
 
-  absl::Status ImportNodes(const std::vector<::onnx::NodeProto>& nodes) {
+  // `also_used`: names read outside `nodes` (a branch's outputs).
+  absl::Status ImportNodes(const std::vector<::onnx::NodeProto>& nodes,
+                           const std::vector<std::string>& also_used = {}) {
     TPC_ASSIGN_OR_RETURN(std::vector<int> order, TopologicalOrder(nodes));
     absl::flat_hash_set<std::string> graph_outputs;
     for (const auto& o : model_.proto.graph().output()) graph_outputs.insert(o.name());
-    absl::flat_hash_set<std::string> consumed;
+    absl::flat_hash_set<std::string> consumed(also_used.begin(), also_used.end());
     for (const auto& n : nodes) {
       for (const auto& in : n.input()) consumed.insert(in);
+      for (const auto& a : n.attribute()) {
+        if (a.has_g()) {
+          for (const std::string& name : internal::OuterNames(a.g())) consumed.insert(name);
+        }
+      }
     }
 
     for (int index : order) {
@@ -297,6 +316,10 @@ class Importer {
         return absl::InvalidArgumentError(absl::StrCat(NodeLabel(node), ": its domain '",
                                                        node.domain(),
                                                        "' is not among the model's opset imports"));
+      }
+      if (domain.empty() && node.op_type() == "If") {
+        TPC_RETURN_IF_ERROR(ImportIf(node, graph_outputs));
+        continue;
       }
       ir::Attributes attrs;
       for (const auto& a : node.attribute()) {
@@ -339,6 +362,86 @@ class Importer {
       for (int i = 0; i < node.output_size(); ++i) {
         if (!node.output(i).empty()) env_[node.output(i)] = n->output(i);
       }
+    }
+    return absl::OkStatus();
+  }
+
+  // An If whose condition is known when compiling (torch's TorchScript exporter writes
+  // `squeeze(dim)` as If(Shape(x)[dim] == 1, Squeeze, Identity)) becomes the branch it
+  // takes: that branch's nodes, its outputs under the If's names. tpc runs no control
+  // flow, so an If decided by the data is refused.
+  absl::Status ImportIf(const ::onnx::NodeProto& node,
+                        const absl::flat_hash_set<std::string>& graph_outputs) {
+    const ::onnx::GraphProto* branches[2] = {nullptr, nullptr};  // else, then
+    for (const auto& a : node.attribute()) {
+      if (a.type() != ::onnx::AttributeProto::GRAPH) continue;
+      if (a.name() == "then_branch") branches[1] = &a.g();
+      if (a.name() == "else_branch") branches[0] = &a.g();
+    }
+    if (node.input_size() != 1 || node.input(0).empty() || branches[0] == nullptr ||
+        branches[1] == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          NodeLabel(node), ": an If needs a condition and the graphs then_branch and else_branch"));
+    }
+    const ir::Value* cond = env_.at(node.input(0));
+    std::optional<bool> taken;
+    if (options_.infer_shapes) {
+      TPC_RETURN_IF_ERROR(InferUntypedShapes(*graph_));
+      const auto& known = cond->known_value();
+      if (cond->type().dtype == ir::DType::kBool && known && known->size() == 1 &&
+          known->front().is_static()) {
+        taken = known->front().value() != 0;
+      }
+    }
+    if (!taken) {
+      return absl::UnimplementedError(absl::StrCat(
+          NodeLabel(node), ": its condition '", node.input(0), "' (", cond->type().ToString(),
+          ") is not known when compiling; tpc takes an If's branch only when it is (control "
+          "flow at run time, If, Loop and Scan, is not supported)"));
+    }
+    const ::onnx::GraphProto& branch = *branches[*taken ? 1 : 0];
+    const std::string label = absl::StrCat(NodeLabel(node), "'s ", branch.name().empty()
+                                                                      ? (*taken ? "then" : "else")
+                                                                      : branch.name());
+    if (branch.output_size() != node.output_size() || branch.input_size() != 0 ||
+        branch.sparse_initializer_size() != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          label, ": a branch has no inputs and no sparse initializers, and as many outputs as ",
+          "its If (", node.output_size(), ")"));
+    }
+    for (const auto& t : branch.initializer()) {
+      if (t.name().empty() || env_.contains(t.name())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(label, ": initializer '", t.name(), "' has no name or is defined twice"));
+      }
+      TPC_ASSIGN_OR_RETURN(ir::Tensor tensor,
+                           TensorFromProto(t, std::nullopt, model_.file, &external_));
+      env_[t.name()] = first_call_ == nullptr
+                           ? graph_->AddConstant(t.name(), std::move(tensor))
+                           : graph_->InsertConstantBefore(first_call_, t.name(), std::move(tensor));
+    }
+    std::vector<std::string> results;
+    for (const auto& o : branch.output()) results.push_back(o.name());
+    TPC_ASSIGN_OR_RETURN(
+        std::vector<::onnx::NodeProto> nodes,
+        InlineLocalFunctions(model_.proto, branch.node(), absl::StrCat(node.name(), "/")));
+    TPC_RETURN_IF_ERROR(ImportNodes(nodes, results));
+    for (int i = 0; i < node.output_size(); ++i) {
+      const std::string& name = node.output(i);
+      auto it = env_.find(results[static_cast<size_t>(i)]);
+      if (it == env_.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(label, ": output '", results[static_cast<size_t>(i)], "' is not defined"));
+      }
+      if (name.empty()) continue;
+      ir::Value* v = it->second;
+      // A graph output keeps the If's name.
+      if (graph_outputs.contains(name)) {
+        ir::Node* copy = graph_->AddCall("", "Identity", {v}, {name}, {}, node.name());
+        if (first_call_ == nullptr) first_call_ = copy;
+        v = copy->output(0);
+      }
+      env_[name] = v;
     }
     return absl::OkStatus();
   }

@@ -132,4 +132,20 @@ absl::Status InferShapes(ir::Graph& graph) {
   return absl::OkStatus();
 }
 
+absl::Status InferUntypedShapes(ir::Graph& graph) {
+  const int64_t opset = graph.onnx_opset();
+  for (ir::Node* node : graph.nodes()) {
+    if (node->kind() == ir::NodeKind::kConstant) {
+      SetConstantValue(node);
+    } else if (node->kind() == ir::NodeKind::kCall) {
+      bool typed = false;
+      for (int i = 0; i < node->num_outputs(); ++i) {
+        typed = typed || node->output(i)->type().dtype != ir::DType::kUndefined;
+      }
+      if (!typed) TPC_RETURN_IF_ERROR(InferCall(node, opset));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace tpc::onnx

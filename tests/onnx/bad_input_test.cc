@@ -191,7 +191,7 @@ TEST_CASE("unsupported operator", "[onnx][bad]") {
   CHECK_THAT(msg, Catch::Contains("unsupported operator"));
 }
 
-TEST_CASE("control flow is reported as unsupported", "[onnx][bad]") {
+TEST_CASE("a Loop is reported as unsupported, an If without a branch as such", "[onnx][bad]") {
   std::string dir = TempDir("if");
   auto m = TinyModel();
   auto* node = m.mutable_graph()->mutable_node(0);
@@ -201,8 +201,15 @@ TEST_CASE("control flow is reported as unsupported", "[onnx][bad]") {
   a->set_name("then_branch");
   a->set_type(::onnx::AttributeProto::GRAPH);
   a->mutable_g()->set_name("then");
-  std::string msg = ImportError(Save(m, dir, "m.onnx"));
-  CHECK_THAT(msg, Catch::Contains("node 'mm' (If)"));
+  std::string msg = ImportError(Save(m, dir, "if.onnx"));
+  CHECK_THAT(msg, Catch::Contains("node 'mm' (If): an If needs a condition and the graphs "
+                                  "then_branch and else_branch"));
+
+  node->set_op_type("Loop");  // Loop(M, cond) with a body
+  node->add_input("x");
+  a->set_name("body");
+  msg = ImportError(Save(m, dir, "loop.onnx"));
+  CHECK_THAT(msg, Catch::Contains("node 'mm' (Loop)"));
   CHECK_THAT(msg, Catch::Contains("control flow"));
 }
 

@@ -548,6 +548,17 @@ TEST_CASE("libonnx inference errors name the node", "[shape]") {
              Catch::StartsWith("node '/DepthToSpace_1' (DepthToSpace): shape inference (libonnx)"));
 }
 
+TEST_CASE("an operator making a sequence is refused as one", "[shape]") {
+  // torch's TorchScript exporter writes torch.unbind as SplitToSequence (Mamba's scan).
+  Builder b(17);
+  Value* x = b.Input("x", DType::kF32, {2, 8, 4});
+  b.Op("SplitToSequence", {x}, {{"axis", int64_t{1}}, {"keepdims", int64_t{0}}});
+  absl::Status s = b.Infer();
+  CHECK(std::string(s.message()) ==
+        "node '/SplitToSequence_1' (SplitToSequence): shape inference (libonnx) gives output 0 "
+        "a sequence: tpc handles tensors of its element types only");
+}
+
 TEST_CASE("libonnx keeps only ranks for an operator whose shapes changed after opset 17",
           "[shape]") {
   // DFT-20 takes its axis as an input (default -2); libonnx 1.12's DFT-17 reads an

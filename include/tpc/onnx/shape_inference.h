@@ -67,4 +67,9 @@ std::vector<std::string> SupportedOps();
 // whose inputs do not fit the operator, naming the node.
 absl::Status InferShapes(ir::Graph& graph);
 
+// Infers, in order, the calls whose outputs have no type yet (those added since the
+// last inference) and gives constants their known values: the importer's look at the
+// graph it has so far, to read an If's condition.
+absl::Status InferUntypedShapes(ir::Graph& graph);
+
 }  // namespace tpc::onnx

@@ -1,0 +1,21 @@
+// The names a subgraph (an If's branch, a Loop's body) reads from the scopes around it:
+// ONNX lets its nodes use any value visible where the node holding it stands.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "onnx/onnx_pb.h"
+
+namespace tpc::onnx::internal {
+
+// The names `g` and the subgraphs nested in it read but do not define (inputs of nodes,
+// and outputs that are outer values), each once, in order of first use.
+std::vector<std::string> OuterNames(const ::onnx::GraphProto& g);
+
+// Renames those references in place (`rename` maps an outer name to its new one).
+void RenameOuterNames(::onnx::GraphProto* g,
+                      const std::function<std::string(const std::string&)>& rename);
+
+}  // namespace tpc::onnx::internal
