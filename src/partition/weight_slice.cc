@@ -42,7 +42,7 @@ absl::Status WriteSlice(const ir::Tensor& full, const ir::Placement& p, int64_t 
         float f;
         std::memcpy(&f, data + (at + i) * 4, 4);
         halves[static_cast<size_t>(i)] =
-            to == ir::DType::kF16 ? FloatToHalf(f) : FloatToBFloat16(f);
+            to == ir::DType::kF16 ? FloatToHalfSaturated(f) : FloatToBFloat16Saturated(f);
       }
       out.write(reinterpret_cast<const char*>(halves.data()), static_cast<std::streamsize>(k * 2));
     }

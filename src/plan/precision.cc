@@ -45,7 +45,7 @@ ir::Tensor Converted(const ir::Tensor& t, DType to) {
   for (int64_t i = 0; i < t.num_elements(); ++i) {
     float f;
     std::memcpy(&f, t.data() + i * 4, 4);
-    const uint16_t h = to == DType::kF16 ? FloatToHalf(f) : FloatToBFloat16(f);
+    const uint16_t h = to == DType::kF16 ? FloatToHalfSaturated(f) : FloatToBFloat16Saturated(f);
     std::memcpy(bytes.data() + i * 2, &h, 2);
   }
   return ir::Tensor::FromBytes(to, t.shape(), std::move(bytes));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -79,14 +80,17 @@ Comparison CompareTensors(const Tensor& actual, const Tensor& expected, double r
     c.note = absl::StrCat(actual.TypeString(), " vs ", expected.TypeString());
     return c;
   }
+  int64_t nonfinite = 0;  // NaN or an infinity against another value
   for (int64_t i = 0; i < actual.num_elements(); ++i) {
     const double a = ElementAsDouble(actual, i);
     const double e = ElementAsDouble(expected, i);
     bool ok;
-    if (std::isnan(a) || std::isnan(e)) {
-      ok = std::isnan(a) && std::isnan(e);
-    } else if (std::isinf(e) || std::isinf(a)) {
-      ok = a == e;
+    if (std::isnan(a) || std::isnan(e) || std::isinf(e) || std::isinf(a)) {
+      ok = std::isnan(a) ? std::isnan(e) : a == e;
+      if (!ok) {
+        ++nonfinite;
+        c.max_abs = std::numeric_limits<double>::infinity();
+      }
     } else {
       const double err = std::abs(a - e);
       c.max_abs = std::max(c.max_abs, err);
@@ -97,6 +101,10 @@ Comparison CompareTensors(const Tensor& actual, const Tensor& expected, double r
       c.pass = false;
       if (c.first_bad < 0) c.first_bad = i;
     }
+  }
+  if (nonfinite > 0) {
+    c.note = absl::StrCat(nonfinite, " of ", actual.num_elements(),
+                          " NaN or infinite where the other is not");
   }
   return c;
 }

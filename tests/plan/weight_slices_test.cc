@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -35,6 +36,7 @@
 #include "tpc/plan/plan_writer.h"
 #include "tpc/proto/plan.pb.h"
 #include "tpc/shard/shard_pass.h"
+#include "tpc/util/half.h"
 #include "tpc/util/sha256.h"
 
 namespace {
@@ -408,4 +410,33 @@ TEST_CASE("a weight split in unequal blocks: each rank writes its part of each",
   CHECK(Reassemble(parts, {2, 8}, 4, p) == bytes);
   std::ostringstream out;
   CHECK_FALSE(tpc::partition::WriteSlice(w, p, 0, 4, out).ok());  // 8 is not 4 units of 4
+}
+
+// A half plan's weights: f32 values beyond the type's range saturate to its largest
+// finite value (finfo(float32).min, exports' mask value, as -inf makes 0 · -inf = NaN);
+// infinities and NaN stay what they are.
+TEST_CASE("weights written in half precision saturate, not overflow", "[weights]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> values = {-3.4028235e38f, 3.4028235e38f, 65519.0f, -70000.0f,
+                                     1.5f,           -inf,          inf};
+  std::string bytes(values.size() * sizeof(float), '\0');
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  const tpc::ir::Tensor w = tpc::ir::Tensor::FromBytes(
+      tpc::ir::DType::kF32, {static_cast<int64_t>(values.size())}, bytes);
+  for (const tpc::ir::DType to : {tpc::ir::DType::kF16, tpc::ir::DType::kBF16}) {
+    std::ostringstream out;
+    REQUIRE(tpc::partition::WriteSlice(w, Placement::Replicate(), 0, 1, out, to).ok());
+    const std::string written = out.str();
+    REQUIRE(written.size() == values.size() * 2);
+    std::vector<float> got;
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint16_t h;
+      std::memcpy(&h, written.data() + 2 * i, 2);
+      got.push_back(to == tpc::ir::DType::kF16 ? tpc::HalfToFloat(h) : tpc::BFloat16ToFloat(h));
+    }
+    const float top = to == tpc::ir::DType::kF16 ? 65504.0f : 3.3895314e38f;
+    CHECK(got == std::vector<float>{-top, top, to == tpc::ir::DType::kF16 ? top : 65536.0f,
+                                    to == tpc::ir::DType::kF16 ? -top : -70144.0f, 1.5f, -inf,
+                                    inf});
+  }
 }

@@ -44,11 +44,12 @@ TEST_CASE("fusion: f16 and bf16 chains fuse, and agree with the chain within its
   }
 }
 
-TEST_CASE("fusion: a half GEMM's Cast to f32 goes into FusedMatMul, which then writes f32",
+TEST_CASE("fusion: a half GEMM's Cast to f32 stays out of FusedMatMul, which rounds to half",
           "[runtime][fusion]") {
-  // A half-precision plan keeps the model's f32 logits behind a Cast: the fused GEMM
-  // writes them in f32 (never rounded to half), a bare MatMul included. With a bias the
-  // Cast stays (the device kernel adds a bias of the operands' type to Y of that type).
+  // A half-precision plan keeps the model's f32 logits behind a Cast: the fused GEMM writes
+  // half, as the chain does and as a plan whose collective stands between the GEMM and the
+  // Cast computes it (the GEMM writing f32 itself made the unsharded run differ from the
+  // sharded one by up to half an ulp: a false alarm of --check-against).
   for (const DType precision : {DType::kF16, DType::kBF16}) {
     for (const auto& [act, bias] : {std::pair{"", false}, std::pair{"SiLU", false},
                                     std::pair{"Gelu", false}, std::pair{"", true}}) {
@@ -59,17 +60,13 @@ TEST_CASE("fusion: a half GEMM's Cast to f32 goes into FusedMatMul, which then w
       c.build(g);
       REQUIRE(onnx::InferShapes(g).ok());
       ToPrecision(g, precision);
-      const int casts = CountOps(g, "Cast");  // x to half, the result back to f32
-      REQUIRE(casts == 2);
+      REQUIRE(CountOps(g, "Cast") == 2);  // x to half, the result back to f32
       auto cpu = MakeCpuBackend(1);
       const FusionStats stats = FuseGraph(g, *cpu);
-      CHECK(stats.fused.count("FusedMatMul") == 1);
-      CHECK(CountOps(g, "Cast") == (bias ? 2 : 1));
+      CHECK(stats.fused.count("FusedMatMul") == (act[0] != 0 || bias ? 1 : 0));
+      CHECK(CountOps(g, "Cast") == 2);
       CHECK(g.outputs()[0]->type().dtype == DType::kF32);
-      if (!bias) CHECK(g.outputs()[0]->producer()->op_type() == "FusedMatMul");
-      // The fused f32 result is the chain's before its last rounding to half.
-      CHECK(RunBoth(c, 2, precision == DType::kF16 ? 4e-3 : 3e-2, precision)
-                .fused.count("FusedMatMul") == 1);
+      CHECK(g.outputs()[0]->producer()->op_type() == "Cast");
     }
   }
 }
@@ -99,14 +96,13 @@ TEST_CASE("fusion on the GPU: every fused kernel equals the CPU's chain",
     std::string op;
     Case c;
     bool half;
-    bool f32 = true;  // false: a chain that fuses only in half (its Cast to f32 absorbed)
+    bool f32 = true;  // false: checked in half precision only
   };
   std::vector<GpuCase> cases;
   for (const char* act : {"", "Gelu", "GeluTanh", "Relu", "Tanh", "SiLU"}) {
     cases.push_back({"FusedMatMul", MatMulCase(act, true), true});
   }
   cases.push_back({"FusedMatMul", MatMulCase("SiLU", false), true});
-  cases.push_back({"FusedMatMul", MatMulCase("", false), true, false});  // a GEMM and its Cast
   const std::vector<std::pair<AttentionShape, bool>> attention = {
       {{{2, 3, 70, 16}, {2, 3, 70, 16}, {2, 3, 70, 16}, {1, 1, 70, 70}, true, "Div", true}, true},
       {{{2, 3, 9, 8}, {2, 3, 8, 11}, {2, 3, 11, 5}, {2, 1, 1, 11}, false, "Mul", false}, false},

@@ -65,7 +65,7 @@ const std::set<std::string> kExcluded = {
 std::string Mismatch(const Tensor& got, const Tensor& want) {
   const bool bf16 = want.dtype() == ir::DType::kBF16;
   const Comparison c = CompareTensors(got, want, bf16 ? 1e-2 : 1e-3, bf16 ? 1e-3 : 1e-4);
-  if (!c.note.empty())
+  if (got.dtype() != want.dtype() || got.shape() != want.shape())
     return absl::StrCat("got ", got.TypeString(), ", expected ", want.TypeString());
   if (c.pass) return "";
   return absl::StrCat("element ", c.first_bad, ": got ", ElementAsDouble(got, c.first_bad),

@@ -72,4 +72,20 @@ TPC_HOST_DEVICE inline uint16_t FloatToBFloat16(float f) {
   return static_cast<uint16_t>((u + rounding) >> 16);
 }
 
+// f to f16 or bf16 as a half-precision plan stores an f32 constant: a finite value
+// beyond the type's range saturates to its largest finite value instead of becoming an
+// infinity (as onnxconverter-common's float16 conversion clamps). Exports write
+// finfo(float32).min as the mask value; as -inf, `(1 - mask) · min` is 0 · -inf = NaN.
+TPC_HOST_DEVICE inline uint16_t FloatToHalfSaturated(float f) {
+  const uint16_t h = FloatToHalf(f);
+  const bool finite = (half_detail::Bits(f) & 0x7fffffffu) < 0x7f800000u;
+  return finite && (h & 0x7fffu) == 0x7c00u ? static_cast<uint16_t>(h - 1) : h;  // ±65504
+}
+
+TPC_HOST_DEVICE inline uint16_t FloatToBFloat16Saturated(float f) {
+  const uint16_t b = FloatToBFloat16(f);
+  const bool finite = (half_detail::Bits(f) & 0x7fffffffu) < 0x7f800000u;
+  return finite && (b & 0x7fffu) == 0x7f80u ? static_cast<uint16_t>(b - 1) : b;  // ±3.39e38
+}
+
 }  // namespace tpc

@@ -185,17 +185,10 @@ absl::Status HalfMatMul(KernelContext& ctx, const Tensor* bias, Activation act) 
     return ctx.Error(absl::StrCat("bias ", bias->TypeString(), " is not ", g.n, " values of ",
                                   ir::DTypeName(a.dtype())));
   }
-  // Y's declared type: the operands' or, where the fusion pass took a Cast of the product
-  // into FusedMatMul (a half plan's logits), f32.
-  const ir::DType out_type = ctx.output_dtype(0);
-  if (out_type != a.dtype() && out_type != ir::DType::kF32) {
-    return ctx.Error(absl::StrCat("gives ", ir::DTypeName(out_type), " from ",
-                                  ir::DTypeName(a.dtype()), " operands"));
-  }
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, g.out, out_type));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, g.out, a.dtype()));
   if (y->num_elements() == 0) return absl::OkStatus();
   const Tensor a32 = ConvertFloats(a, ir::DType::kF32);
-  Tensor y32 = out_type == ir::DType::kF32 ? *y : Tensor::Allocate(ir::DType::kF32, g.out);
+  Tensor y32 = Tensor::Allocate(ir::DType::kF32, g.out);
   const int64_t rows = y->num_elements() / g.n;
   if (b.rank() == 2 && a.rank() >= 2) {
     // A weight: read as stored, a tile at a time.
@@ -214,7 +207,7 @@ absl::Status HalfMatMul(KernelContext& ctx, const Tensor* bias, Activation act) 
       ActivationRows(act, py + lo * n, hi - lo, n, n, pbias);
     });
   }
-  if (out_type != ir::DType::kF32) ConvertFloats(y32, *y);
+  ConvertFloats(y32, *y);
   return absl::OkStatus();
 }
 

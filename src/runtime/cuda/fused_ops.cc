@@ -50,15 +50,7 @@ absl::Status FusedMatMul(KernelContext& ctx) {
     return ctx.Error(absl::StrCat("bias ", bias->TypeString(), " is not ", g.n, " values of ",
                                   a.TypeString(), "'s type"));
   }
-  // Y of the operands' type, or f32 from half operands without bias (the fusion pass
-  // took the Cast after the chain: the GEMM writes f32 and the activation runs on it).
-  const ir::DType out = ctx.output_dtype(0);
-  if (out != a.dtype() && (out != ir::DType::kF32 || bias != nullptr)) {
-    return ctx.Error(absl::StrCat("writes ", a.TypeString(), "'s type, or f32 without bias, not ",
-                                  ir::DTypeName(out)));
-  }
-  TPC_ASSIGN_OR_RETURN(const FloatKind out_kind, FloatKindOf(ctx, out));
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, g.out, out));
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, g.out, a.dtype()));
   if (y->num_elements() == 0) return absl::OkStatus();
   if (g.k == 0) {
     TPC_RETURN_IF_ERROR(Check(ctx, cudaMemsetAsync(y->raw(), 0, y->nbytes(), StreamOf(ctx))));
@@ -72,14 +64,14 @@ absl::Status FusedMatMul(KernelContext& ctx) {
     gm.ldc = g.n;
     if (CublasLtWanted()) {  // bias and activation in cuBLASLt's epilogue where it can
       TPC_ASSIGN_OR_RETURN(const bool fused,
-                           RunLtGemm(ctx, kind, out_kind, gm, a.raw(), b.raw(), y->raw(),
+                           RunLtGemm(ctx, kind, kind, gm, a.raw(), b.raw(), y->raw(),
                                      bias != nullptr ? bias->raw() : nullptr, act));
       if (fused) return absl::OkStatus();
     }
-    TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, out_kind, gm, a.raw(), b.raw(), y->raw()));
+    TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, kind, gm, a.raw(), b.raw(), y->raw()));
   }
   if (bias == nullptr && act == UnaryOp::kIdentity) return absl::OkStatus();
-  return Check(ctx, LaunchBiasActivation(out_kind, act, bias != nullptr ? bias->raw() : nullptr,
+  return Check(ctx, LaunchBiasActivation(kind, act, bias != nullptr ? bias->raw() : nullptr,
                                          g.n, y->raw(), y->num_elements(), StreamOf(ctx)));
 }
 

@@ -155,14 +155,9 @@ std::optional<Match> MatchMatMulEpilogue(ir::Node* mm) {
       y = mul->output();
     }
   }
-  // → Cast to f32 of a half chain without bias (a half-precision plan's logits, declared
-  // f32): the GEMM writes f32 itself, without rounding to half and a pass to widen.
-  if (ir::Node* cast = OnlyUser(y);
-      t != ir::DType::kF32 && m.inputs.size() == 2 && IsCall(cast, "Cast") &&
-      cast->attr_int("to", 0) == static_cast<int64_t>(ir::DType::kF32)) {
-    m.nodes.push_back(cast);
-    y = cast->output();
-  }
+  // (A Cast to f32 after a half chain, a half-precision plan's logits, stays out: the
+  // chain's result is rounded to half first, as a plan whose collective stands between
+  // them computes it; the GEMM writing f32 itself differed from that by up to half an ulp.)
   if (m.nodes.size() == 1) return std::nullopt;  // a bare MatMul
   if (!activation.empty()) m.attrs["activation"] = activation;
   m.result = y;
