@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tpc/onnx/importer.h"
+#include "tpc/onnx/model_file.h"
 #include "tpc/plan/plan_reader.h"
 #include "tpc/runtime/backends.h"
 #include "tpc/runtime/inprocess_communicator.h"
@@ -16,6 +17,34 @@
 namespace tpc::runtime {
 
 namespace {
+
+// Rank `rank` of `n`'s file imported, after checking that tp-compile wrote it for that rank
+// (its metadata: a plan.json whose entries were swapped or edited would run the wrong
+// slices, and give a wrong answer, without a word).
+absl::StatusOr<std::unique_ptr<ir::Graph>> ImportRank(const std::string& dir,
+                                                      const std::string& path, int rank, int n) {
+  auto imported = [&]() -> absl::StatusOr<std::unique_ptr<ir::Graph>> {
+    TPC_ASSIGN_OR_RETURN(const onnx::ModelFile model, onnx::ReadModelFile(path));
+    for (const auto& kv : model.proto.metadata_props()) {
+      const std::string want = kv.key() == "tpc.rank" ? absl::StrCat(rank)
+                               : kv.key() == "tpc.tp" ? absl::StrCat(n)
+                                                      : kv.value();
+      if (kv.value() != want) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, " was written for ", kv.key() == "tpc.rank" ? "rank " : "a plan of ",
+            kv.value(), kv.key() == "tpc.rank" ? "" : " ranks", ", plan.json lists it for ",
+            kv.key() == "tpc.rank" ? absl::StrCat("rank ", rank) : absl::StrCat(n, " ranks"),
+            " (an edited plan.json; write the plan again)"));
+      }
+    }
+    return onnx::ImportModelFile(model, dir);
+  }();
+  if (!imported.ok()) {
+    return absl::Status(imported.status().code(),
+                        absl::StrCat("rank ", rank, ": ", std::string(imported.status().message())));
+  }
+  return imported;
+}
 
 absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlanUnchecked(
     const std::string& dir, const LoadPlanOptions& options) {
@@ -48,12 +77,9 @@ absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlanUnchecked(
   for (const absl::Status& s : verified) TPC_RETURN_IF_ERROR(s);
   std::vector<std::unique_ptr<ir::Graph>> graphs;
   for (int r = 0; r < manifest.ranks_size(); ++r) {
-    const std::string path = absl::StrCat(dir, "/", manifest.ranks(r).model());
-    auto g = tpc::onnx::ImportModel(path);
-    if (!g.ok())
-      return absl::Status(g.status().code(),
-                          absl::StrCat("rank ", r, ": ", std::string(g.status().message())));
-    graphs.push_back(std::move(*g));
+    TPC_ASSIGN_OR_RETURN(
+        auto g, ImportRank(dir, absl::StrCat(dir, "/", manifest.ranks(r).model()), r, n));
+    graphs.push_back(std::move(g));
   }
   // The files imported are the files verified: none was replaced in between.
   for (int r = 0; r < n; ++r) {
@@ -75,13 +101,10 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> LoadPlanRank(const std::string& dir,
   return CatchExceptions(dir, [&]() -> absl::StatusOr<std::unique_ptr<ir::Graph>> {
     plan::RankStamps stamps;
     TPC_RETURN_IF_ERROR(plan::VerifyRankFiles(dir, manifest, rank, options.verify_hashes, &stamps));
-    const std::string path = absl::StrCat(dir, "/", manifest.ranks(rank).model());
-    auto g = tpc::onnx::ImportModel(path);
-    if (!g.ok())
-      return absl::Status(g.status().code(),
-                          absl::StrCat("rank ", rank, ": ", std::string(g.status().message())));
+    TPC_ASSIGN_OR_RETURN(auto g, ImportRank(dir, absl::StrCat(dir, "/", manifest.ranks(rank).model()),
+                                            rank, manifest.ranks_size()));
     TPC_RETURN_IF_ERROR(plan::CheckRankUnchanged(dir, manifest, rank, stamps));
-    return std::move(*g);
+    return g;
   });
 }
 

@@ -11,7 +11,9 @@
 #include <filesystem>
 #include <string>
 
+#include "google/protobuf/util/json_util.h"
 #include "test_util.h"
+#include "tpc/plan/plan_reader.h"
 
 namespace {
 
@@ -183,6 +185,26 @@ TEST_CASE("tp-run refuses swapped, edited or truncated plan files", "[tools][rel
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.output, Catch::Contains("rank 0: " + plan + "/rank0.onnx has SHA-256"));
     CHECK_THAT(r.output, Catch::Contains("--no-verify"));
+  }
+  {
+    // plan.json's two entries swapped whole (names, sizes, hashes): every file verifies,
+    // and only the rank each file was written for tells.
+    const std::string plan = Gpt2Plan("swapentries");
+    auto manifest = tpc::plan::ReadManifest(plan);
+    REQUIRE(manifest.ok());
+    manifest->mutable_ranks(0)->Swap(manifest->mutable_ranks(1));
+    manifest->mutable_ranks(0)->set_rank(0);
+    manifest->mutable_ranks(1)->set_rank(1);
+    std::string json;
+    REQUIRE(google::protobuf::util::MessageToJsonString(*manifest, &json).ok());
+    tpc::testing::WriteFile(plan + "/plan.json", json);
+    for (const char* ranks : {"threads", "processes"}) {
+      CommandResult r = RunTpRun(plan + " --quiet --ranks " + ranks);
+      CHECK(r.exit_code == 2);
+      CHECK_THAT(r.output, Catch::Contains("rank 0: " + plan +
+                                           "/rank1.onnx was written for rank 1, plan.json "
+                                           "lists it for rank 0"));
+    }
   }
   {
     const std::string plan = Gpt2Plan("edit");
