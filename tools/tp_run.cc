@@ -453,21 +453,39 @@ absl::StatusOr<int> Conclude(const tpc::cli::Args& args, const Settings& s, int 
   return all ? 0 : 1;
 }
 
-// Before anything runs: --check-against names the model the plan was compiled from, or
-// the comparison means little. A warning, since a re-export may differ only in bytes.
-void CheckSourceModel(const tpc::cli::Args& args, const std::string& plan_dir) {
-  if (!args.has("check-against")) return;
-  auto manifest = tpc::plan::ReadManifest(plan_dir);
+// Before anything runs: --output-dir can be made or written, --check-against is a file
+// (not found out after a long --repeat), and names the model the plan was compiled from, or
+// the comparison means little: a warning, since a re-export may differ only in bytes.
+absl::Status CheckBeforeRun(const tpc::cli::Args& args, const std::string& plan_dir) {
+  if (args.has("output-dir")) {
+    // The folder, or the nearest folder above it that exists (the run makes the rest).
+    fs::path dir = fs::absolute(args.get("output-dir"));
+    std::error_code ec;
+    while (!fs::exists(dir, ec) && dir.has_parent_path() && dir.parent_path() != dir) {
+      dir = dir.parent_path();
+    }
+    if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK | X_OK) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--output-dir ", args.get("output-dir"), ": ", dir.string(),
+          fs::is_directory(dir, ec) ? " is not writable" : " is not a folder"));
+    }
+  }
+  if (!args.has("check-against")) return absl::OkStatus();
   auto hash = tpc::Sha256File(args.get("check-against"));
-  if (!manifest.ok() || !hash.ok() || manifest->source_sha256().empty() ||
-      *hash == manifest->source_sha256()) {
-    return;
+  if (!hash.ok()) {
+    return absl::Status(hash.status().code(), absl::StrCat("--check-against: ",
+                                                           std::string(hash.status().message())));
+  }
+  auto manifest = tpc::plan::ReadManifest(plan_dir);
+  if (!manifest.ok() || manifest->source_sha256().empty() || *hash == manifest->source_sha256()) {
+    return absl::OkStatus();
   }
   std::fprintf(stderr,
                "tp-run: warning: %s is not the model the plan was compiled from (plan.json: %s, "
                "SHA-256 %.12s..., this file %.12s...)\n",
                args.get("check-against").c_str(), manifest->source_model().c_str(),
                manifest->source_sha256().c_str(), hash->c_str());
+  return absl::OkStatus();
 }
 
 // --ranks threads (and plans of one rank): every rank a thread of this process.
@@ -835,7 +853,7 @@ absl::StatusOr<int> Run(const tpc::cli::Args& args, int argc, char** argv) {
                                                 args.get("master", "")));
   // Once per run: here, or on rank 0 of a cluster launcher's ranks.
   if (!world || (world->launcher != "tp-run" && world->rank == 0) || threads) {
-    CheckSourceModel(args, s.plan);
+    TPC_RETURN_IF_ERROR(CheckBeforeRun(args, s.plan));
     if (s.backend == "cpu" && !s.quiet) {
       if (const std::optional<std::string> advice = rt::BlasCoreAdvice())
         std::fprintf(stderr, "tp-run: note: %s\n", advice->c_str());

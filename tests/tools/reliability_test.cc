@@ -258,6 +258,24 @@ TEST_CASE("tp-run refuses swapped, edited or truncated plan files", "[tools][rel
   }
 }
 
+TEST_CASE("a bad --output-dir or --check-against is refused before any rank runs",
+          "[tools][reliability]") {
+  const std::string plan = Gpt2Plan("early");
+  const std::string file = plan + "/plan.json";  // a file where a folder should be
+  for (const char* ranks : {"threads", "processes"}) {
+    // (--repeat 100000 would take minutes: the refusal comes before the first run)
+    CommandResult r = RunTpRun(plan + " --quiet --repeat 100000 --ranks " + ranks +
+                               " --output-dir " + file + "/out");
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("--output-dir " + file + "/out: " + file +
+                                         " is not a folder"));
+    r = RunTpRun(plan + " --quiet --repeat 100000 --ranks " + ranks + " --check-against " +
+                 plan + "/missing.onnx");
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("--check-against: " + plan + "/missing.onnx"));
+  }
+}
+
 TEST_CASE("a dim the plan splits must divide, checked before any rank runs",
           "[tools][reliability]") {
   // Sequence parallelism splits seq across the 2 ranks: seq = 7 is refused up front,
