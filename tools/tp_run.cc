@@ -465,16 +465,16 @@ absl::Status CheckBeforeRun(const tpc::cli::Args& args, const std::string& plan_
       dir = dir.parent_path();
     }
     if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK | X_OK) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--output-dir ", args.get("output-dir"), ": ", dir.string(),
-          fs::is_directory(dir, ec) ? " is not writable" : " is not a folder"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--output-dir ", args.get("output-dir"), ": ", dir.string(),
+                       fs::is_directory(dir, ec) ? " is not writable" : " is not a folder"));
     }
   }
   if (!args.has("check-against")) return absl::OkStatus();
   auto hash = tpc::Sha256File(args.get("check-against"));
   if (!hash.ok()) {
-    return absl::Status(hash.status().code(), absl::StrCat("--check-against: ",
-                                                           std::string(hash.status().message())));
+    return absl::Status(hash.status().code(),
+                        absl::StrCat("--check-against: ", std::string(hash.status().message())));
   }
   auto manifest = tpc::plan::ReadManifest(plan_dir);
   if (!manifest.ok() || manifest->source_sha256().empty() || *hash == manifest->source_sha256()) {

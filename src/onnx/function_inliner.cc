@@ -33,8 +33,8 @@ class Inliner {
                                                      "' nests too deeply (recursion?)"));
     }
     const ::onnx::FunctionProto& fn = *it->second;
-    const std::string prefix = absl::StrCat(scope_, node.name().empty() ? fn.name() : node.name(),
-                                            "/", counter_++, "/");
+    const std::string prefix =
+        absl::StrCat(scope_, node.name().empty() ? fn.name() : node.name(), "/", counter_++, "/");
     // Formal → actual names; names internal to the body get the prefix.
     std::map<std::string, std::string> rename;
     for (int i = 0; i < fn.input_size(); ++i) {
@@ -93,8 +93,8 @@ absl::StatusOr<std::vector<::onnx::NodeProto>> InlineLocalFunctions(
 }
 
 absl::StatusOr<std::vector<::onnx::NodeProto>> InlineLocalFunctions(
-    const ::onnx::ModelProto& model, const google::protobuf::RepeatedPtrField<::onnx::NodeProto>& nodes,
-    const std::string& scope) {
+    const ::onnx::ModelProto& model,
+    const google::protobuf::RepeatedPtrField<::onnx::NodeProto>& nodes, const std::string& scope) {
   std::vector<::onnx::NodeProto> out;
   out.reserve(static_cast<size_t>(nodes.size()));
   Inliner inliner(model, scope);

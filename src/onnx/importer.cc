@@ -400,9 +400,8 @@ class Importer {
           "flow at run time, If, Loop and Scan, is not supported)"));
     }
     const ::onnx::GraphProto& branch = *branches[*taken ? 1 : 0];
-    const std::string label = absl::StrCat(NodeLabel(node), "'s ", branch.name().empty()
-                                                                      ? (*taken ? "then" : "else")
-                                                                      : branch.name());
+    const std::string label = absl::StrCat(
+        NodeLabel(node), "'s ", branch.name().empty() ? (*taken ? "then" : "else") : branch.name());
     if (branch.output_size() != node.output_size() || branch.input_size() != 0 ||
         branch.sparse_initializer_size() != 0) {
       return absl::InvalidArgumentError(absl::StrCat(

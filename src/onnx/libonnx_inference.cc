@@ -170,7 +170,7 @@ absl::Status InferWithLibOnnx(tpc::onnx::InferenceContext& ctx) {
     const int32_t elem = type.has_tensor_type() ? type.tensor_type().elem_type() : 0;
     if (elem == 0 || !ir::IsKnownOnnxDType(elem)) {
       // An omitted optional output that libonnx leaves alone still needs a type in the IR.
-      const char* kind = type.has_sequence_type() ? "a sequence"
+      const char* kind = type.has_sequence_type()   ? "a sequence"
                          : type.has_optional_type() ? "an optional"
                          : type.has_map_type()      ? "a map"
                          : elem != 0                ? "a tensor of an element type tpc lacks"

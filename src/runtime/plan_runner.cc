@@ -31,8 +31,8 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> ImportRank(const std::string& dir,
                                                       : kv.value();
       if (kv.value() != want) {
         return absl::InvalidArgumentError(absl::StrCat(
-            path, " was written for ", kv.key() == "tpc.rank" ? "rank " : "a plan of ",
-            kv.value(), kv.key() == "tpc.rank" ? "" : " ranks", ", plan.json lists it for ",
+            path, " was written for ", kv.key() == "tpc.rank" ? "rank " : "a plan of ", kv.value(),
+            kv.key() == "tpc.rank" ? "" : " ranks", ", plan.json lists it for ",
             kv.key() == "tpc.rank" ? absl::StrCat("rank ", rank) : absl::StrCat(n, " ranks"),
             " (an edited plan.json; write the plan again)"));
       }
@@ -40,8 +40,9 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> ImportRank(const std::string& dir,
     return onnx::ImportModelFile(model, dir);
   }();
   if (!imported.ok()) {
-    return absl::Status(imported.status().code(),
-                        absl::StrCat("rank ", rank, ": ", std::string(imported.status().message())));
+    return absl::Status(
+        imported.status().code(),
+        absl::StrCat("rank ", rank, ": ", std::string(imported.status().message())));
   }
   return imported;
 }
@@ -77,8 +78,8 @@ absl::StatusOr<std::vector<std::unique_ptr<ir::Graph>>> LoadPlanUnchecked(
   for (const absl::Status& s : verified) TPC_RETURN_IF_ERROR(s);
   std::vector<std::unique_ptr<ir::Graph>> graphs;
   for (int r = 0; r < manifest.ranks_size(); ++r) {
-    TPC_ASSIGN_OR_RETURN(
-        auto g, ImportRank(dir, absl::StrCat(dir, "/", manifest.ranks(r).model()), r, n));
+    TPC_ASSIGN_OR_RETURN(auto g,
+                         ImportRank(dir, absl::StrCat(dir, "/", manifest.ranks(r).model()), r, n));
     graphs.push_back(std::move(g));
   }
   // The files imported are the files verified: none was replaced in between.
@@ -101,8 +102,9 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> LoadPlanRank(const std::string& dir,
   return CatchExceptions(dir, [&]() -> absl::StatusOr<std::unique_ptr<ir::Graph>> {
     plan::RankStamps stamps;
     TPC_RETURN_IF_ERROR(plan::VerifyRankFiles(dir, manifest, rank, options.verify_hashes, &stamps));
-    TPC_ASSIGN_OR_RETURN(auto g, ImportRank(dir, absl::StrCat(dir, "/", manifest.ranks(rank).model()),
-                                            rank, manifest.ranks_size()));
+    TPC_ASSIGN_OR_RETURN(auto g,
+                         ImportRank(dir, absl::StrCat(dir, "/", manifest.ranks(rank).model()), rank,
+                                    manifest.ranks_size()));
     TPC_RETURN_IF_ERROR(plan::CheckRankUnchanged(dir, manifest, rank, stamps));
     return g;
   });

@@ -22,22 +22,22 @@ TEST_CASE("a comparison counts NaN and infinities against numbers apart", "[comp
   const float inf = std::numeric_limits<float>::infinity();
   const Tensor want = ComparedFloats({1.0f, 2.0f, nan, inf, 5.0f});
 
-  const Comparison same = CompareTensors(ComparedFloats({1.0f, 2.00001f, nan, inf, 5.0f}), want,
-                                         1e-4, 1e-5);
+  const Comparison same =
+      CompareTensors(ComparedFloats({1.0f, 2.00001f, nan, inf, 5.0f}), want, 1e-4, 1e-5);
   CHECK(same.pass);
   CHECK(same.note.empty());
   CHECK(same.max_abs < 1e-4);
 
   // All NaN (a half plan whose mask overflowed): no finite error to show.
-  const Comparison nans = CompareTensors(ComparedFloats({nan, nan, nan, inf, nan}), want, 1e-4,
-                                         1e-5);
+  const Comparison nans =
+      CompareTensors(ComparedFloats({nan, nan, nan, inf, nan}), want, 1e-4, 1e-5);
   CHECK_FALSE(nans.pass);
   CHECK(nans.first_bad == 0);
   CHECK(std::isinf(nans.max_abs));
   CHECK(nans.note == "3 of 5 NaN or infinite where the other is not");
 
-  const Comparison off = CompareTensors(ComparedFloats({1.0f, 2.5f, nan, -inf, 5.0f}), want,
-                                        1e-4, 1e-5);
+  const Comparison off =
+      CompareTensors(ComparedFloats({1.0f, 2.5f, nan, -inf, 5.0f}), want, 1e-4, 1e-5);
   CHECK_FALSE(off.pass);
   CHECK(off.first_bad == 1);
   CHECK(off.note == "1 of 5 NaN or infinite where the other is not");

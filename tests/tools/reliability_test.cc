@@ -267,10 +267,10 @@ TEST_CASE("a bad --output-dir or --check-against is refused before any rank runs
     CommandResult r = RunTpRun(plan + " --quiet --repeat 100000 --ranks " + ranks +
                                " --output-dir " + file + "/out");
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.output, Catch::Contains("--output-dir " + file + "/out: " + file +
-                                         " is not a folder"));
-    r = RunTpRun(plan + " --quiet --repeat 100000 --ranks " + ranks + " --check-against " +
-                 plan + "/missing.onnx");
+    CHECK_THAT(r.output,
+               Catch::Contains("--output-dir " + file + "/out: " + file + " is not a folder"));
+    r = RunTpRun(plan + " --quiet --repeat 100000 --ranks " + ranks + " --check-against " + plan +
+                 "/missing.onnx");
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.output, Catch::Contains("--check-against: " + plan + "/missing.onnx"));
   }

@@ -21,8 +21,8 @@ struct Comparison {
   double max_abs = 0;
   double max_rel = 0;      // only where |expected| > atol, so zeros do not dominate
   int64_t first_bad = -1;  // first element out of tolerance
-  std::string note;  // why the tensors cannot be compared (type or shape), or how many
-                     // elements are NaN or infinite against another value (max_abs: inf)
+  std::string note;        // why the tensors cannot be compared (type or shape), or how many
+                           // elements are NaN or infinite against another value (max_abs: inf)
 };
 
 // numpy.allclose(actual, expected, rtol, atol, equal_nan=True) and the largest errors.

@@ -71,8 +71,8 @@ absl::Status FusedMatMul(KernelContext& ctx) {
     TPC_RETURN_IF_ERROR(RunGemm(ctx, kind, kind, gm, a.raw(), b.raw(), y->raw()));
   }
   if (bias == nullptr && act == UnaryOp::kIdentity) return absl::OkStatus();
-  return Check(ctx, LaunchBiasActivation(kind, act, bias != nullptr ? bias->raw() : nullptr,
-                                         g.n, y->raw(), y->num_elements(), StreamOf(ctx)));
+  return Check(ctx, LaunchBiasActivation(kind, act, bias != nullptr ? bias->raw() : nullptr, g.n,
+                                         y->raw(), y->num_elements(), StreamOf(ctx)));
 }
 
 absl::Status RotaryHalf(KernelContext& ctx) {
