@@ -172,23 +172,18 @@ class Importer {
       std::set<int> deps;
       // A node holding subgraphs (an If's branches) comes after the values they read.
       std::vector<std::string> reads(nodes[i].input().begin(), nodes[i].input().end());
-      for (const auto& a : nodes[i].attribute()) {
-        std::vector<std::string> outer;
-        if (a.has_g()) outer = internal::OuterNames(a.g());
-        for (const auto& g : a.graphs()) {
-          std::vector<std::string> more = internal::OuterNames(g);
-          outer.insert(outer.end(), more.begin(), more.end());
-        }
-        reads.insert(reads.end(), outer.begin(), outer.end());
-      }
-      for (const auto& in : reads) {
+      const size_t inputs = reads.size();
+      std::vector<std::string> outer = internal::SubgraphReads(nodes[i]);
+      reads.insert(reads.end(), outer.begin(), outer.end());
+      for (size_t k = 0; k < reads.size(); ++k) {
+        const std::string& in = reads[k];
         if (in.empty() || env_.contains(in)) continue;
         auto it = producer.find(in);
         if (it == producer.end()) {
           return absl::InvalidArgumentError(
-              absl::StrCat(NodeLabel(nodes[i]), ": input '", in,
-                           "' is not defined (no graph input, initializer or node output has "
-                           "this name)"));
+              absl::StrCat(NodeLabel(nodes[i]), k < inputs ? ": input '" : ": a subgraph reads '",
+                           in, k < inputs ? "'" : "', which", " is not defined (no graph input, ",
+                           "initializer or node output has this name)"));
         }
         deps.insert(it->second);
       }
@@ -244,9 +239,10 @@ class Importer {
       }
       case AP::GRAPH:
       case AP::GRAPHS:
-        return absl::UnimplementedError(
-            absl::StrCat(NodeLabel(node), ": attribute '", a.name(),
-                         "' is a subgraph; control flow (If, Loop, Scan) is not supported"));
+        return absl::UnimplementedError(absl::StrCat(
+            NodeLabel(node), ": attribute '", a.name(),
+            "' is a subgraph; control flow is not supported (Loop and Scan never; an If only "
+            "when its condition is known when compiling)"));
       default:
         return absl::UnimplementedError(absl::StrCat(NodeLabel(node), ": attribute '", a.name(),
                                                      "' has an unsupported type ", a.type()));
@@ -301,11 +297,7 @@ class Importer {
     absl::flat_hash_set<std::string> consumed(also_used.begin(), also_used.end());
     for (const auto& n : nodes) {
       for (const auto& in : n.input()) consumed.insert(in);
-      for (const auto& a : n.attribute()) {
-        if (a.has_g()) {
-          for (const std::string& name : internal::OuterNames(a.g())) consumed.insert(name);
-        }
-      }
+      for (const std::string& name : internal::SubgraphReads(n)) consumed.insert(name);
     }
 
     for (int index : order) {
@@ -383,31 +375,47 @@ class Importer {
       return absl::InvalidArgumentError(absl::StrCat(
           NodeLabel(node), ": an If needs a condition and the graphs then_branch and else_branch"));
     }
-    const ir::Value* cond = env_.at(node.input(0));
-    std::optional<bool> taken;
-    if (options_.infer_shapes) {
-      TPC_RETURN_IF_ERROR(InferUntypedShapes(*graph_));
-      const auto& known = cond->known_value();
-      if (cond->type().dtype == ir::DType::kBool && known && known->size() == 1 &&
-          known->front().is_static()) {
-        taken = known->front().value() != 0;
-      }
+    if (!options_.infer_shapes) {
+      return absl::UnimplementedError(absl::StrCat(
+          NodeLabel(node), ": an If is taken apart by shape inference, which is off here"));
     }
-    if (!taken) {
+    TPC_RETURN_IF_ERROR(InferUntypedShapes(*graph_));
+    const ir::Value* cond = env_.at(node.input(0));
+    const auto& known = cond->known_value();
+    if (cond->type().dtype != ir::DType::kBool || (cond->type().shape && cond->type().rank() > 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(NodeLabel(node), ": its condition '",
+                                                     node.input(0), "' is ",
+                                                     cond->type().ToString(), ", not one bool"));
+    }
+    if (!known || known->size() != 1 || !known->front().is_static()) {
       return absl::UnimplementedError(absl::StrCat(
           NodeLabel(node), ": its condition '", node.input(0), "' (", cond->type().ToString(),
           ") is not known when compiling; tpc takes an If's branch only when it is (control "
           "flow at run time, If, Loop and Scan, is not supported)"));
     }
-    const ::onnx::GraphProto& branch = *branches[*taken ? 1 : 0];
+    const bool taken = known->front().value() != 0;
+    // The branch's own names renamed apart: sibling branches, other Ifs and the graph
+    // around may use the same local names (each If's scope its own).
+    ::onnx::GraphProto branch = *branches[taken ? 1 : 0];
     const std::string label = absl::StrCat(
-        NodeLabel(node), "'s ", branch.name().empty() ? (*taken ? "then" : "else") : branch.name());
+        NodeLabel(node), "'s ", branch.name().empty() ? (taken ? "then" : "else") : branch.name());
     if (branch.output_size() != node.output_size() || branch.input_size() != 0 ||
         branch.sparse_initializer_size() != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          label, ": a branch has no inputs and no sparse initializers, and as many outputs as ",
-          "its If (", node.output_size(), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(label, " has ", branch.output_size(), " output(s), ", branch.input_size(),
+                       " input(s) and ", branch.sparse_initializer_size(),
+                       " sparse initializer(s): a branch has as many outputs as its If (",
+                       node.output_size(), ") and neither of the others"));
     }
+    const std::string scope =
+        absl::StrCat(node.name().empty() ? "If" : node.name(), "/", branches_taken_++, "/");
+    if (model_names_.empty()) CollectNames(model_.proto.graph(), &model_names_);
+    internal::RenameDefinedNames(&branch, [&](const std::string& name) {
+      std::string fresh = scope + name;
+      while (model_names_.contains(fresh) || env_.contains(fresh)) fresh += "_";
+      model_names_.insert(fresh);
+      return fresh;
+    });
     for (const auto& t : branch.initializer()) {
       if (t.name().empty() || env_.contains(t.name())) {
         return absl::InvalidArgumentError(
@@ -421,9 +429,8 @@ class Importer {
     }
     std::vector<std::string> results;
     for (const auto& o : branch.output()) results.push_back(o.name());
-    TPC_ASSIGN_OR_RETURN(
-        std::vector<::onnx::NodeProto> nodes,
-        InlineLocalFunctions(model_.proto, branch.node(), absl::StrCat(node.name(), "/")));
+    TPC_ASSIGN_OR_RETURN(std::vector<::onnx::NodeProto> nodes,
+                         InlineLocalFunctions(model_.proto, branch.node(), scope));
     TPC_RETURN_IF_ERROR(ImportNodes(nodes, results));
     for (int i = 0; i < node.output_size(); ++i) {
       const std::string& name = node.output(i);
@@ -443,6 +450,20 @@ class Importer {
       env_[name] = v;
     }
     return absl::OkStatus();
+  }
+
+  // Every name `g` and its subgraphs define or read (the names a renamed one must avoid).
+  static void CollectNames(const ::onnx::GraphProto& g, absl::flat_hash_set<std::string>* names) {
+    for (const auto& in : g.input()) names->insert(in.name());
+    for (const auto& t : g.initializer()) names->insert(t.name());
+    for (const auto& n : g.node()) {
+      names->insert(n.input().begin(), n.input().end());
+      names->insert(n.output().begin(), n.output().end());
+      for (const auto& a : n.attribute()) {
+        if (a.has_g()) CollectNames(a.g(), names);
+        for (const auto& sub : a.graphs()) CollectNames(sub, names);
+      }
+    }
   }
 
   absl::Status ImportOutputs() {
@@ -511,6 +532,8 @@ class Importer {
   std::unique_ptr<ir::Graph> graph_;
   absl::flat_hash_map<std::string, ir::Value*> env_;  // ONNX name → IR value (with aliases)
   ir::Node* first_call_ = nullptr;
+  int branches_taken_ = 0;                        // Ifs taken apart so far
+  absl::flat_hash_set<std::string> model_names_;  // CollectNames of the model, once needed
 
  public:
   absl::StatusOr<std::unique_ptr<ir::Graph>> RunWithContext() {

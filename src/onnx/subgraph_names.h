@@ -1,5 +1,6 @@
 // The names a subgraph (an If's branch, a Loop's body) reads from the scopes around it:
-// ONNX lets its nodes use any value visible where the node holding it stands.
+// ONNX lets its nodes use any value visible where the node holding it stands. And the
+// names a subgraph defines, renamed apart when its nodes join the graph around it.
 #pragma once
 
 #include <functional>
@@ -14,8 +15,17 @@ namespace tpc::onnx::internal {
 // and outputs that are outer values), each once, in order of first use.
 std::vector<std::string> OuterNames(const ::onnx::GraphProto& g);
 
+// The outer names of every subgraph of `node`'s attributes (an If's two branches).
+std::vector<std::string> SubgraphReads(const ::onnx::NodeProto& node);
+
 // Renames those references in place (`rename` maps an outer name to its new one).
 void RenameOuterNames(::onnx::GraphProto* g,
                       const std::function<std::string(const std::string&)>& rename);
+
+// Renames every name `g` defines (its initializers and node outputs; not its nested
+// subgraphs' own) to `fresh(name)`, wherever `g` and its nested subgraphs read it, its
+// outputs included.
+void RenameDefinedNames(::onnx::GraphProto* g,
+                        const std::function<std::string(const std::string&)>& fresh);
 
 }  // namespace tpc::onnx::internal

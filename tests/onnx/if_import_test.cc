@@ -127,4 +127,37 @@ F (a) => (b) {
   CHECK((*g)->outputs()[0]->name() == "z");
 }
 
+TEST_CASE("a taken branch's own names are renamed apart from every other scope's", "[onnx][if]") {
+  // Both Ifs' branches define `u`, and so does the graph after them; a local function
+  // holding an If is called twice; the unnamed Ifs' branches call a local function each.
+  auto g = ImportText("names", R"(<ir_version: 8, opset_import: ["" : 17, "local" : 1]>
+g (float[2, 3] x) => (float[2, 3] z) {
+  yes = Constant<value = bool {1}>()
+  a = If(yes) <then_branch = t1 () => (float[2, 3] u) { u = Neg(x) },
+               else_branch = e1 () => (float[2, 3] v) { v = Abs(x) }>
+  b = If(yes) <then_branch = t2 () => (float[2, 3] u) { u = local.G(a) },
+               else_branch = e2 () => (float[2, 3] v) { v = local.G(a) }>
+  c = local.F(b)
+  d = local.F(c)
+  u = Sigmoid(d)
+  z = Add(u, a)
+}
+<domain: "local", opset_import: ["" : 17]>
+F (p) => (q) {
+  on = Constant<value = bool {1}>()
+  h = Tanh(p)
+  q = If(on) <then_branch = t () => (float u) { u = Neg(h) },
+              else_branch = e () => (float u) { u = Abs(h) }>
+}
+<domain: "local", opset_import: ["" : 17]>
+G (p) => (q) {
+  q = Relu(p)
+}
+)");
+  INFO(g.status().message());
+  REQUIRE(g.ok());
+  CHECK(Ops(**g) == "Neg Relu Tanh Neg Tanh Neg Sigmoid Add");
+  CHECK((*g)->outputs()[0]->name() == "z");
+}
+
 }  // namespace
