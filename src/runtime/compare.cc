@@ -104,7 +104,7 @@ Comparison CompareTensors(const Tensor& actual, const Tensor& expected, double r
   }
   if (nonfinite > 0) {
     c.note = absl::StrCat(nonfinite, " of ", actual.num_elements(),
-                          " NaN or infinite where the other is not");
+                          " NaN or infinite against another value");
   }
   return c;
 }

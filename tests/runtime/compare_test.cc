@@ -34,13 +34,13 @@ TEST_CASE("a comparison counts NaN and infinities against numbers apart", "[comp
   CHECK_FALSE(nans.pass);
   CHECK(nans.first_bad == 0);
   CHECK(std::isinf(nans.max_abs));
-  CHECK(nans.note == "3 of 5 NaN or infinite where the other is not");
+  CHECK(nans.note == "3 of 5 NaN or infinite against another value");
 
   const Comparison off =
       CompareTensors(ComparedFloats({1.0f, 2.5f, nan, -inf, 5.0f}), want, 1e-4, 1e-5);
   CHECK_FALSE(off.pass);
   CHECK(off.first_bad == 1);
-  CHECK(off.note == "1 of 5 NaN or infinite where the other is not");
+  CHECK(off.note == "1 of 5 NaN or infinite against another value");
 }
 
 }  // namespace

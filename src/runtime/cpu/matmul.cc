@@ -185,6 +185,10 @@ absl::Status HalfMatMul(KernelContext& ctx, const Tensor* bias, Activation act) 
     return ctx.Error(absl::StrCat("bias ", bias->TypeString(), " is not ", g.n, " values of ",
                                   ir::DTypeName(a.dtype())));
   }
+  if (ctx.output_dtype(0) != a.dtype()) {
+    return ctx.Error(absl::StrCat("gives ", ir::DTypeName(ctx.output_dtype(0)), " from ",
+                                  ir::DTypeName(a.dtype()), " operands"));
+  }
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, g.out, a.dtype()));
   if (y->num_elements() == 0) return absl::OkStatus();
   const Tensor a32 = ConvertFloats(a, ir::DType::kF32);

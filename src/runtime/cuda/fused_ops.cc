@@ -50,6 +50,10 @@ absl::Status FusedMatMul(KernelContext& ctx) {
     return ctx.Error(absl::StrCat("bias ", bias->TypeString(), " is not ", g.n, " values of ",
                                   a.TypeString(), "'s type"));
   }
+  if (ctx.output_dtype(0) != a.dtype()) {
+    return ctx.Error(absl::StrCat("writes ", a.TypeString(), "'s type, not ",
+                                  ir::DTypeName(ctx.output_dtype(0))));
+  }
   TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, g.out, a.dtype()));
   if (y->num_elements() == 0) return absl::OkStatus();
   if (g.k == 0) {
