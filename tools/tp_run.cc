@@ -641,6 +641,7 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
             shared->first, shared->second, all[static_cast<size_t>(shared->first)].c_str());
       }
     }
+    if (rank == 0 && world.launcher != "tp-run") TPC_RETURN_IF_ERROR(CheckBeforeRun(args, s.plan));
     TPC_ASSIGN_OR_RETURN(io, rt::IoPlacementsFromPlan(*manifest));
     TPC_ASSIGN_OR_RETURN(graph, rt::LoadPlanRank(s.plan, *manifest, rank, s.load));
     const int cores = s.threads > 0 ? static_cast<int>(s.threads) : rt::DefaultThreadCount();
@@ -678,7 +679,13 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
   }();
   // Every rank read or drew the full inputs itself: they must be the same everywhere
   // (the same --dim, --seed and files), or the ranks would compute on different data.
-  const std::string digest = ready.ok() ? InputsDigest(full) : "";
+  // So must the flags that shape the run: a rank repeating fewer times, generating fewer
+  // tokens or connecting otherwise would leave the others waiting, then blame it.
+  const std::string digest =
+      ready.ok() ? absl::StrCat(tpc::tp_run::kFlagsLine, "\t--repeat ", s.repeat, " --generate ",
+                                s.generate, " --transport ", args.get("transport", "auto"), "\t\n",
+                                InputsDigest(full))
+                 : "";
   full.clear();  // each rank keeps only its part
   // This rank stops because rank `origin` failed.
   auto stopped = [&](int origin, const absl::Status& why) {
@@ -693,7 +700,8 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
     rt::FailureVerdict v = session.Judge(st);
     if (v.stopped_by_peer) return stopped(v.origin, v.status);
     session.Fail(v.status);
-    return fail(v.status, 1);
+    // Bad input a kernel found (an id out of the vocabulary) is exit 2, as with threads.
+    return fail(v.status, v.status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1);
   };
   if (absl::Status posted = session.Post("inputs", digest); !posted.ok()) return failed(posted);
   int first_bad = -1;
@@ -721,8 +729,9 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
       if (diff.empty()) continue;
       // Every rank finds the same first difference: rank r speaks for all.
       const absl::Status bad = absl::InvalidArgumentError(
-          absl::StrCat("rank ", r, "'s inputs differ from rank 0's: ", diff,
-                       " (every rank must be given the same inputs, --dim and --seed)"));
+          absl::StrCat("rank ", r, "'s inputs or flags differ from rank 0's: ", diff,
+                       " (every rank must be given the same inputs, --dim, --seed, --repeat, "
+                       "--generate and --transport)"));
       session.Stopped(r);
       if (r == rank || !session_options.quiet_when_stopped) fail(bad, 0);
       return 2;
@@ -851,9 +860,10 @@ absl::StatusOr<int> Run(const tpc::cli::Args& args, int argc, char** argv) {
   TPC_ASSIGN_OR_RETURN(auto world,
                        rt::WorldFromEnvironment([](const char* n) { return std::getenv(n); },
                                                 args.get("master", "")));
-  // Once per run: here, or on rank 0 of a cluster launcher's ranks.
+  // Once per run: here, or on rank 0 of a cluster launcher's ranks (which checks the
+  // outputs' paths in RunRank, where its failure stops the other ranks at once).
   if (!world || (world->launcher != "tp-run" && world->rank == 0) || threads) {
-    TPC_RETURN_IF_ERROR(CheckBeforeRun(args, s.plan));
+    if (!world || threads) TPC_RETURN_IF_ERROR(CheckBeforeRun(args, s.plan));
     if (s.backend == "cpu" && !s.quiet) {
       if (const std::optional<std::string> advice = rt::BlasCoreAdvice())
         std::fprintf(stderr, "tp-run: note: %s\n", advice->c_str());

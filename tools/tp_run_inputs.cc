@@ -28,6 +28,10 @@ std::string DigestDifference(const std::string& a, const std::string& b, int ran
     const std::string x = i < la.size() ? la[i] : "", y = i < lb.size() ? lb[i] : "";
     if (x == y) continue;
     const std::vector<std::string> fx = absl::StrSplit(x, '\t'), fy = absl::StrSplit(y, '\t');
+    if (i == 0 && fx.size() == 3 && fy.size() == 3 && fx[0] == kFlagsLine && fy[0] == kFlagsLine) {
+      return absl::StrCat("the flags are '", fy[1], "' on rank ", rank, ", '", fx[1],
+                          "' on rank 0");
+    }
     if (fx.size() != 3 || fy.size() != 3 || fx[0] != fy[0]) {
       return absl::StrCat("input '", fx[0], "' on rank 0, '", fy[0], "' on rank ", rank);
     }

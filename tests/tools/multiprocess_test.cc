@@ -550,7 +550,26 @@ TEST_CASE("ranks given different inputs are refused before any runs",
       const std::string log = ReadFile(c.log);
       INFO(flag << ": " << log);
       CHECK(ExitCode(c) == 2);
-      CHECK_THAT(log, Catch::Contains("rank 2's inputs differ from rank 0's: input 'input_ids'"));
+      CHECK_THAT(log, Catch::Contains("rank 2's inputs or flags differ from rank 0's: input "
+                                      "'input_ids'"));
+    }
+  }
+  // The flags that shape the run too: a rank repeating less would leave the others
+  // waiting for its collectives, then name it as gone.
+  for (const auto& [flag, value] : {std::pair{"--repeat", "3"}, std::pair{"--transport", "gloo"}}) {
+    std::vector<Child> ranks = StartJoined(4, dir, [&](int r) {
+      std::vector<std::string> a = {plan, "--quiet", "--timeout", "5"};
+      if (r == 2) a.insert(a.end(), {flag, value});
+      return a;
+    });
+    for (Child& c : ranks) {
+      REQUIRE(Wait(c, std::chrono::seconds(15)));
+      const std::string log = ReadFile(c.log);
+      INFO(flag << ": " << log);
+      CHECK(ExitCode(c) == 2);
+      CHECK_THAT(log, Catch::Contains(std::string("rank 2's inputs or flags differ from rank "
+                                                  "0's: the flags are '") +
+                                      (flag == std::string("--repeat") ? "--repeat 3 " : "")));
     }
   }
   CHECK(NoneLeft(plan));

@@ -25,7 +25,11 @@
 // word, so that the peers fail promptly too, and every later call returns the same error.
 //
 // The segment is unlinked as soon as every rank has mapped it: nothing is left in
-// /dev/shm, even when ranks are killed.
+// /dev/shm, even when ranks are killed. While the ranks connect, every rank that knows the
+// segment's name removes it when it leaves early: on an error, by _exit through
+// UnlinkConnectingSegment (tp-run's watchdog), or stopped by SIGTERM, SIGINT or SIGHUP
+// (a handler installed for the connection only, then the signal's default action); rank
+// 0 killed outright leaves it to tp-run's launcher (the names start with its pid).
 #pragma once
 
 #include <chrono>
@@ -58,5 +62,13 @@ struct ShmOptions {
 // The store must outlive the communicator (Abort writes kAbortKey to it).
 absl::StatusOr<std::unique_ptr<Communicator>> ConnectShm(KeyValueStore& store, int rank, int size,
                                                          const ShmOptions& options);
+
+// Removes the segment this process is connecting through, if any (async-signal-safe: for
+// a rank about to _exit while connecting).
+void UnlinkConnectingSegment();
+
+// The prefix of the segment names a rank process `pid` creates ("/dev/shm/tpc-<pid>-"):
+// what a launcher removes after a rank 0 that was killed while connecting.
+std::string SegmentPathPrefix(int pid);
 
 }  // namespace tpc::runtime

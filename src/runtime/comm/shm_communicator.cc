@@ -11,7 +11,9 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 #include <new>
 #include <random>
@@ -569,20 +571,73 @@ class ShmCommunicator final : public Communicator {
   bool abort_written_ = false;
 };
 
-// Removes rank 0's segment name when connecting ends, however it ends: the ranks that
-// mapped it keep it, and nothing is left in /dev/shm.
+// The path in /dev/shm of the segment this process is connecting through ("" when none),
+// for UnlinkConnectingSegment and the stop signals' handler (fixed storage: read from a
+// signal handler).
+char g_connecting[256];
+std::atomic<bool> g_claimed{false};         // g_connecting is this process's to fill
+std::atomic<bool> g_has_connecting{false};  // g_connecting holds a path
+
+constexpr int kStopSignals[] = {SIGTERM, SIGINT, SIGHUP};
+
+// A stop signal while connecting: the segment removed, then the signal's default action.
+void StopWhileConnecting(int sig) {
+  UnlinkConnectingSegment();
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+// Removes the segment name when connecting ends, however it ends: the ranks that mapped it
+// keep it, and nothing is left in /dev/shm. Until then the stop signals left at their
+// default action remove it too.
 class Unlinker {
  public:
   ~Unlinker() {
-    if (!name_.empty()) shm_unlink(name_.c_str());
+    if (name_.empty()) return;
+    shm_unlink(name_.c_str());
+    if (!registered_) return;
+    g_has_connecting.store(false);
+    g_claimed.store(false);
+    for (size_t i = 0; i < std::size(kStopSignals); ++i) {
+      if (installed_[i]) sigaction(kStopSignals[i], &old_[i], nullptr);
+    }
   }
-  void set(std::string name) { name_ = std::move(name); }
+  void set(std::string name) {
+    name_ = std::move(name);
+    // One segment per process is registered (a rank process connects once; tests that
+    // connect several groups in one process register the first).
+    const std::string path = "/dev/shm" + name_;  // glibc's place for shm_open's names
+    bool free = false;
+    if (path.size() >= sizeof(g_connecting) || !g_claimed.compare_exchange_strong(free, true)) {
+      return;
+    }
+    registered_ = true;
+    std::memcpy(g_connecting, path.c_str(), path.size() + 1);
+    g_has_connecting.store(true);
+    struct sigaction sa {};
+    sa.sa_handler = StopWhileConnecting;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < std::size(kStopSignals); ++i) {
+      installed_[i] = sigaction(kStopSignals[i], nullptr, &old_[i]) == 0 &&
+                      old_[i].sa_handler == SIG_DFL &&
+                      sigaction(kStopSignals[i], &sa, nullptr) == 0;
+    }
+  }
 
  private:
   std::string name_;
+  bool registered_ = false;
+  struct sigaction old_[std::size(kStopSignals)] = {};
+  bool installed_[std::size(kStopSignals)] = {};
 };
 
 }  // namespace
+
+void UnlinkConnectingSegment() {
+  if (g_has_connecting.load()) unlink(g_connecting);
+}
+
+std::string SegmentPathPrefix(int pid) { return absl::StrCat("/dev/shm/tpc-", pid, "-"); }
 
 absl::StatusOr<std::unique_ptr<Communicator>> ConnectShm(KeyValueStore& store, int rank, int size,
                                                          const ShmOptions& options) {
@@ -638,6 +693,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectShm(KeyValueStore& store, i
       absl::StatusOr<Mapping> opened =
           OpenSegment(published->substr(0, newline), layout, nonce, size, chunk);
       if (opened.ok()) {
+        unlinker.set(published->substr(0, newline));  // a rank leaving early removes it too
         map = std::move(*opened);
       } else {
         mapped = opened.status();

@@ -388,6 +388,30 @@ void TcpStoreServer::EventLoop::Drop(Conn& c) {
   c.out_pos = 0;
 }
 
+// A socket listening on `port` of every interface, IPv6 and IPv4 (mapped) alike; -1 and
+// errno in *err where the machine has no IPv6 or the port is taken.
+static int ListenDualStack(int port, int* err) {
+  const int fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *err = errno;
+    return -1;
+  }
+  int zero = 0, one = 1;
+  sockaddr_in6 addr{};
+  addr.sin6_family = AF_INET6;
+  addr.sin6_addr = in6addr_any;
+  addr.sin6_port = htons(static_cast<uint16_t>(port));
+  setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // (as below)
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      listen(fd, SOMAXCONN) == 0) {
+    return fd;
+  }
+  *err = errno;
+  close(fd);
+  return -1;
+}
+
 absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Listen(const std::string& host,
                                                                        int port) {
   const std::string where = absl::StrCat(host.empty() ? "0.0.0.0" : host, ":", port);
@@ -395,22 +419,32 @@ absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Listen(const std
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": the port is not in [0, 65535]"));
   }
-  addrinfo hints{};
-  // "" and 0.0.0.0 are IPv4's every interface, whatever order the resolver lists the
-  // IPv4 and IPv6 wildcards in.
+  // "" and 0.0.0.0: every interface, IPv6 and IPv4 alike through one dual-stack socket
+  // (ranks may name rank 0 by either address, MASTER_ADDR=::1 as well as 127.0.0.1),
+  // else IPv4's alone where the machine has no IPv6.
   const bool any = host.empty() || host == "0.0.0.0";
+  int fd = -1;
+  int err = 0;
+  const char* step = "";
+  if (any) {
+    fd = ListenDualStack(port, &err);
+    if (fd < 0 && err == EADDRINUSE) {
+      return absl::UnavailableError(
+          absl::StrCat(what, ": the port is in use (", ErrnoText(err), ")"));
+    }
+  }
+  addrinfo hints{};
+  // (The IPv4 wildcard, whatever order the resolver lists the IPv4 and IPv6 ones in.)
   hints.ai_family = any ? AF_INET : AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* addrs = nullptr;
   const std::string service = std::to_string(port);
-  const int rc = getaddrinfo(any ? nullptr : host.c_str(), service.c_str(), &hints, &addrs);
+  const int rc =
+      fd >= 0 ? 0 : getaddrinfo(any ? nullptr : host.c_str(), service.c_str(), &hints, &addrs);
   if (rc != 0) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", gai_strerror(rc)));
   }
-  int fd = -1;
-  int err = 0;
-  const char* step = "";
   for (addrinfo* ai = addrs; ai != nullptr && fd < 0; ai = ai->ai_next) {
     fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
     if (fd < 0) {
@@ -435,7 +469,7 @@ absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Listen(const std
     close(fd);
     fd = -1;
   }
-  freeaddrinfo(addrs);
+  if (addrs != nullptr) freeaddrinfo(addrs);
   if (fd < 0) {
     if (err == EADDRINUSE) {
       return absl::UnavailableError(

@@ -9,11 +9,14 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tpc/runtime/kv_store.h"
+#include "tpc/runtime/shm_communicator.h"
 #include "tpc/runtime/tcp_store.h"
 #include "tpc/runtime/world.h"
 #include "tpc/util/status_macros.h"
@@ -254,6 +257,18 @@ absl::StatusOr<int> LaunchWorkers(const LaunchOptions& options) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   restore_signals();
+  // A rank killed while the ranks connected through shared memory may have left its
+  // segment (its name starts with its pid): nothing is left in /dev/shm.
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (fs::directory_iterator it("/dev/shm", ec), end; !ec && it != end; it.increment(ec)) {
+    for (const Worker& w : workers) {
+      if (absl::StartsWith(it->path().string(), SegmentPathPrefix(w.pid))) {
+        fs::remove(it->path(), ec);
+        break;
+      }
+    }
+  }
   return exit_code;
 }
 

@@ -127,6 +127,7 @@ void RankSession::Watch() {
       std::fprintf(stderr, "tp-run: rank %d: stopped: %s\n", world_.rank, message.c_str());
       std::fflush(stderr);
     }
+    UnlinkConnectingSegment();  // (the segment of a connection this stop interrupts)
     _exit(kExitPeerFailed);
   }
 }
