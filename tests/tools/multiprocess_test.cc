@@ -404,12 +404,14 @@ TEST_CASE("SIGKILL of rank 2 mid-run stops every rank, naming it", "[tools][proc
   }
 }
 
-// The shared-memory segments in /dev/shm now (tp-run's are tpc-<pid>-<random>).
-std::set<std::string> ShmSegments() {
-  std::set<std::string> names;
+// The shared-memory segments in /dev/shm that rank process `pid` made (tpc-<pid>-<random>;
+// other tests running beside this one make theirs).
+std::vector<std::string> ShmSegmentsOf(pid_t pid) {
+  std::vector<std::string> names;
+  const std::string prefix = "tpc-" + std::to_string(pid) + "-";
   for (const auto& e : fs::directory_iterator("/dev/shm")) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("tpc-", 0) == 0) names.insert(name);
+    if (name.rfind(prefix, 0) == 0) names.push_back(name);
   }
   return names;
 }
@@ -417,29 +419,25 @@ std::set<std::string> ShmSegments() {
 TEST_CASE("a rank killed while the ranks connect leaves nothing in /dev/shm",
           "[tools][processes][failure]") {
   // Rank 1 killed outright (rank 0's watchdog then leaves by _exit) and rank 0 killed
-  // outright (the launcher removes its segment), the moment the segment appears.
+  // outright (the launcher removes its segment), the moment rank 0's segment appears.
   const std::string plan = Compile("gpt2", 4, "", "shm_connect");
   const std::string dir = fs::path(plan).parent_path();
   for (const int victim : {1, 0}) {
     INFO("rank " << victim << " killed");
-    const std::set<std::string> before = ShmSegments();
     Child c = Start({plan, "--quiet", "--repeat", "1000000", "--timeout", "5"}, {},
                     dir + "/connect" + std::to_string(victim) + ".log");
-    bool seen = false;
-    for (int i = 0; i < 200000 && !seen; ++i) {
-      for (const std::string& name : ShmSegments()) seen = seen || !before.count(name);
+    pid_t first = -1;
+    for (int i = 0; i < 100000 && first <= 0; ++i) first = WorkerOf(plan, 0);
+    REQUIRE(first > 0);
+    for (int i = 0; i < 200000 && ShmSegmentsOf(first).empty(); ++i) {
     }
-    const pid_t pid = WorkerOf(plan, victim);
+    const pid_t pid = victim == 0 ? first : WorkerOf(plan, victim);
     REQUIRE(pid > 0);
     ::kill(pid, SIGKILL);
     REQUIRE(Wait(c, std::chrono::seconds(30)));
     CHECK(ExitCode(c) != 0);
     CHECK(NoneLeft(plan));
-    std::set<std::string> left;
-    for (const std::string& name : ShmSegments()) {
-      if (!before.count(name)) left.insert(name);
-    }
-    CHECK(left.empty());
+    CHECK(ShmSegmentsOf(first).empty());
   }
 }
 
