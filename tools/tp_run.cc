@@ -267,8 +267,11 @@ int64_t PeakResidentBytes() {
   return kib * 1024;
 }
 
-absl::Status WriteOutputs(const std::string& dir, const std::vector<rt::IoSpec>& specs,
-                          const std::vector<rt::Tensor>& outputs) {
+// Writes output_K.pb and output_K.npy of every output into `dir`, and removes the
+// output_K files of an earlier run of more outputs (they would pass for this run's).
+// Returns how many it removed.
+absl::StatusOr<int> WriteOutputs(const std::string& dir, const std::vector<rt::IoSpec>& specs,
+                                 const std::vector<rt::Tensor>& outputs) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec)
@@ -278,7 +281,20 @@ absl::Status WriteOutputs(const std::string& dir, const std::vector<rt::IoSpec>&
                                                  outputs[k], specs[k].name));
     TPC_RETURN_IF_ERROR(rt::WriteNpyFile(absl::StrCat(dir, "/output_", k, ".npy"), outputs[k]));
   }
-  return absl::OkStatus();
+  int removed = 0;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    size_t k = 0;
+    const size_t dot = name.rfind('.');
+    if (name.rfind("output_", 0) != 0 || dot == std::string::npos ||
+        (name.substr(dot) != ".pb" && name.substr(dot) != ".npy") ||
+        !absl::SimpleAtoi(name.substr(7, dot - 7), &k) || k < outputs.size()) {
+      continue;
+    }
+    std::error_code gone;
+    if (fs::remove(entry.path(), gone)) ++removed;
+  }
+  return removed;
 }
 
 // The flags every mode reads, checked once.
@@ -335,7 +351,8 @@ absl::StatusOr<Settings> ReadSettings(const tpc::cli::Args& args) {
   double timeout = 0;
   if (!absl::SimpleAtod(args.get("timeout", "30"), &timeout) || !(timeout >= 0.001) ||
       timeout > 1e6) {
-    return absl::InvalidArgumentError("--timeout must be a positive number of seconds");
+    return absl::InvalidArgumentError(
+        "--timeout must be a number of seconds from 0.001 to 1000000 (11.5 days)");
   }
   s.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
   s.load.verify_hashes = !args.has("no-verify");
@@ -396,7 +413,12 @@ absl::StatusOr<int> Conclude(const tpc::cli::Args& args, const Settings& s, int 
                              const std::vector<rt::Tensor>& outputs,
                              const std::vector<std::vector<rt::Tensor>>& others) {
   if (args.has("output-dir")) {
-    TPC_RETURN_IF_ERROR(WriteOutputs(args.get("output-dir"), out_specs, outputs));
+    TPC_ASSIGN_OR_RETURN(const int removed,
+                         WriteOutputs(args.get("output-dir"), out_specs, outputs));
+    if (removed > 0) {  // (even with --quiet: files the user had are gone)
+      std::fprintf(stderr, "tp-run: removed %d output file(s) of an earlier run from %s\n", removed,
+                   args.get("output-dir").c_str());
+    }
     if (!s.quiet)
       std::fprintf(stderr, "tp-run: wrote %zu output(s) to %s\n", outputs.size(),
                    args.get("output-dir").c_str());

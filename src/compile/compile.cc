@@ -234,10 +234,18 @@ absl::StatusOr<CompiledPlan> CompileLoaded(std::unique_ptr<ir::Graph> graph, std
                             (!shard.slack || shard.slack->time_us_saved <= 0));
   if (options.tp > 1 && memory_plan && shard.weight_bytes_total > 0 &&
       shard.weight_bytes_per_rank >= shard.weight_bytes_total) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--tp ", options.tp, ": no weight of ", report.model, " splits into ", options.tp,
-        " equal parts, so every rank would hold the whole model (try a --tp that divides the "
-        "hidden size)"));
+    // Weights of integers (or booleans) stay whole: say so rather than blame the sizes.
+    bool float_weight = false;
+    for (const ir::Node* n : graph->nodes()) {
+      float_weight = float_weight ||
+                     (n->kind() == ir::NodeKind::kConstant && ir::IsFloating(n->tensor().dtype()) &&
+                      n->tensor().num_elements() >= options.tp);
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tp ", options.tp, ": no weight of ", report.model, " splits into ",
+                     options.tp, " equal parts, so every rank would hold the whole model ",
+                     float_weight ? "(try a --tp that divides the hidden size)"
+                                  : "(it has no float weights: tpc splits float weights only)"));
   }
   TPC_RETURN_IF_ERROR(AfterStage(options, "shard", *graph));
   // Taken before partitioning rewrites the values the report names.

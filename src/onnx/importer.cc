@@ -244,8 +244,10 @@ class Importer {
             "' is a subgraph; control flow is not supported (Loop and Scan never; an If only "
             "when its condition is known when compiling)"));
       default:
-        return absl::UnimplementedError(absl::StrCat(NodeLabel(node), ": attribute '", a.name(),
-                                                     "' has an unsupported type ", a.type()));
+        return absl::UnimplementedError(
+            absl::StrCat(NodeLabel(node), ": attribute '", a.name(), "' has an unsupported type, ",
+                         ::onnx::AttributeProto::AttributeType_Name(a.type()),
+                         a.type() == AP::SPARSE_TENSOR ? " (tpc reads dense tensors only)" : ""));
     }
   }
 

@@ -1,10 +1,15 @@
 #include "tpc/runtime/tensor_io.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <string_view>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -26,12 +31,32 @@ absl::StatusOr<std::string> ReadAll(const std::string& path) {
   return ss.str();
 }
 
+// Writes `pieces` to `path` through a temporary file beside it, renamed over it once
+// whole: a write that fails (a full disk) leaves no partial file, and says why.
+absl::Status WriteWhole(const std::string& path, std::initializer_list<std::string_view> pieces) {
+  const std::string temp = absl::StrCat(path, ".tmp-", getpid());
+  std::FILE* f = std::fopen(temp.c_str(), "wb");
+  if (f == nullptr) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(path, ": cannot write (", std::strerror(errno), ")"));
+  }
+  int err = 0;
+  for (std::string_view p : pieces) {
+    if (err == 0 && std::fwrite(p.data(), 1, p.size(), f) != p.size()) err = errno;
+  }
+  if (std::fflush(f) != 0 && err == 0) err = errno;
+  if (std::fclose(f) != 0 && err == 0) err = errno;
+  if (err == 0 && std::rename(temp.c_str(), path.c_str()) != 0) err = errno;
+  if (err == 0) return absl::OkStatus();
+  std::remove(temp.c_str());
+  const std::string why = absl::StrCat(path, ": cannot write (", std::strerror(err), ")");
+  return err == ENOSPC || err == EDQUOT ? absl::ResourceExhaustedError(why)
+                                        : absl::DataLossError(why);
+}
+
 absl::Status WriteAll(const std::string& path, const std::string& header, const Tensor& t) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  out.write(reinterpret_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
-  if (!out.flush()) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write"));
-  return absl::OkStatus();
+  return WriteWhole(path, {header, std::string_view(reinterpret_cast<const char*>(t.raw()),
+                                                    static_cast<size_t>(t.nbytes()))});
 }
 
 struct NpyType {
@@ -138,11 +163,12 @@ absl::Status WriteTensorProtoFile(const std::string& path, const Tensor& t,
   proto.set_data_type(static_cast<int32_t>(t.dtype()));
   for (int64_t d : t.shape()) proto.add_dims(d);
   proto.set_raw_data(reinterpret_cast<const char*>(t.raw()), t.nbytes());
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!proto.SerializeToOstream(&out) || !out.flush()) {
-    return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write"));
+  std::string bytes;
+  if (!proto.SerializeToString(&bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", t.TypeString(), " does not fit a TensorProto (over 2 GiB)"));
   }
-  return absl::OkStatus();
+  return WriteWhole(path, {bytes});
 }
 
 absl::Status WriteNpyFile(const std::string& path, const Tensor& t) {

@@ -191,6 +191,22 @@ TEST_CASE("unsupported operator", "[onnx][bad]") {
   CHECK_THAT(msg, Catch::Contains("unsupported operator"));
 }
 
+TEST_CASE("a sparse constant is refused, naming the attribute's type", "[onnx][bad]") {
+  std::string dir = TempDir("sparse");
+  auto m = TinyModel();
+  auto* node = m.mutable_graph()->mutable_node(0);
+  node->set_op_type("Constant");
+  node->clear_input();
+  auto* a = node->add_attribute();
+  a->set_name("sparse_value");
+  a->set_type(::onnx::AttributeProto::SPARSE_TENSOR);
+  a->mutable_sparse_tensor()->add_dims(2);
+  std::string msg = ImportError(Save(m, dir, "m.onnx"));
+  CHECK_THAT(msg, Catch::Contains("node 'mm' (Constant): attribute 'sparse_value' has an "
+                                  "unsupported type, SPARSE_TENSOR (tpc reads dense tensors "
+                                  "only)"));
+}
+
 TEST_CASE("a Loop is reported as unsupported, an If without a branch as such", "[onnx][bad]") {
   std::string dir = TempDir("if");
   auto m = TinyModel();

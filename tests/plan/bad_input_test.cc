@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -43,6 +44,40 @@ TEST_CASE("tp-compile --tp 7: no weight splits into 7 equal parts", "[plan][bad]
   CHECK_THAT(r.output, Catch::Contains("splits into 7"));
   CHECK_FALSE(fs::exists(dir + "/plan"));
   CHECK(NoTemporaries(dir));
+}
+
+TEST_CASE("tp-compile: a model of integer weights is told none is a float", "[plan][bad]") {
+  // y = MatMul(x, W) in int32: W's 24 columns divide by 2, but tpc splits floats only.
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("ints");
+  for (auto [vi, name, cols] : {std::tuple{g->add_input(), "x", 6}, {g->add_output(), "y", 24}}) {
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(::onnx::TensorProto::INT32);
+    tt->mutable_shape()->add_dim()->set_dim_value(2);
+    tt->mutable_shape()->add_dim()->set_dim_value(cols);
+  }
+  auto* w = g->add_initializer();
+  w->set_name("W");
+  w->set_data_type(::onnx::TensorProto::INT32);
+  w->add_dims(6);
+  w->add_dims(24);
+  for (int i = 0; i < 6 * 24; ++i) w->add_int32_data(i);
+  auto* mm = g->add_node();
+  mm->set_op_type("MatMul");
+  mm->add_input("x");
+  mm->add_input("W");
+  mm->add_output("y");
+  const std::string dir = TempDir("ints");
+  WriteFile(dir + "/ints.onnx", m.SerializeAsString());
+  const CommandResult r = RunTpCompile(dir + "/ints.onnx --tp 2 -o " + dir + "/plan");
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("(it has no float weights: tpc splits float weights only)"));
+  CHECK_FALSE(fs::exists(dir + "/plan"));
 }
 
 TEST_CASE("tp-compile --sequence-parallel with a seq size N does not divide", "[plan][bad]") {

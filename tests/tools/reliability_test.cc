@@ -276,6 +276,26 @@ TEST_CASE("a bad --output-dir or --check-against is refused before any rank runs
   }
 }
 
+TEST_CASE("a reused --output-dir keeps no outputs of an earlier run, and nothing else goes",
+          "[tools][reliability]") {
+  const std::string plan = Gpt2Plan("reused");  // one output
+  const std::string out = tpc::testing::TempDir("reused_out");
+  for (int k = 0; k < 4; ++k) {
+    for (const char* ext : {".pb", ".npy"})
+      tpc::testing::WriteFile(out + "/output_" + std::to_string(k) + ext, "earlier");
+  }
+  tpc::testing::WriteFile(out + "/notes.txt", "mine");
+  tpc::testing::WriteFile(out + "/output_x.npy", "mine");
+  CommandResult r = RunTpRun(plan + " --quiet --output-dir " + out);
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("removed 6 output file(s) of an earlier run from " + out));
+  CHECK(ReadFile(out + "/output_0.npy") != "earlier");
+  for (int k = 1; k < 4; ++k) CHECK_FALSE(fs::exists(out + "/output_" + std::to_string(k) + ".pb"));
+  CHECK(ReadFile(out + "/notes.txt") == "mine");
+  CHECK(ReadFile(out + "/output_x.npy") == "mine");
+}
+
 TEST_CASE("a dim the plan splits must divide, checked before any rank runs",
           "[tools][reliability]") {
   // Sequence parallelism splits seq across the 2 ranks: seq = 7 is refused up front,
