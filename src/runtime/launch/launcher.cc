@@ -264,7 +264,8 @@ absl::StatusOr<int> LaunchWorkers(const LaunchOptions& options) {
   for (fs::directory_iterator it("/dev/shm", ec), end; !ec && it != end; it.increment(ec)) {
     for (const Worker& w : workers) {
       if (absl::StartsWith(it->path().string(), SegmentPathPrefix(w.pid))) {
-        fs::remove(it->path(), ec);
+        std::error_code gone;  // (a failure here must not end the walk)
+        fs::remove(it->path(), gone);
         break;
       }
     }
