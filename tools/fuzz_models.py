@@ -5,9 +5,10 @@ Slice and Split, residuals, reductions over the sequence, grouped-query K/V repe
 Expand, heads folded into the batch, a causal mask built from the sequence length), each
 compiled by tp-compile at N = 2 and 4 under a random objective (sometimes
 --sequence-parallel, sometimes a divisible batch, sometimes graph inputs and outputs split
-by their last dim, in blocks or in groups of ranks) and run by tp-run
-against the unsharded run and against onnxruntime (rtol 1e-3, atol 1e-4: the weights
-keep activations near 1, and a wrong plan is off by far more).
+by their last dim, in blocks or in groups of ranks; an If as TorchScript writes squeeze)
+and run by tp-run against the unsharded run and against onnxruntime (rtol 1e-3, atol 1e-4
+times the outputs' largest magnitude, at least 1: the weights keep activations near 1,
+attention chains reach tens, and a wrong plan is off by far more).
 
     python3 tools/fuzz_models.py --bin build [--count 200] [--seed 1] [--out /tmp/fuzz]
 
@@ -318,6 +319,10 @@ def main():
             print(f"seed {seed}: skipped ({str(e).splitlines()[0][:100]})", flush=True)
             shutil.rmtree(work)
             continue
+        # atol scaled by the outputs' magnitude: a chain of attention layers may reach
+        # |y| ~ 50, where two correct implementations (tpc unsharded and onnxruntime, other
+        # summation orders) differ by ~1e-3 on an element near 0 (seed 888085).
+        atol = 1e-4 * max([1.0] + [float(np.abs(w).max()) for w in want if w.size])
         rng = np.random.default_rng(seed + 2)
         problems = []
         for n in args.tp:
@@ -340,7 +345,7 @@ def main():
             compile_cmd = [compile_bin, path, "--tp", str(n), "-o", plan, "--force", "--quiet"] + flags
             run_cmd = [run_bin, plan, "--ranks", "threads", "--check-against", path,
                        "--input-dir", os.path.join(work, "inputs"), "--output-dir", out_dir,
-                       "--quiet", "--no-verify", "--rtol", "1e-3", "--atol", "1e-4"]
+                       "--quiet", "--no-verify", "--rtol", "1e-3", "--atol", f"{atol:.3g}"]
             rc, text = run(compile_cmd)
             if rc == 2 and "splits into" in text and "equal parts" in text:
                 continue  # tp-compile's refusal of a model with nothing to split at this N
@@ -349,7 +354,7 @@ def main():
             if rc == 0:
                 for k, w in enumerate(want):
                     got = numpy_helper.to_array(onnx.load_tensor(os.path.join(out_dir, f"output_{k}.pb")))
-                    if got.shape != w.shape or not np.allclose(got, w, rtol=1e-3, atol=1e-4):
+                    if got.shape != w.shape or not np.allclose(got, w, rtol=1e-3, atol=atol):
                         rc, text = 1, f"output {k} differs from onnxruntime's"
             checked += 1
             if rc != 0:
