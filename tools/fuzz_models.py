@@ -224,10 +224,12 @@ def build(seed):
             o = m.op("Transpose", [m.op("MatMul", [probs, q])], perm=[0, 2, 1, 3])
             x = m.op("Reshape", [o, m.ints([0, 0, hidden])])
         elif kind == "squeeze":  # a summary of the hidden dim, squeezed and unsqueezed
-            r = m.op("ReduceSum", [x, m.ints([-1])], keepdims=0)  # [b, s]
+            # (ReduceMax: after "center" a sum over the same dim is rounding noise, which a
+            # LayerNormalization then scales up to differ between implementations)
+            r = m.op("ReduceMax", [x, m.ints([-1])], keepdims=0)  # [b, s]
             x = m.op("Mul", [x, m.op("Tanh", [m.op("Unsqueeze", [r, m.ints([-1])])])])
         elif kind == "if_squeeze":  # TorchScript's squeeze(-1): an If on a dim known to be 1
-            r = m.op("ReduceSum", [x, m.ints([-1])], keepdims=1)  # [b, s, 1]
+            r = m.op("ReduceMax", [x, m.ints([-1])], keepdims=1)  # [b, s, 1]
             last = m.op("Gather", [m.op("Shape", [r]), m.ints(-1)], axis=0)
             axes, t, e = m.name("axes"), m.name("then_out"), m.name("else_out")
             then = helper.make_graph(  # (its axes an initializer of the branch)
