@@ -5,7 +5,8 @@ Slice and Split, residuals, reductions over the sequence, grouped-query K/V repe
 Expand, heads folded into the batch, a causal mask built from the sequence length), each
 compiled by tp-compile at N = 2 and 4 under a random objective (sometimes
 --sequence-parallel, sometimes a divisible batch, sometimes graph inputs and outputs split
-by their last dim, in blocks or in groups of ranks; an If as TorchScript writes squeeze)
+by their last dim, in blocks or in groups of ranks; an If as TorchScript writes squeeze,
+and SplitToSequence / SequenceAt as it writes split, tensor_split and unbind)
 and run by tp-run against the unsharded run and against onnxruntime (rtol 1e-3, atol 1e-4
 times the outputs' largest magnitude, at least 1: the weights keep activations near 1,
 attention chains reach tens, and a wrong plan is off by far more).
@@ -68,6 +69,35 @@ class Model:
         return outs[0] if outputs == 1 else outs
 
 
+def split_sequence(m, rng, x, hidden):
+    """SplitToSequence read by SequenceAt at constant indices, as TorchScript writes
+    torch.split / tensor_split / unbind: two of its parts, one changed, concatenated back."""
+    variant = int(rng.integers(3))
+    if variant == 0:  # tensor_split(x, 3, dim=1): sizes [q + 1] * r + [q] * (3 - r) of seq
+        seq = m.op("Gather", [m.op("Shape", [x]), m.ints([1])], axis=0)  # [1]
+        q, r = m.op("Div", [seq, m.ints([3])]), m.op("Mod", [seq, m.ints([3])])
+        sizes = m.op("Concat", [m.op("Tile", [m.op("Add", [q, m.ints([1])]), r]),
+                                m.op("Tile", [q, m.op("Sub", [m.ints([3]), r])])], axis=0)
+        seqs = m.op("SplitToSequence", [x, sizes], axis=1)
+        parts = [m.op("SequenceAt", [seqs, m.ints(k)]) for k in range(3)]
+        return m.op("Concat", [parts[0], m.op("Tanh", [parts[1]]), parts[2]], axis=1)
+    if variant == 1 and hidden % 2 == 0:  # split(x, hidden / 4 or hidden / 2, dim=-1)
+        chunk = hidden // (4 if hidden % 4 == 0 and rng.random() < 0.5 else 2)
+        split = m.name("chunk")
+        dtype = np.int32 if rng.random() < 0.5 else np.int64
+        m.inits.append(numpy_helper.from_array(np.array(chunk, dtype=dtype), split))
+        seqs = m.op("SplitToSequence", [x, split], axis=-1)
+        first, last = m.op("SequenceAt", [seqs, m.ints(0)]), m.op("SequenceAt", [seqs, m.ints(-1)])
+        middle = m.op("Slice", [x, m.ints([chunk]), m.ints([hidden - chunk]), m.ints([-1])])
+        return m.op("Concat", [m.op("Tanh", [last]), middle, first], axis=-1)
+    if hidden % 2 == 0:  # unbind over a [b, s, 2, hidden / 2] view
+        pairs = m.op("Reshape", [x, m.ints([0, 0, 2, hidden // 2])])
+        seqs = m.op("SplitToSequence", [pairs], axis=2, keepdims=0)
+        a, b = m.op("SequenceAt", [seqs, m.ints(-2)]), m.op("SequenceAt", [seqs, m.ints(1)])
+        return m.op("Concat", [m.op("Neg", [b]), a], axis=-1)
+    return x
+
+
 def build(seed):
     """A random model: ([batch, seq] ids or [batch, seq, H] floats) -> 1 or 2 outputs."""
     rng = np.random.default_rng(seed)
@@ -88,7 +118,7 @@ def build(seed):
             "linear", "act", "norm", "softmax", "heads", "split", "rotate", "broadcast",
             "residual", "reduce_seq", "center", "where", "flatten", "seq_first", "tied",
             "einsum", "gemm", "columns", "expand", "seq_slice", "gqa", "folded", "mask",
-            "squeeze", "if_squeeze"])
+            "squeeze", "if_squeeze", "split_sequence"])
         if kind == "linear":
             out = int(rng.choice([hidden, 2 * hidden, 3 * hidden, max(8, hidden // 2)]))
             x = m.op("MatMul", [x, m.weight([hidden, out], 1.0 / np.sqrt(hidden))])
@@ -242,6 +272,8 @@ def build(seed):
             squeezed = m.op("If", [m.op("Equal", [last, m.ints(1)])], then_branch=then,
                             else_branch=other)  # [b, s]
             x = m.op("Mul", [x, m.op("Tanh", [m.op("Unsqueeze", [squeezed, m.ints([-1])])])])
+        elif kind == "split_sequence":  # TorchScript's split with sizes it computes
+            x = split_sequence(m, rng, x, hidden)
         saved.append((x, hidden))
         if rng.random() < 0.15 and not outputs:
             outputs.append((x, hidden))

@@ -1,5 +1,6 @@
 #include "tpc/onnx/importer.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <queue>
 #include <set>
@@ -9,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "schema_check.h"
+#include "sequence_split.h"
 #include "subgraph_names.h"
 #include "tpc/ir/parser.h"
 #include "tpc/ir/verifier.h"
@@ -302,60 +304,72 @@ class Importer {
       for (const std::string& name : internal::SubgraphReads(n)) consumed.insert(name);
     }
 
+    absl::flat_hash_set<std::string> kept(graph_outputs);
+    kept.insert(also_used.begin(), also_used.end());
     for (int index : order) {
       const ::onnx::NodeProto& node = nodes[static_cast<size_t>(index)];
       const std::string domain = CanonicalDomain(node.domain());
-      auto opset = graph_->opsets().find(domain);
-      if (opset == graph_->opsets().end()) {
-        return absl::InvalidArgumentError(absl::StrCat(NodeLabel(node), ": its domain '",
-                                                       node.domain(),
-                                                       "' is not among the model's opset imports"));
-      }
-      if (domain.empty() && node.op_type() == "If") {
-        TPC_RETURN_IF_ERROR(ImportIf(node, graph_outputs));
+      if (domain.empty() && node.op_type() == "SplitToSequence") {
+        TPC_RETURN_IF_ERROR(RecordSequenceSplit(node, nodes, kept));
         continue;
       }
-      ir::Attributes attrs;
-      for (const auto& a : node.attribute()) {
-        TPC_ASSIGN_OR_RETURN(attrs[a.name()], ConvertAttribute(node, a));
-      }
-      TPC_RETURN_IF_ERROR(
-          internal::CheckAgainstSchema(node, domain, opset->second, NodeLabel(node)));
-      if (domain.empty() && node.op_type() == "Constant") {
-        TPC_RETURN_IF_ERROR(ImportConstantNode(node, attrs));
+      if (domain.empty() && node.op_type() == "SequenceAt" && node.input_size() == 2 &&
+          sequences_.contains(node.input(0))) {
+        TPC_RETURN_IF_ERROR(ImportSequenceAt(node, graph_outputs, consumed));
         continue;
       }
-      std::vector<ir::Value*> inputs;
-      for (const auto& in : node.input()) inputs.push_back(in.empty() ? nullptr : env_.at(in));
+      TPC_RETURN_IF_ERROR(ImportNode(node, graph_outputs, consumed));
+    }
+    return absl::OkStatus();
+  }
 
-      // Identity, and Dropout in inference, forward their input: the value is aliased
-      // unless its name must survive as a graph output.
-      if (domain.empty() && (node.op_type() == "Identity" || node.op_type() == "Dropout") &&
-          !inputs.empty() && inputs[0] != nullptr && !graph_outputs.contains(node.output(0))) {
-        bool mask_used =
-            node.output_size() > 1 && !node.output(1).empty() &&
-            (consumed.contains(node.output(1)) || graph_outputs.contains(node.output(1)));
-        if (!mask_used) {
-          env_[node.output(0)] = inputs[0];
-          continue;
-        }
-      }
+  absl::Status ImportNode(const ::onnx::NodeProto& node,
+                          const absl::flat_hash_set<std::string>& graph_outputs,
+                          const absl::flat_hash_set<std::string>& consumed) {
+    const std::string domain = CanonicalDomain(node.domain());
+    auto opset = graph_->opsets().find(domain);
+    if (opset == graph_->opsets().end()) {
+      return absl::InvalidArgumentError(absl::StrCat(NodeLabel(node), ": its domain '",
+                                                     node.domain(),
+                                                     "' is not among the model's opset imports"));
+    }
+    if (domain.empty() && node.op_type() == "If") return ImportIf(node, graph_outputs);
+    ir::Attributes attrs;
+    for (const auto& a : node.attribute()) {
+      TPC_ASSIGN_OR_RETURN(attrs[a.name()], ConvertAttribute(node, a));
+    }
+    TPC_RETURN_IF_ERROR(internal::CheckAgainstSchema(node, domain, opset->second, NodeLabel(node)));
+    if (domain.empty() && node.op_type() == "Constant") return ImportConstantNode(node, attrs);
+    std::vector<ir::Value*> inputs;
+    for (const auto& in : node.input()) inputs.push_back(in.empty() ? nullptr : env_.at(in));
 
-      std::vector<std::string> outputs;
-      for (int i = 0; i < node.output_size(); ++i) {
-        const std::string& o = node.output(i);
-        // An omitted optional output still gets a value in the IR, with a fresh name.
-        outputs.push_back(
-            o.empty() ? graph_->UniqueName(absl::StrCat(
-                            node.name().empty() ? node.op_type() : node.name(), "_unused_", i))
-                      : o);
+    // Identity, and Dropout in inference, forward their input: the value is aliased
+    // unless its name must survive as a graph output.
+    if (domain.empty() && (node.op_type() == "Identity" || node.op_type() == "Dropout") &&
+        !inputs.empty() && inputs[0] != nullptr && !graph_outputs.contains(node.output(0))) {
+      bool mask_used =
+          node.output_size() > 1 && !node.output(1).empty() &&
+          (consumed.contains(node.output(1)) || graph_outputs.contains(node.output(1)));
+      if (!mask_used) {
+        env_[node.output(0)] = inputs[0];
+        return absl::OkStatus();
       }
-      ir::Node* n = graph_->AddCall(domain, node.op_type(), std::move(inputs), outputs,
-                                    std::move(attrs), node.name());
-      if (first_call_ == nullptr) first_call_ = n;
-      for (int i = 0; i < node.output_size(); ++i) {
-        if (!node.output(i).empty()) env_[node.output(i)] = n->output(i);
-      }
+    }
+
+    std::vector<std::string> outputs;
+    for (int i = 0; i < node.output_size(); ++i) {
+      const std::string& o = node.output(i);
+      // An omitted optional output still gets a value in the IR, with a fresh name.
+      outputs.push_back(
+          o.empty() ? graph_->UniqueName(absl::StrCat(
+                          node.name().empty() ? node.op_type() : node.name(), "_unused_", i))
+                    : o);
+    }
+    ir::Node* n = graph_->AddCall(domain, node.op_type(), std::move(inputs), outputs,
+                                  std::move(attrs), node.name());
+    if (first_call_ == nullptr) first_call_ = n;
+    for (int i = 0; i < node.output_size(); ++i) {
+      if (!node.output(i).empty()) env_[node.output(i)] = n->output(i);
     }
     return absl::OkStatus();
   }
@@ -411,13 +425,8 @@ class Importer {
     }
     const std::string scope =
         absl::StrCat(node.name().empty() ? "If" : node.name(), "/", branches_taken_++, "/");
-    if (model_names_.empty()) CollectNames(model_.proto.graph(), &model_names_);
-    internal::RenameDefinedNames(&branch, [&](const std::string& name) {
-      std::string fresh = scope + name;
-      while (model_names_.contains(fresh) || env_.contains(fresh)) fresh += "_";
-      model_names_.insert(fresh);
-      return fresh;
-    });
+    internal::RenameDefinedNames(&branch,
+                                 [&](const std::string& name) { return FreshName(scope + name); });
     for (const auto& t : branch.initializer()) {
       if (t.name().empty() || env_.contains(t.name())) {
         return absl::InvalidArgumentError(
@@ -452,6 +461,106 @@ class Importer {
       env_[name] = v;
     }
     return absl::OkStatus();
+  }
+
+  // A SplitToSequence is recorded, not imported: each SequenceAt of it becomes a slice.
+  absl::Status RecordSequenceSplit(const ::onnx::NodeProto& node,
+                                   const std::vector<::onnx::NodeProto>& nodes,
+                                   const absl::flat_hash_set<std::string>& kept) {
+    const std::string label = NodeLabel(node);
+    if (node.input_size() < 1 || node.input(0).empty() || node.output_size() != 1 ||
+        node.output(0).empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(label, ": a SplitToSequence needs an input and one output"));
+    }
+    if (absl::Status uses = internal::CheckSequenceUses(node, nodes, kept); !uses.ok()) {
+      return absl::Status(uses.code(), absl::StrCat(label, ": ", uses.message()));
+    }
+    TPC_RETURN_IF_ERROR(
+        internal::CheckAgainstSchema(node, "", graph_->onnx_opset(), NodeLabel(node)));
+    if (!options_.infer_shapes) {
+      return absl::UnimplementedError(absl::StrCat(
+          label, ": a SplitToSequence is taken apart by shape inference, which is off here"));
+    }
+    TPC_RETURN_IF_ERROR(InferUntypedShapes(*graph_));
+    internal::SequenceSplit s;
+    s.label = label;
+    s.input = node.input(0);
+    s.split = node.input_size() > 1 ? node.input(1) : "";
+    for (const auto& a : node.attribute()) {
+      if (a.name() == "axis") s.axis = a.i();
+      if (a.name() == "keepdims") s.keepdims = a.i() != 0;
+    }
+    const ir::TensorType& x = env_.at(s.input)->type();
+    if (!x.shape) {
+      return absl::UnimplementedError(
+          absl::StrCat(label, ": the rank of its input '", s.input, "' is not known"));
+    }
+    const int64_t rank = x.rank();
+    if (s.axis < -rank || s.axis >= rank) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(label, ": axis ", s.axis, " is out of range for rank ", rank));
+    }
+    if (s.axis < 0) s.axis += rank;
+    const ir::Dim& dim = (*x.shape)[static_cast<size_t>(s.axis)];
+    if (dim.is_static()) s.dim = dim.value();
+    if (!s.split.empty()) {
+      const ir::Value* split = env_.at(s.split);
+      const ir::TensorType& t = split->type();
+      if ((t.dtype != ir::DType::kI64 && t.dtype != ir::DType::kI32) || !t.shape || t.rank() > 1) {
+        return absl::InvalidArgumentError(absl::StrCat(label, ": its split '", s.split, "' is ",
+                                                       t.ToString(),
+                                                       ", not int32/int64 of rank 0 or 1"));
+      }
+      s.split_is_scalar = t.rank() == 0;
+      s.split_is_int32 = t.dtype == ir::DType::kI32;
+      const auto& known = split->known_value();
+      if (known && std::all_of(known->begin(), known->end(),
+                               [](const ir::Dim& d) { return d.is_static(); })) {
+        s.split_values.emplace();
+        for (const ir::Dim& d : *known) s.split_values->push_back(d.value());
+      }
+    }
+    sequences_[node.output(0)] = std::move(s);
+    return absl::OkStatus();
+  }
+
+  // A SequenceAt of a recorded SplitToSequence, at an index known when compiling.
+  absl::Status ImportSequenceAt(const ::onnx::NodeProto& node,
+                                const absl::flat_hash_set<std::string>& graph_outputs,
+                                const absl::flat_hash_set<std::string>& consumed) {
+    const std::string label = NodeLabel(node);
+    if (node.input(1).empty() || node.output_size() != 1 || node.output(0).empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(label, ": a SequenceAt needs a sequence, an index and one output"));
+    }
+    TPC_RETURN_IF_ERROR(InferUntypedShapes(*graph_));
+    const ir::Value* index = env_.at(node.input(1));
+    const auto& known = index->known_value();
+    if ((index->type().dtype != ir::DType::kI64 && index->type().dtype != ir::DType::kI32) ||
+        !known || known->size() != 1 || !known->front().is_static()) {
+      return absl::UnimplementedError(absl::StrCat(
+          label, ": its index '", node.input(1), "' (", index->type().ToString(),
+          ") is not an integer known when compiling; tpc has no sequence values and takes "
+          "a SequenceAt only at a known index"));
+    }
+    TPC_ASSIGN_OR_RETURN(
+        std::vector<::onnx::NodeProto> slice,
+        internal::SequenceAtNodes(sequences_.at(node.input(0)), known->front().value(),
+                                  graph_->onnx_opset(), node.output(0),
+                                  node.name().empty() ? node.output(0) : node.name(),
+                                  [this](const std::string& base) { return FreshName(base); }));
+    for (const auto& n : slice) TPC_RETURN_IF_ERROR(ImportNode(n, graph_outputs, consumed));
+    return absl::OkStatus();
+  }
+
+  // A name no value of the model has, `base` where it is free.
+  std::string FreshName(const std::string& base) {
+    if (model_names_.empty()) CollectNames(model_.proto.graph(), &model_names_);
+    std::string fresh = base;
+    while (model_names_.contains(fresh) || env_.contains(fresh)) fresh += "_";
+    model_names_.insert(fresh);
+    return fresh;
   }
 
   // Every name `g` and its subgraphs define or read (the names a renamed one must avoid).
@@ -534,7 +643,9 @@ class Importer {
   std::unique_ptr<ir::Graph> graph_;
   absl::flat_hash_map<std::string, ir::Value*> env_;  // ONNX name → IR value (with aliases)
   ir::Node* first_call_ = nullptr;
-  int branches_taken_ = 0;                        // Ifs taken apart so far
+  int branches_taken_ = 0;  // Ifs taken apart so far
+  // SplitToSequence outputs, lowered at their SequenceAt uses.
+  absl::flat_hash_map<std::string, internal::SequenceSplit> sequences_;
   absl::flat_hash_set<std::string> model_names_;  // CollectNames of the model, once needed
 
  public:
