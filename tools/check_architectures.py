@@ -11,7 +11,8 @@ does tpc shard them with no annotation, and run them right?
 
 Not part of make test (it needs torch). Prints one line per export and N, and the
 exports that failed; exit status 1 when one did. An export that torch itself refuses is
-listed, not counted as tpc's failure. Each architecture is a small config (hidden 64, 4
+listed, not counted as tpc's failure; so is one that onnxruntime refuses (an invalid
+export), with what tp-compile says of it. Each architecture is a small config (hidden 64, 4
 heads, 2 layers, vocabulary 512, or the family's like) of a transformers class. The
 inputs by family (INPUTS): token ids [batch, seq] (decoders, encoders), and
 decoder_input_ids [batch, tgt] (encoder-decoders); pixel_values [batch, 3, 32, 32]
@@ -137,9 +138,10 @@ ARCHITECTURES = {
                                           ffn_dim=128, vocab_size=512,
                                           max_position_embeddings=64)),
     "persimmon": decoder("PersimmonConfig"),
-    # State-space and recurrent layers (2026-12-07): TorchScript unrolls Mamba's scan over
-    # the traced length (SplitToSequence, refused as a sequence); dynamo specializes the
-    # sequence to the traced 8 (the checks then keep it), except Mamba 2's chunked scan.
+    # State-space and recurrent layers (2026-12-07): TorchScript's exports of the Mamba
+    # family are invalid (Tile repeats [1, 1], Transpose perm [0, -2, -1, 1]: onnxruntime
+    # and tp-compile refuse them); dynamo specializes the sequence to the traced 8 (the
+    # checks then keep it), except Mamba 2's chunked scan.
     "mamba": decoder("MambaConfig", state_size=16, expand=2, conv_kernel=4),
     "mamba2": decoder("Mamba2Config", num_heads=8, head_dim=16, expand=2, n_groups=1,
                       state_size=16, chunk_size=4),
@@ -421,6 +423,19 @@ def against_ort(path, feeds, out_dir, rtol, atol):
     return ""
 
 
+def ort_refusal(path, feeds):
+    """"" when onnxruntime loads and runs the export on `feeds`, else its error."""
+    import onnxruntime as ort
+
+    try:
+        options = ort.SessionOptions()
+        options.log_severity_level = 3  # its error is returned, not logged
+        ort.InferenceSession(path, options, providers=["CPUExecutionProvider"]).run(None, feeds)
+    except Exception as e:  # onnxruntime's own errors are of several pybind types
+        return str(e).splitlines()[0][-200:]
+    return ""
+
+
 def run(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     return p.returncode, (p.stdout + p.stderr).strip()
@@ -447,7 +462,7 @@ def main():
     ort_tol = {"f32": (1e-3, 1e-4), "f16": (2e-2, 2e-2), "bf16": (1e-1, 1e-1)}[args.dtype]
     work = args.work or tempfile.mkdtemp(prefix="tpc_architectures_")
     os.makedirs(work, exist_ok=True)
-    failed, refused = [], []
+    failed, refused, invalid = [], [], []
     for name in args.only or ARCHITECTURES:
         for dynamo in (False, True):
             key = name + ("_dynamo" if dynamo else "")
@@ -462,6 +477,16 @@ def main():
             kind = ARCHITECTURES[name][0]
             inputs = os.path.join(work, key + "_inputs")
             feeds = write_inputs(kind, inputs, path)
+            ort_error = ort_refusal(path, feeds)
+            if ort_error:  # an invalid export: tpc should refuse it too, and say why
+                rc, out = run([compile_bin, path, "--tp", str(args.tp[0]), "-o",
+                               os.path.join(work, f"{key}_tp{args.tp[0]}"), "--force", "--quiet"])
+                said = out.splitlines()[-1][:200] if out else ""
+                invalid.append(f"{key}: onnxruntime: {ort_error}\n      tp-compile: "
+                               + (f"exit {rc}, {said}" if rc else "compiles it"))
+                print(f"{key:24s} onnxruntime refuses the export; tp-compile "
+                      + ("refuses it too" if rc else "compiles it"), flush=True)
+                continue
             for n in args.tp:
                 plan = os.path.join(work, f"{key}_tp{n}")
                 outputs = plan + "_outputs"
@@ -478,9 +503,12 @@ def main():
                 print(f"{key:24s} N={n}  {result}", flush=True)
                 if rc != 0:
                     failed.append(f"{key} N={n}: {out[-400:]}")
-    print(f"\n{len(failed)} failed; torch refused {len(refused)} export(s); work in {work}")
+    print(f"\n{len(failed)} failed; torch refused {len(refused)} export(s), onnxruntime "
+          f"{len(invalid)}; work in {work}")
     for f in refused:
         print("  torch refused " + f)
+    for f in invalid:
+        print("  onnxruntime refused " + f)
     for f in failed:
         print("  FAILED " + f)
     return 1 if failed else 0

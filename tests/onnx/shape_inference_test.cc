@@ -727,6 +727,27 @@ TEST_CASE("Axes, split sizes and pads computed at run time keep the rank", "[sha
              Catch::Contains("split has 3 sizes for 2 outputs"));
 }
 
+TEST_CASE("what onnxruntime refuses of torch's Mamba exports is refused", "[shape]") {
+  // Tile's repeats 2-D (1-D is right, and still infers).
+  Builder tile(17);
+  Value* v = tile.Input("v", DType::kI64, {1});
+  tile.Op("Tile", {v, tile.Input("r", DType::kI64, {1, 1})});
+  CHECK_THAT(std::string(tile.Infer().message()),
+             Catch::Contains("repeats is i64[1, 1]; a Tile's repeats is 1-D"));
+  Builder ok(17);
+  Value* tiled = ok.Op("Tile", {ok.Input("v", DType::kI64, {1}), ok.Ints({3})});
+  RequireOk(ok.Infer());
+  CHECK(ShapeOf(tiled) == "[3]");
+
+  // A Transpose's perm with negative entries.
+  Builder perm(17);
+  perm.Op("Transpose", {perm.Input("x", DType::kF32, {2, 3, 4, 5})},
+          {{"perm", std::vector<int64_t>{0, -2, -1, 1}}});
+  CHECK_THAT(std::string(perm.Infer().message()),
+             Catch::Contains("perm [0, -2, -1, 1] has a negative entry; a Transpose's perm is "
+                             "a permutation of 0 to 3"));
+}
+
 TEST_CASE("Rule table", "[shape]") {
   std::vector<std::string> ops = SupportedOps();
   CHECK(std::is_sorted(ops.begin(), ops.end()));

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "rules.h"
+#include "tpc/util/checked_math.h"
 
 namespace tpc::onnx::shape_rules {
 namespace {
@@ -470,6 +471,12 @@ absl::Status InferTile(InferenceContext& ctx) {
   TPC_ASSIGN_OR_RETURN(const Dims* in, RankedInput(ctx, 0));
   TPC_RETURN_IF_ERROR(RequireInputs(ctx, 2));
   const DType t = ctx.input_type(0).dtype;
+  // 1-D, as ONNX says and onnxruntime checks (torch's TorchScript export of Mamba writes
+  // [1, 1] repeats, which onnxruntime refuses when it runs).
+  if (const auto& r = ctx.input_type(1).shape; r && r->size() != 1) {
+    return ctx.Error(absl::StrCat("repeats is ", ctx.input_type(1).ToString(),
+                                  "; a Tile's repeats is 1-D, one count per dim of the input"));
+  }
   const auto& repeats = ctx.input_value(1);
   if (!repeats.has_value()) {
     ctx.set_output_type(0, TensorType(t, Dims(in->size())));

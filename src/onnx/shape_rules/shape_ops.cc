@@ -250,17 +250,24 @@ absl::Status InferTranspose(InferenceContext& ctx) {
     return ctx.Error(absl::StrCat("perm [", absl::StrJoin(perm, ", "), "] does not fit ",
                                   ir::DimsToString(*in)));
   }
+  // A permutation of 0 .. rank - 1: ONNX's shape inference and onnxruntime refuse
+  // negative entries (torch's TorchScript export of Mamba 2 writes [0, -2, -1, 1]).
+  if (std::any_of(perm.begin(), perm.end(), [](int64_t p) { return p < 0; })) {
+    return ctx.Error(absl::StrCat(
+        "perm [", absl::StrJoin(perm, ", "),
+        "] has a negative entry; a Transpose's perm is a permutation of 0 to ", rank - 1));
+  }
   std::vector<int64_t> check = perm;
   TPC_ASSIGN_OR_RETURN(check, NormalizeAxes(ctx, check, rank));
   Dims out;
-  for (int64_t p : perm) out.push_back((*in)[static_cast<size_t>(p < 0 ? p + rank : p)]);
+  for (int64_t p : perm) out.push_back((*in)[static_cast<size_t>(p)]);
   ctx.set_output_type(0, TensorType(ctx.input_type(0).dtype, std::move(out)));
   std::optional<std::vector<int64_t>> dims = StaticShape(ctx.input_type(0).shape);
   const auto& value = ctx.input_value(0);
   if (value.has_value() && dims.has_value()) {
     // Output element at o reads the input at i with i[perm[k]] = o[k].
     std::vector<int64_t> out_dims;
-    for (int64_t p : perm) out_dims.push_back((*dims)[static_cast<size_t>(p < 0 ? p + rank : p)]);
+    for (int64_t p : perm) out_dims.push_back((*dims)[static_cast<size_t>(p)]);
     const std::vector<int64_t> in_strides = Strides(*dims);
     const std::vector<int64_t> out_strides = Strides(out_dims);
     Dims moved(value->size());
@@ -268,8 +275,7 @@ absl::Status InferTranspose(InferenceContext& ctx) {
       int64_t src = 0;
       for (size_t k = 0; k < perm.size(); ++k) {
         const int64_t o = static_cast<int64_t>(f) / out_strides[k] % out_dims[k];
-        const int64_t p = perm[k] < 0 ? perm[k] + rank : perm[k];
-        src += o * in_strides[static_cast<size_t>(p)];
+        src += o * in_strides[static_cast<size_t>(perm[k])];
       }
       moved[f] = (*value)[static_cast<size_t>(src)];
     }
