@@ -657,11 +657,17 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
   };
   // A collective or the store failed: stopped by a peer, or this rank's own failure.
   auto failed = [&](const absl::Status& st) {
+    if (st.code() == absl::StatusCode::kInvalidArgument) {
+      // Bad input a kernel found (an id out of the vocabulary), first-hand: it fails every
+      // rank alike and at once, and under tp-run's launcher the first to report it speaks
+      // for all (as with threads). Exit 2, as with threads.
+      if (session.Fail(st) || !session_options.quiet_when_stopped) fail(st, 0);
+      return 2;
+    }
     rt::FailureVerdict v = session.Judge(st);
     if (v.stopped_by_peer) return stopped(v.origin, v.status);
     session.Fail(v.status);
-    // Bad input a kernel found (an id out of the vocabulary) is exit 2, as with threads.
-    return fail(v.status, v.status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1);
+    return fail(v.status, 1);
   };
   if (absl::Status posted = session.Post("inputs", digest); !posted.ok()) return failed(posted);
   int first_bad = -1;

@@ -490,6 +490,21 @@ TEST_CASE("a bad input on one rank stops every rank before any runs",
   CHECK(NoneLeft(plan));
 }
 
+TEST_CASE("bad input a kernel finds on every rank is said once, exit 2, as with threads",
+          "[tools][processes][failure]") {
+  // A token id past the vocabulary: every rank's embedding Gather refuses it at once.
+  const std::string plan = Compile("gpt2_kv", 4, "", "kernel_bad_input");
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    for (const char* mode : {"processes", "threads"}) {
+      CommandResult r = RunTpRun(plan + " --generate 2 --prompt '1 99999' --quiet --ranks " + mode);
+      INFO(mode << ": " << r.output);
+      CHECK(r.exit_code == 2);
+      CHECK(CountOf(r.output, "index 99999 is out of range") == 1);
+    }
+  }
+  CHECK(NoneLeft(plan));
+}
+
 TEST_CASE("a rank that never starts is named by every other", "[tools][processes][failure]") {
   const std::string plan = Compile("gpt2", 4, "", "never");
   const std::string dir = fs::path(plan).parent_path();

@@ -36,8 +36,9 @@ absl::Status RankFailed(int rank, const absl::Status& status);
 class KeyValueStore;
 
 // Sets kAbortKey to EncodeRankStatus(rank, reason) unless a failure is already there (the
-// first writer's reason stands); a store error is ignored (the caller is failing anyway).
-void SetAbortOnce(KeyValueStore& store, int rank, const absl::Status& reason);
+// first writer's reason stands: of ranks failing at once, one claim wins); true when this
+// call set it. A store error is ignored (the caller is failing anyway).
+bool SetAbortOnce(KeyValueStore& store, int rank, const absl::Status& reason);
 
 class KeyValueStore {
  public:

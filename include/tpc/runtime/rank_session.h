@@ -86,8 +86,9 @@ class RankSession {
   const std::string& cpu_transport() const { return cpu_transport_; }
 
   // Tells every rank that this rank failed with `reason`; they stop. Rank 0, hosting the
-  // store, waits (briefly) until the others have read it before it may exit.
-  void Fail(const absl::Status& reason);
+  // store, waits (briefly) until the others have read it before it may exit. True when
+  // this rank's reason is the one they read (of ranks failing at once, the first's).
+  bool Fail(const absl::Status& reason);
 
   // After a collective or a store call failed with `failure`: stopped by a peer's
   // failure (the abort key is set within half a second), or first-hand, in which case

@@ -36,9 +36,13 @@ absl::Status RankFailed(int rank, const absl::Status& status) {
                       absl::StrCat("rank ", rank, " failed: ", std::string(status.message())));
 }
 
-void SetAbortOnce(KeyValueStore& store, int rank, const absl::Status& reason) {
+bool SetAbortOnce(KeyValueStore& store, int rank, const absl::Status& reason) {
   absl::StatusOr<bool> set = store.Check(kAbortKey);
-  if (set.ok() && !*set) store.Set(kAbortKey, EncodeRankStatus(rank, reason)).IgnoreError();
+  if (!set.ok() || *set) return false;
+  // Add is atomic: one of the ranks that found the key unset gets 1.
+  absl::StatusOr<int64_t> claims = store.Add("abort_claims", 1);
+  if (!claims.ok() || *claims != 1) return false;
+  return store.Set(kAbortKey, EncodeRankStatus(rank, reason)).ok();
 }
 
 }  // namespace tpc::runtime

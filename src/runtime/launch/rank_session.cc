@@ -190,11 +190,12 @@ absl::StatusOr<std::unique_ptr<Communicator>> RankSession::ConnectCpuCommunicato
   return connected;
 }
 
-void RankSession::Fail(const absl::Status& reason) {
+bool RankSession::Fail(const absl::Status& reason) {
   failed_ = true;
-  if (!store_) return;
-  SetAbortOnce(*store_, world_.rank, reason);
+  if (!store_) return false;
+  const bool first = SetAbortOnce(*store_, world_.rank, reason);
   AnnounceStop(*store_, world_.rank);
+  return first;
 }
 
 void RankSession::AnnounceStop(KeyValueStore& store, int origin) {
