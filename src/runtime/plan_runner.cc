@@ -25,17 +25,22 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> ImportRank(const std::string& dir,
                                                       const std::string& path, int rank, int n) {
   auto imported = [&]() -> absl::StatusOr<std::unique_ptr<ir::Graph>> {
     TPC_ASSIGN_OR_RETURN(const onnx::ModelFile model, onnx::ReadModelFile(path));
+    // The rank file names its rank and world size: an edited plan.json that lists it for
+    // another rank would run the wrong slices.
     for (const auto& kv : model.proto.metadata_props()) {
-      const std::string want = kv.key() == "tpc.rank" ? absl::StrCat(rank)
-                               : kv.key() == "tpc.tp" ? absl::StrCat(n)
-                                                      : kv.value();
-      if (kv.value() != want) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            path, " was written for ", kv.key() == "tpc.rank" ? "rank " : "a plan of ", kv.value(),
-            kv.key() == "tpc.rank" ? "" : " ranks", ", plan.json lists it for ",
-            kv.key() == "tpc.rank" ? absl::StrCat("rank ", rank) : absl::StrCat(n, " ranks"),
-            " (an edited plan.json; write the plan again)"));
+      std::string written, listed;
+      if (kv.key() == "tpc.rank" && kv.value() != absl::StrCat(rank)) {
+        written = absl::StrCat("rank ", kv.value());
+        listed = absl::StrCat("rank ", rank);
+      } else if (kv.key() == "tpc.tp" && kv.value() != absl::StrCat(n)) {
+        written = absl::StrCat("a plan of ", kv.value(), " ranks");
+        listed = absl::StrCat(n, " ranks");
+      } else {
+        continue;
       }
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " was written for ", written, ", plan.json lists it for ", listed,
+                       " (an edited plan.json; write the plan again)"));
     }
     return onnx::ImportModelFile(model, dir);
   }();
