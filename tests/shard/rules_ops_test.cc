@@ -306,6 +306,30 @@ TEST_CASE("tile rule: only dims repeated once pass", "[shard][rules]") {
   CHECK(Has(known, "(P(sum), R)->(P(sum))"));
 }
 
+// torch.flip(x, [-1]) exports as Slice(x, -1, -INT64_MAX, axis -1, step -1): the dim keeps
+// its size but reverses, so it may not stay split (rank r's block would be reversed in
+// place, not moved: a wrong answer at N = 2 until 2026-12-08).
+TEST_CASE("slice rule: a reversing slice keeps the reversed dim whole", "[shard][rules]") {
+  const std::string head =
+      "  %x: f32[b, 4, 6] = placeholder\n  %st: i64[1] = constant [-1]\n"
+      "  %en: i64[1] = constant [-9223372036854775807]\n  %ax: i64[1] = constant [2]\n";
+  const Rule flip =
+      RuleOf(head + "  %sp: i64[1] = constant [-1]\n  %y: f32[*] = Slice(%x, %st, %en, %ax, %sp)");
+  CHECK(Has(flip, "(S(0), R, R, R, R)->(S(0))"));
+  CHECK_FALSE(Has(flip, "(S(2), R, R, R, R)->(S(2))"));
+  // Steps known only at run time: every sliced dim whole.
+  const Rule unknown = RuleOf(head +
+                              "  %sp: i64[1] = placeholder\n"
+                              "  %y: f32[*] = Slice(%x, %st, %en, %ax, %sp)");
+  CHECK_FALSE(Has(unknown, "(S(2), R, R, R, R)->(S(2))"));
+  // Step 1 over the whole dim is the dim itself: it may stay split.
+  const Rule whole = RuleOf(
+      "  %x: f32[b, 4, 6] = placeholder\n  %st: i64[1] = constant [0]\n"
+      "  %en: i64[1] = constant [9223372036854775807]\n  %ax: i64[1] = constant [2]\n"
+      "  %sp: i64[1] = constant [1]\n  %y: f32[*] = Slice(%x, %st, %en, %ax, %sp)");
+  CHECK(Has(whole, "(S(2), R, R, R, R)->(S(2))"));
+}
+
 // ALiBi's per-head bias repeated over the batch (BLOOM): `[heads, 1, s]` tiled
 // `[batch, 1, 1]` times; rank r's heads, repeated, are its part of each copy.
 TEST_CASE("tile rule: a split dim repeated a symbolic number of times folds into blocks",

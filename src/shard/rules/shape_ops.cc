@@ -292,12 +292,21 @@ void Slice(const RuleContext& ctx, std::vector<Strategy>* out) {
     if (!starts) return;
     for (size_t d = 0; d < starts->size(); ++d) axes.push_back(static_cast<int64_t>(d));
   }
+  // The steps, when known: a step other than 1 reorders or thins the dim even where the
+  // size stays (steps -1 over the whole dim reverse it: torch.flip).
+  std::optional<std::vector<int64_t>> steps;
+  if (ctx.has_input(4)) {
+    steps = ctx.input_ints(4);
+    if (!steps || steps->size() != axes.size()) steps = std::vector<int64_t>(axes.size(), 0);
+  }
   std::vector<bool> whole(in.size(), false);
-  for (int64_t a : axes) {
-    a = NormalizeAxis(a, rank);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t a = NormalizeAxis(axes[i], rank);
     if (a < 0) return;
-    // A slice that keeps the whole dim does not constrain it.
-    whole[static_cast<size_t>(a)] = !(in[static_cast<size_t>(a)] == y[static_cast<size_t>(a)]);
+    // A slice that keeps the whole dim in order does not constrain it.
+    const bool in_order = !steps || (*steps)[i] == 1;
+    whole[static_cast<size_t>(a)] =
+        !in_order || !(in[static_cast<size_t>(a)] == y[static_cast<size_t>(a)]);
   }
   std::vector<FactorSpec::Kind> kinds;
   for (bool w : whole) kinds.push_back(w ? FactorSpec::Kind::kNeedWhole : FactorSpec::Kind::kPass);
