@@ -77,6 +77,53 @@ TEST_CASE("HalfBlockToFloat gives every f16 and bf16 value exactly", "[runtime][
   }
 }
 
+TEST_CASE("FloatToHalfBlock gives FloatToHalf's and FloatToBFloat16's bits",
+          "[runtime][cpu][half]") {
+  // Every 997th bit pattern (both signs, every exponent, NaNs), and around each rounding
+  // boundary: the half's and bf16's ties (low bits 0x1000, 0x8000 and their neighbours)
+  // at every exponent, the subnormal, overflow and infinity thresholds.
+  std::vector<uint32_t> bits;
+  for (uint64_t u = 0; u <= 0xffffffffu; u += 997) bits.push_back(static_cast<uint32_t>(u));
+  std::mt19937 g(7);
+  for (uint32_t sign : {0u, 0x80000000u}) {
+    for (uint32_t exp = 0; exp < 256; ++exp) {
+      for (uint32_t low : {0x0u, 0x1u, 0xfffu, 0x1000u, 0x1001u, 0x1fffu, 0x2000u, 0x3000u, 0x7fffu,
+                           0x8000u, 0x8001u, 0x18000u}) {
+        const uint32_t high = static_cast<uint32_t>(g()) & 0x7fffffu & ~(low | (low - 1));
+        bits.push_back(sign | (exp << 23) | high | low);
+        bits.push_back(sign | (exp << 23) | low);
+      }
+    }
+    for (uint32_t edge : {0x33000000u, 0x33000001u, 0x387fffffu, 0x38800000u, 0x477fefffu,
+                          0x477ff000u, 0x7f7fffffu, 0x7f800000u, 0x7f800001u, 0x7fc00000u}) {
+      bits.push_back(sign | edge);
+    }
+  }
+  bits.push_back(0x12345678u);  // a last partial vector
+  std::vector<float> src(bits.size());
+  std::memcpy(src.data(), bits.data(), bits.size() * sizeof(float));
+  for (bool bf16 : {false, true}) {
+    std::vector<uint16_t> got(src.size());
+    cpu::FloatToHalfBlock(src.data(), static_cast<int64_t>(src.size()), got.data(), bf16);
+    size_t first_bad = src.size();
+    for (size_t i = 0; i < src.size() && first_bad == src.size(); ++i) {
+      if (got[i] != (bf16 ? FloatToBFloat16(src[i]) : FloatToHalf(src[i]))) first_bad = i;
+    }
+    INFO((bf16 ? "bf16 of 0x" : "f16 of 0x")
+         << std::hex << (first_bad < bits.size() ? bits[first_bad] : 0u));
+    REQUIRE(first_bad == src.size());
+#if defined(__x86_64__)
+    // Denormals-are-zero and flush-to-zero change nothing (f32 subnormals become 0 either way).
+    const unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr | 0x8040u);
+    std::vector<uint16_t> daz(src.size());
+    cpu::FloatToHalfBlock(src.data(), static_cast<int64_t>(src.size()), daz.data(), bf16);
+    _mm_setcsr(csr);
+    REQUIRE(daz == got);
+#endif
+  }
+}
+
 TEST_CASE("MatMul and FusedMatMul of f16/bf16 operands give the rounded f32 product",
           "[runtime][cpu][half]") {
   for (DType dtype : {DType::kF16, DType::kBF16}) {

@@ -22,26 +22,40 @@ T FromDouble(double v) {
 
 absl::StatusOr<Tensor> CastTensor(const KernelContext& ctx, const Tensor& src, ir::DType to) {
   Tensor out = Tensor::Allocate(to, src.shape());
+  TPC_RETURN_IF_ERROR(CastInto(ctx, src, out));
+  return out;
+}
+
+absl::Status CastInto(const KernelContext& ctx, const Tensor& src, const Tensor& dst) {
+  const ir::DType to = dst.dtype();
   const int64_t n = src.num_elements();
+  TPC_CHECK(n == dst.num_elements());
   if (src.dtype() == to) {
-    std::memcpy(out.raw(), src.raw(), src.nbytes());
-    return out;
+    if (n > 0) std::memcpy(dst.raw(), src.raw(), src.nbytes());
+    return absl::OkStatus();
+  }
+  // f32 to and from f16/bf16 16 lanes at a time (a half plan's logits, a half export's
+  // norms); other pairs element by element.
+  const bool f32_src = src.dtype() == ir::DType::kF32;
+  if ((f32_src && IsHalfType(to)) || (IsHalfType(src.dtype()) && to == ir::DType::kF32)) {
+    ConvertFloats(src, dst);
+    return absl::OkStatus();
   }
   if (IsHalfType(to)) {
     const bool half = to == ir::DType::kF16;
-    uint16_t* d = out.data<uint16_t>();
+    uint16_t* d = dst.data<uint16_t>();
     for (int64_t i = 0; i < n; ++i) {
       float v = static_cast<float>(ElementAsDouble(src, i));
       d[i] = half ? FloatToHalf(v) : FloatToBFloat16(v);
     }
-    return out;
+    return absl::OkStatus();
   }
   // Integer to integer keeps all 64 bits (a double would round large int64 values).
   const bool int_src = ir::IsInteger(src.dtype()) || src.dtype() == ir::DType::kBool;
-  absl::Status s = VisitType(ctx, to, [&]<typename T>() -> absl::Status {
-    T* d = out.data<T>();
+  return VisitType(ctx, to, [&]<typename T>() -> absl::Status {
+    T* d = dst.data<T>();
     if (int_src && !std::is_floating_point_v<T>) {
-      absl::Status inner = VisitType(ctx, src.dtype(), [&]<typename S>() -> absl::Status {
+      return VisitType(ctx, src.dtype(), [&]<typename S>() -> absl::Status {
         const S* p = src.data<S>();
         for (int64_t i = 0; i < n; ++i) {
           if constexpr (std::is_same_v<T, bool>) {
@@ -52,13 +66,10 @@ absl::StatusOr<Tensor> CastTensor(const KernelContext& ctx, const Tensor& src, i
         }
         return absl::OkStatus();
       });
-      return inner;
     }
     for (int64_t i = 0; i < n; ++i) d[i] = FromDouble<T>(ElementAsDouble(src, i));
     return absl::OkStatus();
   });
-  TPC_RETURN_IF_ERROR(s);
-  return out;
 }
 
 absl::StatusOr<std::vector<int64_t>> ReadInts(const KernelContext& ctx, const Tensor& t) {

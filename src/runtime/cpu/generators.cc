@@ -11,18 +11,13 @@ namespace tpc::runtime::cpu {
 
 absl::Status Cast(KernelContext& ctx) {
   const ir::DType to = static_cast<ir::DType>(ctx.node().attr_int("to", 1));
-  TPC_ASSIGN_OR_RETURN(Tensor converted, CastTensor(ctx, ctx.input(0), to));
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, converted.shape(), to));
-  if (converted.nbytes() > 0) std::memcpy(y->raw(), converted.raw(), converted.nbytes());
-  return absl::OkStatus();
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, ctx.input(0).shape(), to));
+  return CastInto(ctx, ctx.input(0), *y);
 }
 
 absl::Status CastLike(KernelContext& ctx) {
-  const ir::DType to = ctx.input(1).dtype();
-  TPC_ASSIGN_OR_RETURN(Tensor converted, CastTensor(ctx, ctx.input(0), to));
-  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, converted.shape(), to));
-  if (converted.nbytes() > 0) std::memcpy(y->raw(), converted.raw(), converted.nbytes());
-  return absl::OkStatus();
+  TPC_ASSIGN_OR_RETURN(Tensor * y, ctx.Output(0, ctx.input(0).shape(), ctx.input(1).dtype()));
+  return CastInto(ctx, ctx.input(0), *y);
 }
 
 absl::Status ConstantOfShape(KernelContext& ctx) {

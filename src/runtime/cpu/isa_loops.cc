@@ -368,6 +368,44 @@ TPC_ISA_CLONES void HalfBlockToFloat(const uint16_t* src, int64_t src_ld, int64_
   }
 }
 
+TPC_ISA_CLONES void FloatToHalfBlock(const float* src, int64_t n, uint16_t* dst, bool bf16) {
+  typedef uint16_t U16x16 __attribute__((vector_size(32)));
+  typedef uint32_t U32x16 __attribute__((vector_size(64)));
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    U32x16 u;
+    std::memcpy(&u, src + i, sizeof u);
+    U32x16 h;
+    if (bf16) {
+      // Round to nearest even at bit 16; a NaN keeps its top bits, made quiet.
+      const U32x16 is_nan = (U32x16)((u & 0x7fffffffu) > 0x7f800000u);
+      h = (((u + 0x7fffu + ((u >> 16) & 1u)) >> 16) & ~is_nan) | (((u >> 16) | 0x40u) & is_nan);
+    } else {
+      const U32x16 abs = u & 0x7fffffffu;
+      const U32x16 sign = (u >> 16) & 0x8000u;
+      // Normal half: the exponent rebiased and the mantissa rounded to nearest even at bit
+      // 13 (a carry into the exponent is right, up to the overflow below).
+      const U32x16 normal = ((abs + 0xfffu + ((abs >> 13) & 1u)) >> 13) - (112u << 10);
+      // Subnormal half or zero: abs · 2^24 (exact, < 1024) rounded to an integer by the
+      // add of 2^23 (the FPU's nearest-even), read back from its low mantissa bits.
+      F32x16 f;
+      std::memcpy(&f, &abs, sizeof f);
+      const F32x16 scaled = f * 16777216.0f + 8388608.0f;
+      U32x16 sub;
+      std::memcpy(&sub, &scaled, sizeof sub);
+      sub -= 0x4b000000u;
+      const U32x16 is_sub = (U32x16)(abs < 0x38800000u);
+      const U32x16 is_inf = (U32x16)(abs >= 0x477ff000u);  // overflow, or infinity
+      const U32x16 is_nan = (U32x16)(abs > 0x7f800000u);
+      h = (normal & ~(is_sub | is_inf)) | (sub & is_sub) | (0x7c00u & is_inf) | (0x200u & is_nan) |
+          sign;
+    }
+    const U16x16 narrow = __builtin_convertvector(h, U16x16);
+    std::memcpy(dst + i, &narrow, sizeof narrow);
+  }
+  for (; i < n; ++i) dst[i] = bf16 ? FloatToBFloat16(src[i]) : FloatToHalf(src[i]);
+}
+
 void EvenOddPairs(const float* a, int64_t m, int64_t k, int64_t block, float* out) {
   const int64_t half = block / 2;
   for (int64_t r = 0; r < m; ++r) {

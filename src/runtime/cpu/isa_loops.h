@@ -54,6 +54,11 @@ void SmallGemm(const float* a, const float* b, float* c, int64_t m, int64_t n, i
 void HalfBlockToFloat(const uint16_t* src, int64_t src_ld, int64_t rows, int64_t cols, float* dst,
                       int64_t dst_ld, bool bf16);
 
+// dst[i] = src[i] as f16 or bf16 (`bf16`) for i < n: exactly FloatToHalf's and
+// FloatToBFloat16's values (round to nearest even, overflow to infinity, NaN kept quiet),
+// 16 lanes at a time.
+void FloatToHalfBlock(const float* src, int64_t n, uint16_t* dst, bool bf16);
+
 // Rows of A (m × k, k a multiple of `block`) rearranged into `out` for Int4ColumnsDot's
 // a_pairs: per block of `block` values, its even-indexed values, then its odd ones (the
 // order of the low and high nibbles of the block's codes).

@@ -92,6 +92,8 @@ absl::Status VisitFloat(const KernelContext& ctx, ir::DType t, F&& f) {
 
 // A copy of `src` converted to `to` (numeric types, bool, f16, bf16).
 absl::StatusOr<Tensor> CastTensor(const KernelContext& ctx, const Tensor& src, ir::DType to);
+// The same into `dst` (src's shape, the target type).
+absl::Status CastInto(const KernelContext& ctx, const Tensor& src, const Tensor& dst);
 // An integer tensor (i32 or i64) as int64 values.
 absl::StatusOr<std::vector<int64_t>> ReadInts(const KernelContext& ctx, const Tensor& t);
 
