@@ -234,18 +234,33 @@ absl::StatusOr<CompiledPlan> CompileLoaded(std::unique_ptr<ir::Graph> graph, std
                             (!shard.slack || shard.slack->time_us_saved <= 0));
   if (options.tp > 1 && memory_plan && shard.weight_bytes_total > 0 &&
       shard.weight_bytes_per_rank >= shard.weight_bytes_total) {
-    // Weights of integers (or booleans) stay whole: say so rather than blame the sizes.
-    bool float_weight = false;
+    // Say why rather than blame the sizes: weights of integers (or booleans) stay whole,
+    // a weight smaller than N cannot split, and values of unknown rank (a graph input
+    // declared without a shape, and all that follows from it) are not split.
+    bool float_weight = false, large_weight = false;
     for (const ir::Node* n : graph->nodes()) {
-      float_weight = float_weight ||
-                     (n->kind() == ir::NodeKind::kConstant && ir::IsFloating(n->tensor().dtype()) &&
-                      n->tensor().num_elements() >= options.tp);
+      if (n->kind() != ir::NodeKind::kConstant || !ir::IsFloating(n->tensor().dtype())) continue;
+      float_weight = true;
+      large_weight = large_weight || n->tensor().num_elements() >= options.tp;
     }
-    return absl::InvalidArgumentError(
-        absl::StrCat("--tp ", options.tp, ": no weight of ", report.model, " splits into ",
-                     options.tp, " equal parts, so every rank would hold the whole model ",
-                     float_weight ? "(try a --tp that divides the hidden size)"
-                                  : "(it has no float weights: tpc splits float weights only)"));
+    std::string unranked;
+    for (const ir::Value* in : graph->inputs()) {
+      if (!in->type().has_rank() && unranked.empty()) unranked = in->name();
+    }
+    const std::string why =
+        !unranked.empty()
+            ? absl::StrCat("(graph input '", unranked,
+                           "' is declared without a shape: tpc splits only values of known "
+                           "rank; declare its dims in the model)")
+        : !float_weight ? "(it has no float weights: tpc splits float weights only)"
+        : !large_weight
+            ? absl::StrCat("(every float weight has fewer than ", options.tp, " elements)")
+            : "(try a --tp that divides the hidden size)";
+    return absl::InvalidArgumentError(absl::StrCat("--tp ", options.tp, ": no weight of ",
+                                                   report.model, " splits into ", options.tp,
+                                                   " equal parts, so every rank would hold the "
+                                                   "whole model ",
+                                                   why));
   }
   TPC_RETURN_IF_ERROR(AfterStage(options, "shard", *graph));
   // Taken before partitioning rewrites the values the report names.

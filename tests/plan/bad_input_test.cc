@@ -80,6 +80,28 @@ TEST_CASE("tp-compile: a model of integer weights is told none is a float", "[pl
   CHECK_FALSE(fs::exists(dir + "/plan"));
 }
 
+TEST_CASE("tp-compile: an input without a shape, or N past every weight, is told so",
+          "[plan][bad]") {
+  // mlp.onnx with its input's shape cleared: the cost model read its dims (a crash).
+  ::onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(ReadFile(SourcePath("models/mlp.onnx"))));
+  m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+  const std::string dir = TempDir("unranked");
+  WriteFile(dir + "/unranked.onnx", m.SerializeAsString());
+  CommandResult r = RunTpCompile(dir + "/unranked.onnx --tp 2 -o " + dir + "/plan");
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("graph input '" + m.graph().input(0).name() +
+                                       "' is declared without a shape"));
+  CHECK_FALSE(fs::exists(dir + "/plan"));
+  // At N = 1 nothing is split: it compiles.
+  CHECK(RunTpCompile(dir + "/unranked.onnx --tp 1 --quiet -o " + dir + "/one").exit_code == 0);
+
+  r = RunTpCompile(SourcePath("models/mlp.onnx") + " --tp 100000 -o " + dir + "/huge");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("(every float weight has fewer than 100000 elements)"));
+}
+
 TEST_CASE("tp-compile --sequence-parallel with a seq size N does not divide", "[plan][bad]") {
   const std::string dir = TempDir("seq7");
   const CommandResult r =

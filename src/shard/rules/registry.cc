@@ -210,7 +210,13 @@ std::span<const OpRecord> OpRecords() { return kRecords; }
 
 double OpFlops(const RuleContext& ctx) {
   const OpRecord* r = FindOpRecord(ctx.node().domain(), ctx.node().op_type());
-  if (r != nullptr && r->hooks.flops != nullptr) return r->hooks.flops(ctx);
+  // An operand of unknown rank (a graph input declared without a shape): the hooks read
+  // dims, so the count is the output's, estimated (as StrategiesFor gives such a node no
+  // rule's strategies).
+  bool ranked = true;
+  for (const ir::Value* v : ctx.node().inputs())
+    ranked = ranked && (v == nullptr || v->type().has_rank());
+  if (r != nullptr && r->hooks.flops != nullptr && ranked) return r->hooks.flops(ctx);
   return OutputElements(ctx);
 }
 
