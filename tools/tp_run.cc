@@ -658,9 +658,9 @@ absl::StatusOr<int> RunRank(const tpc::cli::Args& args, const Settings& s, const
   // A collective or the store failed: stopped by a peer, or this rank's own failure.
   auto failed = [&](const absl::Status& st) {
     if (st.code() == absl::StatusCode::kInvalidArgument) {
-      // Bad input a kernel found (an id out of the vocabulary), first-hand: it fails every
-      // rank alike and at once, and under tp-run's launcher the first to report it speaks
-      // for all (as with threads). Exit 2, as with threads.
+      // Bad input, first-hand (a kernel's: an id out of the vocabulary; collectives fail
+      // otherwise): it fails every rank alike and at once, and under tp-run's launcher the
+      // first to report it speaks for all (as with threads). Exit 2, as with threads.
       if (session.Fail(st) || !session_options.quiet_when_stopped) fail(st, 0);
       return 2;
     }

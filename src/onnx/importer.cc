@@ -300,6 +300,9 @@ class Importer {
     for (const auto& o : model_.proto.graph().output()) graph_outputs.insert(o.name());
     absl::flat_hash_set<std::string> consumed(also_used.begin(), also_used.end());
     for (const auto& n : nodes) {
+      // Names the nodes define, not yet imported (an inlined function's `call/N/name`):
+      // no fresh name may take one.
+      for (const auto& o : n.output()) pending_names_.insert(o);
       for (const auto& in : n.input()) consumed.insert(in);
       for (const std::string& name : internal::SubgraphReads(n)) consumed.insert(name);
     }
@@ -473,7 +476,7 @@ class Importer {
       return absl::InvalidArgumentError(
           absl::StrCat(label, ": a SplitToSequence needs an input and one output"));
     }
-    if (absl::Status uses = internal::CheckSequenceUses(node, nodes, kept); !uses.ok()) {
+    if (absl::Status uses = internal::CheckSequenceUses(node, nodes, kept, NodeLabel); !uses.ok()) {
       return absl::Status(uses.code(), absl::StrCat(label, ": ", uses.message()));
     }
     TPC_RETURN_IF_ERROR(
@@ -521,6 +524,7 @@ class Importer {
         for (const ir::Dim& d : *known) s.split_values->push_back(d.value());
       }
     }
+    TPC_RETURN_IF_ERROR(internal::CheckSequenceSplit(s));
     sequences_[node.output(0)] = std::move(s);
     return absl::OkStatus();
   }
@@ -544,13 +548,15 @@ class Importer {
           ") is not an integer known when compiling; tpc has no sequence values and takes "
           "a SequenceAt only at a known index"));
     }
-    TPC_ASSIGN_OR_RETURN(
-        std::vector<::onnx::NodeProto> slice,
-        internal::SequenceAtNodes(sequences_.at(node.input(0)), known->front().value(),
-                                  graph_->onnx_opset(), node.output(0),
-                                  node.name().empty() ? node.output(0) : node.name(),
-                                  [this](const std::string& base) { return FreshName(base); }));
-    for (const auto& n : slice) TPC_RETURN_IF_ERROR(ImportNode(n, graph_outputs, consumed));
+    auto slice = internal::SequenceAtNodes(
+        sequences_.at(node.input(0)), known->front().value(), graph_->onnx_opset(), node.output(0),
+        node.name().empty() ? node.output(0) : node.name(),
+        [this](const std::string& base) { return FreshName(base); });
+    if (!slice.ok()) {
+      return absl::Status(slice.status().code(),
+                          absl::StrCat(label, ": ", slice.status().message()));
+    }
+    for (const auto& n : *slice) TPC_RETURN_IF_ERROR(ImportNode(n, graph_outputs, consumed));
     return absl::OkStatus();
   }
 
@@ -558,7 +564,9 @@ class Importer {
   std::string FreshName(const std::string& base) {
     if (model_names_.empty()) CollectNames(model_.proto.graph(), &model_names_);
     std::string fresh = base;
-    while (model_names_.contains(fresh) || env_.contains(fresh)) fresh += "_";
+    while (model_names_.contains(fresh) || env_.contains(fresh) || pending_names_.contains(fresh)) {
+      fresh += "_";
+    }
     model_names_.insert(fresh);
     return fresh;
   }
@@ -646,7 +654,8 @@ class Importer {
   int branches_taken_ = 0;  // Ifs taken apart so far
   // SplitToSequence outputs, lowered at their SequenceAt uses.
   absl::flat_hash_map<std::string, internal::SequenceSplit> sequences_;
-  absl::flat_hash_set<std::string> model_names_;  // CollectNames of the model, once needed
+  absl::flat_hash_set<std::string> model_names_;    // CollectNames of the model, once needed
+  absl::flat_hash_set<std::string> pending_names_;  // outputs of nodes ImportNodes was given
 
  public:
   absl::StatusOr<std::unique_ptr<ir::Graph>> RunWithContext() {

@@ -65,10 +65,14 @@ class Emitter {
 
 // Element `index` of `count` elements, counted from 0; an error when out of range.
 absl::StatusOr<int64_t> Normalize(const SequenceSplit& s, int64_t index, int64_t count) {
-  if (index < -count || index >= count) {
+  if (count == 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat(s.label, ": a SequenceAt reads element ", index, " of its ", count,
-                     " tensor(s) (SequenceAt takes -", count, " to ", count - 1, ")"));
+        absl::StrCat("it reads element ", index, " of the empty sequence of ", s.label));
+  }
+  if (index < -count || index >= count) {
+    return absl::InvalidArgumentError(absl::StrCat("it reads element ", index, " of the ", count,
+                                                   " tensor(s) of ", s.label, " (-", count, " to ",
+                                                   count - 1, ")"));
   }
   return index < 0 ? index + count : index;
 }
@@ -125,7 +129,8 @@ absl::StatusOr<std::optional<std::pair<int64_t, int64_t>>> StaticBounds(const Se
 
 absl::Status CheckSequenceUses(const ::onnx::NodeProto& split,
                                const std::vector<::onnx::NodeProto>& nodes,
-                               const absl::flat_hash_set<std::string>& kept) {
+                               const absl::flat_hash_set<std::string>& kept,
+                               const std::function<std::string(const ::onnx::NodeProto&)>& label) {
   const std::string& seq = split.output(0);
   auto refuse = [&](const std::string& why) {
     return absl::UnimplementedError(absl::StrCat(
@@ -139,15 +144,29 @@ absl::Status CheckSequenceUses(const ::onnx::NodeProto& split,
       if (n.input(i) != seq) continue;
       const bool at =
           (n.domain().empty() || n.domain() == "ai.onnx") && n.op_type() == "SequenceAt";
-      if (!at || i != 0) {
-        return refuse(absl::StrCat("is input ", i, " of ", n.op_type(), " '", n.name(), "'"));
-      }
+      if (!at || i != 0) return refuse(absl::StrCat("is input ", i, " of ", label(n)));
     }
     for (const std::string& name : SubgraphReads(n)) {
-      if (name == seq) return refuse(absl::StrCat("is read in a subgraph of '", n.name(), "'"));
+      if (name == seq) return refuse(absl::StrCat("is read in a subgraph of ", label(n)));
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckSequenceSplit(const SequenceSplit& s) {
+  if (s.split.empty() || !s.split_values) return absl::OkStatus();
+  // The bounds of element 0 check the sizes (a chunk, their sum against the dim); an
+  // empty sequence has none to check.
+  if (!s.split_is_scalar && s.split_values->empty()) {
+    if (s.dim && *s.dim != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(s.label, ": its split is empty but the axis has ", *s.dim, " elements"));
+    }
+    return absl::OkStatus();
+  }
+  if (s.split_is_scalar && s.dim && *s.dim == 0) return absl::OkStatus();
+  absl::StatusOr<std::optional<std::pair<int64_t, int64_t>>> first = StaticBounds(s, 0);
+  return first.status();
 }
 
 absl::StatusOr<std::vector<::onnx::NodeProto>> SequenceAtNodes(

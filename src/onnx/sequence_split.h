@@ -33,14 +33,22 @@ struct SequenceSplit {
 
 // OK when every use of `split`'s output is the sequence operand of a SequenceAt among
 // `nodes`; otherwise why tpc cannot take it apart. `kept`: names read outside `nodes`
-// (graph outputs, a branch's results).
+// (graph outputs, a branch's results); `label` names a node in messages.
 absl::Status CheckSequenceUses(const ::onnx::NodeProto& split,
                                const std::vector<::onnx::NodeProto>& nodes,
-                               const absl::flat_hash_set<std::string>& kept);
+                               const absl::flat_hash_set<std::string>& kept,
+                               const std::function<std::string(const ::onnx::NodeProto&)>& label);
+
+// The sizes known when compiling, checked as SplitToSequence does at run time: no
+// negative size, a sum equal to the axis, a positive chunk. Sizes computed at run time
+// are not checked (onnxruntime refuses a sum other than the axis's there; tpc's slices
+// then take what the sizes say, clipped to the axis).
+absl::Status CheckSequenceSplit(const SequenceSplit& s);
 
 // The nodes that compute element `index` of the sequence into `output` (opset `opset`
 // of the default domain); `fresh` names their intermediate values and `name` prefixes
-// their node names. An index out of range, where the count is known, is an error.
+// their node names. An index out of range, where the count is known, is an error
+// (phrased to follow the SequenceAt's name).
 absl::StatusOr<std::vector<::onnx::NodeProto>> SequenceAtNodes(
     const SequenceSplit& s, int64_t index, int64_t opset, const std::string& output,
     const std::string& name, const std::function<std::string(const std::string&)>& fresh);

@@ -133,17 +133,34 @@ absl::Status InferShapes(ir::Graph& graph) {
 }
 
 absl::Status InferUntypedShapes(ir::Graph& graph) {
+  // The importer calls this at every If, SplitToSequence and SequenceAt: it must not walk
+  // the whole graph each time (an unrolled scan's import went quadratic). The importer's
+  // graph is its inputs, then its constants, then its calls in order: the calls not yet
+  // inferred are the last ones, and a constant's value, once set, stays.
   const int64_t opset = graph.onnx_opset();
-  for (ir::Node* node : graph.nodes()) {
-    if (node->kind() == ir::NodeKind::kConstant) {
+  const ir::Graph::NodeRange nodes = graph.nodes();
+  for (ir::Node* node : nodes) {
+    if (node->kind() == ir::NodeKind::kCall) break;
+    if (node->kind() == ir::NodeKind::kConstant && !node->output(0)->known_value()) {
       SetConstantValue(node);
-    } else if (node->kind() == ir::NodeKind::kCall) {
-      bool typed = false;
-      for (int i = 0; i < node->num_outputs(); ++i) {
-        typed = typed || node->output(i)->type().dtype != ir::DType::kUndefined;
-      }
-      if (!typed) TPC_RETURN_IF_ERROR(InferCall(node, opset));
     }
+  }
+  auto typed = [](const ir::Node* node) {
+    for (int i = 0; i < node->num_outputs(); ++i) {
+      if (node->output(i)->type().dtype != ir::DType::kUndefined) return true;
+    }
+    return false;
+  };
+  std::vector<ir::Node*> pending;
+  for (auto it = nodes.end(); it != nodes.begin();) {
+    ir::Node* node = *--it;
+    if (node->kind() == ir::NodeKind::kConstant) break;
+    if (node->kind() != ir::NodeKind::kCall) continue;
+    if (typed(node)) break;
+    pending.push_back(node);
+  }
+  for (auto it = pending.rbegin(); it != pending.rend(); ++it) {
+    TPC_RETURN_IF_ERROR(InferCall(*it, opset));
   }
   return absl::OkStatus();
 }

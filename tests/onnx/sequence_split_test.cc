@@ -173,6 +173,85 @@ TEST_CASE("unbind, the split axis squeezed, at opsets before and after 13", "[on
   }
 }
 
+// A node of the graph (op, inputs, outputs, name).
+::onnx::NodeProto* AddNode(::onnx::GraphProto* g, const std::string& op,
+                           std::vector<std::string> in, std::vector<std::string> out,
+                           const std::string& name = "") {
+  ::onnx::NodeProto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (auto& s : in) n->add_input(std::move(s));
+  for (auto& s : out) n->add_output(std::move(s));
+  return n;
+}
+
+TEST_CASE("the slices' own names stay apart from an inlined function's", "[onnx][sequence]") {
+  // The SequenceAt 'F/0' names its helper values 'F/0/...', as the first inlined call of
+  // function F names its body's: 'F/0/Constant_output' was taken twice (an abort).
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  for (auto [domain, version] : {std::pair{"", 17}, {"local", 1}}) {
+    auto* op = m.add_opset_import();
+    op->set_domain(domain);
+    op->set_version(version);
+  }
+  auto* f = m.add_functions();
+  f->set_name("F");
+  f->set_domain("local");
+  f->add_input("X");
+  f->add_output("Y");
+  f->add_opset_import()->set_version(17);
+  ::onnx::NodeProto* c = f->add_node();
+  c->set_op_type("Constant");
+  c->add_output("Constant_output");
+  auto* value = c->add_attribute();
+  value->set_name("value");
+  value->set_type(::onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(::onnx::TensorProto::FLOAT);
+  value->mutable_t()->add_float_data(2.0f);
+  ::onnx::NodeProto* mul = f->add_node();
+  mul->set_op_type("Mul");
+  mul->add_input("X");
+  mul->add_input("Constant_output");
+  mul->add_output("Y");
+  auto* g = m.mutable_graph();
+  g->set_name("g");
+  for (auto [vi, name] :
+       {std::pair{g->add_input(), "x"}, {g->add_output(), "y0"}, {g->add_output(), "y1"}}) {
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(::onnx::TensorProto::FLOAT);
+    for (int64_t d :
+         std::string(name) == "y0" ? std::vector<int64_t>{2, 3} : std::vector<int64_t>{2, 5, 3}) {
+      tt->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+  }
+  auto* index = g->add_initializer();
+  index->set_name("i");
+  index->set_data_type(::onnx::TensorProto::INT64);
+  index->add_int64_data(1);
+  auto* split = AddNode(g, "SplitToSequence", {"x"}, {"s"});
+  for (auto [key, v] : {std::pair{"axis", 1}, {"keepdims", 0}}) {
+    auto* a = split->add_attribute();
+    a->set_name(key);
+    a->set_type(::onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  AddNode(g, "SequenceAt", {"s", "i"}, {"y0"}, "F/0");
+  AddNode(g, "F", {"x"}, {"y1"})->set_domain("local");
+  const std::string path = tpc::testing::TempDir("sequence_split") + "/names.onnx";
+  tpc::testing::WriteFile(path, m.SerializeAsString());
+  auto graph = tpc::onnx::ImportModel(path);
+  INFO(graph.status().ToString());
+  REQUIRE(graph.ok());
+  const std::vector<int64_t> shape = {2, 5, 3};
+  auto out = Run(**graph, Iota(shape));
+  CHECK(Floats(out[0][0]) == IotaColumns(shape, 1, 2));
+  std::vector<float> doubled = Floats(Iota(shape));
+  for (float& v : doubled) v *= 2;
+  CHECK(Floats(out[0][1]) == doubled);
+}
+
 TEST_CASE("a sequence tpc cannot take apart is refused, saying why", "[onnx][sequence][bad]") {
   // An index past the end of known sizes.
   auto past = ImportSequenceText("past", R"(<ir_version: 8, opset_import: ["" : 17]>
@@ -182,8 +261,8 @@ g (float[2, 6] x) => (float[2, 2] y) <int64[3] sizes = {2, 2, 2}, int64 i = {3}>
 })");
   REQUIRE_FALSE(past.ok());
   CHECK_THAT(std::string(past.status().message()),
-             Catch::Contains("(SplitToSequence): a SequenceAt reads element 3 of its 3 tensor(s) "
-                             "(SequenceAt takes -3 to 2)"));
+             Catch::Contains("node producing 'y' (SequenceAt): it reads element 3 of the 3 "
+                             "tensor(s) of node producing 'parts' (SplitToSequence) (-3 to 2)"));
 
   // Sizes that do not add up to the axis.
   auto sum = ImportSequenceText("sum", R"(<ir_version: 8, opset_import: ["" : 17]>
@@ -215,7 +294,7 @@ g (float[2, 6] x) => (int64 n) <int64 two = {2}> {
   REQUIRE_FALSE(length.ok());
   CHECK_THAT(std::string(length.status().message()),
              Catch::Contains("(SplitToSequence): 'parts', the sequence a SplitToSequence makes, "
-                             "is input 0 of SequenceLength"));
+                             "is input 0 of node producing 'n' (SequenceLength)"));
 }
 
 }  // namespace

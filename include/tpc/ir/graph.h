@@ -163,6 +163,10 @@ class Graph {
         ++it_;
         return *this;
       }
+      iterator& operator--() {
+        --it_;
+        return *this;
+      }
       bool operator!=(const iterator& o) const { return it_ != o.it_; }
       bool operator==(const iterator& o) const { return it_ == o.it_; }
 

@@ -68,8 +68,9 @@ std::vector<std::string> SupportedOps();
 absl::Status InferShapes(ir::Graph& graph);
 
 // Infers, in order, the calls whose outputs have no type yet (those added since the
-// last inference) and gives constants their known values: the importer's look at the
-// graph it has so far, to read an If's condition.
+// last inference: the last calls of the importer's graph) and gives constants their
+// known values: the importer's look at the graph it has so far, to read an If's
+// condition or a SequenceAt's index. Costs the new calls and the constants, not the graph.
 absl::Status InferUntypedShapes(ir::Graph& graph);
 
 }  // namespace tpc::onnx

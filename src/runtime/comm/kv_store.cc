@@ -39,9 +39,10 @@ absl::Status RankFailed(int rank, const absl::Status& status) {
 bool SetAbortOnce(KeyValueStore& store, int rank, const absl::Status& reason) {
   absl::StatusOr<bool> set = store.Check(kAbortKey);
   if (!set.ok() || *set) return false;
-  // Add is atomic: one of the ranks that found the key unset gets 1.
+  // Add is atomic: one of the ranks that found the key unset gets 1. (A store that cannot
+  // count is written anyway, as before the claims.)
   absl::StatusOr<int64_t> claims = store.Add("abort_claims", 1);
-  if (!claims.ok() || *claims != 1) return false;
+  if (claims.ok() && *claims != 1) return false;
   return store.Set(kAbortKey, EncodeRankStatus(rank, reason)).ok();
 }
 
