@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -25,6 +26,7 @@
 #include "tpc/util/exceptions.h"
 #include "tpc/util/staging_dir.h"
 #include "tpc/util/status_macros.h"
+#include "tpc/util/write_error.h"
 
 namespace {
 
@@ -95,9 +97,8 @@ absl::Status WriteText(const std::string& target, const std::string& text, bool 
     return absl::OkStatus();
   }
   std::ofstream out(target, std::ios::binary | (append ? std::ios::app : std::ios::trunc));
-  if (!out || !(out << text) || !out.flush()) {
-    return absl::PermissionDeniedError(absl::StrCat(target, ": cannot write the IR dump"));
-  }
+  if (!out) return tpc::WriteError(target, errno, /*opening=*/true);
+  if (!(out << text) || !out.flush()) return tpc::WriteError(target, errno, false);
   return absl::OkStatus();
 }
 
@@ -122,6 +123,7 @@ absl::StatusOr<tpc::CompileOptions> OptionsFromArgs(const tpc::cli::Args& args) 
   tpc::CompileOptions o;
   TPC_ASSIGN_OR_RETURN(o.tp, PositiveInt("tp", args.get("tp", "1")));
   o.dtype = args.get("dtype", "f32");
+  o.dtype_given = args.has("dtype");
   o.objective = args.get("objective", "balanced");
   if (args.has("weight-slack")) {
     const std::string text = args.get("weight-slack");
@@ -164,6 +166,54 @@ absl::StatusOr<tpc::CompileOptions> OptionsFromArgs(const tpc::cli::Args& args) 
   return o;
 }
 
+// True when `inside` is `folder` or lies under it (both canonical).
+bool Within(const std::filesystem::path& inside, const std::filesystem::path& folder) {
+  auto f = folder.begin();
+  auto i = inside.begin();
+  for (; f != folder.end(); ++f, ++i) {
+    if (i == inside.end() || *i != *f) return false;
+  }
+  return true;
+}
+
+// What a compile would lose, refused before any work: -o replaces its folder whole, so it
+// may not hold the model (or its external data beside it) or the IR dump, and it is new,
+// empty or a plan (a folder with plan.json, which --force replaces), never a folder of
+// other files.
+absl::Status CheckOutputPaths(const std::string& model, const std::string& out, bool force,
+                              const std::string& dump) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = fs::weakly_canonical(fs::absolute(out, ec), ec);
+  if (ec) return absl::OkStatus();  // StagingDir says what is wrong with it
+  const fs::path source = fs::weakly_canonical(fs::absolute(model, ec), ec);
+  if (!ec && Within(source, dir)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "-o ", out, " holds the model ", model,
+        ", and the plan replaces that folder whole: choose another -o (a new folder)"));
+  }
+  if (!dump.empty() && dump != "-") {
+    const fs::path target = fs::weakly_canonical(fs::absolute(dump, ec), ec);
+    if (!ec && target == source) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--dump-ir ", dump, " is the model being compiled: choose another file"));
+    }
+    if (!ec && Within(target, dir)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--dump-ir ", dump, " is inside -o ", out,
+                       ", which the plan replaces whole: write the dump elsewhere"));
+    }
+  }
+  if (fs::is_directory(dir, ec) && !fs::is_empty(dir, ec) && !fs::exists(dir / "plan.json", ec)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("-o ", out,
+                     " is not empty and is not a plan (it has no plan.json): tp-compile writes a "
+                     "new folder, or replaces a plan with --force; choose another -o",
+                     force ? " (--force does not replace a folder of other files)" : ""));
+  }
+  return absl::OkStatus();
+}
+
 class Compiler {
  public:
   explicit Compiler(const tpc::cli::Args& args) : args_(args) {}
@@ -182,6 +232,8 @@ class Compiler {
       return Dump(stage, graph);
     };
     // Refuse a bad output folder before any work (Save checks it again).
+    TPC_RETURN_IF_ERROR(
+        CheckOutputPaths(model_path, out_dir, args_.has("force"), args_.get("dump-ir")));
     {
       TPC_ASSIGN_OR_RETURN(tpc::StagingDir probe,
                            tpc::StagingDir::Create(out_dir, args_.has("force")));

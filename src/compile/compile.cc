@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "tpc/ir/verifier.h"
 #include "tpc/onnx/importer.h"
 #include "tpc/onnx/model_file.h"
@@ -21,6 +22,7 @@
 #include "tpc/util/staging_dir.h"
 #include "tpc/util/status_macros.h"
 #include "tpc/util/suggest.h"
+#include "tpc/util/write_error.h"
 
 namespace tpc {
 namespace {
@@ -209,6 +211,7 @@ absl::StatusOr<CompiledPlan> CompileLoaded(std::unique_ptr<ir::Graph> graph, std
   report.tp = options.tp;
   report.dtype = options.dtype;
   TPC_ASSIGN_OR_RETURN(const ir::DType dtype, ParseDType(options.dtype));
+  if (options.dtype_given) TPC_RETURN_IF_ERROR(plan::CheckConvertible(*graph, dtype));
   TPC_ASSIGN_OR_RETURN(const shard::ShardOptions shard_options, ShardOptionsFor(*graph, options));
 
   auto t = Clock::now();
@@ -327,17 +330,26 @@ absl::Status CompiledPlan::Save(const std::string& dir, const SaveOptions& optio
   po.source_sha256 = source_sha256_;
   po.options = recorded_options_;
   po.progress = options.progress;
-  TPC_ASSIGN_OR_RETURN(std::vector<plan::RankFiles> ranks,
-                       plan::WriteRankFiles(*graph_, staging.path(), po));
-  TPC_RETURN_IF_ERROR(plan::WriteManifest(*graph_, ranks, staging.path(), po));
-  report_.compile_seconds["plan"] = Seconds(t);
-  for (const auto& [name, text] :
-       {std::pair<std::string, std::string>{"report.json", compile::ReportJson(report_)},
-        {"report.html", compile::ReportHtml(report_)}}) {
-    std::ofstream out(staging.File(name), std::ios::trunc | std::ios::binary);
-    if (!out || !(out << text) || !out.flush()) {
-      return absl::PermissionDeniedError(absl::StrCat(staging.File(name), ": cannot write"));
+  const absl::Status written = [&]() -> absl::Status {
+    TPC_ASSIGN_OR_RETURN(std::vector<plan::RankFiles> ranks,
+                         plan::WriteRankFiles(*graph_, staging.path(), po));
+    TPC_RETURN_IF_ERROR(plan::WriteManifest(*graph_, ranks, staging.path(), po));
+    report_.compile_seconds["plan"] = Seconds(t);
+    for (const auto& [name, text] :
+         {std::pair<std::string, std::string>{"report.json", compile::ReportJson(report_)},
+          {"report.html", compile::ReportHtml(report_)}}) {
+      std::ofstream out(staging.File(name), std::ios::trunc | std::ios::binary);
+      if (!out) return WriteError(staging.File(name), errno, /*opening=*/true);
+      if (!(out << text) || !out.flush()) return WriteError(staging.File(name), errno, false);
     }
+    return absl::OkStatus();
+  }();
+  if (!written.ok()) {
+    // Named by the files the plan would have (the temporary folder goes with the error).
+    return absl::Status(
+        written.code(),
+        absl::StrCat(absl::StrReplaceAll(written.message(), {{staging.path(), staging.target()}}),
+                     " (nothing was written)"));
   }
   return staging.Commit();
 }

@@ -11,6 +11,7 @@
 #include "tpc/onnx/tensor_proto.h"
 #include "tpc/util/status_macros.h"
 #include "tpc/util/tee_streambuf.h"
+#include "tpc/util/write_error.h"
 
 namespace tpc::onnx {
 namespace {
@@ -188,7 +189,7 @@ absl::Status ExportModel(const ir::Graph& graph, const std::string& onnx_path,
   if (!options.weights_file.empty()) {
     fs::path weights = dir / options.weights_file;
     std::ofstream file(weights, std::ios::binary | std::ios::trunc);
-    if (!file) return absl::PermissionDeniedError(absl::StrCat(weights.string(), ": cannot write"));
+    if (!file) return WriteError(weights.string(), errno, /*opening=*/true);
     TeeStreambuf tee(
         file.rdbuf(),
         options.observe_weights ? options.observe_weights : [](const char*, size_t) {});
@@ -202,7 +203,9 @@ absl::Status ExportModel(const ir::Graph& graph, const std::string& onnx_path,
         pos += pad;
       }
       if (e.sliced) {
-        TPC_RETURN_IF_ERROR(options.write_constant(*e.node, out));
+        const absl::Status written = options.write_constant(*e.node, out);
+        // A failed write (a full disk) is named by the file and the reason.
+        if (!written.ok()) return out ? written : WriteError(weights.string(), errno, false);
       } else {
         const ir::Tensor& t = e.node->tensor();
         out.write(reinterpret_cast<const char*>(t.data()),
@@ -210,15 +213,11 @@ absl::Status ExportModel(const ir::Graph& graph, const std::string& onnx_path,
       }
       pos += e.nbytes;
     }
-    if (!out.flush() || !file.flush()) {
-      return absl::DataLossError(absl::StrCat(weights.string(), ": write failed (disk full?)"));
-    }
+    if (!out.flush() || !file.flush()) return WriteError(weights.string(), errno, false);
   }
   std::ofstream out(onnx_path, std::ios::binary | std::ios::trunc);
-  if (!out) return absl::PermissionDeniedError(absl::StrCat(onnx_path, ": cannot write"));
-  if (!model.SerializeToOstream(&out) || !out.flush()) {
-    return absl::DataLossError(absl::StrCat(onnx_path, ": write failed"));
-  }
+  if (!out) return WriteError(onnx_path, errno, /*opening=*/true);
+  if (!model.SerializeToOstream(&out) || !out.flush()) return WriteError(onnx_path, errno, false);
   return absl::OkStatus();
 }
 

@@ -69,22 +69,24 @@ absl::StatusOr<std::shared_ptr<const MappedFile>> ExternalDataFiles::Open(
         absl::StrCat("initializer '", tensor_name, "': external data location '", location,
                      "' is absolute or empty; it must be a path relative to the model's folder"));
   }
+  // The location may not leave the model's folder ('../x'); a symbolic link in the folder
+  // may point elsewhere (Hugging Face's cache keeps a snapshot's files as links into its
+  // blobs/), as onnxruntime reads it.
+  const fs::path base = fs::path(model_dir_.empty() ? "." : model_dir_).lexically_normal();
+  const fs::path inside = (base / rel).lexically_normal().lexically_relative(base);
+  if (inside.empty() || *inside.begin() == "..") {
+    return absl::InvalidArgumentError(absl::StrCat("initializer '", tensor_name,
+                                                   "': external data location '", location,
+                                                   "' leaves the model's folder"));
+  }
   // The error_code forms: a symlink loop or an unreadable folder is an error, not an
   // exception.
   std::error_code ec;
-  fs::path dir = fs::weakly_canonical(fs::path(model_dir_.empty() ? "." : model_dir_), ec);
-  fs::path full;
-  if (!ec) full = fs::weakly_canonical(dir / rel, ec);
+  const fs::path full = fs::weakly_canonical(base / rel, ec);
   if (ec) {
     return absl::InvalidArgumentError(absl::StrCat("initializer '", tensor_name,
                                                    "': external data location '", location,
                                                    "' cannot be resolved: ", ec.message()));
-  }
-  auto [dir_end, full_it] = std::mismatch(dir.begin(), dir.end(), full.begin(), full.end());
-  if (dir_end != dir.end()) {
-    return absl::InvalidArgumentError(absl::StrCat("initializer '", tensor_name,
-                                                   "': external data location '", location,
-                                                   "' leaves the model's folder"));
   }
   auto file = MappedFile::Open(full.string());
   if (!file.ok()) {

@@ -48,7 +48,7 @@ absl::Status WriteSlice(const ir::Tensor& full, const ir::Placement& p, int64_t 
     }
   });
   if (!status.ok()) return status;
-  if (!out) return absl::DataLossError("writing a weight slice failed (disk full?)");
+  if (!out) return absl::DataLossError("writing a weight slice failed");  // named by the caller
   return absl::OkStatus();
 }
 

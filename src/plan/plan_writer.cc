@@ -18,6 +18,7 @@
 #include "tpc/proto/plan.pb.h"
 #include "tpc/util/sha256.h"
 #include "tpc/util/status_macros.h"
+#include "tpc/util/write_error.h"
 
 #ifndef TPC_VERSION
 #define TPC_VERSION "0.0.0"
@@ -257,9 +258,9 @@ absl::Status WriteManifest(const ir::Graph& graph, const std::vector<RankFiles>&
       &json, jo);
   if (!status.ok()) return absl::InternalError(absl::StrCat("plan.json: ", status.ToString()));
   std::ofstream out(absl::StrCat(dir, "/plan.json"), std::ios::trunc);
-  if (!out || !(out << json) || !out.flush()) {
-    return absl::PermissionDeniedError(absl::StrCat(dir, "/plan.json: cannot write"));
-  }
+  if (!out) return WriteError(absl::StrCat(dir, "/plan.json"), errno, /*opening=*/true);
+  if (!(out << json) || !out.flush())
+    return WriteError(absl::StrCat(dir, "/plan.json"), errno, false);
   return absl::OkStatus();
 }
 

@@ -1,6 +1,8 @@
 #include "tpc/plan/precision.h"
 
+#include <algorithm>
 #include <cstring>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -63,6 +65,26 @@ void CastInputToF32(ir::Graph& graph, ir::Node* n, int i) {
 }
 
 }  // namespace
+
+absl::Status CheckConvertible(const ir::Graph& graph, DType to) {
+  std::map<DType, int64_t> bytes;  // of float weights, by type
+  for (const ir::Node* n : graph.nodes()) {
+    if (n->kind() == ir::NodeKind::kConstant && ir::IsFloating(n->tensor().dtype())) {
+      bytes[n->tensor().dtype()] += n->tensor().nbytes();
+    }
+  }
+  if (bytes.empty()) return absl::OkStatus();
+  // The type of most of the weights' bytes (a small f32 constant in an f64 model does not
+  // make it an f32 one).
+  const DType most = std::max_element(bytes.begin(), bytes.end(), [](const auto& a, const auto& b) {
+                       return a.second < b.second;
+                     })->first;
+  if (most == DType::kF32 || most == to) return absl::OkStatus();  // converted, or already so
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--dtype ", ir::DTypeName(to), ": the model's float weights are ", ir::DTypeName(most),
+      ", and --dtype converts f32 ones; compile it without --dtype (as ", ir::DTypeName(most),
+      ") or convert the model first"));
+}
 
 absl::Status ConvertFloatPrecision(ir::Graph& graph, DType to) {
   if (to == DType::kF32) return absl::OkStatus();

@@ -19,6 +19,7 @@
 #include "tpc/onnx/tensor_proto.h"
 #include "tpc/util/half.h"
 #include "tpc/util/status_macros.h"
+#include "tpc/util/write_error.h"
 
 namespace tpc::runtime {
 namespace {
@@ -36,10 +37,7 @@ absl::StatusOr<std::string> ReadAll(const std::string& path) {
 absl::Status WriteWhole(const std::string& path, std::initializer_list<std::string_view> pieces) {
   const std::string temp = absl::StrCat(path, ".tmp-", getpid());
   std::FILE* f = std::fopen(temp.c_str(), "wb");
-  if (f == nullptr) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(path, ": cannot write (", std::strerror(errno), ")"));
-  }
+  if (f == nullptr) return WriteError(path, errno, /*opening=*/true);
   int err = 0;
   for (std::string_view p : pieces) {
     if (err == 0 && std::fwrite(p.data(), 1, p.size(), f) != p.size()) err = errno;
@@ -49,9 +47,7 @@ absl::Status WriteWhole(const std::string& path, std::initializer_list<std::stri
   if (err == 0 && std::rename(temp.c_str(), path.c_str()) != 0) err = errno;
   if (err == 0) return absl::OkStatus();
   std::remove(temp.c_str());
-  const std::string why = absl::StrCat(path, ": cannot write (", std::strerror(err), ")");
-  return err == ENOSPC || err == EDQUOT ? absl::ResourceExhaustedError(why)
-                                        : absl::DataLossError(why);
+  return WriteError(path, err, /*opening=*/false);
 }
 
 absl::Status WriteAll(const std::string& path, const std::string& header, const Tensor& t) {

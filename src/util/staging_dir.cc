@@ -19,7 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Temporary folders alive in this process, removed on SIGINT/SIGTERM.
+// Temporary folders alive in this process, removed on SIGINT/SIGTERM/SIGHUP.
 std::mutex g_mu;
 std::set<std::string>* g_live = nullptr;
 
@@ -39,8 +39,14 @@ void Register(const std::string& p) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_live == nullptr) {
     g_live = new std::set<std::string>();
-    std::signal(SIGINT, OnSignal);
-    std::signal(SIGTERM, OnSignal);
+    // SIGHUP: the terminal closed. A signal the process was started ignoring (nohup's
+    // SIGHUP, a background job's SIGINT) stays ignored.
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction old {};
+      if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler != SIG_IGN) {
+        std::signal(sig, OnSignal);
+      }
+    }
   }
   g_live->insert(p);
 }
@@ -114,6 +120,17 @@ absl::StatusOr<StagingDir> StagingDir::Create(const std::string& target, bool fo
   fs::path t = fs::absolute(fs::path(target), ec);
   if (target.empty() || ec) return absl::InvalidArgumentError("no output folder given");
   if (t.filename().empty()) t = t.parent_path();
+  // A link to a folder (the plan kept on a larger disk): the folder it names is written,
+  // and the link stays.
+  if (fs::is_symlink(t, ec)) {
+    fs::path real = fs::canonical(t, ec);
+    if (ec) {
+      return absl::InvalidArgumentError(absl::StrCat(target, ": a symbolic link to ",
+                                                     fs::read_symlink(t, ec).string(),
+                                                     ", which does not exist"));
+    }
+    t = real;
+  }
   fs::path parent = t.parent_path();
   if (fs::exists(parent, ec) && !fs::is_directory(parent, ec)) {
     return absl::InvalidArgumentError(

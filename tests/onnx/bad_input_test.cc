@@ -262,6 +262,19 @@ TEST_CASE("external data: present, missing, absolute, escaping", "[onnx][bad]") 
     CHECK_THAT(msg, Catch::Contains("leaves the model's folder"));
   }
   {
+    // A link in the folder to a file elsewhere (Hugging Face's cache: a snapshot's files
+    // are links into blobs/): read, as onnxruntime reads it.
+    std::filesystem::create_directories(dir + "/blobs");
+    std::filesystem::create_directories(dir + "/snapshot");
+    auto m = TinyModel();
+    MakeExternal(m, dir + "/blobs", "w", "w.bin", /*write=*/true);
+    std::filesystem::create_symlink("../blobs/w.bin", dir + "/snapshot/w.bin");
+    auto graph = tpc::onnx::ImportModel(Save(m, dir + "/snapshot", "linked.onnx"));
+    INFO(graph.status().ToString());
+    REQUIRE(graph.ok());
+    CHECK((*graph)->FindValue("w")->producer()->tensor().ElementAsDouble(5) == 5.0);
+  }
+  {
     // The file is there but shorter than the tensor.
     auto m = TinyModel();
     MakeExternal(m, dir, "w", "short.bin", /*write=*/false);

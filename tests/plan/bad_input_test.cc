@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -102,6 +103,46 @@ TEST_CASE("tp-compile: an input without a shape, or N past every weight, is told
   CHECK_THAT(r.output, Catch::Contains("(every float weight has fewer than 100000 elements)"));
 }
 
+TEST_CASE("tp-compile --dtype refuses a model whose weights it would not convert", "[plan][bad]") {
+  // mlp.onnx in f64 (weights, constants, input and output): --dtype converts f32.
+  ::onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(ReadFile(SourcePath("models/mlp.onnx"))));
+  auto to_f64 = [](::onnx::TensorProto& t) {
+    std::vector<float> f(t.float_data().begin(), t.float_data().end());
+    if (t.has_raw_data()) {
+      f.resize(t.raw_data().size() / 4);
+      std::memcpy(f.data(), t.raw_data().data(), t.raw_data().size());
+    }
+    const std::vector<double> d(f.begin(), f.end());
+    t.clear_float_data();
+    t.set_data_type(::onnx::TensorProto::DOUBLE);
+    t.set_raw_data(std::string(reinterpret_cast<const char*>(d.data()), d.size() * 8));
+  };
+  auto* g = m.mutable_graph();
+  for (auto& t : *g->mutable_initializer()) to_f64(t);
+  for (auto& n : *g->mutable_node()) {
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_t() && a.t().data_type() == ::onnx::TensorProto::FLOAT) to_f64(*a.mutable_t());
+    }
+  }
+  g->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      ::onnx::TensorProto::DOUBLE);
+  g->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      ::onnx::TensorProto::DOUBLE);
+  const std::string dir = TempDir("f64_weights");
+  WriteFile(dir + "/f64.onnx", m.SerializeAsString());
+  for (const char* dtype : {"f16", "bf16", "f32"}) {
+    INFO(dtype);
+    const CommandResult r =
+        RunTpCompile(dir + "/f64.onnx --tp 2 --dtype " + dtype + " -o " + dir + "/plan");
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("the model's float weights are f64, and --dtype "
+                                         "converts f32 ones"));
+    CHECK_FALSE(fs::exists(dir + "/plan"));
+  }
+}
+
 TEST_CASE("tp-compile --sequence-parallel with a seq size N does not divide", "[plan][bad]") {
   const std::string dir = TempDir("seq7");
   const CommandResult r =
@@ -144,13 +185,57 @@ TEST_CASE("tp-compile --tp 2 into a non-empty folder without --force", "[plan][b
   CHECK(ReadFile(out + "/keep.txt") == "precious");
   CHECK(std::distance(fs::directory_iterator(out), fs::directory_iterator{}) == 1);
   CHECK(NoTemporaries(dir));
-  // With --force the folder is replaced by the plan.
-  const CommandResult forced = RunTpCompile(model + " --tp 2 --quiet --force -o " + out);
+  // --force replaces plans only: a folder of other files is refused, kept whole.
+  CommandResult forced = RunTpCompile(model + " --tp 2 --quiet --force -o " + out);
   INFO(forced.output);
+  CHECK(forced.exit_code == 2);
+  CHECK_THAT(forced.output,
+             Catch::Contains("is not empty and is not a plan (it has no plan.json)"));
+  CHECK(ReadFile(out + "/keep.txt") == "precious");
+  // A plan is replaced, the extra file with it.
+  fs::remove(out + "/keep.txt");
+  REQUIRE(RunTpCompile(model + " --tp 4 --quiet -o " + out).exit_code == 0);
+  WriteFile(out + "/keep.txt", "stale");
+  forced = RunTpCompile(model + " --tp 2 --quiet --force -o " + out);
   CHECK(forced.exit_code == 0);
   CHECK_FALSE(fs::exists(out + "/keep.txt"));
   CHECK(fs::exists(out + "/rank1.onnx"));
+  CHECK_FALSE(fs::exists(out + "/rank3.onnx"));
   CHECK(NoTemporaries(dir));
+}
+
+TEST_CASE("tp-compile -o never takes the model, its dump or a link's target from the user",
+          "[plan][bad]") {
+  const std::string dir = TempDir("keep_model");
+  fs::create_directories(dir + "/m");
+  fs::copy_file(SourcePath("models/mlp.onnx"), dir + "/m/mlp.onnx");
+  const std::string model = dir + "/m/mlp.onnx";
+  const std::string bytes = ReadFile(model);
+  // -o the model's folder, or one above it, even with --force.
+  for (const std::string& out : {dir + "/m", dir}) {
+    const CommandResult r = RunTpCompile(model + " --tp 2 --force -o " + out);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("holds the model"));
+    CHECK(ReadFile(model) == bytes);
+  }
+  // --dump-ir onto the model, or inside the folder the plan replaces.
+  CommandResult r = RunTpCompile(model + " --tp 2 -o " + dir + "/p --dump-ir " + model);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("is the model being compiled"));
+  CHECK(ReadFile(model) == bytes);
+  r = RunTpCompile(model + " --tp 2 -o " + dir + "/p --dump-ir " + dir + "/p/ir.txt");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("which the plan replaces whole"));
+  // -o a link to a folder: the plan goes into the folder, the link stays.
+  fs::create_directories(dir + "/big_disk/plan");
+  fs::create_directory_symlink(dir + "/big_disk/plan", dir + "/link");
+  r = RunTpCompile(model + " --tp 2 --quiet -o " + dir + "/link");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(fs::is_symlink(dir + "/link"));
+  CHECK(fs::exists(dir + "/big_disk/plan/plan.json"));
+  CHECK(NoTemporaries(dir + "/big_disk"));
 }
 
 namespace {

@@ -86,15 +86,22 @@ TEST_CASE("tp-compile refuses a non-empty output folder unless --force", "[tools
   fs::create_directories(out);
   tpc::testing::WriteFile(out + "/keep.txt", "precious");
   std::string model = tpc::testing::SourcePath("models/mlp.onnx");
+  // A folder of other files: refused, --force or not.
+  for (const char* force : {"", " --force"}) {
+    CommandResult r = RunTpCompile(model + " -o " + out + force);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("is not empty and is not a plan"));
+    CHECK(tpc::testing::ReadFile(out + "/keep.txt") == "precious");
+  }
+  // A plan: refused without --force, replaced with it.
+  fs::remove(out + "/keep.txt");
+  REQUIRE(RunTpCompile(model + " -o " + out + " --quiet").exit_code == 0);
   CommandResult r = RunTpCompile(model + " -o " + out);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Contains("not empty (use --force"));
-  CHECK(tpc::testing::ReadFile(out + "/keep.txt") == "precious");
-
   CommandResult forced = RunTpCompile(model + " -o " + out + " --force --quiet");
   CHECK(forced.exit_code == 0);
   CHECK(fs::exists(out + "/rank0.onnx"));
-  CHECK_FALSE(fs::exists(out + "/keep.txt"));
   CHECK(NoTemporaries(dir));
 }
 

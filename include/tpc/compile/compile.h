@@ -25,6 +25,7 @@ namespace tpc {
 struct CompileOptions {
   int64_t tp = 1;
   std::string dtype = "f32";  // f32, f16, bf16
+  bool dtype_given = false;   // --dtype was given: a model it cannot convert is refused
   std::string objective = "balanced";
   std::optional<double> weight_slack;        // --objective balanced only
   std::optional<std::string> memory_budget;  // --objective time only: "512MiB", "1GB"

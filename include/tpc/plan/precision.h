@@ -16,6 +16,11 @@ namespace tpc::plan {
 // quantized operators (their scales are f32 by definition), naming the node.
 absl::Status ConvertFloatPrecision(ir::Graph& graph, ir::DType to);
 
+// Whether ConvertFloatPrecision to `to` would make a plan of that precision: it converts
+// f32, so a model whose float weights are mostly of another type (f64, or f16 asked as
+// bf16) is refused, naming the type (the plan would claim `to` and keep them).
+absl::Status CheckConvertible(const ir::Graph& graph, ir::DType to);
+
 // The tolerance documented (docs/cuda.md) for a plan of `dtype` (the manifest's "dtype"
 // option: "f16", "bf16"; anything else is f32) against the unsharded f32 run:
 // |got − want| ≤ atol + rtol · |want|.

@@ -23,6 +23,8 @@ class StagingDir {
 
   // The temporary folder to write into.
   const std::string& path() const { return temp_; }
+  // The folder Commit() writes (absolute; a link to a folder resolved).
+  const std::string& target() const { return target_; }
   std::string File(const std::string& name) const { return temp_ + "/" + name; }
   // Moves the temporary folder to the target (replacing an old one when forced).
   absl::Status Commit();
