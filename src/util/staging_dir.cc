@@ -37,15 +37,14 @@ void OnSignal(int sig) {
 
 void Register(const std::string& p) {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (g_live == nullptr) {
-    g_live = new std::set<std::string>();
-    // SIGHUP: the terminal closed. A signal the process was started ignoring (nohup's
-    // SIGHUP, a background job's SIGINT) stays ignored.
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
-      struct sigaction old {};
-      if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler != SIG_IGN) {
-        std::signal(sig, OnSignal);
-      }
+  if (g_live == nullptr) g_live = new std::set<std::string>();
+  // SIGHUP: the terminal closed. Only a default disposition is replaced: a signal the
+  // process was started ignoring (nohup's SIGHUP, a background job's SIGINT) stays
+  // ignored, and another handler stays.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {
+      std::signal(sig, OnSignal);
     }
   }
   g_live->insert(p);

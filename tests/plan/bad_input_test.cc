@@ -143,6 +143,23 @@ TEST_CASE("tp-compile --dtype refuses a model whose weights it would not convert
   }
 }
 
+TEST_CASE("tp-compile on a full disk: exit 1, the file and the reason, nothing left",
+          "[plan][bad]") {
+  // A file-size limit of 64 KiB stands for the full disk (the weights pass it; SIGXFSZ
+  // ignored, so the write fails with EFBIG).
+  const std::string dir = TempDir("full_disk");
+  const CommandResult r = tpc::testing::RunCommand(
+      "trap '' XFSZ; ulimit -f 64; " + tpc::testing::ToolPath("tp-compile") + " " +
+      SourcePath("models/llama.onnx") + " --tp 2 --quiet -o " + dir + "/plan");
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains(dir + "/plan/rank") &&
+                           Catch::Contains(": cannot write (File too large)") &&
+                           Catch::Contains("(nothing was written)"));
+  CHECK_FALSE(fs::exists(dir + "/plan"));
+  CHECK(NoTemporaries(dir));
+}
+
 TEST_CASE("tp-compile --sequence-parallel with a seq size N does not divide", "[plan][bad]") {
   const std::string dir = TempDir("seq7");
   const CommandResult r =
