@@ -223,6 +223,7 @@ class Compiler {
       return absl::InvalidArgumentError("expected exactly one MODEL.onnx (see --help)");
     }
     const std::string model_path = args_.positional()[0];
+    if (model_path.empty()) return absl::InvalidArgumentError("the MODEL.onnx argument is empty");
     const std::string out_dir = args_.get("output");
     if (out_dir.empty()) return absl::InvalidArgumentError("missing -o DIR (see --help)");
     TPC_RETURN_IF_ERROR(ParseDumpStages());

@@ -160,9 +160,14 @@ absl::StatusOr<ModelFile> ReadModelBytes(std::shared_ptr<const MappedFile> keep,
   if (!graph->ParseFromString(graph_rest)) return Corrupt(name, "bad GraphProto");
   for (auto& t : initializers) *graph->add_initializer() = std::move(t);
 
-  if (result.proto.ir_version() <= 0 || graph->node_size() == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ": not an ONNX model (no ir_version or no graph nodes)"));
+  if (result.proto.ir_version() <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": not an ONNX model (no ir_version)"));
+  }
+  if (graph->node_size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name,
+        ": the graph has no nodes (its outputs are its inputs or initializers): nothing "
+        "to split"));
   }
   result.file = std::move(keep);
   return result;

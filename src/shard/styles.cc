@@ -365,9 +365,18 @@ absl::StatusOr<std::vector<std::pair<std::string, Placement>>> ParseNamedPlaceme
     if (!Matches(pattern, v->name())) continue;
     auto p = ParsePlacementFor(text, v->type().rank());
     if (!p || p->kind == Placement::Kind::kPartial) {
-      return absl::InvalidArgumentError(absl::StrCat(flag, " ", arg, ": '", text,
-                                                     "' is not R or S(d) for ", v->name(), " ",
-                                                     v->type().ToString()));
+      // Say which: a form that is not a placement here, or a dim past the rank.
+      const auto any = ParsePlacementFor(text, 64);
+      const bool dim_out_of_range = !p && any && any->kind == Placement::Kind::kShard;
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, " ", arg, ": '", text, "' ",
+          dim_out_of_range
+              ? absl::StrCat("splits a dim ", v->name(), " ", v->type().ToString(),
+                             " does not have (its dims are 0 to ", v->type().rank() - 1,
+                             ", or -1 and below)")
+              : absl::StrCat("is not a placement of a graph ", input ? "input" : "output",
+                             " (R, S(d), S(d/b) or S(d@g)) for ", v->name(), " ",
+                             v->type().ToString())));
     }
     out.emplace_back(v->name(), *p);
   }

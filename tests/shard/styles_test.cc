@@ -280,7 +280,13 @@ TEST_CASE("styles: every bad constraint names its origin", "[shard][styles]") {
     // A placement that does not fit one of the matched values names it.
     auto bad = tpc::shard::ParseNamedPlacement("*=S(3)", *kv, /*input=*/true);
     REQUIRE_FALSE(bad.ok());
-    CHECK_THAT(Message(bad.status()), Catch::Contains("is not R or S(d) for input_ids"));
+    CHECK_THAT(Message(bad.status()),
+               Catch::Contains("'S(3)' splits a dim input_ids") &&
+                   Catch::Contains("does not have (its dims are 0 to 1, or -1 and below)"));
+    auto partial = tpc::shard::ParseNamedPlacement("input_ids=P(sum)", *kv, /*input=*/true);
+    REQUIRE_FALSE(partial.ok());
+    CHECK_THAT(Message(partial.status()),
+               Catch::Contains("is not a placement of a graph input (R, S(d), S(d/b) or S(d@g))"));
   }
   SECTION("--input-placement on a dim that does not split") {
     auto p = tpc::shard::ParseNamedPlacement("input_ids=S(1)", *llama, /*input=*/true);
