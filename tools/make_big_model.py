@@ -110,6 +110,7 @@ def main(argv=None):
     ap.add_argument("--eps", type=float, default=1e-6)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
+    a.past = a.gqa_op = False  # make_llama_synthetic's plain layout: no KV cache, no contrib ops
     if a.hidden % a.heads or a.heads % a.kv_heads or (a.hidden // a.heads) % 2:
         ap.error("need hidden % heads == 0, heads % kv_heads == 0 and an even head_dim")
 

@@ -116,7 +116,16 @@ absl::StatusOr<Args> Parser::Parse(int argc, char** argv) const {
       value = argv[++i];
     }
     auto& slot = args.values_[name];
-    if (!slot.empty() && !spec->repeated) slot.clear();
+    if (!slot.empty() && !spec->repeated) {
+      // Given twice: the same value is harmless; two values are a mistake to say, not to
+      // settle by order.
+      if (slot.front() != value) {
+        return absl::InvalidArgumentError(absl::StrCat("option --", name, " is given twice ('",
+                                                       slot.front(), "' and '", value,
+                                                       "'): give it once"));
+      }
+      continue;
+    }
     slot.push_back(value);
   }
   return args;

@@ -67,7 +67,16 @@ TEST_CASE("tp-compile bad usage exits 2", "[tools]") {
   CommandResult bad_tp = RunTpCompile(model + " -o " + dir + "/p --tp zero");
   CHECK(bad_tp.exit_code == 2);
   CHECK_THAT(bad_tp.output, Catch::Contains("--tp must be a positive integer"));
+  // An option given twice with two values is a mistake (the same value twice is not).
+  CommandResult twice = RunTpCompile(model + " -o " + dir + "/p --tp 2 --tp 4");
+  CHECK(twice.exit_code == 2);
+  CHECK_THAT(twice.output,
+             Catch::Contains("option --tp is given twice ('2' and '4'): give it once"));
+  twice = RunTpCompile(model + " -o " + dir + "/p -o " + dir + "/q");
+  CHECK(twice.exit_code == 2);
   CHECK_FALSE(fs::exists(dir + "/p"));
+  CHECK_FALSE(fs::exists(dir + "/q"));
+  CHECK(RunTpCompile(model + " -o " + dir + "/same --tp 2 --tp 2 --quiet --quiet").exit_code == 0);
 }
 
 TEST_CASE("tp-compile bad model: exit 2, message, no output folder", "[tools]") {

@@ -22,7 +22,7 @@ struct OptionSpec {
 class Args {
  public:
   bool has(const std::string& name) const { return values_.count(name) > 0; }
-  // The last value given, or `def`.
+  // The value given (an option that is not repeated is given once), or `def`.
   std::string get(const std::string& name, const std::string& def = "") const;
   const std::vector<std::string>& all(const std::string& name) const;
   const std::vector<std::string>& positional() const { return positional_; }
