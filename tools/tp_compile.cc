@@ -21,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "tpc/compile/compile.h"
 #include "tpc/ir/printer.h"
+#include "tpc/plan/plan_writer.h"
 #include "tpc/util/checked_math.h"
 #include "tpc/util/cli.h"
 #include "tpc/util/exceptions.h"
@@ -87,6 +88,7 @@ tpc::cli::Parser MakeParser() {
   p.Add({"dump-ir-after", "STAGE", "dump the IR after import, shard or partition", "", true});
   p.Add({"force", "", "replace DIR if it exists and is not empty", "", false});
   p.Add({"quiet", "", "print nothing but errors", "", false});
+  p.Add({"version", "", "print tpc's version and exit", "", false});
   return p;
 }
 
@@ -152,6 +154,10 @@ absl::StatusOr<tpc::CompileOptions> OptionsFromArgs(const tpc::cli::Args& args) 
   if (args.has("seq-dim")) o.seq_dim = args.get("seq-dim");
   if (args.has("styles")) {
     const std::string path = args.get("styles");
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      return absl::InvalidArgumentError(absl::StrCat("--styles ", path, ": a folder, not a file"));
+    }
     std::ifstream in(path);
     if (!in) return absl::NotFoundError(absl::StrCat("--styles ", path, ": cannot read the file"));
     std::stringstream text;
@@ -291,6 +297,10 @@ int main(int argc, char** argv) {
   }
   if (args->help()) {
     std::cout << parser.Usage();
+    return 0;
+  }
+  if (args->has("version")) {
+    std::cout << "tp-compile (tpc) " << tpc::plan::Version() << "\n";
     return 0;
   }
   Compiler compiler(*args);

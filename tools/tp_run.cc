@@ -33,6 +33,7 @@
 #include "tp_run_report.h"
 #include "tpc/onnx/importer.h"
 #include "tpc/plan/plan_reader.h"
+#include "tpc/plan/plan_writer.h"
 #include "tpc/runtime/backends.h"
 #include "tpc/runtime/blas_core.h"
 #include "tpc/runtime/compare.h"
@@ -114,6 +115,7 @@ tpc::cli::Parser MakeParser() {
   p.Add({"seed", "S", "seed of random inputs", "0", false});
   p.Add({"profile", "", "with --repeat: time per operator type, of rank 0", "", false});
   p.Add({"quiet", "", "print only the comparison table and errors", "", false});
+  p.Add({"version", "", "print tpc's version and exit", "", false});
   p.Add({"no-verify", "", "skip the SHA-256 check of the plan's files (trusted plans)", "", false});
   p.Add({"no-fuse", "", "run every operator as the plan has it (no fused chains)", "", false});
   p.Add({"cuda-graph", "",
@@ -853,6 +855,10 @@ int main(int argc, char** argv) {
   }
   if (args->help()) {
     std::cout << parser.Usage();
+    return 0;
+  }
+  if (args->has("version")) {
+    std::cout << "tp-run (tpc) " << tpc::plan::Version() << "\n";
     return 0;
   }
   // The last boundary: an exception no stage caught is an error, never an abort.

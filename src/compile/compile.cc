@@ -96,6 +96,12 @@ absl::StatusOr<shard::ShardOptions> ShardOptionsFor(const ir::Graph& graph,
     }
     out.weight_slack = slack;
   }
+  if (o.seq_dim && !o.sequence_parallel && o.styles.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--seq-dim ", *o.seq_dim,
+                     " names the sequence dim of --sequence-parallel and of --styles' "
+                     "'sequence': it goes with one of them"));
+  }
   if (o.memory_budget) {
     if (out.objective != shard::Objective::kTime) {
       return absl::InvalidArgumentError(

@@ -77,6 +77,17 @@ TEST_CASE("tp-compile bad usage exits 2", "[tools]") {
   CHECK_FALSE(fs::exists(dir + "/p"));
   CHECK_FALSE(fs::exists(dir + "/q"));
   CHECK(RunTpCompile(model + " -o " + dir + "/same --tp 2 --tp 2 --quiet --quiet").exit_code == 0);
+  // Options that do nothing where they are given.
+  CommandResult seq = RunTpCompile(model + " -o " + dir + "/p --seq-dim seq");
+  CHECK(seq.exit_code == 2);
+  CHECK_THAT(seq.output, Catch::Contains("it goes with one of them"));
+  CommandResult folder = RunTpCompile(model + " -o " + dir + "/p --styles " + dir);
+  CHECK(folder.exit_code == 2);
+  CHECK_THAT(folder.output, Catch::Contains("a folder, not a file"));
+  CHECK_FALSE(fs::exists(dir + "/p"));
+  CommandResult version = RunTpCompile("--version");
+  CHECK(version.exit_code == 0);
+  CHECK_THAT(version.output, Catch::StartsWith("tp-compile (tpc) "));
 }
 
 TEST_CASE("tp-compile bad model: exit 2, message, no output folder", "[tools]") {
