@@ -157,6 +157,11 @@ struct Solved {
 absl::StatusOr<Solved> BuildAndSolve(const ir::Graph& graph, const ShardOptions& options,
                                      const Constraints& constraints);
 
+// `failure` of BuildAndSolve, explained when it is an infeasible set of constraints: the
+// origins (styles lines) without which a plan exists are named (shard_pass.cc).
+absl::Status ExplainInfeasible(const ir::Graph& graph, const ShardOptions& options,
+                               const Constraints& constraints, const absl::Status& failure);
+
 // The builder's problem at `options.weight_price_ps_per_byte` under the balanced objective
 // (the first component becomes collective ps + price · weight bytes); a copy otherwise.
 MinSumProblem PricedProblem(const ProblemBuilder& builder, const ShardOptions& options);

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "problem_builder.h"
 #include "tpc/shard/canonicalize.h"
 #include "tpc/shard/op_record.h"
@@ -375,14 +377,53 @@ ShardResult Collect(ir::Graph& graph, const ProblemBuilder& b, const ShardOption
 
 }  // namespace
 
+namespace internal {
+
+absl::Status ExplainInfeasible(const ir::Graph& graph, const ShardOptions& options,
+                               const Constraints& constraints, const absl::Status& failure) {
+  if (failure.code() != absl::StatusCode::kInvalidArgument ||
+      !absl::StrContains(failure.message(), "no placement satisfies")) {
+    return failure;
+  }
+  // The constraints by where they were written (a styles line), each tried away in turn:
+  // an origin without which a plan exists is one to name. (The error path only: a solve
+  // per origin, up to 32.)
+  std::vector<std::string> origins;
+  auto note = [&](const std::string& o) {
+    if (!o.empty() && std::find(origins.begin(), origins.end(), o) == origins.end()) {
+      origins.push_back(o);
+    }
+  };
+  for (const auto& [v, a] : constraints.allowed) note(a.origin);
+  for (const auto& [n, a] : constraints.node_strategies) note(a.origin);
+  if (origins.empty() || origins.size() > 32) return failure;
+  std::vector<std::string> culprits;
+  for (const std::string& origin : origins) {
+    Constraints without = constraints;
+    std::erase_if(without.allowed, [&](const auto& e) { return e.second.origin == origin; });
+    std::erase_if(without.node_strategies,
+                  [&](const auto& e) { return e.second.origin == origin; });
+    if (BuildAndSolve(graph, options, without).ok()) culprits.push_back(origin);
+  }
+  if (culprits.empty()) return failure;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "no placement satisfies every constraint together; without ", absl::StrJoin(culprits, " or "),
+      " one does: no strategy of the operators around the values ",
+      culprits.size() == 1 ? "it places" : "they place", " takes them so"));
+}
+
+}  // namespace internal
+
 absl::StatusOr<ShardResult> ShardGraph(ir::Graph& graph, const ShardOptions& raw_options,
                                        const Constraints& constraints) {
   std::vector<std::string> rewrites =
       internal::RewriteBeforeSolving(graph, raw_options, constraints);
   const ShardOptions options = internal::WithBlockCounts(graph, raw_options);
   TPC_RETURN_IF_ERROR(CheckValueSizes(graph, options));
-  TPC_ASSIGN_OR_RETURN(internal::Solved solved,
-                       internal::BuildAndSolve(graph, options, constraints));
+  absl::StatusOr<internal::Solved> attempt = internal::BuildAndSolve(graph, options, constraints);
+  if (!attempt.ok())
+    return internal::ExplainInfeasible(graph, options, constraints, attempt.status());
+  internal::Solved solved = std::move(*attempt);
   ShardResult result = Collect(graph, *solved.builder, options, solved.solution);
   result.rewrites = std::move(rewrites);
   result.slack = solved.slack;

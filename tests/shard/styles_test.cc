@@ -132,6 +132,18 @@ TEST_CASE("styles: a module path as DTensor plans write it names the module's no
   CHECK_THAT(Message(s), Catch::Contains("did you mean 'm.model.layers.0.self_attn.q_proj'"));
 }
 
+TEST_CASE("styles: constraints no plan meets together name the line without which one does",
+          "[shard][styles]") {
+  // gpt2's first norm weight split: LayerNormalization normalizes the whole hidden dim.
+  auto g = Import("gpt2");
+  const absl::Status s = ShardWithStyles(
+      *g, Tp(2),
+      "m.transformer.h.0.attn.c_attn.weight: colwise\nm.transformer.h.0.ln_1.weight: S(0)\n");
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(Message(s), Catch::Contains("no placement satisfies every constraint together; "
+                                         "without styles.txt:2 one does"));
+}
+
 TEST_CASE("styles: a group makes two values share a placement", "[shard][styles]") {
   auto g = Import("llama");
   const std::string k = WeightOf(*g, "layers.0/self_attn/k_proj/MatMul");  // S(1) alone
