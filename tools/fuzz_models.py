@@ -6,7 +6,8 @@ Expand, heads folded into the batch, a causal mask built from the sequence lengt
 compiled by tp-compile at N = 2 and 4 under a random objective (sometimes
 --sequence-parallel, sometimes a divisible batch, sometimes graph inputs and outputs split
 by their last dim, in blocks or in groups of ranks; an If as TorchScript writes squeeze,
-and SplitToSequence / SequenceAt as it writes split, tensor_split and unbind)
+SplitToSequence / SequenceAt as it writes split, tensor_split and unbind, and torch.flip's
+reversing Slice)
 and run by tp-run against the unsharded run and against onnxruntime (rtol 1e-3, atol 1e-4
 times the outputs' largest magnitude, at least 1: the weights keep activations near 1,
 attention chains reach tens, and a wrong plan is off by far more).
@@ -118,7 +119,7 @@ def build(seed):
             "linear", "act", "norm", "softmax", "heads", "split", "rotate", "broadcast",
             "residual", "reduce_seq", "center", "where", "flatten", "seq_first", "tied",
             "einsum", "gemm", "columns", "expand", "seq_slice", "gqa", "folded", "mask",
-            "squeeze", "if_squeeze", "split_sequence"])
+            "squeeze", "if_squeeze", "split_sequence", "flip"])
         if kind == "linear":
             out = int(rng.choice([hidden, 2 * hidden, 3 * hidden, max(8, hidden // 2)]))
             x = m.op("MatMul", [x, m.weight([hidden, out], 1.0 / np.sqrt(hidden))])
@@ -272,6 +273,11 @@ def build(seed):
             squeezed = m.op("If", [m.op("Equal", [last, m.ints(1)])], then_branch=then,
                             else_branch=other)  # [b, s]
             x = m.op("Mul", [x, m.op("Tanh", [m.op("Unsqueeze", [squeezed, m.ints([-1])])])])
+        elif kind == "flip":  # torch.flip: a Slice of step -1 (over a split dim it reorders)
+            axis = int(rng.choice([1, 2]))
+            end = -(2**63 - 1) if rng.random() < 0.5 else -1000
+            flipped = m.op("Slice", [x, m.ints([-1]), m.ints([end]), m.ints([axis]), m.ints([-1])])
+            x = m.op("Add", [x, m.op("Tanh", [flipped])]) if rng.random() < 0.5 else flipped
         elif kind == "split_sequence":  # TorchScript's split with sizes it computes
             x = split_sequence(m, rng, x, hidden)
         saved.append((x, hidden))

@@ -35,7 +35,8 @@ tpc::cli::Parser MakeParser() {
   tpc::cli::Parser p(
       "tp-compile", "MODEL.onnx -o DIR [--tp N] [options]",
       "Compiles an ONNX model into tensor-parallel plans: DIR/rank{i}.onnx with each rank's\n"
-      "weights in DIR/rank{i}.weights, the manifest DIR/plan.json and DIR/report.json.\n"
+      "weights in DIR/rank{i}.weights, the manifest DIR/plan.json, DIR/report.json and\n"
+      "the same report as a page, DIR/report.html.\n"
       "Every tensor's split is chosen by a cost model and an exact solver (no annotations\n"
       "needed); DIR is written all or nothing.");
   p.Add({"output", "DIR", "output folder for the plans (required)", "", false});
@@ -86,7 +87,7 @@ tpc::cli::Parser MakeParser() {
          "the IR after sharding",
          "-", false});
   p.Add({"dump-ir-after", "STAGE", "dump the IR after import, shard or partition", "", true});
-  p.Add({"force", "", "replace DIR if it exists and is not empty", "", false});
+  p.Add({"force", "", "replace DIR if it is a plan (a folder of other files is kept)", "", false});
   p.Add({"quiet", "", "print nothing but errors", "", false});
   p.Add({"version", "", "print tpc's version and exit", "", false});
   return p;
