@@ -1,4 +1,5 @@
 // The report gathered once, written as report.json and as tp-compile's summary.
+#include <cmath>
 #include <map>
 
 #include "absl/strings/ascii.h"
@@ -265,30 +266,44 @@ std::string DimsPhrase(const Report& r) {
                                             : "");
 }
 
+namespace {
+
+// Bytes in the unit that shows them: `512 B`, `1.5 KiB`, `832.0 MiB`, `1.25 GiB` (a
+// small collective was "0.0 MiB"); `sign`: +/- always shown.
+std::string HumanBytes(double bytes, bool sign = false) {
+  const double a = std::abs(bytes);
+  const char* s = sign ? (bytes < 0 ? "-" : "+") : (bytes < 0 ? "-" : "");
+  if (a < 1024) return absl::StrFormat("%s%.0f B", s, a);
+  if (a < 1048576) return absl::StrFormat("%s%.1f KiB", s, a / 1024);
+  if (a < 1073741824) return absl::StrFormat("%s%.2f MiB", s, a / 1048576);
+  return absl::StrFormat("%s%.2f GiB", s, a / 1073741824);
+}
+
+}  // namespace
+
 std::string ReportSummary(const Report& r, const std::string& out_dir) {
   std::string out = absl::StrFormat("tp-compile: %s → %s (tp=%d%s%s)\n", r.model, out_dir, r.tp,
                                     r.sequence_parallel ? ", sequence parallel" : "",
                                     r.dtype != "f32" ? absl::StrCat(", ", r.dtype) : "");
   absl::StrAppend(
       &out, absl::StrFormat(
-                "  weights per rank: %.2f MiB of %.2f MiB (%.3f x total/N)\n",
-                r.weight_bytes_per_rank / 1048576.0, r.weight_bytes_total / 1048576.0,
+                "  weights per rank: %s of %s (%.3f x total/N)\n",
+                HumanBytes(r.weight_bytes_per_rank), HumanBytes(r.weight_bytes_total),
                 r.weight_bytes_per_rank / (r.weight_bytes_total / static_cast<double>(r.tp))));
   // The bytes depend on the symbolic dims: say which sizes they were computed at.
   absl::StrAppend(&out, "  collectives per forward, at ", DimsPhrase(r),
                   r.dims.empty() ? " (set them with --dim)" : "", ":");
   if (r.collectives_per_forward.empty()) absl::StrAppend(&out, " none");
   for (const CollectiveSummary& s : r.collectives_per_forward) {
-    absl::StrAppend(&out,
-                    absl::StrFormat(" %d %s (%.1f MiB)", s.count, s.kind, s.bytes / 1048576.0));
+    absl::StrAppend(&out, absl::StrFormat(" %d %s (%s)", s.count, s.kind, HumanBytes(s.bytes)));
   }
   absl::StrAppend(&out, "\n");
   if (r.slack && r.slack->time_us_saved > 0) {
     const shard::SlackTrade& t = *r.slack;
     absl::StrAppend(
-        &out, absl::StrFormat("  weight slack %.3g%%: %+.3f MiB of weights per rank (%+.1f%%) "
+        &out, absl::StrFormat("  weight slack %.3g%%: %s of weights per rank (%+.1f%%) "
                               "bought %.2f us less modelled step time per forward",
-                              100 * t.slack, t.weight_bytes_added / 1048576.0,
+                              100 * t.slack, HumanBytes(t.weight_bytes_added, /*sign=*/true),
                               100 * t.weight_bytes_added / t.memory_plan_bytes, t.time_us_saved));
     if (t.collectives_saved > 0) {
       absl::StrAppend(&out, " (", t.collectives_saved, " fewer collectives)");
