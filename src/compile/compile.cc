@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -332,7 +333,13 @@ absl::Status CompiledPlan::Save(const std::string& dir, const SaveOptions& optio
   auto t = Clock::now();
   plan::PlanOptions po;
   po.tp = report_.tp;
-  po.source_model = source_path_;
+  // The model's absolute path, which still names it once the plan is moved (a model given
+  // as bytes keeps its name).
+  std::error_code ec;
+  const std::filesystem::path source = std::filesystem::absolute(source_path_, ec);
+  po.source_model = !ec && std::filesystem::is_regular_file(source, ec)
+                        ? source.lexically_normal().string()
+                        : source_path_;
   po.source_sha256 = source_sha256_;
   po.options = recorded_options_;
   po.progress = options.progress;
