@@ -1,4 +1,5 @@
 // --explain: why a value got its placement, with the alternatives and their costs.
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -177,9 +178,11 @@ absl::StatusOr<std::string> ExplainValue(ir::Graph& graph, const ShardOptions& r
         for (const std::string& s : symbols) {
           ways.push_back(absl::StrCat("--divisible ", s, " or --dim ", s, "=K"));
         }
-        why = absl::StrCat(dim.ToString(), " is symbolic and not declared divisible (",
-                           absl::StrJoin(ways, "; "), ", with K divisible by ", options.mesh.tp(),
-                           ")");
+        why = symbols.empty()
+                  ? absl::StrCat(dim.ToString(), ", a size known only at run time")
+                  : absl::StrCat(dim.ToString(), " is symbolic and not declared divisible (",
+                                 absl::StrJoin(ways, "; "), ", with K divisible by ",
+                                 options.mesh.tp(), ")");
       }
       absl::StrAppend(&out, "  S(", d, ") is not a candidate: dim ", d, " = ", why, "\n");
     }
@@ -203,15 +206,35 @@ absl::StatusOr<std::string> ExplainValue(ir::Graph& graph, const ShardOptions& r
                                      " B/rank, then the shortest modelled step")
                       : "",
                   "):\n");
+  // Each alternative's name; two of one name (two ways of reaching P(sum)) also show the
+  // placements they take.
+  std::vector<std::string> names;
+  for (int c = 0; c < d.size(); ++c) {
+    names.push_back(d.kind != internal::Decision::Kind::kCall
+                        ? d.placements[static_cast<size_t>(c)].ToString()
+                        : absl::StrCat(d.strategies[static_cast<size_t>(c)].name, " → ",
+                                       d.OutputPlacement(c, v->index()).ToString()));
+  }
+  std::set<std::string> twice;
+  for (const std::string& n : names) {
+    if (std::count(names.begin(), names.end(), n) > 1) twice.insert(n);
+  }
+  for (int c = 0; c < d.size(); ++c) {
+    if (d.kind != internal::Decision::Kind::kCall || !twice.count(names[static_cast<size_t>(c)])) {
+      continue;
+    }
+    std::vector<std::string> ins;
+    for (const auto& p : d.strategies[static_cast<size_t>(c)].inputs) {
+      ins.push_back(p ? p->ToString() : "_");
+    }
+    absl::StrAppend(&names[static_cast<size_t>(c)], " (from ", absl::StrJoin(ins, ", "), ")");
+  }
   for (int c = 0; c < d.size(); ++c) {
     internal::ProblemBuilder clamped(graph, solved_options, constraints, b.sp_values());
     TPC_RETURN_IF_ERROR(clamped.Build());
     clamped.Clamp(var, c);
     auto sol = SolveMinSum(internal::PricedProblem(clamped, solved_options));
-    const std::string name = d.kind != internal::Decision::Kind::kCall
-                                 ? d.placements[static_cast<size_t>(c)].ToString()
-                                 : absl::StrCat(d.strategies[static_cast<size_t>(c)].name, " → ",
-                                                d.OutputPlacement(c, v->index()).ToString());
+    const std::string& name = names[static_cast<size_t>(c)];
     const bool chosen = best.assignment[static_cast<size_t>(var)] == c;
     std::string cost =
         sol.ok() ? CostText(solved_options, sol->cost) : std::string(sol.status().message());

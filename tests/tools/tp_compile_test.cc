@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "onnx/onnx_pb.h"
 #include "test_util.h"
 
 namespace {
@@ -88,6 +89,26 @@ TEST_CASE("tp-compile bad usage exits 2", "[tools]") {
   CommandResult version = RunTpCompile("--version");
   CHECK(version.exit_code == 0);
   CHECK_THAT(version.output, Catch::StartsWith("tp-compile (tpc) "));
+}
+
+TEST_CASE("--explain: a dim known only at run time, and two alternatives of one name",
+          "[tools][explain]") {
+  // mlp.onnx with its input's seq dim unnamed (neither a size nor a name).
+  ::onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(tpc::testing::ReadFile(tpc::testing::SourcePath("models/mlp.onnx"))));
+  for (auto* vi : {m.mutable_graph()->mutable_input(0), m.mutable_graph()->mutable_output(0)}) {
+    vi->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->clear_dim_param();
+  }
+  const std::string dir = tpc::testing::TempDir("explain_unnamed");
+  tpc::testing::WriteFile(dir + "/m.onnx", m.SerializeAsString());
+  CommandResult r =
+      RunTpCompile(dir + "/m.onnx --tp 2 --quiet -o " + dir + "/p --explain /0/MatMul_output_0");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("S(1) is not a candidate: dim 1 = ?, a size known only at "
+                                       "run time"));
+  CHECK_THAT(r.output, Catch::Contains("partial → P(sum) (from P(sum), R)") &&
+                           Catch::Contains("partial → P(sum) (from R, P(sum))"));
 }
 
 TEST_CASE("tp-compile bad model: exit 2, message, no output folder", "[tools]") {
