@@ -22,11 +22,11 @@ namespace internal {
 std::vector<std::string> RewriteBeforeSolving(ir::Graph& graph, const ShardOptions& options,
                                               const Constraints& constraints) {
   std::vector<std::string> rewrites;
-  if (options.mesh.tp() > 1) {
-    SplitFusedProjections(graph, constraints, &rewrites);
-    UseTransposedWeights(graph, constraints, &rewrites);
-    PadVocabularies(graph, options.mesh.tp(), constraints, &rewrites);
-  }
+  if (options.mesh.tp() > 1) SplitFusedProjections(graph, constraints, &rewrites);
+  // At N = 1 too: a tied LM head's transposed copy (or Transpose at run time) costs one
+  // rank as much as many.
+  UseTransposedWeights(graph, constraints, &rewrites);
+  if (options.mesh.tp() > 1) PadVocabularies(graph, options.mesh.tp(), constraints, &rewrites);
   return rewrites;
 }
 
