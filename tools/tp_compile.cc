@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -21,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "tpc/compile/compile.h"
 #include "tpc/ir/printer.h"
+#include "tpc/onnx/model_file.h"
 #include "tpc/plan/plan_writer.h"
 #include "tpc/util/checked_math.h"
 #include "tpc/util/cli.h"
@@ -184,26 +187,55 @@ bool Within(const std::filesystem::path& inside, const std::filesystem::path& fo
 }
 
 // What a compile would lose, refused before any work: -o replaces its folder whole, so it
-// may not hold the model (or its external data beside it) or the IR dump, and it is new,
-// empty or a plan (a folder with plan.json, which --force replaces), never a folder of
-// other files.
+// may not hold a file the compile reads (the model, its external data, the styles file:
+// where the path names it, and where a link leads), and neither may --dump-ir name one
+// or lie inside -o; -o is new, empty or a plan (a folder with plan.json, which --force
+// replaces), never a folder of other files.
 absl::Status CheckOutputPaths(const std::string& model, const std::string& out, bool force,
-                              const std::string& dump) {
+                              const std::string& dump, const std::string& styles) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path dir = fs::weakly_canonical(fs::absolute(out, ec), ec);
   if (ec) return absl::OkStatus();  // StagingDir says what is wrong with it
-  const fs::path source = fs::weakly_canonical(fs::absolute(model, ec), ec);
-  if (!ec && Within(source, dir)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "-o ", out, " holds the model ", model,
-        ", and the plan replaces that folder whole: choose another -o (a new folder)"));
+  // (what, where the path names it, where it leads)
+  struct Read {
+    std::string what;
+    fs::path named, real;
+  };
+  std::vector<Read> reads;
+  auto add = [&](const std::string& what, const fs::path& p) {
+    std::error_code e;
+    const fs::path abs = fs::absolute(p, e);
+    const fs::path named = fs::weakly_canonical(abs.parent_path(), e) / abs.filename();
+    const fs::path real = fs::weakly_canonical(abs, e);
+    if (!e) reads.push_back({what, named, real});
+  };
+  add(absl::StrCat("the model ", model), model);
+  if (auto file = tpc::onnx::ReadModelFile(model); file.ok()) {
+    std::set<std::string> seen;
+    for (const auto& t : file->proto.graph().initializer()) {
+      for (const auto& kv : t.external_data()) {
+        if (kv.key() != "location" || !seen.insert(kv.value()).second) continue;
+        add(absl::StrCat("the model's external data ", kv.value()),
+            fs::path(model).parent_path() / kv.value());
+      }
+    }
+  }
+  if (!styles.empty()) add(absl::StrCat("the styles file ", styles), styles);
+  for (const Read& r : reads) {
+    if (Within(r.named, dir) || Within(r.real, dir)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "-o ", out, " holds ", r.what,
+          ", and the plan replaces that folder whole: choose another -o (a new folder)"));
+    }
   }
   if (!dump.empty() && dump != "-") {
     const fs::path target = fs::weakly_canonical(fs::absolute(dump, ec), ec);
-    if (!ec && target == source) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--dump-ir ", dump, " is the model being compiled: choose another file"));
+    for (const Read& r : reads) {
+      if (!ec && (target == r.named || target == r.real)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--dump-ir ", dump, " is ", r.what, ": choose another file"));
+      }
     }
     if (!ec && Within(target, dir)) {
       return absl::InvalidArgumentError(
@@ -240,8 +272,8 @@ class Compiler {
       return Dump(stage, graph);
     };
     // Refuse a bad output folder before any work (Save checks it again).
-    TPC_RETURN_IF_ERROR(
-        CheckOutputPaths(model_path, out_dir, args_.has("force"), args_.get("dump-ir")));
+    TPC_RETURN_IF_ERROR(CheckOutputPaths(model_path, out_dir, args_.has("force"),
+                                         args_.get("dump-ir"), args_.get("styles")));
     {
       TPC_ASSIGN_OR_RETURN(tpc::StagingDir probe,
                            tpc::StagingDir::Create(out_dir, args_.has("force")));
@@ -299,6 +331,12 @@ int main(int argc, char** argv) {
   if (args->help()) {
     std::cout << parser.Usage();
     return 0;
+  }
+  // A file-size limit (ulimit -f) then fails a write with EFBIG, which is said, instead
+  // of killing the process mid-write.
+  if (struct sigaction xfsz{};
+      sigaction(SIGXFSZ, nullptr, &xfsz) == 0 && xfsz.sa_handler == SIG_DFL) {
+    std::signal(SIGXFSZ, SIG_IGN);
   }
   if (args->has("version")) {
     std::cout << "tp-compile (tpc) " << tpc::plan::Version() << "\n";

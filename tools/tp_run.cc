@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -856,6 +857,12 @@ int main(int argc, char** argv) {
   if (args->help()) {
     std::cout << parser.Usage();
     return 0;
+  }
+  // A file-size limit (ulimit -f) then fails a write with EFBIG, which is said, instead
+  // of killing the process mid-write.
+  if (struct sigaction xfsz{};
+      sigaction(SIGXFSZ, nullptr, &xfsz) == 0 && xfsz.sa_handler == SIG_DFL) {
+    std::signal(SIGXFSZ, SIG_IGN);
   }
   if (args->has("version")) {
     std::cout << "tp-run (tpc) " << tpc::plan::Version() << "\n";

@@ -218,7 +218,10 @@ absl::StatusOr<CompiledPlan> CompileLoaded(std::unique_ptr<ir::Graph> graph, std
   report.tp = options.tp;
   report.dtype = options.dtype;
   TPC_ASSIGN_OR_RETURN(const ir::DType dtype, ParseDType(options.dtype));
-  if (options.dtype_given) TPC_RETURN_IF_ERROR(plan::CheckConvertible(*graph, dtype));
+  // (The Python module passes its default as f32, not as given.)
+  if (options.dtype_given || dtype != ir::DType::kF32) {
+    TPC_RETURN_IF_ERROR(plan::CheckConvertible(*graph, dtype));
+  }
   TPC_ASSIGN_OR_RETURN(const shard::ShardOptions shard_options, ShardOptionsFor(*graph, options));
 
   auto t = Clock::now();
@@ -247,18 +250,20 @@ absl::StatusOr<CompiledPlan> CompileLoaded(std::unique_ptr<ir::Graph> graph, std
     // Say why rather than blame the sizes: weights of integers (or booleans) stay whole,
     // a weight smaller than N cannot split, and values of unknown rank (a graph input
     // declared without a shape, and all that follows from it) are not split.
-    bool float_weight = false, large_weight = false;
+    bool float_weight = false, large_weight = false, divisible_weight = false;
     for (const ir::Node* n : graph->nodes()) {
       if (n->kind() != ir::NodeKind::kConstant || !ir::IsFloating(n->tensor().dtype())) continue;
       float_weight = true;
       large_weight = large_weight || n->tensor().num_elements() >= options.tp;
+      for (int64_t d : n->tensor().shape())
+        divisible_weight = divisible_weight || d % options.tp == 0;
     }
     std::string unranked;
     for (const ir::Value* in : graph->inputs()) {
       if (!in->type().has_rank() && unranked.empty()) unranked = in->name();
     }
     const std::string why =
-        !unranked.empty()
+        !unranked.empty() && divisible_weight
             ? absl::StrCat("(graph input '", unranked,
                            "' is declared without a shape: tpc splits only values of known "
                            "rank; declare its dims in the model)")

@@ -372,8 +372,11 @@ absl::StatusOr<std::vector<std::pair<std::string, Placement>>> ParseNamedPlaceme
           flag, " ", arg, ": '", text, "' ",
           dim_out_of_range
               ? absl::StrCat("splits a dim ", v->name(), " ", v->type().ToString(),
-                             " does not have (its dims are 0 to ", v->type().rank() - 1,
-                             ", or -1 and below)")
+                             " does not have",
+                             v->type().rank() == 0
+                                 ? " (a scalar has none)"
+                                 : absl::StrCat(" (its dims are 0 to ", v->type().rank() - 1,
+                                                ", or -1 and below)"))
               : absl::StrCat("is not a placement of a graph ", input ? "input" : "output",
                              " (R, S(d), S(d/b) or S(d@g)) for ", v->name(), " ",
                              v->type().ToString())));

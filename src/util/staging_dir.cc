@@ -2,10 +2,14 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -19,16 +23,33 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Temporary folders alive in this process, removed on SIGINT/SIGTERM/SIGHUP.
-std::mutex g_mu;
-std::set<std::string>* g_live = nullptr;
+// Temporary folders alive in this process, removed on SIGINT/SIGTERM/SIGHUP. The handler
+// may only do what is async-signal-safe: the paths sit in fixed slots (a slot's path is
+// written before it is marked used), and each is removed by `rm -rf` in a child
+// (fork, execve and waitpid are safe; walking a folder is not).
+constexpr int kSlots = 16;
+struct Slot {
+  std::atomic<bool> used{false};
+  char path[4096] = {};
+};
+Slot g_slots[kSlots];
+std::mutex g_mu;  // Register/Unregister among themselves
 
 void OnSignal(int sig) {
-  // Best effort: the process is going away; leave no temporary folder behind.
-  if (g_live != nullptr) {
-    for (const auto& p : *g_live) {
-      std::error_code ec;
-      fs::remove_all(p, ec);
+  for (Slot& slot : g_slots) {
+    if (!slot.used.load(std::memory_order_acquire)) continue;
+    const pid_t pid = fork();
+    if (pid == 0) {
+      char rm[] = "/bin/rm", rf[] = "-rf", dashes[] = "--";
+      char* const argv[] = {rm, rf, dashes, slot.path, nullptr};
+      char* const envp[] = {nullptr};
+      execve(rm, argv, envp);
+      _exit(127);
+    }
+    if (pid > 0) {
+      int status = 0;
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
     }
   }
   std::signal(sig, SIG_DFL);
@@ -37,7 +58,6 @@ void OnSignal(int sig) {
 
 void Register(const std::string& p) {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (g_live == nullptr) g_live = new std::set<std::string>();
   // SIGHUP: the terminal closed. Only a default disposition is replaced: a signal the
   // process was started ignoring (nohup's SIGHUP, a background job's SIGINT) stays
   // ignored, and another handler stays.
@@ -47,12 +67,23 @@ void Register(const std::string& p) {
       std::signal(sig, OnSignal);
     }
   }
-  g_live->insert(p);
+  if (p.size() >= sizeof(Slot::path)) return;  // (a path too long is left to the destructor)
+  for (Slot& slot : g_slots) {
+    if (slot.used.load(std::memory_order_relaxed)) continue;
+    std::memcpy(slot.path, p.c_str(), p.size() + 1);
+    slot.used.store(true, std::memory_order_release);
+    return;
+  }
 }
 
 void Unregister(const std::string& p) {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (g_live != nullptr) g_live->erase(p);
+  for (Slot& slot : g_slots) {
+    if (slot.used.load(std::memory_order_relaxed) && p == slot.path) {
+      slot.used.store(false, std::memory_order_release);
+      return;
+    }
+  }
 }
 
 // An open, exclusively locked (flock) folder, or -1. A writer holds the lock on its
@@ -118,11 +149,15 @@ absl::StatusOr<StagingDir> StagingDir::Create(const std::string& target, bool fo
   std::error_code ec;
   fs::path t = fs::absolute(fs::path(target), ec);
   if (target.empty() || ec) return absl::InvalidArgumentError("no output folder given");
+  t = t.lexically_normal();  // `plan/.` is `plan`
   if (t.filename().empty()) t = t.parent_path();
   // A link to a folder (the plan kept on a larger disk): the folder it names is written,
   // and the link stays.
   if (fs::is_symlink(t, ec)) {
     fs::path real = fs::canonical(t, ec);
+    if (ec == std::errc::too_many_symbolic_link_levels) {
+      return absl::InvalidArgumentError(absl::StrCat(target, ": a loop of symbolic links"));
+    }
     if (ec) {
       return absl::InvalidArgumentError(absl::StrCat(target, ": a symbolic link to ",
                                                      fs::read_symlink(t, ec).string(),

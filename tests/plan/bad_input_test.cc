@@ -145,11 +145,11 @@ TEST_CASE("tp-compile --dtype refuses a model whose weights it would not convert
 
 TEST_CASE("tp-compile on a full disk: exit 1, the file and the reason, nothing left",
           "[plan][bad]") {
-  // A file-size limit of 64 KiB stands for the full disk (the weights pass it; SIGXFSZ
-  // ignored, so the write fails with EFBIG).
+  // A file-size limit of 64 KiB stands for the full disk (the weights pass it; the tool
+  // ignores SIGXFSZ, so the write fails with EFBIG).
   const std::string dir = TempDir("full_disk");
   const CommandResult r = tpc::testing::RunCommand(
-      "trap '' XFSZ; ulimit -f 64; " + tpc::testing::ToolPath("tp-compile") + " " +
+      "ulimit -f 64; " + tpc::testing::ToolPath("tp-compile") + " " +
       SourcePath("models/llama.onnx") + " --tp 2 --quiet -o " + dir + "/plan");
   INFO(r.output);
   CHECK(r.exit_code == 1);
@@ -221,6 +221,10 @@ TEST_CASE("tp-compile --tp 2 into a non-empty folder without --force", "[plan][b
   CHECK(NoTemporaries(dir));
 }
 
+namespace {
+std::string MlpWithExternalData(const std::string& dir);  // below
+}  // namespace
+
 TEST_CASE("tp-compile -o never takes the model, its dump or a link's target from the user",
           "[plan][bad]") {
   const std::string dir = TempDir("keep_model");
@@ -239,11 +243,33 @@ TEST_CASE("tp-compile -o never takes the model, its dump or a link's target from
   // --dump-ir onto the model, or inside the folder the plan replaces.
   CommandResult r = RunTpCompile(model + " --tp 2 -o " + dir + "/p --dump-ir " + model);
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.output, Catch::Contains("is the model being compiled"));
+  CHECK_THAT(r.output, Catch::Contains("is the model " + model));
   CHECK(ReadFile(model) == bytes);
   r = RunTpCompile(model + " --tp 2 -o " + dir + "/p --dump-ir " + dir + "/p/ir.txt");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Contains("which the plan replaces whole"));
+  // The model's external data and the styles file are read too: never the dump, never
+  // inside -o (a plan beside them, replaced with --force, took them with it).
+  fs::create_directories(dir + "/ext");
+  const std::string ext = MlpWithExternalData(dir + "/ext");
+  const std::string weights = ReadFile(dir + "/ext/mlp.weights");
+  r = RunTpCompile(ext + " --tp 2 -o " + dir + "/p --dump-ir " + dir + "/ext/mlp.weights");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("is the model's external data mlp.weights"));
+  CHECK(ReadFile(dir + "/ext/mlp.weights") == weights);
+  REQUIRE(RunTpCompile(model + " --tp 2 --quiet -o " + dir + "/plan").exit_code == 0);
+  WriteFile(dir + "/plan/styles.txt", "*.weight: replicate\n");
+  r = RunTpCompile(model + " --tp 2 --force -o " + dir + "/plan --styles " + dir +
+                   "/plan/styles.txt");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("holds the styles file"));
+  CHECK(fs::exists(dir + "/plan/styles.txt"));
+  // A model given through a link in a plan folder (a snapshot of links into blobs/).
+  fs::create_symlink(model, dir + "/plan/linked.onnx");
+  r = RunTpCompile(dir + "/plan/linked.onnx --tp 2 --force -o " + dir + "/plan");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("holds the model"));
+  CHECK(fs::is_symlink(dir + "/plan/linked.onnx"));
   // -o a link to a folder: the plan goes into the folder, the link stays.
   fs::create_directories(dir + "/big_disk/plan");
   fs::create_directory_symlink(dir + "/big_disk/plan", dir + "/link");

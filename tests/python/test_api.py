@@ -179,6 +179,26 @@ def test_errors_are_tpc_errors_with_the_tools_messages(tmp_path):
     assert issubclass(tpc.Error, RuntimeError)
 
 
+def test_dtype_refuses_weights_it_would_not_convert():
+    # mlp in f16 throughout: dtype="bf16" would claim bf16 and keep f16 (as tp-compile
+    # --dtype bf16 refuses it); "f16" is what it holds.
+    m = onnx.load(MLP)
+    for t in m.graph.initializer:
+        t.CopyFrom(onnx.numpy_helper.from_array(
+            onnx.numpy_helper.to_array(t).astype(np.float16), t.name))
+    for n in m.graph.node:
+        for a in n.attribute:
+            if a.HasField("t") and a.t.data_type == onnx.TensorProto.FLOAT:
+                a.t.CopyFrom(onnx.numpy_helper.from_array(
+                    onnx.numpy_helper.to_array(a.t).astype(np.float16), a.t.name))
+    for v in list(m.graph.input) + list(m.graph.output):
+        v.type.tensor_type.elem_type = onnx.TensorProto.FLOAT16
+    with pytest.raises(tpc.Error) as e:
+        tpc.compile(m, tp=2, dtype="bf16")
+    assert "the model's float weights are f16" in str(e.value)
+    assert tpc.compile(m, tp=2, dtype="f16").report["tp"] == 2
+
+
 def test_run_errors_name_the_input_and_the_fix(tmp_path):
     plan = tpc.compile(GPT2, tp=2)
     with pytest.raises(tpc.Error) as e:
