@@ -850,24 +850,7 @@ absl::StatusOr<int> Run(const tpc::cli::Args& args, int argc, char** argv) {
 int main(int argc, char** argv) {
   tpc::cli::Parser parser = MakeParser();
   auto args = parser.Parse(argc, argv);
-  if (!args.ok()) {
-    std::fprintf(stderr, "tp-run: error: %s\n", std::string(args.status().message()).c_str());
-    return 2;
-  }
-  if (args->help()) {
-    std::cout << parser.Usage();
-    return 0;
-  }
-  // A file-size limit (ulimit -f) then fails a write with EFBIG, which is said, instead
-  // of killing the process mid-write.
-  if (struct sigaction xfsz{};
-      sigaction(SIGXFSZ, nullptr, &xfsz) == 0 && xfsz.sa_handler == SIG_DFL) {
-    std::signal(SIGXFSZ, SIG_IGN);
-  }
-  if (args->has("version")) {
-    std::cout << "tp-run (tpc) " << tpc::plan::Version() << "\n";
-    return 0;
-  }
+  if (auto done = tpc::cli::Prologue(parser, args, tpc::plan::Version())) return *done;
   // The last boundary: an exception no stage caught is an error, never an abort.
   auto code = tpc::CatchExceptions("tp-run", [&] { return Run(*args, argc, argv); });
   if (!code.ok()) {

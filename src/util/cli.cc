@@ -1,6 +1,9 @@
 #include "tpc/util/cli.h"
 
 #include <cctype>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -39,6 +42,28 @@ absl::StatusOr<int64_t> ParseByteSize(const std::string& flag, const std::string
                      "': expected a positive byte count like 123456, 512MiB, 1GB or 1.5GiB"));
   }
   return static_cast<int64_t>(number * scale);
+}
+
+std::optional<int> Prologue(const Parser& parser, const absl::StatusOr<Args>& args,
+                            const std::string& version) {
+  if (!args.ok()) {
+    std::fprintf(stderr, "%s: error: %s\n", parser.program().c_str(),
+                 std::string(args.status().message()).c_str());
+    return 2;
+  }
+  if (args->help()) {
+    std::cout << parser.Usage();
+    return 0;
+  }
+  if (struct sigaction xfsz{};
+      sigaction(SIGXFSZ, nullptr, &xfsz) == 0 && xfsz.sa_handler == SIG_DFL) {
+    std::signal(SIGXFSZ, SIG_IGN);
+  }
+  if (args->has("version")) {
+    std::cout << parser.program() << " (tpc) " << version << "\n";
+    return 0;
+  }
+  return std::nullopt;
 }
 
 int ExitCodeFor(const absl::Status& status) {

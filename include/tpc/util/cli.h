@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,15 @@ absl::StatusOr<int64_t> ParseByteSize(const std::string& flag, const std::string
 // (internal, data loss, unknown, aborted, resources), 2 for bad usage or bad input.
 int ExitCodeFor(const absl::Status& status);
 
+class Parser;
+
+// What every tool does before its work: a parse error is printed (exit 2), --help and
+// --version print (exit 0); SIGXFSZ is ignored, so that a file-size limit (ulimit -f)
+// fails a write with EFBIG, which the tool says, instead of killing it mid-write.
+// Returns the exit code when the tool is done, nullopt when it goes on.
+std::optional<int> Prologue(const Parser& parser, const absl::StatusOr<Args>& args,
+                            const std::string& version);
+
 class Parser {
  public:
   Parser(std::string program, std::string synopsis, std::string description)
@@ -54,6 +64,7 @@ class Parser {
   // `-h`/`--help` sets Args::help(); unknown options and missing values are errors.
   absl::StatusOr<Args> Parse(int argc, char** argv) const;
   std::string Usage() const;
+  const std::string& program() const { return program_; }
 
  private:
   const OptionSpec* Find(const std::string& name) const;
