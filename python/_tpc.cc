@@ -22,6 +22,7 @@
 #include "tpc/plan/plan_writer.h"
 #include "tpc/runtime/placement_io.h"
 #include "tpc/runtime/plan_runner.h"
+#include "tpc/runtime/thread_pool.h"
 #include "tpc/util/exceptions.h"
 #include "tpc/util/status_macros.h"
 
@@ -173,7 +174,18 @@ std::vector<std::pair<std::string, OutputArray>> Run(const std::string& dir, py:
       Raise(absl::InvalidArgumentError(
           absl::StrCat("input '", name, "': element type ", dtype_name, " is not one tpc runs")));
     held.push_back(t[3].cast<py::buffer>().request());
-    tensors[name] = rt::Tensor(*dtype, std::move(shape), held.back().ptr);
+    rt::Tensor tensor(*dtype, std::move(shape), held.back().ptr);
+    const auto bytes = static_cast<size_t>(held.back().size * held.back().itemsize);
+    if (tensor.num_elements() < 0 || (tensor.nbytes() > 0 && tensor.nbytes() > bytes)) {
+      Raise(absl::InvalidArgumentError(absl::StrCat("input '", name, "': ", tensor.TypeString(),
+                                                    " needs ", tensor.nbytes(),
+                                                    " bytes; the buffer holds ", bytes)));
+    }
+    tensors[name] = tensor;
+  }
+  if (threads < 0 || threads > tpc::runtime::kMaxThreads) {
+    Raise(absl::InvalidArgumentError(
+        absl::StrCat("threads must be from 0 (all cores) to ", tpc::runtime::kMaxThreads)));
   }
   std::vector<std::pair<std::string, OutputArray>> out;
   absl::Status s;

@@ -242,14 +242,7 @@ absl::Status CheckOutputPaths(const std::string& model, const std::string& out, 
                        ", which the plan replaces whole: write the dump elsewhere"));
     }
   }
-  if (fs::is_directory(dir, ec) && !fs::is_empty(dir, ec) && !fs::exists(dir / "plan.json", ec)) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("-o ", out,
-                     " is not empty and is not a plan (it has no plan.json): tp-compile writes a "
-                     "new folder, or replaces a plan with --force; choose another -o",
-                     force ? " (--force does not replace a folder of other files)" : ""));
-  }
-  return absl::OkStatus();
+  return tpc::CheckPlanFolder(out, force, model, absl::StrCat("-o ", out));
 }
 
 class Compiler {

@@ -19,6 +19,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
@@ -45,6 +46,7 @@
 #include "tpc/runtime/plan_runner.h"
 #include "tpc/runtime/rank_session.h"
 #include "tpc/runtime/tensor_io.h"
+#include "tpc/runtime/thread_pool.h"
 #include "tpc/runtime/world.h"
 #include "tpc/util/checked_math.h"
 #include "tpc/util/cli.h"
@@ -319,9 +321,11 @@ absl::StatusOr<Settings> ReadSettings(const tpc::cli::Args& args) {
   if (!absl::SimpleAtoi(args.get("repeat", "0"), &s.repeat) || s.repeat < 0) {
     return absl::InvalidArgumentError("--repeat must be a non-negative integer");
   }
-  if (args.has("threads") &&
-      (!absl::SimpleAtoi(args.get("threads"), &s.threads) || s.threads < 1)) {
-    return absl::InvalidArgumentError("--threads must be a positive integer");
+  if (args.has("threads") && (!absl::SimpleAtoi(args.get("threads"), &s.threads) || s.threads < 1 ||
+                              s.threads > rt::kMaxThreads)) {
+    return absl::InvalidArgumentError(absl::StrCat("--threads must be an integer from 1 to ",
+                                                   rt::kMaxThreads, " (this machine has ",
+                                                   std::thread::hardware_concurrency(), " cores)"));
   }
   double timeout = 0;
   if (!absl::SimpleAtod(args.get("timeout", "30"), &timeout) || !(timeout >= 0.001) ||

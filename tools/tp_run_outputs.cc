@@ -32,6 +32,11 @@ absl::Status CheckBeforeRun(const tpc::cli::Args& args, const std::string& plan_
     }
   }
   if (!args.has("check-against")) return absl::OkStatus();
+  if (std::error_code ec; !fs::is_regular_file(args.get("check-against"), ec)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--check-against ", args.get("check-against"),
+        fs::exists(args.get("check-against"), ec) ? ": not a regular file" : ": no such file"));
+  }
   auto hash = tpc::Sha256File(args.get("check-against"));
   if (!hash.ok()) {
     return absl::Status(hash.status().code(),

@@ -178,7 +178,7 @@ def run(plan, inputs, *, threads=0):
     items = []
     keep = []
     for name, value in inputs.items():
-        a = np.ascontiguousarray(value)
+        a = np.require(value, requirements="C")  # (ascontiguousarray makes a 0-d array 1-d)
         if a.dtype not in _DTYPES:
             err = Error(f"input '{name}': numpy dtype {a.dtype} has no tpc element type")
             err.code = "INVALID_ARGUMENT"

@@ -330,7 +330,42 @@ absl::StatusOr<CompiledPlan> CompileBytes(std::shared_ptr<const MappedFile> byte
   return plan;
 }
 
+absl::Status CheckPlanFolder(const std::string& dir, bool force, const std::string& model,
+                             const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path folder = fs::weakly_canonical(fs::absolute(dir, ec), ec);
+  if (ec) return absl::OkStatus();  // StagingDir says what is wrong with it
+  auto within = [&folder](const fs::path& p) {
+    auto f = folder.begin();
+    auto i = p.begin();
+    for (; f != folder.end(); ++f, ++i) {
+      if (i == p.end() || *i != *f) return false;
+    }
+    return true;
+  };
+  if (!model.empty() && fs::is_regular_file(model, ec)) {
+    const fs::path abs = fs::absolute(model, ec);
+    const fs::path named = fs::weakly_canonical(abs.parent_path(), ec) / abs.filename();
+    if (within(named) || within(fs::weakly_canonical(abs, ec))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, " holds the model ", model,
+          ", and the plan replaces that folder whole: choose another folder (a new one)"));
+    }
+  }
+  if (fs::is_directory(folder, ec) && !fs::is_empty(folder, ec) &&
+      !fs::exists(folder / "plan.json", ec)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat(flag,
+                     " is not empty and is not a plan (it has no plan.json): a plan goes to a new "
+                     "folder, or replaces a plan when forced; choose another folder",
+                     force ? " (force does not replace a folder of other files)" : ""));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CompiledPlan::Save(const std::string& dir, const SaveOptions& options) {
+  TPC_RETURN_IF_ERROR(CheckPlanFolder(dir, options.force, source_path_, dir));
   TPC_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::Create(dir, options.force));
   if (options.notes) {
     for (const std::string& note : staging.removed()) options.notes(note);

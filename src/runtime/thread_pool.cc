@@ -138,7 +138,7 @@ void ThreadPool::ParallelParts(int64_t parts, const std::function<void(int64_t)>
 int DefaultThreadCount() {
   if (const char* env = std::getenv("TPC_NUM_THREADS")) {
     int v = std::atoi(env);
-    if (v > 0) return v;
+    if (v > 0) return std::min(v, kMaxThreads);
   }
   return std::max(1u, std::thread::hardware_concurrency());
 }

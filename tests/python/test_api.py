@@ -217,3 +217,40 @@ def test_run_errors_name_the_input_and_the_fix(tmp_path):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"] + sys.argv[1:]))
+
+
+def test_save_never_replaces_a_folder_of_other_files_or_the_models(tmp_path):
+    folder = tmp_path / "work"
+    folder.mkdir()
+    model = folder / "model.onnx"
+    model.write_bytes(open(MLP, "rb").read())
+    (folder / "notes.txt").write_text("important")
+    plan = tpc.compile(str(model), tp=2)
+    for target in (folder, tmp_path):  # the model's folder, and one above it
+        with pytest.raises(tpc.Error) as e:
+            plan.save(str(target), force=True)
+        assert "holds the model" in str(e.value)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("important")
+    with pytest.raises(tpc.Error) as e:
+        plan.save(str(other), force=True)
+    assert "is not a plan" in str(e.value)
+    assert model.exists() and (folder / "notes.txt").read_text() == "important"
+    assert (other / "notes.txt").read_text() == "important"
+
+
+def test_run_takes_a_scalar_input(tmp_path):
+    # y = x * s, s a 0-d input (np.ascontiguousarray made it [1]).
+    from onnx import helper, TensorProto
+    g = helper.make_graph(
+        [helper.make_node("Mul", ["x", "s"], ["y"])], "scalar",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("s", TensorProto.FLOAT, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for s in (np.array(2.0, np.float32), np.float32(2.0)):
+        out = tpc.run(tpc.compile(m), {"x": x, "s": s})
+        np.testing.assert_array_equal(list(out.values())[0], x * 2)

@@ -272,8 +272,17 @@ TEST_CASE("a bad --output-dir or --check-against is refused before any rank runs
     r = RunTpRun(plan + " --quiet --repeat 100000 --ranks " + ranks + " --check-against " + plan +
                  "/missing.onnx");
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.output, Catch::Contains("--check-against: " + plan + "/missing.onnx"));
+    CHECK_THAT(r.output,
+               Catch::Contains("--check-against " + plan + "/missing.onnx: no such file"));
+    // A device is not read without end (/dev/zero grew the process by 1 GB a second).
+    r = RunTpRun(plan + " --quiet --ranks " + ranks + " --check-against /dev/zero");
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("--check-against /dev/zero: not a regular file"));
+    r = RunTpRun(plan + " --quiet --ranks " + ranks + " --input input_ids=/dev/zero");
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("/dev/zero: not a regular file"));
   }
+  CHECK(RunTpRun(plan + " --threads 100000").exit_code == 2);
 }
 
 TEST_CASE("a reused --output-dir keeps no outputs of an earlier run, and nothing else goes",

@@ -47,8 +47,15 @@ struct CompileOptions {
   std::function<absl::Status(const std::string& stage, const ir::Graph& graph)> after_stage;
 };
 
+// A folder a plan may be saved to: new, empty, or a plan (a folder with plan.json; one
+// that is not empty needs `force`), never a folder of other files, and never one that
+// holds `model` (where its path names it, or where a link leads). An error names `dir`
+// as `flag` does ("-o plan", "save('plan')").
+absl::Status CheckPlanFolder(const std::string& dir, bool force, const std::string& model,
+                             const std::string& flag);
+
 struct SaveOptions {
-  bool force = false;  // replace a folder that exists and is not empty
+  bool force = false;  // replace a plan folder that is not empty (CheckPlanFolder)
   // Called as weight bytes are written (bytes so far, total).
   std::function<void(int64_t done, int64_t total)> progress;
   // Called with each note about the folder (what a forced save removed).

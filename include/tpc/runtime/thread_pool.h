@@ -55,4 +55,8 @@ class ThreadPool {
 // Threads to use by default: TPC_NUM_THREADS when set, else the hardware's count.
 int DefaultThreadCount();
 
+// The most threads a process takes (--threads, TPC_NUM_THREADS): 100000 threads per rank
+// exhausted the machine's thread limit for every process on it.
+inline constexpr int kMaxThreads = 1024;
+
 }  // namespace tpc::runtime
