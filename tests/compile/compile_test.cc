@@ -218,5 +218,5 @@ TEST_CASE("compile: the report's renderings agree and escape names", "[compile]"
   CHECK_THAT(json, Catch::Contains("\"used_by\": \"/layers.0/Add\""));
   const std::string summary = tpc::compile::ReportSummary(r, "out");
   CHECK_THAT(summary, Catch::Contains("every symbolic dim = 512 (set them with --dim)"));
-  CHECK_THAT(summary, Catch::Contains("1 all-reduce (0.0 MiB) 1 all-gather"));
+  CHECK_THAT(summary, Catch::Contains("1 all-reduce (4.0 KiB) 1 all-gather"));
 }

@@ -91,7 +91,7 @@ TEST_CASE("tp-compile bad usage exits 2", "[tools]") {
   CHECK_THAT(version.output, Catch::StartsWith("tp-compile (tpc) "));
 }
 
-TEST_CASE("--explain: a dim known only at run time, and two alternatives of one name",
+TEST_CASE("tp-compile --explain: a dim known only at run time, and two alternatives of one name",
           "[tools][explain]") {
   // mlp.onnx with its input's seq dim unnamed (neither a size nor a name).
   ::onnx::ModelProto m;

@@ -90,9 +90,8 @@ absl::Status VisitFloat(const KernelContext& ctx, ir::DType t, F&& f) {
       absl::StrCat("element type ", ir::DTypeName(t), " is not supported (float only)"));
 }
 
-// A copy of `src` converted to `to` (numeric types, bool, f16, bf16).
+// `src` converted to `to` (numeric, bool, f16, bf16): a copy, or into `dst` (src's shape).
 absl::StatusOr<Tensor> CastTensor(const KernelContext& ctx, const Tensor& src, ir::DType to);
-// The same into `dst` (src's shape, the target type).
 absl::Status CastInto(const KernelContext& ctx, const Tensor& src, const Tensor& dst);
 // An integer tensor (i32 or i64) as int64 values.
 absl::StatusOr<std::vector<int64_t>> ReadInts(const KernelContext& ctx, const Tensor& t);
