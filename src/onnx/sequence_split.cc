@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "subgraph_names.h"
+#include "tpc/util/checked_math.h"
 
 namespace tpc::onnx::internal {
 namespace {
@@ -81,6 +82,11 @@ absl::StatusOr<int64_t> Normalize(const SequenceSplit& s, int64_t index, int64_t
 // bounds are computed at run time.
 absl::StatusOr<std::optional<std::pair<int64_t, int64_t>>> StaticBounds(const SequenceSplit& s,
                                                                         int64_t index) {
+  // No tensor has 2^48 parts; the bounds below (index · chunk) stay far from overflow.
+  if (index >= kMaxTensorElements || index <= -kMaxTensorElements) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("it reads element ", index, " of ", s.label, ", past any tensor's size"));
+  }
   if (s.split.empty()) {
     if (s.dim) {
       auto k = Normalize(s, index, *s.dim);

@@ -264,6 +264,15 @@ g (float[2, 6] x) => (float[2, 2] y) <int64[3] sizes = {2, 2, 2}, int64 i = {3}>
              Catch::Contains("node producing 'y' (SequenceAt): it reads element 3 of the 3 "
                              "tensor(s) of node producing 'parts' (SplitToSequence) (-3 to 2)"));
 
+  // An index no tensor reaches (index · chunk would overflow).
+  auto huge = ImportSequenceText("huge", R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, n] x) => (float[2, 2] y) <int64 two = {2}, int64 i = {4611686018427387904}> {
+  parts = SplitToSequence<axis = 1>(x, two)
+  y = SequenceAt(parts, i)
+})");
+  REQUIRE_FALSE(huge.ok());
+  CHECK_THAT(std::string(huge.status().message()), Catch::Contains("past any tensor's size"));
+
   // Sizes that do not add up to the axis.
   auto sum = ImportSequenceText("sum", R"(<ir_version: 8, opset_import: ["" : 17]>
 g (float[2, 6] x) => (float[2, 2] y) <int64[2] sizes = {2, 2}, int64 i = {0}> {
